@@ -1,0 +1,33 @@
+//! harness — a record/replay evaluation and regression harness for LLM agent loops.
+//!
+//! Scripted scenarios replay through one loop engine whose defences reproduce real runtimes as
+//! profiles; each run becomes a deterministic trace, compared with a reviewed golden and folded
+//! into metrics.
+//!
+//! Layers (dependencies point down only):
+//!
+//! ```text
+//! cli → run → {store, report} → {engine, snapshot, metrics, expect} → {policy, tool, llm, trace, scenario}
+//! ```
+//!
+//! The engine and everything below it are pure: no files, clocks, threads or network. Only
+//! `store` (files), `run` (threads), `report` (output streams) and `cli` touch the outside.
+//!
+//! Exit codes of `harness run`: [`report::EXIT_OK`] (0) all passed, [`report::EXIT_FAILED`] (1)
+//! a golden mismatch, missing or orphaned golden or failed expectation,
+//! [`report::EXIT_BAD_INPUT`] (2) bad input or usage.
+
+pub mod cli;
+pub mod engine;
+pub mod expect;
+pub mod json;
+pub mod llm;
+pub mod metrics;
+pub mod policy;
+pub mod report;
+pub mod run;
+pub mod scenario;
+pub mod snapshot;
+pub mod store;
+pub mod tool;
+pub mod trace;

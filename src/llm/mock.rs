@@ -1,0 +1,214 @@
+//! The scripted mock model: reactive rules first (in order, first match answers), then the
+//! ordered turns. Deterministic: call ids count the run's calls, usage is scripted or estimated
+//! from text length (4 chars a token).
+
+use super::{
+    Arguments, Finish, Message, Model, ModelError, ModelRequest, ModelResponse, Role, ToolCall,
+    Usage,
+};
+use crate::scenario::{CallDef, Conditions, FinishDef, ModelScript, TurnDef, WithoutTools};
+use serde_json::Value;
+
+/// The script ran out, or cannot answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the mock model has no answer for model call {call} (iteration {iteration}): all {turns} scripted turns are used and no rule matched"
+)]
+pub struct ScriptError {
+    /// 1-based model call.
+    pub call: u32,
+    /// Engine iteration.
+    pub iteration: u32,
+    /// Scripted turns (counting repeats).
+    pub turns: u32,
+}
+
+/// The mock.
+pub struct MockModel<'s> {
+    script: &'s ModelScript,
+    fired: Vec<u32>,
+    turn: usize,
+    used_of_turn: u32,
+    next_call_id: u64,
+}
+
+impl<'s> MockModel<'s> {
+    /// A mock answering from `script`.
+    pub fn new(script: &'s ModelScript) -> Self {
+        Self {
+            script,
+            fired: vec![0; script.rules.len()],
+            turn: 0,
+            used_of_turn: 0,
+            next_call_id: 0,
+        }
+    }
+
+    fn rule_matches(&self, when: &Conditions, fired: u32, req: &ModelRequest<'_>) -> bool {
+        let last = req.messages.last();
+        let last_user = req.messages.iter().rev().find(|m| m.role == Role::User);
+        let last_tool = req.messages.iter().rev().find(|m| m.role == Role::Tool);
+        when.tools_offered.is_none_or(|b| b != req.tools.is_empty())
+            && when
+                .tool_offered
+                .as_ref()
+                .is_none_or(|t| req.tools.iter().any(|s| &s.name == t))
+            && when.force_text.is_none_or(|b| b == req.force_text)
+            && when.iteration.is_none_or(|b| b.holds(req.iteration.into()))
+            && when.call.is_none_or(|b| b.holds(req.call.into()))
+            && when.fired.is_none_or(|b| b.holds(fired.into()))
+            && contains(&when.last_message_contains, last)
+            && contains(&when.last_user_contains, last_user)
+            && when
+                .any_message_contains
+                .as_ref()
+                .is_none_or(|s| req.messages.iter().any(|m| m.content.contains(s.as_str())))
+            && when
+                .last_tool_failed
+                .is_none_or(|b| last_tool.is_some_and(|m| m.failed == b))
+    }
+
+    fn next_turn(&mut self, req: &ModelRequest<'_>) -> Option<&'s TurnDef> {
+        let script = self.script;
+        loop {
+            let turn = script.turns.get(self.turn)?;
+            self.used_of_turn += 1;
+            if self.used_of_turn >= turn.repeat {
+                self.turn += 1;
+                self.used_of_turn = 0;
+            }
+            let skip = script.without_tools == WithoutTools::Skip
+                && req.tools.is_empty()
+                && !turn.tool_calls.is_empty();
+            if !skip {
+                return Some(turn);
+            }
+        }
+    }
+
+    fn build(&mut self, turn: &TurnDef, req: &ModelRequest<'_>) -> ModelResponse {
+        let tool_calls: Vec<ToolCall> = turn.tool_calls.iter().map(|c| self.call(c)).collect();
+        let finish = match turn.finish {
+            Some(FinishDef::Stop) => Finish::Stop,
+            Some(FinishDef::ToolUse) => Finish::ToolUse,
+            Some(FinishDef::Length) => Finish::Length,
+            Some(FinishDef::ContentFilter) => Finish::ContentFilter,
+            None if tool_calls.is_empty() => Finish::Stop,
+            None => Finish::ToolUse,
+        };
+        let usage = match turn.usage {
+            Some(u) => Usage {
+                input: u.input,
+                output: u.output,
+            },
+            None => Usage {
+                input: estimate_input(req),
+                output: estimate_output(turn),
+            },
+        };
+        ModelResponse {
+            text: turn.text.clone(),
+            tool_calls,
+            finish,
+            usage,
+            latency_ms: turn.latency_ms.unwrap_or(self.script.latency_ms),
+        }
+    }
+
+    fn call(&mut self, def: &CallDef) -> ToolCall {
+        let id = def
+            .id
+            .clone()
+            .unwrap_or_else(|| format!("call_{}", self.next_call_id));
+        self.next_call_id += 1;
+        let arguments = match (&def.raw_args, &def.args) {
+            (Some(raw), _) => Arguments::Raw(raw.clone()),
+            (None, Some(v)) => Arguments::Parsed(v.clone()),
+            (None, None) => Arguments::Parsed(Value::Object(Default::default())),
+        };
+        ToolCall {
+            id,
+            name: def.name.clone(),
+            arguments,
+        }
+    }
+}
+
+fn contains(needle: &Option<String>, message: Option<&Message>) -> bool {
+    needle
+        .as_ref()
+        .is_none_or(|s| message.is_some_and(|m| m.content.contains(s.as_str())))
+}
+
+fn tokens(chars: usize) -> u64 {
+    (chars as u64).div_ceil(4)
+}
+
+fn estimate_input(req: &ModelRequest<'_>) -> u64 {
+    let messages: usize = req
+        .messages
+        .iter()
+        .map(|m| {
+            m.content.len()
+                + m.tool_calls
+                    .iter()
+                    .map(|c| c.name.len() + args_len(&c.arguments))
+                    .sum::<usize>()
+        })
+        .sum();
+    let tools: usize = req
+        .tools
+        .iter()
+        .map(|t| t.name.len() + t.description.len() + t.schema.to_string().len())
+        .sum();
+    tokens(messages + tools)
+}
+
+fn args_len(a: &Arguments) -> usize {
+    match a {
+        Arguments::Parsed(v) => v.to_string().len(),
+        Arguments::Raw(s) => s.len(),
+    }
+}
+
+fn estimate_output(turn: &TurnDef) -> u64 {
+    let text = turn.text.as_ref().map_or(0, String::len);
+    let calls: usize = turn
+        .tool_calls
+        .iter()
+        .map(|c| {
+            c.name.len()
+                + c.raw_args
+                    .as_ref()
+                    .map(String::len)
+                    .or_else(|| c.args.as_ref().map(|v| v.to_string().len()))
+                    .unwrap_or(2)
+        })
+        .sum();
+    tokens(text + calls).max(1)
+}
+
+impl Model for MockModel<'_> {
+    fn respond(&mut self, req: &ModelRequest<'_>) -> Result<ModelResponse, ModelError> {
+        let script = self.script;
+        for (i, rule) in script.rules.iter().enumerate() {
+            let fired = self.fired[i];
+            if rule.times.is_some_and(|t| fired >= t) {
+                continue;
+            }
+            if self.rule_matches(&rule.when, fired, req) {
+                self.fired[i] += 1;
+                return Ok(self.build(&rule.reply, req));
+            }
+        }
+        match self.next_turn(req) {
+            Some(turn) => Ok(self.build(turn, req)),
+            None => Err(ScriptError {
+                call: req.call,
+                iteration: req.iteration,
+                turns: script.turns.iter().map(|t| t.repeat).sum(),
+            }
+            .into()),
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! The model side as the engine sees it: messages, requests, responses and the [`Model`] trait.
+//! The scripted mock (`mock.rs`) and, later, live providers implement the same trait, so record
+//! and replay run the same engine code.
+
+mod mock;
+
+pub use mock::{MockModel, ScriptError};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A message role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// System prompt or system note.
+    System,
+    /// The user, or the runtime speaking as the user.
+    User,
+    /// The model.
+    Assistant,
+    /// A tool result.
+    Tool,
+}
+
+impl Role {
+    /// Lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::System => "system",
+            Self::User => "user",
+            Self::Assistant => "assistant",
+            Self::Tool => "tool",
+        }
+    }
+}
+
+/// One conversation message.
+#[derive(Debug, Clone)]
+pub struct Message {
+    /// Who speaks.
+    pub role: Role,
+    /// Text content.
+    pub content: String,
+    /// For assistant messages: the tool calls it carries.
+    pub tool_calls: Vec<ToolCall>,
+    /// For tool messages: whether the call failed.
+    pub failed: bool,
+}
+
+impl Message {
+    /// A plain message.
+    pub fn new(role: Role, content: impl Into<String>) -> Self {
+        Self {
+            role,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            failed: false,
+        }
+    }
+}
+
+/// A tool as offered to the model.
+#[derive(Debug, Clone)]
+pub struct ToolSpec {
+    /// Name.
+    pub name: String,
+    /// Description.
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub schema: Value,
+}
+
+/// Arguments as the model produced them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Arguments {
+    /// Already parsed (structured tool-call APIs, scripted turns).
+    Parsed(Value),
+    /// A raw string to decode (streams, raw scripted arguments).
+    Raw(String),
+}
+
+/// A tool call requested by the model.
+#[derive(Debug, Clone)]
+pub struct ToolCall {
+    /// Call id.
+    pub id: String,
+    /// Tool name as emitted.
+    pub name: String,
+    /// Arguments as emitted.
+    pub arguments: Arguments,
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Finish {
+    /// Finished its answer.
+    Stop,
+    /// Asks for tools.
+    ToolUse,
+    /// Cut by the output limit.
+    Length,
+    /// Stopped by a content filter.
+    ContentFilter,
+}
+
+impl Finish {
+    /// snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Stop => "stop",
+            Self::ToolUse => "tool_use",
+            Self::Length => "length",
+            Self::ContentFilter => "content_filter",
+        }
+    }
+}
+
+/// Token usage of one response.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Input tokens.
+    pub input: u64,
+    /// Output tokens.
+    pub output: u64,
+}
+
+/// What the engine sends.
+#[derive(Debug)]
+pub struct ModelRequest<'a> {
+    /// Engine iteration (1-based).
+    pub iteration: u32,
+    /// Model call number within the run (1-based).
+    pub call: u32,
+    /// The conversation so far.
+    pub messages: &'a [Message],
+    /// Tools offered on this call (empty when stripped or in force-text mode).
+    pub tools: &'a [ToolSpec],
+    /// Whether the engine asks for text only.
+    pub force_text: bool,
+}
+
+/// What the model answers.
+#[derive(Debug, Clone)]
+pub struct ModelResponse {
+    /// Text content, if any.
+    pub text: Option<String>,
+    /// Tool calls, in order.
+    pub tool_calls: Vec<ToolCall>,
+    /// Finish reason.
+    pub finish: Finish,
+    /// Token usage.
+    pub usage: Usage,
+    /// Virtual latency in milliseconds.
+    pub latency_ms: u64,
+}
+
+/// The model side of the loop.
+pub trait Model {
+    /// Answer one request.
+    fn respond(&mut self, request: &ModelRequest<'_>) -> Result<ModelResponse, ModelError>;
+}
+
+/// A model-side failure.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ModelError {
+    /// The mock's script has no answer: a scenario bug, reported as bad input.
+    #[error(transparent)]
+    Script(#[from] ScriptError),
+}

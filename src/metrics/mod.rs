@@ -1,0 +1,232 @@
+//! Metrics: one [`Row`] per run, folded from its trace, and the CSV writer. Pure: the writer
+//! takes any `io::Write`.
+
+use crate::json::canonical;
+use crate::scenario::{OutcomeKind, Prices};
+use crate::trace::{Event, TimedEvent};
+use serde::Serialize;
+use std::collections::HashSet;
+use std::io;
+
+/// The metrics of one run. Column order is the CSV's.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    /// Case id.
+    pub scenario: String,
+    /// Scenario family.
+    pub family: String,
+    /// Profile.
+    pub profile: String,
+    /// How it ended (`invalid` when the case could not run).
+    pub outcome: String,
+    /// Iterations run.
+    pub iterations: u32,
+    /// Model calls made.
+    pub model_calls: u32,
+    /// Tool calls dispatched.
+    pub tool_calls: u32,
+    /// Dispatched tool calls that failed.
+    pub tool_failures: u32,
+    /// Tool calls rejected before dispatch.
+    pub rejected_calls: u32,
+    /// Stage-1 interventions (advice: nudges, warnings, notices).
+    pub interventions_stage1: u32,
+    /// Stage-2 interventions (restriction: tools stripped, force-text).
+    pub interventions_stage2: u32,
+    /// Stage-3 interventions (the defence ended the run).
+    pub interventions_stage3: u32,
+    /// Messages injected by defences.
+    pub nudges: u32,
+    /// Truncated batches discarded.
+    pub truncations: u32,
+    /// Model calls made in force-text mode.
+    pub force_text_turns: u32,
+    /// Iteration of the first intervention (empty if none).
+    pub first_intervention_iteration: Option<u32>,
+    /// Iterations from the first repeated failure until recovery or the end.
+    pub wasted_iterations: u32,
+    /// Input tokens.
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Cost in US dollars (written with six decimals).
+    #[serde(serialize_with = "six_decimals")]
+    pub cost_usd: f64,
+    /// Virtual milliseconds.
+    pub virtual_ms: u64,
+    /// Whether every expectation held.
+    pub expectations_passed: bool,
+}
+
+/// Fold a trace into its metrics (`expectations_passed` is set by the caller).
+pub fn row(
+    case_id: &str,
+    family: &str,
+    profile: &str,
+    prices: Prices,
+    events: &[TimedEvent],
+) -> Row {
+    let mut r = Row {
+        scenario: case_id.to_owned(),
+        family: family.to_owned(),
+        profile: profile.to_owned(),
+        outcome: "incomplete".to_owned(),
+        iterations: 0,
+        model_calls: 0,
+        tool_calls: 0,
+        tool_failures: 0,
+        rejected_calls: 0,
+        interventions_stage1: 0,
+        interventions_stage2: 0,
+        interventions_stage3: 0,
+        nudges: 0,
+        truncations: 0,
+        force_text_turns: 0,
+        first_intervention_iteration: None,
+        wasted_iterations: 0,
+        input_tokens: 0,
+        output_tokens: 0,
+        cost_usd: 0.0,
+        virtual_ms: events.last().map_or(0, |e| e.t_ms),
+        expectations_passed: true,
+    };
+    let mut iteration = 0u32;
+    let mut seen_failures: HashSet<String> = HashSet::new();
+    let mut first_repeat: Option<u32> = None;
+    let mut recovered_at: Option<u32> = None;
+    let mut start_args = std::collections::HashMap::new();
+    let mut failure = |name: &str,
+                       args: &str,
+                       error: Option<&str>,
+                       iteration: u32,
+                       first_repeat: &mut Option<u32>| {
+        let by_args = format!("a\u{0}{name}\u{0}{args}");
+        let by_error = error.map(|e| format!("e\u{0}{name}\u{0}{e}"));
+        let repeated = seen_failures.contains(&by_args)
+            || by_error.as_ref().is_some_and(|k| seen_failures.contains(k));
+        if repeated && first_repeat.is_none() {
+            *first_repeat = Some(iteration);
+        }
+        seen_failures.insert(by_args);
+        if let Some(k) = by_error {
+            seen_failures.insert(k);
+        }
+    };
+    for e in events {
+        match &e.event {
+            Event::RunStart { .. } | Event::Signal { .. } | Event::ModelResponse { .. } => {}
+            Event::Iteration { n } => iteration = *n,
+            Event::ModelRequest { force_text, .. } => {
+                r.model_calls += 1;
+                if *force_text {
+                    r.force_text_turns += 1;
+                }
+            }
+            Event::ToolCallStart { id, args, .. } => {
+                r.tool_calls += 1;
+                start_args.insert(id.clone(), canonical(args));
+            }
+            Event::ToolCallEnd {
+                id,
+                name,
+                ok,
+                error,
+                ..
+            } => {
+                if *ok {
+                    if first_repeat.is_some() && recovered_at.is_none() {
+                        recovered_at = Some(iteration);
+                    }
+                } else {
+                    r.tool_failures += 1;
+                    let args = start_args.get(id).cloned().unwrap_or_default();
+                    failure(name, &args, error.as_deref(), iteration, &mut first_repeat);
+                }
+            }
+            Event::ToolCallRejected {
+                name, args, error, ..
+            } => {
+                r.rejected_calls += 1;
+                failure(
+                    name,
+                    &canonical(args),
+                    Some(error),
+                    iteration,
+                    &mut first_repeat,
+                );
+            }
+            Event::TruncationDiscarded { .. } => r.truncations += 1,
+            Event::Intervention { stage, .. } => {
+                match stage {
+                    1 => r.interventions_stage1 += 1,
+                    2 => r.interventions_stage2 += 1,
+                    _ => r.interventions_stage3 += 1,
+                }
+                r.first_intervention_iteration.get_or_insert(iteration);
+            }
+            Event::MessageInjected { .. } => r.nudges += 1,
+            Event::ForceText { .. } => {}
+            Event::Outcome {
+                outcome,
+                iterations,
+                ..
+            } => {
+                r.outcome = outcome.as_str().to_owned();
+                r.iterations = *iterations;
+                if *outcome == OutcomeKind::Response
+                    && first_repeat.is_some()
+                    && recovered_at.is_none()
+                {
+                    recovered_at = Some(*iterations);
+                }
+            }
+        }
+        if let Event::ModelResponse {
+            input_tokens,
+            output_tokens,
+            ..
+        } = &e.event
+        {
+            r.input_tokens += input_tokens;
+            r.output_tokens += output_tokens;
+        }
+    }
+    if let Some(f) = first_repeat {
+        let end = recovered_at.unwrap_or(r.iterations + 1);
+        r.wasted_iterations = end.saturating_sub(f);
+    }
+    r.cost_usd = (r.input_tokens as f64 * prices.input_per_mtok
+        + r.output_tokens as f64 * prices.output_per_mtok)
+        / 1_000_000.0;
+    r
+}
+
+fn six_decimals<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&format!("{v:.6}"))
+}
+
+/// Writes rows as CSV with a header.
+pub struct CsvSink<W: io::Write> {
+    writer: csv::Writer<W>,
+}
+
+impl<W: io::Write> CsvSink<W> {
+    /// A sink over `out`.
+    pub fn new(out: W) -> Self {
+        Self {
+            writer: csv::WriterBuilder::new().has_headers(true).from_writer(out),
+        }
+    }
+
+    /// Write one row.
+    pub fn write(&mut self, row: &Row) -> io::Result<()> {
+        self.writer.serialize(row).map_err(io::Error::other)
+    }
+
+    /// Flush and hand back the writer.
+    pub fn finish(self) -> io::Result<W> {
+        self.writer
+            .into_inner()
+            .map_err(|e| io::Error::other(e.to_string()))
+    }
+}

@@ -1,0 +1,241 @@
+//! IronClaw's tool-intent nudge (PR #653) and its classifier `llm_signals_tool_intent`.
+//!
+//! When the model says "let me search…" but calls nothing, the loop pushes the model's text and
+//! a nudge and goes on, at most `max_consecutive` times in a row. The counter resets on a text
+//! without intent or on any executed batch; at the cap it stays put.
+
+use super::{Action, IntentNudgeConfig, LoopView, Policy};
+use crate::llm::Role;
+use serde_json::Value;
+
+const EXCLUSIONS: &[&str] = &[
+    "let me explain",
+    "let me know",
+    "let me think",
+    "let me summarize",
+    "let me clarify",
+    "let me describe",
+    "let me help",
+    "let me understand",
+    "let me break",
+    "let me outline",
+    "let me walk you",
+    "let me provide",
+    "let me suggest",
+    "let me elaborate",
+    "let me start by",
+];
+const PREFIXES: &[&str] = &["let me ", "i'll ", "i will ", "i'm going to "];
+const VERBS: &[&str] = &[
+    "search",
+    "look up",
+    "check",
+    "fetch",
+    "find",
+    "read the",
+    "write the",
+    "create",
+    "run the",
+    "execute",
+    "query",
+    "retrieve",
+    "add it",
+    "add the",
+    "add this",
+    "add that",
+    "update the",
+    "delete",
+    "remove the",
+    "look into",
+];
+
+/// Does the text announce a tool action it did not take? (IronClaw's exact rules.)
+pub fn signals_tool_intent(text: &str) -> bool {
+    let lower = strip_code_and_quotes(text).to_lowercase();
+    if EXCLUSIONS.iter().any(|e| lower.contains(e)) {
+        return false;
+    }
+    PREFIXES.iter().any(|prefix| {
+        lower.match_indices(prefix).any(|(at, _)| {
+            let rest = &lower[at + prefix.len()..];
+            VERBS
+                .iter()
+                .any(|verb| rest.starts_with(verb) || rest.contains(&format!(" {verb}")))
+        })
+    })
+}
+
+/// Drop fenced blocks, indented lines and double-quoted spans, line by line.
+fn strip_code_and_quotes(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut in_fence = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            in_fence = !in_fence;
+            continue;
+        }
+        if in_fence || line.starts_with("    ") || line.starts_with('\t') {
+            continue;
+        }
+        let mut in_quote = false;
+        let mut prev = '\0';
+        for c in line.chars() {
+            if c == '"' && prev != '\\' {
+                in_quote = !in_quote;
+            } else if !in_quote {
+                out.push(c);
+            }
+            prev = c;
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The nudge as a policy.
+pub(super) struct IntentNudge {
+    config: IntentNudgeConfig,
+    consecutive: u32,
+}
+
+impl IntentNudge {
+    pub(super) fn new(config: IntentNudgeConfig) -> Self {
+        Self {
+            config,
+            consecutive: 0,
+        }
+    }
+}
+
+impl Policy for IntentNudge {
+    fn id(&self) -> &'static str {
+        "ironclaw-intent"
+    }
+
+    fn on_text(&mut self, text: &str, view: &LoopView) -> Option<Vec<Action>> {
+        let fire = view.tools_available
+            && !view.force_text
+            && self.consecutive < self.config.max_consecutive
+            && signals_tool_intent(text);
+        if !fire {
+            return None;
+        }
+        self.consecutive += 1;
+        Some(vec![
+            Action::Intervene {
+                stage: 1,
+                action: "nudge",
+                tool: None,
+            },
+            Action::Inject {
+                role: Role::User,
+                text: self.config.message.clone(),
+            },
+        ])
+    }
+
+    fn after_text(&mut self, text: &str, _continued: bool) {
+        if !signals_tool_intent(text) {
+            self.consecutive = 0;
+        }
+    }
+
+    fn before_execute(&mut self, _calls: &[(String, Value)]) {
+        self.consecutive = 0;
+    }
+}
+
+/// IronClaw §9.2 classifier cases.
+#[cfg(test)]
+mod tests {
+    use super::signals_tool_intent as intent;
+
+    #[test]
+    fn true_positives() {
+        for t in [
+            "Let me search for that file.",
+            "I'll fetch the data now.",
+            "I'm going to check the logs.",
+            "Let me add it now.",
+            "I will run the tests to verify.",
+            "I'll look up the documentation.",
+            "Let me read the file contents.",
+            "I'm going to execute the command.",
+        ] {
+            assert!(intent(t), "{t}");
+        }
+    }
+
+    #[test]
+    fn true_negatives_conversational() {
+        for t in [
+            "Let me explain how this works.",
+            "Let me know if you need anything.",
+            "Let me think about this.",
+            "Let me summarize the findings.",
+            "Let me clarify what I mean.",
+        ] {
+            assert!(!intent(t), "{t}");
+        }
+    }
+
+    #[test]
+    fn exclusion_takes_precedence() {
+        assert!(!intent(
+            "Let me explain the approach, then I'll search for the file."
+        ));
+    }
+
+    #[test]
+    fn ignores_code_blocks() {
+        assert!(!intent(
+            "Here is the script:\n```\nlet me search the index\n```\nThat is all."
+        ));
+    }
+
+    #[test]
+    fn ignores_indented_code() {
+        assert!(!intent("Example:\n    I'll fetch the data now\nDone."));
+    }
+
+    #[test]
+    fn ignores_plain_text() {
+        for t in [
+            "The task is complete.",
+            "Here are the results you asked for.",
+            "I found 3 matching files.",
+        ] {
+            assert!(!intent(t), "{t}");
+        }
+    }
+
+    #[test]
+    fn quoted_string_in_code_block() {
+        assert!(!intent("```\nprint(\"I will create your account\")\n```"));
+    }
+
+    #[test]
+    fn quoted_string_outside_code_block() {
+        assert!(!intent(
+            "The button says \"Let me search the database\" to the user."
+        ));
+        assert!(intent("I'll fetch the results for you."));
+    }
+
+    #[test]
+    fn shadowed_prefix() {
+        assert!(!intent(
+            "Sure, let me think about it. Actually, let me search for the file."
+        ));
+        assert!(intent(
+            "I said let me be clear, then let me fetch the data."
+        ));
+    }
+
+    #[test]
+    fn derived_false_positives_and_curly_apostrophe() {
+        assert!(intent("I will not delete anything"));
+        assert!(intent("I'll be brief. The search returned 3 hits"));
+        assert!(!intent("I\u{2019}ll fetch the data now."));
+    }
+}

@@ -1,0 +1,192 @@
+//! Defences the engine consults, one file each, and the profiles that bundle them.
+//!
+//! A [`Policy`] sees the loop at fixed points (before a model call, on a text answer, on a tool
+//! batch before and after it runs) and answers with [`Action`]s; the engine applies them and
+//! records the trace. Policies own their counters; they never see files, clocks or threads.
+//! [`Config`] holds every threshold and message text; a profile is a named `Config`.
+
+mod auto_continue;
+mod config;
+mod duplicate;
+pub mod intent;
+mod reflex;
+mod truncation;
+pub mod validate;
+
+pub use config::{
+    AutoContinueConfig, Config, DuplicateConfig, IntentNudgeConfig, MalformedArgs, PatchError,
+    ReflexConfig, ToolExecution, TruncationConfig, ValidationConfig, config_patch_schema,
+};
+pub use reflex::{DetectorAction, Fingerprint, ReflexDetector, Stage};
+
+use crate::llm::{ModelResponse, Role, ToolSpec};
+use serde_json::Value;
+
+/// Names of the profiles this build reproduces.
+pub const PROFILES: &[&str] = &["none", "ironclaw", "moltis"];
+
+/// The loop's state as policies may read it.
+#[derive(Debug, Clone, Copy)]
+pub struct LoopView {
+    /// Current iteration, 1-based.
+    pub iteration: u32,
+    /// Tool calls the model has asked for so far (executed or rejected).
+    pub total_tool_calls: u64,
+    /// Whether tools are offered to the model on this iteration.
+    pub tools_available: bool,
+    /// Whether the run is in force-text mode.
+    pub force_text: bool,
+}
+
+/// One call of a batch, decoded, as policies see it after the batch ran.
+#[derive(Debug, Clone)]
+pub struct CallRecord {
+    /// Tool name as the model emitted it.
+    pub name: String,
+    /// Arguments as decoded from the model (before any coercion).
+    pub args: Value,
+    /// How the call ended.
+    pub result: CallResult,
+}
+
+/// How one call ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallResult {
+    /// It ran and succeeded.
+    Ok,
+    /// It ran (or was looked up) and failed, with or without error text.
+    Failed(Option<String>),
+    /// It was rejected before dispatch with this message.
+    Rejected(String),
+}
+
+impl CallResult {
+    /// Whether the call counts as a failure (rejections included).
+    pub fn failed(&self) -> bool {
+        !matches!(self, Self::Ok)
+    }
+
+    /// The error text, if any.
+    pub fn error(&self) -> Option<&str> {
+        match self {
+            Self::Ok => None,
+            Self::Failed(e) => e.as_deref(),
+            Self::Rejected(e) => Some(e),
+        }
+    }
+}
+
+/// What a policy asks the engine to do. Applied in order; each leaves a trace event.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Record an intervention decision (`stage` 1 advises, 2 restricts, 3 ends the run).
+    Intervene {
+        /// 1, 2 or 3.
+        stage: u8,
+        /// What the decision does: `nudge`, `warn`, `strip_tools`, `force_text`, `discard`, …
+        action: &'static str,
+        /// The tool the decision is about, if any.
+        tool: Option<String>,
+    },
+    /// Append a message to the conversation.
+    Inject {
+        /// Role of the message.
+        role: Role,
+        /// Its text.
+        text: String,
+    },
+    /// Offer no tools on the model call about to be made.
+    StripToolsThisCall,
+    /// Switch force-text mode on for the rest of the run.
+    ForceText {
+        /// Why.
+        cause: &'static str,
+    },
+    /// The tool batch just received is discarded unexecuted (the `count`-th time in a row).
+    Discard {
+        /// The policy's running count.
+        count: u32,
+    },
+}
+
+/// A defence. Every hook has a neutral default, so a policy implements only its own points.
+pub trait Policy: Send {
+    /// Stable id used in traces and metrics.
+    fn id(&self) -> &'static str;
+
+    /// Before each model call.
+    fn before_call(&mut self, _view: &LoopView) -> Vec<Action> {
+        Vec::new()
+    }
+
+    /// The model answered with text only. `Some(actions)` keeps the loop going instead of
+    /// returning the text (the first policy to answer `Some` wins).
+    fn on_text(&mut self, _text: &str, _view: &LoopView) -> Option<Vec<Action>> {
+        None
+    }
+
+    /// Told after a text answer whether some policy kept the loop going.
+    fn after_text(&mut self, _text: &str, _continued: bool) {}
+
+    /// The model answered with tool calls. `Some(actions)` (with an [`Action::Discard`])
+    /// discards the batch unexecuted.
+    fn on_batch(&mut self, _response: &ModelResponse, _view: &LoopView) -> Option<Vec<Action>> {
+        None
+    }
+
+    /// A batch is about to run (not discarded).
+    fn before_execute(&mut self, _calls: &[(String, Value)]) {}
+
+    /// Pre-dispatch check of one call: `Some(message)` rejects it.
+    fn validate(&self, _name: &str, _args: &Value, _tool: Option<&ToolSpec>) -> Option<String> {
+        None
+    }
+
+    /// After the batch ran, with every call's result in call order.
+    fn after_batch(&mut self, _records: &[CallRecord], _view: &LoopView) -> Vec<Action> {
+        Vec::new()
+    }
+}
+
+/// The policies a configuration enables, in the order the engine consults them.
+pub fn build(config: &Config) -> Vec<Box<dyn Policy>> {
+    let mut out: Vec<Box<dyn Policy>> = Vec::new();
+    if config.validation.enabled {
+        out.push(Box::new(validate::Validator::new(
+            config.validation.clone(),
+        )));
+    }
+    if config.intent_nudge.enabled {
+        out.push(Box::new(intent::IntentNudge::new(
+            config.intent_nudge.clone(),
+        )));
+    }
+    if config.auto_continue.enabled {
+        out.push(Box::new(auto_continue::AutoContinue::new(
+            config.auto_continue.clone(),
+        )));
+    }
+    if config.truncation.enabled {
+        out.push(Box::new(truncation::Truncation::new(
+            config.truncation.clone(),
+        )));
+    }
+    if config.duplicate.enabled {
+        out.push(Box::new(duplicate::DuplicateTracker::new(
+            config.duplicate.clone(),
+        )));
+    }
+    if config.reflex.enabled && config.reflex.window > 0 {
+        out.push(Box::new(reflex::ReflexPolicy::new(config.reflex.clone())));
+    }
+    out
+}
+
+/// Replace `{key}` placeholders in a message template.
+pub(crate) fn fill(template: &str, pairs: &[(&str, &str)]) -> String {
+    let mut out = template.to_owned();
+    for (key, value) in pairs {
+        out = out.replace(&format!("{{{key}}}"), value);
+    }
+    out
+}

@@ -1,0 +1,217 @@
+//! Reporters: every output of a run consumes the same stream of file results — the terminal
+//! (diffs, errors, the per-family summary), the metrics CSV — and [`Tally`] keeps the counts
+//! that decide the exit code.
+
+mod terminal;
+
+pub use terminal::Terminal;
+
+use crate::metrics::{CsvSink, Row};
+use crate::run::FileResult;
+use crate::snapshot::Comparison;
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Exit code: everything passed.
+pub const EXIT_OK: u8 = 0;
+/// Exit code: a golden mismatch, a missing or orphaned golden, or a failed expectation.
+pub const EXIT_FAILED: u8 = 1;
+/// Exit code: bad input or usage (malformed scenario, unreadable path, bad flag).
+pub const EXIT_BAD_INPUT: u8 = 2;
+
+/// Consumes a run's results in order.
+pub trait Reporter {
+    /// One scenario file's results.
+    fn file(&mut self, result: &FileResult) -> io::Result<()>;
+    /// A golden whose scenario is gone.
+    fn orphan(&mut self, path: &Path) -> io::Result<()>;
+    /// The run is over.
+    fn finish(&mut self) -> io::Result<()>;
+}
+
+/// Fans results out to several reporters.
+pub struct Fanout<'a>(pub Vec<&'a mut dyn Reporter>);
+
+impl Reporter for Fanout<'_> {
+    fn file(&mut self, result: &FileResult) -> io::Result<()> {
+        self.0.iter_mut().try_for_each(|r| r.file(result))
+    }
+    fn orphan(&mut self, path: &Path) -> io::Result<()> {
+        self.0.iter_mut().try_for_each(|r| r.orphan(path))
+    }
+    fn finish(&mut self) -> io::Result<()> {
+        self.0.iter_mut().try_for_each(|r| r.finish())
+    }
+}
+
+/// Sums of metrics over a group of runs.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Sums {
+    /// Runs.
+    pub runs: u64,
+    /// Iterations.
+    pub iterations: u64,
+    /// Wasted iterations.
+    pub wasted: u64,
+    /// Interventions (all stages).
+    pub interventions: u64,
+    /// Input + output tokens.
+    pub tokens: u64,
+    /// Virtual milliseconds.
+    pub virtual_ms: u64,
+    /// Cost in US dollars.
+    pub cost_usd: f64,
+}
+
+impl Sums {
+    fn add(&mut self, r: &Row) {
+        self.runs += 1;
+        self.iterations += u64::from(r.iterations);
+        self.wasted += u64::from(r.wasted_iterations);
+        self.interventions +=
+            u64::from(r.interventions_stage1 + r.interventions_stage2 + r.interventions_stage3);
+        self.tokens += r.input_tokens + r.output_tokens;
+        self.virtual_ms += r.virtual_ms;
+        self.cost_usd += r.cost_usd;
+    }
+}
+
+/// Counts and aggregates of a run.
+#[derive(Debug, Clone, Default)]
+pub struct Tally {
+    /// Scenario files seen.
+    pub files: u64,
+    /// Cases run.
+    pub cases: u64,
+    /// Cases that passed.
+    pub passed: u64,
+    /// Goldens that differ.
+    pub mismatched: u64,
+    /// Goldens missing.
+    pub missing: u64,
+    /// Cases with failed expectations.
+    pub expectation_failures: u64,
+    /// Cases with I/O errors.
+    pub io_errors: u64,
+    /// Files that could not run.
+    pub invalid_files: u64,
+    /// Goldens without a scenario.
+    pub orphans: Vec<PathBuf>,
+    /// Pending goldens written.
+    pub pending_written: u64,
+    /// Per (family, profile).
+    pub groups: BTreeMap<(String, String), Sums>,
+    /// Per (family, profile): the profile's runs and the same scenarios under `none`.
+    pub savings: BTreeMap<(String, String), (Sums, Sums)>,
+}
+
+impl Tally {
+    /// Count one file's results.
+    pub fn add(&mut self, result: &FileResult) {
+        self.files += 1;
+        let cases = match &result.outcome {
+            Ok(c) => c,
+            Err(_) => {
+                self.invalid_files += 1;
+                return;
+            }
+        };
+        for c in cases {
+            self.cases += 1;
+            if c.passed() {
+                self.passed += 1;
+            }
+            match c.golden {
+                Comparison::Match => {}
+                Comparison::Missing => self.missing += 1,
+                Comparison::Differs(_) => self.mismatched += 1,
+            }
+            if !c.expectation_failures.is_empty() {
+                self.expectation_failures += 1;
+            }
+            if !c.io_errors.is_empty() {
+                self.io_errors += 1;
+            }
+            if c.pending_written {
+                self.pending_written += 1;
+            }
+            self.groups
+                .entry((c.row.family.clone(), c.row.profile.clone()))
+                .or_default()
+                .add(&c.row);
+        }
+        // Pair the scenario's own run with its run under `none`.
+        if let (Some(own), Some(none)) = (
+            cases.iter().find(|c| !c.id.contains('@')),
+            cases.iter().find(|c| c.id.ends_with("@none")),
+        ) {
+            let entry = self
+                .savings
+                .entry((own.row.family.clone(), own.row.profile.clone()))
+                .or_default();
+            entry.0.add(&own.row);
+            entry.1.add(&none.row);
+        }
+    }
+
+    /// The exit code these results call for.
+    pub fn exit_code(&self) -> u8 {
+        if self.invalid_files > 0 {
+            EXIT_BAD_INPUT
+        } else if self.passed < self.cases || !self.orphans.is_empty() {
+            EXIT_FAILED
+        } else {
+            EXIT_OK
+        }
+    }
+}
+
+/// Writes the metrics CSV atomically: rows stream into a temporary file beside the target,
+/// renamed over it when the run finishes.
+pub struct MetricsCsv {
+    target: PathBuf,
+    sink: Option<CsvSink<io::BufWriter<tempfile::NamedTempFile>>>,
+}
+
+impl MetricsCsv {
+    /// A CSV reporter writing to `target`.
+    pub fn create(target: &Path) -> io::Result<Self> {
+        let dir = target
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir)?;
+        let tmp = tempfile::Builder::new()
+            .prefix(".harness-")
+            .suffix(".tmp")
+            .tempfile_in(dir)?;
+        Ok(Self {
+            target: target.to_owned(),
+            sink: Some(CsvSink::new(io::BufWriter::new(tmp))),
+        })
+    }
+}
+
+impl Reporter for MetricsCsv {
+    fn file(&mut self, result: &FileResult) -> io::Result<()> {
+        let (Some(sink), Ok(cases)) = (&mut self.sink, &result.outcome) else {
+            return Ok(());
+        };
+        cases.iter().try_for_each(|c| sink.write(&c.row))
+    }
+
+    fn orphan(&mut self, _path: &Path) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        let Some(sink) = self.sink.take() else {
+            return Ok(());
+        };
+        let tmp = sink.finish()?.into_inner().map_err(|e| e.into_error())?;
+        tmp.as_file().sync_all()?;
+        tmp.persist(&self.target).map_err(|e| e.error)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,230 @@
+//! The terminal reporter: failing cases with their colored diffs and failed expectations,
+//! located errors for bad input, then the summary per family and what each defence saved
+//! against the bare loop. Colors follow the terminal (`NO_COLOR`, pipes) via anstream.
+
+use super::{Reporter, Sums, Tally};
+use crate::run::FileResult;
+use crate::snapshot::Comparison;
+use anstyle::{AnsiColor, Style};
+use std::io::{self, Write};
+use std::path::Path;
+
+const RED: Style = AnsiColor::Red.on_default();
+const GREEN: Style = AnsiColor::Green.on_default();
+const CYAN: Style = AnsiColor::Cyan.on_default();
+const BOLD: Style = Style::new().bold();
+const DIM: Style = Style::new().dimmed();
+
+/// Prints to a writer (stdout in the CLI) and keeps the [`Tally`].
+pub struct Terminal<W: Write> {
+    out: W,
+    /// Counts so far.
+    pub tally: Tally,
+    ci: bool,
+}
+
+impl<W: Write> Terminal<W> {
+    /// A reporter writing to `out`; `ci` says pending goldens were not written because `CI` is set.
+    pub fn new(out: W, ci: bool) -> Self {
+        Self {
+            out,
+            tally: Tally::default(),
+            ci,
+        }
+    }
+
+    fn diff(&mut self, diff: &str) -> io::Result<()> {
+        for line in diff.lines() {
+            let style = if line.starts_with("+++") || line.starts_with("---") {
+                BOLD
+            } else if line.starts_with('+') {
+                GREEN
+            } else if line.starts_with('-') {
+                RED
+            } else if line.starts_with("@@") {
+                CYAN
+            } else {
+                DIM
+            };
+            writeln!(self.out, "    {style}{line}{style:#}")?;
+        }
+        Ok(())
+    }
+
+    fn sums_line(&mut self, family: &str, profile: &str, s: &Sums) -> io::Result<()> {
+        writeln!(
+            self.out,
+            "  {family:<22} {profile:<10} {:>5} {:>10} {:>7} {:>13} {:>10} {:>12} {:>10}",
+            s.runs,
+            s.iterations,
+            s.wasted,
+            s.interventions,
+            s.tokens,
+            duration(s.virtual_ms),
+            format!("${:.4}", s.cost_usd),
+        )
+    }
+}
+
+/// `1h02m03s`, `4m10s`, `12.5s`.
+pub fn duration(ms: u64) -> String {
+    let s = ms / 1000;
+    if s >= 3600 {
+        format!("{}h{:02}m{:02}s", s / 3600, s % 3600 / 60, s % 60)
+    } else if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{}.{}s", s, ms % 1000 / 100)
+    }
+}
+
+fn percent(saved: u64, base: u64) -> String {
+    if base == 0 {
+        "-".to_owned()
+    } else {
+        format!("{:.0}%", saved as f64 * 100.0 / base as f64)
+    }
+}
+
+impl<W: Write> Reporter for Terminal<W> {
+    fn file(&mut self, result: &FileResult) -> io::Result<()> {
+        self.tally.add(result);
+        let cases = match &result.outcome {
+            Ok(cases) => cases,
+            Err(diags) => {
+                for d in diags {
+                    writeln!(
+                        self.out,
+                        "{RED}error{RED:#}{BOLD}: {}:{}:{}: {}{BOLD:#}",
+                        result.path.display(),
+                        d.line,
+                        d.col,
+                        d.message
+                    )?;
+                    if let Some(h) = &d.hint {
+                        writeln!(self.out, "  {CYAN}hint{CYAN:#}: {h}")?;
+                    }
+                }
+                return Ok(());
+            }
+        };
+        for c in cases.iter().filter(|c| !c.passed()) {
+            let what = match &c.golden {
+                Comparison::Match => "expectations failed",
+                Comparison::Missing => "no golden yet",
+                Comparison::Differs(_) => "golden differs",
+            };
+            writeln!(
+                self.out,
+                "{RED}FAIL{RED:#} {BOLD}{}{BOLD:#}  {what}  ({})",
+                c.id,
+                result.path.display()
+            )?;
+            if let Comparison::Differs(d) = &c.golden {
+                self.diff(d)?;
+            }
+            for e in &c.expectation_failures {
+                writeln!(self.out, "    {RED}expected{RED:#} {e}")?;
+            }
+            for e in &c.io_errors {
+                writeln!(self.out, "    {RED}io error{RED:#} {e}")?;
+            }
+        }
+        Ok(())
+    }
+
+    fn orphan(&mut self, path: &Path) -> io::Result<()> {
+        writeln!(
+            self.out,
+            "{RED}FAIL{RED:#} {BOLD}{}{BOLD:#}  golden without a scenario",
+            path.display()
+        )?;
+        writeln!(
+            self.out,
+            "  {CYAN}hint{CYAN:#}: restore its scenario, or delete the golden (git rm)"
+        )?;
+        self.tally.orphans.push(path.to_owned());
+        Ok(())
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        let t = self.tally.clone();
+        writeln!(self.out)?;
+        if !t.groups.is_empty() {
+            writeln!(
+                self.out,
+                "{BOLD}  {:<22} {:<10} {:>5} {:>10} {:>7} {:>13} {:>10} {:>12} {:>10}{BOLD:#}",
+                "family",
+                "profile",
+                "runs",
+                "iterations",
+                "wasted",
+                "interventions",
+                "tokens",
+                "virtual time",
+                "cost"
+            )?;
+            for ((family, profile), sums) in &t.groups {
+                self.sums_line(family, profile, sums)?;
+            }
+            writeln!(self.out)?;
+        }
+        if !t.savings.is_empty() {
+            writeln!(
+                self.out,
+                "{BOLD}What each defence saves against profile none (same scenarios):{BOLD:#}"
+            )?;
+            for ((family, profile), (own, none)) in &t.savings {
+                let it = none.iterations.saturating_sub(own.iterations);
+                let ms = none.virtual_ms.saturating_sub(own.virtual_ms);
+                let tok = none.tokens.saturating_sub(own.tokens);
+                writeln!(
+                    self.out,
+                    "  {family:<22} {profile:<10} {it} of {} iterations ({}), {} of {} virtual time, {tok} tokens ({}) over {} scenarios",
+                    none.iterations,
+                    percent(it, none.iterations),
+                    duration(ms),
+                    duration(none.virtual_ms),
+                    percent(tok, none.tokens),
+                    own.runs,
+                )?;
+            }
+            writeln!(self.out)?;
+        }
+        let failed = t.cases - t.passed;
+        let verdict = if t.exit_code() == 0 {
+            format!("{GREEN}ok{GREEN:#}")
+        } else {
+            format!("{RED}FAILED{RED:#}")
+        };
+        writeln!(
+            self.out,
+            "harness run: {verdict}. {} cases from {} files: {} passed, {failed} failed \
+             ({} golden mismatches, {} missing goldens, {} expectation failures), \
+             {} invalid files, {} orphaned goldens",
+            t.cases,
+            t.files,
+            t.passed,
+            t.mismatched,
+            t.missing,
+            t.expectation_failures,
+            t.invalid_files,
+            t.orphans.len()
+        )?;
+        if t.mismatched + t.missing > 0 {
+            if self.ci {
+                writeln!(
+                    self.out,
+                    "pending goldens were not written because CI is set; run `harness run` locally to review them"
+                )?;
+            } else if t.pending_written > 0 {
+                writeln!(
+                    self.out,
+                    "{} pending golden(s) written beside the goldens (.snap.new): review the diffs above, then run `harness accept` to keep them or `harness reject` to discard them",
+                    t.pending_written
+                )?;
+            }
+        }
+        self.out.flush()
+    }
+}

@@ -1,0 +1,289 @@
+//! Orchestration: discover → load → replay in parallel → compare with goldens → judge → hand
+//! each file's results, in sorted order, to the reporters. Work goes in chunks so memory stays
+//! flat however large the corpus; results are identical for any `--jobs`.
+
+use crate::engine::{self, RunInput, ScriptGap};
+use crate::llm::MockModel;
+use crate::metrics::{self, Row};
+use crate::report::Reporter;
+use crate::scenario::{self, Case, Diagnostic, SourceFormat};
+use crate::snapshot::{self, Comparison};
+use crate::store::{self, Layout};
+use crate::tool::ScriptedTools;
+use crate::trace::{self, TimedEvent};
+use rayon::prelude::*;
+use std::collections::HashSet;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Files replayed per parallel chunk.
+const CHUNK: usize = 512;
+
+/// What `harness run` was asked to do.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Files and folders to run.
+    pub paths: Vec<PathBuf>,
+    /// Where scenarios and goldens live.
+    pub layout: Layout,
+    /// Worker threads.
+    pub jobs: usize,
+    /// Write pending goldens for mismatches (off when `CI` is set).
+    pub write_pending: bool,
+    /// Also write each run's trace as JSON lines into this folder.
+    pub traces: Option<PathBuf>,
+}
+
+/// One case's result.
+#[derive(Debug, Clone)]
+pub struct CaseResult {
+    /// Case id.
+    pub id: String,
+    /// Metrics.
+    pub row: Row,
+    /// Golden comparison.
+    pub golden: Comparison,
+    /// Whether a pending golden was written.
+    pub pending_written: bool,
+    /// Expectations that did not hold.
+    pub expectation_failures: Vec<String>,
+    /// Errors writing pending goldens or traces.
+    pub io_errors: Vec<String>,
+}
+
+impl CaseResult {
+    /// Did the case pass?
+    pub fn passed(&self) -> bool {
+        self.golden == Comparison::Match
+            && self.expectation_failures.is_empty()
+            && self.io_errors.is_empty()
+    }
+}
+
+/// One scenario file's results.
+#[derive(Debug, Clone)]
+pub struct FileResult {
+    /// The file.
+    pub path: PathBuf,
+    /// Its cases, or why it could not run.
+    pub outcome: Result<Vec<CaseResult>, Vec<Diagnostic>>,
+}
+
+/// Run everything `options` names, reporting each file's results, then orphaned goldens.
+pub fn run(options: &Options, reporter: &mut dyn Reporter) -> io::Result<()> {
+    let files = match store::discover(&options.paths) {
+        Ok(f) => f,
+        Err((path, e)) => {
+            reporter.file(&FileResult {
+                path: path.clone(),
+                outcome: Err(vec![Diagnostic {
+                    line: 1,
+                    col: 1,
+                    message: format!("cannot read: {e}"),
+                    hint: Some(
+                        "check the path; `harness run` takes scenario files and folders".to_owned(),
+                    ),
+                }]),
+            })?;
+            Vec::new()
+        }
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(options.jobs.max(1))
+        .build()
+        .map_err(io::Error::other)?;
+    let mut ids: HashSet<String> = HashSet::with_capacity(files.len() * 2);
+    for chunk in files.chunks(CHUNK) {
+        let results: Vec<FileResult> =
+            pool.install(|| chunk.par_iter().map(|f| run_file(options, f)).collect());
+        for r in &results {
+            if let Ok(cases) = &r.outcome {
+                ids.extend(cases.iter().map(|c| c.id.clone()));
+            }
+            reporter.file(r)?;
+        }
+    }
+    for orphan in orphans(options, &ids) {
+        reporter.orphan(&orphan)?;
+    }
+    reporter.finish()
+}
+
+/// Goldens under the folders being run whose case no longer exists.
+fn orphans(options: &Options, ids: &HashSet<String>) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for p in &options.paths {
+        if !p.is_dir() {
+            continue;
+        }
+        let Some(mirror) = options.layout.mirror(p) else {
+            continue;
+        };
+        for golden in store::files_with_ext(&mirror, store::GOLDEN_EXT) {
+            let Ok(rel) = golden.strip_prefix(&options.layout.snapshots) else {
+                continue;
+            };
+            let id = rel.to_string_lossy().replace('\\', "/");
+            let id = id.strip_suffix(".snap").unwrap_or(&id);
+            if !ids.contains(id) {
+                out.push(golden);
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn format_of(path: &Path) -> SourceFormat {
+    if path.extension().is_some_and(|e| e == "json") {
+        SourceFormat::Json
+    } else {
+        SourceFormat::Toml
+    }
+}
+
+fn run_file(options: &Options, path: &Path) -> FileResult {
+    let bad = |message: String, hint: &str| FileResult {
+        path: path.to_owned(),
+        outcome: Err(vec![Diagnostic {
+            line: 1,
+            col: 1,
+            message,
+            hint: Some(hint.to_owned()),
+        }]),
+    };
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) => return bad(format!("cannot read: {e}"), "check the file's permissions"),
+    };
+    let text = match String::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            let at = e.utf8_error().valid_up_to();
+            let bytes = e.into_bytes();
+            let valid = std::str::from_utf8(&bytes[..at]).unwrap_or_default();
+            let (line, col) = crate::scenario::line_col(valid, at);
+            return FileResult {
+                path: path.to_owned(),
+                outcome: Err(vec![Diagnostic {
+                    line,
+                    col,
+                    message: "the file is not valid UTF-8".to_owned(),
+                    hint: Some("save the scenario as UTF-8".to_owned()),
+                }]),
+            };
+        }
+    };
+    let format = format_of(path);
+    let id = options.layout.id_of(path);
+    let cases = match scenario::load(&text, format, &id) {
+        Ok(c) => c,
+        Err(diags) => {
+            return FileResult {
+                path: path.to_owned(),
+                outcome: Err(diags),
+            };
+        }
+    };
+    let mut results = Vec::with_capacity(cases.len());
+    for case in &cases {
+        match run_case(options, case) {
+            Ok(r) => results.push(r),
+            Err(gap) => {
+                let (at, hint): (&[&str], &str) = match gap {
+                    ScriptGap::Model(_) => (
+                        &["model"],
+                        "add turns, or a rule with `when = {}` that answers every remaining call",
+                    ),
+                    ScriptGap::Tool(_) => (
+                        &["tools"],
+                        "add an outcome that matches these arguments, or a `default` outcome",
+                    ),
+                };
+                let message = format!("case `{}` (profile {}): {gap}", case.id, case.profile);
+                return FileResult {
+                    path: path.to_owned(),
+                    outcome: Err(vec![scenario::diagnose_at(
+                        &text,
+                        format,
+                        at,
+                        message,
+                        Some(hint.to_owned()),
+                    )]),
+                };
+            }
+        }
+    }
+    FileResult {
+        path: path.to_owned(),
+        outcome: Ok(results),
+    }
+}
+
+/// Replay one case and render its golden text.
+pub fn replay(case: &Case) -> Result<Vec<TimedEvent>, ScriptGap> {
+    let s = &case.scenario;
+    let mut model = MockModel::new(&s.model);
+    let mut tools = ScriptedTools::new(&s.tools);
+    let input = RunInput {
+        profile: &case.profile,
+        model: &s.model.name,
+        config: &case.config,
+        system: &s.system,
+        user: &s.user,
+        signals: &s.signals,
+    };
+    engine::run(input, &mut model, &mut tools).map_err(|(_, gap)| gap)
+}
+
+fn run_case(options: &Options, case: &Case) -> Result<CaseResult, ScriptGap> {
+    let events = replay(case)?;
+    let golden_text = trace::render_golden(&case.id, &events);
+    let mut row = metrics::row(
+        &case.id,
+        &case.scenario.family,
+        &case.profile,
+        case.scenario.model.prices,
+        &events,
+    );
+    let expectation_failures = crate::expect::check(&case.expect, &events, &row);
+    row.expectations_passed = expectation_failures.is_empty();
+
+    let layout = &options.layout;
+    let mut io_errors = Vec::new();
+    let golden = match store::read_optional(&layout.golden(&case.id)) {
+        Ok(g) => snapshot::compare(g.as_deref(), &golden_text),
+        Err(e) => {
+            io_errors.push(format!("cannot read golden: {e}"));
+            Comparison::Missing
+        }
+    };
+    let mut pending_written = false;
+    if options.write_pending {
+        let pending = layout.pending(&case.id);
+        let res = if golden == Comparison::Match {
+            store::remove_optional(&pending)
+        } else {
+            pending_written = true;
+            store::write_atomic(&pending, golden_text.as_bytes())
+        };
+        if let Err(e) = res {
+            io_errors.push(format!("cannot write {}: {e}", pending.display()));
+        }
+    }
+    if let Some(dir) = &options.traces {
+        let path = dir.join(format!("{}.jsonl", case.id));
+        if let Err(e) = store::write_atomic(&path, trace::render_jsonl(&events).as_bytes()) {
+            io_errors.push(format!("cannot write {}: {e}", path.display()));
+        }
+    }
+    Ok(CaseResult {
+        id: case.id.clone(),
+        row,
+        golden,
+        pending_written,
+        expectation_failures,
+        io_errors,
+    })
+}

@@ -1,0 +1,193 @@
+//! From problems to diagnostics: byte offsets to line:col, key paths to positions in the source,
+//! and hints for serde's messages ("did you mean …").
+
+use super::{Diagnostic, SourceFormat};
+use toml::de::{DeArray, DeTable, DeValue};
+
+/// A step of a key path into the document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Seg {
+    /// A table key.
+    Key(String),
+    /// An array index.
+    Index(usize),
+}
+
+/// A problem found by validation, located by key path.
+#[derive(Debug, Clone)]
+pub struct Problem {
+    /// Where.
+    pub path: Vec<Seg>,
+    /// Point at the key rather than its value (unknown keys).
+    pub at_key: bool,
+    /// What is wrong.
+    pub message: String,
+    /// How to fix it.
+    pub hint: Option<String>,
+}
+
+/// 1-based line and char column of a byte offset.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = &text[..floor_char_boundary(text, offset)];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, before[line_start..].chars().count() + 1)
+}
+
+fn floor_char_boundary(text: &str, mut i: usize) -> usize {
+    while i > 0 && !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+pub(super) fn diagnose(text: &str, format: SourceFormat, p: Problem) -> Diagnostic {
+    let offset = match format {
+        SourceFormat::Toml => toml_offset(text, &p.path, p.at_key),
+        SourceFormat::Json => None,
+    };
+    let (line, col) = offset.map_or((1, 1), |o| line_col(text, o));
+    let mut message = p.message;
+    if format == SourceFormat::Json && !p.path.is_empty() {
+        message = format!("{message} (at {})", pointer(&p.path));
+    }
+    Diagnostic {
+        line,
+        col,
+        message,
+        hint: p.hint,
+    }
+}
+
+fn pointer(path: &[Seg]) -> String {
+    path.iter()
+        .map(|s| match s {
+            Seg::Key(k) => format!("/{k}"),
+            Seg::Index(i) => format!("/{i}"),
+        })
+        .collect()
+}
+
+/// Byte offset of the deepest node of `path` that exists in a TOML document.
+fn toml_offset(text: &str, path: &[Seg], at_key: bool) -> Option<usize> {
+    let root = DeTable::parse(text).ok()?;
+    let mut best = root.span().start;
+    let mut table: Option<&DeTable<'_>> = Some(root.get_ref());
+    let mut array: Option<&DeArray<'_>> = None;
+    for (i, seg) in path.iter().enumerate() {
+        let node = match seg {
+            Seg::Key(k) => {
+                let Some((key, value)) =
+                    table.and_then(|t| t.iter().find(|(key, _)| key.get_ref() == k))
+                else {
+                    break;
+                };
+                if at_key && i + 1 == path.len() {
+                    return Some(key.span().start);
+                }
+                value
+            }
+            Seg::Index(idx) => match array.and_then(|a| a.get(*idx)) {
+                Some(node) => node,
+                None => break,
+            },
+        };
+        best = node.span().start;
+        (table, array) = match node.get_ref() {
+            DeValue::Table(t) => (Some(t), None),
+            DeValue::Array(a) => (None, Some(a)),
+            _ => (None, None),
+        };
+    }
+    Some(best)
+}
+
+/// A diagnostic for a serde message, with a hint where one helps.
+pub(super) fn from_serde(line: usize, col: usize, message: String) -> Diagnostic {
+    let hint = hint_for(&message);
+    Diagnostic {
+        line,
+        col,
+        message,
+        hint,
+    }
+}
+
+fn hint_for(message: &str) -> Option<String> {
+    let quoted: Vec<&str> = message.split('`').skip(1).step_by(2).collect();
+    if message.starts_with("unknown field") || message.starts_with("unknown variant") {
+        let (found, expected) = quoted.split_first()?;
+        if let Some(best) = did_you_mean(found, expected) {
+            return Some(format!("did you mean `{best}`?"));
+        }
+        let what = if message.starts_with("unknown field") {
+            "keys"
+        } else {
+            "values"
+        };
+        return Some(format!("allowed {what} here: {}", expected.join(", ")));
+    }
+    if message.starts_with("missing field") {
+        return Some(format!(
+            "add `{}`; the scenario format is described in README.md and schema/scenario.schema.json",
+            quoted.first().unwrap_or(&"")
+        ));
+    }
+    if message.starts_with("invalid type") || message.starts_with("invalid value") {
+        return Some(
+            "check the value against the scenario format (README.md, schema/scenario.schema.json)"
+                .to_owned(),
+        );
+    }
+    Some("check the syntax near this position".to_owned())
+}
+
+/// The closest of `candidates` to `found`, if close enough.
+pub fn did_you_mean<'a>(found: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    candidates
+        .iter()
+        .map(|c| (strsim::jaro_winkler(found, c), *c))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_col_counts_chars() {
+        let t = "ab\ncé d\n";
+        assert_eq!(line_col(t, 0), (1, 1));
+        assert_eq!(line_col(t, 3), (2, 1));
+        assert_eq!(line_col(t, 7), (2, 4));
+    }
+
+    #[test]
+    fn toml_paths_resolve_to_positions() {
+        let t = "a = 1\n[[tools]]\nname = \"x\"\n[[tools]]\nname = \"y\"\n";
+        let off = toml_offset(
+            t,
+            &[
+                Seg::Key("tools".into()),
+                Seg::Index(1),
+                Seg::Key("name".into()),
+            ],
+            false,
+        )
+        .unwrap();
+        assert_eq!(line_col(t, off), (5, 8));
+        let off = toml_offset(t, &[Seg::Key("a".into())], true).unwrap();
+        assert_eq!(line_col(t, off), (1, 1));
+    }
+
+    #[test]
+    fn hints_suggest_the_nearest_key() {
+        let h = hint_for(
+            "unknown field `tool_offerd`, expected one of `tools_offered`, `tool_offered`, `force_text`",
+        );
+        assert_eq!(h.as_deref(), Some("did you mean `tool_offered`?"));
+    }
+}

@@ -1,0 +1,127 @@
+//! The scenario model: parse a scenario file (TOML, or JSON for machine-written files), validate
+//! it, and expand it into the [`Case`]s the runner replays (its own profile plus each `compare`
+//! profile). Every problem comes back as a [`Diagnostic`] with line, column, what is wrong and a
+//! hint. No I/O here: callers hand in the text.
+
+mod locate;
+pub use locate::line_col;
+mod model;
+mod validate;
+
+pub use model::*;
+
+use crate::policy::Config;
+use std::sync::Arc;
+
+/// Source format of a scenario text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceFormat {
+    /// Human-written.
+    Toml,
+    /// Machine-written.
+    Json,
+}
+
+/// A located problem in an input file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column (in chars).
+    pub col: usize,
+    /// What is wrong.
+    pub message: String,
+    /// How to fix it.
+    pub hint: Option<String>,
+}
+
+/// One run to replay: a scenario under one profile.
+#[derive(Debug, Clone)]
+pub struct Case {
+    /// `<scenario id>` for the scenario's own profile, `<scenario id>@<profile>` otherwise.
+    pub id: String,
+    /// Profile name.
+    pub profile: String,
+    /// Resolved configuration.
+    pub config: Config,
+    /// What the run must show.
+    pub expect: Expect,
+    /// The scenario.
+    pub scenario: Arc<Scenario>,
+}
+
+/// Parse, validate and expand a scenario text into its cases.
+pub fn load(text: &str, format: SourceFormat, id: &str) -> Result<Vec<Case>, Vec<Diagnostic>> {
+    let scenario = parse(text, format).map_err(|d| vec![d])?;
+    let configs = validate::check(&scenario).map_err(|problems| {
+        problems
+            .into_iter()
+            .map(|p| locate::diagnose(text, format, p))
+            .collect::<Vec<_>>()
+    })?;
+    let scenario = Arc::new(scenario);
+    Ok(configs
+        .into_iter()
+        .map(|(profile, config, expect)| Case {
+            id: if profile == scenario.profile {
+                id.to_owned()
+            } else {
+                format!("{id}@{profile}")
+            },
+            profile,
+            config,
+            expect,
+            scenario: Arc::clone(&scenario),
+        })
+        .collect())
+}
+
+/// Deserialize without cross-field checks.
+pub fn parse(text: &str, format: SourceFormat) -> Result<Scenario, Diagnostic> {
+    match format {
+        SourceFormat::Toml => toml::from_str(text).map_err(|e| {
+            let (line, col) = e.span().map_or((1, 1), |s| locate::line_col(text, s.start));
+            locate::from_serde(line, col, e.message().trim().to_owned())
+        }),
+        SourceFormat::Json => serde_json::from_str(text).map_err(|e| {
+            let msg = e.to_string();
+            let msg = msg
+                .rsplit_once(" at line ")
+                .map_or(msg.as_str(), |(m, _)| m)
+                .to_owned();
+            locate::from_serde(e.line().max(1), e.column().max(1), msg)
+        }),
+    }
+}
+
+/// JSON Schema of the scenario format.
+pub fn json_schema() -> String {
+    let schema = schemars::schema_for!(Scenario);
+    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// A diagnostic at a key path of a scenario text (for problems found after loading, such as a
+/// script that runs dry during the run).
+pub fn diagnose_at(
+    text: &str,
+    format: SourceFormat,
+    path: &[&str],
+    message: String,
+    hint: Option<String>,
+) -> Diagnostic {
+    locate::diagnose(
+        text,
+        format,
+        locate::Problem {
+            path: path
+                .iter()
+                .map(|k| locate::Seg::Key((*k).to_owned()))
+                .collect(),
+            at_key: true,
+            message,
+            hint,
+        },
+    )
+}

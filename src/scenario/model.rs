@@ -1,0 +1,477 @@
+//! The scenario format (version 1): the serde types a scenario file deserializes into.
+//! Field docs here are the format's reference: they become the descriptions of the shipped JSON
+//! Schema (`schema/scenario.schema.json`). Cross-field rules live in `validate.rs`.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// The newest scenario format this build reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// One scripted agent run: the tools on offer, the mock model, signals, the defence profile and
+/// what the run must show.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Format version; must be 1.
+    pub format: u32,
+    /// What the scenario shows, for the reviewer.
+    #[serde(default)]
+    pub description: String,
+    /// Family the scenario belongs to; the summary and the metrics group by it.
+    pub family: String,
+    /// Free tags for selection and grouping.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Defence profile the scenario runs under: `none`, `ironclaw` or `moltis`.
+    #[serde(default = "default_profile")]
+    pub profile: String,
+    /// Overrides of the profile's configuration (same keys as `harness profile NAME` prints).
+    #[serde(default)]
+    #[schemars(schema_with = "crate::policy::config_patch_schema")]
+    pub config: Map<String, Value>,
+    /// The system prompt.
+    #[serde(default)]
+    pub system: String,
+    /// The user's request that starts the run.
+    pub user: String,
+    /// Tools offered to the model, in order.
+    #[serde(default)]
+    pub tools: Vec<ToolDef>,
+    /// The scripted mock model.
+    pub model: ModelScript,
+    /// External signals delivered at the start of an iteration.
+    #[serde(default)]
+    pub signals: Vec<SignalDef>,
+    /// What the run under the scenario's own profile must show.
+    #[serde(default)]
+    pub expect: Expect,
+    /// Also run the scenario under these profiles (key), each with its own expectations (value).
+    /// Each becomes a case with id `<scenario id>@<profile>` and a golden of its own.
+    #[serde(default)]
+    pub compare: BTreeMap<String, Expect>,
+}
+
+fn default_profile() -> String {
+    "none".to_owned()
+}
+
+/// A tool: its schema as offered to the model and its scripted outcomes.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolDef {
+    /// The tool's name, as the model calls it.
+    pub name: String,
+    /// Description offered to the model.
+    #[serde(default)]
+    pub description: String,
+    /// JSON Schema of the arguments (an object schema; `{}` accepts anything).
+    #[serde(default = "empty_object")]
+    pub schema: Value,
+    /// Virtual latency of one call in milliseconds, unless an outcome says otherwise.
+    #[serde(default)]
+    pub latency_ms: u64,
+    /// Scripted outcomes, first match wins.
+    #[serde(default)]
+    pub outcomes: Vec<OutcomeDef>,
+    /// Outcome when no rule matches. Without one, an unmatched call is a scenario error.
+    #[serde(default)]
+    pub default: Option<OutcomeDef>,
+    /// Whether the runtime asks for approval before running it (used by profiles with approvals).
+    #[serde(default)]
+    pub needs_approval: bool,
+}
+
+fn empty_object() -> Value {
+    Value::Object(Map::new())
+}
+
+/// A scripted outcome (exactly one of `ok`, `error`, `fail`) and, in `outcomes`, the calls it
+/// applies to (`args`, `args_contain`, `on_call`; none of them in `default`).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OutcomeDef {
+    /// Matches when the parsed arguments equal this value (key order ignored).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Value>,
+    /// Matches when the arguments contain these keys with these values.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args_contain: Option<Map<String, Value>>,
+    /// Matches on the 1-based count of calls to this tool so far (this call included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_call: Option<Bound>,
+    /// Success with this output text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ok: Option<String>,
+    /// Failure with this error text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Failure with no error text (`fail = true`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fail: Option<bool>,
+    /// Virtual latency of this outcome in milliseconds (overrides the tool's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<u64>,
+}
+
+/// The mock model: rules that react to the request, then ordered turns.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ModelScript {
+    /// Model name, for prices and the trace.
+    #[serde(default = "default_model_name")]
+    pub name: String,
+    /// Virtual latency of each response in milliseconds, unless a turn says otherwise.
+    #[serde(default)]
+    pub latency_ms: u64,
+    /// Prices in US dollars per million tokens.
+    #[serde(default)]
+    pub prices: Prices,
+    /// Reactive rules, checked in order before the turns on every call; the first whose
+    /// conditions all hold answers.
+    #[serde(default)]
+    pub rules: Vec<RuleDef>,
+    /// Ordered turns, consumed one per call when no rule answers.
+    #[serde(default)]
+    pub turns: Vec<TurnDef>,
+    /// What to do with a scripted tool-call turn when the request offers no tools:
+    /// `as_scripted` (return it anyway) or `skip` (skip tool-call turns until a text turn).
+    #[serde(default)]
+    pub without_tools: WithoutTools,
+    /// Tool names the model may call although no tool of that name is declared (to script
+    /// calls to tools the runtime does not have).
+    #[serde(default)]
+    pub unregistered_tools: Vec<String>,
+}
+
+fn default_model_name() -> String {
+    "mock".to_owned()
+}
+
+/// Prices per million tokens.
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Prices {
+    /// Dollars per million input tokens.
+    #[serde(default)]
+    pub input_per_mtok: f64,
+    /// Dollars per million output tokens.
+    #[serde(default)]
+    pub output_per_mtok: f64,
+}
+
+/// Mock behaviour for tool-call turns when no tools are offered.
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum WithoutTools {
+    /// Return the scripted turn as it is.
+    #[default]
+    AsScripted,
+    /// Skip tool-call turns until a text turn (as a provider that cannot call tools would).
+    Skip,
+}
+
+/// One model response.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TurnDef {
+    /// Assistant text (alone, or alongside tool calls).
+    #[serde(default)]
+    pub text: Option<String>,
+    /// Tool calls, in order.
+    #[serde(default)]
+    pub tool_calls: Vec<CallDef>,
+    /// Finish reason; defaults to `tool_use` with tool calls and `stop` without.
+    #[serde(default)]
+    pub finish: Option<FinishDef>,
+    /// Token usage; estimated from the text (4 chars a token) when absent.
+    #[serde(default)]
+    pub usage: Option<UsageDef>,
+    /// Virtual latency in milliseconds (overrides the model's).
+    #[serde(default)]
+    pub latency_ms: Option<u64>,
+    /// How many consecutive calls this turn answers (turns only).
+    #[serde(default = "one")]
+    pub repeat: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// A finish reason.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishDef {
+    /// The model finished its answer.
+    Stop,
+    /// The model asks for tools.
+    ToolUse,
+    /// The output limit cut the response.
+    Length,
+    /// A content filter stopped the response.
+    ContentFilter,
+}
+
+/// Token usage of one response.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UsageDef {
+    /// Input tokens.
+    pub input: u64,
+    /// Output tokens.
+    pub output: u64,
+}
+
+/// A tool call in a scripted turn.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CallDef {
+    /// Call id; `call_<n>` (n counts the run's calls from 0) when absent.
+    #[serde(default)]
+    pub id: Option<String>,
+    /// Tool name as the model emits it.
+    pub name: String,
+    /// Parsed arguments (default `{}`).
+    #[serde(default)]
+    pub args: Option<Value>,
+    /// Arguments as the raw string the model emitted (may be malformed or cut off).
+    #[serde(default)]
+    pub raw_args: Option<String>,
+}
+
+/// A reactive rule of the mock model.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RuleDef {
+    /// Conditions on the request; all must hold. `{}` always holds.
+    #[serde(default)]
+    pub when: Conditions,
+    /// The response when the rule fires.
+    pub reply: TurnDef,
+    /// Fire at most this many times.
+    #[serde(default)]
+    pub times: Option<u32>,
+}
+
+/// Conditions on what the engine sent.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Conditions {
+    /// Whether any tool is offered.
+    #[serde(default)]
+    pub tools_offered: Option<bool>,
+    /// This tool is offered.
+    #[serde(default)]
+    pub tool_offered: Option<String>,
+    /// Whether the engine asked for text only.
+    #[serde(default)]
+    pub force_text: Option<bool>,
+    /// The engine's iteration number (1-based).
+    #[serde(default)]
+    pub iteration: Option<Bound>,
+    /// The model call number within the run (1-based).
+    #[serde(default)]
+    pub call: Option<Bound>,
+    /// The last message (any role) contains this text.
+    #[serde(default)]
+    pub last_message_contains: Option<String>,
+    /// The last user-role message contains this text.
+    #[serde(default)]
+    pub last_user_contains: Option<String>,
+    /// Some message of the conversation contains this text.
+    #[serde(default)]
+    pub any_message_contains: Option<String>,
+    /// The last tool result was a failure.
+    #[serde(default)]
+    pub last_tool_failed: Option<bool>,
+    /// How often this rule already fired.
+    #[serde(default)]
+    pub fired: Option<Bound>,
+}
+
+/// An external signal.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SignalDef {
+    /// The iteration at whose start the signal arrives (1-based).
+    pub at_iteration: u32,
+    /// Stop the run.
+    #[serde(default)]
+    pub stop: bool,
+    /// Inject this user message.
+    #[serde(default)]
+    pub inject: Option<String>,
+}
+
+/// What a run must show.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    /// How the run ends.
+    #[serde(default)]
+    pub outcome: Option<OutcomeKind>,
+    /// Bounds on the number of iterations.
+    #[serde(default)]
+    pub iterations: Option<Bound>,
+    /// Bounds on the number of model calls.
+    #[serde(default)]
+    pub model_calls: Option<Bound>,
+    /// Bounds on the number of executed tool calls.
+    #[serde(default)]
+    pub tool_calls: Option<Bound>,
+    /// The final text contains this.
+    #[serde(default)]
+    pub text_contains: Option<String>,
+    /// Event kinds that must appear at least once.
+    #[serde(default)]
+    pub must: Vec<String>,
+    /// Event kinds that must not appear.
+    #[serde(default)]
+    pub must_not: Vec<String>,
+    /// Finer event expectations: kind, field values, count bounds.
+    #[serde(default)]
+    pub events: Vec<EventExpect>,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum OutcomeKind {
+    /// The model answered in text and the loop returned it.
+    Response,
+    /// The iteration cap was reached.
+    MaxIterations,
+    /// A stop signal ended the run.
+    Stopped,
+    /// A defence or the runtime ended the run with a failure.
+    Failure,
+    /// The model side failed.
+    Error,
+}
+
+impl OutcomeKind {
+    /// The snake_case name used in goldens, CSV and expectations.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Response => "response",
+            Self::MaxIterations => "max_iterations",
+            Self::Stopped => "stopped",
+            Self::Failure => "failure",
+            Self::Error => "error",
+        }
+    }
+}
+
+/// An expectation over the events of a kind.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EventExpect {
+    /// Event kind (`intervention`, `tool_call_rejected`, …).
+    pub kind: String,
+    /// Field values the event must have (compared with the event's JSON form).
+    #[serde(default, rename = "where")]
+    pub where_: Map<String, Value>,
+    /// How many matching events; default at least one.
+    #[serde(default)]
+    pub count: Option<Bound>,
+}
+
+/// A count bound: an exact number (`3`) or a range (`{ min = 1, max = 5 }`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Bound {
+    /// Inclusive lower bound.
+    pub min: Option<u64>,
+    /// Inclusive upper bound.
+    pub max: Option<u64>,
+}
+
+impl Bound {
+    /// Does `n` lie within the bound?
+    pub fn holds(&self, n: u64) -> bool {
+        self.min.is_none_or(|m| n >= m) && self.max.is_none_or(|m| n <= m)
+    }
+
+    /// `3`, `>= 1`, `<= 5` or `1..=5`, for messages.
+    pub fn describe(&self) -> String {
+        match (self.min, self.max) {
+            (Some(a), Some(b)) if a == b => a.to_string(),
+            (Some(a), Some(b)) => format!("{a}..={b}"),
+            (Some(a), None) => format!(">= {a}"),
+            (None, Some(b)) => format!("<= {b}"),
+            (None, None) => "any".to_owned(),
+        }
+    }
+}
+
+impl JsonSchema for Bound {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Bound".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "An exact count, or an inclusive range.",
+            "anyOf": [
+                { "type": "integer", "minimum": 0 },
+                {
+                    "type": "object",
+                    "properties": {
+                        "min": { "type": "integer", "minimum": 0 },
+                        "max": { "type": "integer", "minimum": 0 }
+                    },
+                    "additionalProperties": false
+                }
+            ]
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for Bound {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Bound;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a whole number or a table `{ min = …, max = … }`")
+            }
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Bound, E> {
+                Ok(Bound {
+                    min: Some(n),
+                    max: Some(n),
+                })
+            }
+            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Bound, E> {
+                u64::try_from(n)
+                    .map(|n| self.visit_u64::<E>(n))
+                    .map_err(|_| E::custom(format!("a count cannot be negative, found {n}")))?
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Bound, A::Error> {
+                let mut bound = Bound::default();
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "min" => bound.min = Some(map.next_value()?),
+                        "max" => bound.max = Some(map.next_value()?),
+                        other => {
+                            return Err(serde::de::Error::unknown_field(other, &["min", "max"]));
+                        }
+                    }
+                }
+                if let (Some(a), Some(b)) = (bound.min, bound.max) {
+                    if a > b {
+                        return Err(serde::de::Error::custom(format!(
+                            "empty range: min {a} is greater than max {b}"
+                        )));
+                    }
+                }
+                Ok(bound)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}

@@ -1,0 +1,313 @@
+//! Cross-field rules of the scenario format, each reported as a located [`Problem`]: the format
+//! version, profiles, the `[config]` patch, outcomes, tool calls to undeclared tools, rules,
+//! signals and expectations. Returns the resolved configuration of every case.
+
+use super::locate::{Problem, Seg, did_you_mean};
+use super::{Expect, FORMAT_VERSION, OutcomeDef, Scenario};
+use crate::policy::{Config, PROFILES};
+use crate::trace::Event;
+
+fn key(k: &str) -> Seg {
+    Seg::Key(k.to_owned())
+}
+
+struct Checker {
+    problems: Vec<Problem>,
+}
+
+impl Checker {
+    fn report(&mut self, path: Vec<Seg>, message: String, hint: Option<String>) {
+        self.problems.push(Problem {
+            path,
+            at_key: false,
+            message,
+            hint,
+        });
+    }
+
+    fn profile(&mut self, name: &str, path: Vec<Seg>, at_key: bool) -> Option<Config> {
+        let config = Config::profile(name);
+        if config.is_none() {
+            let hint = match did_you_mean(name, PROFILES) {
+                Some(best) => format!("did you mean `{best}`?"),
+                None => format!("known profiles: {}", PROFILES.join(", ")),
+            };
+            self.problems.push(Problem {
+                path,
+                at_key,
+                message: format!("unknown profile `{name}`"),
+                hint: Some(hint),
+            });
+        }
+        config
+    }
+
+    fn outcome(&mut self, o: &OutcomeDef, path: Vec<Seg>, is_default: bool) {
+        let kinds = [o.ok.is_some(), o.error.is_some(), o.fail.is_some()]
+            .iter()
+            .filter(|b| **b)
+            .count();
+        if kinds != 1 {
+            self.report(
+                path.clone(),
+                format!(
+                    "an outcome needs exactly one of `ok`, `error`, `fail`; this one has {kinds}"
+                ),
+                Some("write `ok = \"output\"`, `error = \"message\"` or `fail = true`".to_owned()),
+            );
+        }
+        if o.fail == Some(false) {
+            self.report(
+                [path.clone(), vec![key("fail")]].concat(),
+                "`fail = false` says nothing".to_owned(),
+                Some("use `fail = true` for a failure without error text, or `ok = …`".to_owned()),
+            );
+        }
+        if is_default && (o.args.is_some() || o.args_contain.is_some() || o.on_call.is_some()) {
+            self.report(
+                path,
+                "the `default` outcome cannot have match conditions".to_owned(),
+                Some(
+                    "move it to `outcomes`, or drop `args`, `args_contain` and `on_call`"
+                        .to_owned(),
+                ),
+            );
+        }
+    }
+
+    fn expect(&mut self, e: &Expect, path: &[Seg]) {
+        let catalogue = Event::catalogue();
+        let kinds: Vec<&str> = catalogue.iter().map(|(k, _)| k.as_str()).collect();
+        let check_kind = |this: &mut Self, kind: &str, at: Vec<Seg>| -> Option<&'static [String]> {
+            match catalogue.iter().find(|(k, _)| k == kind) {
+                Some((_, fields)) => Some(fields.as_slice()),
+                None => {
+                    let hint = match did_you_mean(kind, &kinds) {
+                        Some(best) => format!("did you mean `{best}`?"),
+                        None => format!("event kinds: {}", kinds.join(", ")),
+                    };
+                    this.report(at, format!("unknown event kind `{kind}`"), Some(hint));
+                    None
+                }
+            }
+        };
+        for (list, name) in [(&e.must, "must"), (&e.must_not, "must_not")] {
+            for (i, kind) in list.iter().enumerate() {
+                check_kind(self, kind, [path, &[key(name), Seg::Index(i)]].concat());
+            }
+        }
+        for (i, ev) in e.events.iter().enumerate() {
+            let at = [path, &[key("events"), Seg::Index(i)]].concat();
+            let Some(fields) = check_kind(self, &ev.kind, [at.clone(), vec![key("kind")]].concat())
+            else {
+                continue;
+            };
+            let names: Vec<&str> = fields.iter().map(String::as_str).collect();
+            for field in ev.where_.keys() {
+                if !fields.contains(field) {
+                    let hint = match did_you_mean(field, &names) {
+                        Some(best) => format!("did you mean `{best}`?"),
+                        None => format!("`{}` events have: {}", ev.kind, names.join(", ")),
+                    };
+                    self.problems.push(Problem {
+                        path: [at.clone(), vec![key("where"), key(field)]].concat(),
+                        at_key: true,
+                        message: format!("`{}` events have no field `{field}`", ev.kind),
+                        hint: Some(hint),
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// Check a scenario; on success, the (profile, config, expectations) of each case, own first.
+pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<Problem>> {
+    let mut c = Checker {
+        problems: Vec::new(),
+    };
+    if s.format != FORMAT_VERSION {
+        let message = if s.format > FORMAT_VERSION {
+            format!(
+                "scenario format {} is newer than this harness reads ({FORMAT_VERSION})",
+                s.format
+            )
+        } else {
+            format!("unknown scenario format {}", s.format)
+        };
+        c.report(
+            vec![key("format")],
+            message,
+            Some(format!(
+                "write `format = {FORMAT_VERSION}`, or upgrade harness"
+            )),
+        );
+        return Err(c.problems);
+    }
+
+    let mut cases = Vec::new();
+    let mut profiles = vec![(
+        s.profile.clone(),
+        vec![key("profile")],
+        false,
+        s.expect.clone(),
+    )];
+    for (name, expect) in &s.compare {
+        profiles.push((
+            name.clone(),
+            vec![key("compare"), key(name)],
+            true,
+            expect.clone(),
+        ));
+    }
+    for (name, path, at_key, expect) in profiles {
+        if let Some(base) = c.profile(&name, path, at_key) {
+            match base.patched(&s.config) {
+                Ok(config) => cases.push((name, config, expect)),
+                Err(e) => {
+                    let mut path = vec![key("config")];
+                    path.extend(e.path.iter().map(|k| key(k)));
+                    let is_unknown = e.message.starts_with("unknown field");
+                    let hint = super::locate::from_serde(1, 1, e.message.clone()).hint;
+                    c.problems.push(Problem {
+                        path,
+                        at_key: is_unknown,
+                        message: format!("in [config]: {}", e.message),
+                        hint: hint
+                            .map(|h| format!("{h} (`harness profile {name}` prints every key)")),
+                    });
+                    break;
+                }
+            }
+        }
+    }
+    if s.compare.contains_key(&s.profile) {
+        c.report(
+            vec![key("compare"), key(&s.profile)],
+            format!("`compare` names the scenario's own profile `{}`", s.profile),
+            Some("put its expectations under [expect] instead".to_owned()),
+        );
+    }
+
+    let mut names: Vec<&str> = Vec::new();
+    for (i, tool) in s.tools.iter().enumerate() {
+        let at = vec![key("tools"), Seg::Index(i)];
+        if names.contains(&tool.name.as_str()) {
+            c.report(
+                [at.clone(), vec![key("name")]].concat(),
+                format!("tool `{}` is declared twice", tool.name),
+                Some("give each tool a unique name".to_owned()),
+            );
+        }
+        names.push(&tool.name);
+        if !tool.schema.is_object() {
+            c.report(
+                [at.clone(), vec![key("schema")]].concat(),
+                "a tool schema must be a table (a JSON Schema object)".to_owned(),
+                Some("write `schema = { type = \"object\", properties = { … } }`".to_owned()),
+            );
+        }
+        for (j, o) in tool.outcomes.iter().enumerate() {
+            c.outcome(
+                o,
+                [at.clone(), vec![key("outcomes"), Seg::Index(j)]].concat(),
+                false,
+            );
+        }
+        if let Some(d) = &tool.default {
+            c.outcome(d, [at.clone(), vec![key("default")]].concat(), true);
+        }
+    }
+
+    let m = &s.model;
+    if m.turns.is_empty() && m.rules.is_empty() {
+        c.report(
+            vec![key("model")],
+            "the mock model has neither `turns` nor `rules`".to_owned(),
+            Some("add at least one `[[model.turns]]` with `text = …`".to_owned()),
+        );
+    }
+    let mut known: Vec<&str> = names.clone();
+    known.extend(m.unregistered_tools.iter().map(String::as_str));
+    let replies = m
+        .turns
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (vec![key("model"), key("turns"), Seg::Index(i)], t, true))
+        .chain(m.rules.iter().enumerate().map(|(i, r)| {
+            (
+                vec![key("model"), key("rules"), Seg::Index(i), key("reply")],
+                &r.reply,
+                false,
+            )
+        }));
+    for (at, turn, is_turn) in replies {
+        if turn.repeat == 0 {
+            c.report(
+                [at.clone(), vec![key("repeat")]].concat(),
+                "`repeat = 0` would skip the turn".to_owned(),
+                Some("use 1 or more, or delete the turn".to_owned()),
+            );
+        }
+        if !is_turn && turn.repeat != 1 {
+            c.report(
+                [at.clone(), vec![key("repeat")]].concat(),
+                "`repeat` belongs to turns; a rule fires as long as its conditions hold".to_owned(),
+                Some("bound the rule with `times = N` instead".to_owned()),
+            );
+        }
+        for (j, call) in turn.tool_calls.iter().enumerate() {
+            let cat = [at.clone(), vec![key("tool_calls"), Seg::Index(j)]].concat();
+            if call.args.is_some() && call.raw_args.is_some() {
+                c.report(
+                    cat.clone(),
+                    "a tool call has both `args` and `raw_args`".to_owned(),
+                    Some("keep one: `args` (parsed) or `raw_args` (the raw string)".to_owned()),
+                );
+            }
+            if !known.contains(&call.name.as_str()) {
+                let hint = match did_you_mean(&call.name, &known) {
+                    Some(best) => format!("did you mean `{best}`?"),
+                    None => format!(
+                        "declare a [[tools]] entry named `{}`, or list it in `model.unregistered_tools` to script a call to a tool the runtime lacks",
+                        call.name
+                    ),
+                };
+                c.report(
+                    [cat, vec![key("name")]].concat(),
+                    format!("tool call to undefined tool `{}`", call.name),
+                    Some(hint),
+                );
+            }
+        }
+    }
+
+    for (i, sig) in s.signals.iter().enumerate() {
+        let at = vec![key("signals"), Seg::Index(i)];
+        if sig.at_iteration == 0 {
+            c.report(
+                [at.clone(), vec![key("at_iteration")]].concat(),
+                "iterations count from 1".to_owned(),
+                Some("use `at_iteration = 1` for the first iteration".to_owned()),
+            );
+        }
+        if sig.stop == sig.inject.is_some() {
+            c.report(
+                at,
+                "a signal needs exactly one of `stop = true` or `inject = \"…\"`".to_owned(),
+                None,
+            );
+        }
+    }
+
+    c.expect(&s.expect, &[key("expect")]);
+    for (name, e) in &s.compare {
+        c.expect(e, &[key("compare"), key(name)]);
+    }
+
+    if c.problems.is_empty() {
+        Ok(cases)
+    } else {
+        Err(c.problems)
+    }
+}

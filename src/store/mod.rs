@@ -1,0 +1,208 @@
+//! The file edge: discover scenario files, map scenario ids to golden paths, read goldens and
+//! write files atomically (write a temporary file beside the target, then rename), so an
+//! interrupted run never leaves a half-written golden, pending file or report.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// Extension of reviewed goldens.
+pub const GOLDEN_EXT: &str = "snap";
+/// Extension of pending goldens awaiting review.
+pub const PENDING_EXT: &str = "snap.new";
+
+/// Where scenarios and goldens live.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    /// Root of scenario ids (`scenarios/`).
+    pub scenarios: PathBuf,
+    /// Root of goldens (`snapshots/`).
+    pub snapshots: PathBuf,
+}
+
+impl Layout {
+    /// The scenario id of a file: its path below the scenarios root (or as given, when outside
+    /// it), without extension, with `/` separators.
+    pub fn id_of(&self, file: &Path) -> String {
+        let rel = strip_prefix_lenient(file, &self.scenarios).unwrap_or(file);
+        let rel = rel.with_extension("");
+        rel.components()
+            .filter_map(|c| match c {
+                std::path::Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("/")
+    }
+
+    /// Golden path of a case id.
+    pub fn golden(&self, case_id: &str) -> PathBuf {
+        self.snapshots.join(format!("{case_id}.{GOLDEN_EXT}"))
+    }
+
+    /// Pending path of a case id.
+    pub fn pending(&self, case_id: &str) -> PathBuf {
+        self.snapshots.join(format!("{case_id}.{PENDING_EXT}"))
+    }
+
+    /// The goldens folder that mirrors a scenarios folder, if the folder is inside the root.
+    pub fn mirror(&self, dir: &Path) -> Option<PathBuf> {
+        let rel = strip_prefix_lenient(dir, &self.scenarios)?;
+        Some(self.snapshots.join(rel))
+    }
+}
+
+fn strip_prefix_lenient<'a>(path: &'a Path, root: &Path) -> Option<&'a Path> {
+    let clean = |p: &'a Path| -> &'a Path { p.strip_prefix(".").unwrap_or(p) };
+    clean(path)
+        .strip_prefix(root.strip_prefix(".").unwrap_or(root))
+        .ok()
+}
+
+/// Is this a scenario file by its name?
+pub fn is_scenario_file(path: &Path) -> bool {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    (name.ends_with(".toml") || name.ends_with(".json")) && !name.ends_with(".schema.json")
+}
+
+/// Every scenario file under `paths` (files as given, folders walked), sorted, deduplicated.
+pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, (PathBuf, io::Error)> {
+    let mut out = Vec::new();
+    for p in paths {
+        let meta = std::fs::metadata(p).map_err(|e| (p.clone(), e))?;
+        if meta.is_file() {
+            out.push(p.clone());
+            continue;
+        }
+        for entry in walkdir::WalkDir::new(p).sort_by_file_name() {
+            let entry = entry.map_err(|e| (p.clone(), io::Error::other(e.to_string())))?;
+            if entry.file_type().is_file() && is_scenario_file(entry.path()) {
+                out.push(entry.into_path());
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+/// Every file with extension `ext` under `dir`, sorted (none if `dir` does not exist).
+pub fn files_with_ext(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let suffix = format!(".{ext}");
+    let mut out: Vec<PathBuf> = walkdir::WalkDir::new(dir)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(&suffix))
+        .map(walkdir::DirEntry::into_path)
+        .collect();
+    out.sort();
+    out
+}
+
+/// Read a file that may be absent.
+pub fn read_optional(path: &Path) -> io::Result<Option<String>> {
+    match std::fs::read_to_string(path) {
+        Ok(s) => Ok(Some(s)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Write `contents` to `path` atomically, creating parent folders.
+pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".harness-")
+        .suffix(".tmp")
+        .tempfile_in(dir)?;
+    tmp.write_all(contents)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// Remove a file that may be absent.
+pub fn remove_optional(path: &Path) -> io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Pending goldens selected by `paths` (all of them when `paths` is empty): scenario files and
+/// folders select their cases' pending files; golden files and folders select themselves.
+pub fn select_pending(layout: &Layout, paths: &[PathBuf]) -> Vec<PathBuf> {
+    let all = files_with_ext(&layout.snapshots, PENDING_EXT);
+    if paths.is_empty() {
+        return all;
+    }
+    let case_id = |p: &Path| -> Option<String> {
+        let rel = strip_prefix_lenient(p, &layout.snapshots)?;
+        let s = rel.to_string_lossy().replace('\\', "/");
+        Some(s.strip_suffix(".snap.new")?.to_owned())
+    };
+    all.into_iter()
+        .filter(|pending| {
+            let Some(id) = case_id(pending) else {
+                return false;
+            };
+            paths.iter().any(|p| {
+                if strip_prefix_lenient(p, &layout.snapshots).is_some() {
+                    let p = p.to_string_lossy();
+                    let p = p.trim_end_matches(".new").trim_end_matches(".snap");
+                    let pending = pending.to_string_lossy();
+                    return pending.starts_with(p.trim_end_matches('/'));
+                }
+                if p.is_dir() {
+                    return layout.mirror(p).is_some_and(|m| pending.starts_with(m))
+                        || (strip_prefix_lenient(p, &layout.scenarios).is_none()
+                            && id.starts_with(&layout.id_of(p)));
+                }
+                let scenario = layout.id_of(p);
+                id == scenario || id.starts_with(&format!("{scenario}@"))
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_relative_to_the_scenarios_root() {
+        let l = Layout {
+            scenarios: PathBuf::from("scenarios"),
+            snapshots: PathBuf::from("snapshots"),
+        };
+        assert_eq!(
+            l.id_of(Path::new("scenarios/reflex/exec.toml")),
+            "reflex/exec"
+        );
+        assert_eq!(
+            l.id_of(Path::new("./scenarios/reflex/exec.toml")),
+            "reflex/exec"
+        );
+        assert_eq!(
+            l.id_of(Path::new("fixtures/invalid/x.toml")),
+            "fixtures/invalid/x"
+        );
+        assert_eq!(
+            l.golden("reflex/exec@none"),
+            PathBuf::from("snapshots/reflex/exec@none.snap")
+        );
+        assert_eq!(
+            l.mirror(Path::new("scenarios/reflex")),
+            Some(PathBuf::from("snapshots/reflex"))
+        );
+        assert_eq!(
+            l.mirror(Path::new("scenarios")),
+            Some(PathBuf::from("snapshots"))
+        );
+    }
+}

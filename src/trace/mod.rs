@@ -1,0 +1,452 @@
+//! The trace: the typed, ordered events of one run on a virtual clock, rendered one line per
+//! event for goldens ([`render_golden`]) and as JSON lines ([`render_jsonl`]).
+//!
+//! Every consumer matches [`Event`] exhaustively: a new variant must be a compile error in each
+//! renderer and in the metrics fold. Trace JSON carries [`TRACE_VERSION`].
+
+use crate::llm::{Finish, Role};
+use crate::scenario::OutcomeKind;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::fmt::Write as _;
+use std::sync::OnceLock;
+
+/// Version of the golden and JSON-lines trace formats.
+pub const TRACE_VERSION: u32 = 1;
+
+/// One event and the virtual time it happened at.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TimedEvent {
+    /// Virtual milliseconds since the run started.
+    pub t_ms: u64,
+    /// The event.
+    #[serde(flatten)]
+    pub event: Event,
+}
+
+/// A tool call as the model emitted it, in a response summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CallSummary {
+    /// Call id.
+    pub id: String,
+    /// Tool name.
+    pub name: String,
+    /// Arguments as emitted: compact JSON, or the raw string.
+    pub args: String,
+}
+
+/// What happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Event {
+    /// The run starts.
+    RunStart {
+        /// Profile in force.
+        profile: String,
+        /// Model name.
+        model: String,
+        /// Iteration cap.
+        max_iterations: u32,
+        /// Tools the runtime has.
+        tools: Vec<String>,
+    },
+    /// An iteration starts.
+    Iteration {
+        /// 1-based.
+        n: u32,
+    },
+    /// An external signal arrived.
+    Signal {
+        /// `stop` or `inject`.
+        signal: String,
+        /// Injected text.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+    },
+    /// The engine calls the model.
+    ModelRequest {
+        /// 1-based model call.
+        call: u32,
+        /// Messages sent.
+        messages: usize,
+        /// Tools offered.
+        tools: Vec<String>,
+        /// Text-only mode.
+        force_text: bool,
+        /// Tools withheld for this call by a defence.
+        stripped: bool,
+    },
+    /// The model answered.
+    ModelResponse {
+        /// Finish reason.
+        finish: Finish,
+        /// Text, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+        /// Tool calls.
+        calls: Vec<CallSummary>,
+        /// Input tokens.
+        input_tokens: u64,
+        /// Output tokens.
+        output_tokens: u64,
+        /// Virtual latency.
+        latency_ms: u64,
+    },
+    /// A tool call is dispatched.
+    ToolCallStart {
+        /// Call id.
+        id: String,
+        /// Tool name.
+        name: String,
+        /// Arguments as dispatched.
+        args: Value,
+    },
+    /// A dispatched tool call ended.
+    ToolCallEnd {
+        /// Call id.
+        id: String,
+        /// Tool name.
+        name: String,
+        /// Whether it succeeded.
+        ok: bool,
+        /// Output (success).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        output: Option<String>,
+        /// Error text (failure).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        /// Virtual latency.
+        latency_ms: u64,
+    },
+    /// A tool call was rejected before dispatch (it never ran).
+    ToolCallRejected {
+        /// Call id.
+        id: String,
+        /// Tool name.
+        name: String,
+        /// Arguments as emitted.
+        args: Value,
+        /// The rejection message fed back.
+        error: String,
+    },
+    /// A truncated tool batch was discarded unexecuted.
+    TruncationDiscarded {
+        /// Calls discarded.
+        calls: usize,
+        /// Truncated batches so far (the defence's count).
+        count: u32,
+    },
+    /// A defence decided something.
+    Intervention {
+        /// Policy id.
+        policy: String,
+        /// 1 advises, 2 restricts, 3 ends the run.
+        stage: u8,
+        /// What it does (`nudge`, `warn`, `strip_tools`, `force_text`, `discard`, `continue`).
+        action: String,
+        /// The tool it is about.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool: Option<String>,
+    },
+    /// A message was added to the conversation by a defence.
+    MessageInjected {
+        /// Policy id.
+        source: String,
+        /// Role.
+        role: Role,
+        /// Text.
+        text: String,
+    },
+    /// Force-text mode switched.
+    ForceText {
+        /// On or off.
+        on: bool,
+        /// Why.
+        cause: String,
+    },
+    /// The run ended.
+    Outcome {
+        /// How.
+        outcome: OutcomeKind,
+        /// Iterations run.
+        iterations: u32,
+        /// Final text.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+        /// Failure detail.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+    },
+}
+
+impl Event {
+    /// The `kind` tag.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Event::RunStart { .. } => "run_start",
+            Event::Iteration { .. } => "iteration",
+            Event::Signal { .. } => "signal",
+            Event::ModelRequest { .. } => "model_request",
+            Event::ModelResponse { .. } => "model_response",
+            Event::ToolCallStart { .. } => "tool_call_start",
+            Event::ToolCallEnd { .. } => "tool_call_end",
+            Event::ToolCallRejected { .. } => "tool_call_rejected",
+            Event::TruncationDiscarded { .. } => "truncation_discarded",
+            Event::Intervention { .. } => "intervention",
+            Event::MessageInjected { .. } => "message_injected",
+            Event::ForceText { .. } => "force_text",
+            Event::Outcome { .. } => "outcome",
+        }
+    }
+
+    /// Every event kind with its field names, read off the event schema (so expectations can
+    /// be checked against what events really carry).
+    pub fn catalogue() -> &'static [(String, Vec<String>)] {
+        static CATALOGUE: OnceLock<Vec<(String, Vec<String>)>> = OnceLock::new();
+        CATALOGUE.get_or_init(|| {
+            let schema = schemars::schema_for!(Event);
+            let variants = schema
+                .get("oneOf")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            variants
+                .iter()
+                .filter_map(|v| {
+                    let props = v.get("properties")?.as_object()?;
+                    let kind = props.get("kind")?.get("const")?.as_str()?.to_owned();
+                    let fields = props.keys().filter(|k| *k != "kind").cloned().collect();
+                    Some((kind, fields))
+                })
+                .collect()
+        })
+    }
+}
+
+fn q(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_default()
+}
+
+fn list(items: &[String]) -> String {
+    format!("[{}]", items.join(", "))
+}
+
+/// One event as a golden line (without the time column).
+pub fn render_event(event: &Event) -> String {
+    let mut s = String::from(event.kind());
+    let _ = match event {
+        Event::RunStart {
+            profile,
+            model,
+            max_iterations,
+            tools,
+        } => write!(
+            s,
+            " profile={profile} model={model} max_iterations={max_iterations} tools={}",
+            list(tools)
+        ),
+        Event::Iteration { n } => write!(s, " {n}"),
+        Event::Signal { signal, text } => {
+            let _ = write!(s, " {signal}");
+            match text {
+                Some(t) => write!(s, " text={}", q(t)),
+                None => Ok(()),
+            }
+        }
+        Event::ModelRequest {
+            call,
+            messages,
+            tools,
+            force_text,
+            stripped,
+        } => {
+            let _ = write!(s, " call={call} messages={messages} tools={}", list(tools));
+            if *force_text {
+                s.push_str(" force_text");
+            }
+            if *stripped {
+                s.push_str(" stripped");
+            }
+            Ok(())
+        }
+        Event::ModelResponse {
+            finish,
+            text,
+            calls,
+            input_tokens,
+            output_tokens,
+            latency_ms,
+        } => {
+            let _ = write!(s, " finish={}", finish.as_str());
+            if !calls.is_empty() {
+                let c: Vec<String> = calls
+                    .iter()
+                    .map(|c| format!("{} {}({})", c.id, c.name, c.args))
+                    .collect();
+                let _ = write!(s, " calls={}", list(&c));
+            }
+            if let Some(t) = text {
+                let _ = write!(s, " text={}", q(t));
+            }
+            write!(
+                s,
+                " tokens={input_tokens}/{output_tokens} latency={latency_ms}ms"
+            )
+        }
+        Event::ToolCallStart { id, name, args } => {
+            write!(s, " {id} {name}({})", crate::json::compact(args))
+        }
+        Event::ToolCallEnd {
+            id,
+            name,
+            ok,
+            output,
+            error,
+            latency_ms,
+        } => {
+            let _ = write!(s, " {id} {name} {}", if *ok { "ok" } else { "failed" });
+            if let Some(o) = output {
+                let _ = write!(s, " output={}", q(o));
+            }
+            if let Some(e) = error {
+                let _ = write!(s, " error={}", q(e));
+            }
+            write!(s, " latency={latency_ms}ms")
+        }
+        Event::ToolCallRejected {
+            id,
+            name,
+            args,
+            error,
+        } => write!(
+            s,
+            " {id} {name}({}) error={}",
+            crate::json::compact(args),
+            q(error)
+        ),
+        Event::TruncationDiscarded { calls, count } => {
+            write!(s, " calls={calls} count={count}")
+        }
+        Event::Intervention {
+            policy,
+            stage,
+            action,
+            tool,
+        } => {
+            let _ = write!(s, " policy={policy} stage={stage} action={action}");
+            match tool {
+                Some(t) => write!(s, " tool={t}"),
+                None => Ok(()),
+            }
+        }
+        Event::MessageInjected { source, role, text } => {
+            write!(
+                s,
+                " source={source} role={} text={}",
+                role.as_str(),
+                q(text)
+            )
+        }
+        Event::ForceText { on, cause } => {
+            write!(s, " {} cause={cause}", if *on { "on" } else { "off" })
+        }
+        Event::Outcome {
+            outcome,
+            iterations,
+            text,
+            detail,
+        } => {
+            let _ = write!(s, " {} iterations={iterations}", outcome.as_str());
+            if let Some(t) = text {
+                let _ = write!(s, " text={}", q(t));
+            }
+            match detail {
+                Some(d) => write!(s, " detail={}", q(d)),
+                None => Ok(()),
+            }
+        }
+    };
+    s
+}
+
+/// `12.345s`, right-aligned: the golden's time column.
+fn clock(t_ms: u64) -> String {
+    format!("{:>9}.{:03}s", t_ms / 1000, t_ms % 1000)
+}
+
+/// The golden text of a run: a short header, then one line per event.
+pub fn render_golden(case_id: &str, events: &[TimedEvent]) -> String {
+    let mut out = String::with_capacity(events.len() * 96 + 64);
+    let _ = writeln!(out, "# harness trace v{TRACE_VERSION}: {case_id}");
+    for e in events {
+        out.push_str(&clock(e.t_ms));
+        out.push_str("  ");
+        out.push_str(&render_event(&e.event));
+        out.push('\n');
+    }
+    out
+}
+
+/// The run as JSON lines, one event per line.
+pub fn render_jsonl(events: &[TimedEvent]) -> String {
+    let mut out = String::new();
+    for e in events {
+        out.push_str(&serde_json::to_string(e).unwrap_or_default());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalogue_lists_every_kind_with_its_fields() {
+        let cat = Event::catalogue();
+        assert_eq!(cat.len(), 13);
+        let intervention = cat.iter().find(|(k, _)| k == "intervention").unwrap();
+        for f in ["policy", "stage", "action", "tool"] {
+            assert!(intervention.1.iter().any(|x| x == f), "{f}");
+        }
+    }
+
+    #[test]
+    fn jsonl_round_trips() {
+        let e = TimedEvent {
+            t_ms: 10_000,
+            event: Event::Intervention {
+                policy: "moltis-reflex".into(),
+                stage: 1,
+                action: "nudge".into(),
+                tool: Some("exec".into()),
+            },
+        };
+        let line = render_jsonl(std::slice::from_ref(&e));
+        assert!(
+            line.starts_with(r#"{"t_ms":10000,"kind":"intervention""#),
+            "{line}"
+        );
+        let back: TimedEvent = serde_json::from_str(line.trim()).unwrap();
+        assert_eq!(back, e);
+    }
+
+    #[test]
+    fn golden_lines_carry_time_and_fields() {
+        let e = TimedEvent {
+            t_ms: 12_345,
+            event: Event::ToolCallRejected {
+                id: "call_0".into(),
+                name: "exec".into(),
+                args: serde_json::json!({}),
+                error: "line one\nline two".into(),
+            },
+        };
+        let g = render_golden("x", &[e]);
+        assert_eq!(
+            g,
+            "# harness trace v1: x\n       12.345s  tool_call_rejected call_0 exec({}) error=\"line one\\nline two\"\n"
+        );
+    }
+}
