@@ -446,15 +446,13 @@ impl Loop<'_> {
     }
 
     fn error_message(&self, name: &str, error: Option<&str>) -> String {
-        let error = error.unwrap_or("tool returned success: false");
+        let Some(error) = error else {
+            return crate::policy::fill(&self.config.tool_fail_message, &[("name", name)]);
+        };
         let error_json = serde_json::to_string(error).unwrap_or_default();
         crate::policy::fill(
             &self.config.tool_error_message,
-            &[
-                ("name", name),
-                ("error", error),
-                ("error_json", &error_json),
-            ],
+            &[("name", name), ("error", error), ("error_json", &error_json)],
         )
     }
 

@@ -19,6 +19,8 @@ pub struct Config {
     pub malformed_args: MalformedArgs,
     /// Tool message for a failed call; `{name}`, `{error}` and `{error_json}` are filled in.
     pub tool_error_message: String,
+    /// Tool message for a call that failed without error text; `{name}` is filled in.
+    pub tool_fail_message: String,
     /// Pre-dispatch argument validation (Moltis).
     pub validation: ValidationConfig,
     /// Two-stage reflex-loop detector (Moltis).
@@ -153,6 +155,7 @@ impl Config {
             tool_execution: ToolExecution::Parallel,
             malformed_args: MalformedArgs::Error,
             tool_error_message: "Error: {error}".to_owned(),
+            tool_fail_message: "Error: tool `{name}` failed".to_owned(),
             validation: ValidationConfig {
                 enabled: false,
                 header: "Tool call rejected before execution by `{tool}`.".to_owned(),
@@ -199,6 +202,7 @@ impl Config {
         c.max_iterations = 50;
         c.max_iterations_message = "Exceeded maximum tool iterations ({n})".to_owned();
         c.tool_error_message = "Tool '{name}' failed: {error}".to_owned();
+        c.tool_fail_message = "Tool '{name}' failed".to_owned();
         c.intent_nudge.enabled = true;
         c.truncation.enabled = true;
         c.duplicate.enabled = true;
@@ -212,6 +216,8 @@ impl Config {
         c.max_iterations_message = "agent loop exceeded max iterations ({n})".to_owned();
         c.malformed_args = MalformedArgs::EmptyObject;
         c.tool_error_message = "{\"error\":{error_json}}".to_owned();
+        // At PR #664 a logical failure without text comes back as the tool's own result.
+        c.tool_fail_message = "{\"result\":{\"success\":false}}".to_owned();
         c.validation.enabled = true;
         c.reflex.enabled = true;
         c.auto_continue.enabled = true;

@@ -78,12 +78,14 @@ pub fn duration(ms: u64) -> String {
     }
 }
 
-fn percent(saved: u64, base: u64) -> String {
-    if base == 0 {
-        "-".to_owned()
+/// `25 → 4 (-84%)`: the bare loop's figure, the defence's, and the relative change.
+fn change(own: u64, none: u64, show: impl Fn(u64) -> String) -> String {
+    let pct = if none == 0 {
+        String::new()
     } else {
-        format!("{:.0}%", saved as f64 * 100.0 / base as f64)
-    }
+        format!(" ({:+.0}%)", (own as f64 - none as f64) * 100.0 / none as f64)
+    };
+    format!("{} \u{2192} {}{pct}", show(none), show(own))
 }
 
 impl<W: Write> Reporter for Terminal<W> {
@@ -172,20 +174,15 @@ impl<W: Write> Reporter for Terminal<W> {
         if !t.savings.is_empty() {
             writeln!(
                 self.out,
-                "{BOLD}What each defence saves against profile none (same scenarios):{BOLD:#}"
+                "{BOLD}Each defence against profile none on the same scenarios (none \u{2192} defence):{BOLD:#}"
             )?;
             for ((family, profile), (own, none)) in &t.savings {
-                let it = none.iterations.saturating_sub(own.iterations);
-                let ms = none.virtual_ms.saturating_sub(own.virtual_ms);
-                let tok = none.tokens.saturating_sub(own.tokens);
                 writeln!(
                     self.out,
-                    "  {family:<22} {profile:<10} {it} of {} iterations ({}), {} of {} virtual time, {tok} tokens ({}) over {} scenarios",
-                    none.iterations,
-                    percent(it, none.iterations),
-                    duration(ms),
-                    duration(none.virtual_ms),
-                    percent(tok, none.tokens),
+                    "  {family:<22} {profile:<10} iterations {}, virtual time {}, tokens {}, over {} scenarios",
+                    change(own.iterations, none.iterations, |n| n.to_string()),
+                    change(own.virtual_ms, none.virtual_ms, duration),
+                    change(own.tokens, none.tokens, |n| n.to_string()),
                     own.runs,
                 )?;
             }

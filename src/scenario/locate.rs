@@ -45,28 +45,45 @@ fn floor_char_boundary(text: &str, mut i: usize) -> usize {
 pub(super) fn diagnose(text: &str, format: SourceFormat, p: Problem) -> Diagnostic {
     let offset = match format {
         SourceFormat::Toml => toml_offset(text, &p.path, p.at_key),
-        SourceFormat::Json => None,
+        SourceFormat::Json => json_offset(text, &p.path, p.at_key),
     };
     let (line, col) = offset.map_or((1, 1), |o| line_col(text, o));
-    let mut message = p.message;
-    if format == SourceFormat::Json && !p.path.is_empty() {
-        message = format!("{message} (at {})", pointer(&p.path));
-    }
     Diagnostic {
         line,
         col,
-        message,
+        message: p.message,
         hint: p.hint,
     }
 }
 
-fn pointer(path: &[Seg]) -> String {
-    path.iter()
-        .map(|s| match s {
-            Seg::Key(k) => format!("/{k}"),
-            Seg::Index(i) => format!("/{i}"),
-        })
-        .collect()
+/// Byte offset of the deepest node of `path` that exists in a JSON document.
+fn json_offset(text: &str, path: &[Seg], at_key: bool) -> Option<usize> {
+    use jsonc_parser::ast::Value as J;
+    use jsonc_parser::common::Ranged;
+    let parsed = jsonc_parser::parse_to_ast(text, &Default::default(), &Default::default()).ok()?;
+    let mut node = parsed.value?;
+    let mut best = node.start();
+    for (i, seg) in path.iter().enumerate() {
+        let next = match (seg, node) {
+            (Seg::Key(k), J::Object(obj)) => {
+                let Some(prop) = obj.properties.into_iter().find(|p| p.name.as_str() == k) else {
+                    break;
+                };
+                if at_key && i + 1 == path.len() {
+                    return Some(prop.range.start);
+                }
+                prop.value
+            }
+            (Seg::Index(idx), J::Array(arr)) => match arr.elements.into_iter().nth(*idx) {
+                Some(v) => v,
+                None => break,
+            },
+            _ => break,
+        };
+        best = next.start();
+        node = next;
+    }
+    Some(best)
 }
 
 /// Byte offset of the deepest node of `path` that exists in a TOML document.
@@ -181,6 +198,18 @@ mod tests {
         assert_eq!(line_col(t, off), (5, 8));
         let off = toml_offset(t, &[Seg::Key("a".into())], true).unwrap();
         assert_eq!(line_col(t, off), (1, 1));
+    }
+
+    #[test]
+    fn json_paths_resolve_to_positions() {
+        let t = "{\n  \"tools\": [\n    {\"name\": \"x\"},\n    {\"name\": \"y\"}\n  ]\n}";
+        let path = [
+            Seg::Key("tools".into()),
+            Seg::Index(1),
+            Seg::Key("name".into()),
+        ];
+        assert_eq!(line_col(t, json_offset(t, &path, false).unwrap()), (4, 14));
+        assert_eq!(line_col(t, json_offset(t, &path, true).unwrap()), (4, 6));
     }
 
     #[test]
