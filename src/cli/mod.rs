@@ -1,7 +1,7 @@
 //! The command line: clap commands mapped onto the library, and errors onto exit codes.
 //! The only place that reads the environment (`CI`) and writes to stdout/stderr.
 
-use crate::report::{EXIT_BAD_INPUT, EXIT_OK, Fanout, MetricsCsv, Reporter, Terminal};
+use crate::report::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, Fanout, MetricsCsv, Reporter, Terminal};
 use crate::run::{self, Options};
 use crate::scenario::{self, SourceFormat};
 use crate::store::{self, Layout};
@@ -92,12 +92,21 @@ pub fn main() -> ExitCode {
     };
     match execute(cli) {
         Ok(code) => ExitCode::from(code),
+        // A reader that went away (`harness trace … | head`) is not an error.
+        Err(e) if is_broken_pipe(&e) => ExitCode::from(EXIT_OK),
         Err(e) => {
             let mut err = anstream::stderr();
             let _ = writeln!(err, "error: {e:#}");
             ExitCode::from(EXIT_BAD_INPUT)
         }
     }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 fn execute(cli: Cli) -> anyhow::Result<u8> {
@@ -135,8 +144,12 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
             if let Some(csv) = &mut csv {
                 reporters.push(csv);
             }
-            run::run(&options, &mut Fanout(reporters))?;
-            Ok(terminal.tally.exit_code())
+            match run::run(&options, &mut Fanout(reporters)) {
+                Ok(()) => Ok(terminal.tally.exit_code()),
+                // The summary could not be shown in full: do not claim success.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(EXIT_FAILED),
+                Err(e) => Err(e.into()),
+            }
         }
         Command::Accept { paths } => review(&layout, &paths, true),
         Command::Reject { paths } => review(&layout, &paths, false),

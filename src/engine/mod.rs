@@ -452,7 +452,11 @@ impl Loop<'_> {
         let error_json = serde_json::to_string(error).unwrap_or_default();
         crate::policy::fill(
             &self.config.tool_error_message,
-            &[("name", name), ("error", error), ("error_json", &error_json)],
+            &[
+                ("name", name),
+                ("error", error),
+                ("error_json", &error_json),
+            ],
         )
     }
 

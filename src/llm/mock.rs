@@ -12,7 +12,7 @@ use serde_json::Value;
 /// The script ran out, or cannot answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "the mock model has no answer for model call {call} (iteration {iteration}): all {turns} scripted turns are used and no rule matched"
+    "the mock model has no answer for model call {call} (iteration {iteration}): every scripted turn is used (turns: {turns}) and no rule matched"
 )]
 pub struct ScriptError {
     /// 1-based model call.

@@ -83,7 +83,10 @@ fn change(own: u64, none: u64, show: impl Fn(u64) -> String) -> String {
     let pct = if none == 0 {
         String::new()
     } else {
-        format!(" ({:+.0}%)", (own as f64 - none as f64) * 100.0 / none as f64)
+        format!(
+            " ({:+.0}%)",
+            (own as f64 - none as f64) * 100.0 / none as f64
+        )
     };
     format!("{} \u{2192} {}{pct}", show(none), show(own))
 }

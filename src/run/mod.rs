@@ -71,23 +71,20 @@ pub struct FileResult {
 
 /// Run everything `options` names, reporting each file's results, then orphaned goldens.
 pub fn run(options: &Options, reporter: &mut dyn Reporter) -> io::Result<()> {
-    let files = match store::discover(&options.paths) {
-        Ok(f) => f,
-        Err((path, e)) => {
-            reporter.file(&FileResult {
-                path: path.clone(),
-                outcome: Err(vec![Diagnostic {
-                    line: 1,
-                    col: 1,
-                    message: format!("cannot read: {e}"),
-                    hint: Some(
-                        "check the path; `harness run` takes scenario files and folders".to_owned(),
-                    ),
-                }]),
-            })?;
-            Vec::new()
-        }
-    };
+    let (files, unreadable) = store::discover(&options.paths);
+    for (path, e) in unreadable {
+        reporter.file(&FileResult {
+            path,
+            outcome: Err(vec![Diagnostic {
+                line: 1,
+                col: 1,
+                message: format!("cannot read: {e}"),
+                hint: Some(
+                    "check the path; `harness run` takes scenario files and folders".to_owned(),
+                ),
+            }]),
+        })?;
+    }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(options.jobs.max(1))
         .build()
@@ -186,28 +183,41 @@ fn run_file(options: &Options, path: &Path) -> FileResult {
             };
         }
     };
-    let mut results = Vec::with_capacity(cases.len());
+    // Replay every case before writing anything, so a file that turns out incomplete leaves
+    // no pending golden or trace behind.
+    let mut replays = Vec::with_capacity(cases.len());
     for case in &cases {
-        match run_case(options, case) {
-            Ok(r) => results.push(r),
+        match replay(case) {
+            Ok(events) => replays.push(events),
             Err(gap) => {
-                let (at, hint): (&[&str], &str) = match gap {
+                let index = |name: &str| {
+                    case.scenario
+                        .tools
+                        .iter()
+                        .position(|t| t.name == name)
+                        .map(|i| i.to_string())
+                };
+                let (at, hint) = match &gap {
                     ScriptGap::Model(_) => (
-                        &["model"],
+                        vec!["model".to_owned()],
                         "add turns, or a rule with `when = {}` that answers every remaining call",
                     ),
-                    ScriptGap::Tool(_) => (
-                        &["tools"],
+                    ScriptGap::Tool(u) => (
+                        ["tools".to_owned()]
+                            .into_iter()
+                            .chain(index(&u.tool))
+                            .collect(),
                         "add an outcome that matches these arguments, or a `default` outcome",
                     ),
                 };
+                let at: Vec<&str> = at.iter().map(String::as_str).collect();
                 let message = format!("case `{}` (profile {}): {gap}", case.id, case.profile);
                 return FileResult {
                     path: path.to_owned(),
                     outcome: Err(vec![scenario::diagnose_at(
                         &text,
                         format,
-                        at,
+                        &at,
                         message,
                         Some(hint.to_owned()),
                     )]),
@@ -215,6 +225,11 @@ fn run_file(options: &Options, path: &Path) -> FileResult {
             }
         }
     }
+    let results = cases
+        .iter()
+        .zip(replays)
+        .map(|(case, events)| judge(options, case, &events))
+        .collect();
     FileResult {
         path: path.to_owned(),
         outcome: Ok(results),
@@ -237,17 +252,17 @@ pub fn replay(case: &Case) -> Result<Vec<TimedEvent>, ScriptGap> {
     engine::run(input, &mut model, &mut tools).map_err(|(_, gap)| gap)
 }
 
-fn run_case(options: &Options, case: &Case) -> Result<CaseResult, ScriptGap> {
-    let events = replay(case)?;
-    let golden_text = trace::render_golden(&case.id, &events);
+/// Compare a replayed case with its golden, check its expectations, write pending files.
+fn judge(options: &Options, case: &Case, events: &[TimedEvent]) -> CaseResult {
+    let golden_text = trace::render_golden(&case.id, events);
     let mut row = metrics::row(
         &case.id,
         &case.scenario.family,
         &case.profile,
         case.scenario.model.prices,
-        &events,
+        events,
     );
-    let expectation_failures = crate::expect::check(&case.expect, &events, &row);
+    let expectation_failures = crate::expect::check(&case.expect, events, &row);
     row.expectations_passed = expectation_failures.is_empty();
 
     let layout = &options.layout;
@@ -274,16 +289,16 @@ fn run_case(options: &Options, case: &Case) -> Result<CaseResult, ScriptGap> {
     }
     if let Some(dir) = &options.traces {
         let path = dir.join(format!("{}.jsonl", case.id));
-        if let Err(e) = store::write_atomic(&path, trace::render_jsonl(&events).as_bytes()) {
+        if let Err(e) = store::write_atomic(&path, trace::render_jsonl(events).as_bytes()) {
             io_errors.push(format!("cannot write {}: {e}", path.display()));
         }
     }
-    Ok(CaseResult {
+    CaseResult {
         id: case.id.clone(),
         row,
         golden,
         pending_written,
         expectation_failures,
         io_errors,
-    })
+    }
 }

@@ -151,11 +151,31 @@ fn hint_for(message: &str) -> Option<String> {
             quoted.first().unwrap_or(&"")
         ));
     }
-    if message.starts_with("invalid type") || message.starts_with("invalid value") {
+    if message.starts_with("empty range") || message.starts_with("a count cannot") {
         return Some(
-            "check the value against the scenario format (README.md, schema/scenario.schema.json)"
+            "write a count as a whole number, or as `{ min = …, max = … }` with min <= max"
                 .to_owned(),
         );
+    }
+    if message.starts_with("invalid type") || message.starts_with("invalid value") {
+        let expected = message.rsplit("expected ").next().unwrap_or_default();
+        let want = match expected {
+            "u8" | "u16" | "u32" | "u64" | "usize" => "a whole number (0 or more)",
+            "f64" | "f32" => "a number",
+            "a boolean" => "`true` or `false`",
+            "a string" => "a string in quotes",
+            e if e.starts_with("struct ") || e.starts_with("a map") => "a table `{ … }`",
+            e if e.starts_with("a sequence") => "a list `[ … ]`",
+            _ => "",
+        };
+        return Some(if want.is_empty() {
+            "check the value against the scenario format (README.md, schema/scenario.schema.json)"
+                .to_owned()
+        } else {
+            format!(
+                "expected {want} here; the scenario format is in README.md and schema/scenario.schema.json"
+            )
+        });
     }
     Some("check the syntax near this position".to_owned())
 }

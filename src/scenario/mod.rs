@@ -102,7 +102,7 @@ pub fn json_schema() -> String {
     text
 }
 
-/// A diagnostic at a key path of a scenario text (for problems found after loading, such as a
+/// A diagnostic at a key path (numeric steps index arrays) of a scenario text (for problems found after loading, such as a
 /// script that runs dry during the run).
 pub fn diagnose_at(
     text: &str,

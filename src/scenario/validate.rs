@@ -173,8 +173,9 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
                         path,
                         at_key: is_unknown,
                         message: format!("in [config]: {}", e.message),
-                        hint: hint
-                            .map(|h| format!("{h} (`harness profile {name}` prints every key)")),
+                        hint: hint.map(|h| {
+                            format!("{h} \u{2014} `harness profile {name}` prints every key")
+                        }),
                     });
                     break;
                 }
@@ -295,7 +296,7 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
             c.report(
                 at,
                 "a signal needs exactly one of `stop = true` or `inject = \"…\"`".to_owned(),
-                None,
+                Some("write `stop = true` to end the run, or `inject = \"text\"` to add a user message; use two signals for both".to_owned()),
             );
         }
     }

@@ -64,25 +64,39 @@ pub fn is_scenario_file(path: &Path) -> bool {
     (name.ends_with(".toml") || name.ends_with(".json")) && !name.ends_with(".schema.json")
 }
 
-/// Every scenario file under `paths` (files as given, folders walked), sorted, deduplicated.
-pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, (PathBuf, io::Error)> {
+/// Every scenario file under `paths` (files as given, folders walked), sorted, deduplicated,
+/// and the paths that could not be read (the others are still discovered).
+pub fn discover(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, io::Error)>) {
     let mut out = Vec::new();
+    let mut errors = Vec::new();
     for p in paths {
-        let meta = std::fs::metadata(p).map_err(|e| (p.clone(), e))?;
+        let meta = match std::fs::metadata(p) {
+            Ok(m) => m,
+            Err(e) => {
+                errors.push((p.clone(), e));
+                continue;
+            }
+        };
         if meta.is_file() {
             out.push(p.clone());
             continue;
         }
         for entry in walkdir::WalkDir::new(p).sort_by_file_name() {
-            let entry = entry.map_err(|e| (p.clone(), io::Error::other(e.to_string())))?;
-            if entry.file_type().is_file() && is_scenario_file(entry.path()) {
-                out.push(entry.into_path());
+            match entry {
+                Ok(entry) if entry.file_type().is_file() && is_scenario_file(entry.path()) => {
+                    out.push(entry.into_path());
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    let at = e.path().map_or_else(|| p.clone(), Path::to_path_buf);
+                    errors.push((at, io::Error::other(e.to_string())));
+                }
             }
         }
     }
     out.sort();
     out.dedup();
-    Ok(out)
+    (out, errors)
 }
 
 /// Every file with extension `ext` under `dir`, sorted (none if `dir` does not exist).

@@ -1,1 +1,16 @@
+//! The one integration-test binary: every test runs the real `harness` binary in a temporary
+//! project (scenarios copied in), with `CI` removed or set explicitly and `NO_COLOR=1`.
+//!
+//! - `invalid`: every file of `fixtures/invalid/` is rejected with a located error and a hint.
+//! - `golden_workflow`: run → accept → change → diff → accept/reject, CI mode, orphans.
+//! - `determinism`: identical goldens, CSV, traces and terminal output for any `--jobs`.
+//! - `schema`: the committed JSON Schema matches `harness schema`.
+//! - `cli`: usage errors, `profile`, `trace`.
 
+mod support;
+
+mod cli;
+mod determinism;
+mod golden_workflow;
+mod invalid;
+mod schema;

@@ -1,0 +1,330 @@
+//! Malformed scenarios (`fixtures/invalid/`): each is rejected with exit code 2, without a panic,
+//! with `error: PATH:LINE:COL: message` pointing at the offending key or value and a `hint:`.
+
+use crate::support::{Counts, EXAMPLE, Project, repo, summary};
+
+const FIXTURES: &str = "fixtures/invalid";
+
+/// Where the first diagnostic of each fixture must point: the source text that starts at the
+/// reported line:col. A missing top-level field has no place of its own, so it is reported at the
+/// start of the document.
+const POINTS_AT: &[(&str, &str)] = &[
+    ("bad-where-field.toml", "polcy = "),
+    ("empty-script.toml", "[model]"),
+    ("format-version-2.toml", "2"),
+    ("invalid-utf8.toml", "\u{FFFD}( menu"),
+    ("json-syntax-missing-comma.json", "\"model\":"),
+    ("json-validation-undefined-tool.json", "\"exce\""),
+    ("json-validation-unknown-profile.json", "\"moltys\""),
+    ("missing-family.toml", "# Missing required field"),
+    ("missing-model.toml", "# Missing required field"),
+    ("missing-user.toml", "# Missing required field"),
+    ("outcome-ok-and-error.toml", "[[tools.outcomes]]"),
+    ("script-runs-dry.toml", "model]"),
+    ("signal-without-stop-or-inject.toml", "[[signals]]"),
+    ("toml-syntax-error.toml", "\"fixtures\""),
+    ("undefined-tool.toml", "\"exce\""),
+    ("unknown-config-key.toml", "windw = 2"),
+    ("unknown-event-kind.toml", "\"tool_call_rejectd\""),
+    ("unknown-profile.toml", "\"moltys\""),
+    ("unknown-rule-condition.toml", "tools_ofered = "),
+    ("unknown-top-level-key.toml", "descripton = "),
+    ("wrong-type-latency.toml", "\"10s\""),
+    ("wrong-type-max-iterations.toml", "\"many\""),
+];
+
+/// Known defect in src/, asserted to still be there so that a fix makes the test fail until the
+/// entry is removed: `src/scenario/validate.rs` reports a signal with neither `stop` nor `inject`
+/// without a hint.
+const KNOWN_WITHOUT_HINT: &[&str] = &[];
+
+/// One `error: PATH:LINE:COL: message` line, parsed.
+struct Located {
+    line: usize,
+    col: usize,
+}
+
+fn parse_error_line(line: &str, path: &str) -> Located {
+    let rest = line
+        .strip_prefix("error: ")
+        .and_then(|l| l.strip_prefix(path))
+        .and_then(|l| l.strip_prefix(':'))
+        .unwrap_or_else(|| panic!("not `error: {path}:LINE:COL: …`: {line:?}"));
+    let mut parts = rest.splitn(3, ':');
+    let mut number = |what: &str| -> usize {
+        parts
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no {what} number in {line:?}"))
+    };
+    let located = Located {
+        line: number("line"),
+        col: number("column"),
+    };
+    let message = parts.next().unwrap_or_default();
+    assert!(
+        message.starts_with(' ') && message.trim().len() > 5,
+        "no message after the location in {line:?}"
+    );
+    located
+}
+
+/// The source text from 1-based `line`:`col` (in chars) to the end of that line.
+fn text_at(source: &str, line: usize, col: usize) -> String {
+    source
+        .split('\n')
+        .nth(line - 1)
+        .map(|l| l.chars().skip(col - 1).collect())
+        .unwrap_or_default()
+}
+
+fn fixture_names() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(repo().join(FIXTURES))
+        .expect("read fixtures/invalid")
+        .map(|e| {
+            e.expect("a folder entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn located_errors() {
+    insta::glob!("../../fixtures/invalid", "*.*", |path| {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let rel = format!("{FIXTURES}/{name}");
+        let bytes = std::fs::read(path).unwrap();
+        let source = String::from_utf8_lossy(&bytes);
+        let p = Project::new();
+        p.write(&rel, &bytes);
+
+        let run = p.harness(&["run", &rel]);
+        run.expect_code(2);
+        assert_eq!(
+            run.summary(),
+            summary(
+                "FAILED",
+                Counts {
+                    files: 1,
+                    invalid: 1,
+                    ..Counts::default()
+                }
+            ),
+            "{run}"
+        );
+        assert!(
+            p.files("snapshots", "").is_empty(),
+            "an invalid scenario wrote goldens: {:?}",
+            p.files("snapshots", "")
+        );
+
+        let lines: Vec<&str> = run
+            .stdout
+            .lines()
+            .filter(|l| l.starts_with("error: ") || l.starts_with("  hint: "))
+            .collect();
+        let errors: Vec<&&str> = lines.iter().filter(|l| l.starts_with("error: ")).collect();
+        assert!(!errors.is_empty(), "no `error:` line\n{run}");
+        for (i, line) in lines.iter().enumerate() {
+            if !line.starts_with("error: ") {
+                continue;
+            }
+            let at = parse_error_line(line, &rel);
+            let source_lines = source.split('\n').count();
+            assert!(
+                (1..=source_lines).contains(&at.line) && at.col >= 1,
+                "{rel}: location {}:{} is outside the file ({source_lines} lines)",
+                at.line,
+                at.col
+            );
+            let has_hint = lines.get(i + 1).is_some_and(|l| l.starts_with("  hint: "));
+            if KNOWN_WITHOUT_HINT.contains(&name.as_str()) {
+                assert!(
+                    !has_hint,
+                    "{rel} now has a hint: remove it from KNOWN_WITHOUT_HINT\n{run}"
+                );
+            } else {
+                assert!(
+                    has_hint,
+                    "{rel}: `{line}` has no `  hint:` line after it\n{run}"
+                );
+            }
+        }
+
+        let first = parse_error_line(errors[0], &rel);
+        let (_, want) = POINTS_AT
+            .iter()
+            .find(|(n, _)| *n == name)
+            .unwrap_or_else(|| panic!("add {name} to POINTS_AT"));
+        let found = text_at(&source, first.line, first.col);
+        assert!(
+            found.starts_with(want),
+            "{rel}: the error at {}:{} points at {found:?}, expected {want:?}\n{run}",
+            first.line,
+            first.col
+        );
+
+        let what = if name.ends_with(".json") {
+            format!("JSON scenario {name}")
+        } else {
+            source.lines().next().unwrap_or_default().to_owned()
+        };
+        insta::with_settings!({ description => what, omit_expression => true }, {
+            insta::assert_snapshot!(lines.join("\n"));
+        });
+    });
+}
+
+#[test]
+fn fixtures_cover_the_catalogue_and_say_what_is_wrong() {
+    let names = fixture_names();
+    assert!(names.len() >= 12, "only {} fixtures", names.len());
+    for name in &names {
+        assert!(
+            POINTS_AT.iter().any(|(n, _)| n == name),
+            "fixture {name} has no POINTS_AT entry"
+        );
+        let bytes = std::fs::read(repo().join(FIXTURES).join(name)).unwrap();
+        if name.ends_with(".toml") {
+            let first = bytes.split(|b| *b == b'\n').next().unwrap_or_default();
+            let first = String::from_utf8_lossy(first);
+            assert!(
+                first.starts_with("# ") && first.len() > 20,
+                "{name}: the first line must be a comment saying what is wrong, got {first:?}"
+            );
+        } else {
+            assert!(name.ends_with(".json"), "{name}: neither .toml nor .json");
+        }
+    }
+    let listed = POINTS_AT.iter().map(|(n, _)| n);
+    for n in listed.chain(KNOWN_WITHOUT_HINT) {
+        assert!(names.iter().any(|x| x == n), "{n} is listed but missing");
+    }
+    let utf8 = std::fs::read(repo().join(FIXTURES).join("invalid-utf8.toml")).unwrap();
+    assert!(
+        std::str::from_utf8(&utf8).is_err(),
+        "invalid-utf8.toml must hold invalid UTF-8 (was it re-saved by an editor?)"
+    );
+}
+
+#[test]
+fn a_folder_of_invalid_fixtures_reports_every_file() {
+    let p = Project::new();
+    p.copy_from_repo(FIXTURES, FIXTURES);
+    let n = u32::try_from(fixture_names().len()).unwrap();
+
+    let run = p.harness(&["run", FIXTURES]);
+    run.expect_code(2);
+    assert_eq!(
+        run.summary(),
+        summary(
+            "FAILED",
+            Counts {
+                files: n,
+                invalid: n,
+                ..Counts::default()
+            }
+        ),
+        "{run}"
+    );
+    for name in fixture_names() {
+        run.expect_stdout(&format!("error: {FIXTURES}/{name}:"));
+    }
+}
+
+#[test]
+fn an_invalid_file_does_not_stop_the_valid_ones() {
+    let p = Project::with_example();
+    p.harness(&["run"]).expect_code(1);
+    p.harness(&["accept"]).expect_code(0);
+    p.harness(&["run"]).expect_code(0);
+    p.copy_from_repo(
+        &format!("{FIXTURES}/unknown-profile.toml"),
+        "scenarios/broken/unknown-profile.toml",
+    );
+
+    let run = p.harness(&["run", "--metrics", "metrics.csv"]);
+    run.expect_code(2)
+        .expect_stdout(
+            "error: scenarios/broken/unknown-profile.toml:4:11: unknown profile `moltys`",
+        )
+        .expect_no_stdout("FAIL ");
+    assert_eq!(
+        run.summary(),
+        summary(
+            "FAILED",
+            Counts {
+                cases: 2,
+                files: 2,
+                passed: 2,
+                invalid: 1,
+                ..Counts::default()
+            }
+        ),
+        "{run}"
+    );
+    // The valid scenario's runs made it into the per-family table and the metrics.
+    for profile in ["moltis", "none"] {
+        assert!(
+            run.stdout.lines().any(|l| {
+                let cols: Vec<&str> = l.split_whitespace().collect();
+                cols.starts_with(&["reflex", profile, "1"])
+            }),
+            "no summary row for reflex/{profile}\n{run}"
+        );
+    }
+    let csv = p.read("metrics.csv");
+    let ids: Vec<&str> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').next().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        ["reflex/exec-empty-args", "reflex/exec-empty-args@none"],
+        "{csv}"
+    );
+    assert!(p.exists(EXAMPLE));
+    assert!(p.files("snapshots", ".snap.new").is_empty());
+}
+
+#[test]
+fn a_file_whose_script_runs_dry_in_one_case_writes_no_pending_golden() {
+    let p = Project::new();
+    p.write(
+        "scenarios/dry.toml",
+        r#"format = 1
+family = "fixtures"
+profile = "moltis"
+user = "Run it."
+
+[[tools]]
+name = "exec"
+default = { error = "boom" }
+
+[[model.rules]]
+when = { any_message_contains = "LOOP DETECTED" }
+reply = { text = "Sorry, I do not know which command you wanted me to run." }
+
+[[model.turns]]
+tool_calls = [{ name = "exec" }]
+repeat = 3
+
+[compare.none]
+"#,
+    );
+    let run = p.harness(&["run", "--traces", "traces"]);
+    run.expect_code(2)
+        .expect_stdout("error: scenarios/dry.toml:")
+        .expect_stdout("case `dry@none` (profile none): the mock model has no answer");
+    assert!(
+        p.files("snapshots", "").is_empty() && p.files("traces", "").is_empty(),
+        "files written for an invalid scenario: {:?} {:?}",
+        p.files("snapshots", ""),
+        p.files("traces", "")
+    );
+}

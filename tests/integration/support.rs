@@ -1,0 +1,260 @@
+//! A temporary project to run the `harness` binary in, and the result of one run.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use tempfile::TempDir;
+
+/// The scenario every workflow test starts from (relative to the repository and the project).
+pub const EXAMPLE: &str = "scenarios/reflex/exec-empty-args.toml";
+/// Its own case id; the scenario also has `[compare.none]`, hence `EXAMPLE_ID@none`.
+pub const EXAMPLE_ID: &str = "reflex/exec-empty-args";
+
+/// The repository root.
+pub fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A temporary folder used as the working directory of `harness`.
+pub struct Project {
+    dir: TempDir,
+}
+
+impl Project {
+    /// An empty project.
+    pub fn new() -> Self {
+        Self {
+            dir: tempfile::Builder::new()
+                .prefix("harness-it-")
+                .tempdir()
+                .expect("create a temporary project"),
+        }
+    }
+
+    /// A project holding the example scenario (without goldens).
+    pub fn with_example() -> Self {
+        let p = Self::new();
+        p.copy_from_repo(EXAMPLE, EXAMPLE);
+        p
+    }
+
+    /// The project folder.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Absolute path of a project-relative path.
+    pub fn join(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    /// Write a file, creating its folders.
+    pub fn write(&self, rel: &str, contents: impl AsRef<[u8]>) {
+        let path = self.join(rel);
+        std::fs::create_dir_all(path.parent().expect("a parent folder"))
+            .unwrap_or_else(|e| panic!("create folders for {rel}: {e}"));
+        std::fs::write(&path, contents).unwrap_or_else(|e| panic!("write {rel}: {e}"));
+    }
+
+    /// Read a project file as text.
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.join(rel)).unwrap_or_else(|e| panic!("read {rel}: {e}"))
+    }
+
+    /// Does a project file exist?
+    pub fn exists(&self, rel: &str) -> bool {
+        self.join(rel).exists()
+    }
+
+    /// Remove a project file.
+    pub fn remove(&self, rel: &str) {
+        std::fs::remove_file(self.join(rel)).unwrap_or_else(|e| panic!("remove {rel}: {e}"));
+    }
+
+    /// Copy a file or folder of the repository into the project.
+    pub fn copy_from_repo(&self, from: &str, to: &str) {
+        copy_tree(&repo().join(from), &self.join(to));
+    }
+
+    /// `harness ARGS` in the project, with `CI` removed.
+    pub fn harness(&self, args: &[&str]) -> Run {
+        self.run_command(self.command(args))
+    }
+
+    /// `harness ARGS` in the project, with `CI` set to `ci`.
+    pub fn harness_ci(&self, ci: &str, args: &[&str]) -> Run {
+        let mut cmd = self.command(args);
+        cmd.env("CI", ci);
+        self.run_command(cmd)
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_harness"));
+        cmd.args(args)
+            .current_dir(self.path())
+            .env_remove("CI")
+            .env_remove("CLICOLOR_FORCE")
+            .env("NO_COLOR", "1");
+        cmd
+    }
+
+    fn run_command(&self, mut cmd: Command) -> Run {
+        let out = cmd.output().expect("spawn the harness binary");
+        let run = Run {
+            args: format!("{:?}", cmd.get_args().collect::<Vec<_>>()),
+            code: out.status.code(),
+            stdout: String::from_utf8(out.stdout).expect("stdout is UTF-8"),
+            stderr: String::from_utf8(out.stderr).expect("stderr is UTF-8"),
+        };
+        assert!(run.code.is_some(), "harness was killed by a signal\n{run}");
+        assert!(!run.stderr.contains("panicked"), "harness panicked\n{run}");
+        assert!(
+            !run.stdout.contains('\u{1b}') && !run.stderr.contains('\u{1b}'),
+            "NO_COLOR is set, yet the output has escape codes\n{run}"
+        );
+        run
+    }
+
+    /// Project-relative paths (with `/`) of the files under `rel` whose names end with
+    /// `suffix`, sorted.
+    pub fn files(&self, rel: &str, suffix: &str) -> Vec<String> {
+        self.tree(rel)
+            .into_keys()
+            .filter(|p| p.ends_with(suffix))
+            .collect()
+    }
+
+    /// Every file under `rel` (project-relative path → bytes); empty when `rel` is absent.
+    pub fn tree(&self, rel: &str) -> BTreeMap<String, Vec<u8>> {
+        let mut out = BTreeMap::new();
+        collect(self.path(), &self.join(rel), &mut out);
+        out
+    }
+}
+
+fn collect(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries {
+        let path = entry.expect("read a folder entry").path();
+        if path.is_dir() {
+            collect(root, &path, out);
+        } else {
+            let rel = path
+                .strip_prefix(root)
+                .expect("inside the project")
+                .to_string_lossy()
+                .replace('\\', "/");
+            out.insert(rel, std::fs::read(&path).expect("read a file"));
+        }
+    }
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    if from.is_dir() {
+        std::fs::create_dir_all(to).unwrap_or_else(|e| panic!("create {}: {e}", to.display()));
+        for entry in std::fs::read_dir(from).expect("read a folder") {
+            let entry = entry.expect("read a folder entry");
+            copy_tree(&entry.path(), &to.join(entry.file_name()));
+        }
+    } else {
+        std::fs::create_dir_all(to.parent().expect("a parent folder")).expect("create folders");
+        std::fs::copy(from, to)
+            .unwrap_or_else(|e| panic!("copy {} to {}: {e}", from.display(), to.display()));
+    }
+}
+
+/// The result of one `harness` invocation.
+pub struct Run {
+    args: String,
+    /// Exit code.
+    pub code: Option<i32>,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+impl Run {
+    /// Assert the exit code; the panic message shows the whole output.
+    #[track_caller]
+    pub fn expect_code(&self, code: i32) -> &Self {
+        assert_eq!(self.code, Some(code), "unexpected exit code\n{self}");
+        self
+    }
+
+    /// Assert stdout contains `needle`.
+    #[track_caller]
+    pub fn expect_stdout(&self, needle: &str) -> &Self {
+        assert!(
+            self.stdout.contains(needle),
+            "stdout lacks {needle:?}\n{self}"
+        );
+        self
+    }
+
+    /// Assert stdout does not contain `needle`.
+    #[track_caller]
+    pub fn expect_no_stdout(&self, needle: &str) -> &Self {
+        assert!(
+            !self.stdout.contains(needle),
+            "stdout has {needle:?}\n{self}"
+        );
+        self
+    }
+
+    /// The last line starting with `harness run:` (the summary).
+    #[track_caller]
+    pub fn summary(&self) -> &str {
+        self.stdout
+            .lines()
+            .rev()
+            .find(|l| l.starts_with("harness run:"))
+            .unwrap_or_else(|| panic!("no summary line\n{self}"))
+    }
+}
+
+impl fmt::Display for Run {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "harness {} exited with {:?}\n--- stdout\n{}--- stderr\n{}---",
+            self.args, self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+/// The summary line `harness run` prints for these counts.
+pub fn summary(verdict: &str, counts: Counts) -> String {
+    let Counts {
+        cases,
+        files,
+        passed,
+        mismatched,
+        missing,
+        expectation_failures,
+        invalid,
+        orphans,
+    } = counts;
+    format!(
+        "harness run: {verdict}. {cases} cases from {files} files: {passed} passed, {} failed \
+         ({mismatched} golden mismatches, {missing} missing goldens, {expectation_failures} \
+         expectation failures), {invalid} invalid files, {orphans} orphaned goldens",
+        cases - passed
+    )
+}
+
+/// Counts of a summary line.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Counts {
+    pub cases: u32,
+    pub files: u32,
+    pub passed: u32,
+    pub mismatched: u32,
+    pub missing: u32,
+    pub expectation_failures: u32,
+    pub invalid: u32,
+    pub orphans: u32,
+}
