@@ -114,7 +114,15 @@ pub fn row(
     };
     for e in events {
         match &e.event {
-            Event::RunStart { .. } | Event::Signal { .. } | Event::ModelResponse { .. } => {}
+            Event::RunStart { .. } | Event::Signal { .. } | Event::ForceText { .. } => {}
+            Event::ModelResponse {
+                input_tokens,
+                output_tokens,
+                ..
+            } => {
+                r.input_tokens += input_tokens;
+                r.output_tokens += output_tokens;
+            }
             Event::Iteration { n } => iteration = *n,
             Event::ModelRequest { force_text, .. } => {
                 r.model_calls += 1;
@@ -165,7 +173,6 @@ pub fn row(
                 r.first_intervention_iteration.get_or_insert(iteration);
             }
             Event::MessageInjected { .. } => r.nudges += 1,
-            Event::ForceText { .. } => {}
             Event::Outcome {
                 outcome,
                 iterations,
@@ -180,15 +187,6 @@ pub fn row(
                     recovered_at = Some(*iterations);
                 }
             }
-        }
-        if let Event::ModelResponse {
-            input_tokens,
-            output_tokens,
-            ..
-        } = &e.event
-        {
-            r.input_tokens += input_tokens;
-            r.output_tokens += output_tokens;
         }
     }
     if let Some(f) = first_repeat {
