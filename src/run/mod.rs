@@ -6,7 +6,7 @@ use crate::engine::{self, RunInput, ScriptGap};
 use crate::llm::MockModel;
 use crate::metrics::{self, Row};
 use crate::report::Reporter;
-use crate::scenario::{self, Case, Diagnostic, SourceFormat};
+use crate::scenario::{self, Case, Diagnostic, Seg, SourceFormat};
 use crate::snapshot::{self, Comparison};
 use crate::store::{self, Layout};
 use crate::tool::ScriptedTools;
@@ -190,34 +190,33 @@ fn run_file(options: &Options, path: &Path) -> FileResult {
         match replay(case) {
             Ok(events) => replays.push(events),
             Err(gap) => {
-                let index = |name: &str| {
-                    case.scenario
-                        .tools
-                        .iter()
-                        .position(|t| t.name == name)
-                        .map(|i| i.to_string())
-                };
                 let (at, hint) = match &gap {
                     ScriptGap::Model(_) => (
-                        vec!["model".to_owned()],
+                        vec![Seg::Key("model".to_owned())],
                         "add turns, or a rule with `when = {}` that answers every remaining call",
                     ),
-                    ScriptGap::Tool(u) => (
-                        ["tools".to_owned()]
-                            .into_iter()
-                            .chain(index(&u.tool))
-                            .collect(),
-                        "add an outcome that matches these arguments, or a `default` outcome",
-                    ),
+                    ScriptGap::Tool(u) => {
+                        let mut at = vec![Seg::Key("tools".to_owned())];
+                        at.extend(
+                            case.scenario
+                                .tools
+                                .iter()
+                                .position(|t| t.name == u.tool)
+                                .map(Seg::Index),
+                        );
+                        (
+                            at,
+                            "add an outcome that matches these arguments, or a `default` outcome",
+                        )
+                    }
                 };
-                let at: Vec<&str> = at.iter().map(String::as_str).collect();
                 let message = format!("case `{}` (profile {}): {gap}", case.id, case.profile);
                 return FileResult {
                     path: path.to_owned(),
                     outcome: Err(vec![scenario::diagnose_at(
                         &text,
                         format,
-                        &at,
+                        at,
                         message,
                         Some(hint.to_owned()),
                     )]),

@@ -131,7 +131,8 @@ pub(super) fn from_serde(line: usize, col: usize, message: String) -> Diagnostic
     }
 }
 
-fn hint_for(message: &str) -> Option<String> {
+/// A hint for a serde message, where one helps.
+pub(super) fn hint_for(message: &str) -> Option<String> {
     let quoted: Vec<&str> = message.split('`').skip(1).step_by(2).collect();
     if message.starts_with("unknown field") || message.starts_with("unknown variant") {
         let (found, expected) = quoted.split_first()?;

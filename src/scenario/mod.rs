@@ -4,7 +4,7 @@
 //! hint. No I/O here: callers hand in the text.
 
 mod locate;
-pub use locate::line_col;
+pub use locate::{Seg, line_col};
 mod model;
 mod validate;
 
@@ -102,12 +102,12 @@ pub fn json_schema() -> String {
     text
 }
 
-/// A diagnostic at a key path (numeric steps index arrays) of a scenario text (for problems found after loading, such as a
+/// A diagnostic at a key path of a scenario text (for problems found after loading, such as a
 /// script that runs dry during the run).
 pub fn diagnose_at(
     text: &str,
     format: SourceFormat,
-    path: &[&str],
+    path: Vec<Seg>,
     message: String,
     hint: Option<String>,
 ) -> Diagnostic {
@@ -115,10 +115,7 @@ pub fn diagnose_at(
         text,
         format,
         locate::Problem {
-            path: path
-                .iter()
-                .map(|k| locate::Seg::Key((*k).to_owned()))
-                .collect(),
+            path,
             at_key: true,
             message,
             hint,

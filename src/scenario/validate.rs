@@ -168,7 +168,7 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
                     let mut path = vec![key("config")];
                     path.extend(e.path.iter().map(|k| key(k)));
                     let is_unknown = e.message.starts_with("unknown field");
-                    let hint = super::locate::from_serde(1, 1, e.message.clone()).hint;
+                    let hint = super::locate::hint_for(&e.message);
                     c.problems.push(Problem {
                         path,
                         at_key: is_unknown,
