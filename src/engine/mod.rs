@@ -6,7 +6,8 @@
 
 use crate::json::compact;
 use crate::llm::{
-    Arguments, Message, Model, ModelError, ModelRequest, ModelResponse, Role, ToolCall, ToolSpec,
+    Arguments, Message, Model, ModelError, ModelRequest, ModelResponse, Purpose, Role, ToolCall,
+    ToolSpec,
 };
 use crate::policy::{
     self, Action, CallRecord, CallResult, Config, LoopView, MalformedArgs, Policy,
@@ -224,6 +225,7 @@ impl Loop<'_> {
             };
             call_no += 1;
             self.emit(Event::ModelRequest {
+                purpose: Purpose::Turn,
                 call: call_no,
                 messages: self.messages.len(),
                 tools: offered_names,
@@ -232,6 +234,7 @@ impl Loop<'_> {
             });
             let tools_available = !offered.is_empty();
             let response = model.respond(&ModelRequest {
+                purpose: Purpose::Turn,
                 iteration: n,
                 call: call_no,
                 messages: &self.messages,

@@ -3,17 +3,15 @@
 //! from text length (4 chars a token).
 
 use super::{
-    Arguments, Finish, Message, Model, ModelError, ModelRequest, ModelResponse, Role, ToolCall,
-    Usage,
+    Arguments, Finish, Message, Model, ModelError, ModelRequest, ModelResponse, Purpose, Role,
+    ToolCall, Usage,
 };
 use crate::scenario::{CallDef, Conditions, FinishDef, ModelScript, TurnDef, WithoutTools};
 use serde_json::Value;
 
 /// The script ran out, or cannot answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "the mock model has no answer for model call {call} (iteration {iteration}): every scripted turn is used (turns: {turns}) and no rule matched"
-)]
+#[error("{}", describe(self))]
 pub struct ScriptError {
     /// 1-based model call.
     pub call: u32,
@@ -21,6 +19,25 @@ pub struct ScriptError {
     pub iteration: u32,
     /// Scripted turns (counting repeats).
     pub turns: u32,
+    /// Why the engine called.
+    pub purpose: Purpose,
+}
+
+fn describe(e: &ScriptError) -> String {
+    if e.purpose.is_turn() {
+        format!(
+            "the mock model has no answer for model call {} (iteration {}): every scripted turn is used (turns: {}) and no rule matched",
+            e.call, e.iteration, e.turns
+        )
+    } else {
+        format!(
+            "the mock model has no answer for the {} call {} (iteration {}): only rules with `when = {{ purpose = \"{}\" }}` answer such calls",
+            e.purpose.as_str(),
+            e.call,
+            e.iteration,
+            e.purpose.as_str()
+        )
+    }
 }
 
 /// The mock.
@@ -48,7 +65,8 @@ impl<'s> MockModel<'s> {
         let last = req.messages.last();
         let last_user = req.messages.iter().rev().find(|m| m.role == Role::User);
         let last_tool = req.messages.iter().rev().find(|m| m.role == Role::Tool);
-        when.tools_offered.is_none_or(|b| b != req.tools.is_empty())
+        when.purpose.unwrap_or_default() == req.purpose
+            && when.tools_offered.is_none_or(|b| b != req.tools.is_empty())
             && when
                 .tool_offered
                 .as_ref()
@@ -201,12 +219,19 @@ impl Model for MockModel<'_> {
                 return Ok(self.build(&rule.reply, req));
             }
         }
-        match self.next_turn(req) {
+        // Turns script the loop; other calls (summaries, replans) must be answered by a rule.
+        let turn = if req.purpose.is_turn() {
+            self.next_turn(req)
+        } else {
+            None
+        };
+        match turn {
             Some(turn) => Ok(self.build(turn, req)),
             None => Err(ScriptError {
                 call: req.call,
                 iteration: req.iteration,
                 turns: script.turns.iter().map(|t| t.repeat).sum(),
+                purpose: req.purpose,
             }
             .into()),
         }

@@ -126,9 +126,42 @@ pub struct Usage {
     pub output: u64,
 }
 
+/// Why the engine calls the model.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Purpose {
+    /// A turn of the agent loop.
+    #[default]
+    Turn,
+    /// A summary of the conversation, for compaction.
+    Summary,
+    /// A new plan after a failed step (plan/step executor).
+    Replan,
+}
+
+impl Purpose {
+    /// snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Turn => "turn",
+            Self::Summary => "summary",
+            Self::Replan => "replan",
+        }
+    }
+
+    /// Whether this is an ordinary loop turn (serde skip helper).
+    pub fn is_turn(&self) -> bool {
+        *self == Self::Turn
+    }
+}
+
 /// What the engine sends.
 #[derive(Debug)]
 pub struct ModelRequest<'a> {
+    /// Why the engine calls.
+    pub purpose: Purpose,
     /// Engine iteration (1-based).
     pub iteration: u32,
     /// Model call number within the run (1-based).

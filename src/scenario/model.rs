@@ -260,6 +260,10 @@ pub struct RuleDef {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Conditions {
+    /// Why the engine calls: `turn` (the default: rules without `purpose` answer only loop
+    /// turns), `summary` (a compaction summary) or `replan` (a plan/step replan).
+    #[serde(default)]
+    pub purpose: Option<crate::llm::Purpose>,
     /// Whether any tool is offered.
     #[serde(default)]
     pub tools_offered: Option<bool>,

@@ -4,7 +4,7 @@
 //! Every consumer matches [`Event`] exhaustively: a new variant must be a compile error in each
 //! renderer and in the metrics fold. Trace JSON carries [`TRACE_VERSION`].
 
-use crate::llm::{Finish, Role};
+use crate::llm::{Finish, Purpose, Role};
 use crate::scenario::OutcomeKind;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -66,6 +66,9 @@ pub enum Event {
     },
     /// The engine calls the model.
     ModelRequest {
+        /// Why the engine calls (omitted for ordinary turns).
+        #[serde(default, skip_serializing_if = "Purpose::is_turn")]
+        purpose: Purpose,
         /// 1-based model call.
         call: u32,
         /// Messages sent.
@@ -255,12 +258,16 @@ pub fn render_event(event: &Event) -> String {
             }
         }
         Event::ModelRequest {
+            purpose,
             call,
             messages,
             tools,
             force_text,
             stripped,
         } => {
+            if !purpose.is_turn() {
+                let _ = write!(s, " {}", purpose.as_str());
+            }
             let _ = write!(s, " call={call} messages={messages} tools={}", list(tools));
             if *force_text {
                 s.push_str(" force_text");
