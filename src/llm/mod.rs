@@ -3,6 +3,7 @@
 //! and replay run the same engine code.
 
 mod mock;
+pub mod stream;
 
 pub use mock::{MockModel, ScriptError};
 

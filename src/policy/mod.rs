@@ -6,10 +6,14 @@
 //! [`Config`] holds every threshold and message text; a profile is a named `Config`.
 
 mod auto_continue;
+pub mod citations;
+pub mod compaction;
+pub mod completion;
 mod config;
 mod duplicate;
 pub mod intent;
 mod reflex;
+pub mod similarity;
 mod truncation;
 pub mod validate;
 
