@@ -2,20 +2,30 @@
 //! policies at fixed points and recording every step as a [`TimedEvent`] on a virtual clock.
 //!
 //! Pure and deterministic: it knows nothing of files, threads, the CLI or the network. Time
-//! advances only by the latencies the model and the tools report.
+//! advances only by the latencies the model and the tools report and by the waits the
+//! configuration prescribes (provider retries).
+//!
+//! One iteration, in order: stop signal → ceiling → injected signals → pre-call stop →
+//! policies before the call (budget, cost guard, recovery, strip) → threshold compaction →
+//! model call (provider errors: compaction retry or retry per kind) → empty-reply fallback →
+//! text (policies may hold it back; then the profile's text rule) or tool batch (policies may
+//! discard it; screening, approval split, validation, execution, policies after the batch).
+//! An approved pause and a follow-up user message restart the loop with fresh counters.
 
 use crate::json::compact;
 use crate::llm::{
-    Arguments, Message, Model, ModelError, ModelRequest, ModelResponse, Purpose, Role, ToolCall,
-    ToolSpec,
+    Anomaly, Arguments, FaultKind, Message, Model, ModelError, ModelRequest, ModelResponse,
+    Purpose, Role, ToolCall, ToolSpec,
 };
 use crate::policy::{
-    self, Action, CallRecord, CallResult, Config, LoopView, MalformedArgs, Policy,
+    self, Action, CallRecord, CallResult, Config, LoopView, MalformedArgs, Policy, Prices,
+    TextAnswer,
 };
-use crate::scenario::{OutcomeKind, SignalDef};
+use crate::scenario::{ApprovalDef, Decision, OutcomeKind, SignalDef};
 use crate::tool::{ToolRunner, ToolStatus, UnscriptedCall};
 use crate::trace::{CallSummary, Event, TimedEvent};
 use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// What one run needs besides the model and the tools.
 #[derive(Debug, Clone, Copy)]
@@ -32,6 +42,14 @@ pub struct RunInput<'a> {
     pub user: &'a str,
     /// External signals.
     pub signals: &'a [SignalDef],
+    /// Prices of the model, for the cost guard.
+    pub prices: Prices,
+    /// Scripted approval decisions, in order.
+    pub approvals: &'a [ApprovalDef],
+    /// Further user messages, one per later turn.
+    pub followups: &'a [String],
+    /// Workspace files and their line counts (citation checks).
+    pub workspace: &'a BTreeMap<String, u32>,
 }
 
 /// A run that could not finish because the scenario's script is incomplete.
@@ -39,16 +57,53 @@ pub struct RunInput<'a> {
 pub enum ScriptGap {
     /// The mock model has no answer.
     #[error(transparent)]
-    Model(#[from] ModelError),
+    Model(#[from] crate::llm::ScriptError),
     /// A tool has no outcome for a call.
     #[error(transparent)]
     Tool(#[from] UnscriptedCall),
+    /// The next scripted approval decision names another tool.
+    #[error("approval decision {index} is for tool `{expected}`, but the run paused for `{got}`")]
+    Approval {
+        /// 1-based decision.
+        index: usize,
+        /// The tool the decision names.
+        expected: String,
+        /// The tool the run paused for.
+        got: String,
+    },
 }
 
 /// The events of a finished run, or of a run cut short by a script gap.
 pub type RunResult = Result<Vec<TimedEvent>, (Vec<TimedEvent>, ScriptGap)>;
 
+/// How one loop (one user turn, or one resume) ended.
+enum LoopEnd {
+    /// With an outcome event already recorded.
+    Finished(OutcomeKind),
+    /// An approved pause: the loop starts again from scratch.
+    Resume,
+}
+
+/// What a model call gave.
+enum Called {
+    Response(ModelResponse),
+    /// A provider error whose retry uses up the iteration.
+    NextIteration,
+    /// A provider error ended the run (outcome recorded).
+    Ended,
+}
+
+/// How a tool batch ended.
+enum BatchEnd {
+    Done,
+    Paused {
+        call: ToolCall,
+        deferred: Vec<ToolCall>,
+    },
+}
+
 struct Loop<'a> {
+    input: RunInput<'a>,
     config: &'a Config,
     policies: Vec<Box<dyn Policy>>,
     events: Vec<TimedEvent>,
@@ -57,6 +112,18 @@ struct Loop<'a> {
     force_text: bool,
     strip_this_call: bool,
     total_tool_calls: u64,
+    call_no: u32,
+    /// Iterations over the whole run (signals count these).
+    run_iterations: u32,
+    /// Provider errors in a row.
+    faults: u32,
+    input_tokens: u64,
+    output_tokens: u64,
+    cost_usd: f64,
+    turn_start: (u64, u64, f64),
+    next_approval: usize,
+    auth_prompt: Option<String>,
+    ended: Option<(OutcomeKind, String)>,
 }
 
 /// How one call of a batch is handled before dispatch.
@@ -67,30 +134,41 @@ enum Prepared {
     Unknown(Value),
 }
 
-/// Run one agent loop to its outcome.
+/// Run one agent loop (and its resumes and follow-up turns) to its outcome.
 pub fn run(input: RunInput<'_>, model: &mut dyn Model, tools: &mut dyn ToolRunner) -> RunResult {
     let mut lp = Loop {
+        input,
         config: input.config,
-        policies: policy::build(input.config),
+        policies: policy::build(input.config, input.workspace),
         events: Vec::with_capacity(64),
         messages: Vec::with_capacity(32),
         clock: 0,
         force_text: false,
         strip_this_call: false,
         total_tool_calls: 0,
+        call_no: 0,
+        run_iterations: 0,
+        faults: 0,
+        input_tokens: 0,
+        output_tokens: 0,
+        cost_usd: 0.0,
+        turn_start: (0, 0, 0.0),
+        next_approval: 0,
+        auth_prompt: None,
+        ended: None,
     };
     let tool_names: Vec<String> = tools.specs().iter().map(|t| t.name.clone()).collect();
     lp.emit(Event::RunStart {
         profile: input.profile.to_owned(),
         model: input.model.to_owned(),
-        max_iterations: input.config.max_iterations,
-        tools: tool_names.clone(),
+        max_iterations: input.config.ceiling(),
+        tools: tool_names,
     });
     if !input.system.is_empty() {
         lp.messages.push(Message::new(Role::System, input.system));
     }
     lp.messages.push(Message::new(Role::User, input.user));
-    match lp.drive(&input, model, tools, &tool_names) {
+    match lp.turns(model, tools) {
         Ok(()) => Ok(lp.events),
         Err(gap) => Err((lp.events, gap)),
     }
@@ -104,12 +182,62 @@ impl Loop<'_> {
         });
     }
 
+    /// Fresh per-loop state: IronClaw starts a new `run_agentic_loop` (new counters, new
+    /// context flags) after an approval and for every user message.
+    fn fresh(&mut self) {
+        self.policies = policy::build(self.config, self.input.workspace);
+        self.force_text = false;
+        self.strip_this_call = false;
+        self.total_tool_calls = 0;
+    }
+
+    fn turns(
+        &mut self,
+        model: &mut dyn Model,
+        tools: &mut dyn ToolRunner,
+    ) -> Result<(), ScriptGap> {
+        let followups = self.input.followups;
+        let mut turn = 1u32;
+        loop {
+            match self.agent_loop(model, tools)? {
+                LoopEnd::Resume => self.fresh(),
+                LoopEnd::Finished(kind) => {
+                    if !followups.is_empty() {
+                        let (i, o, c) = self.turn_start;
+                        self.emit(Event::TurnEnd {
+                            turn,
+                            input_tokens: self.input_tokens - i,
+                            output_tokens: self.output_tokens - o,
+                            cost_usd: self.cost_usd - c,
+                        });
+                        self.turn_start = (self.input_tokens, self.output_tokens, self.cost_usd);
+                    }
+                    let next = followups.get(turn as usize - 1);
+                    match next {
+                        Some(text) if kind == OutcomeKind::Response => {
+                            turn += 1;
+                            self.emit(Event::UserTurn {
+                                turn,
+                                text: text.clone(),
+                            });
+                            self.messages.push(Message::new(Role::User, text.clone()));
+                            self.fresh();
+                        }
+                        _ => return Ok(()),
+                    }
+                }
+            }
+        }
+    }
+
     fn view(&self, iteration: u32, tools_available: bool) -> LoopView {
         LoopView {
             iteration,
             total_tool_calls: self.total_tool_calls,
             tools_available,
             force_text: self.force_text,
+            cost_usd: self.cost_usd,
+            tokens: self.input_tokens + self.output_tokens,
         }
     }
 
@@ -119,15 +247,18 @@ impl Loop<'_> {
         iterations: u32,
         text: Option<String>,
         detail: Option<String>,
-    ) {
+    ) -> LoopEnd {
         self.emit(Event::Outcome {
             outcome,
             iterations,
             text,
             detail,
         });
+        LoopEnd::Finished(outcome)
     }
 
+    /// Apply actions now; `Inject`s are returned instead when `defer_injects` is set (a
+    /// screen's warning must follow the batch's tool results).
     fn apply(&mut self, source: &'static str, actions: Vec<Action>, calls_in_batch: usize) {
         for action in actions {
             match action {
@@ -163,40 +294,57 @@ impl Loop<'_> {
                     calls: calls_in_batch,
                     count,
                 }),
+                Action::Notice { text } => self.emit(Event::Notice {
+                    source: source.to_owned(),
+                    text,
+                }),
+                Action::End { outcome, detail } => {
+                    self.ended.get_or_insert((outcome, detail));
+                }
             }
         }
     }
 
-    fn drive(
+    /// Record the outcome a policy asked for, if any.
+    fn ended_by_policy(&mut self, iterations: u32) -> Option<LoopEnd> {
+        let (outcome, detail) = self.ended.take()?;
+        Some(self.finish(outcome, iterations, None, Some(detail)))
+    }
+
+    fn agent_loop(
         &mut self,
-        input: &RunInput<'_>,
         model: &mut dyn Model,
         tools: &mut dyn ToolRunner,
-        tool_names: &[String],
-    ) -> Result<(), ScriptGap> {
-        let mut call_no = 0u32;
+    ) -> Result<LoopEnd, ScriptGap> {
+        let signals = self.input.signals;
+        let ceiling = self.config.ceiling();
         let mut iterations = 0u32;
         loop {
             let n = iterations + 1;
-            if input.signals.iter().any(|s| s.at_iteration == n && s.stop) {
+            let g = self.run_iterations + 1;
+            let stop_at = |before_call: bool| {
+                signals
+                    .iter()
+                    .any(|s| s.at_iteration == g && s.stop && s.before_call == before_call)
+            };
+            if stop_at(false) {
                 self.emit(Event::Signal {
                     signal: "stop".to_owned(),
                     text: None,
                 });
-                self.finish(OutcomeKind::Stopped, iterations, None, None);
-                return Ok(());
+                return Ok(self.finish(OutcomeKind::Stopped, iterations, None, None));
             }
-            if n > self.config.max_iterations {
-                let detail = policy_fill(
+            if n > ceiling {
+                let detail = policy::fill(
                     &self.config.max_iterations_message,
-                    self.config.max_iterations,
+                    &[("n", &self.config.max_iterations.to_string())],
                 );
-                self.finish(OutcomeKind::MaxIterations, iterations, None, Some(detail));
-                return Ok(());
+                return Ok(self.finish(OutcomeKind::MaxIterations, iterations, None, Some(detail)));
             }
             iterations = n;
+            self.run_iterations = g;
             self.emit(Event::Iteration { n });
-            for s in input.signals.iter().filter(|s| s.at_iteration == n) {
+            for s in signals.iter().filter(|s| s.at_iteration == g) {
                 if let Some(text) = &s.inject {
                     self.messages.push(Message::new(Role::User, text.clone()));
                     self.emit(Event::Signal {
@@ -204,6 +352,13 @@ impl Loop<'_> {
                         text: Some(text.clone()),
                     });
                 }
+            }
+            if stop_at(true) {
+                self.emit(Event::Signal {
+                    signal: "hook_stop".to_owned(),
+                    text: None,
+                });
+                return Ok(self.finish(OutcomeKind::Stopped, iterations, None, None));
             }
 
             self.strip_this_call = false;
@@ -213,35 +368,30 @@ impl Loop<'_> {
                 let id = self.policies[i].id();
                 self.apply(id, actions, 0);
             }
-            let offered: &[ToolSpec] = if self.force_text || self.strip_this_call {
-                &[]
-            } else {
-                tools.specs()
+            if let Some(end) = self.ended_by_policy(iterations) {
+                return Ok(end);
+            }
+            if let Some(end) = self.summarise_if_needed(model, iterations)? {
+                return Ok(end);
+            }
+
+            let mut response = match self.call_model(model, tools, n, iterations)? {
+                Called::Response(r) => r,
+                Called::NextIteration => continue,
+                Called::Ended => return Ok(LoopEnd::Finished(OutcomeKind::Error)),
             };
-            let offered_names = if offered.is_empty() {
-                Vec::new()
-            } else {
-                tool_names.to_vec()
-            };
-            call_no += 1;
-            self.emit(Event::ModelRequest {
-                purpose: Purpose::Turn,
-                call: call_no,
-                messages: self.messages.len(),
-                tools: offered_names,
-                force_text: self.force_text,
-                stripped: self.strip_this_call,
-            });
-            let tools_available = !offered.is_empty();
-            let response = model.respond(&ModelRequest {
-                purpose: Purpose::Turn,
-                iteration: n,
-                call: call_no,
-                messages: &self.messages,
-                tools: offered,
-                force_text: self.force_text,
-            })?;
-            self.clock += response.latency_ms;
+            let tools_available =
+                !(self.force_text || self.strip_this_call || tools.specs().is_empty());
+            let empty = response.tool_calls.is_empty()
+                && response.text.as_deref().is_none_or(|t| t.trim().is_empty());
+            if self.config.empty_reply.enabled && empty && response.anomaly.is_none() {
+                response.anomaly = Some(if tools_available {
+                    Anomaly::EmptyToolCompletion
+                } else {
+                    Anomaly::EmptyTextResponse
+                });
+                response.text = Some(self.config.empty_reply.fallback_text.clone());
+            }
             self.emit(Event::ModelResponse {
                 finish: response.finish,
                 text: response.text.clone(),
@@ -249,32 +399,16 @@ impl Loop<'_> {
                 input_tokens: response.usage.input,
                 output_tokens: response.usage.output,
                 latency_ms: response.latency_ms,
+                anomaly: response.anomaly,
+                chunks: response.chunks,
             });
             let view = self.view(n, tools_available);
 
             if response.tool_calls.is_empty() {
-                let text = response.text.unwrap_or_default();
-                let mut continued = None;
-                for p in &mut self.policies {
-                    if let Some(actions) = p.on_text(&text, &view) {
-                        continued = Some((p.id(), actions));
-                        break;
-                    }
+                if let Some(end) = self.on_text(&response, &view, iterations) {
+                    return Ok(end);
                 }
-                for p in &mut self.policies {
-                    p.after_text(&text, continued.is_some());
-                }
-                match continued {
-                    Some((id, actions)) => {
-                        self.messages.push(Message::new(Role::Assistant, text));
-                        self.apply(id, actions, 0);
-                        continue;
-                    }
-                    None => {
-                        self.finish(OutcomeKind::Response, iterations, Some(text), None);
-                        return Ok(());
-                    }
-                }
+                continue;
             }
 
             let batch_len = response.tool_calls.len();
@@ -291,10 +425,277 @@ impl Loop<'_> {
                         .push(Message::new(Role::Assistant, text.clone()));
                 }
                 self.apply(id, actions, batch_len);
+                if let Some(end) = self.ended_by_policy(iterations) {
+                    return Ok(end);
+                }
                 continue;
             }
-            self.run_batch(&response, &view, tools)?;
+            match self.run_batch(&response, &view, tools)? {
+                BatchEnd::Done => {}
+                BatchEnd::Paused { call, deferred } => {
+                    return self.approval(call, deferred, iterations, tools);
+                }
+            }
+            if let Some(end) = self.ended_by_policy(iterations) {
+                return Ok(end);
+            }
         }
+    }
+
+    /// A text answer: policies may hold it back (nudges, continuations, recovery); otherwise
+    /// the profile's text rule decides. `Some` ends the loop.
+    fn on_text(
+        &mut self,
+        response: &ModelResponse,
+        view: &LoopView,
+        iterations: u32,
+    ) -> Option<LoopEnd> {
+        let text = response.text.clone().unwrap_or_default();
+        let mut continued = None;
+        for p in &mut self.policies {
+            if let Some(actions) = p.on_text(&text, response, view) {
+                continued = Some((p.id(), actions));
+                break;
+            }
+        }
+        for p in &mut self.policies {
+            p.after_text(&text, continued.is_some());
+        }
+        if let Some((id, actions)) = continued {
+            self.messages.push(Message::new(Role::Assistant, text));
+            self.apply(id, actions, 0);
+            return self.ended_by_policy(iterations);
+        }
+        let last = match self.config.text_answer {
+            TextAnswer::Final => true,
+            TextAnswer::Continue => false,
+            TextAnswer::CompletionPhrase => policy::completion::signals_completion(&text),
+        };
+        if last {
+            return Some(self.finish(OutcomeKind::Response, iterations, Some(text), None));
+        }
+        self.messages.push(Message::new(Role::Assistant, text));
+        None
+    }
+
+    /// The book's compaction: when the context estimate passes the threshold, a summary call
+    /// replaces everything but the last `keep_last` messages (the system prompt stays).
+    fn summarise_if_needed(
+        &mut self,
+        model: &mut dyn Model,
+        iterations: u32,
+    ) -> Result<Option<LoopEnd>, ScriptGap> {
+        let c = &self.config.compaction;
+        if c.threshold <= 0.0 {
+            return Ok(None);
+        }
+        let estimate = policy::compaction::estimate_tokens(&self.messages);
+        if (estimate as f64) <= c.threshold * c.context_tokens as f64 {
+            return Ok(None);
+        }
+        let system: Vec<Message> = self
+            .messages
+            .iter()
+            .take_while(|m| m.role == Role::System)
+            .cloned()
+            .collect();
+        let body = &self.messages[system.len()..];
+        let (older, recent) = policy::compaction::split_for_summary(body, c.keep_last);
+        let mut request = system.clone();
+        request.extend(older);
+        request.push(Message::new(Role::User, c.summary_prompt.clone()));
+        self.call_no += 1;
+        self.emit(Event::ModelRequest {
+            purpose: Purpose::Summary,
+            call: self.call_no,
+            messages: request.len(),
+            tools: Vec::new(),
+            force_text: false,
+            stripped: false,
+        });
+        let reply = model.respond(&ModelRequest {
+            purpose: Purpose::Summary,
+            iteration: iterations,
+            call: self.call_no,
+            messages: &request,
+            tools: &[],
+            force_text: false,
+        });
+        let reply = match reply {
+            Ok(r) => r,
+            Err(ModelError::Script(e)) => return Err(e.into()),
+            Err(ModelError::Provider(f)) => {
+                self.clock += f.latency_ms;
+                self.emit(Event::ProviderError {
+                    fault: f.kind,
+                    message: f.message.clone(),
+                    attempt: 1,
+                    retry_in_ms: None,
+                });
+                let detail = format!("{} from the provider: {}", f.kind.as_str(), f.message);
+                return Ok(Some(self.finish(
+                    OutcomeKind::Error,
+                    iterations,
+                    None,
+                    Some(detail),
+                )));
+            }
+        };
+        self.account(&reply);
+        self.emit(Event::ModelResponse {
+            finish: reply.finish,
+            text: reply.text.clone(),
+            calls: Vec::new(),
+            input_tokens: reply.usage.input,
+            output_tokens: reply.usage.output,
+            latency_ms: reply.latency_ms,
+            anomaly: reply.anomaly,
+            chunks: reply.chunks,
+        });
+        let summary = reply.text.unwrap_or_default();
+        let before = self.messages.len();
+        let mut messages = system;
+        messages.push(Message::new(
+            Role::User,
+            policy::fill(&c.summary_message, &[("summary", &summary)]),
+        ));
+        messages.extend(recent);
+        self.messages = messages;
+        self.emit(Event::Compaction {
+            reason: "threshold".to_owned(),
+            before,
+            after: self.messages.len(),
+            estimate: Some(estimate),
+        });
+        Ok(None)
+    }
+
+    fn account(&mut self, r: &ModelResponse) {
+        self.clock += r.latency_ms;
+        self.input_tokens += r.usage.input;
+        self.output_tokens += r.usage.output;
+        let p = self.input.prices;
+        self.cost_usd += (r.usage.input as f64 * p.input_per_mtok
+            + r.usage.output as f64 * p.output_per_mtok)
+            / 1_000_000.0;
+    }
+
+    /// One model call, with the profile's answer to provider errors: after a context
+    /// overflow, compact and retry once (IronClaw); otherwise retry per kind, waiting on the
+    /// virtual clock, within or across iterations.
+    fn call_model(
+        &mut self,
+        model: &mut dyn Model,
+        tools: &dyn ToolRunner,
+        n: u32,
+        iterations: u32,
+    ) -> Result<Called, ScriptGap> {
+        let mut compacted = false;
+        loop {
+            let offered: &[ToolSpec] = if self.force_text || self.strip_this_call {
+                &[]
+            } else {
+                tools.specs()
+            };
+            self.call_no += 1;
+            self.emit(Event::ModelRequest {
+                purpose: Purpose::Turn,
+                call: self.call_no,
+                messages: self.messages.len(),
+                tools: offered.iter().map(|t| t.name.clone()).collect(),
+                force_text: self.force_text,
+                stripped: self.strip_this_call,
+            });
+            let reply = model.respond(&ModelRequest {
+                purpose: Purpose::Turn,
+                iteration: n,
+                call: self.call_no,
+                messages: &self.messages,
+                tools: offered,
+                force_text: self.force_text,
+            });
+            let fault = match reply {
+                Ok(r) => {
+                    self.faults = 0;
+                    self.account(&r);
+                    let r = match assemble(r, self.config.malformed_args) {
+                        Ok(r) => r,
+                        Err(detail) => {
+                            self.finish(OutcomeKind::Error, iterations, None, Some(detail));
+                            return Ok(Called::Ended);
+                        }
+                    };
+                    return Ok(Called::Response(r));
+                }
+                Err(ModelError::Script(e)) => return Err(e.into()),
+                Err(ModelError::Provider(f)) => f,
+            };
+            self.clock += fault.latency_ms;
+            self.faults += 1;
+            let attempt = self.faults;
+            if fault.kind == FaultKind::ContextOverflow
+                && self.config.compaction.retry_on_overflow
+                && !compacted
+            {
+                compacted = true;
+                self.emit(Event::ProviderError {
+                    fault: fault.kind,
+                    message: fault.message,
+                    attempt,
+                    retry_in_ms: None,
+                });
+                let before = self.messages.len();
+                self.messages = policy::compaction::compact_for_retry(
+                    &self.messages,
+                    &self.config.compaction.overflow_note,
+                );
+                self.emit(Event::Compaction {
+                    reason: "overflow".to_owned(),
+                    before,
+                    after: self.messages.len(),
+                    estimate: None,
+                });
+                continue;
+            }
+            let rule = match fault.kind {
+                FaultKind::RateLimit => Some(&self.config.retry.rate_limit),
+                FaultKind::ServerError => Some(&self.config.retry.server_error),
+                FaultKind::Timeout => Some(&self.config.retry.timeout),
+                FaultKind::ContextOverflow => None,
+            };
+            if let Some(rule) = rule.filter(|r| attempt <= r.max_retries) {
+                let wait = rule.delay(attempt, fault.retry_after_ms);
+                self.emit(Event::ProviderError {
+                    fault: fault.kind,
+                    message: fault.message,
+                    attempt,
+                    retry_in_ms: Some(wait),
+                });
+                self.clock += wait;
+                if self.config.retry.counts_iteration {
+                    return Ok(Called::NextIteration);
+                }
+                continue;
+            }
+            let detail = format!(
+                "{} from the provider: {}",
+                fault.kind.as_str(),
+                fault.message
+            );
+            self.emit(Event::ProviderError {
+                fault: fault.kind,
+                message: fault.message,
+                attempt,
+                retry_in_ms: None,
+            });
+            self.finish(OutcomeKind::Error, iterations, None, Some(detail));
+            return Ok(Called::Ended);
+        }
+    }
+
+    fn needs_approval(&self, name: &str, tools: &dyn ToolRunner) -> bool {
+        let a = &self.config.approvals;
+        a.enabled && !a.auto_approve && tools.needs_approval(name)
     }
 
     fn run_batch(
@@ -302,7 +703,7 @@ impl Loop<'_> {
         response: &ModelResponse,
         view: &LoopView,
         tools: &mut dyn ToolRunner,
-    ) -> Result<(), ScriptGap> {
+    ) -> Result<BatchEnd, ScriptGap> {
         let calls = &response.tool_calls;
         let decoded: Vec<Result<Value, String>> = calls
             .iter()
@@ -317,6 +718,7 @@ impl Loop<'_> {
             p.before_execute(&pairs);
         }
         self.total_tool_calls += calls.len() as u64;
+        self.auth_prompt = None;
         self.messages.push(Message {
             role: Role::Assistant,
             content: response.text.clone().unwrap_or_default(),
@@ -324,11 +726,143 @@ impl Loop<'_> {
             failed: false,
         });
 
-        // Pre-dispatch, in call order; starts are recorded before anything runs.
+        // Screening and the approval split, in call order, before anything runs.
+        let mut runnable = Vec::with_capacity(calls.len());
+        let mut skipped_from = None;
+        let mut paused = None;
+        let mut warnings: Vec<(&'static str, Vec<Action>)> = Vec::new();
+        'calls: for (i, (name, args)) in pairs.iter().enumerate() {
+            for p in 0..self.policies.len() {
+                let screen = self.policies[p].screen(name, args, view);
+                let id = self.policies[p].id();
+                let (injects, now): (Vec<Action>, Vec<Action>) = screen
+                    .actions
+                    .into_iter()
+                    .partition(|a| matches!(a, Action::Inject { .. }));
+                self.apply(id, now, calls.len());
+                if !injects.is_empty() {
+                    warnings.push((id, injects));
+                }
+                if screen.skip_rest {
+                    skipped_from = Some(i);
+                    break 'calls;
+                }
+            }
+            if self.needs_approval(name, tools) {
+                paused = Some(i);
+                break;
+            }
+            runnable.push(i);
+        }
+        let batch: Vec<(&ToolCall, Result<Value, String>)> = runnable
+            .iter()
+            .map(|&i| (&calls[i], decoded[i].clone()))
+            .collect();
+        let records = self.run_calls(&batch, tools)?;
+        if let Some(k) = skipped_from {
+            for call in &calls[k..] {
+                self.emit(Event::ToolCallSkipped {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    reason: "loop detected".to_owned(),
+                });
+                self.push_tool(
+                    "Not executed: the loop detector stopped this batch.".to_owned(),
+                    true,
+                );
+            }
+        }
+        for (id, actions) in warnings {
+            self.apply(id, actions, calls.len());
+        }
+        if let Some(p) = paused {
+            return Ok(BatchEnd::Paused {
+                call: calls[p].clone(),
+                deferred: calls[p + 1..].to_vec(),
+            });
+        }
+        for i in 0..self.policies.len() {
+            let actions = self.policies[i].after_batch(&records, view);
+            let id = self.policies[i].id();
+            self.apply(id, actions, calls.len());
+        }
+        Ok(BatchEnd::Done)
+    }
+
+    /// A paused call: consume the next scripted decision. Approve runs it and the deferred
+    /// calls (pausing again at the next one that needs approval), then restarts the loop;
+    /// reject ends the turn with the rejection text; no decision ends the run waiting.
+    fn approval(
+        &mut self,
+        mut call: ToolCall,
+        mut deferred: Vec<ToolCall>,
+        iterations: u32,
+        tools: &mut dyn ToolRunner,
+    ) -> Result<LoopEnd, ScriptGap> {
+        loop {
+            self.emit(Event::ApprovalRequested {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                deferred: deferred.len(),
+                auth: self.auth_prompt.clone(),
+            });
+            let Some(def) = self.input.approvals.get(self.next_approval) else {
+                let detail = format!("tool `{}` is waiting for approval", call.name);
+                return Ok(self.finish(OutcomeKind::NeedApproval, iterations, None, Some(detail)));
+            };
+            self.next_approval += 1;
+            if let Some(expected) = def.tool.as_ref().filter(|t| **t != call.name) {
+                return Err(ScriptGap::Approval {
+                    index: self.next_approval,
+                    expected: expected.clone(),
+                    got: call.name.clone(),
+                });
+            }
+            self.emit(Event::ApprovalDecision {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                decision: def.decision,
+            });
+            if def.decision == Decision::Reject {
+                let text = policy::fill(
+                    &self.config.approvals.reject_message,
+                    &[("tool", &call.name)],
+                );
+                return Ok(self.finish(OutcomeKind::Response, iterations, Some(text), None));
+            }
+            let args = decode(&call.arguments, self.config.malformed_args);
+            self.run_calls(&[(&call, args)], tools)?;
+            let mut again = None;
+            let mut runnable = Vec::new();
+            for (i, c) in deferred.iter().enumerate() {
+                if self.needs_approval(&c.name, tools) {
+                    again = Some(i);
+                    break;
+                }
+                runnable.push((c, decode(&c.arguments, self.config.malformed_args)));
+            }
+            self.run_calls(&runnable, tools)?;
+            match again {
+                Some(i) => {
+                    call = deferred[i].clone();
+                    deferred = deferred[i + 1..].to_vec();
+                }
+                None => return Ok(LoopEnd::Resume),
+            }
+        }
+    }
+
+    /// Validate, dispatch and record a list of calls: starts before anything runs, then
+    /// results in call order.
+    fn run_calls(
+        &mut self,
+        calls: &[(&ToolCall, Result<Value, String>)],
+        tools: &mut dyn ToolRunner,
+    ) -> Result<Vec<CallRecord>, ScriptGap> {
         let mut prepared = Vec::with_capacity(calls.len());
-        for (call, args) in calls.iter().zip(decoded) {
+        for (call, args) in calls {
             let spec = tools.specs().iter().find(|t| t.name == call.name);
-            let p = match args {
+            let p = match args.clone() {
                 Err(e) => Prepared::Broken(raw_text(&call.arguments), e),
                 Ok(args) if spec.is_none() => Prepared::Unknown(args),
                 Ok(args) => match self
@@ -357,7 +891,7 @@ impl Loop<'_> {
 
         // Execute; the batch takes the slowest call (parallel) or the sum (sequential).
         let mut results = Vec::with_capacity(calls.len());
-        for (call, p) in calls.iter().zip(&prepared) {
+        for ((call, _), p) in calls.iter().zip(&prepared) {
             let r = match p {
                 Prepared::Run(args) => {
                     let r = tools.run(&call.name, args)?;
@@ -387,9 +921,10 @@ impl Loop<'_> {
         };
 
         let mut records = Vec::with_capacity(calls.len());
-        for ((call, p), (status, latency_ms)) in calls.iter().zip(prepared).zip(results) {
+        for (((call, _), p), (status, latency_ms)) in calls.iter().zip(prepared).zip(results) {
             let (args, result) = match (p, status) {
                 (Prepared::Run(a), Ok(output)) => {
+                    self.capture_auth_prompt(&call.name, &output);
                     self.emit(Event::ToolCallEnd {
                         id: call.id.clone(),
                         name: call.name.clone(),
@@ -439,21 +974,36 @@ impl Loop<'_> {
                 result,
             });
         }
+        Ok(records)
+    }
 
-        for i in 0..self.policies.len() {
-            let actions = self.policies[i].after_batch(&records, view);
-            let id = self.policies[i].id();
-            self.apply(id, actions, calls.len());
+    /// IronClaw keeps the first authentication prompt a batch produced (`tool_auth` /
+    /// `tool_install` results naming an extension and carrying a token request or an
+    /// auth/setup URL) so a resumed run can show it again.
+    fn capture_auth_prompt(&mut self, tool: &str, output: &str) {
+        if !self.config.approvals.enabled
+            || self.auth_prompt.is_some()
+            || !matches!(tool, "tool_auth" | "tool_install")
+        {
+            return;
         }
-        Ok(())
+        let Ok(Value::Object(o)) = serde_json::from_str::<Value>(output) else {
+            return;
+        };
+        let asks = o.get("awaiting_token").and_then(Value::as_bool) == Some(true)
+            || o.contains_key("auth_url")
+            || o.contains_key("setup_url");
+        if let (Some(Value::String(name)), true) = (o.get("name"), asks) {
+            self.auth_prompt = Some(name.clone());
+        }
     }
 
     fn error_message(&self, name: &str, error: Option<&str>) -> String {
         let Some(error) = error else {
-            return crate::policy::fill(&self.config.tool_fail_message, &[("name", name)]);
+            return policy::fill(&self.config.tool_fail_message, &[("name", name)]);
         };
         let error_json = serde_json::to_string(error).unwrap_or_default();
-        crate::policy::fill(
+        policy::fill(
             &self.config.tool_error_message,
             &[
                 ("name", name),
@@ -473,12 +1023,25 @@ impl Loop<'_> {
     }
 }
 
-fn empty() -> Value {
-    Value::Object(Default::default())
+/// Assemble a streamed response (text deltas, tool-call starts, argument deltas, finish) the
+/// way the runtime's accumulator does: a call that received no argument deltas keeps `{}`.
+fn assemble(mut r: ModelResponse, _malformed: MalformedArgs) -> Result<ModelResponse, String> {
+    if r.stream.is_empty() {
+        return Ok(r);
+    }
+    let chunks = std::mem::take(&mut r.stream);
+    let a = crate::llm::stream::assemble(&chunks).map_err(|e| format!("malformed stream: {e}"))?;
+    r.chunks = a.deltas;
+    r.text = a.text;
+    if let Some(f) = a.finish {
+        r.finish = f;
+    }
+    r.tool_calls = a.tool_calls;
+    Ok(r)
 }
 
-fn policy_fill(template: &str, n: u32) -> String {
-    crate::policy::fill(template, &[("n", &n.to_string())])
+fn empty() -> Value {
+    Value::Object(Default::default())
 }
 
 fn decode(args: &Arguments, malformed: MalformedArgs) -> Result<Value, String> {

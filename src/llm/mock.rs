@@ -3,10 +3,10 @@
 //! from text length (4 chars a token).
 
 use super::{
-    Arguments, Finish, Message, Model, ModelError, ModelRequest, ModelResponse, Purpose, Role,
-    ToolCall, Usage,
+    Arguments, FaultKind, Finish, Message, Model, ModelError, ModelRequest, ModelResponse,
+    ProviderFault, Purpose, Role, ToolCall, Usage,
 };
-use crate::scenario::{CallDef, Conditions, FinishDef, ModelScript, TurnDef, WithoutTools};
+use crate::scenario::{CallDef, Conditions, ModelScript, TurnDef, WithoutTools};
 use serde_json::Value;
 
 /// The script ran out, or cannot answer.
@@ -107,10 +107,7 @@ impl<'s> MockModel<'s> {
     fn build(&mut self, turn: &TurnDef, req: &ModelRequest<'_>) -> ModelResponse {
         let tool_calls: Vec<ToolCall> = turn.tool_calls.iter().map(|c| self.call(c)).collect();
         let finish = match turn.finish {
-            Some(FinishDef::Stop) => Finish::Stop,
-            Some(FinishDef::ToolUse) => Finish::ToolUse,
-            Some(FinishDef::Length) => Finish::Length,
-            Some(FinishDef::ContentFilter) => Finish::ContentFilter,
+            Some(f) => f,
             None if tool_calls.is_empty() => Finish::Stop,
             None => Finish::ToolUse,
         };
@@ -130,6 +127,28 @@ impl<'s> MockModel<'s> {
             finish,
             usage,
             latency_ms: turn.latency_ms.unwrap_or(self.script.latency_ms),
+            anomaly: turn.anomaly,
+            chunks: 0,
+            stream: turn.stream.clone(),
+        }
+    }
+
+    fn answer(
+        &mut self,
+        turn: &TurnDef,
+        req: &ModelRequest<'_>,
+    ) -> Result<ModelResponse, ModelError> {
+        match &turn.fault {
+            None => Ok(self.build(turn, req)),
+            Some(f) => Err(ModelError::Provider(ProviderFault {
+                kind: f.kind,
+                message: f
+                    .message
+                    .clone()
+                    .unwrap_or_else(|| default_fault_message(f.kind).to_owned()),
+                retry_after_ms: f.retry_after_ms,
+                latency_ms: turn.latency_ms.unwrap_or(self.script.latency_ms),
+            })),
         }
     }
 
@@ -149,6 +168,15 @@ impl<'s> MockModel<'s> {
             name: def.name.clone(),
             arguments,
         }
+    }
+}
+
+fn default_fault_message(kind: FaultKind) -> &'static str {
+    match kind {
+        FaultKind::RateLimit => "429 Too Many Requests: rate limit exceeded",
+        FaultKind::ServerError => "529 Overloaded: the server is temporarily overloaded",
+        FaultKind::ContextOverflow => "the request exceeds the model's context window",
+        FaultKind::Timeout => "the request timed out",
     }
 }
 
@@ -216,7 +244,7 @@ impl Model for MockModel<'_> {
             }
             if self.rule_matches(&rule.when, fired, req) {
                 self.fired[i] += 1;
-                return Ok(self.build(&rule.reply, req));
+                return self.answer(&rule.reply, req);
             }
         }
         // Turns script the loop; other calls (summaries, replans) must be answered by a rule.
@@ -226,7 +254,7 @@ impl Model for MockModel<'_> {
             None
         };
         match turn {
-            Some(turn) => Ok(self.build(turn, req)),
+            Some(turn) => self.answer(turn, req),
             None => Err(ScriptError {
                 call: req.call,
                 iteration: req.iteration,

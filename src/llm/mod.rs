@@ -104,6 +104,8 @@ pub enum Finish {
     Length,
     /// Stopped by a content filter.
     ContentFilter,
+    /// Hit a stop sequence.
+    StopSequence,
 }
 
 impl Finish {
@@ -114,6 +116,7 @@ impl Finish {
             Self::ToolUse => "tool_use",
             Self::Length => "length",
             Self::ContentFilter => "content_filter",
+            Self::StopSequence => "stop_sequence",
         }
     }
 }
@@ -175,6 +178,65 @@ pub struct ModelRequest<'a> {
     pub force_text: bool,
 }
 
+/// A response the runtime flags as malformed (IronClaw's response metadata).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Anomaly {
+    /// Tools were offered and the model returned neither text nor tool calls.
+    EmptyToolCompletion,
+    /// A text-only request came back empty.
+    EmptyTextResponse,
+}
+
+impl Anomaly {
+    /// snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::EmptyToolCompletion => "empty_tool_completion",
+            Self::EmptyTextResponse => "empty_text_response",
+        }
+    }
+}
+
+/// Kinds of provider failure a response can be replaced by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultKind {
+    /// HTTP 429: too many requests (may carry a retry-after hint).
+    RateLimit,
+    /// HTTP 5xx or "overloaded".
+    ServerError,
+    /// The request does not fit the model's context window.
+    ContextOverflow,
+    /// The request timed out.
+    Timeout,
+}
+
+impl FaultKind {
+    /// snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::RateLimit => "rate_limit",
+            Self::ServerError => "server_error",
+            Self::ContextOverflow => "context_overflow",
+            Self::Timeout => "timeout",
+        }
+    }
+}
+
+/// A provider failure in place of a response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderFault {
+    /// What failed.
+    pub kind: FaultKind,
+    /// The provider's message.
+    pub message: String,
+    /// The provider's retry-after hint, in milliseconds.
+    pub retry_after_ms: Option<u64>,
+    /// Virtual time the failed request took.
+    pub latency_ms: u64,
+}
+
 /// What the model answers.
 #[derive(Debug, Clone)]
 pub struct ModelResponse {
@@ -188,6 +250,12 @@ pub struct ModelResponse {
     pub usage: Usage,
     /// Virtual latency in milliseconds.
     pub latency_ms: u64,
+    /// Set when the runtime (or the script) flags the response as malformed.
+    pub anomaly: Option<Anomaly>,
+    /// Stream chunks the response was assembled from (0 when it came whole).
+    pub chunks: usize,
+    /// A streamed response not yet assembled (the engine assembles it; empty when whole).
+    pub stream: Vec<stream::Chunk>,
 }
 
 /// The model side of the loop.
@@ -202,4 +270,7 @@ pub enum ModelError {
     /// The mock's script has no answer: a scenario bug, reported as bad input.
     #[error(transparent)]
     Script(#[from] ScriptError),
+    /// The provider failed (scripted fault, or a live provider error).
+    #[error("{} from the provider: {}", .0.kind.as_str(), .0.message)]
+    Provider(ProviderFault),
 }

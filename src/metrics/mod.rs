@@ -45,6 +45,12 @@ pub struct Row {
     pub first_intervention_iteration: Option<u32>,
     /// Iterations from the first repeated failure until recovery or the end.
     pub wasted_iterations: u32,
+    /// Tool calls a defence skipped unexecuted.
+    pub skipped_calls: u32,
+    /// Provider errors (retried or not).
+    pub provider_errors: u32,
+    /// Context compactions.
+    pub compactions: u32,
     /// Input tokens.
     pub input_tokens: u64,
     /// Output tokens.
@@ -84,6 +90,9 @@ pub fn row(
         force_text_turns: 0,
         first_intervention_iteration: None,
         wasted_iterations: 0,
+        skipped_calls: 0,
+        provider_errors: 0,
+        compactions: 0,
         input_tokens: 0,
         output_tokens: 0,
         cost_usd: 0.0,
@@ -114,7 +123,17 @@ pub fn row(
     };
     for e in events {
         match &e.event {
-            Event::RunStart { .. } | Event::Signal { .. } | Event::ForceText { .. } => {}
+            Event::RunStart { .. }
+            | Event::Signal { .. }
+            | Event::ForceText { .. }
+            | Event::Notice { .. }
+            | Event::ApprovalRequested { .. }
+            | Event::ApprovalDecision { .. }
+            | Event::TurnEnd { .. }
+            | Event::UserTurn { .. } => {}
+            Event::ToolCallSkipped { .. } => r.skipped_calls += 1,
+            Event::ProviderError { .. } => r.provider_errors += 1,
+            Event::Compaction { .. } => r.compactions += 1,
             Event::ModelResponse {
                 input_tokens,
                 output_tokens,
@@ -123,7 +142,12 @@ pub fn row(
                 r.input_tokens += input_tokens;
                 r.output_tokens += output_tokens;
             }
-            Event::Iteration { n } => iteration = *n,
+            Event::Iteration { .. } => {
+                // Loops restart after an approval or a new user message: number iterations
+                // over the whole run.
+                r.iterations += 1;
+                iteration = r.iterations;
+            }
             Event::ModelRequest { force_text, .. } => {
                 r.model_calls += 1;
                 if *force_text {
@@ -173,18 +197,13 @@ pub fn row(
                 r.first_intervention_iteration.get_or_insert(iteration);
             }
             Event::MessageInjected { .. } => r.nudges += 1,
-            Event::Outcome {
-                outcome,
-                iterations,
-                ..
-            } => {
+            Event::Outcome { outcome, .. } => {
                 r.outcome = outcome.as_str().to_owned();
-                r.iterations = *iterations;
                 if *outcome == OutcomeKind::Response
                     && first_repeat.is_some()
                     && recovered_at.is_none()
                 {
-                    recovered_at = Some(*iterations);
+                    recovered_at = Some(r.iterations);
                 }
             }
         }

@@ -21,7 +21,12 @@ impl Policy for AutoContinue {
         "moltis-auto-continue"
     }
 
-    fn on_text(&mut self, text: &str, view: &LoopView) -> Option<Vec<Action>> {
+    fn on_text(
+        &mut self,
+        text: &str,
+        _response: &crate::llm::ModelResponse,
+        view: &LoopView,
+    ) -> Option<Vec<Action>> {
         let short = text.trim().chars().count() < self.config.min_chars;
         if !short
             || view.total_tool_calls < self.config.min_tool_calls

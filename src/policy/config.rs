@@ -4,6 +4,36 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+pub use crate::scenario::Prices;
+
+impl RetryRule {
+    /// No retry: the error ends the run.
+    pub fn none() -> Self {
+        Self {
+            max_retries: 0,
+            delay_ms: 0,
+            max_delay_ms: 0,
+            exponential: false,
+            honour_retry_after: false,
+        }
+    }
+
+    /// The wait before retry number `attempt` (1-based), given the provider's hint.
+    pub fn delay(&self, attempt: u32, hint: Option<u64>) -> u64 {
+        if let (true, Some(h)) = (self.honour_retry_after, hint) {
+            return h;
+        }
+        if !self.exponential {
+            return self.delay_ms;
+        }
+        let factor = 1u64
+            .checked_shl(attempt.saturating_sub(1))
+            .unwrap_or(u64::MAX);
+        self.delay_ms.saturating_mul(factor).min(self.max_delay_ms)
+    }
+}
 
 /// Engine configuration. A profile is one of these; a scenario patches it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -33,6 +63,209 @@ pub struct Config {
     pub duplicate: DuplicateConfig,
     /// Re-prompt after a short text answer (Moltis).
     pub auto_continue: AutoContinueConfig,
+    /// What a text answer that no defence holds back does to the run.
+    pub text_answer: TextAnswer,
+    /// Per-turn tool-iteration budget: limit nudge, then force-text, then a hard ceiling
+    /// (IronClaw's chat delegate).
+    pub budget: BudgetConfig,
+    /// Spending guard checked before each model call (IronClaw's cost guard, the book's cap).
+    pub cost: CostConfig,
+    /// Context compaction: one retry after a context overflow (IronClaw), or a summary call
+    /// when the context estimate passes a threshold (the book).
+    pub compaction: CompactionConfig,
+    /// Retries after provider errors, per kind.
+    pub retry: RetryConfig,
+    /// A response cut by the output limit is continued with a prompt (the book).
+    pub continuation: ContinuationConfig,
+    /// Similarity loop detector checked before each call runs (the book's LoopDetector).
+    pub similarity: SimilarityConfig,
+    /// Unverifiable `file:line` citations in a final answer are sent back (the book).
+    pub citations: CitationsConfig,
+    /// Recovery from empty or malformed tool completions (IronClaw's job and container workers).
+    pub recovery: RecoveryConfig,
+    /// An empty model reply is replaced by a fallback text and flagged (IronClaw).
+    pub empty_reply: EmptyReplyConfig,
+    /// Tool calls that need approval pause the run (IronClaw).
+    pub approvals: ApprovalConfig,
+}
+
+/// What a text answer that no defence holds back does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TextAnswer {
+    /// It is the final answer (chat and job delegates, Moltis, the book).
+    Final,
+    /// The loop goes on with the text in history (a delegate that never accepts text).
+    Continue,
+    /// Final only if it claims completion ("the job is complete" …); otherwise the loop goes
+    /// on (IronClaw's container worker).
+    CompletionPhrase,
+}
+
+/// IronClaw chat budget: with `tool_iterations = N`, a limit nudge at iteration N−1,
+/// force-text from iteration N, and the loop's ceiling at N+1.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetConfig {
+    /// On or off (off: the ceiling is `max_iterations`).
+    pub enabled: bool,
+    /// Tool iterations per turn (IronClaw's `max_tool_iterations`).
+    pub tool_iterations: u32,
+    /// Whether the limit nudge is sent at iteration N−1.
+    pub limit_nudge: bool,
+    /// The limit nudge (a system message).
+    pub message: String,
+}
+
+/// Spending guard.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CostConfig {
+    /// On or off.
+    pub enabled: bool,
+    /// Stop before a model call once the run has spent this many dollars (0: no cap).
+    pub max_usd: f64,
+    /// Warn before a model call once spending passes this fraction of `max_usd` (0: never).
+    pub warn_fraction: f64,
+    /// Stop before a model call once the run has used more tokens than this (0: no cap).
+    pub max_tokens: u64,
+    /// Failure text when a cap is reached; `{spent}` and `{cap}` are filled in.
+    pub stop_message: String,
+    /// Warning text; `{spent}` and `{cap}` are filled in.
+    pub warn_message: String,
+    /// Prices per model name, used when the scenario's model has no prices of its own.
+    pub prices: BTreeMap<String, Prices>,
+    /// Model whose prices apply to a model missing from `prices` (empty: none).
+    pub fallback_model: String,
+}
+
+/// Context compaction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CompactionConfig {
+    /// After a context overflow, compact to the last user message and retry the call once.
+    pub retry_on_overflow: bool,
+    /// System note added when the overflow compaction dropped history.
+    pub overflow_note: String,
+    /// Summarise when the context estimate (JSON length / 4) passes this fraction of
+    /// `context_tokens` (0: never).
+    pub threshold: f64,
+    /// The context window, in tokens.
+    pub context_tokens: u64,
+    /// Messages kept verbatim after a summary.
+    pub keep_last: usize,
+    /// The request for the summary (a user message after the older history).
+    pub summary_prompt: String,
+    /// The message that replaces the older history; `{summary}` is filled in.
+    pub summary_message: String,
+}
+
+/// Retries after provider errors.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RetryConfig {
+    /// Whether a retried call uses up an iteration (the book) or not (Moltis).
+    pub counts_iteration: bool,
+    /// HTTP 5xx / overloaded.
+    pub server_error: RetryRule,
+    /// HTTP 429.
+    pub rate_limit: RetryRule,
+    /// Timeouts.
+    pub timeout: RetryRule,
+}
+
+/// How one kind of provider error is retried.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RetryRule {
+    /// Retries in a row at most (0: the error ends the run).
+    pub max_retries: u32,
+    /// Wait before the first retry, in virtual milliseconds.
+    pub delay_ms: u64,
+    /// Longest wait (exponential backoff doubles up to this).
+    pub max_delay_ms: u64,
+    /// Double the wait on each retry.
+    pub exponential: bool,
+    /// Wait as long as the provider's retry-after hint says, when it gives one.
+    pub honour_retry_after: bool,
+}
+
+/// Continuation of a response cut by the output limit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContinuationConfig {
+    /// On or off.
+    pub enabled: bool,
+    /// The prompt (a user message).
+    pub message: String,
+}
+
+/// The book's similarity loop detector.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SimilarityConfig {
+    /// On or off.
+    pub enabled: bool,
+    /// Similar calls of one tool that count as a loop (info one before).
+    pub max_repeats: u32,
+    /// Share of argument keys that must be equal for two calls to be similar.
+    pub similarity: f64,
+    /// Info notice (not sent to the model); `{tool}` and `{count}` are filled in.
+    pub info_message: String,
+    /// Warning sent to the model; `{tool}`, `{count}` and `{first}` are filled in.
+    pub warning_message: String,
+}
+
+/// Citation check of final answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CitationsConfig {
+    /// On or off.
+    pub enabled: bool,
+    /// Send the answer back when more than this share of its citations cannot be verified.
+    pub max_risk: f64,
+    /// Checks per run at most.
+    pub max_checks: u32,
+    /// The message (a user message); `{unverified}` is filled in.
+    pub message: String,
+}
+
+/// IronClaw's autonomous recovery from empty tool completions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RecoveryConfig {
+    /// On or off.
+    pub enabled: bool,
+    /// Empty completions in a row that end the run (the 1st nudges, the 2nd forces text).
+    pub fail_at: u32,
+    /// First nudge (a user message).
+    pub nudge_message: String,
+    /// Second nudge, before a text-only call (a user message).
+    pub force_message: String,
+    /// Failure text.
+    pub failure_message: String,
+}
+
+/// Empty replies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EmptyReplyConfig {
+    /// On or off.
+    pub enabled: bool,
+    /// Text that replaces an empty reply.
+    pub fallback_text: String,
+}
+
+/// Approvals.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalConfig {
+    /// On or off (off: tools marked `needs_approval` run without asking).
+    pub enabled: bool,
+    /// Approve everything without pausing.
+    pub auto_approve: bool,
+    /// Final text after a rejection; `{tool}` is filled in.
+    pub reject_message: String,
 }
 
 /// How the calls of one batch run.
@@ -144,6 +377,12 @@ const MOLTIS_STRIP: &str = "SYSTEM INTERVENTION \u{2014} TOOLS DISABLED FOR THIS
 const IRONCLAW_INTENT: &str = "You said you would perform an action, but you did not include any tool calls.\nDo NOT describe what you intend to do \u{2014} actually call the tool now.\nUse the tool_calls mechanism to invoke the appropriate tool.";
 const IRONCLAW_TRUNCATED: &str = "Your previous response was truncated while generating tool call parameters. The tool calls were discarded. Please try a different approach \u{2014} summarize or transform the data instead of echoing it verbatim in a tool call.";
 const IRONCLAW_DUPLICATE: &str = "You have repeated the exact same failing tool call multiple times. The tool is returning the same error each time. Please try a DIFFERENT approach \u{2014} use different parameters, a different tool, or explain to the user what went wrong and what alternatives exist.";
+const IRONCLAW_LIMIT: &str = "You are approaching the tool call limit. Provide your best final answer on the next response using the information you have gathered so far. Do not call any more tools.";
+const IRONCLAW_COMPACTED: &str = "[Note: Earlier conversation history was automatically compacted to fit within the context window. The most recent exchange is preserved below.]";
+const IRONCLAW_RECOVERY_1: &str = "Your previous tool-enabled response was empty or malformed.\nIf you need to use a tool, call it now with valid arguments.\nOtherwise, provide a real status update about work already completed.";
+const IRONCLAW_RECOVERY_2: &str = "Your previous tool-enabled responses were empty or malformed.\nDo not call any more tools in the next reply.\nInstead, provide a concise final status based only on work already completed.\nIf the job is complete, say so explicitly. If not, explain what blocked you.";
+const IRONCLAW_RECOVERY_FAIL: &str = "the selected model repeatedly returned empty or malformed tool-completion responses and is not reliable for autonomous tool use.";
+const IRONCLAW_REJECTED: &str = "Tool '{tool}' was rejected. The agent will not execute this tool.\n\nYou can continue the conversation or try a different approach.";
 const MOLTIS_CONTINUE: &str = "Your previous response ended without tool calls and without a final answer. If there are still steps to run, continue executing them. Otherwise reply with exactly: done";
 
 impl Config {
@@ -192,14 +431,110 @@ impl Config {
                 min_chars: 40,
                 message: MOLTIS_CONTINUE.to_owned(),
             },
+            text_answer: TextAnswer::Final,
+            budget: BudgetConfig {
+                enabled: false,
+                tool_iterations: 10,
+                limit_nudge: true,
+                message: IRONCLAW_LIMIT.to_owned(),
+            },
+            cost: CostConfig {
+                enabled: false,
+                max_usd: 0.0,
+                warn_fraction: 0.0,
+                max_tokens: 0,
+                stop_message: "cost limit reached: spent ${spent} of ${cap}".to_owned(),
+                warn_message: "session cost passed 80% of the cap: ${spent} of ${cap}".to_owned(),
+                prices: BTreeMap::new(),
+                fallback_model: String::new(),
+            },
+            compaction: CompactionConfig {
+                retry_on_overflow: false,
+                overflow_note: IRONCLAW_COMPACTED.to_owned(),
+                threshold: 0.0,
+                context_tokens: 180_000,
+                keep_last: 3,
+                summary_prompt: "Summarise the key facts of the conversation above, briefly."
+                    .to_owned(),
+                summary_message: "[Summary of the earlier conversation: {summary}]".to_owned(),
+            },
+            retry: RetryConfig {
+                counts_iteration: false,
+                server_error: RetryRule::none(),
+                rate_limit: RetryRule::none(),
+                timeout: RetryRule::none(),
+            },
+            continuation: ContinuationConfig {
+                enabled: false,
+                message: "Please continue. Your previous answer was cut off.".to_owned(),
+            },
+            similarity: SimilarityConfig {
+                enabled: false,
+                max_repeats: 3,
+                similarity: 0.8,
+                info_message: "{tool} has been called {count} times in a row; one more similar call triggers loop detection".to_owned(),
+                warning_message: "Possible loop detected: {tool} has been called {count} times (since turn {first})\nExplain what you intend to do next, or try a different approach.".to_owned(),
+            },
+            citations: CitationsConfig {
+                enabled: false,
+                max_risk: 0.5,
+                max_checks: 1,
+                message: "These code references could not be verified: {unverified}. Please re-check those locations.".to_owned(),
+            },
+            recovery: RecoveryConfig {
+                enabled: false,
+                fail_at: 3,
+                nudge_message: IRONCLAW_RECOVERY_1.to_owned(),
+                force_message: IRONCLAW_RECOVERY_2.to_owned(),
+                failure_message: IRONCLAW_RECOVERY_FAIL.to_owned(),
+            },
+            empty_reply: EmptyReplyConfig {
+                enabled: false,
+                fallback_text: "I'm not sure how to respond to that.".to_owned(),
+            },
+            approvals: ApprovalConfig {
+                enabled: false,
+                auto_approve: false,
+                reject_message: IRONCLAW_REJECTED.to_owned(),
+            },
         }
     }
 
-    /// IronClaw v1 `run_agentic_loop` (commit 5b307e2): intent nudge, truncation discard with
-    /// force-text at 3, duplicate tracker (warn 3, force-text 5), engine cap 50.
+    /// The iteration ceiling in force: the budget's N+1 when the budget is on.
+    pub fn ceiling(&self) -> u32 {
+        if self.budget.enabled {
+            self.budget.tool_iterations.saturating_add(1)
+        } else {
+            self.max_iterations
+        }
+    }
+
+    /// Prices for `model`: the scenario's own when it has any, else the profile's table.
+    pub fn prices_for(&self, model: &str, own: Prices) -> Prices {
+        if own != Prices::default() {
+            return own;
+        }
+        self.cost
+            .prices
+            .get(model)
+            .or_else(|| self.cost.prices.get(&self.cost.fallback_model))
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// IronClaw v1 chat turn (commit 5b307e2): intent nudge, truncation discard with
+    /// force-text at 3, duplicate tracker (warn 3, force-text 5), chat budget of 10 tool
+    /// iterations (limit nudge at 9, force-text at 10, ceiling 11), cost guard, one compaction
+    /// retry after a context overflow, approvals, empty-reply fallback. `max_iterations` (50,
+    /// the engine default) applies when the budget is switched off.
     pub fn ironclaw() -> Self {
         let mut c = Self::none();
         c.max_iterations = 50;
+        c.budget.enabled = true;
+        c.cost.enabled = true;
+        c.compaction.retry_on_overflow = true;
+        c.empty_reply.enabled = true;
+        c.approvals.enabled = true;
         c.max_iterations_message = "Exceeded maximum tool iterations ({n})".to_owned();
         c.tool_error_message = "Tool '{name}' failed: {error}".to_owned();
         c.tool_fail_message = "Tool '{name}' failed".to_owned();
@@ -221,6 +556,71 @@ impl Config {
         c.validation.enabled = true;
         c.reflex.enabled = true;
         c.auto_continue.enabled = true;
+        // Transient provider errors: one retry after 2 s for 5xx, up to 10 with backoff from
+        // 2 s to 60 s for rate limits; retries do not count as iterations.
+        c.retry.server_error = RetryRule {
+            max_retries: 1,
+            delay_ms: 2_000,
+            max_delay_ms: 2_000,
+            exponential: false,
+            honour_retry_after: false,
+        };
+        c.retry.rate_limit = RetryRule {
+            max_retries: 10,
+            delay_ms: 2_000,
+            max_delay_ms: 60_000,
+            exponential: true,
+            honour_retry_after: true,
+        };
+        c
+    }
+
+    /// The book's TypeScript AgentLoop (`seeds/002`): stop reasons with max_tokens
+    /// continuation, retryable errors after 2 s (each retry uses an iteration), per-model
+    /// prices with a warning past 80 % of a $5 session cap and a stop at the cap, compaction
+    /// at 80 % of 180k tokens keeping the last 3 messages, the similarity LoopDetector
+    /// (3 repeats, 80 % of keys), 25 iterations. The citation check is optional (off).
+    pub fn agentloop() -> Self {
+        let mut c = Self::none();
+        c.max_iterations_message = "exceeded the maximum number of iterations: {n}".to_owned();
+        c.continuation.enabled = true;
+        let retry = RetryRule {
+            max_retries: u32::MAX,
+            delay_ms: 2_000,
+            max_delay_ms: 2_000,
+            exponential: false,
+            honour_retry_after: false,
+        };
+        c.retry = RetryConfig {
+            counts_iteration: true,
+            server_error: retry.clone(),
+            rate_limit: retry.clone(),
+            timeout: retry,
+        };
+        c.cost.enabled = true;
+        c.cost.max_usd = 5.0;
+        c.cost.warn_fraction = 0.8;
+        c.cost.stop_message =
+            "session cost cap reached: spent ${spent} of ${cap}; stopping".to_owned();
+        c.cost.prices = BTreeMap::from([
+            (
+                "claude-sonnet-4-6".to_owned(),
+                Prices {
+                    input_per_mtok: 3.0,
+                    output_per_mtok: 15.0,
+                },
+            ),
+            (
+                "claude-haiku-4-5".to_owned(),
+                Prices {
+                    input_per_mtok: 0.8,
+                    output_per_mtok: 4.0,
+                },
+            ),
+        ]);
+        c.cost.fallback_model = "claude-sonnet-4-6".to_owned();
+        c.compaction.threshold = 0.8;
+        c.similarity.enabled = true;
         c
     }
 
@@ -230,6 +630,7 @@ impl Config {
             "none" => Some(Self::none()),
             "ironclaw" => Some(Self::ironclaw()),
             "moltis" => Some(Self::moltis()),
+            "agentloop" => Some(Self::agentloop()),
             _ => None,
         }
     }

@@ -112,7 +112,12 @@ impl Policy for IntentNudge {
         "ironclaw-intent"
     }
 
-    fn on_text(&mut self, text: &str, view: &LoopView) -> Option<Vec<Action>> {
+    fn on_text(
+        &mut self,
+        text: &str,
+        _response: &crate::llm::ModelResponse,
+        view: &LoopView,
+    ) -> Option<Vec<Action>> {
         let fire = view.tools_available
             && !view.force_text
             && self.consecutive < self.config.max_consecutive

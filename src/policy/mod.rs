@@ -6,28 +6,31 @@
 //! [`Config`] holds every threshold and message text; a profile is a named `Config`.
 
 mod auto_continue;
+mod budget;
 pub mod citations;
 pub mod compaction;
 pub mod completion;
 mod config;
+mod continuation;
+mod cost;
 mod duplicate;
 pub mod intent;
+mod loop_detector;
+mod recovery;
 mod reflex;
 pub mod similarity;
 mod truncation;
 pub mod validate;
 
-pub use config::{
-    AutoContinueConfig, Config, DuplicateConfig, IntentNudgeConfig, MalformedArgs, PatchError,
-    ReflexConfig, ToolExecution, TruncationConfig, ValidationConfig, config_patch_schema,
-};
+pub use config::*;
 pub use reflex::{DetectorAction, Fingerprint, ReflexDetector, Stage};
 
 use crate::llm::{ModelResponse, Role, ToolSpec};
+use crate::scenario::OutcomeKind;
 use serde_json::Value;
 
 /// Names of the profiles this build reproduces.
-pub const PROFILES: &[&str] = &["none", "ironclaw", "moltis"];
+pub const PROFILES: &[&str] = &["none", "ironclaw", "moltis", "agentloop"];
 
 /// The loop's state as policies may read it.
 #[derive(Debug, Clone, Copy)]
@@ -40,6 +43,10 @@ pub struct LoopView {
     pub tools_available: bool,
     /// Whether the run is in force-text mode.
     pub force_text: bool,
+    /// Dollars spent so far.
+    pub cost_usd: f64,
+    /// Tokens used so far (input and output).
+    pub tokens: u64,
 }
 
 /// One call of a batch, decoded, as policies see it after the batch ran.
@@ -111,6 +118,27 @@ pub enum Action {
         /// The policy's running count.
         count: u32,
     },
+    /// Tell the operator something without telling the model (a log line, a UI warning).
+    Notice {
+        /// The text.
+        text: String,
+    },
+    /// End the run now.
+    End {
+        /// How.
+        outcome: OutcomeKind,
+        /// Why.
+        detail: String,
+    },
+}
+
+/// A policy's verdict on one call of a batch, before anything runs.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Screen {
+    /// What to do (applied after the batch's results are in).
+    pub actions: Vec<Action>,
+    /// Skip this call and the rest of the batch.
+    pub skip_rest: bool,
 }
 
 /// A defence. Every hook has a neutral default, so a policy implements only its own points.
@@ -124,8 +152,13 @@ pub trait Policy: Send {
     }
 
     /// The model answered with text only. `Some(actions)` keeps the loop going instead of
-    /// returning the text (the first policy to answer `Some` wins).
-    fn on_text(&mut self, _text: &str, _view: &LoopView) -> Option<Vec<Action>> {
+    /// returning the text (the first policy to answer `Some` wins), unless an action ends it.
+    fn on_text(
+        &mut self,
+        _text: &str,
+        _response: &ModelResponse,
+        _view: &LoopView,
+    ) -> Option<Vec<Action>> {
         None
     }
 
@@ -141,6 +174,11 @@ pub trait Policy: Send {
     /// A batch is about to run (not discarded).
     fn before_execute(&mut self, _calls: &[(String, Value)]) {}
 
+    /// Screen one call of a batch in order, before it runs (`turn` is the iteration).
+    fn screen(&mut self, _name: &str, _args: &Value, _view: &LoopView) -> Screen {
+        Screen::default()
+    }
+
     /// Pre-dispatch check of one call: `Some(message)` rejects it.
     fn validate(&self, _name: &str, _args: &Value, _tool: Option<&ToolSpec>) -> Option<String> {
         None
@@ -152,8 +190,12 @@ pub trait Policy: Send {
     }
 }
 
-/// The policies a configuration enables, in the order the engine consults them.
-pub fn build(config: &Config) -> Vec<Box<dyn Policy>> {
+/// The policies a configuration enables, in the order the engine consults them. `workspace`
+/// (file → line count) feeds the citation check.
+pub fn build(
+    config: &Config,
+    workspace: &std::collections::BTreeMap<String, u32>,
+) -> Vec<Box<dyn Policy>> {
     let mut out: Vec<Box<dyn Policy>> = Vec::new();
     if config.validation.enabled {
         out.push(Box::new(validate::Validator::new(
@@ -182,6 +224,31 @@ pub fn build(config: &Config) -> Vec<Box<dyn Policy>> {
     }
     if config.reflex.enabled && config.reflex.window > 0 {
         out.push(Box::new(reflex::ReflexPolicy::new(config.reflex.clone())));
+    }
+    if config.budget.enabled {
+        out.push(Box::new(budget::Budget::new(config.budget.clone())));
+    }
+    if config.cost.enabled {
+        out.push(Box::new(cost::CostGuard::new(config.cost.clone())));
+    }
+    if config.continuation.enabled {
+        out.push(Box::new(continuation::Continuation::new(
+            config.continuation.clone(),
+        )));
+    }
+    if config.recovery.enabled {
+        out.push(Box::new(recovery::Recovery::new(config.recovery.clone())));
+    }
+    if config.similarity.enabled {
+        out.push(Box::new(loop_detector::LoopDetector::new(
+            config.similarity.clone(),
+        )));
+    }
+    if config.citations.enabled {
+        out.push(Box::new(loop_detector::Citations::new(
+            config.citations.clone(),
+            workspace.clone(),
+        )));
     }
     out
 }

@@ -195,6 +195,13 @@ fn run_file(options: &Options, path: &Path) -> FileResult {
                         vec![Seg::Key("model".to_owned())],
                         "add turns, or a rule with `when = {}` that answers every remaining call",
                     ),
+                    ScriptGap::Approval { index, .. } => (
+                        vec![
+                            Seg::Key("approvals".to_owned()),
+                            Seg::Index(index.saturating_sub(1)),
+                        ],
+                        "name the tool the run pauses for, or drop `tool` from the decision",
+                    ),
                     ScriptGap::Tool(u) => {
                         let mut at = vec![Seg::Key("tools".to_owned())];
                         at.extend(
@@ -247,6 +254,10 @@ pub fn replay(case: &Case) -> Result<Vec<TimedEvent>, ScriptGap> {
         system: &s.system,
         user: &s.user,
         signals: &s.signals,
+        prices: case.prices(),
+        approvals: &s.approvals,
+        followups: &s.followups,
+        workspace: &s.workspace,
     };
     engine::run(input, &mut model, &mut tools).map_err(|(_, gap)| gap)
 }
@@ -258,7 +269,7 @@ fn judge(options: &Options, case: &Case, events: &[TimedEvent]) -> CaseResult {
         &case.id,
         &case.scenario.family,
         &case.profile,
-        case.scenario.model.prices,
+        case.prices(),
         events,
     );
     let expectation_failures = crate::expect::check(&case.expect, events, &row);

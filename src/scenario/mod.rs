@@ -50,6 +50,14 @@ pub struct Case {
     pub scenario: Arc<Scenario>,
 }
 
+impl Case {
+    /// Prices of the scenario's model under this case's profile.
+    pub fn prices(&self) -> Prices {
+        self.config
+            .prices_for(&self.scenario.model.name, self.scenario.model.prices)
+    }
+}
+
 /// Parse, validate and expand a scenario text into its cases.
 pub fn load(text: &str, format: SourceFormat, id: &str) -> Result<Vec<Case>, Vec<Diagnostic>> {
     let scenario = parse(text, format).map_err(|d| vec![d])?;

@@ -45,6 +45,18 @@ pub struct Scenario {
     /// External signals delivered at the start of an iteration.
     #[serde(default)]
     pub signals: Vec<SignalDef>,
+    /// Decisions on tool calls that need approval, consumed in order. A pause with no decision
+    /// left ends the run with `need_approval`.
+    #[serde(default)]
+    pub approvals: Vec<ApprovalDef>,
+    /// Further user messages: after a turn ends with a text answer, the next one starts a new
+    /// turn (a fresh loop, as a chat runtime starts one per message).
+    #[serde(default)]
+    pub followups: Vec<String>,
+    /// Files the agent's workspace holds and their line counts, for checks that verify
+    /// `file:line` citations.
+    #[serde(default)]
+    pub workspace: BTreeMap<String, u32>,
     /// What the run under the scenario's own profile must show.
     #[serde(default)]
     pub expect: Expect,
@@ -185,7 +197,20 @@ pub struct TurnDef {
     pub tool_calls: Vec<CallDef>,
     /// Finish reason; defaults to `tool_use` with tool calls and `stop` without.
     #[serde(default)]
-    pub finish: Option<FinishDef>,
+    pub finish: Option<crate::llm::Finish>,
+    /// Flag the response as malformed, as a runtime's response metadata would
+    /// (`empty_tool_completion`, `empty_text_response`).
+    #[serde(default)]
+    pub anomaly: Option<crate::llm::Anomaly>,
+    /// Fail the request instead of answering: a provider error.
+    #[serde(default)]
+    pub fault: Option<FaultDef>,
+    /// Deliver the response as stream chunks instead of `text`/`tool_calls`/`finish`
+    /// (`{ type = "text", text }`, `{ type = "tool_call_start", index, id, name }`,
+    /// `{ type = "args_delta", index, text }`, `{ type = "tool_call_complete", index }`,
+    /// `{ type = "finish", reason }`); the engine assembles them.
+    #[serde(default)]
+    pub stream: Vec<crate::llm::stream::Chunk>,
     /// Token usage; estimated from the text (4 chars a token) when absent.
     #[serde(default)]
     pub usage: Option<UsageDef>,
@@ -201,18 +226,18 @@ fn one() -> u32 {
     1
 }
 
-/// A finish reason.
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum FinishDef {
-    /// The model finished its answer.
-    Stop,
-    /// The model asks for tools.
-    ToolUse,
-    /// The output limit cut the response.
-    Length,
-    /// A content filter stopped the response.
-    ContentFilter,
+/// A scripted provider failure.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FaultDef {
+    /// `rate_limit`, `server_error`, `context_overflow` or `timeout`.
+    pub kind: crate::llm::FaultKind,
+    /// The provider's message (a default per kind when absent).
+    #[serde(default)]
+    pub message: Option<String>,
+    /// The provider's retry-after hint in milliseconds (rate limits).
+    #[serde(default)]
+    pub retry_after_ms: Option<u64>,
 }
 
 /// Token usage of one response.
@@ -296,11 +321,32 @@ pub struct Conditions {
     pub fired: Option<Bound>,
 }
 
+/// A scripted answer to an approval request.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalDef {
+    /// `approve` or `reject`.
+    pub decision: Decision,
+    /// The tool the decision is for; when given, a pause for another tool is a scenario error.
+    #[serde(default)]
+    pub tool: Option<String>,
+}
+
+/// An approval decision.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// Run the tool and resume.
+    Approve,
+    /// Do not run it; the turn ends.
+    Reject,
+}
+
 /// An external signal.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SignalDef {
-    /// The iteration at whose start the signal arrives (1-based).
+    /// The iteration at whose start the signal arrives (1-based, counted over the whole run).
     pub at_iteration: u32,
     /// Stop the run.
     #[serde(default)]
@@ -308,6 +354,10 @@ pub struct SignalDef {
     /// Inject this user message.
     #[serde(default)]
     pub inject: Option<String>,
+    /// The stop comes from the runtime's pre-call hook (after injected messages, before the
+    /// model call) rather than from the signal check at the top of the iteration.
+    #[serde(default)]
+    pub before_call: bool,
 }
 
 /// What a run must show.
@@ -354,6 +404,8 @@ pub enum OutcomeKind {
     Failure,
     /// The model side failed.
     Error,
+    /// A tool call waits for approval and no decision is scripted.
+    NeedApproval,
 }
 
 impl OutcomeKind {
@@ -365,6 +417,7 @@ impl OutcomeKind {
             Self::Stopped => "stopped",
             Self::Failure => "failure",
             Self::Error => "error",
+            Self::NeedApproval => "need_approval",
         }
     }
 }

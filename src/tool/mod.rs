@@ -46,6 +46,10 @@ pub trait ToolRunner {
     fn specs(&self) -> &[ToolSpec];
     /// Run a call to a known tool.
     fn run(&mut self, name: &str, args: &Value) -> Result<ToolResult, UnscriptedCall>;
+    /// Whether the runtime asks for approval before running this tool.
+    fn needs_approval(&self, _name: &str) -> bool {
+        false
+    }
 }
 
 /// The scenario's scripted tools.
@@ -100,6 +104,10 @@ fn result(def: &ToolDef, outcome: &OutcomeDef) -> ToolResult {
 impl ToolRunner for ScriptedTools<'_> {
     fn specs(&self) -> &[ToolSpec] {
         &self.specs
+    }
+
+    fn needs_approval(&self, name: &str) -> bool {
+        self.defs.iter().any(|d| d.name == name && d.needs_approval)
     }
 
     fn run(&mut self, name: &str, args: &Value) -> Result<ToolResult, UnscriptedCall> {

@@ -4,7 +4,8 @@
 //! Every consumer matches [`Event`] exhaustively: a new variant must be a compile error in each
 //! renderer and in the metrics fold. Trace JSON carries [`TRACE_VERSION`].
 
-use crate::llm::{Finish, Purpose, Role};
+use crate::llm::{Anomaly, FaultKind, Finish, Purpose, Role};
+use crate::scenario::Decision;
 use crate::scenario::OutcomeKind;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -95,6 +96,12 @@ pub enum Event {
         output_tokens: u64,
         /// Virtual latency.
         latency_ms: u64,
+        /// Set when the runtime flagged the response as malformed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        anomaly: Option<Anomaly>,
+        /// Stream chunks it was assembled from (omitted when it came whole).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        chunks: usize,
     },
     /// A tool call is dispatched.
     ToolCallStart {
@@ -181,6 +188,90 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         detail: Option<String>,
     },
+    /// A defence told the operator something without telling the model.
+    Notice {
+        /// Policy id.
+        source: String,
+        /// The text.
+        text: String,
+    },
+    /// The provider failed a model call.
+    ProviderError {
+        /// `rate_limit`, `server_error`, `context_overflow` or `timeout`.
+        fault: FaultKind,
+        /// The provider's message.
+        message: String,
+        /// Provider errors in a row so far.
+        attempt: u32,
+        /// Virtual wait before the retry (absent when the error ends the run or the retry
+        /// follows a compaction at once).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retry_in_ms: Option<u64>,
+    },
+    /// The conversation was compacted.
+    Compaction {
+        /// `overflow` (after a context overflow) or `threshold` (the estimate passed it).
+        reason: String,
+        /// Messages before.
+        before: usize,
+        /// Messages after.
+        after: usize,
+        /// The context estimate that triggered it, in tokens (threshold compaction).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        estimate: Option<u64>,
+    },
+    /// A tool call of a batch was not run because a defence skipped the rest of the batch.
+    ToolCallSkipped {
+        /// Call id.
+        id: String,
+        /// Tool name.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+    /// A tool call needs approval; the run pauses.
+    ApprovalRequested {
+        /// Call id.
+        id: String,
+        /// Tool name.
+        name: String,
+        /// Later calls of the batch, deferred until the decision.
+        deferred: usize,
+        /// Extension whose authentication prompt the batch produced, kept for the resume.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        auth: Option<String>,
+    },
+    /// The (scripted) user decided on a paused call.
+    ApprovalDecision {
+        /// Call id.
+        id: String,
+        /// Tool name.
+        name: String,
+        /// `approve` or `reject`.
+        decision: Decision,
+    },
+    /// A turn of a multi-message conversation ended: its own usage (not cumulative).
+    TurnEnd {
+        /// 1-based turn.
+        turn: u32,
+        /// Input tokens of the turn.
+        input_tokens: u64,
+        /// Output tokens of the turn.
+        output_tokens: u64,
+        /// Dollars of the turn.
+        cost_usd: f64,
+    },
+    /// The user sent another message; a fresh loop starts.
+    UserTurn {
+        /// 1-based turn.
+        turn: u32,
+        /// The message.
+        text: String,
+    },
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl Event {
@@ -200,6 +291,14 @@ impl Event {
             Event::MessageInjected { .. } => "message_injected",
             Event::ForceText { .. } => "force_text",
             Event::Outcome { .. } => "outcome",
+            Event::Notice { .. } => "notice",
+            Event::ProviderError { .. } => "provider_error",
+            Event::Compaction { .. } => "compaction",
+            Event::ToolCallSkipped { .. } => "tool_call_skipped",
+            Event::ApprovalRequested { .. } => "approval_requested",
+            Event::ApprovalDecision { .. } => "approval_decision",
+            Event::TurnEnd { .. } => "turn_end",
+            Event::UserTurn { .. } => "user_turn",
         }
     }
 
@@ -284,8 +383,16 @@ pub fn render_event(event: &Event) -> String {
             input_tokens,
             output_tokens,
             latency_ms,
+            anomaly,
+            chunks,
         } => {
             let _ = write!(s, " finish={}", finish.as_str());
+            if let Some(a) = anomaly {
+                let _ = write!(s, " anomaly={}", a.as_str());
+            }
+            if *chunks > 0 {
+                let _ = write!(s, " chunks={chunks}");
+            }
             if !calls.is_empty() {
                 let c: Vec<String> = calls
                     .iter()
@@ -373,6 +480,69 @@ pub fn render_event(event: &Event) -> String {
                 None => Ok(()),
             }
         }
+        Event::Notice { source, text } => write!(s, " source={source} text={}", q(text)),
+        Event::ProviderError {
+            fault,
+            message,
+            attempt,
+            retry_in_ms,
+        } => {
+            let _ = write!(
+                s,
+                " {} attempt={attempt} message={}",
+                fault.as_str(),
+                q(message)
+            );
+            match retry_in_ms {
+                Some(ms) => write!(s, " retry_in={ms}ms"),
+                None => Ok(()),
+            }
+        }
+        Event::Compaction {
+            reason,
+            before,
+            after,
+            estimate,
+        } => {
+            let _ = write!(s, " {reason} messages={before}->{after}");
+            match estimate {
+                Some(t) => write!(s, " estimate={t}"),
+                None => Ok(()),
+            }
+        }
+        Event::ToolCallSkipped { id, name, reason } => {
+            write!(s, " {id} {name} reason={}", q(reason))
+        }
+        Event::ApprovalRequested {
+            id,
+            name,
+            deferred,
+            auth,
+        } => {
+            let _ = write!(s, " {id} {name} deferred={deferred}");
+            match auth {
+                Some(a) => write!(s, " auth={a}"),
+                None => Ok(()),
+            }
+        }
+        Event::ApprovalDecision { id, name, decision } => write!(
+            s,
+            " {id} {name} {}",
+            match decision {
+                Decision::Approve => "approve",
+                Decision::Reject => "reject",
+            }
+        ),
+        Event::TurnEnd {
+            turn,
+            input_tokens,
+            output_tokens,
+            cost_usd,
+        } => write!(
+            s,
+            " {turn} tokens={input_tokens}/{output_tokens} cost=${cost_usd:.6}"
+        ),
+        Event::UserTurn { turn, text } => write!(s, " {turn} text={}", q(text)),
     };
     s
 }
@@ -412,7 +582,7 @@ mod tests {
     #[test]
     fn catalogue_lists_every_kind_with_its_fields() {
         let cat = Event::catalogue();
-        assert_eq!(cat.len(), 13);
+        assert_eq!(cat.len(), 21);
         let intervention = cat.iter().find(|(k, _)| k == "intervention").unwrap();
         for f in ["policy", "stage", "action", "tool"] {
             assert!(intervention.1.iter().any(|x| x == f), "{f}");

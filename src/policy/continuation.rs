@@ -1,0 +1,56 @@
+//! The book's `max_tokens` branch: a response cut by the output limit is not an answer; the
+//! loop pushes it, asks the model to continue and goes on. A cut tool batch is not executed
+//! (the book switches on the stop reason before looking at tool calls).
+
+use super::{Action, ContinuationConfig, LoopView, Policy};
+use crate::llm::{Finish, ModelResponse, Role};
+
+pub(super) struct Continuation {
+    config: ContinuationConfig,
+    count: u32,
+}
+
+impl Continuation {
+    pub(super) fn new(config: ContinuationConfig) -> Self {
+        Self { config, count: 0 }
+    }
+
+    fn go_on(&self) -> [Action; 2] {
+        [
+            Action::Intervene {
+                stage: 1,
+                action: "continue",
+                tool: None,
+            },
+            Action::Inject {
+                role: Role::User,
+                text: self.config.message.clone(),
+            },
+        ]
+    }
+}
+
+impl Policy for Continuation {
+    fn id(&self) -> &'static str {
+        "agentloop-continuation"
+    }
+
+    fn on_text(
+        &mut self,
+        _text: &str,
+        response: &ModelResponse,
+        _view: &LoopView,
+    ) -> Option<Vec<Action>> {
+        (response.finish == Finish::Length).then(|| self.go_on().to_vec())
+    }
+
+    fn on_batch(&mut self, response: &ModelResponse, _view: &LoopView) -> Option<Vec<Action>> {
+        if response.finish != Finish::Length {
+            return None;
+        }
+        self.count += 1;
+        let mut actions = vec![Action::Discard { count: self.count }];
+        actions.extend(self.go_on());
+        Some(actions)
+    }
+}
