@@ -335,9 +335,15 @@ impl Loop<'_> {
                 return Ok(self.finish(OutcomeKind::Stopped, iterations, None, None));
             }
             if n > ceiling {
+                // IronClaw's chat message names the tool budget, not the ceiling.
+                let cap = if self.config.budget.enabled {
+                    self.config.budget.tool_iterations
+                } else {
+                    self.config.max_iterations
+                };
                 let detail = policy::fill(
                     &self.config.max_iterations_message,
-                    &[("n", &self.config.max_iterations.to_string())],
+                    &[("n", &cap.to_string())],
                 );
                 return Ok(self.finish(OutcomeKind::MaxIterations, iterations, None, Some(detail)));
             }
