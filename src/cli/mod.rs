@@ -45,6 +45,11 @@ enum Command {
         /// Write each run's trace as JSON lines into this folder.
         #[arg(long, value_name = "DIR")]
         traces: Option<PathBuf>,
+        /// Also run every scenario under this profile (repeatable, or comma-separated), next
+        /// to its own; the summary shows them side by side. Runs the scenario does not
+        /// declare (`[compare.NAME]`) are not gated.
+        #[arg(long, value_name = "NAME", value_delimiter = ',')]
+        profile: Vec<String>,
     },
     /// Promote pending goldens (.snap.new) to goldens.
     Accept {
@@ -120,7 +125,15 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
             jobs,
             metrics,
             traces,
+            profile,
         } => {
+            if let Some(bad) = profile.iter().find(|p| Config::profile(p).is_none()) {
+                eprintln!(
+                    "error: unknown profile `{bad}`\n  hint: known profiles: {}",
+                    crate::policy::PROFILES.join(", ")
+                );
+                return Ok(EXIT_BAD_INPUT);
+            }
             let jobs = jobs.unwrap_or_else(|| {
                 std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
             });
@@ -131,6 +144,7 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
                 jobs,
                 write_pending: !ci,
                 traces,
+                also_profiles: profile,
             };
             let mut terminal = Terminal::new(anstream::stdout().lock(), ci);
             let mut csv = match &metrics {

@@ -109,6 +109,17 @@ pub enum StreamError {
     },
 }
 
+impl StreamError {
+    /// Position (0-based) of the offending chunk.
+    pub fn position(&self) -> usize {
+        match self {
+            Self::NotStarted { position, .. }
+            | Self::AlreadyOpen { position, .. }
+            | Self::AfterFinish { position, .. } => *position,
+        }
+    }
+}
+
 /// Where a stream index points: the call's position in the output, and whether it completed.
 #[derive(Clone, Copy)]
 struct Slot {

@@ -100,6 +100,8 @@ pub struct Tally {
     pub orphans: Vec<PathBuf>,
     /// Pending goldens written.
     pub pending_written: u64,
+    /// Ad-hoc cases (`--profile`), not gated.
+    pub ungated: u64,
     /// Per (family, profile).
     pub groups: BTreeMap<(String, String), Sums>,
     /// Per (family, profile): the profile's runs and the same scenarios under `none`.
@@ -124,6 +126,7 @@ impl Tally {
             }
             match c.golden {
                 Comparison::Match => {}
+                Comparison::Ungated => self.ungated += 1,
                 Comparison::Missing => self.missing += 1,
                 Comparison::Differs(_) => self.mismatched += 1,
             }

@@ -115,7 +115,7 @@ impl<W: Write> Reporter for Terminal<W> {
         };
         for c in cases.iter().filter(|c| !c.passed()) {
             let what = match &c.golden {
-                Comparison::Match => "expectations failed",
+                Comparison::Match | Comparison::Ungated => "expectations failed",
                 Comparison::Missing => "no golden yet",
                 Comparison::Differs(_) => "golden differs",
             };
@@ -211,6 +211,13 @@ impl<W: Write> Reporter for Terminal<W> {
             t.invalid_files,
             t.orphans.len()
         )?;
+        if t.ungated > 0 {
+            writeln!(
+                self.out,
+                "{} ad-hoc run(s) under --profile are reported above but not gated (no golden, no expectations)",
+                t.ungated
+            )?;
+        }
         if t.mismatched + t.missing > 0 {
             if self.ci {
                 writeln!(

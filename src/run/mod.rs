@@ -32,6 +32,9 @@ pub struct Options {
     pub write_pending: bool,
     /// Also write each run's trace as JSON lines into this folder.
     pub traces: Option<PathBuf>,
+    /// Also run every scenario under these profiles (ad hoc, not gated) when it does not
+    /// declare them.
+    pub also_profiles: Vec<String>,
 }
 
 /// One case's result.
@@ -54,7 +57,7 @@ pub struct CaseResult {
 impl CaseResult {
     /// Did the case pass?
     pub fn passed(&self) -> bool {
-        self.golden == Comparison::Match
+        matches!(self.golden, Comparison::Match | Comparison::Ungated)
             && self.expectation_failures.is_empty()
             && self.io_errors.is_empty()
     }
@@ -174,7 +177,7 @@ fn run_file(options: &Options, path: &Path) -> FileResult {
     };
     let format = format_of(path);
     let id = options.layout.id_of(path);
-    let cases = match scenario::load(&text, format, &id) {
+    let mut cases = match scenario::load(&text, format, &id) {
         Ok(c) => c,
         Err(diags) => {
             return FileResult {
@@ -183,6 +186,17 @@ fn run_file(options: &Options, path: &Path) -> FileResult {
             };
         }
     };
+    for profile in &options.also_profiles {
+        if cases.iter().any(|c| &c.profile == profile) {
+            continue;
+        }
+        if let Some(extra) = cases
+            .first()
+            .and_then(|c| scenario::ad_hoc(c, &id, profile))
+        {
+            cases.push(extra);
+        }
+    }
     // Replay every case before writing anything, so a file that turns out incomplete leaves
     // no pending golden or trace behind.
     let mut replays = Vec::with_capacity(cases.len());
@@ -277,6 +291,22 @@ fn judge(options: &Options, case: &Case, events: &[TimedEvent]) -> CaseResult {
 
     let layout = &options.layout;
     let mut io_errors = Vec::new();
+    if !case.gated {
+        if let Some(dir) = &options.traces {
+            let path = dir.join(format!("{}.jsonl", case.id));
+            if let Err(e) = store::write_atomic(&path, trace::render_jsonl(events).as_bytes()) {
+                io_errors.push(format!("cannot write {}: {e}", path.display()));
+            }
+        }
+        return CaseResult {
+            id: case.id.clone(),
+            row,
+            golden: Comparison::Ungated,
+            pending_written: false,
+            expectation_failures,
+            io_errors,
+        };
+    }
     let golden = match store::read_optional(&layout.golden(&case.id)) {
         Ok(g) => snapshot::compare(g.as_deref(), &golden_text),
         Err(e) => {

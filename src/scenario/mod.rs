@@ -48,6 +48,9 @@ pub struct Case {
     pub expect: Expect,
     /// The scenario.
     pub scenario: Arc<Scenario>,
+    /// Whether the scenario declares this case (its own profile or a `compare` entry), so its
+    /// golden and expectations gate the run; ad-hoc `--profile` cases are not gated.
+    pub gated: bool,
 }
 
 impl Case {
@@ -80,8 +83,26 @@ pub fn load(text: &str, format: SourceFormat, id: &str) -> Result<Vec<Case>, Vec
             config,
             expect,
             scenario: Arc::clone(&scenario),
+            gated: true,
         })
         .collect())
+}
+
+/// The same scenario under another profile, for an ad-hoc comparison run: id
+/// `<scenario id>@<profile>`, no expectations, not gated. `None` if the profile is unknown or
+/// the scenario's `[config]` does not fit it.
+pub fn ad_hoc(base: &Case, scenario_id: &str, profile: &str) -> Option<Case> {
+    let config = Config::profile(profile)?
+        .patched(&base.scenario.config)
+        .ok()?;
+    Some(Case {
+        id: format!("{scenario_id}@{profile}"),
+        profile: profile.to_owned(),
+        config,
+        expect: Expect::default(),
+        scenario: Arc::clone(&base.scenario),
+        gated: false,
+    })
 }
 
 /// Deserialize without cross-field checks.

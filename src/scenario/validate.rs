@@ -257,6 +257,42 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
                 Some("bound the rule with `times = N` instead".to_owned()),
             );
         }
+        if !turn.stream.is_empty() {
+            if turn.text.is_some() || !turn.tool_calls.is_empty() || turn.finish.is_some() {
+                c.report(
+                    [at.clone(), vec![key("stream")]].concat(),
+                    "a streamed turn cannot also have `text`, `tool_calls` or `finish`".to_owned(),
+                    Some(
+                        "put the text, calls and finish reason into the stream's chunks".to_owned(),
+                    ),
+                );
+            }
+            match crate::llm::stream::assemble(&turn.stream) {
+                Ok(a) => {
+                    for (j, call) in a.tool_calls.iter().enumerate() {
+                        if !known.contains(&call.name.as_str()) {
+                            c.report(
+                                [at.clone(), vec![key("stream")]].concat(),
+                                format!("streamed tool call {j} is to undefined tool `{}`", call.name),
+                                Some("declare a [[tools]] entry of that name, or list it in `model.unregistered_tools`".to_owned()),
+                            );
+                        }
+                    }
+                }
+                Err(e) => c.report(
+                    [at.clone(), vec![key("stream"), Seg::Index(e.position())]].concat(),
+                    format!("malformed stream: {e}"),
+                    Some("open each call with `tool_call_start` before its deltas, and end with one `finish`".to_owned()),
+                ),
+            }
+        }
+        if turn.fault.is_some() && (turn.text.is_some() || !turn.tool_calls.is_empty()) {
+            c.report(
+                [at.clone(), vec![key("fault")]].concat(),
+                "a turn with a `fault` fails the request; its `text` and `tool_calls` would never be seen".to_owned(),
+                Some("drop the fault, or move the answer to the next turn".to_owned()),
+            );
+        }
         for (j, call) in turn.tool_calls.iter().enumerate() {
             let cat = [at.clone(), vec![key("tool_calls"), Seg::Index(j)]].concat();
             if call.args.is_some() && call.raw_args.is_some() {
@@ -283,6 +319,32 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
         }
     }
 
+    for (i, a) in s.approvals.iter().enumerate() {
+        if let Some(t) = &a.tool {
+            if !s.tools.iter().any(|d| &d.name == t && d.needs_approval) {
+                let asking: Vec<&str> = s
+                    .tools
+                    .iter()
+                    .filter(|d| d.needs_approval)
+                    .map(|d| d.name.as_str())
+                    .collect();
+                let hint = match did_you_mean(t, &asking) {
+                    Some(best) => format!("did you mean `{best}`?"),
+                    None if asking.is_empty() => {
+                        "no tool has `needs_approval = true`; set it on the tool that asks"
+                            .to_owned()
+                    }
+                    None => format!("tools that need approval: {}", asking.join(", ")),
+                };
+                c.report(
+                    vec![key("approvals"), Seg::Index(i), key("tool")],
+                    format!("approval decision for `{t}`, which is not a tool that needs approval"),
+                    Some(hint),
+                );
+            }
+        }
+    }
+
     for (i, sig) in s.signals.iter().enumerate() {
         let at = vec![key("signals"), Seg::Index(i)];
         if sig.at_iteration == 0 {
@@ -290,6 +352,14 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
                 [at.clone(), vec![key("at_iteration")]].concat(),
                 "iterations count from 1".to_owned(),
                 Some("use `at_iteration = 1` for the first iteration".to_owned()),
+            );
+        }
+        if sig.before_call && !sig.stop {
+            c.report(
+                [at.clone(), vec![key("before_call")]].concat(),
+                "`before_call` says where a stop comes from, but this signal does not stop"
+                    .to_owned(),
+                Some("add `stop = true`, or drop `before_call`".to_owned()),
             );
         }
         if sig.stop == sig.inject.is_some() {

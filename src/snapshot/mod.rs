@@ -12,6 +12,9 @@ pub enum Comparison {
     Missing,
     /// Different; the unified diff (golden → actual).
     Differs(String),
+    /// Not compared: an ad-hoc run under a profile the scenario does not declare
+    /// (`harness run --profile`); it has no golden and no expectations.
+    Ungated,
 }
 
 /// Compare `actual` with the golden, if any.

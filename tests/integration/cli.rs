@@ -146,3 +146,41 @@ fn a_missing_path_does_not_stop_the_other_paths() {
         "{run}"
     );
 }
+
+#[test]
+fn extra_profiles_run_side_by_side_without_gating() {
+    let p = Project::with_example();
+    p.harness(&["run"]).expect_code(1); // first run: no golden yet
+    p.harness(&["accept"]).expect_code(0);
+    let before = p.tree("snapshots");
+
+    let run = p.harness(&["run", "--profile", "none,ironclaw", "--metrics", "m.csv"]);
+    run.expect_code(0)
+        .expect_stdout("ad-hoc run(s) under --profile are reported above but not gated");
+    // The scenario's own run and each extra profile appear in the summary and the CSV.
+    let csv = p.read("m.csv");
+    let ids: Vec<&str> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').next().unwrap_or_default())
+        .collect();
+    assert!(ids.contains(&EXAMPLE_ID), "{csv}");
+    assert!(
+        ids.contains(&format!("{EXAMPLE_ID}@none").as_str()),
+        "{csv}"
+    );
+    assert!(
+        ids.contains(&format!("{EXAMPLE_ID}@ironclaw").as_str()),
+        "{csv}"
+    );
+    // Ad-hoc runs write no golden and no pending golden.
+    assert_eq!(p.tree("snapshots"), before);
+
+    let run = p.harness(&["run", "--profile", "nonesuch"]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("unknown profile `nonesuch`"), "{run}");
+    assert!(
+        run.stderr.contains("known profiles: none, ironclaw"),
+        "{run}"
+    );
+}

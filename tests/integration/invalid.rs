@@ -9,8 +9,11 @@ const FIXTURES: &str = "fixtures/invalid";
 /// reported line:col. A missing top-level field has no place of its own, so it is reported at the
 /// start of the document.
 const POINTS_AT: &[(&str, &str)] = &[
+    ("approval-for-unknown-tool.toml", "\"deploi\""),
+    ("approval-tool-mismatch.toml", "[[approvals]]"),
     ("bad-where-field.toml", "polcy = "),
     ("empty-script.toml", "[model]"),
+    ("fault-with-text.toml", "{ kind"),
     ("format-version-2.toml", "2"),
     ("invalid-utf8.toml", "\u{FFFD}( menu"),
     ("json-syntax-missing-comma.json", "\"model\":"),
@@ -22,6 +25,7 @@ const POINTS_AT: &[(&str, &str)] = &[
     ("outcome-ok-and-error.toml", "[[tools.outcomes]]"),
     ("script-runs-dry.toml", "model]"),
     ("signal-without-stop-or-inject.toml", "[[signals]]"),
+    ("stream-delta-before-start.toml", "{ type = \"args_delta\""),
     ("toml-syntax-error.toml", "\"fixtures\""),
     ("undefined-tool.toml", "\"exce\""),
     ("unknown-config-key.toml", "windw = 2"),
