@@ -2,7 +2,9 @@
 //! policies at fixed points and recording every step as a [`TimedEvent`] on a virtual clock.
 //!
 //! Pure and deterministic: it knows nothing of files, threads, the CLI or the network. Time
-//! advances only by the latencies the model and the tools report.
+//! advances only by the latencies the model and the tools report. A second loop, the plan/step
+//! executor (`plan_step.rs`), runs instead when the configuration enables it; it shares the
+//! model and tool traits, the clock and the event stream.
 
 use crate::json::compact;
 use crate::llm::{
@@ -16,6 +18,8 @@ use crate::scenario::{OutcomeKind, SignalDef};
 use crate::tool::{ToolRunner, ToolStatus, UnscriptedCall};
 use crate::trace::{CallSummary, Event, TimedEvent};
 use serde_json::Value;
+
+mod plan_step;
 
 /// What one run needs besides the model and the tools.
 #[derive(Debug, Clone, Copy)]
@@ -32,6 +36,8 @@ pub struct RunInput<'a> {
     pub user: &'a str,
     /// External signals.
     pub signals: &'a [SignalDef],
+    /// The initial plan's step titles (the plan/step loop; empty for the agent loop).
+    pub plan: &'a [String],
 }
 
 /// A run that could not finish because the scenario's script is incomplete.
@@ -67,8 +73,11 @@ enum Prepared {
     Unknown(Value),
 }
 
-/// Run one agent loop to its outcome.
+/// Run one agent loop to its outcome (the plan/step loop when the configuration enables it).
 pub fn run(input: RunInput<'_>, model: &mut dyn Model, tools: &mut dyn ToolRunner) -> RunResult {
+    if input.config.plan_step.enabled {
+        return plan_step::run(input, model, tools);
+    }
     let mut lp = Loop {
         config: input.config,
         policies: policy::build(input.config),

@@ -15,7 +15,8 @@ pub mod validate;
 
 pub use config::{
     AutoContinueConfig, Config, DuplicateConfig, IntentNudgeConfig, MalformedArgs, PatchError,
-    ReflexConfig, ToolExecution, TruncationConfig, ValidationConfig, config_patch_schema,
+    PlanStepConfig, ReflexConfig, ToolExecution, TruncationConfig, ValidationConfig,
+    config_patch_schema,
 };
 pub use reflex::{DetectorAction, Fingerprint, ReflexDetector, Stage};
 
@@ -23,7 +24,7 @@ use crate::llm::{ModelResponse, Role, ToolSpec};
 use serde_json::Value;
 
 /// Names of the profiles this build reproduces.
-pub const PROFILES: &[&str] = &["none", "ironclaw", "moltis"];
+pub const PROFILES: &[&str] = &["none", "ironclaw", "moltis", "plan-step"];
 
 /// The loop's state as policies may read it.
 #[derive(Debug, Clone, Copy)]

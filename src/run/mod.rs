@@ -247,6 +247,7 @@ pub fn replay(case: &Case) -> Result<Vec<TimedEvent>, ScriptGap> {
         system: &s.system,
         user: &s.user,
         signals: &s.signals,
+        plan: s.plan.as_ref().map_or(&[], |p| p.steps.as_slice()),
     };
     engine::run(input, &mut model, &mut tools).map_err(|(_, gap)| gap)
 }
