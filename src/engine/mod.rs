@@ -11,6 +11,10 @@
 //! text (policies may hold it back; then the profile's text rule) or tool batch (policies may
 //! discard it; screening, approval split, validation, execution, policies after the batch).
 //! An approved pause and a follow-up user message restart the loop with fresh counters.
+//!
+//! A second loop, the plan/step executor (`plan_step.rs`), runs instead when the
+//! configuration enables it; it shares the model and tool traits, the clock and the event
+//! stream.
 
 use crate::json::compact;
 use crate::llm::{
@@ -26,6 +30,8 @@ use crate::tool::{ToolRunner, ToolStatus, UnscriptedCall};
 use crate::trace::{CallSummary, Event, TimedEvent};
 use serde_json::Value;
 use std::collections::BTreeMap;
+
+mod plan_step;
 
 /// What one run needs besides the model and the tools.
 #[derive(Debug, Clone, Copy)]
@@ -50,6 +56,8 @@ pub struct RunInput<'a> {
     pub followups: &'a [String],
     /// Workspace files and their line counts (citation checks).
     pub workspace: &'a BTreeMap<String, u32>,
+    /// The initial plan's step titles (the plan/step loop; empty for the agent loop).
+    pub plan: &'a [String],
 }
 
 /// A run that could not finish because the scenario's script is incomplete.
@@ -134,8 +142,12 @@ enum Prepared {
     Unknown(Value),
 }
 
-/// Run one agent loop (and its resumes and follow-up turns) to its outcome.
+/// Run one agent loop (and its resumes and follow-up turns) to its outcome, or the plan/step
+/// loop when the configuration enables it.
 pub fn run(input: RunInput<'_>, model: &mut dyn Model, tools: &mut dyn ToolRunner) -> RunResult {
+    if input.config.plan_step.enabled {
+        return plan_step::run(input, model, tools);
+    }
     let mut lp = Loop {
         input,
         config: input.config,

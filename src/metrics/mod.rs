@@ -3,7 +3,7 @@
 
 use crate::json::canonical;
 use crate::scenario::{OutcomeKind, Prices};
-use crate::trace::{Event, TimedEvent};
+use crate::trace::{Event, StepStatus, TimedEvent};
 use serde::Serialize;
 use std::collections::HashSet;
 use std::io;
@@ -43,7 +43,8 @@ pub struct Row {
     pub force_text_turns: u32,
     /// Iteration of the first intervention (empty if none).
     pub first_intervention_iteration: Option<u32>,
-    /// Iterations from the first repeated failure until recovery or the end.
+    /// Iterations from the first repeated failure until recovery or the end, and (plan/step
+    /// loop) the iterations of steps that ended failed; each iteration counts once.
     pub wasted_iterations: u32,
     /// Tool calls a defence skipped unexecuted.
     pub skipped_calls: u32,
@@ -104,6 +105,9 @@ pub fn row(
     let mut first_repeat: Option<u32> = None;
     let mut recovered_at: Option<u32> = None;
     let mut start_args = std::collections::HashMap::new();
+    // Iterations, as half-open ranges, spent on plan steps that ended failed.
+    let mut step_from = 1u32;
+    let mut wasted: Vec<(u32, u32)> = Vec::new();
     let mut failure = |name: &str,
                        args: &str,
                        error: Option<&str>,
@@ -206,16 +210,40 @@ pub fn row(
                     recovered_at = Some(r.iterations);
                 }
             }
+            Event::StepStart { .. } => step_from = iteration + 1,
+            Event::StepEnd { status, .. } => {
+                if *status == StepStatus::Failed {
+                    wasted.push((step_from, iteration + 1));
+                }
+            }
+            Event::Replan { .. } => {}
         }
     }
     if let Some(f) = first_repeat {
         let end = recovered_at.unwrap_or(r.iterations + 1);
-        r.wasted_iterations = end.saturating_sub(f);
+        wasted.push((f, end));
     }
+    r.wasted_iterations = covered(wasted);
     r.cost_usd = (r.input_tokens as f64 * prices.input_per_mtok
         + r.output_tokens as f64 * prices.output_per_mtok)
         / 1_000_000.0;
     r
+}
+
+/// How many whole numbers the half-open ranges cover together.
+fn covered(mut ranges: Vec<(u32, u32)>) -> u32 {
+    ranges.retain(|(a, b)| b > a);
+    ranges.sort_unstable();
+    let mut total = 0;
+    let mut reached = 0;
+    for (a, b) in ranges {
+        let a = a.max(reached);
+        if b > a {
+            total += b - a;
+            reached = b;
+        }
+    }
+    total
 }
 
 fn six_decimals<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
@@ -245,5 +273,21 @@ impl<W: io::Write> CsvSink<W> {
         self.writer
             .into_inner()
             .map_err(|e| io::Error::other(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::covered;
+
+    #[test]
+    fn overlapping_ranges_count_each_iteration_once() {
+        assert_eq!(covered(vec![]), 0);
+        assert_eq!(covered(vec![(4, 20)]), 16);
+        // Failed plan steps inside a repeated-failure span add nothing twice.
+        assert_eq!(covered(vec![(3, 8), (9, 14), (15, 20), (4, 20)]), 17);
+        assert_eq!(covered(vec![(1, 3), (5, 7)]), 4);
+        // An empty or inverted range (recovery before the first repeat) counts nothing.
+        assert_eq!(covered(vec![(5, 5), (7, 6)]), 0);
     }
 }

@@ -39,7 +39,8 @@ impl RetryRule {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
-    /// Iterations before the run ends with `max_iterations` (each iteration is one model call).
+    /// Iterations before the run ends with `max_iterations` (each iteration is one model call;
+    /// in the plan/step loop the cap counts every model call of the run, replans included).
     pub max_iterations: u32,
     /// Failure text of a run that hit the cap; `{n}` is the cap.
     pub max_iterations_message: String,
@@ -87,6 +88,8 @@ pub struct Config {
     pub empty_reply: EmptyReplyConfig,
     /// Tool calls that need approval pause the run (IronClaw).
     pub approvals: ApprovalConfig,
+    /// The plan/step executor (clude_code); `enabled` swaps the loop for the plan/step loop.
+    pub plan_step: PlanStepConfig,
 }
 
 /// What a text answer that no defence holds back does.
@@ -372,6 +375,57 @@ pub struct AutoContinueConfig {
     pub message: String,
 }
 
+/// clude_code's plan/step executor (`plan-step` profile): each step of a plan gets a budget of
+/// model calls; a reply is one action read from its text (a tool JSON or a control envelope).
+/// The three `*_inference`/`*_priority`/`*_at_cap` switches are the fixes proposed by the
+/// infinite-loop analysis; none of them exists upstream, so all are off by default.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlanStepConfig {
+    /// Use the plan/step loop instead of the agent loop (needs a `[plan]` in the scenario).
+    pub enabled: bool,
+    /// Model calls one step may use before it fails (master 100, branch `fix_test` 5).
+    pub max_step_calls: u32,
+    /// Replans before the run fails with `max_replans_reached` (master 2, `fix_test` 5).
+    pub max_replans: u32,
+    /// Messages kept in the history (a leading system message always stays).
+    pub history_limit: usize,
+    /// A reply with more than this many `[` or more than this many `{` is replaced by
+    /// `stutter_message` before it is read.
+    pub stutter_limit: usize,
+    /// What replaces a stuttering reply; `{limit}` is filled in.
+    pub stutter_message: String,
+    /// The step prompt, appended as a user message before every model call of a step;
+    /// `{n}` (1-based position), `{total}` (steps in the plan) and `{step}` (title) are filled in.
+    pub step_prompt: String,
+    /// The re-prompt (a user message) after a reply that is neither a tool call nor a control
+    /// signal.
+    pub invalid_output_message: String,
+    /// How a tool result goes back to the model (a user message); `{name}` and `{result}`
+    /// (the output, or `tool_error_message` / `tool_fail_message` filled in) are filled in.
+    pub tool_result_message: String,
+    /// The replan request (a user message, the last one of a `replan` model call); `{step}`
+    /// (the failed step), `{reason}` (why it failed) and `{plan}` (the plan, one step a line
+    /// with its status) are filled in.
+    pub replan_prompt: String,
+    /// Fix 1 of the analysis: a successful tool call, or a reply that is neither a tool call
+    /// nor a control signal but contains one of `completion_words`, marks the step done.
+    pub completion_inference: bool,
+    /// Words (matched case-insensitively as substrings) that claim completion.
+    pub completion_words: Vec<String>,
+    /// Fix 2 of the analysis: also read a control envelope that is surrounded by prose, fenced,
+    /// or followed by more JSON (the doubled envelope), before legacy markers and tool calls;
+    /// a JSON object whose `control` is `step_done` or `replan` is never a tool call.
+    pub parse_priority: bool,
+    /// Fix 3 of the analysis: when a step's budget runs out after a successful tool call in that
+    /// step, the step is done instead of failed.
+    pub forced_completion_at_cap: bool,
+}
+
+const PLAN_STEP_PROMPT: &str = "Step {n} of {total}: {step}\n\nAnswer with exactly one action and nothing else:\n- to use a tool: {\"tool\": \"<name>\", \"args\": {...}}\n- when this step's goal is reached: {\"control\": \"step_done\"}\n- when this step cannot succeed as planned: {\"control\": \"replan\", \"reason\": \"<why>\"}\nNo explanations, no other text.";
+const PLAN_STEP_INVALID: &str = "That answer is not an action: it is neither a tool call ({\"tool\": ..., \"args\": ...}) nor a control message ({\"control\": \"step_done\"} or {\"control\": \"replan\"}). Answer again with exactly one of them and nothing else.";
+const PLAN_STEP_REPLAN: &str = "The step \"{step}\" could not be completed ({reason}). The plan so far:\n{plan}\n\nWrite a new plan for the work that remains. Answer with only a JSON object of the form {\"steps\": [\"first step\", \"second step\"]}.";
+
 const MOLTIS_NUDGE: &str = "SYSTEM INTERVENTION \u{2014} LOOP DETECTED\n\nYour last {n} tool calls were:\n{calls}\n\nThese are identical failed invocations. Retrying with the same arguments will fail again.\n\nOn your next turn:\n1. Do NOT call `{tool}` or any other tool.\n2. Do NOT repeat this call pattern.\n3. Respond to the user in plain text.\n4. Explain what you were trying to accomplish.\n5. If you do not know what arguments to use, ask the user for clarification.\n\nThe user is waiting for a text response.";
 const MOLTIS_STRIP: &str = "SYSTEM INTERVENTION \u{2014} TOOLS DISABLED FOR THIS TURN\n\nYou have been caught in a reflex retry loop. Tools are disabled for this single turn. Respond to the user in plain text: explain what you were trying to do, and ask for clarification if needed.";
 const IRONCLAW_INTENT: &str = "You said you would perform an action, but you did not include any tool calls.\nDo NOT describe what you intend to do \u{2014} actually call the tool now.\nUse the tool_calls mechanism to invoke the appropriate tool.";
@@ -496,6 +550,22 @@ impl Config {
                 enabled: false,
                 auto_approve: false,
                 reject_message: IRONCLAW_REJECTED.to_owned(),
+            },
+            plan_step: PlanStepConfig {
+                enabled: false,
+                max_step_calls: 100,
+                max_replans: 2,
+                history_limit: 30,
+                stutter_limit: 50,
+                stutter_message: "(reply withheld: it held more than {limit} opening brackets or braces, a sign of degenerate repetition)".to_owned(),
+                step_prompt: PLAN_STEP_PROMPT.to_owned(),
+                invalid_output_message: PLAN_STEP_INVALID.to_owned(),
+                tool_result_message: "Result of tool `{name}`:\n{result}".to_owned(),
+                replan_prompt: PLAN_STEP_REPLAN.to_owned(),
+                completion_inference: false,
+                completion_words: vec!["done".to_owned(), "finished".to_owned(), "\u{5b8c}\u{6210}".to_owned()],
+                parse_priority: false,
+                forced_completion_at_cap: false,
             },
         }
     }
@@ -624,6 +694,19 @@ impl Config {
         c
     }
 
+    /// clude_code's plan/step executor on `master` (f965900): steps of a plan, 100 model calls a
+    /// step, 2 replans, history of 30 messages, stutter guard at 50; none of the analysis' fixes.
+    /// `max_iterations` (500) is a hard cap on all model calls of the run (step turns and
+    /// replans together), which upstream does not have. With master's figures at most three
+    /// steps fail (100 calls each) and two replans run, so failures alone cost at most 302
+    /// calls; the cap bounds the rest, long plans whose steps each take many calls.
+    pub fn plan_step() -> Self {
+        let mut c = Self::none();
+        c.max_iterations = 500;
+        c.plan_step.enabled = true;
+        c
+    }
+
     /// The named profile, if this build has it.
     pub fn profile(name: &str) -> Option<Self> {
         match name {
@@ -631,6 +714,7 @@ impl Config {
             "ironclaw" => Some(Self::ironclaw()),
             "moltis" => Some(Self::moltis()),
             "agentloop" => Some(Self::agentloop()),
+            "plan-step" => Some(Self::plan_step()),
             _ => None,
         }
     }
@@ -757,5 +841,15 @@ mod tests {
         assert!(!iron.reflex.enabled);
         assert!(molt.reflex.enabled && molt.validation.enabled && !molt.duplicate.enabled);
         assert_eq!((iron.max_iterations, molt.max_iterations), (50, 25));
+        let plan = Config::plan_step();
+        assert!(plan.plan_step.enabled && !none.plan_step.enabled && !molt.plan_step.enabled);
+        assert_eq!(
+            (plan.plan_step.max_step_calls, plan.plan_step.max_replans),
+            (100, 2)
+        );
+        let fixes = &plan.plan_step;
+        assert!(
+            !fixes.completion_inference && !fixes.parse_priority && !fixes.forced_completion_at_cap
+        );
     }
 }

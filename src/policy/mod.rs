@@ -30,7 +30,7 @@ use crate::scenario::OutcomeKind;
 use serde_json::Value;
 
 /// Names of the profiles this build reproduces.
-pub const PROFILES: &[&str] = &["none", "ironclaw", "moltis", "agentloop"];
+pub const PROFILES: &[&str] = &["none", "ironclaw", "moltis", "agentloop", "plan-step"];
 
 /// The loop's state as policies may read it.
 #[derive(Debug, Clone, Copy)]

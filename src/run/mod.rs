@@ -272,6 +272,7 @@ pub fn replay(case: &Case) -> Result<Vec<TimedEvent>, ScriptGap> {
         approvals: &s.approvals,
         followups: &s.followups,
         workspace: &s.workspace,
+        plan: s.plan.as_ref().map_or(&[], |p| p.steps.as_slice()),
     };
     engine::run(input, &mut model, &mut tools).map_err(|(_, gap)| gap)
 }

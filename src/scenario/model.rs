@@ -25,7 +25,7 @@ pub struct Scenario {
     /// Free tags for selection and grouping.
     #[serde(default)]
     pub tags: Vec<String>,
-    /// Defence profile the scenario runs under: `none`, `ironclaw` or `moltis`.
+    /// Defence profile the scenario runs under: `none`, `ironclaw`, `moltis` or `plan-step`.
     #[serde(default = "default_profile")]
     pub profile: String,
     /// Overrides of the profile's configuration (same keys as `harness profile NAME` prints).
@@ -64,6 +64,17 @@ pub struct Scenario {
     /// Each becomes a case with id `<scenario id>@<profile>` and a golden of its own.
     #[serde(default)]
     pub compare: BTreeMap<String, Expect>,
+    /// The initial plan, for profiles with the plan/step loop (`plan-step`), which need one.
+    #[serde(default)]
+    pub plan: Option<PlanDef>,
+}
+
+/// A plan for the plan/step loop: the titles of its steps, run in order.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlanDef {
+    /// Step titles, in order; each fills `{step}` of the step prompt.
+    pub steps: Vec<String>,
 }
 
 fn default_profile() -> String {

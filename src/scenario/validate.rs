@@ -75,6 +75,59 @@ impl Checker {
         }
     }
 
+    /// Rules for a scenario some case of which runs the plan/step loop (whose profile is named
+    /// at `profile_path`): it needs a plan, and its model speaks in text only.
+    fn plan(&mut self, s: &Scenario, profile_path: Vec<Seg>, at_key: bool) {
+        let hint = "add a plan, e.g. `[plan]` with `steps = [\"List the directory\", \"Report the result\"]`";
+        match &s.plan {
+            None => self.problems.push(Problem {
+                path: profile_path,
+                at_key,
+                message: "the plan/step loop needs a `[plan]`, and this scenario has none"
+                    .to_owned(),
+                hint: Some(hint.to_owned()),
+            }),
+            Some(plan) if plan.steps.is_empty() => self.report(
+                vec![key("plan"), key("steps")],
+                "the plan has no steps".to_owned(),
+                Some(hint.to_owned()),
+            ),
+            Some(plan) => {
+                for (i, title) in plan.steps.iter().enumerate() {
+                    if title.trim().is_empty() {
+                        self.report(
+                            vec![key("plan"), key("steps"), Seg::Index(i)],
+                            "a plan step needs a title".to_owned(),
+                            Some("write what the step should achieve".to_owned()),
+                        );
+                    }
+                }
+            }
+        }
+        // The loop reads actions from the reply text; structured calls would go unseen.
+        let m = &s.model;
+        let replies = m
+            .turns
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (vec![key("model"), key("turns"), Seg::Index(i)], t))
+            .chain(m.rules.iter().enumerate().map(|(i, r)| {
+                (
+                    vec![key("model"), key("rules"), Seg::Index(i), key("reply")],
+                    &r.reply,
+                )
+            }));
+        for (at, turn) in replies {
+            if !turn.tool_calls.is_empty() {
+                self.report(
+                    [at, vec![key("tool_calls")]].concat(),
+                    "the plan/step loop reads tool calls from the reply text; `tool_calls` would be ignored".to_owned(),
+                    Some("write the call as text: `text = '{\"tool\": \"NAME\", \"args\": {}}'`".to_owned()),
+                );
+            }
+        }
+    }
+
     fn expect(&mut self, e: &Expect, path: &[Seg]) {
         let catalogue = Event::catalogue();
         let kinds: Vec<&str> = catalogue.iter().map(|(k, _)| k.as_str()).collect();
@@ -160,10 +213,17 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
             expect.clone(),
         ));
     }
+    // Where each case that runs the plan/step loop names its profile.
+    let mut plan_cases: Vec<(Vec<Seg>, bool)> = Vec::new();
     for (name, path, at_key, expect) in profiles {
-        if let Some(base) = c.profile(&name, path, at_key) {
+        if let Some(base) = c.profile(&name, path.clone(), at_key) {
             match base.patched(&s.config) {
-                Ok(config) => cases.push((name, config, expect)),
+                Ok(config) => {
+                    if config.plan_step.enabled {
+                        plan_cases.push((path, at_key));
+                    }
+                    cases.push((name, config, expect));
+                }
                 Err(e) => {
                     let mut path = vec![key("config")];
                     path.extend(e.path.iter().map(|k| key(k)));
@@ -369,6 +429,10 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
                 Some("write `stop = true` to end the run, or `inject = \"text\"` to add a user message; use two signals for both".to_owned()),
             );
         }
+    }
+
+    if let Some((path, at_key)) = plan_cases.first() {
+        c.plan(s, path.clone(), *at_key);
     }
 
     c.expect(&s.expect, &[key("expect")]);

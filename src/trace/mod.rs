@@ -268,10 +268,63 @@ pub enum Event {
         /// The message.
         text: String,
     },
+    /// The plan/step loop starts a step of its plan.
+    StepStart {
+        /// 1-based position in the current plan.
+        step: u32,
+        /// Steps in the current plan.
+        total: u32,
+        /// The step's title.
+        title: String,
+    },
+    /// A step of the plan/step loop ended.
+    StepEnd {
+        /// 1-based position in the current plan.
+        step: u32,
+        /// `done` or `failed`.
+        status: StepStatus,
+        /// Why: `step_done` / `replan` (control envelope), `legacy_step_done` / `legacy_replan`
+        /// (marker in the text), `budget_exhausted`, `inferred_tool` / `inferred_claim`
+        /// (completion inference), `forced_at_cap` (forced completion at the cap).
+        reason: String,
+        /// Model calls the step used.
+        calls: u32,
+        /// The reason the model gave with a `replan` envelope.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+    },
+    /// A replan replaced the steps that were not done.
+    Replan {
+        /// 1-based count of replans in the run.
+        n: u32,
+        /// Done steps kept at the head of the plan.
+        kept: u32,
+        /// The new plan: the kept steps, then the new ones.
+        steps: Vec<String>,
+    },
 }
 
 fn is_zero(n: &usize) -> bool {
     *n == 0
+}
+/// How a step of the plan/step loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    /// Its goal was reached (or taken as reached).
+    Done,
+    /// It failed; a replan follows, or the run ends.
+    Failed,
+}
+
+impl StepStatus {
+    /// snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Done => "done",
+            Self::Failed => "failed",
+        }
+    }
 }
 
 impl Event {
@@ -299,6 +352,9 @@ impl Event {
             Event::ApprovalDecision { .. } => "approval_decision",
             Event::TurnEnd { .. } => "turn_end",
             Event::UserTurn { .. } => "user_turn",
+            Event::StepStart { .. } => "step_start",
+            Event::StepEnd { .. } => "step_end",
+            Event::Replan { .. } => "replan",
         }
     }
 
@@ -543,6 +599,30 @@ pub fn render_event(event: &Event) -> String {
             " {turn} tokens={input_tokens}/{output_tokens} cost=${cost_usd:.6}"
         ),
         Event::UserTurn { turn, text } => write!(s, " {turn} text={}", q(text)),
+        Event::StepStart { step, total, title } => {
+            write!(s, " {step}/{total} title={}", q(title))
+        }
+        Event::StepEnd {
+            step,
+            status,
+            reason,
+            calls,
+            detail,
+        } => {
+            let _ = write!(
+                s,
+                " {step} {} reason={reason} calls={calls}",
+                status.as_str()
+            );
+            match detail {
+                Some(d) => write!(s, " detail={}", q(d)),
+                None => Ok(()),
+            }
+        }
+        Event::Replan { n, kept, steps } => {
+            let titles: Vec<String> = steps.iter().map(|t| q(t)).collect();
+            write!(s, " {n} kept={kept} steps={}", list(&titles))
+        }
     };
     s
 }
@@ -582,7 +662,7 @@ mod tests {
     #[test]
     fn catalogue_lists_every_kind_with_its_fields() {
         let cat = Event::catalogue();
-        assert_eq!(cat.len(), 21);
+        assert_eq!(cat.len(), 24);
         let intervention = cat.iter().find(|(k, _)| k == "intervention").unwrap();
         for f in ["policy", "stage", "action", "tool"] {
             assert!(intervention.1.iter().any(|x| x == f), "{f}");

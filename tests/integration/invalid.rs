@@ -23,6 +23,8 @@ const POINTS_AT: &[(&str, &str)] = &[
     ("missing-model.toml", "# Missing required field"),
     ("missing-user.toml", "# Missing required field"),
     ("outcome-ok-and-error.toml", "[[tools.outcomes]]"),
+    ("plan-step-structured-tool-call.toml", "[{ name = "),
+    ("plan-step-without-plan.toml", "\"plan-step\""),
     ("script-runs-dry.toml", "model]"),
     ("signal-without-stop-or-inject.toml", "[[signals]]"),
     ("stream-delta-before-start.toml", "{ type = \"args_delta\""),
