@@ -227,6 +227,11 @@ impl Loop<'_> {
                     let next = followups.get(turn as usize - 1);
                     match next {
                         Some(text) if kind == OutcomeKind::Response => {
+                            // The answer stays in the conversation: the next turn's context is
+                            // the thread's history, which holds every earlier turn's response.
+                            if let Some(answer) = self.last_answer() {
+                                self.messages.push(Message::new(Role::Assistant, answer));
+                            }
                             turn += 1;
                             self.emit(Event::UserTurn {
                                 turn,
@@ -240,6 +245,14 @@ impl Loop<'_> {
                 }
             }
         }
+    }
+
+    /// The text of the last recorded outcome (a turn's final answer), if it had one.
+    fn last_answer(&self) -> Option<String> {
+        self.events.iter().rev().find_map(|e| match &e.event {
+            Event::Outcome { text, .. } => Some(text.clone()),
+            _ => None,
+        })?
     }
 
     fn view(&self, iteration: u32, tools_available: bool) -> LoopView {
@@ -1088,3 +1101,6 @@ fn summary(call: &ToolCall) -> CallSummary {
         args: raw_text(&call.arguments),
     }
 }
+
+#[cfg(test)]
+mod chat_tests;

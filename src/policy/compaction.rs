@@ -274,6 +274,44 @@ mod tests {
         assert_eq!(last, Some((Role::User, "current request")));
     }
 
+    /// Upstream `test_compact_drops_old_history_but_keeps_current_turn_tools`: three earlier
+    /// exchanges go, the current request and its whole tool exchange (one assistant message
+    /// with two calls, two results) stay, in order.
+    #[test]
+    fn compact_drops_old_history_but_keeps_current_turn_tools() {
+        let mut messages = vec![m(Role::System, "sys")];
+        for i in 1..=3 {
+            messages.push(m(Role::User, &format!("q{i}")));
+            messages.push(m(Role::Assistant, &format!("a{i}")));
+        }
+        messages.push(m(Role::User, "current"));
+        let mut calls = m(Role::Assistant, "");
+        for (id, name) in [("c1", "http"), ("c2", "echo")] {
+            calls.tool_calls.push(ToolCall {
+                id: id.into(),
+                name: name.into(),
+                arguments: Arguments::Parsed(json!({})),
+            });
+        }
+        messages.push(calls);
+        messages.push(m(Role::Tool, "response data"));
+        messages.push(m(Role::Tool, "echoed"));
+        let out = compact_for_retry(&messages, NOTE);
+        assert_eq!(
+            shape(&out),
+            pairs(&[
+                (Role::System, "sys"),
+                (Role::System, NOTE),
+                (Role::User, "current"),
+                (Role::Assistant, ""),
+                (Role::Tool, "response data"),
+                (Role::Tool, "echoed"),
+            ])
+        );
+        let ids: Vec<&str> = out[3].tool_calls.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["c1", "c2"]);
+    }
+
     #[test]
     fn estimate_is_json_bytes_over_four() {
         // [{"role":"user","content":"hi"}] is 32 bytes → 8.

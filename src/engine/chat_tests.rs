@@ -1,0 +1,56 @@
+//! Engine tests for IronClaw's chat semantics that a single policy cannot show.
+
+use crate::run::replay;
+use crate::scenario::{SourceFormat, load};
+use crate::trace::Event;
+
+fn events(toml: &str) -> Vec<Event> {
+    let cases = load(toml, SourceFormat::Toml, "engine/test").expect("a valid scenario");
+    replay(&cases[0])
+        .expect("a complete script")
+        .into_iter()
+        .map(|e| e.event)
+        .collect()
+}
+
+/// A later turn's context holds the earlier turns' answers (spec ironclaw.md §7, D7: the
+/// thread's history is question/answer pairs), so the model sees them and the overflow
+/// compaction has history to drop.
+#[test]
+fn followup_turn_sees_the_previous_answer() {
+    let events = events(
+        r#"
+format = 1
+family = "t"
+profile = "ironclaw"
+user = "First question"
+followups = ["Second question"]
+
+[model]
+[[model.rules]]
+when = { last_user_contains = "Second question", any_message_contains = "First answer" }
+reply = { text = "saw the first answer" }
+[[model.rules]]
+when = { last_user_contains = "Second question" }
+reply = { text = "history lost" }
+[[model.rules]]
+reply = { text = "First answer" }
+"#,
+    );
+    let texts: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Outcome { text, .. } => text.as_deref(),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(texts, ["First answer", "saw the first answer"]);
+    let sent: Vec<usize> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ModelRequest { messages, .. } => Some(*messages),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sent, [1, 3], "user; then user, assistant, user");
+}
