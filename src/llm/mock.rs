@@ -2,6 +2,7 @@
 //! ordered turns. Deterministic: call ids count the run's calls, usage is scripted or estimated
 //! from text length (4 chars a token).
 
+use super::stream::Chunk;
 use super::{
     Arguments, FaultKind, Finish, Message, Model, ModelError, ModelRequest, ModelResponse,
     ProviderFault, Purpose, Role, ToolCall, Usage,
@@ -231,7 +232,27 @@ fn estimate_output(turn: &TurnDef) -> u64 {
                     .unwrap_or(2)
         })
         .sum();
-    tokens(text + calls).max(1)
+    tokens(text + calls + streamed_len(&turn.stream)).max(1)
+}
+
+/// Characters a streamed turn emits, counted as for a whole turn: text pieces, tool names and
+/// argument pieces, with `{}` (2) for a call that received no argument piece.
+fn streamed_len(chunks: &[Chunk]) -> usize {
+    let mut with_args = std::collections::BTreeSet::new();
+    for c in chunks {
+        if let Chunk::ArgsDelta { index, .. } = c {
+            with_args.insert(*index);
+        }
+    }
+    chunks
+        .iter()
+        .map(|c| match c {
+            Chunk::Text { text } | Chunk::ArgsDelta { text, .. } => text.len(),
+            Chunk::ToolCallStart { index, name, .. } if with_args.contains(index) => name.len(),
+            Chunk::ToolCallStart { name, .. } => name.len() + 2,
+            Chunk::ToolCallComplete { .. } | Chunk::Finish { .. } => 0,
+        })
+        .sum()
 }
 
 impl Model for MockModel<'_> {
@@ -263,5 +284,73 @@ impl Model for MockModel<'_> {
             }
             .into()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn call(name: &str, args: Option<Value>) -> CallDef {
+        CallDef {
+            id: None,
+            name: name.to_owned(),
+            args,
+            raw_args: None,
+        }
+    }
+
+    #[test]
+    fn streamed_turns_estimate_output_like_whole_turns() {
+        let text = "I cannot proceed because I do not know what command you wanted me to run.";
+        let whole = TurnDef {
+            text: Some(text.to_owned()),
+            ..TurnDef::default()
+        };
+        let streamed = TurnDef {
+            stream: vec![
+                Chunk::Text {
+                    text: text[..20].to_owned(),
+                },
+                Chunk::Text {
+                    text: text[20..].to_owned(),
+                },
+            ],
+            ..TurnDef::default()
+        };
+        assert_eq!(estimate_output(&whole), estimate_output(&streamed));
+        assert_eq!(estimate_output(&whole), 19);
+
+        let whole = TurnDef {
+            tool_calls: vec![
+                call("exec", None),
+                call("echo_tool", Some(json!({"text": "step 1"}))),
+            ],
+            ..TurnDef::default()
+        };
+        let start = |index: u32, name: &str| Chunk::ToolCallStart {
+            index,
+            id: format!("call_{index}"),
+            name: name.to_owned(),
+        };
+        let streamed = TurnDef {
+            stream: vec![
+                start(0, "exec"),
+                Chunk::ToolCallComplete { index: 0 },
+                start(1, "echo_tool"),
+                Chunk::ArgsDelta {
+                    index: 1,
+                    text: "{\"text\":".to_owned(),
+                },
+                Chunk::ArgsDelta {
+                    index: 1,
+                    text: "\"step 1\"}".to_owned(),
+                },
+                Chunk::ToolCallComplete { index: 1 },
+            ],
+            ..TurnDef::default()
+        };
+        assert_eq!(estimate_output(&whole), estimate_output(&streamed));
     }
 }
