@@ -125,6 +125,9 @@ struct Loop<'a> {
     run_iterations: u32,
     /// Provider errors in a row.
     faults: u32,
+    /// Provider errors per kind (rate limit, server error, overflow, timeout): in a row, or
+    /// over the run when `retry.per_run` is set.
+    faults_by_kind: [u32; 4],
     input_tokens: u64,
     output_tokens: u64,
     cost_usd: f64,
@@ -161,6 +164,7 @@ pub fn run(input: RunInput<'_>, model: &mut dyn Model, tools: &mut dyn ToolRunne
         call_no: 0,
         run_iterations: 0,
         faults: 0,
+        faults_by_kind: [0; 4],
         input_tokens: 0,
         output_tokens: 0,
         cost_usd: 0.0,
@@ -648,6 +652,9 @@ impl Loop<'_> {
             let fault = match reply {
                 Ok(r) => {
                     self.faults = 0;
+                    if !self.config.retry.per_run {
+                        self.faults_by_kind = [0; 4];
+                    }
                     self.account(&r);
                     let r = match assemble(r, self.config.malformed_args) {
                         Ok(r) => r,
@@ -663,7 +670,15 @@ impl Loop<'_> {
             };
             self.clock += fault.latency_ms;
             self.faults += 1;
+            let kind_index = match fault.kind {
+                FaultKind::RateLimit => 0,
+                FaultKind::ServerError => 1,
+                FaultKind::ContextOverflow => 2,
+                FaultKind::Timeout => 3,
+            };
+            self.faults_by_kind[kind_index] += 1;
             let attempt = self.faults;
+            let nth_of_kind = self.faults_by_kind[kind_index];
             if fault.kind == FaultKind::ContextOverflow
                 && self.config.compaction.retry_on_overflow
                 && !compacted
@@ -694,8 +709,8 @@ impl Loop<'_> {
                 FaultKind::Timeout => Some(&self.config.retry.timeout),
                 FaultKind::ContextOverflow => None,
             };
-            if let Some(rule) = rule.filter(|r| attempt <= r.max_retries) {
-                let wait = rule.delay(attempt, fault.retry_after_ms);
+            if let Some(rule) = rule.filter(|r| nth_of_kind <= r.max_retries) {
+                let wait = rule.delay(nth_of_kind, fault.retry_after_ms);
                 self.emit(Event::ProviderError {
                     fault: fault.kind,
                     message: fault.message,

@@ -23,7 +23,7 @@ impl RetryRule {
     /// The wait before retry number `attempt` (1-based), given the provider's hint.
     pub fn delay(&self, attempt: u32, hint: Option<u64>) -> u64 {
         if let (true, Some(h)) = (self.honour_retry_after, hint) {
-            return h;
+            return h.min(self.max_delay_ms.max(self.delay_ms));
         }
         if !self.exponential {
             return self.delay_ms;
@@ -169,6 +169,9 @@ pub struct CompactionConfig {
 pub struct RetryConfig {
     /// Whether a retried call uses up an iteration (the book) or not (Moltis).
     pub counts_iteration: bool,
+    /// Whether the retry budgets and backoff run over the whole run (Moltis: one 5xx retry
+    /// and ten rate-limit retries per run, backoff never reset) or restart after a success.
+    pub per_run: bool,
     /// HTTP 5xx / overloaded.
     pub server_error: RetryRule,
     /// HTTP 429.
@@ -514,6 +517,7 @@ impl Config {
             },
             retry: RetryConfig {
                 counts_iteration: false,
+                per_run: false,
                 server_error: RetryRule::none(),
                 rate_limit: RetryRule::none(),
                 timeout: RetryRule::none(),
@@ -627,7 +631,8 @@ impl Config {
         c.reflex.enabled = true;
         c.auto_continue.enabled = true;
         // Transient provider errors: one retry after 2 s for 5xx, up to 10 with backoff from
-        // 2 s to 60 s for rate limits; retries do not count as iterations.
+        // 2 s to 60 s for rate limits, budgets per run; retries do not count as iterations.
+        c.retry.per_run = true;
         c.retry.server_error = RetryRule {
             max_retries: 1,
             delay_ms: 2_000,
@@ -663,6 +668,7 @@ impl Config {
         };
         c.retry = RetryConfig {
             counts_iteration: true,
+            per_run: false,
             server_error: retry.clone(),
             rate_limit: retry.clone(),
             timeout: retry,
