@@ -515,6 +515,10 @@ impl Loop<'_> {
 
     /// The book's compaction: when the context estimate passes the threshold, a summary call
     /// replaces everything but the last `keep_last` messages (the system prompt stays).
+    ///
+    /// The book's `messages` never hold the system prompt (it travels as `system:`), so the
+    /// estimate (`JSON.stringify(this.messages)`) and the summary request (`messages.slice(0,
+    /// -3)` plus the prompt, no `system`) both leave it out.
     fn summarise_if_needed(
         &mut self,
         model: &mut dyn Model,
@@ -524,20 +528,19 @@ impl Loop<'_> {
         if c.threshold <= 0.0 {
             return Ok(None);
         }
-        let estimate = policy::compaction::estimate_tokens(&self.messages);
-        if (estimate as f64) <= c.threshold * c.context_tokens as f64 {
-            return Ok(None);
-        }
-        let system: Vec<Message> = self
+        let system_len = self
             .messages
             .iter()
             .take_while(|m| m.role == Role::System)
-            .cloned()
-            .collect();
-        let body = &self.messages[system.len()..];
+            .count();
+        let body = &self.messages[system_len..];
+        let estimate = policy::compaction::estimate_tokens(body);
+        if (estimate as f64) <= c.threshold * c.context_tokens as f64 {
+            return Ok(None);
+        }
+        let system = self.messages[..system_len].to_vec();
         let (older, recent) = policy::compaction::split_for_summary(body, c.keep_last);
-        let mut request = system.clone();
-        request.extend(older);
+        let mut request = older;
         request.push(Message::new(Role::User, c.summary_prompt.clone()));
         self.call_no += 1;
         self.emit(Event::ModelRequest {
@@ -1119,3 +1122,87 @@ fn summary(call: &ToolCall) -> CallSummary {
 
 #[cfg(test)]
 mod chat_tests;
+
+#[cfg(test)]
+mod tests {
+    use super::{RunInput, run};
+    use crate::llm::{
+        Finish, Model, ModelError, ModelRequest, ModelResponse, Purpose, Role, Usage,
+    };
+    use crate::policy::{Config, Prices};
+    use crate::tool::ScriptedTools;
+    use crate::trace::Event;
+    use std::collections::BTreeMap;
+
+    /// Answers every turn with text and every summary with "S", remembering the roles of each
+    /// summary request.
+    #[derive(Default)]
+    struct Recorder {
+        summaries: Vec<Vec<Role>>,
+    }
+
+    impl Model for Recorder {
+        fn respond(&mut self, request: &ModelRequest<'_>) -> Result<ModelResponse, ModelError> {
+            let text = if request.purpose == Purpose::Summary {
+                self.summaries
+                    .push(request.messages.iter().map(|m| m.role).collect());
+                "S"
+            } else {
+                "done"
+            };
+            Ok(ModelResponse {
+                text: Some(text.to_owned()),
+                tool_calls: Vec::new(),
+                finish: Finish::Stop,
+                usage: Usage::default(),
+                latency_ms: 0,
+                anomaly: None,
+                chunks: 0,
+                stream: Vec::new(),
+            })
+        }
+    }
+
+    fn book_run(system: &str, user: &str) -> (Vec<Event>, Recorder) {
+        let mut config = Config::agentloop();
+        config.compaction.context_tokens = 100; // threshold: 80 tokens, about 320 bytes
+        let workspace = BTreeMap::new();
+        let input = RunInput {
+            profile: "agentloop",
+            model: "mock",
+            config: &config,
+            system,
+            user,
+            signals: &[],
+            prices: Prices::default(),
+            approvals: &[],
+            followups: &[],
+            workspace: &workspace,
+            plan: &[],
+        };
+        let mut model = Recorder::default();
+        let mut tools = ScriptedTools::new(&[]);
+        let events = run(input, &mut model, &mut tools).expect("complete script");
+        (events.into_iter().map(|e| e.event).collect(), model)
+    }
+
+    #[test]
+    fn book_estimate_leaves_the_system_prompt_out() {
+        let (events, model) = book_run(&"s".repeat(2000), "hi");
+        assert!(model.summaries.is_empty());
+        assert!(!events.iter().any(|e| matches!(e, Event::Compaction { .. })));
+    }
+
+    #[test]
+    fn book_summary_request_has_no_system_prompt() {
+        let (events, model) = book_run("Be brief.", &"u".repeat(2000));
+        // One user message: `slice(0, -3)` is empty, so the request is the prompt alone.
+        assert_eq!(model.summaries, vec![vec![Role::User]]);
+        let compaction = events.iter().find_map(|e| match e {
+            Event::Compaction { before, after, .. } => Some((*before, *after)),
+            _ => None,
+        });
+        // System prompt kept, summary added, the last 3 (here the one user message) kept.
+        assert_eq!(compaction, Some((2, 3)));
+    }
+}
