@@ -4,6 +4,7 @@
 //! previews. No I/O, no allocation beyond the returned strings.
 
 use serde_json::Value;
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 /// Canonical form: object keys sorted byte-wise, recursively; arrays keep their order; numbers
@@ -79,6 +80,20 @@ pub fn preview(s: &str, max: usize) -> String {
     }
 }
 
+/// IronClaw's log/status preview (`truncate_for_preview`): `max` is a byte budget; a longer
+/// `s` is cut at the last char boundary at or before `max` bytes and gets `...` appended. An
+/// uncut `s` is returned borrowed. (Unlike [`preview`], which counts chars.)
+pub fn truncate_for_preview(s: &str, max: usize) -> Cow<'_, str> {
+    if s.len() <= max {
+        return Cow::Borrowed(s);
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    Cow::Owned(format!("{}...", &s[..end]))
+}
+
 /// Does `subset` hold within `value`? Objects: every key of `subset` is present in `value` with
 /// a value that (recursively) contains the subset's; everything else: equality.
 pub fn contains(value: &Value, subset: &Value) -> bool {
@@ -120,6 +135,53 @@ mod tests {
         assert_eq!(preview("hello world", 5), "hello...");
         assert_eq!(preview("café", 3), "caf...");
         assert_eq!(preview("café", 4), "café");
+    }
+
+    #[test]
+    fn canonical_leaves_scalars_unchanged() {
+        for v in [
+            json!(null),
+            json!(true),
+            json!(7),
+            json!(-1.5),
+            json!("a \"b\""),
+        ] {
+            assert_eq!(canonical(&v), compact(&v), "{v}");
+        }
+    }
+
+    // IronClaw E20: the five `test_truncate_*` tests of `truncate_for_preview`.
+
+    #[test]
+    fn truncate_short_string_unchanged() {
+        assert_eq!(truncate_for_preview("hello", 10), "hello");
+    }
+
+    #[test]
+    fn truncate_short_string_borrows() {
+        assert!(matches!(
+            truncate_for_preview("hello", 10),
+            Cow::Borrowed("hello")
+        ));
+    }
+
+    #[test]
+    fn truncate_long_string_adds_ellipsis() {
+        assert_eq!(truncate_for_preview("hello world", 5), "hello...");
+    }
+
+    #[test]
+    fn truncate_long_string_owns() {
+        assert!(matches!(
+            truncate_for_preview("hello world", 5),
+            Cow::Owned(_)
+        ));
+    }
+
+    #[test]
+    fn truncate_multibyte_safe() {
+        // "café" is 5 bytes; byte 4 falls inside "é", so the cut moves back to byte 3.
+        assert_eq!(truncate_for_preview("café", 4), "caf...");
     }
 
     #[test]

@@ -110,7 +110,10 @@ impl Policy for DuplicateTracker {
 /// IronClaw tracker unit tests (E15–E19).
 #[cfg(test)]
 mod tests {
-    use super::Tracker;
+    use super::{DuplicateTracker, Tracker};
+    use crate::json::compact;
+    use crate::policy::{Action, CallRecord, CallResult, Config, LoopView, Policy};
+    use serde_json::json;
 
     fn fp(name: &str) -> Vec<(String, String)> {
         vec![(name.to_owned(), "{}".to_owned())]
@@ -150,5 +153,35 @@ mod tests {
             t.record(fp("b"), true),
         ];
         assert_eq!(got, [1, 2, 1]);
+    }
+
+    /// E19 `test_dup_tracker_canonicalizes_arg_order`: `{"a":1,"b":2}` and `{"b":2,"a":1}` are
+    /// the same call, through the policy's own fingerprinting (`before_execute`), so three
+    /// all-failed batches alternating the key order reach the warning at the 3rd.
+    #[test]
+    fn dup_tracker_canonicalizes_arg_order() {
+        let (ab, ba) = (json!({"a": 1, "b": 2}), json!({"b": 2, "a": 1}));
+        assert_ne!(compact(&ab), compact(&ba), "insertion order is kept");
+        let mut p = DuplicateTracker::new(Config::ironclaw().duplicate);
+        let view = LoopView {
+            iteration: 1,
+            total_tool_calls: 0,
+            tools_available: true,
+            force_text: false,
+            cost_usd: 0.0,
+            tokens: 0,
+        };
+        let mut warned = Vec::new();
+        for args in [&ab, &ba, &ab] {
+            p.before_execute(&[("echo".to_owned(), args.clone())]);
+            let record = CallRecord {
+                name: "echo".to_owned(),
+                args: args.clone(),
+                result: CallResult::Failed(Some("boom".to_owned())),
+            };
+            let actions = p.after_batch(&[record], &view);
+            warned.push(actions.iter().any(|a| matches!(a, Action::Inject { .. })));
+        }
+        assert_eq!(warned, [false, false, true]);
     }
 }
