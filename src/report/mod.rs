@@ -104,7 +104,9 @@ pub struct Tally {
     pub ungated: u64,
     /// Per (family, profile).
     pub groups: BTreeMap<(String, String), Sums>,
-    /// Per (family, profile): the profile's runs and the same scenarios under `none`.
+    /// Per (family, profile): the profile's runs and the same scenarios under `none` (every
+    /// case of a scenario that also ran under `none`: its own profile, `compare` and
+    /// `--profile` cases alike).
     pub savings: BTreeMap<(String, String), (Sums, Sums)>,
 }
 
@@ -144,17 +146,16 @@ impl Tally {
                 .or_default()
                 .add(&c.row);
         }
-        // Pair the scenario's own run with its run under `none`.
-        if let (Some(own), Some(none)) = (
-            cases.iter().find(|c| !c.id.contains('@')),
-            cases.iter().find(|c| c.id.ends_with("@none")),
-        ) {
-            let entry = self
-                .savings
-                .entry((own.row.family.clone(), own.row.profile.clone()))
-                .or_default();
-            entry.0.add(&own.row);
-            entry.1.add(&none.row);
+        // Pair every run under a defence with the same scenario's run under `none`.
+        if let Some(none) = cases.iter().find(|c| c.row.profile == "none") {
+            for c in cases.iter().filter(|c| c.row.profile != "none") {
+                let entry = self
+                    .savings
+                    .entry((c.row.family.clone(), c.row.profile.clone()))
+                    .or_default();
+                entry.0.add(&c.row);
+                entry.1.add(&none.row);
+            }
         }
     }
 

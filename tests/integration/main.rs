@@ -5,7 +5,8 @@
 //! - `golden_workflow`: run → accept → change → diff → accept/reject, CI mode, orphans.
 //! - `determinism`: identical goldens, CSV, traces and terminal output for any `--jobs`.
 //! - `schema`: the committed JSON Schema matches `harness schema`.
-//! - `cli`: usage errors, `profile`, `trace`.
+//! - `cli`: usage errors, `profile`, `trace`, `--profile`.
+//! - `mapping`: `docs/profiles.md` names only scenarios and tests that exist, and all of them.
 
 mod support;
 
@@ -13,4 +14,5 @@ mod cli;
 mod determinism;
 mod golden_workflow;
 mod invalid;
+mod mapping;
 mod schema;
