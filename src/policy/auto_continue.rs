@@ -2,8 +2,8 @@
 //! has made at least `min_tool_calls` tool calls is treated as a stall, and the model is
 //! re-prompted, at most `max` times per run.
 
+use super::say;
 use super::{Action, AutoContinueConfig, LoopView, Policy};
-use crate::llm::Role;
 
 pub(super) struct AutoContinue {
     config: AutoContinueConfig,
@@ -35,16 +35,6 @@ impl Policy for AutoContinue {
             return None;
         }
         self.used += 1;
-        Some(vec![
-            Action::Intervene {
-                stage: 1,
-                action: "continue",
-                tool: None,
-            },
-            Action::Inject {
-                role: Role::User,
-                text: self.config.message.clone(),
-            },
-        ])
+        Some(say(1, "continue", None, self.config.message.clone()))
     }
 }

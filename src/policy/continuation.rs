@@ -2,8 +2,8 @@
 //! loop pushes it, asks the model to continue and goes on. A cut tool batch is not executed
 //! (the book switches on the stop reason before looking at tool calls).
 
-use super::{Action, ContinuationConfig, LoopView, Policy};
-use crate::llm::{Finish, ModelResponse, Role};
+use super::{Action, ContinuationConfig, LoopView, Policy, say};
+use crate::llm::{Finish, ModelResponse};
 
 pub(super) struct Continuation {
     config: ContinuationConfig,
@@ -15,18 +15,8 @@ impl Continuation {
         Self { config, count: 0 }
     }
 
-    fn go_on(&self) -> [Action; 2] {
-        [
-            Action::Intervene {
-                stage: 1,
-                action: "continue",
-                tool: None,
-            },
-            Action::Inject {
-                role: Role::User,
-                text: self.config.message.clone(),
-            },
-        ]
+    fn go_on(&self) -> Vec<Action> {
+        say(1, "continue", None, self.config.message.clone())
     }
 }
 
@@ -41,7 +31,7 @@ impl Policy for Continuation {
         response: &ModelResponse,
         _view: &LoopView,
     ) -> Option<Vec<Action>> {
-        (response.finish == Finish::Length).then(|| self.go_on().to_vec())
+        (response.finish == Finish::Length).then(|| self.go_on())
     }
 
     fn on_batch(&mut self, response: &ModelResponse, _view: &LoopView) -> Option<Vec<Action>> {

@@ -4,8 +4,8 @@
 //! a nudge and goes on, at most `max_consecutive` times in a row. The counter resets on a text
 //! without intent or on any executed batch; at the cap it stays put.
 
+use super::say;
 use super::{Action, IntentNudgeConfig, LoopView, Policy};
-use crate::llm::Role;
 use serde_json::Value;
 
 const EXCLUSIONS: &[&str] = &[
@@ -126,17 +126,7 @@ impl Policy for IntentNudge {
             return None;
         }
         self.consecutive += 1;
-        Some(vec![
-            Action::Intervene {
-                stage: 1,
-                action: "nudge",
-                tool: None,
-            },
-            Action::Inject {
-                role: Role::User,
-                text: self.config.message.clone(),
-            },
-        ])
+        Some(say(1, "nudge", None, self.config.message.clone()))
     }
 
     fn after_text(&mut self, text: &str, _continued: bool) {

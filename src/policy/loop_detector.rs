@@ -4,9 +4,10 @@
 //! that sends back a final answer whose `file:line` citations mostly cannot be verified.
 
 use super::citations;
+use super::say;
 use super::similarity::{Detection, SimilarityDetector};
 use super::{Action, CitationsConfig, LoopView, Policy, Screen, SimilarityConfig, fill};
-use crate::llm::{ModelResponse, Role};
+use crate::llm::ModelResponse;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -50,17 +51,7 @@ impl Policy for LoopDetector {
                     ],
                 );
                 Screen {
-                    actions: vec![
-                        Action::Intervene {
-                            stage: 2,
-                            action: "skip_batch",
-                            tool: Some(name.to_owned()),
-                        },
-                        Action::Inject {
-                            role: Role::User,
-                            text,
-                        },
-                    ],
+                    actions: say(2, "skip_batch", Some(name.to_owned()), text),
                     skip_rest: true,
                 }
             }
@@ -103,19 +94,14 @@ impl Policy for Citations {
             return None;
         }
         self.checks += 1;
-        Some(vec![
-            Action::Intervene {
-                stage: 1,
-                action: "unverified_citations",
-                tool: None,
-            },
-            Action::Inject {
-                role: Role::User,
-                text: fill(
-                    &self.config.message,
-                    &[("unverified", &v.unverified.join(", "))],
-                ),
-            },
-        ])
+        Some(say(
+            1,
+            "unverified_citations",
+            None,
+            fill(
+                &self.config.message,
+                &[("unverified", &v.unverified.join(", "))],
+            ),
+        ))
     }
 }

@@ -253,6 +253,27 @@ pub fn build(
     out
 }
 
+/// The usual answer of a defence that speaks to the model: record the decision, then add the
+/// message as a user turn.
+pub(crate) fn say(
+    stage: u8,
+    action: &'static str,
+    tool: Option<String>,
+    text: String,
+) -> Vec<Action> {
+    vec![
+        Action::Intervene {
+            stage,
+            action,
+            tool,
+        },
+        Action::Inject {
+            role: Role::User,
+            text,
+        },
+    ]
+}
+
 /// Replace `{key}` placeholders in a message template.
 pub(crate) fn fill(template: &str, pairs: &[(&str, &str)]) -> String {
     let mut out = template.to_owned();

@@ -4,8 +4,9 @@
 //! the text-only recovery is active, an `empty_text_response` ends the run too. Any other
 //! non-blank text, or a valid tool batch, resets the machine.
 
+use super::say;
 use super::{Action, LoopView, Policy, RecoveryConfig};
-use crate::llm::{Anomaly, ModelResponse, Role};
+use crate::llm::{Anomaly, ModelResponse};
 use crate::scenario::OutcomeKind;
 use serde_json::Value;
 
@@ -83,17 +84,7 @@ impl Policy for Recovery {
                     self.pending = true;
                     (2, "force_text", &self.config.force_message)
                 };
-                Some(vec![
-                    Action::Intervene {
-                        stage,
-                        action,
-                        tool: None,
-                    },
-                    Action::Inject {
-                        role: Role::User,
-                        text: message.clone(),
-                    },
-                ])
+                Some(say(stage, action, None, message.clone()))
             }
             Some(Anomaly::EmptyTextResponse) if self.active => Some(self.fail()),
             _ => {
