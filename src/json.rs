@@ -72,17 +72,9 @@ pub fn kind_name(value: &Value) -> &'static str {
     }
 }
 
-/// At most `max` chars of `s`, cut on a char boundary, with `...` appended when cut.
-pub fn preview(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        None => s.to_owned(),
-        Some((cut, _)) => format!("{}...", &s[..cut]),
-    }
-}
-
 /// IronClaw's log/status preview (`truncate_for_preview`): `max` is a byte budget; a longer
 /// `s` is cut at the last char boundary at or before `max` bytes and gets `...` appended. An
-/// uncut `s` is returned borrowed. (Unlike [`preview`], which counts chars.)
+/// uncut `s` is returned borrowed.
 pub fn truncate_for_preview(s: &str, max: usize) -> Cow<'_, str> {
     if s.len() <= max {
         return Cow::Borrowed(s);
@@ -127,14 +119,6 @@ mod tests {
             canonical(&json!({"cmd": ""})),
             canonical(&json!({"cmd": " "}))
         );
-    }
-
-    #[test]
-    fn preview_cuts_on_char_boundaries() {
-        assert_eq!(preview("hello", 10), "hello");
-        assert_eq!(preview("hello world", 5), "hello...");
-        assert_eq!(preview("café", 3), "caf...");
-        assert_eq!(preview("café", 4), "café");
     }
 
     #[test]

@@ -16,10 +16,9 @@
 //! configuration enables it; it shares the model and tool traits, the clock and the event
 //! stream.
 
-use crate::json::compact;
 use crate::llm::{
     Anomaly, Arguments, FaultKind, Message, Model, ModelError, ModelRequest, ModelResponse,
-    Purpose, Role, ToolCall, ToolSpec,
+    ProviderFault, Purpose, Role, ToolCall, ToolSpec,
 };
 use crate::policy::{
     self, Action, CallRecord, CallResult, Config, LoopView, MalformedArgs, Policy, Prices,
@@ -27,7 +26,7 @@ use crate::policy::{
 };
 use crate::scenario::{ApprovalDef, Decision, OutcomeKind, SignalDef};
 use crate::tool::{ToolRunner, ToolStatus, UnscriptedCall};
-use crate::trace::{CallSummary, Event, TimedEvent};
+use crate::trace::{Event, TimedEvent};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -86,8 +85,8 @@ pub type RunResult = Result<Vec<TimedEvent>, (Vec<TimedEvent>, ScriptGap)>;
 
 /// How one loop (one user turn, or one resume) ended.
 enum LoopEnd {
-    /// With an outcome event already recorded.
-    Finished(OutcomeKind),
+    /// With an outcome event already recorded, and the final answer if there was one.
+    Finished(OutcomeKind, Option<String>),
     /// An approved pause: the loop starts again from scratch.
     Resume,
 }
@@ -97,8 +96,8 @@ enum Called {
     Response(ModelResponse),
     /// A provider error whose retry uses up the iteration.
     NextIteration,
-    /// A provider error ended the run (outcome recorded).
-    Ended,
+    /// The run ended here (outcome recorded).
+    Ended(LoopEnd),
 }
 
 /// How a tool batch ended.
@@ -112,6 +111,7 @@ enum BatchEnd {
 
 struct Loop<'a> {
     input: RunInput<'a>,
+    /// `input.config`, kept at hand.
     config: &'a Config,
     policies: Vec<Box<dyn Policy>>,
     events: Vec<TimedEvent>,
@@ -125,8 +125,8 @@ struct Loop<'a> {
     run_iterations: u32,
     /// Provider errors in a row.
     faults: u32,
-    /// Provider errors per kind (rate limit, server error, overflow, timeout): in a row, or
-    /// over the run when `retry.per_run` is set.
+    /// Provider errors per kind (indexed by `FaultKind as usize`): in a row, or over the run
+    /// when `retry.per_run` is set.
     faults_by_kind: [u32; 4],
     input_tokens: u64,
     output_tokens: u64,
@@ -217,7 +217,7 @@ impl Loop<'_> {
         loop {
             match self.agent_loop(model, tools)? {
                 LoopEnd::Resume => self.fresh(),
-                LoopEnd::Finished(kind) => {
+                LoopEnd::Finished(kind, answer) => {
                     if !followups.is_empty() {
                         let (i, o, c) = self.turn_start;
                         self.emit(Event::TurnEnd {
@@ -233,7 +233,7 @@ impl Loop<'_> {
                         Some(text) if kind == OutcomeKind::Response => {
                             // The answer stays in the conversation: the next turn's context is
                             // the thread's history, which holds every earlier turn's response.
-                            if let Some(answer) = self.last_answer() {
+                            if let Some(answer) = answer {
                                 self.messages.push(Message::new(Role::Assistant, answer));
                             }
                             turn += 1;
@@ -249,14 +249,6 @@ impl Loop<'_> {
                 }
             }
         }
-    }
-
-    /// The text of the last recorded outcome (a turn's final answer), if it had one.
-    fn last_answer(&self) -> Option<String> {
-        self.events.iter().rev().find_map(|e| match &e.event {
-            Event::Outcome { text, .. } => Some(text.clone()),
-            _ => None,
-        })?
     }
 
     fn view(&self, iteration: u32, tools_available: bool) -> LoopView {
@@ -280,14 +272,13 @@ impl Loop<'_> {
         self.emit(Event::Outcome {
             outcome,
             iterations,
-            text,
+            text: text.clone(),
             detail,
         });
-        LoopEnd::Finished(outcome)
+        LoopEnd::Finished(outcome, text)
     }
 
-    /// Apply actions now; `Inject`s are returned instead when `defer_injects` is set (a
-    /// screen's warning must follow the batch's tool results).
+    /// Apply a policy's actions in order, recording each in the trace.
     fn apply(&mut self, source: &'static str, actions: Vec<Action>, calls_in_batch: usize) {
         for action in actions {
             match action {
@@ -413,7 +404,7 @@ impl Loop<'_> {
             let mut response = match self.call_model(model, tools, n, iterations)? {
                 Called::Response(r) => r,
                 Called::NextIteration => continue,
-                Called::Ended => return Ok(LoopEnd::Finished(OutcomeKind::Error)),
+                Called::Ended(end) => return Ok(end),
             };
             let tools_available =
                 !(self.force_text || self.strip_this_call || tools.specs().is_empty());
@@ -427,16 +418,7 @@ impl Loop<'_> {
                 });
                 response.text = Some(self.config.empty_reply.fallback_text.clone());
             }
-            self.emit(Event::ModelResponse {
-                finish: response.finish,
-                text: response.text.clone(),
-                calls: response.tool_calls.iter().map(summary).collect(),
-                input_tokens: response.usage.input,
-                output_tokens: response.usage.output,
-                latency_ms: response.latency_ms,
-                anomaly: response.anomaly,
-                chunks: response.chunks,
-            });
+            self.emit(Event::model_response(&response));
             let view = self.view(n, tools_available);
 
             if response.tool_calls.is_empty() {
@@ -564,32 +546,11 @@ impl Loop<'_> {
             Err(ModelError::Script(e)) => return Err(e.into()),
             Err(ModelError::Provider(f)) => {
                 self.clock += f.latency_ms;
-                self.emit(Event::ProviderError {
-                    fault: f.kind,
-                    message: f.message.clone(),
-                    attempt: 1,
-                    retry_in_ms: None,
-                });
-                let detail = format!("{} from the provider: {}", f.kind.as_str(), f.message);
-                return Ok(Some(self.finish(
-                    OutcomeKind::Error,
-                    iterations,
-                    None,
-                    Some(detail),
-                )));
+                return Ok(Some(self.fault_ends_run(&f, 1, iterations)));
             }
         };
         self.account(&reply);
-        self.emit(Event::ModelResponse {
-            finish: reply.finish,
-            text: reply.text.clone(),
-            calls: Vec::new(),
-            input_tokens: reply.usage.input,
-            output_tokens: reply.usage.output,
-            latency_ms: reply.latency_ms,
-            anomaly: reply.anomaly,
-            chunks: reply.chunks,
-        });
+        self.emit(Event::model_response(&reply));
         let summary = reply.text.unwrap_or_default();
         let before = self.messages.len();
         let mut messages = system;
@@ -659,11 +620,12 @@ impl Loop<'_> {
                         self.faults_by_kind = [0; 4];
                     }
                     self.account(&r);
-                    let r = match assemble(r, self.config.malformed_args) {
+                    let r = match assemble(r) {
                         Ok(r) => r,
                         Err(detail) => {
-                            self.finish(OutcomeKind::Error, iterations, None, Some(detail));
-                            return Ok(Called::Ended);
+                            let end =
+                                self.finish(OutcomeKind::Error, iterations, None, Some(detail));
+                            return Ok(Called::Ended(end));
                         }
                     };
                     return Ok(Called::Response(r));
@@ -673,26 +635,15 @@ impl Loop<'_> {
             };
             self.clock += fault.latency_ms;
             self.faults += 1;
-            let kind_index = match fault.kind {
-                FaultKind::RateLimit => 0,
-                FaultKind::ServerError => 1,
-                FaultKind::ContextOverflow => 2,
-                FaultKind::Timeout => 3,
-            };
-            self.faults_by_kind[kind_index] += 1;
+            self.faults_by_kind[fault.kind as usize] += 1;
             let attempt = self.faults;
-            let nth_of_kind = self.faults_by_kind[kind_index];
+            let nth_of_kind = self.faults_by_kind[fault.kind as usize];
             if fault.kind == FaultKind::ContextOverflow
                 && self.config.compaction.retry_on_overflow
                 && !compacted
             {
                 compacted = true;
-                self.emit(Event::ProviderError {
-                    fault: fault.kind,
-                    message: fault.message,
-                    attempt,
-                    retry_in_ms: None,
-                });
+                self.emit(Event::provider_error(&fault, attempt, None));
                 let before = self.messages.len();
                 self.messages = policy::compaction::compact_for_retry(
                     &self.messages,
@@ -714,32 +665,23 @@ impl Loop<'_> {
             };
             if let Some(rule) = rule.filter(|r| nth_of_kind <= r.max_retries) {
                 let wait = rule.delay(nth_of_kind, fault.retry_after_ms);
-                self.emit(Event::ProviderError {
-                    fault: fault.kind,
-                    message: fault.message,
-                    attempt,
-                    retry_in_ms: Some(wait),
-                });
+                self.emit(Event::provider_error(&fault, attempt, Some(wait)));
                 self.clock += wait;
                 if self.config.retry.counts_iteration {
                     return Ok(Called::NextIteration);
                 }
                 continue;
             }
-            let detail = format!(
-                "{} from the provider: {}",
-                fault.kind.as_str(),
-                fault.message
-            );
-            self.emit(Event::ProviderError {
-                fault: fault.kind,
-                message: fault.message,
-                attempt,
-                retry_in_ms: None,
-            });
-            self.finish(OutcomeKind::Error, iterations, None, Some(detail));
-            return Ok(Called::Ended);
+            return Ok(Called::Ended(
+                self.fault_ends_run(&fault, attempt, iterations),
+            ));
         }
+    }
+
+    /// A provider error nothing retries: record it and end the run with an error.
+    fn fault_ends_run(&mut self, fault: &ProviderFault, attempt: u32, iterations: u32) -> LoopEnd {
+        self.emit(Event::provider_error(fault, attempt, None));
+        self.finish(OutcomeKind::Error, iterations, None, Some(fault.describe()))
     }
 
     fn needs_approval(&self, name: &str, tools: &dyn ToolRunner) -> bool {
@@ -792,8 +734,8 @@ impl Loop<'_> {
                 if !injects.is_empty() {
                     warnings.push((id, injects));
                 }
-                if screen.skip_rest {
-                    skipped_from = Some(i);
+                if let Some(skip) = screen.skip_rest {
+                    skipped_from = Some((i, skip));
                     break 'calls;
                 }
             }
@@ -808,17 +750,14 @@ impl Loop<'_> {
             .map(|&i| (&calls[i], decoded[i].clone()))
             .collect();
         let records = self.run_calls(&batch, tools)?;
-        if let Some(k) = skipped_from {
+        if let Some((k, skip)) = skipped_from {
             for call in &calls[k..] {
                 self.emit(Event::ToolCallSkipped {
                     id: call.id.clone(),
                     name: call.name.clone(),
-                    reason: "loop detected".to_owned(),
+                    reason: skip.reason.to_owned(),
                 });
-                self.push_tool(
-                    "Not executed: the loop detector stopped this batch.".to_owned(),
-                    true,
-                );
+                self.push_tool(skip.message.to_owned(), true);
             }
         }
         for (id, actions) in warnings {
@@ -912,7 +851,7 @@ impl Loop<'_> {
         for (call, args) in calls {
             let spec = tools.specs().iter().find(|t| t.name == call.name);
             let p = match args.clone() {
-                Err(e) => Prepared::Broken(raw_text(&call.arguments), e),
+                Err(e) => Prepared::Broken(call.arguments.text().into_owned(), e),
                 Ok(args) if spec.is_none() => Prepared::Unknown(args),
                 Ok(args) => match self
                     .policies
@@ -1026,13 +965,14 @@ impl Loop<'_> {
         Ok(records)
     }
 
-    /// IronClaw keeps the first authentication prompt a batch produced (`tool_auth` /
-    /// `tool_install` results naming an extension and carrying a token request or an
+    /// IronClaw keeps the first authentication prompt a batch produced (results of the
+    /// `approvals.auth_tools` naming an extension and carrying a token request or an
     /// auth/setup URL) so a resumed run can show it again.
     fn capture_auth_prompt(&mut self, tool: &str, output: &str) {
-        if !self.config.approvals.enabled
+        let approvals = &self.config.approvals;
+        if !approvals.enabled
             || self.auth_prompt.is_some()
-            || !matches!(tool, "tool_auth" | "tool_install")
+            || !approvals.auth_tools.iter().any(|t| t == tool)
         {
             return;
         }
@@ -1074,7 +1014,7 @@ impl Loop<'_> {
 
 /// Assemble a streamed response (text deltas, tool-call starts, argument deltas, finish) the
 /// way the runtime's accumulator does: a call that received no argument deltas keeps `{}`.
-fn assemble(mut r: ModelResponse, _malformed: MalformedArgs) -> Result<ModelResponse, String> {
+fn assemble(mut r: ModelResponse) -> Result<ModelResponse, String> {
     if r.stream.is_empty() {
         return Ok(r);
     }
@@ -1102,21 +1042,6 @@ fn decode(args: &Arguments, malformed: MalformedArgs) -> Result<Value, String> {
             Err(_) if malformed == MalformedArgs::EmptyObject => Ok(empty()),
             Err(e) => Err(format!("invalid JSON in tool arguments: {e}")),
         },
-    }
-}
-
-fn raw_text(args: &Arguments) -> String {
-    match args {
-        Arguments::Parsed(v) => compact(v),
-        Arguments::Raw(s) => s.clone(),
-    }
-}
-
-fn summary(call: &ToolCall) -> CallSummary {
-    CallSummary {
-        id: call.id.clone(),
-        name: call.name.clone(),
-        args: raw_text(&call.arguments),
     }
 }
 

@@ -521,28 +521,13 @@ impl PlanLoop<'_> {
             // The executor has no retry of its own: a provider error ends the run.
             Err(ModelError::Provider(f)) => {
                 self.clock += f.latency_ms;
-                let detail = format!("{} from the provider: {}", f.kind.as_str(), f.message);
-                self.emit(Event::ProviderError {
-                    fault: f.kind,
-                    message: f.message,
-                    attempt: 1,
-                    retry_in_ms: None,
-                });
-                self.finish(OutcomeKind::Error, None, Some(detail));
+                self.emit(Event::provider_error(&f, 1, None));
+                self.finish(OutcomeKind::Error, None, Some(f.describe()));
                 return Ok(Flow::Ended);
             }
         };
         self.clock += response.latency_ms;
-        self.emit(Event::ModelResponse {
-            finish: response.finish,
-            text: response.text.clone(),
-            calls: Vec::new(),
-            input_tokens: response.usage.input,
-            output_tokens: response.usage.output,
-            latency_ms: response.latency_ms,
-            anomaly: response.anomaly,
-            chunks: response.chunks,
-        });
+        self.emit(Event::model_response(&response));
         let mut text = response.text.unwrap_or_default();
         if stutters(&text, self.ps.stutter_limit) {
             self.intervene(2, "stutter_guard");

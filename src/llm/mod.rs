@@ -81,6 +81,16 @@ pub enum Arguments {
     Raw(String),
 }
 
+impl Arguments {
+    /// The arguments as text: compact JSON (in the model's key order) or the raw string.
+    pub fn text(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            Self::Parsed(v) => std::borrow::Cow::Owned(crate::json::compact(v)),
+            Self::Raw(s) => std::borrow::Cow::Borrowed(s),
+        }
+    }
+}
+
 /// A tool call requested by the model.
 #[derive(Debug, Clone)]
 pub struct ToolCall {
@@ -203,13 +213,13 @@ impl Anomaly {
 #[serde(rename_all = "snake_case")]
 pub enum FaultKind {
     /// HTTP 429: too many requests (may carry a retry-after hint).
-    RateLimit,
+    RateLimit = 0,
     /// HTTP 5xx or "overloaded".
-    ServerError,
+    ServerError = 1,
     /// The request does not fit the model's context window.
-    ContextOverflow,
+    ContextOverflow = 2,
     /// The request timed out.
-    Timeout,
+    Timeout = 3,
 }
 
 impl FaultKind {
@@ -235,6 +245,13 @@ pub struct ProviderFault {
     pub retry_after_ms: Option<u64>,
     /// Virtual time the failed request took.
     pub latency_ms: u64,
+}
+
+impl ProviderFault {
+    /// `kind from the provider: message`, the detail of a run this fault ended.
+    pub fn describe(&self) -> String {
+        format!("{} from the provider: {}", self.kind.as_str(), self.message)
+    }
 }
 
 /// What the model answers.
@@ -271,6 +288,6 @@ pub enum ModelError {
     #[error(transparent)]
     Script(#[from] ScriptError),
     /// The provider failed (scripted fault, or a live provider error).
-    #[error("{} from the provider: {}", .0.kind.as_str(), .0.message)]
+    #[error("{}", .0.describe())]
     Provider(ProviderFault),
 }

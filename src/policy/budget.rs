@@ -57,12 +57,8 @@ mod tests {
 
     fn view(iteration: u32, force_text: bool) -> LoopView {
         LoopView {
-            iteration,
-            total_tool_calls: 0,
-            tools_available: true,
             force_text,
-            cost_usd: 0.0,
-            tokens: 0,
+            ..LoopView::at(iteration)
         }
     }
 

@@ -5,7 +5,7 @@
 //! summarizes the older part with one; that call belongs to the engine), never decides *when* to
 //! compact, and only builds new lists from clones, leaving the caller's conversation untouched.
 
-use crate::llm::{Arguments, Message, Role};
+use crate::llm::{Message, Role};
 use serde::Serialize;
 use std::borrow::Cow;
 
@@ -81,10 +81,7 @@ impl<'a> From<&'a Message> for WireMessage<'a> {
                 .map(|c| WireCall {
                     id: &c.id,
                     name: &c.name,
-                    arguments: match &c.arguments {
-                        Arguments::Parsed(v) => Cow::Owned(crate::json::compact(v)),
-                        Arguments::Raw(s) => Cow::Borrowed(s),
-                    },
+                    arguments: c.arguments.text(),
                 })
                 .collect(),
         }

@@ -132,9 +132,10 @@ pub struct CostConfig {
     pub warn_fraction: f64,
     /// Stop before a model call once the run has used more tokens than this (0: no cap).
     pub max_tokens: u64,
-    /// Failure text when a cap is reached; `{spent}` and `{cap}` are filled in.
+    /// Failure text when a cap is reached; `{spent}` and `{cap}` are filled in with their
+    /// unit (`$1.250000`, `200 tokens`).
     pub stop_message: String,
-    /// Warning text; `{spent}` and `{cap}` are filled in.
+    /// Warning text; `{spent}` and `{cap}` are filled in (`$1.250000`).
     pub warn_message: String,
     /// Prices per model name, used when the scenario's model has no prices of its own.
     pub prices: BTreeMap<String, Prices>,
@@ -272,6 +273,9 @@ pub struct ApprovalConfig {
     pub auto_approve: bool,
     /// Final text after a rejection; `{tool}` is filled in.
     pub reject_message: String,
+    /// Tools whose results may carry an authentication prompt that a pause keeps for the
+    /// resume (IronClaw: `tool_auth`, `tool_install`).
+    pub auth_tools: Vec<String>,
 }
 
 /// How the calls of one batch run.
@@ -500,8 +504,8 @@ impl Config {
                 max_usd: 0.0,
                 warn_fraction: 0.0,
                 max_tokens: 0,
-                stop_message: "cost limit reached: spent ${spent} of ${cap}".to_owned(),
-                warn_message: "session cost passed 80% of the cap: ${spent} of ${cap}".to_owned(),
+                stop_message: "cost limit reached: spent {spent} of {cap}".to_owned(),
+                warn_message: "session cost passed 80% of the cap: {spent} of {cap}".to_owned(),
                 prices: BTreeMap::new(),
                 fallback_model: String::new(),
             },
@@ -554,6 +558,7 @@ impl Config {
                 enabled: false,
                 auto_approve: false,
                 reject_message: IRONCLAW_REJECTED.to_owned(),
+                auth_tools: vec!["tool_auth".to_owned(), "tool_install".to_owned()],
             },
             plan_step: PlanStepConfig {
                 enabled: false,
@@ -677,7 +682,7 @@ impl Config {
         c.cost.max_usd = 5.0;
         c.cost.warn_fraction = 0.8;
         c.cost.stop_message =
-            "session cost cap reached: spent ${spent} of ${cap}; stopping".to_owned();
+            "session cost cap reached: spent {spent} of {cap}; stopping".to_owned();
         c.cost.prices = BTreeMap::from([
             (
                 "claude-sonnet-4-6".to_owned(),

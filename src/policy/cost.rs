@@ -17,7 +17,7 @@ impl CostGuard {
 }
 
 fn dollars(v: f64) -> String {
-    format!("{v:.6}")
+    format!("${v:.6}")
 }
 
 impl Policy for CostGuard {
@@ -27,7 +27,13 @@ impl Policy for CostGuard {
 
     fn before_call(&mut self, view: &LoopView) -> Vec<Action> {
         let c = &self.config;
-        let pairs = |cap: String| [("spent", dollars(view.cost_usd)), ("cap", cap)];
+        // The unit travels with the figures, so one template serves both caps.
+        let say = |template: &str, spent: String, cap: String| {
+            fill(
+                template,
+                &[("spent", spent.as_str()), ("cap", cap.as_str())],
+            )
+        };
         let stop = |detail: String| {
             vec![
                 Action::Intervene {
@@ -42,26 +48,25 @@ impl Policy for CostGuard {
             ]
         };
         if c.max_tokens > 0 && view.tokens > c.max_tokens {
-            let p = [
-                ("spent", format!("{} tokens", view.tokens)),
-                ("cap", format!("{} tokens", c.max_tokens)),
-            ];
-            let p: Vec<(&str, &str)> = p.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            return stop(fill(&c.stop_message, &p).replace("$", ""));
+            let tokens = |n: u64| format!("{n} tokens");
+            return stop(say(
+                &c.stop_message,
+                tokens(view.tokens),
+                tokens(c.max_tokens),
+            ));
         }
         if c.max_usd <= 0.0 {
             return Vec::new();
         }
-        let p = pairs(dollars(c.max_usd));
-        let p: Vec<(&str, &str)> = p.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let (spent, cap) = (dollars(view.cost_usd), dollars(c.max_usd));
         let mut actions = Vec::new();
         if c.warn_fraction > 0.0 && view.cost_usd > c.max_usd * c.warn_fraction {
             actions.push(Action::Notice {
-                text: fill(&c.warn_message, &p),
+                text: say(&c.warn_message, spent.clone(), cap.clone()),
             });
         }
         if view.cost_usd >= c.max_usd {
-            actions.extend(stop(fill(&c.stop_message, &p)));
+            actions.extend(stop(say(&c.stop_message, spent, cap)));
         }
         actions
     }
@@ -74,12 +79,9 @@ mod tests {
 
     fn view(cost_usd: f64, tokens: u64) -> LoopView {
         LoopView {
-            iteration: 1,
-            total_tool_calls: 0,
-            tools_available: true,
-            force_text: false,
             cost_usd,
             tokens,
+            ..LoopView::at(1)
         }
     }
 

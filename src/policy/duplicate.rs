@@ -163,14 +163,7 @@ mod tests {
         let (ab, ba) = (json!({"a": 1, "b": 2}), json!({"b": 2, "a": 1}));
         assert_ne!(compact(&ab), compact(&ba), "insertion order is kept");
         let mut p = DuplicateTracker::new(Config::ironclaw().duplicate);
-        let view = LoopView {
-            iteration: 1,
-            total_tool_calls: 0,
-            tools_available: true,
-            force_text: false,
-            cost_usd: 0.0,
-            tokens: 0,
-        };
+        let view = LoopView::at(1);
         let mut warned = Vec::new();
         for args in [&ab, &ba, &ab] {
             p.before_execute(&[("echo".to_owned(), args.clone())]);

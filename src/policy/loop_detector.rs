@@ -6,7 +6,7 @@
 use super::citations;
 use super::say;
 use super::similarity::{Detection, SimilarityDetector};
-use super::{Action, CitationsConfig, LoopView, Policy, Screen, SimilarityConfig, fill};
+use super::{Action, CitationsConfig, LoopView, Policy, Screen, SimilarityConfig, Skip, fill};
 use crate::llm::ModelResponse;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -38,7 +38,7 @@ impl Policy for LoopDetector {
                         &[("tool", name), ("count", &count.to_string())],
                     ),
                 }],
-                skip_rest: false,
+                skip_rest: None,
             },
             Detection::Loop { count, first_turn } => {
                 self.detector.reset();
@@ -52,7 +52,10 @@ impl Policy for LoopDetector {
                 );
                 Screen {
                     actions: say(2, "skip_batch", Some(name.to_owned()), text),
-                    skip_rest: true,
+                    skip_rest: Some(Skip {
+                        reason: "loop detected",
+                        message: "Not executed: the loop detector stopped this batch.",
+                    }),
                 }
             }
         }

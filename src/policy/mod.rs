@@ -49,6 +49,21 @@ pub struct LoopView {
     pub tokens: u64,
 }
 
+#[cfg(test)]
+impl LoopView {
+    /// Iteration `iteration` of a fresh run with tools on offer: nothing spent, nothing forced.
+    pub(crate) fn at(iteration: u32) -> Self {
+        Self {
+            iteration,
+            total_tool_calls: 0,
+            tools_available: true,
+            force_text: false,
+            cost_usd: 0.0,
+            tokens: 0,
+        }
+    }
+}
+
 /// One call of a batch, decoded, as policies see it after the batch ran.
 #[derive(Debug, Clone)]
 pub struct CallRecord {
@@ -138,7 +153,16 @@ pub struct Screen {
     /// What to do (applied after the batch's results are in).
     pub actions: Vec<Action>,
     /// Skip this call and the rest of the batch.
-    pub skip_rest: bool,
+    pub skip_rest: Option<Skip>,
+}
+
+/// Why a screen skipped the rest of a batch, as the trace and the model see it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Skip {
+    /// Short reason for the trace (`tool_call_skipped`).
+    pub reason: &'static str,
+    /// The tool result the model gets for each skipped call.
+    pub message: &'static str,
 }
 
 /// A defence. Every hook has a neutral default, so a policy implements only its own points.

@@ -108,14 +108,7 @@ mod tests {
     use crate::policy::Config;
 
     fn view() -> LoopView {
-        LoopView {
-            iteration: 1,
-            total_tool_calls: 0,
-            tools_available: true,
-            force_text: false,
-            cost_usd: 0.0,
-            tokens: 0,
-        }
+        LoopView::at(1)
     }
 
     fn reply(text: &str, anomaly: Option<Anomaly>) -> ModelResponse {

@@ -190,10 +190,7 @@ fn run_file(options: &Options, path: &Path) -> FileResult {
         if cases.iter().any(|c| &c.profile == profile) {
             continue;
         }
-        if let Some(extra) = cases
-            .first()
-            .and_then(|c| scenario::ad_hoc(c, &id, profile))
-        {
+        if let Some(extra) = cases.first().and_then(|c| scenario::ad_hoc(c, profile)) {
             cases.push(extra);
         }
     }
@@ -293,7 +290,6 @@ fn replay_partial(case: &Case) -> (Vec<TimedEvent>, Option<ScriptGap>) {
 
 /// Compare a replayed case with its golden, check its expectations, write pending files.
 fn judge(options: &Options, case: &Case, events: &[TimedEvent]) -> CaseResult {
-    let golden_text = trace::render_golden(&case.id, events);
     let mut row = metrics::row(
         &case.id,
         &case.scenario.family,
@@ -304,24 +300,39 @@ fn judge(options: &Options, case: &Case, events: &[TimedEvent]) -> CaseResult {
     let expectation_failures = crate::expect::check(&case.expect, events, &row);
     row.expectations_passed = expectation_failures.is_empty();
 
-    let layout = &options.layout;
     let mut io_errors = Vec::new();
-    if !case.gated {
-        if let Some(dir) = &options.traces {
-            let path = dir.join(format!("{}.jsonl", case.id));
-            if let Err(e) = store::write_atomic(&path, trace::render_jsonl(events).as_bytes()) {
-                io_errors.push(format!("cannot write {}: {e}", path.display()));
-            }
+    // Ad-hoc cases have no golden: nothing to compare, nothing pending to write.
+    let (golden, pending_written) = if case.gated {
+        compare_golden(options, case, events, &mut io_errors)
+    } else {
+        (Comparison::Ungated, false)
+    };
+    if let Some(dir) = &options.traces {
+        let path = dir.join(format!("{}.jsonl", case.id));
+        if let Err(e) = store::write_atomic(&path, trace::render_jsonl(events).as_bytes()) {
+            io_errors.push(format!("cannot write {}: {e}", path.display()));
         }
-        return CaseResult {
-            id: case.id.clone(),
-            row,
-            golden: Comparison::Ungated,
-            pending_written: false,
-            expectation_failures,
-            io_errors,
-        };
     }
+    CaseResult {
+        id: case.id.clone(),
+        row,
+        golden,
+        pending_written,
+        expectation_failures,
+        io_errors,
+    }
+}
+
+/// Compare the case's golden text with its golden file and write (or clear) its pending
+/// golden; whether a pending golden was written.
+fn compare_golden(
+    options: &Options,
+    case: &Case,
+    events: &[TimedEvent],
+    io_errors: &mut Vec<String>,
+) -> (Comparison, bool) {
+    let layout = &options.layout;
+    let golden_text = trace::render_golden(&case.id, events);
     let golden = match store::read_optional(&layout.golden(&case.id)) {
         Ok(g) => snapshot::compare(g.as_deref(), &golden_text),
         Err(e) => {
@@ -342,18 +353,5 @@ fn judge(options: &Options, case: &Case, events: &[TimedEvent]) -> CaseResult {
             io_errors.push(format!("cannot write {}: {e}", pending.display()));
         }
     }
-    if let Some(dir) = &options.traces {
-        let path = dir.join(format!("{}.jsonl", case.id));
-        if let Err(e) = store::write_atomic(&path, trace::render_jsonl(events).as_bytes()) {
-            io_errors.push(format!("cannot write {}: {e}", path.display()));
-        }
-    }
-    CaseResult {
-        id: case.id.clone(),
-        row,
-        golden,
-        pending_written,
-        expectation_failures,
-        io_errors,
-    }
+    (golden, pending_written)
 }

@@ -191,6 +191,15 @@ pub fn did_you_mean<'a>(found: &str, candidates: &[&'a str]) -> Option<&'a str> 
         .map(|(_, c)| c)
 }
 
+/// The hint for an unknown name: "did you mean `X`?" when a candidate is close, else
+/// `otherwise()` (usually the list of known names).
+pub fn suggest(found: &str, candidates: &[&str], otherwise: impl FnOnce() -> String) -> String {
+    match did_you_mean(found, candidates) {
+        Some(best) => format!("did you mean `{best}`?"),
+        None => otherwise(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

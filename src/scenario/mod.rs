@@ -89,18 +89,19 @@ pub fn load(text: &str, format: SourceFormat, id: &str) -> Result<Vec<Case>, Vec
 }
 
 /// The same scenario under another profile, for an ad-hoc comparison run: id
-/// `<scenario id>@<profile>`, no expectations, not gated. `None` if the profile is unknown or
-/// the scenario's `[config]` does not fit it.
-pub fn ad_hoc(base: &Case, scenario_id: &str, profile: &str) -> Option<Case> {
+/// `<scenario id>@<profile>`, no expectations, not gated. `own` is the scenario's own case
+/// (the first [`load`] returns; its id is the scenario id). `None` if the profile is unknown
+/// or the scenario's `[config]` does not fit it.
+pub fn ad_hoc(own: &Case, profile: &str) -> Option<Case> {
     let config = Config::profile(profile)?
-        .patched(&base.scenario.config)
+        .patched(&own.scenario.config)
         .ok()?;
     Some(Case {
-        id: format!("{scenario_id}@{profile}"),
+        id: format!("{}@{profile}", own.id),
         profile: profile.to_owned(),
         config,
         expect: Expect::default(),
-        scenario: Arc::clone(&base.scenario),
+        scenario: Arc::clone(&own.scenario),
         gated: false,
     })
 }

@@ -2,7 +2,7 @@
 //! version, profiles, the `[config]` patch, outcomes, tool calls to undeclared tools, rules,
 //! signals and expectations. Returns the resolved configuration of every case.
 
-use super::locate::{Problem, Seg, did_you_mean};
+use super::locate::{Problem, Seg, suggest};
 use super::{Expect, FORMAT_VERSION, OutcomeDef, Scenario};
 use crate::policy::{Config, PROFILES};
 use crate::trace::Event;
@@ -28,10 +28,9 @@ impl Checker {
     fn profile(&mut self, name: &str, path: Vec<Seg>, at_key: bool) -> Option<Config> {
         let config = Config::profile(name);
         if config.is_none() {
-            let hint = match did_you_mean(name, PROFILES) {
-                Some(best) => format!("did you mean `{best}`?"),
-                None => format!("known profiles: {}", PROFILES.join(", ")),
-            };
+            let hint = suggest(name, PROFILES, || {
+                format!("known profiles: {}", PROFILES.join(", "))
+            });
             self.problems.push(Problem {
                 path,
                 at_key,
@@ -135,10 +134,9 @@ impl Checker {
             match catalogue.iter().find(|(k, _)| k == kind) {
                 Some((_, fields)) => Some(fields.as_slice()),
                 None => {
-                    let hint = match did_you_mean(kind, &kinds) {
-                        Some(best) => format!("did you mean `{best}`?"),
-                        None => format!("event kinds: {}", kinds.join(", ")),
-                    };
+                    let hint = suggest(kind, &kinds, || {
+                        format!("event kinds: {}", kinds.join(", "))
+                    });
                     this.report(at, format!("unknown event kind `{kind}`"), Some(hint));
                     None
                 }
@@ -158,10 +156,9 @@ impl Checker {
             let names: Vec<&str> = fields.iter().map(String::as_str).collect();
             for field in ev.where_.keys() {
                 if !fields.contains(field) {
-                    let hint = match did_you_mean(field, &names) {
-                        Some(best) => format!("did you mean `{best}`?"),
-                        None => format!("`{}` events have: {}", ev.kind, names.join(", ")),
-                    };
+                    let hint = suggest(field, &names, || {
+                        format!("`{}` events have: {}", ev.kind, names.join(", "))
+                    });
                     self.problems.push(Problem {
                         path: [at.clone(), vec![key("where"), key(field)]].concat(),
                         at_key: true,
@@ -363,13 +360,12 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
                 );
             }
             if !known.contains(&call.name.as_str()) {
-                let hint = match did_you_mean(&call.name, &known) {
-                    Some(best) => format!("did you mean `{best}`?"),
-                    None => format!(
+                let hint = suggest(&call.name, &known, || {
+                    format!(
                         "declare a [[tools]] entry named `{}`, or list it in `model.unregistered_tools` to script a call to a tool the runtime lacks",
                         call.name
-                    ),
-                };
+                    )
+                });
                 c.report(
                     [cat, vec![key("name")]].concat(),
                     format!("tool call to undefined tool `{}`", call.name),
@@ -388,14 +384,14 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
                     .filter(|d| d.needs_approval)
                     .map(|d| d.name.as_str())
                     .collect();
-                let hint = match did_you_mean(t, &asking) {
-                    Some(best) => format!("did you mean `{best}`?"),
-                    None if asking.is_empty() => {
+                let hint = suggest(t, &asking, || {
+                    if asking.is_empty() {
                         "no tool has `needs_approval = true`; set it on the tool that asks"
                             .to_owned()
+                    } else {
+                        format!("tools that need approval: {}", asking.join(", "))
                     }
-                    None => format!("tools that need approval: {}", asking.join(", ")),
-                };
+                });
                 c.report(
                     vec![key("approvals"), Seg::Index(i), key("tool")],
                     format!("approval decision for `{t}`, which is not a tool that needs approval"),

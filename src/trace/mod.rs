@@ -4,7 +4,7 @@
 //! Every consumer matches [`Event`] exhaustively: a new variant must be a compile error in each
 //! renderer and in the metrics fold. Trace JSON carries [`TRACE_VERSION`].
 
-use crate::llm::{Anomaly, FaultKind, Finish, Purpose, Role};
+use crate::llm::{Anomaly, FaultKind, Finish, ModelResponse, ProviderFault, Purpose, Role};
 use crate::scenario::Decision;
 use crate::scenario::OutcomeKind;
 use schemars::JsonSchema;
@@ -328,6 +328,38 @@ impl StepStatus {
 }
 
 impl Event {
+    /// The model's answer as the trace records it.
+    pub fn model_response(r: &ModelResponse) -> Self {
+        Event::ModelResponse {
+            finish: r.finish,
+            text: r.text.clone(),
+            calls: r
+                .tool_calls
+                .iter()
+                .map(|c| CallSummary {
+                    id: c.id.clone(),
+                    name: c.name.clone(),
+                    args: c.arguments.text().into_owned(),
+                })
+                .collect(),
+            input_tokens: r.usage.input,
+            output_tokens: r.usage.output,
+            latency_ms: r.latency_ms,
+            anomaly: r.anomaly,
+            chunks: r.chunks,
+        }
+    }
+
+    /// A provider failure: the `attempt`-th in a row, retried after `retry_in_ms` or not.
+    pub fn provider_error(f: &ProviderFault, attempt: u32, retry_in_ms: Option<u64>) -> Self {
+        Event::ProviderError {
+            fault: f.kind,
+            message: f.message.clone(),
+            attempt,
+            retry_in_ms,
+        }
+    }
+
     /// The `kind` tag.
     pub fn kind(&self) -> &'static str {
         match self {
