@@ -26,6 +26,7 @@
 pub mod cli;
 pub mod engine;
 pub mod expect;
+pub mod gate;
 pub mod json;
 pub mod llm;
 pub mod metrics;
