@@ -103,7 +103,9 @@ pub struct Tolerance {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Allowance {
-    /// In the metric's unit.
+    /// A whole number in the metric's unit.
+    Count(u64),
+    /// An amount in the metric's unit.
     Absolute(f64),
     /// `"5%"` of the baseline figure.
     Percent(String),
@@ -112,6 +114,7 @@ pub enum Allowance {
 impl Allowance {
     fn amount(&self, old: f64) -> Result<f64, String> {
         match self {
+            Self::Count(n) => Ok(*n as f64),
             Self::Absolute(a) if *a >= 0.0 => Ok(*a),
             Self::Percent(p) => p
                 .strip_suffix('%')
@@ -127,6 +130,7 @@ impl Allowance {
 
     fn show(&self) -> String {
         match self {
+            Self::Count(n) => format!("+{n}"),
             Self::Absolute(a) => format!("+{a}"),
             Self::Percent(p) => format!("+{p}"),
         }
