@@ -247,24 +247,17 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
             out,
             repeat,
         } => {
-            if let Some(bad) = profile.iter().find(|p| Config::profile(p).is_none()) {
-                return Ok(unknown_profile(bad));
-            }
-            let selection = match select.selection() {
-                Ok(s) => s,
-                Err(e) => return Ok(bad_usage(&e)),
-            };
             let outputs = out.outputs();
-            let options = Options {
-                paths,
-                layout: layout.clone(),
-                jobs: jobs_or_cores(jobs),
-                write_pending: !outputs.ci || outputs.pending_dir.is_some(),
-                traces,
-                also_profiles: profile,
-                selection,
-                repeat,
-                pending_dir: outputs.pending_dir.clone(),
+            let options = match options(paths, layout.clone(), profile, &select) {
+                Ok(o) => Options {
+                    jobs: jobs_or_cores(jobs),
+                    write_pending: !outputs.ci || outputs.pending_dir.is_some(),
+                    traces,
+                    repeat,
+                    pending_dir: outputs.pending_dir.clone(),
+                    ..o
+                },
+                Err(code) => return Ok(code),
             };
             gate::report(&outputs, &layout, |r| run::run(&options, r))
         }
@@ -272,27 +265,10 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
             paths,
             select,
             profile,
-        } => {
-            if let Some(bad) = profile.iter().find(|p| Config::profile(p).is_none()) {
-                return Ok(unknown_profile(bad));
-            }
-            let selection = match select.selection() {
-                Ok(s) => s,
-                Err(e) => return Ok(bad_usage(&e)),
-            };
-            let options = Options {
-                paths,
-                layout,
-                jobs: 1,
-                write_pending: false,
-                traces: None,
-                also_profiles: profile,
-                selection,
-                repeat: 1,
-                pending_dir: None,
-            };
-            gate::list(&options, &mut anstream::stdout().lock())
-        }
+        } => match options(paths, layout, profile, &select) {
+            Ok(o) => gate::list(&o, &mut anstream::stdout().lock()),
+            Err(code) => Ok(code),
+        },
         Command::Merge { shards, out } => {
             let outputs = out.outputs();
             let merged = match gate::merge_shards(&shards) {
@@ -307,28 +283,22 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
             select,
             jobs,
         } => {
-            let selection = match select.selection() {
-                Ok(s) => s,
-                Err(e) => return Ok(bad_usage(&e)),
-            };
             let full = paths.is_empty() && select.filter.is_empty() && select.partition.is_none();
             let paths = if paths.is_empty() {
                 vec![layout.scenarios.clone()]
             } else {
                 paths
             };
-            let options = Options {
-                paths,
-                layout,
-                jobs: jobs_or_cores(jobs),
-                write_pending: false,
-                traces: None,
-                also_profiles: Vec::new(),
-                selection,
-                repeat: 1,
-                pending_dir: None,
-            };
-            gate::bless(&options, &baseline, full, &mut anstream::stdout().lock())
+            match options(paths, layout, Vec::new(), &select) {
+                Ok(o) => {
+                    let o = Options {
+                        jobs: jobs_or_cores(jobs),
+                        ..o
+                    };
+                    gate::bless(&o, &baseline, full, &mut anstream::stdout().lock())
+                }
+                Err(code) => Ok(code),
+            }
         }
         Command::Diff { paths, pending_dir } => gate::diff(&layout, pending_dir.as_deref(), &paths),
         Command::Accept { paths, pending_dir } => {
@@ -389,6 +359,30 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
             None => Ok(unknown_profile(&name)),
         },
     }
+}
+
+/// Options that run `paths` with these extra profiles and this selection, writing nothing;
+/// a bad profile or selection is reported and its exit code returned.
+fn options(
+    paths: Vec<PathBuf>,
+    layout: Layout,
+    profile: Vec<String>,
+    select: &SelectArgs,
+) -> Result<Options, u8> {
+    if let Some(bad) = profile.iter().find(|p| Config::profile(p).is_none()) {
+        return Err(unknown_profile(bad));
+    }
+    Ok(Options {
+        paths,
+        layout,
+        jobs: 1,
+        write_pending: false,
+        traces: None,
+        also_profiles: profile,
+        selection: select.selection().map_err(|e| bad_usage(&e))?,
+        repeat: 1,
+        pending_dir: None,
+    })
 }
 
 fn unknown_profile(name: &str) -> u8 {

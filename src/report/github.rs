@@ -171,16 +171,10 @@ pub fn summary(c: &Collected, extra: &str) -> String {
         for ((family, profile), s) in &t.groups {
             let _ = writeln!(
                 md,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | ${:.4} |",
+                "| {} | {} | {} |",
                 cell(family),
                 cell(profile),
-                s.runs,
-                s.iterations,
-                s.wasted,
-                s.interventions,
-                s.tokens,
-                duration(s.virtual_ms),
-                s.cost_usd
+                s.cells().join(" | ")
             );
         }
         md.push('\n');

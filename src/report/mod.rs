@@ -81,6 +81,20 @@ pub struct Sums {
 }
 
 impl Sums {
+    /// The summary table's figures, as shown: runs, iterations, wasted, interventions,
+    /// tokens, virtual time, cost.
+    pub fn cells(&self) -> [String; 7] {
+        [
+            self.runs.to_string(),
+            self.iterations.to_string(),
+            self.wasted.to_string(),
+            self.interventions.to_string(),
+            self.tokens.to_string(),
+            duration(self.virtual_ms),
+            format!("${:.4}", self.cost_usd),
+        ]
+    }
+
     fn add(&mut self, r: &Row) {
         self.runs += 1;
         self.iterations += u64::from(r.iterations);

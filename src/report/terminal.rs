@@ -44,16 +44,10 @@ impl<W: Write> Terminal<W> {
     }
 
     fn sums_line(&mut self, family: &str, profile: &str, s: &Sums) -> io::Result<()> {
+        let [runs, iterations, wasted, interventions, tokens, time, cost] = s.cells();
         writeln!(
             self.out,
-            "  {family:<22} {profile:<10} {:>5} {:>10} {:>7} {:>13} {:>10} {:>12} {:>10}",
-            s.runs,
-            s.iterations,
-            s.wasted,
-            s.interventions,
-            s.tokens,
-            duration(s.virtual_ms),
-            format!("${:.4}", s.cost_usd),
+            "  {family:<22} {profile:<10} {runs:>5} {iterations:>10} {wasted:>7} {interventions:>13} {tokens:>10} {time:>12} {cost:>10}",
         )
     }
 }
