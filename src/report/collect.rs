@@ -72,3 +72,81 @@ impl Reporter for Collected {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gate::repeat;
+    use crate::metrics;
+    use crate::report::{EXIT_OK, Terminal, json, junit};
+    use crate::scenario::Prices;
+    use crate::snapshot::Comparison;
+
+    fn case(id: &str, pass: bool) -> CaseResult {
+        let mut row = metrics::row(id, "fam", "none", Prices::default(), &[]);
+        row.virtual_ms = 1500;
+        CaseResult {
+            id: id.to_owned(),
+            row,
+            golden: if pass {
+                Comparison::Match
+            } else {
+                Comparison::Differs("--- golden\n+++ actual\n-a\n+b\n".to_owned())
+            },
+            pending_written: false,
+            expectation_failures: Vec::new(),
+            io_errors: Vec::new(),
+            line: 1,
+            runs: 1,
+            passes: u32::from(pass),
+        }
+    }
+
+    /// A run whose second case passed one of two runs (a fake nondeterministic runner).
+    fn flaky_run() -> Collected {
+        let flaky = repeat::fold(case("s/b", true), 2, || case("s/b", false));
+        Collected {
+            files: vec![FileResult {
+                path: PathBuf::from("scenarios/s/b.toml"),
+                outcome: Ok(vec![case("s/a", true), flaky]),
+            }],
+            ..Collected::default()
+        }
+    }
+
+    #[test]
+    fn flaky_cases_are_reported_apart_in_every_output() {
+        let c = flaky_run();
+        let t = c.tally();
+        assert_eq!((t.cases, t.passed, t.flaky, t.mismatched), (2, 1, 1, 0));
+        assert_eq!(t.exit_code(), EXIT_OK, "flaky is not a regression");
+
+        let mut out = Vec::new();
+        c.replay(&mut Terminal::new(
+            anstream::StripStream::new(&mut out),
+            false,
+        ))
+        .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("FLAKY s/b  passed 1 of 2 runs"), "{text}");
+        assert!(
+            text.contains("2 cases from 1 files: 1 passed, 0 failed"),
+            "{text}"
+        );
+        assert!(text.contains("1 flaky case(s)"), "{text}");
+
+        let j = json::render(&c);
+        assert!(j.contains("\"status\": \"flaky\""), "{j}");
+        assert!(j.contains("\"flaky\": 1"), "{j}");
+        // Read back, the results render the same.
+        assert_eq!(json::render(&json::parse(&j).unwrap()), j);
+
+        let xml = junit::render(&c, |_| "s/b".to_owned());
+        assert!(xml.contains("failures=\"0\""), "{xml}");
+        assert!(
+            xml.contains("<system-out>flaky: passed 1 of 2 runs"),
+            "{xml}"
+        );
+        assert!(!xml.contains("<failure"), "{xml}");
+    }
+}

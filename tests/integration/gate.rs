@@ -177,6 +177,22 @@ fn merged_shards_give_exactly_the_single_run_outputs() {
         }
     }
 
+    // Results that are not harness's are bad input, located.
+    p.write("bad.json", "{\"version\": 1, \"files\": [{\"path\": 3}]}");
+    let bad = p.harness(&["merge", "bad.json"]);
+    bad.expect_code(2);
+    assert!(bad.stderr.contains("error: bad.json:1:"), "{bad}");
+    p.write(
+        "v9.json",
+        "{\"version\": 9, \"files\": [], \"orphans\": []}",
+    );
+    let v9 = p.harness(&["merge", "v9.json"]);
+    v9.expect_code(2);
+    assert!(
+        v9.stderr.contains("results version 9 is not supported"),
+        "{v9}"
+    );
+
     // A shard given twice is refused.
     let twice = p.harness(&["merge", "count/shard-1.json", "count/shard-1.json"]);
     twice.expect_code(2);
@@ -221,6 +237,12 @@ fn a_detector_firing_one_iteration_later_fails_only_the_baseline() {
     p.remove(&format!("snapshots/{EXAMPLE_ID}.snap"));
     p.harness(&["run", "--baseline", "baselines/scenarios.toml"])
         .expect_code(1);
+    // Nor is a failing run blessed.
+    let before = p.read("baselines/scenarios.toml");
+    p.harness(&["bless"])
+        .expect_code(1)
+        .expect_stdout("harness bless: not written. 1 of 2 cases fail");
+    assert_eq!(p.read("baselines/scenarios.toml"), before);
     p.harness(&["accept"]).expect_code(0);
 
     // Tolerances in the file absorb the growth.
