@@ -34,32 +34,39 @@ pub fn pass_all_k(r: &CaseResult) -> bool {
     r.passes == r.runs
 }
 
+/// A fake runner's result for tests: a run of `id` (family `fam`, profile `none`, 1.5 s) that
+/// passes, or fails its golden by one line.
+#[cfg(test)]
+pub(crate) fn fake_result(id: &str, pass: bool) -> CaseResult {
+    use crate::snapshot::Comparison;
+    let mut row = crate::metrics::row(id, "fam", "none", crate::scenario::Prices::default(), &[]);
+    row.virtual_ms = 1500;
+    CaseResult {
+        id: id.to_owned(),
+        row,
+        golden: if pass {
+            Comparison::Match
+        } else {
+            Comparison::Differs("--- golden\n+++ actual\n-a\n+b\n".to_owned())
+        },
+        pending_written: false,
+        expectation_failures: Vec::new(),
+        io_errors: Vec::new(),
+        line: 1,
+        runs: 1,
+        passes: u32::from(pass),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics;
-    use crate::scenario::Prices;
-    use crate::snapshot::Comparison;
 
-    /// A fake runner's result: passes, or fails its golden.
+    /// A fake run, told apart from others by its token count.
     fn result(pass: bool, tokens: u64) -> CaseResult {
-        let mut row = metrics::row("s", "f", "none", Prices::default(), &[]);
-        row.input_tokens = tokens;
-        CaseResult {
-            id: "s".to_owned(),
-            row,
-            golden: if pass {
-                Comparison::Match
-            } else {
-                Comparison::Differs("-a\n+b\n".to_owned())
-            },
-            pending_written: false,
-            expectation_failures: Vec::new(),
-            io_errors: Vec::new(),
-            line: 1,
-            runs: 1,
-            passes: u32::from(pass),
-        }
+        let mut r = fake_result("s", pass);
+        r.row.input_tokens = tokens;
+        r
     }
 
     /// Fold k runs of a fake runner that passes on the given runs.

@@ -76,31 +76,8 @@ impl Reporter for Collected {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gate::repeat;
-    use crate::metrics;
+    use crate::gate::repeat::{self, fake_result as case};
     use crate::report::{EXIT_OK, Terminal, json, junit};
-    use crate::scenario::Prices;
-    use crate::snapshot::Comparison;
-
-    fn case(id: &str, pass: bool) -> CaseResult {
-        let mut row = metrics::row(id, "fam", "none", Prices::default(), &[]);
-        row.virtual_ms = 1500;
-        CaseResult {
-            id: id.to_owned(),
-            row,
-            golden: if pass {
-                Comparison::Match
-            } else {
-                Comparison::Differs("--- golden\n+++ actual\n-a\n+b\n".to_owned())
-            },
-            pending_written: false,
-            expectation_failures: Vec::new(),
-            io_errors: Vec::new(),
-            line: 1,
-            runs: 1,
-            passes: u32::from(pass),
-        }
-    }
 
     /// A run whose second case passed one of two runs (a fake nondeterministic runner).
     fn flaky_run() -> Collected {
@@ -134,6 +111,10 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("1 flaky case(s)"), "{text}");
+        assert!(
+            text.contains("repeats: up to 2 runs per case; pass@2 2 of 2 cases, pass^2 1 of 2"),
+            "{text}"
+        );
 
         let j = json::render(&c);
         assert!(j.contains("\"status\": \"flaky\""), "{j}");

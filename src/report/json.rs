@@ -52,6 +52,12 @@ struct Case {
     io_errors: Vec<String>,
     runs: u32,
     passes: u32,
+    /// One run passed; derived, not read back.
+    #[serde(default)]
+    pass_at_k: bool,
+    /// Every run passed; derived, not read back.
+    #[serde(default)]
+    pass_all_k: bool,
     metrics: serde_json::Value,
 }
 
@@ -107,6 +113,8 @@ fn case_json(c: &CaseResult) -> Case {
         io_errors: c.io_errors.clone(),
         runs: c.runs,
         passes: c.passes,
+        pass_at_k: crate::gate::repeat::pass_at_k(c),
+        pass_all_k: crate::gate::repeat::pass_all_k(c),
         metrics,
     }
 }

@@ -118,6 +118,12 @@ pub struct Tally {
     pub passed: u64,
     /// Cases that passed some runs and failed others (`--repeat`): neither passed nor failed.
     pub flaky: u64,
+    /// Most runs of one case (`--repeat`).
+    pub max_runs: u32,
+    /// Cases with at least one passing run (pass@k).
+    pub pass_at_k: u64,
+    /// Cases whose every run passed (pass^k).
+    pub pass_all_k: u64,
     /// Goldens that differ.
     pub mismatched: u64,
     /// Goldens missing.
@@ -158,6 +164,9 @@ impl Tally {
             if c.passed() {
                 self.passed += 1;
             }
+            self.max_runs = self.max_runs.max(c.runs);
+            self.pass_at_k += u64::from(crate::gate::repeat::pass_at_k(c));
+            self.pass_all_k += u64::from(crate::gate::repeat::pass_all_k(c));
             if c.flaky() {
                 self.flaky += 1;
             } else {

@@ -228,6 +228,17 @@ impl<W: Write> Reporter for Terminal<W> {
             t.invalid_files,
             t.orphans.len()
         )?;
+        if t.max_runs > 1 {
+            writeln!(
+                self.out,
+                "repeats: up to {k} runs per case; pass@{k} {} of {} cases, pass^{k} {} of {}",
+                t.pass_at_k,
+                t.cases,
+                t.pass_all_k,
+                t.cases,
+                k = t.max_runs
+            )?;
+        }
         if t.flaky > 0 {
             writeln!(
                 self.out,

@@ -431,7 +431,8 @@ fn repeats_report_runs_per_case() {
     p.harness(&["run"]).expect_code(1);
     p.harness(&["accept"]).expect_code(0);
     p.harness(&["run", "--repeat", "3", "--json", "r.json"])
-        .expect_code(0);
+        .expect_code(0)
+        .expect_stdout("repeats: up to 3 runs per case; pass@3 2 of 2 cases, pass^3 2 of 2");
     let r: serde_json::Value = serde_json::from_str(&p.read("r.json")).unwrap();
     let case = &r["files"][0]["cases"][0];
     assert_eq!(
@@ -439,4 +440,8 @@ fn repeats_report_runs_per_case() {
         (Some(3), Some(3))
     );
     assert_eq!(case["status"], "passed");
+    assert_eq!(
+        (case["pass_at_k"].as_bool(), case["pass_all_k"].as_bool()),
+        (Some(true), Some(true))
+    );
 }
