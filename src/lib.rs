@@ -7,11 +7,17 @@
 //! Layers (dependencies point down only):
 //!
 //! ```text
-//! cli → run → {store, report} → {engine, snapshot, metrics, expect} → {policy, tool, llm, trace, scenario}
+//! cli → gate → run → {store, report} → {engine, snapshot, metrics, expect} → {policy, tool, llm, trace, scenario}
 //! ```
 //!
 //! The engine and everything below it are pure: no files, clocks, threads or network. Only
-//! `store` (files), `run` (threads), `report` (output streams) and `cli` touch the outside.
+//! `store` (files), `run` (threads), `report` (output streams), `gate` (result and baseline
+//! files) and `cli` touch the outside.
+//!
+//! `gate` is the CI regression gate around a run: selection and shards (`gate::select`, pure,
+//! also used by `run`), repeats (`gate::repeat`), metric baselines (`gate::baseline`, pure),
+//! and the outputs made from collected results — JSON results, JUnit, GitHub annotations and
+//! job summary (`report::{json, junit, github}`) — which `harness merge` rebuilds from shards.
 //!
 //! The engine has two loops: the agent loop (`engine`), whose defences are policies
 //! (`policy`, one file each) bundled into the profiles `none`, `ironclaw`, `moltis` and
@@ -21,11 +27,13 @@
 //!
 //! Exit codes of `harness run`: [`report::EXIT_OK`] (0) all passed, [`report::EXIT_FAILED`] (1)
 //! a golden mismatch, missing or orphaned golden or failed expectation,
-//! [`report::EXIT_BAD_INPUT`] (2) bad input or usage.
+//! [`report::EXIT_BAD_INPUT`] (2) bad input or usage, [`report::EXIT_METRIC_REGRESSION`] (3)
+//! only metrics regressed against `--baseline`.
 
 pub mod cli;
 pub mod engine;
 pub mod expect;
+pub mod gate;
 pub mod json;
 pub mod llm;
 pub mod metrics;

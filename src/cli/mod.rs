@@ -1,7 +1,9 @@
 //! The command line: clap commands mapped onto the library, and errors onto exit codes.
-//! The only place that reads the environment (`CI`) and writes to stdout/stderr.
+//! The only place that reads the environment (`CI`, `GITHUB_ACTIONS`, `GITHUB_STEP_SUMMARY`)
+//! and writes to stdout/stderr.
 
-use crate::report::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, Fanout, MetricsCsv, Reporter, Terminal};
+use crate::gate::{self, Outputs, select::Selection};
+use crate::report::{EXIT_BAD_INPUT, EXIT_OK};
 use crate::run::{self, Options};
 use crate::scenario::{self, SourceFormat};
 use crate::store::{self, Layout};
@@ -31,7 +33,7 @@ enum Command {
     /// Replay scenarios, compare with goldens, check expectations, summarise metrics.
     ///
     /// Exit codes: 0 all passed; 1 a golden mismatch, a missing or orphaned golden, or a failed
-    /// expectation; 2 bad input or usage.
+    /// expectation; 2 bad input or usage; 3 only metrics regressed against `--baseline`.
     Run {
         /// Scenario files or folders.
         #[arg(default_value = "scenarios")]
@@ -39,9 +41,6 @@ enum Command {
         /// Worker threads (default: the machine's cores).
         #[arg(short, long, value_name = "N")]
         jobs: Option<usize>,
-        /// Write one CSV row of metrics per run.
-        #[arg(long, value_name = "FILE")]
-        metrics: Option<PathBuf>,
         /// Write each run's trace as JSON lines into this folder.
         #[arg(long, value_name = "DIR")]
         traces: Option<PathBuf>,
@@ -50,16 +49,70 @@ enum Command {
         /// declare (`[compare.NAME]`) are not gated.
         #[arg(long, value_name = "NAME", value_delimiter = ',')]
         profile: Vec<String>,
+        #[command(flatten)]
+        select: SelectArgs,
+        #[command(flatten)]
+        out: OutputArgs,
+        /// Run each case N times (live or nondeterministic runs): pass@N and pass^N per case;
+        /// a case that passes some runs is flaky, reported and not failed.
+        #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+        repeat: u32,
+    },
+    /// Print the cases a run would take (id, profile, family), one per line.
+    List {
+        /// Scenario files or folders.
+        #[arg(default_value = "scenarios")]
+        paths: Vec<PathBuf>,
+        #[command(flatten)]
+        select: SelectArgs,
+        /// Also list every scenario under these profiles, as `run --profile` would.
+        #[arg(long, value_name = "NAME", value_delimiter = ',')]
+        profile: Vec<String>,
+    },
+    /// Join shards' `--json` results into the outputs one run would give.
+    Merge {
+        /// JSON results of the shards (`harness run --partition … --json FILE`).
+        #[arg(required = true)]
+        shards: Vec<PathBuf>,
+        #[command(flatten)]
+        out: OutputArgs,
+    },
+    /// Run scenarios and record their metrics as the baseline `--baseline` compares with.
+    Bless {
+        /// Scenario files or folders (given, or with --filter: only those cases are updated).
+        paths: Vec<PathBuf>,
+        /// The baseline file.
+        #[arg(long, value_name = "FILE", default_value = "baselines/scenarios.toml")]
+        baseline: PathBuf,
+        #[command(flatten)]
+        select: SelectArgs,
+        /// Worker threads (default: the machine's cores).
+        #[arg(short, long, value_name = "N")]
+        jobs: Option<usize>,
+    },
+    /// Print the unified diff of pending goldens against their goldens.
+    Diff {
+        /// Scenario or golden files and folders (default: every pending golden).
+        paths: Vec<PathBuf>,
+        /// Read pending goldens from this folder (e.g. a CI job's artifact).
+        #[arg(long, value_name = "DIR")]
+        pending_dir: Option<PathBuf>,
     },
     /// Promote pending goldens (.snap.new) to goldens.
     Accept {
         /// Scenario or golden files and folders (default: every pending golden).
         paths: Vec<PathBuf>,
+        /// Take pending goldens from this folder (e.g. a CI job's artifact).
+        #[arg(long, value_name = "DIR")]
+        pending_dir: Option<PathBuf>,
     },
     /// Discard pending goldens.
     Reject {
         /// Scenario or golden files and folders (default: every pending golden).
         paths: Vec<PathBuf>,
+        /// Take pending goldens from this folder.
+        #[arg(long, value_name = "DIR")]
+        pending_dir: Option<PathBuf>,
     },
     /// Print the trace of one scenario (every case): golden text, or JSON lines.
     Trace {
@@ -76,6 +129,71 @@ enum Command {
         /// Profile name.
         name: String,
     },
+}
+
+/// Which scenarios and cases run.
+#[derive(Debug, clap::Args)]
+struct SelectArgs {
+    /// Run only matching cases (repeatable): an id glob (`reflex/*`), `family:GLOB`,
+    /// `tag:GLOB` or `profile:GLOB`; one kind's filters are alternatives, kinds combine.
+    #[arg(long, value_name = "FILTER")]
+    filter: Vec<String>,
+    /// Run one shard: `count:M/N` (every N-th of the sorted scenario ids) or `hash:M/N`.
+    #[arg(long, value_name = "KIND:M/N")]
+    partition: Option<String>,
+}
+
+impl SelectArgs {
+    fn selection(&self) -> Result<Selection, String> {
+        Selection::new(&self.filter, self.partition.as_deref())
+    }
+}
+
+/// Result files and checks.
+#[derive(Debug, clap::Args)]
+struct OutputArgs {
+    /// Write one CSV row of metrics per run.
+    #[arg(long, value_name = "FILE")]
+    metrics: Option<PathBuf>,
+    /// Write a JUnit XML report (one testcase per case).
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+    /// Write the results as JSON (what `harness merge` reads).
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Compare metrics with this baseline; regressions exit 3 (see `harness bless`).
+    #[arg(long, value_name = "FILE")]
+    baseline: Option<PathBuf>,
+    /// Write pending goldens into this folder (mirroring ids), even when `CI` is set.
+    #[arg(long, value_name = "DIR")]
+    pending_dir: Option<PathBuf>,
+}
+
+impl OutputArgs {
+    fn outputs(self) -> Outputs {
+        let github = std::env::var_os("GITHUB_ACTIONS").is_some_and(|v| !v.is_empty());
+        Outputs {
+            metrics: self.metrics,
+            junit: self.junit,
+            json: self.json,
+            baseline: self.baseline,
+            github_annotations: github,
+            step_summary: std::env::var_os("GITHUB_STEP_SUMMARY")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from),
+            ci: ci(),
+            pending_dir: self.pending_dir,
+        }
+    }
+}
+
+fn bad_usage(message: &str) -> u8 {
+    eprintln!("error: {message}");
+    EXIT_BAD_INPUT
+}
+
+fn jobs_or_cores(jobs: Option<usize>) -> usize {
+    jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get))
 }
 
 fn ci() -> bool {
@@ -123,50 +241,72 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
         Command::Run {
             paths,
             jobs,
-            metrics,
             traces,
             profile,
+            select,
+            out,
+            repeat,
         } => {
-            if let Some(bad) = profile.iter().find(|p| Config::profile(p).is_none()) {
-                eprintln!(
-                    "error: unknown profile `{bad}`\n  hint: known profiles: {}",
-                    crate::policy::PROFILES.join(", ")
-                );
-                return Ok(EXIT_BAD_INPUT);
-            }
-            let jobs = jobs.unwrap_or_else(|| {
-                std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
-            });
-            let ci = ci();
-            let options = Options {
-                paths,
-                layout,
-                jobs,
-                write_pending: !ci,
-                traces,
-                also_profiles: profile,
+            let outputs = out.outputs();
+            let options = match options(paths, layout.clone(), profile, &select) {
+                Ok(o) => Options {
+                    jobs: jobs_or_cores(jobs),
+                    write_pending: !outputs.ci || outputs.pending_dir.is_some(),
+                    traces,
+                    repeat,
+                    pending_dir: outputs.pending_dir.clone(),
+                    ..o
+                },
+                Err(code) => return Ok(code),
             };
-            let mut terminal = Terminal::new(anstream::stdout().lock(), ci);
-            let mut csv = match &metrics {
-                Some(path) => Some(
-                    MetricsCsv::create(path)
-                        .with_context(|| format!("cannot write {}", path.display()))?,
-                ),
-                None => None,
+            gate::report(&outputs, &layout, |r| run::run(&options, r))
+        }
+        Command::List {
+            paths,
+            select,
+            profile,
+        } => match options(paths, layout, profile, &select) {
+            Ok(o) => gate::list(&o, &mut anstream::stdout().lock()),
+            Err(code) => Ok(code),
+        },
+        Command::Merge { shards, out } => {
+            let outputs = out.outputs();
+            let merged = match gate::merge_shards(&shards) {
+                Ok(m) => m,
+                Err(e) => return Ok(bad_usage(&e)),
             };
-            let mut reporters: Vec<&mut dyn Reporter> = vec![&mut terminal];
-            if let Some(csv) = &mut csv {
-                reporters.push(csv);
-            }
-            match run::run(&options, &mut Fanout(reporters)) {
-                Ok(()) => Ok(terminal.tally.exit_code()),
-                // The summary could not be shown in full: do not claim success.
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(EXIT_FAILED),
-                Err(e) => Err(e.into()),
+            gate::report(&outputs, &layout, |r| merged.replay(r))
+        }
+        Command::Bless {
+            paths,
+            baseline,
+            select,
+            jobs,
+        } => {
+            let full = paths.is_empty() && select.filter.is_empty() && select.partition.is_none();
+            let paths = if paths.is_empty() {
+                vec![layout.scenarios.clone()]
+            } else {
+                paths
+            };
+            match options(paths, layout, Vec::new(), &select) {
+                Ok(o) => {
+                    let o = Options {
+                        jobs: jobs_or_cores(jobs),
+                        ..o
+                    };
+                    gate::bless(&o, &baseline, full, &mut anstream::stdout().lock())
+                }
+                Err(code) => Ok(code),
             }
         }
-        Command::Accept { paths } => review(&layout, &paths, true),
-        Command::Reject { paths } => review(&layout, &paths, false),
+        Command::Diff { paths, pending_dir } => gate::diff(&layout, pending_dir.as_deref(), &paths),
+        Command::Accept { paths, pending_dir } => {
+            review(&layout, pending_dir.as_deref(), &paths, true)
+        }
+        Command::Reject { paths, pending_dir } => {
+            review(&layout, pending_dir.as_deref(), &paths, false)
+        }
         Command::Trace { scenario, jsonl } => {
             let text = std::fs::read_to_string(&scenario)
                 .with_context(|| format!("cannot read {}", scenario.display()))?;
@@ -216,25 +356,57 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
                 anstream::stdout().write_all(toml::to_string_pretty(&c)?.as_bytes())?;
                 Ok(EXIT_OK)
             }
-            None => {
-                eprintln!(
-                    "error: unknown profile `{name}`\n  hint: known profiles: {}",
-                    crate::policy::PROFILES.join(", ")
-                );
-                Ok(EXIT_BAD_INPUT)
-            }
+            None => Ok(unknown_profile(&name)),
         },
     }
 }
 
-/// Promote (`accept`) or discard pending goldens; prints what it did.
-fn review(layout: &Layout, paths: &[PathBuf], accept: bool) -> anyhow::Result<u8> {
-    let pending = store::select_pending(layout, paths);
+/// Options that run `paths` with these extra profiles and this selection, writing nothing;
+/// a bad profile or selection is reported and its exit code returned.
+fn options(
+    paths: Vec<PathBuf>,
+    layout: Layout,
+    profile: Vec<String>,
+    select: &SelectArgs,
+) -> Result<Options, u8> {
+    if let Some(bad) = profile.iter().find(|p| Config::profile(p).is_none()) {
+        return Err(unknown_profile(bad));
+    }
+    Ok(Options {
+        paths,
+        layout,
+        jobs: 1,
+        write_pending: false,
+        traces: None,
+        also_profiles: profile,
+        selection: select.selection().map_err(|e| bad_usage(&e))?,
+        repeat: 1,
+        pending_dir: None,
+    })
+}
+
+fn unknown_profile(name: &str) -> u8 {
+    bad_usage(&format!(
+        "unknown profile `{name}`\n  hint: known profiles: {}",
+        crate::policy::PROFILES.join(", ")
+    ))
+}
+
+/// Promote (`accept`) or discard pending goldens (from `pending_dir` when given); prints
+/// what it did.
+fn review(
+    layout: &Layout,
+    pending_dir: Option<&std::path::Path>,
+    paths: &[PathBuf],
+    accept: bool,
+) -> anyhow::Result<u8> {
+    let pending = gate::pending(layout, pending_dir, paths);
     let mut out = anstream::stdout().lock();
-    for p in &pending {
+    for (p, golden) in &pending {
         if accept {
-            let golden = PathBuf::from(p.to_string_lossy().trim_end_matches(".new"));
-            std::fs::rename(p, &golden)
+            let text = std::fs::read(p).with_context(|| format!("cannot read {}", p.display()))?;
+            store::write_atomic(golden, &text)
+                .and_then(|()| std::fs::remove_file(p))
                 .with_context(|| format!("cannot move {} to {}", p.display(), golden.display()))?;
             writeln!(out, "accepted {}", golden.display())?;
         } else {

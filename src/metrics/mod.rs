@@ -4,12 +4,12 @@
 use crate::json::canonical;
 use crate::scenario::{OutcomeKind, Prices};
 use crate::trace::{Event, StepStatus, TimedEvent};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::io;
 
-/// The metrics of one run. Column order is the CSV's.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// The metrics of one run. Column order is the CSV's (the JSON results read them back).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Row {
     /// Case id.
     pub scenario: String,
@@ -57,7 +57,7 @@ pub struct Row {
     /// Output tokens.
     pub output_tokens: u64,
     /// Cost in US dollars (written with six decimals).
-    #[serde(serialize_with = "six_decimals")]
+    #[serde(serialize_with = "six_decimals", deserialize_with = "number_or_text")]
     pub cost_usd: f64,
     /// Virtual milliseconds.
     pub virtual_ms: u64,
@@ -248,6 +248,20 @@ fn covered(mut ranges: Vec<(u32, u32)>) -> u32 {
 
 fn six_decimals<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&format!("{v:.6}"))
+}
+
+/// A cost written as a number (JSON results keep it exact) or as CSV text.
+fn number_or_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Cost {
+        Number(f64),
+        Text(String),
+    }
+    match Cost::deserialize(d)? {
+        Cost::Number(n) => Ok(n),
+        Cost::Text(t) => t.parse().map_err(serde::de::Error::custom),
+    }
 }
 
 /// Writes rows as CSV with a header.

@@ -1,10 +1,17 @@
 //! Reporters: every output of a run consumes the same stream of file results — the terminal
-//! (diffs, errors, the per-family summary), the metrics CSV — and [`Tally`] keeps the counts
-//! that decide the exit code.
+//! (diffs, errors, the per-family summary), the metrics CSV, GitHub annotations, and the
+//! [`Collected`] results that the JSON, JUnit and job-summary outputs are made from — and
+//! [`Tally`] keeps the counts that decide the exit code.
 
+mod collect;
+pub mod github;
+pub mod json;
+pub mod junit;
 mod terminal;
 
+pub use collect::Collected;
 pub use terminal::Terminal;
+pub(crate) use terminal::{change, duration, paint_diff};
 
 use crate::metrics::{CsvSink, Row};
 use crate::run::FileResult;
@@ -19,11 +26,17 @@ pub const EXIT_OK: u8 = 0;
 pub const EXIT_FAILED: u8 = 1;
 /// Exit code: bad input or usage (malformed scenario, unreadable path, bad flag).
 pub const EXIT_BAD_INPUT: u8 = 2;
+/// Exit code: every case passed, but metrics regressed against the baseline (`--baseline`).
+pub const EXIT_METRIC_REGRESSION: u8 = 3;
 
 /// Consumes a run's results in order.
 pub trait Reporter {
     /// One scenario file's results.
     fn file(&mut self, result: &FileResult) -> io::Result<()>;
+    /// A path that could not be read at all (reported before the files).
+    fn unreadable(&mut self, result: &FileResult) -> io::Result<()> {
+        self.file(result)
+    }
     /// A golden whose scenario is gone.
     fn orphan(&mut self, path: &Path) -> io::Result<()>;
     /// The run is over.
@@ -36,6 +49,9 @@ pub struct Fanout<'a>(pub Vec<&'a mut dyn Reporter>);
 impl Reporter for Fanout<'_> {
     fn file(&mut self, result: &FileResult) -> io::Result<()> {
         self.0.iter_mut().try_for_each(|r| r.file(result))
+    }
+    fn unreadable(&mut self, result: &FileResult) -> io::Result<()> {
+        self.0.iter_mut().try_for_each(|r| r.unreadable(result))
     }
     fn orphan(&mut self, path: &Path) -> io::Result<()> {
         self.0.iter_mut().try_for_each(|r| r.orphan(path))
@@ -65,6 +81,20 @@ pub struct Sums {
 }
 
 impl Sums {
+    /// The summary table's figures, as shown: runs, iterations, wasted, interventions,
+    /// tokens, virtual time, cost.
+    pub fn cells(&self) -> [String; 7] {
+        [
+            self.runs.to_string(),
+            self.iterations.to_string(),
+            self.wasted.to_string(),
+            self.interventions.to_string(),
+            self.tokens.to_string(),
+            duration(self.virtual_ms),
+            format!("${:.4}", self.cost_usd),
+        ]
+    }
+
     fn add(&mut self, r: &Row) {
         self.runs += 1;
         self.iterations += u64::from(r.iterations);
@@ -86,6 +116,14 @@ pub struct Tally {
     pub cases: u64,
     /// Cases that passed.
     pub passed: u64,
+    /// Cases that passed some runs and failed others (`--repeat`): neither passed nor failed.
+    pub flaky: u64,
+    /// Most runs of one case (`--repeat`).
+    pub max_runs: u32,
+    /// Cases with at least one passing run (pass@k).
+    pub pass_at_k: u64,
+    /// Cases whose every run passed (pass^k).
+    pub pass_all_k: u64,
     /// Goldens that differ.
     pub mismatched: u64,
     /// Goldens missing.
@@ -126,14 +164,21 @@ impl Tally {
             if c.passed() {
                 self.passed += 1;
             }
-            match c.golden {
-                Comparison::Match => {}
-                Comparison::Ungated => self.ungated += 1,
-                Comparison::Missing => self.missing += 1,
-                Comparison::Differs(_) => self.mismatched += 1,
-            }
-            if !c.expectation_failures.is_empty() {
-                self.expectation_failures += 1;
+            self.max_runs = self.max_runs.max(c.runs);
+            self.pass_at_k += u64::from(crate::gate::repeat::pass_at_k(c));
+            self.pass_all_k += u64::from(crate::gate::repeat::pass_all_k(c));
+            if c.flaky() {
+                self.flaky += 1;
+            } else {
+                match c.golden {
+                    Comparison::Match => {}
+                    Comparison::Ungated => self.ungated += 1,
+                    Comparison::Missing => self.missing += 1,
+                    Comparison::Differs(_) => self.mismatched += 1,
+                }
+                if !c.expectation_failures.is_empty() {
+                    self.expectation_failures += 1;
+                }
             }
             if !c.io_errors.is_empty() {
                 self.io_errors += 1;
@@ -163,7 +208,7 @@ impl Tally {
     pub fn exit_code(&self) -> u8 {
         if self.invalid_files > 0 {
             EXIT_BAD_INPUT
-        } else if self.passed < self.cases || !self.orphans.is_empty() {
+        } else if self.passed + self.flaky < self.cases || !self.orphans.is_empty() {
             EXIT_FAILED
         } else {
             EXIT_OK

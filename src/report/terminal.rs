@@ -7,13 +7,14 @@ use crate::run::FileResult;
 use crate::snapshot::Comparison;
 use anstyle::{AnsiColor, Style};
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 const RED: Style = AnsiColor::Red.on_default();
 const GREEN: Style = AnsiColor::Green.on_default();
 const CYAN: Style = AnsiColor::Cyan.on_default();
 const BOLD: Style = Style::new().bold();
 const DIM: Style = Style::new().dimmed();
+const YELLOW: Style = AnsiColor::Yellow.on_default();
 
 /// Prints to a writer (stdout in the CLI) and keeps the [`Tally`].
 pub struct Terminal<W: Write> {
@@ -21,6 +22,7 @@ pub struct Terminal<W: Write> {
     /// Counts so far.
     pub tally: Tally,
     ci: bool,
+    pending_dir: Option<PathBuf>,
 }
 
 impl<W: Write> Terminal<W> {
@@ -30,44 +32,47 @@ impl<W: Write> Terminal<W> {
             out,
             tally: Tally::default(),
             ci,
+            pending_dir: None,
         }
     }
 
-    fn diff(&mut self, diff: &str) -> io::Result<()> {
-        for line in diff.lines() {
-            let style = if line.starts_with("+++") || line.starts_with("---") {
-                BOLD
-            } else if line.starts_with('+') {
-                GREEN
-            } else if line.starts_with('-') {
-                RED
-            } else if line.starts_with("@@") {
-                CYAN
-            } else {
-                DIM
-            };
-            writeln!(self.out, "    {style}{line}{style:#}")?;
-        }
-        Ok(())
+    /// Pending goldens go to this folder (`--pending-dir`), CI or not.
+    #[must_use]
+    pub fn with_pending_dir(mut self, dir: Option<PathBuf>) -> Self {
+        self.pending_dir = dir;
+        self
     }
 
     fn sums_line(&mut self, family: &str, profile: &str, s: &Sums) -> io::Result<()> {
+        let [runs, iterations, wasted, interventions, tokens, time, cost] = s.cells();
         writeln!(
             self.out,
-            "  {family:<22} {profile:<10} {:>5} {:>10} {:>7} {:>13} {:>10} {:>12} {:>10}",
-            s.runs,
-            s.iterations,
-            s.wasted,
-            s.interventions,
-            s.tokens,
-            duration(s.virtual_ms),
-            format!("${:.4}", s.cost_usd),
+            "  {family:<22} {profile:<10} {runs:>5} {iterations:>10} {wasted:>7} {interventions:>13} {tokens:>10} {time:>12} {cost:>10}",
         )
     }
 }
 
+/// Print a unified diff indented, colored by line kind (the colors go when `out` strips them).
+pub(crate) fn paint_diff(out: &mut impl Write, diff: &str) -> io::Result<()> {
+    for line in diff.lines() {
+        let style = if line.starts_with("+++") || line.starts_with("---") {
+            BOLD
+        } else if line.starts_with('+') {
+            GREEN
+        } else if line.starts_with('-') {
+            RED
+        } else if line.starts_with("@@") {
+            CYAN
+        } else {
+            DIM
+        };
+        writeln!(out, "    {style}{line}{style:#}")?;
+    }
+    Ok(())
+}
+
 /// `1h02m03s`, `4m10s`, `12.5s`.
-pub fn duration(ms: u64) -> String {
+pub(crate) fn duration(ms: u64) -> String {
     let s = ms / 1000;
     if s >= 3600 {
         format!("{}h{:02}m{:02}s", s / 3600, s % 3600 / 60, s % 60)
@@ -79,7 +84,7 @@ pub fn duration(ms: u64) -> String {
 }
 
 /// `25 → 4 (-84%)`: the bare loop's figure, the defence's, and the relative change.
-fn change(own: u64, none: u64, show: impl Fn(u64) -> String) -> String {
+pub(crate) fn change(own: u64, none: u64, show: impl Fn(u64) -> String) -> String {
     let pct = if none == 0 {
         String::new()
     } else {
@@ -114,19 +119,31 @@ impl<W: Write> Reporter for Terminal<W> {
             }
         };
         for c in cases.iter().filter(|c| !c.passed()) {
+            if c.flaky() {
+                writeln!(
+                    self.out,
+                    "{YELLOW}FLAKY{YELLOW:#} {BOLD}{}{BOLD:#}  passed {} of {} runs  ({}); the failing run:",
+                    c.id,
+                    c.passes,
+                    c.runs,
+                    result.path.display()
+                )?;
+            }
             let what = match &c.golden {
                 Comparison::Match | Comparison::Ungated => "expectations failed",
                 Comparison::Missing => "no golden yet",
                 Comparison::Differs(_) => "golden differs",
             };
-            writeln!(
-                self.out,
-                "{RED}FAIL{RED:#} {BOLD}{}{BOLD:#}  {what}  ({})",
-                c.id,
-                result.path.display()
-            )?;
+            if !c.flaky() {
+                writeln!(
+                    self.out,
+                    "{RED}FAIL{RED:#} {BOLD}{}{BOLD:#}  {what}  ({})",
+                    c.id,
+                    result.path.display()
+                )?;
+            }
             if let Comparison::Differs(d) = &c.golden {
-                self.diff(d)?;
+                paint_diff(&mut self.out, d)?;
             }
             for e in &c.expectation_failures {
                 writeln!(self.out, "    {RED}expected{RED:#} {e}")?;
@@ -191,7 +208,7 @@ impl<W: Write> Reporter for Terminal<W> {
             }
             writeln!(self.out)?;
         }
-        let failed = t.cases - t.passed;
+        let failed = t.cases - t.passed - t.flaky;
         let verdict = if t.exit_code() == 0 {
             format!("{GREEN}ok{GREEN:#}")
         } else {
@@ -211,6 +228,24 @@ impl<W: Write> Reporter for Terminal<W> {
             t.invalid_files,
             t.orphans.len()
         )?;
+        if t.max_runs > 1 {
+            writeln!(
+                self.out,
+                "repeats: up to {k} runs per case; pass@{k} {} of {} cases, pass^{k} {} of {}",
+                t.pass_at_k,
+                t.cases,
+                t.pass_all_k,
+                t.cases,
+                k = t.max_runs
+            )?;
+        }
+        if t.flaky > 0 {
+            writeln!(
+                self.out,
+                "{} flaky case(s) passed some runs and failed others (--repeat): reported, not failed",
+                t.flaky
+            )?;
+        }
         if t.ungated > 0 {
             writeln!(
                 self.out,
@@ -219,7 +254,16 @@ impl<W: Write> Reporter for Terminal<W> {
             )?;
         }
         if t.mismatched + t.missing > 0 {
-            if self.ci {
+            if let Some(dir) = &self.pending_dir {
+                writeln!(
+                    self.out,
+                    "{} pending golden(s) written to {}: review them with `harness diff --pending-dir {}`, keep them with `harness accept --pending-dir {}`",
+                    t.pending_written,
+                    dir.display(),
+                    dir.display(),
+                    dir.display()
+                )?;
+            } else if self.ci {
                 writeln!(
                     self.out,
                     "pending goldens were not written because CI is set; run `harness run` locally to review them"

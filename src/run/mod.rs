@@ -3,6 +3,7 @@
 //! flat however large the corpus; results are identical for any `--jobs`.
 
 use crate::engine::{self, RunInput, ScriptGap};
+use crate::gate::select::Selection;
 use crate::llm::MockModel;
 use crate::metrics::{self, Row};
 use crate::report::Reporter;
@@ -12,7 +13,7 @@ use crate::store::{self, Layout};
 use crate::tool::ScriptedTools;
 use crate::trace::{self, TimedEvent};
 use rayon::prelude::*;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -35,6 +36,12 @@ pub struct Options {
     /// Also run every scenario under these profiles (ad hoc, not gated) when it does not
     /// declare them.
     pub also_profiles: Vec<String>,
+    /// Which scenarios (`--partition`) and cases (`--filter`) run.
+    pub selection: Selection,
+    /// Runs of each case (`--repeat`); the first failing run is the one reported.
+    pub repeat: u32,
+    /// Write pending goldens here (mirroring ids) instead of beside the goldens, even on CI.
+    pub pending_dir: Option<PathBuf>,
 }
 
 /// One case's result.
@@ -52,6 +59,12 @@ pub struct CaseResult {
     pub expectation_failures: Vec<String>,
     /// Errors writing pending goldens or traces.
     pub io_errors: Vec<String>,
+    /// Line of the case in its file (its `[compare.NAME]` table; 1 for the scenario's own).
+    pub line: usize,
+    /// Runs of the case (`--repeat`).
+    pub runs: u32,
+    /// Runs that passed.
+    pub passes: u32,
 }
 
 impl CaseResult {
@@ -60,6 +73,11 @@ impl CaseResult {
         matches!(self.golden, Comparison::Match | Comparison::Ungated)
             && self.expectation_failures.is_empty()
             && self.io_errors.is_empty()
+    }
+
+    /// Did some runs pass and others not (`--repeat`)?
+    pub fn flaky(&self) -> bool {
+        self.passes > 0 && self.passes < self.runs
     }
 }
 
@@ -75,8 +93,22 @@ pub struct FileResult {
 /// Run everything `options` names, reporting each file's results, then orphaned goldens.
 pub fn run(options: &Options, reporter: &mut dyn Reporter) -> io::Result<()> {
     let (files, unreadable) = store::discover(&options.paths);
+    // Shards: each takes its share of the scenario ids; what belongs to no file goes to the first.
+    let scenario_ids: Vec<String> = files.iter().map(|f| options.layout.id_of(f)).collect();
+    let takes = options.selection.shard(&scenario_ids);
+    let files: Vec<PathBuf> = files
+        .into_iter()
+        .zip(&takes)
+        .filter_map(|(f, t)| t.then_some(f))
+        .collect();
+    let owner: HashMap<String, bool> = scenario_ids.into_iter().zip(takes).collect();
+    let unreadable = if options.selection.first_shard() {
+        unreadable
+    } else {
+        Vec::new()
+    };
     for (path, e) in unreadable {
-        reporter.file(&FileResult {
+        reporter.unreadable(&FileResult {
             path,
             outcome: Err(vec![Diagnostic {
                 line: 1,
@@ -94,16 +126,22 @@ pub fn run(options: &Options, reporter: &mut dyn Reporter) -> io::Result<()> {
         .map_err(io::Error::other)?;
     let mut ids: HashSet<String> = HashSet::with_capacity(files.len() * 2);
     for chunk in files.chunks(CHUNK) {
-        let results: Vec<FileResult> =
+        let results: Vec<(Option<FileResult>, Vec<String>)> =
             pool.install(|| chunk.par_iter().map(|f| run_file(options, f)).collect());
-        for r in &results {
-            if let Ok(cases) = &r.outcome {
-                ids.extend(cases.iter().map(|c| c.id.clone()));
+        for (r, case_ids) in results {
+            // Cases the filters left out still own their goldens.
+            ids.extend(case_ids);
+            if let Some(r) = r {
+                reporter.file(&r)?;
             }
-            reporter.file(r)?;
         }
     }
-    for orphan in orphans(options, &ids) {
+    let orphans = orphans(options, &ids).into_iter().filter(|g| {
+        options
+            .selection
+            .owns_golden(&golden_id(options, g), &owner)
+    });
+    for orphan in orphans {
         reporter.orphan(&orphan)?;
     }
     reporter.finish()
@@ -120,12 +158,10 @@ fn orphans(options: &Options, ids: &HashSet<String>) -> Vec<PathBuf> {
             continue;
         };
         for golden in store::files_with_ext(&mirror, store::GOLDEN_EXT) {
-            let Ok(rel) = golden.strip_prefix(&options.layout.snapshots) else {
+            if golden.strip_prefix(&options.layout.snapshots).is_err() {
                 continue;
-            };
-            let id = rel.to_string_lossy().replace('\\', "/");
-            let id = id.strip_suffix(".snap").unwrap_or(&id);
-            if !ids.contains(id) {
+            }
+            if !ids.contains(&golden_id(options, &golden)) {
                 out.push(golden);
             }
         }
@@ -135,7 +171,17 @@ fn orphans(options: &Options, ids: &HashSet<String>) -> Vec<PathBuf> {
     out
 }
 
-fn format_of(path: &Path) -> SourceFormat {
+/// The case id of a golden file.
+fn golden_id(options: &Options, golden: &Path) -> String {
+    let rel = golden
+        .strip_prefix(&options.layout.snapshots)
+        .unwrap_or(golden);
+    let id = rel.to_string_lossy().replace('\\', "/");
+    id.strip_suffix(".snap").unwrap_or(&id).to_owned()
+}
+
+/// The format of a scenario file, by its extension.
+pub fn format_of(path: &Path) -> SourceFormat {
     if path.extension().is_some_and(|e| e == "json") {
         SourceFormat::Json
     } else {
@@ -143,7 +189,20 @@ fn format_of(path: &Path) -> SourceFormat {
     }
 }
 
-fn run_file(options: &Options, path: &Path) -> FileResult {
+/// Run one file: its result (none when the filters leave no case) and the ids of all its
+/// cases, filtered out or not.
+fn run_file(options: &Options, path: &Path) -> (Option<FileResult>, Vec<String>) {
+    match run_selected(options, path) {
+        Ok((r, ids)) => (
+            Some(r).filter(|r| r.outcome.as_ref().is_ok_and(|c| !c.is_empty())),
+            ids,
+        ),
+        Err(r) => (Some(r), Vec::new()),
+    }
+}
+
+/// Run one file's selected cases; a file that cannot run is the error.
+fn run_selected(options: &Options, path: &Path) -> Result<(FileResult, Vec<String>), FileResult> {
     let bad = |message: String, hint: &str| FileResult {
         path: path.to_owned(),
         outcome: Err(vec![Diagnostic {
@@ -155,7 +214,12 @@ fn run_file(options: &Options, path: &Path) -> FileResult {
     };
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
-        Err(e) => return bad(format!("cannot read: {e}"), "check the file's permissions"),
+        Err(e) => {
+            return Err(bad(
+                format!("cannot read: {e}"),
+                "check the file's permissions",
+            ));
+        }
     };
     let text = match String::from_utf8(bytes) {
         Ok(t) => t,
@@ -164,7 +228,7 @@ fn run_file(options: &Options, path: &Path) -> FileResult {
             let bytes = e.into_bytes();
             let valid = std::str::from_utf8(&bytes[..at]).unwrap_or_default();
             let (line, col) = crate::scenario::line_col(valid, at);
-            return FileResult {
+            return Err(FileResult {
                 path: path.to_owned(),
                 outcome: Err(vec![Diagnostic {
                     line,
@@ -172,7 +236,7 @@ fn run_file(options: &Options, path: &Path) -> FileResult {
                     message: "the file is not valid UTF-8".to_owned(),
                     hint: Some("save the scenario as UTF-8".to_owned()),
                 }]),
-            };
+            });
         }
     };
     let format = format_of(path);
@@ -180,10 +244,10 @@ fn run_file(options: &Options, path: &Path) -> FileResult {
     let mut cases = match scenario::load(&text, format, &id) {
         Ok(c) => c,
         Err(diags) => {
-            return FileResult {
+            return Err(FileResult {
                 path: path.to_owned(),
                 outcome: Err(diags),
-            };
+            });
         }
     };
     for profile in &options.also_profiles {
@@ -194,6 +258,8 @@ fn run_file(options: &Options, path: &Path) -> FileResult {
             cases.push(extra);
         }
     }
+    let all_ids = cases.iter().map(|c| c.id.clone()).collect();
+    cases.retain(|c| options.selection.keeps(c, &id));
     // Replay every case before writing anything, so a file that turns out incomplete leaves
     // no pending golden or trace behind.
     let mut replays = Vec::with_capacity(cases.len());
@@ -232,7 +298,7 @@ fn run_file(options: &Options, path: &Path) -> FileResult {
                     }
                 };
                 let message = format!("case `{}` (profile {}): {gap}", case.id, case.profile);
-                return FileResult {
+                return Err(FileResult {
                     path: path.to_owned(),
                     outcome: Err(vec![scenario::diagnose_at(
                         &text,
@@ -241,19 +307,41 @@ fn run_file(options: &Options, path: &Path) -> FileResult {
                         message,
                         Some(hint.to_owned()),
                     )]),
-                };
+                });
             }
         }
     }
     let results = cases
         .iter()
         .zip(replays)
-        .map(|(case, events)| judge(options, case, &events))
+        .map(|(case, events)| {
+            let first = judge(options, case, &events);
+            let mut r = crate::gate::repeat::fold(first, options.repeat, || {
+                judge(options, case, &replay_partial(case).0)
+            });
+            r.line = case_line(&text, format, case);
+            r
+        })
         .collect();
-    FileResult {
-        path: path.to_owned(),
-        outcome: Ok(results),
+    Ok((
+        FileResult {
+            path: path.to_owned(),
+            outcome: Ok(results),
+        },
+        all_ids,
+    ))
+}
+
+/// The line of a case in its file: its `[compare.NAME]` table, else 1.
+fn case_line(text: &str, format: SourceFormat, case: &Case) -> usize {
+    if !case.gated || case.profile == case.scenario.profile {
+        return 1;
     }
+    let at = vec![
+        Seg::Key("compare".to_owned()),
+        Seg::Key(case.profile.clone()),
+    ];
+    scenario::diagnose_at(text, format, at, String::new(), None).line
 }
 
 /// Replay one case and render its golden text.
@@ -313,14 +401,19 @@ fn judge(options: &Options, case: &Case, events: &[TimedEvent]) -> CaseResult {
             io_errors.push(format!("cannot write {}: {e}", path.display()));
         }
     }
-    CaseResult {
+    let mut r = CaseResult {
         id: case.id.clone(),
         row,
         golden,
         pending_written,
         expectation_failures,
         io_errors,
-    }
+        line: 1,
+        runs: 1,
+        passes: 0,
+    };
+    r.passes = u32::from(r.passed());
+    r
 }
 
 /// Compare the case's golden text with its golden file and write (or clear) its pending
@@ -342,7 +435,10 @@ fn compare_golden(
     };
     let mut pending_written = false;
     if options.write_pending {
-        let pending = layout.pending(&case.id);
+        let pending = match &options.pending_dir {
+            Some(dir) => dir.join(format!("{}.{}", case.id, store::PENDING_EXT)),
+            None => layout.pending(&case.id),
+        };
         let res = if golden == Comparison::Match {
             store::remove_optional(&pending)
         } else {

@@ -1,6 +1,6 @@
 //! Runs are deterministic: the bundled scenarios (plus generated variants, so that several
-//! workers have work) give byte-identical pending goldens, metrics CSV, JSON-lines traces and
-//! terminal output for `--jobs 1` and `--jobs 2`, run twice each.
+//! workers have work) give byte-identical pending goldens, metrics CSV, JSON-lines traces,
+//! JSON results, JUnit and terminal output for `--jobs 1` and `--jobs 2`, run twice each.
 
 use crate::support::{EXAMPLE, Project, repo};
 use std::collections::BTreeMap;
@@ -42,6 +42,10 @@ fn run_corpus(jobs: &'static str) -> Outputs {
         "out/metrics.csv",
         "--traces",
         "out/traces",
+        "--json",
+        "out/results.json",
+        "--junit",
+        "out/junit.xml",
     ]);
     let scenario_files = p
         .tree("scenarios")

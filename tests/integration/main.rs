@@ -7,11 +7,14 @@
 //! - `schema`: the committed JSON Schema matches `harness schema`.
 //! - `cli`: usage errors, `profile`, `trace`, `--profile`.
 //! - `mapping`: `docs/profiles.md` names only scenarios and tests that exist, and all of them.
+//! - `gate`: the CI gate: JUnit structure, merged shards = one run, metric baselines, GitHub
+//!   annotations and job summary, `--pending-dir` on CI, `--filter` and `list`.
 
 mod support;
 
 mod cli;
 mod determinism;
+mod gate;
 mod golden_workflow;
 mod invalid;
 mod mapping;

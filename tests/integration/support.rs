@@ -89,11 +89,20 @@ impl Project {
         self.run_command(cmd)
     }
 
+    /// `harness ARGS` in the project, with `CI` removed and these variables set.
+    pub fn harness_env(&self, env: &[(&str, &str)], args: &[&str]) -> Run {
+        let mut cmd = self.command(args);
+        cmd.envs(env.iter().copied());
+        self.run_command(cmd)
+    }
+
     fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_harness"));
         cmd.args(args)
             .current_dir(self.path())
             .env_remove("CI")
+            .env_remove("GITHUB_ACTIONS")
+            .env_remove("GITHUB_STEP_SUMMARY")
             .env_remove("CLICOLOR_FORCE")
             .env("NO_COLOR", "1");
         cmd

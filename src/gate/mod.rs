@@ -1,0 +1,337 @@
+//! The CI regression gate around `harness run`: result files (`--json`, `--junit`), GitHub
+//! annotations and job summary, metric baselines (`--baseline`, `harness bless`), shards
+//! (`--partition`, `harness merge`), selection (`--filter`, `harness list`), repeats
+//! (`--repeat`) and pending goldens kept out of the tree (`--pending-dir`, `harness diff`).
+//!
+//! `select`, `repeat` and `baseline` are pure; this module does the files and streams. Every
+//! output is made from the same results, so merged shards give what one run gives.
+
+pub mod baseline;
+pub mod repeat;
+pub mod select;
+
+use crate::report::{
+    self, Collected, EXIT_BAD_INPUT, EXIT_METRIC_REGRESSION, EXIT_OK, Fanout, MetricsCsv, Reporter,
+    Terminal, github, json, junit,
+};
+use crate::run::{self, Options};
+use crate::scenario;
+use crate::store::{self, Layout};
+use anyhow::Context as _;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// Where a run's (or a merge's) results go besides the terminal.
+#[derive(Debug, Clone, Default)]
+pub struct Outputs {
+    /// Metrics CSV.
+    pub metrics: Option<PathBuf>,
+    /// JUnit XML.
+    pub junit: Option<PathBuf>,
+    /// JSON results.
+    pub json: Option<PathBuf>,
+    /// Metric baseline to check against.
+    pub baseline: Option<PathBuf>,
+    /// Write GitHub workflow commands (annotations).
+    pub github_annotations: bool,
+    /// Append the Markdown job summary to this file.
+    pub step_summary: Option<PathBuf>,
+    /// `CI` is set: pending goldens are not written beside the goldens.
+    pub ci: bool,
+    /// Pending goldens go to this folder.
+    pub pending_dir: Option<PathBuf>,
+}
+
+/// Read and parse a baseline file; a bad one is a located error.
+pub fn load_baseline(path: &Path) -> anyhow::Result<baseline::Baseline> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read baseline {}", path.display()))?;
+    baseline::parse(&text).map_err(|e| {
+        anyhow::anyhow!(
+            "{}:{e}\n  hint: see `harness bless`, which writes this file",
+            path.display()
+        )
+    })
+}
+
+/// Feed results (`produce` calls the reporter) to the terminal and every requested output;
+/// the exit code.
+pub fn report(
+    outputs: &Outputs,
+    layout: &Layout,
+    produce: impl FnOnce(&mut dyn Reporter) -> io::Result<()>,
+) -> anyhow::Result<u8> {
+    let base = outputs.baseline.as_deref().map(load_baseline).transpose()?;
+    let stdout = anstream::stdout();
+    let mut terminal =
+        Terminal::new(stdout.lock(), outputs.ci).with_pending_dir(outputs.pending_dir.clone());
+    let mut csv = match &outputs.metrics {
+        Some(path) => Some(
+            MetricsCsv::create(path).with_context(|| format!("cannot write {}", path.display()))?,
+        ),
+        None => None,
+    };
+    let mut annotations = outputs
+        .github_annotations
+        .then(|| github::Annotations::new(io::stdout()));
+    let collect = base.is_some()
+        || outputs.junit.is_some()
+        || outputs.json.is_some()
+        || outputs.step_summary.is_some();
+    let mut collected = Collected::default();
+    {
+        let mut reporters: Vec<&mut dyn Reporter> = vec![&mut terminal];
+        if let Some(csv) = &mut csv {
+            reporters.push(csv);
+        }
+        if let Some(a) = &mut annotations {
+            reporters.push(a);
+        }
+        if collect {
+            reporters.push(&mut collected);
+        }
+        match produce(&mut Fanout(reporters)) {
+            Ok(()) => {}
+            // The summary could not be shown in full: do not claim success.
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(report::EXIT_FAILED),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let mut code = terminal.tally.exit_code();
+    let mut extra = String::new();
+    if let (Some(base), Some(path)) = (&base, &outputs.baseline) {
+        let rows = collected.cases().map(|(_, c)| &c.row);
+        let verdict =
+            baseline::check(base, rows).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        let name = path.display().to_string();
+        let mut out = anstream::stdout().lock();
+        out.write_all(verdict.render(&name).as_bytes())?;
+        if outputs.github_annotations {
+            for c in &verdict.regressions {
+                let (file, line) = collected
+                    .cases()
+                    .find(|(_, r)| r.id == c.case)
+                    .map_or((path.as_path(), 1), |(f, r)| (f, r.line));
+                let msg = format!(
+                    "{} {} \u{2192} {} (allowed {})",
+                    c.metric, c.old, c.new, c.allowed
+                );
+                writeln!(
+                    out,
+                    "{}",
+                    github::command(
+                        "error",
+                        file,
+                        line,
+                        &format!("harness: metric regression in {}", c.case),
+                        &msg
+                    )
+                )?;
+            }
+        }
+        out.flush()?;
+        extra = verdict.markdown(&name);
+        if code == EXIT_OK && !verdict.regressions.is_empty() {
+            code = EXIT_METRIC_REGRESSION;
+        }
+    }
+    if let Some(path) = &outputs.junit {
+        let xml = junit::render(&collected, |p| layout.id_of(p));
+        store::write_atomic(path, xml.as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(path) = &outputs.json {
+        store::write_atomic(path, json::render(&collected).as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(path) = &outputs.step_summary {
+        let md = github::summary(&collected, &extra);
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .with_context(|| format!("cannot append to {}", path.display()))?;
+        f.write_all(md.as_bytes())
+            .with_context(|| format!("cannot append to {}", path.display()))?;
+    }
+    Ok(code)
+}
+
+/// Read the shards' JSON results and join them into the results one run would give: paths
+/// that could not be read first (in shard order), then scenario files sorted by path, then
+/// orphaned goldens sorted.
+pub fn merge_shards(shards: &[PathBuf]) -> Result<Collected, String> {
+    let mut all = Collected::default();
+    for s in shards {
+        let text =
+            std::fs::read_to_string(s).map_err(|e| format!("{}: cannot read: {e}", s.display()))?;
+        let part = json::parse(&text).map_err(|e| {
+            format!(
+                "{}:{e}\n  hint: pass files written by `harness run --json`",
+                s.display()
+            )
+        })?;
+        for u in part.unreadable {
+            if !all.unreadable.iter().any(|x| x.path == u.path) {
+                all.unreadable.push(u);
+            }
+        }
+        all.files.extend(part.files);
+        all.orphans.extend(part.orphans);
+    }
+    all.files.sort_by(|a, b| a.path.cmp(&b.path));
+    if let Some(w) = all.files.windows(2).find(|w| w[0].path == w[1].path) {
+        return Err(format!(
+            "{} is in more than one shard\n  hint: merge the results of one partition's shards (`--partition count:M/N` with the same N)",
+            w[0].path.display()
+        ));
+    }
+    all.orphans.sort();
+    all.orphans.dedup();
+    Ok(all)
+}
+
+/// `harness list`: the cases a run with this selection would take, one per line
+/// (`id  profile  family`), to `out`; bad files are reported and make the exit code 2.
+pub fn list(options: &Options, out: &mut dyn Write) -> anyhow::Result<u8> {
+    let (files, unreadable) = store::discover(&options.paths);
+    let ids: Vec<String> = files.iter().map(|f| options.layout.id_of(f)).collect();
+    let takes = options.selection.shard(&ids);
+    let mut code = EXIT_OK;
+    for (path, e) in unreadable {
+        if options.selection.first_shard() {
+            writeln!(out, "error: {}:1:1: cannot read: {e}", path.display())?;
+            code = EXIT_BAD_INPUT;
+        }
+    }
+    for ((path, id), take) in files.iter().zip(&ids).zip(takes) {
+        if !take {
+            continue;
+        }
+        let loaded = std::fs::read_to_string(path)
+            .map_err(|e| vec![format!("1:1: cannot read: {e}")])
+            .and_then(|text| {
+                scenario::load(&text, run::format_of(path), id).map_err(|ds| {
+                    ds.iter()
+                        .map(|d| format!("{}:{}: {}", d.line, d.col, d.message))
+                        .collect()
+                })
+            });
+        match loaded {
+            Ok(mut cases) => {
+                for profile in &options.also_profiles {
+                    if !cases.iter().any(|c| &c.profile == profile) {
+                        if let Some(extra) =
+                            cases.first().and_then(|c| scenario::ad_hoc(c, profile))
+                        {
+                            cases.push(extra);
+                        }
+                    }
+                }
+                for c in cases.iter().filter(|c| options.selection.keeps(c, id)) {
+                    writeln!(out, "{:<60} {:<10} {}", c.id, c.profile, c.scenario.family)?;
+                }
+            }
+            Err(errors) => {
+                for e in errors {
+                    writeln!(out, "error: {}:{e}", path.display())?;
+                }
+                code = EXIT_BAD_INPUT;
+            }
+        }
+    }
+    Ok(code)
+}
+
+/// `harness bless`: run the selection and record its metrics in the baseline file (every
+/// case when nothing narrows the run, else only the cases run); refuses when a case fails.
+pub fn bless(
+    options: &Options,
+    file: &Path,
+    full: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<u8> {
+    let mut base = if file.exists() {
+        load_baseline(file)?
+    } else {
+        baseline::Baseline::default()
+    };
+    let mut collected = Collected::default();
+    run::run(options, &mut collected)?;
+    let tally = collected.tally();
+    let code = tally.exit_code();
+    if code != EXIT_OK {
+        writeln!(
+            out,
+            "harness bless: not written. {} of {} cases fail, {} files are invalid, {} goldens are orphaned; `harness run` shows why — bless a passing run",
+            tally.cases - tally.passed,
+            tally.cases,
+            tally.invalid_files,
+            tally.orphans.len()
+        )?;
+        return Ok(code);
+    }
+    let rows: Vec<_> = collected.cases().map(|(_, c)| &c.row).collect();
+    let n = rows.len();
+    baseline::bless(&mut base, rows, full);
+    store::write_atomic(file, baseline::render(&base).as_bytes())
+        .with_context(|| format!("cannot write {}", file.display()))?;
+    writeln!(
+        out,
+        "harness bless: wrote {} ({n} cases recorded, {} in the baseline)",
+        file.display(),
+        base.cases.len()
+    )?;
+    Ok(EXIT_OK)
+}
+
+/// Pending goldens selected by `paths`, from `pending_dir` when given, each with its golden.
+pub fn pending(
+    layout: &Layout,
+    pending_dir: Option<&Path>,
+    paths: &[PathBuf],
+) -> Vec<(PathBuf, PathBuf)> {
+    let from = Layout {
+        scenarios: layout.scenarios.clone(),
+        snapshots: pending_dir.map_or_else(|| layout.snapshots.clone(), Path::to_path_buf),
+    };
+    store::select_pending(&from, paths)
+        .into_iter()
+        .filter_map(|p| {
+            let rel = p.strip_prefix(&from.snapshots).ok()?;
+            let id = rel.to_string_lossy().replace('\\', "/");
+            let id = id
+                .strip_suffix(&format!(".{}", store::PENDING_EXT))?
+                .to_owned();
+            Some((p.clone(), layout.golden(&id)))
+        })
+        .collect()
+}
+
+/// `harness diff`: the unified diff of each pending golden against its golden (colored on a
+/// terminal only).
+pub fn diff(layout: &Layout, pending_dir: Option<&Path>, paths: &[PathBuf]) -> anyhow::Result<u8> {
+    let mut out = anstream::stdout().lock();
+    let found = pending(layout, pending_dir, paths);
+    for (p, golden) in &found {
+        let new =
+            std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
+        let old = store::read_optional(golden)
+            .with_context(|| format!("cannot read {}", golden.display()))?;
+        match old {
+            Some(old) => {
+                writeln!(out, "{} \u{2192} {}", p.display(), golden.display())?;
+                report::paint_diff(&mut out, &crate::snapshot::diff(&old, &new))?;
+            }
+            None => writeln!(
+                out,
+                "{}: new golden ({} lines; no {} yet)",
+                p.display(),
+                new.lines().count(),
+                golden.display()
+            )?,
+        }
+    }
+    writeln!(out, "{} pending golden(s)", found.len())?;
+    Ok(EXIT_OK)
+}

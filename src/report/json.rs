@@ -1,0 +1,265 @@
+//! The JSON results (`--json FILE`), versioned: every file's cases with their metrics, golden
+//! verdicts, diffs and expectation failures, located errors, orphaned goldens and the counts.
+//! It holds everything the other outputs are made from, so `harness merge` rebuilds from the
+//! shards' files exactly what a single run writes.
+
+use super::{Collected, Tally};
+use crate::metrics::Row;
+use crate::run::{CaseResult, FileResult};
+use crate::scenario::Diagnostic;
+use crate::snapshot::Comparison;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// Version of the JSON results; readers refuse others.
+pub const VERSION: u32 = 1;
+
+#[derive(Serialize, Deserialize)]
+struct Results {
+    version: u32,
+    files: Vec<File>,
+    orphans: Vec<PathBuf>,
+    /// Derived from the rest; not read back.
+    #[serde(default, skip_deserializing)]
+    summary: Option<Summary>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    path: PathBuf,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    unreadable: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cases: Option<Vec<Case>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    errors: Option<Vec<Error>>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Case {
+    id: String,
+    line: usize,
+    /// `passed`, `failed` or `flaky`; derived, not read back.
+    #[serde(default)]
+    status: String,
+    /// `match`, `missing`, `differs` or `ungated`.
+    golden: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    diff: Option<String>,
+    pending_written: bool,
+    expectation_failures: Vec<String>,
+    io_errors: Vec<String>,
+    runs: u32,
+    passes: u32,
+    /// One run passed; derived, not read back.
+    #[serde(default)]
+    pass_at_k: bool,
+    /// Every run passed; derived, not read back.
+    #[serde(default)]
+    pass_all_k: bool,
+    metrics: serde_json::Value,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Error {
+    line: usize,
+    col: usize,
+    message: String,
+    hint: Option<String>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Summary {
+    files: u64,
+    cases: u64,
+    passed: u64,
+    failed: u64,
+    flaky: u64,
+    golden_mismatches: u64,
+    missing_goldens: u64,
+    expectation_failures: u64,
+    invalid_files: u64,
+    orphaned_goldens: usize,
+    exit_code: u8,
+}
+
+fn case_json(c: &CaseResult) -> Case {
+    let (golden, diff) = match &c.golden {
+        Comparison::Match => ("match", None),
+        Comparison::Missing => ("missing", None),
+        Comparison::Differs(d) => ("differs", Some(d.clone())),
+        Comparison::Ungated => ("ungated", None),
+    };
+    let mut metrics = serde_json::to_value(&c.row).unwrap_or_default();
+    // The CSV writes six decimals; the JSON keeps the exact figure, so sums stay identical.
+    metrics["cost_usd"] = serde_json::json!(c.row.cost_usd);
+    Case {
+        id: c.id.clone(),
+        line: c.line,
+        status: if c.passed() {
+            "passed"
+        } else if c.flaky() {
+            "flaky"
+        } else {
+            "failed"
+        }
+        .to_owned(),
+        golden: golden.to_owned(),
+        diff,
+        pending_written: c.pending_written,
+        expectation_failures: c.expectation_failures.clone(),
+        io_errors: c.io_errors.clone(),
+        runs: c.runs,
+        passes: c.passes,
+        pass_at_k: crate::gate::repeat::pass_at_k(c),
+        pass_all_k: crate::gate::repeat::pass_all_k(c),
+        metrics,
+    }
+}
+
+fn case_back(c: Case) -> Result<CaseResult, String> {
+    let golden = match (c.golden.as_str(), c.diff) {
+        ("match", _) => Comparison::Match,
+        ("missing", _) => Comparison::Missing,
+        ("differs", Some(d)) => Comparison::Differs(d),
+        ("ungated", _) => Comparison::Ungated,
+        (g, _) => return Err(format!("case `{}`: unknown golden verdict `{g}`", c.id)),
+    };
+    let row: Row =
+        serde_json::from_value(c.metrics).map_err(|e| format!("case `{}`: metrics: {e}", c.id))?;
+    Ok(CaseResult {
+        id: c.id,
+        row,
+        golden,
+        pending_written: c.pending_written,
+        expectation_failures: c.expectation_failures,
+        io_errors: c.io_errors,
+        line: c.line,
+        runs: c.runs,
+        passes: c.passes,
+    })
+}
+
+fn file_json(f: &FileResult, unreadable: bool) -> File {
+    let (cases, errors) = match &f.outcome {
+        Ok(cases) => (Some(cases.iter().map(case_json).collect()), None),
+        Err(diags) => (
+            None,
+            Some(
+                diags
+                    .iter()
+                    .map(|d| Error {
+                        line: d.line,
+                        col: d.col,
+                        message: d.message.clone(),
+                        hint: d.hint.clone(),
+                    })
+                    .collect(),
+            ),
+        ),
+    };
+    File {
+        path: f.path.clone(),
+        unreadable,
+        cases,
+        errors,
+    }
+}
+
+fn file_back(f: File) -> Result<FileResult, String> {
+    let outcome = match (f.cases, f.errors) {
+        (Some(cases), None) => Ok(cases
+            .into_iter()
+            .map(case_back)
+            .collect::<Result<Vec<_>, _>>()?),
+        (None, Some(errors)) => Err(errors
+            .into_iter()
+            .map(|e| Diagnostic {
+                line: e.line,
+                col: e.col,
+                message: e.message,
+                hint: e.hint,
+            })
+            .collect()),
+        _ => {
+            return Err(format!(
+                "file `{}`: needs exactly one of `cases` and `errors`",
+                f.path.display()
+            ));
+        }
+    };
+    Ok(FileResult {
+        path: f.path,
+        outcome,
+    })
+}
+
+fn summary(t: &Tally) -> Summary {
+    Summary {
+        files: t.files,
+        cases: t.cases,
+        passed: t.passed,
+        failed: t.cases - t.passed - t.flaky,
+        flaky: t.flaky,
+        golden_mismatches: t.mismatched,
+        missing_goldens: t.missing,
+        expectation_failures: t.expectation_failures,
+        invalid_files: t.invalid_files,
+        orphaned_goldens: t.orphans.len(),
+        exit_code: t.exit_code(),
+    }
+}
+
+/// The JSON results of a run, pretty-printed, ending in a newline.
+pub fn render(c: &Collected) -> String {
+    let results = Results {
+        version: VERSION,
+        files: c
+            .unreadable
+            .iter()
+            .map(|f| file_json(f, true))
+            .chain(c.files.iter().map(|f| file_json(f, false)))
+            .collect(),
+        orphans: c.orphans.clone(),
+        summary: Some(summary(&c.tally())),
+    };
+    let mut text = serde_json::to_string_pretty(&results).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// Read JSON results back (for `harness merge`); the error says what is wrong and where.
+pub fn parse(text: &str) -> Result<Collected, String> {
+    let results: Results = serde_json::from_str(text).map_err(|e| {
+        format!(
+            "{}:{}: {}",
+            e.line(),
+            e.column(),
+            e.to_string()
+                .rsplit_once(" at line ")
+                .map_or(e.to_string(), |(m, _)| m.to_owned())
+        )
+    })?;
+    if results.version != VERSION {
+        return Err(format!(
+            "1:1: results version {} is not supported (this harness reads version {VERSION})",
+            results.version
+        ));
+    }
+    let mut out = Collected {
+        orphans: results.orphans,
+        ..Collected::default()
+    };
+    for f in results.files {
+        let unreadable = f.unreadable;
+        let f = file_back(f).map_err(|e| format!("1:1: {e}"))?;
+        if unreadable {
+            out.unreadable.push(f);
+        } else {
+            out.files.push(f);
+        }
+    }
+    Ok(out)
+}
