@@ -30,6 +30,8 @@ pub mod json;
 pub mod llm;
 pub mod metrics;
 pub mod policy;
+pub mod provider;
+pub mod record;
 pub mod report;
 pub mod run;
 pub mod scenario;

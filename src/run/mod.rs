@@ -144,6 +144,9 @@ fn format_of(path: &Path) -> SourceFormat {
 }
 
 fn run_file(options: &Options, path: &Path) -> FileResult {
+    if crate::record::is_cassette(path) {
+        return cassette_file(options, path);
+    }
     let bad = |message: String, hint: &str| FileResult {
         path: path.to_owned(),
         outcome: Err(vec![Diagnostic {
@@ -253,6 +256,24 @@ fn run_file(options: &Options, path: &Path) -> FileResult {
     FileResult {
         path: path.to_owned(),
         outcome: Ok(results),
+    }
+}
+
+/// Replay a cassette strictly and judge it like a scenario case; a request that drifted from
+/// the recording fails the case with its explanation.
+fn cassette_file(options: &Options, path: &Path) -> FileResult {
+    let outcome = match crate::record::replay(&options.layout, path) {
+        Ok(r) => {
+            let mut result = judge(options, &r.case, &r.events);
+            result.row.expectations_passed &= r.failures.is_empty();
+            result.expectation_failures.extend(r.failures);
+            Ok(vec![result])
+        }
+        Err(refusal) => Err(vec![refusal.diagnostic(path)]),
+    };
+    FileResult {
+        path: path.to_owned(),
+        outcome,
     }
 }
 

@@ -7,6 +7,7 @@
 //! - `schema`: the committed JSON Schema matches `harness schema`.
 //! - `cli`: usage errors, `profile`, `trace`, `--profile`.
 //! - `mapping`: `docs/profiles.md` names only scenarios and tests that exist, and all of them.
+//! - `record`: record against stub providers on 127.0.0.1, replay offline, secrets, drift.
 
 mod support;
 
@@ -15,4 +16,5 @@ mod determinism;
 mod golden_workflow;
 mod invalid;
 mod mapping;
+mod record;
 mod schema;
