@@ -22,13 +22,25 @@ use serde_json::Value;
 pub use sse::SseEvent;
 
 /// Which wire format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Provider {
     /// OpenAI Chat Completions and OpenAI-compatible servers (vLLM, llama.cpp, Ollama, LiteLLM).
     Openai,
     /// Anthropic Messages.
     Anthropic,
+}
+
+impl std::str::FromStr for Provider {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "openai" => Ok(Self::Openai),
+            "anthropic" => Ok(Self::Anthropic),
+            _ => Err(format!("unknown provider `{s}` (known: openai, anthropic)")),
+        }
+    }
 }
 
 impl Provider {

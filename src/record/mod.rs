@@ -62,8 +62,8 @@ pub enum RecordMode {
 pub struct RecordArgs {
     /// The scenario to run live (its tools answer from their scripted outcomes).
     pub scenario: PathBuf,
-    /// Wire format of the provider.
-    #[arg(long, value_enum)]
+    /// Wire format of the provider: `openai` (and OpenAI-compatible servers) or `anthropic`.
+    #[arg(long, value_name = "openai|anthropic")]
     pub provider: Provider,
     /// Model name sent to the provider.
     #[arg(long, value_name = "NAME")]
@@ -270,6 +270,9 @@ pub struct Replayed {
     pub events: Vec<TimedEvent>,
     /// Strict-match failures (a request that drifted, exchanges left unused).
     pub failures: Vec<String>,
+    /// The run stopped at a drifted request and its trace so far is the start of the golden:
+    /// the golden holds, only the request failed.
+    pub drift_within_golden: bool,
 }
 
 /// The scenario a cassette names, as a path.
@@ -316,8 +319,14 @@ pub fn replay(layout: &Layout, path: &Path) -> Result<Replayed, Refusal> {
     let mut player = Player::new(&c, scrubber(None));
     let (events, gap) = run_case(&case, &c.model, &mut player);
     let mut failures = Vec::new();
+    let mut drift_within_golden = false;
     if let Some(miss) = player.miss.take() {
         failures.push(miss);
+        let partial = crate::trace::render_golden(&case.id, &events);
+        drift_within_golden = store::read_optional(&layout.golden(&case.id))
+            .ok()
+            .flatten()
+            .is_some_and(|g| g.starts_with(&partial));
     } else if let Some(gap) = gap {
         return Err(Refusal {
             at: Some((scenario_file, 1, 1)),
@@ -327,15 +336,16 @@ pub fn replay(layout: &Layout, path: &Path) -> Result<Replayed, Refusal> {
         });
     } else if player.used() < c.exchanges.len() {
         failures.push(format!(
-            "the run ended after {} of the cassette's {} recorded exchanges\n  hint: the loop now stops earlier than when it was recorded; re-record with `harness record --record-mode all` if that is intended",
-            player.used(),
-            c.exchanges.len()
+            "the run to use all {} recorded exchanges, but it ended after {}\nhint: the loop now stops earlier than when it was recorded; re-record with `harness record --record-mode all` if that is intended",
+            c.exchanges.len(),
+            player.used()
         ));
     }
     Ok(Replayed {
         case,
         events,
         failures,
+        drift_within_golden,
     })
 }
 

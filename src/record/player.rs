@@ -121,12 +121,12 @@ impl<'a> Player<'a> {
             .min_by_key(|(changed, off, i, _)| (*changed, *off, *i));
         let head = match self.cassette.exchanges.get(self.next) {
             Some(_) => format!(
-                "model call {} sent a request that differs from recorded exchange {} of {total}",
+                "model call {} to send the request recorded as exchange {} of {total}, but it differs",
                 request.call,
                 self.next + 1
             ),
             None => format!(
-                "model call {} has no recorded exchange left: the cassette holds {total}",
+                "no model call {}: the cassette holds {total} exchanges, all used",
                 request.call
             ),
         };
@@ -150,7 +150,7 @@ impl<'a> Player<'a> {
             .to_string();
         let diff = self.scrubber.scrub(&diff);
         format!(
-            "{head}; nearest recorded request: exchange {}{at}\n{diff}  hint: if the change is intended, re-record with `harness record --record-mode all`; to ignore a volatile field, list it under `replay.ignore` in the cassette",
+            "{head}; nearest recorded request: exchange {}{at}\n{diff}hint: if the change is intended, re-record with `harness record --record-mode all`; to ignore a volatile field, list it under `replay.ignore` in the cassette",
             i + 1
         )
     }

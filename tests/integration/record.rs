@@ -633,7 +633,10 @@ fn strict_replay_points_at_a_changed_system_prompt_or_tool_schema() {
     );
     p.harness(&["run", "scenarios/record/fixtures"])
         .expect_code(1)
-        .expect_stdout("model call 1 sent a request that differs from recorded exchange 1 of 4")
+        .expect_stdout(
+            "expected model call 1 to send the request recorded as exchange 1 of 4, but it differs",
+        )
+        .expect_no_stdout("golden differs")
         .expect_stdout("first difference at `/messages/0/content`")
         .expect_stdout("-      \"content\": \"You are a coding agent. Use tools to act.\",")
         .expect_stdout("+      \"content\": \"You are a coding agent. Use tools with care.\",");
@@ -648,6 +651,10 @@ fn strict_replay_points_at_a_changed_system_prompt_or_tool_schema() {
         .expect_code(1)
         .expect_stdout("first difference at `/tools/0/function/parameters/properties/command")
         .expect_stdout("+              \"minLength\": 1,");
+    assert!(
+        p.files("snapshots", ".snap.new").is_empty(),
+        "a drifted run writes no pending golden"
+    );
     // Back to the recorded scenario: green again.
     p.write(SCENARIO, original);
     p.harness(&["run", "scenarios/record/fixtures"])
@@ -795,4 +802,30 @@ fn promoted_cassette_runs_with_the_replayed_trace() {
         body(&p.read(golden)),
         "the promoted scenario replays the recording"
     );
+    // Zero delay: the same chunks, only the recorded latencies gone from the virtual clock
+    // (the retry waits stay).
+    let zero = p
+        .read(cassette)
+        .replace("\"delay\": \"recorded\"", "\"delay\": \"zero\"");
+    p.write(cassette, zero);
+    p.harness(&["run", cassette])
+        .expect_code(1)
+        .expect_stdout("golden differs")
+        .expect_stdout("+        0.030s  model_response finish=tool_use chunks=3 calls=[call_a exec({})] tokens=60/9 latency=0ms")
+        .expect_stdout("+        1.030s  outcome response iterations=4");
+}
+
+#[test]
+fn a_broken_cassette_is_bad_input_with_its_location() {
+    let p = project();
+    p.write(
+        "scenarios/x/bad.cassette.json",
+        "{\n  \"version\": 1,\n  \"scenario\": 7\n}\n",
+    );
+    p.write("scenarios/x/new.cassette.json", "{\n  \"version\": 9\n}\n");
+    p.harness(&["run", "scenarios/x"])
+        .expect_code(2)
+        .expect_stdout("error: scenarios/x/bad.cassette.json:3:15: invalid cassette at `scenario`: invalid type: integer `7`, expected a string")
+        .expect_stdout("error: scenarios/x/new.cassette.json:2:3: cassette format version 9 is newer than this build reads (1)")
+        .expect_stdout("hint: upgrade harness");
 }
