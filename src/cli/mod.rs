@@ -61,9 +61,9 @@ enum Command {
         /// Scenario or golden files and folders (default: every pending golden).
         paths: Vec<PathBuf>,
     },
-    /// Print the trace of one scenario (every case): golden text, or JSON lines.
+    /// Print the trace of one scenario (every case) or cassette: golden text, or JSON lines.
     Trace {
-        /// Scenario file.
+        /// Scenario or cassette file.
         scenario: PathBuf,
         /// JSON lines instead of golden text.
         #[arg(long)]
@@ -178,6 +178,9 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
         }
         Command::Accept { paths } => review(&layout, &paths, true),
         Command::Reject { paths } => review(&layout, &paths, false),
+        Command::Trace { scenario, jsonl } if crate::record::is_cassette(&scenario) => {
+            crate::record::cli::trace(&layout, &scenario, jsonl)
+        }
         Command::Trace { scenario, jsonl } => {
             let text = std::fs::read_to_string(&scenario)
                 .with_context(|| format!("cannot read {}", scenario.display()))?;

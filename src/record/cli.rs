@@ -58,7 +58,7 @@ pub fn record(args: &RecordArgs, layout: &Layout, ci: bool) -> anyhow::Result<u8
         csv.finish()?;
     }
     for f in &r.failures {
-        writeln!(out, "replay mismatch: {f}")?;
+        writeln!(out, "replay mismatch: expected {f}")?;
     }
     let verb = if r.live {
         "recorded"
@@ -71,6 +71,29 @@ pub fn record(args: &RecordArgs, layout: &Layout, ci: bool) -> anyhow::Result<u8
         r.exchanges,
         r.out.display()
     )?;
+    Ok(if r.failures.is_empty() {
+        EXIT_OK
+    } else {
+        EXIT_FAILED
+    })
+}
+
+/// `harness trace CASSETTE`: the replayed trace; a drifted request is reported (exit 1).
+pub fn trace(layout: &Layout, path: &std::path::Path, jsonl: bool) -> anyhow::Result<u8> {
+    let r = match super::replay(layout, path) {
+        Ok(r) => r,
+        Err(e) => return refused(&e, None),
+    };
+    let mut out = anstream::stdout().lock();
+    if jsonl {
+        out.write_all(trace::render_jsonl(&r.events).as_bytes())?;
+    } else {
+        out.write_all(trace::render_golden(&r.case.id, &r.events).as_bytes())?;
+    }
+    let mut err = anstream::stderr();
+    for f in &r.failures {
+        writeln!(err, "replay mismatch: expected {f}")?;
+    }
     Ok(if r.failures.is_empty() {
         EXIT_OK
     } else {

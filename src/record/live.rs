@@ -298,7 +298,19 @@ impl Model for LiveModel {
         ex.request = body;
         ex.elapsed_ms = elapsed;
         scrub_exchange(&self.scrubber, &mut ex);
-        let outcome = ex.outcome(self.endpoint.provider, elapsed);
+        let never_reached = self.exchanges.iter().all(|e| e.status.is_none());
+        let outcome = match &ex.error {
+            // A provider never reached is a wrong URL or a server that is down, not a fault
+            // to record and retry.
+            Some(e) if e.kind == TransportKind::Connect && never_reached => {
+                Outcome::Fatal(format!(
+                    "cannot connect to {}: {}",
+                    self.scrubber.scrub(&self.url),
+                    e.message
+                ))
+            }
+            _ => ex.outcome(self.endpoint.provider, elapsed),
+        };
         ex.usage = usage_of(&outcome);
         self.exchanges.push(ex);
         match &outcome {

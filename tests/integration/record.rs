@@ -677,6 +677,17 @@ fn record_modes_and_ci() {
     let mut none = args.to_vec();
     none.extend(["--record-mode", "none"]);
     record(&p, "OPENAI_API_KEY", "k-0123456789", &none).expect_code(2);
+    // A provider that cannot be reached stops the recording; nothing is written.
+    let mut all_modes = args.to_vec();
+    all_modes.extend(["--record-mode", "all"]);
+    let down = record(&p, "OPENAI_API_KEY", "k-0123456789", &all_modes);
+    down.expect_code(2);
+    assert!(
+        down.stderr
+            .contains("cannot connect to http://127.0.0.1:9/v1/chat/completions"),
+        "{down}"
+    );
+    assert!(!p.exists("scenarios/record/fixtures/cassettes/reflex-live.cassette.json"));
     let p = recorded_project();
     // With a cassette, `once` (the default) and CI replay it without contacting anyone: the
     // base URL points at a closed port.
@@ -786,8 +797,11 @@ fn promoted_cassette_runs_with_the_replayed_trace() {
     let golden = "snapshots/record/fixtures/cassettes/reflex-live.cassette.snap";
     p.copy_from_repo(cassette, cassette);
     p.copy_from_repo(golden, golden);
-    // The committed cassette replays against its reviewed golden.
+    // The committed cassette replays against its reviewed golden; `trace` prints it.
     p.harness(&["run", cassette]).expect_code(0);
+    let replayed = p.harness(&["trace", cassette]);
+    replayed.expect_code(0);
+    assert_eq!(replayed.stdout, p.read(golden));
     p.harness(&["promote", cassette])
         .expect_code(0)
         .expect_stdout("wrote scenarios/record/reflex-live.promoted.toml");
