@@ -10,10 +10,12 @@
 //! ends the stream; an `error` event is a provider fault.
 
 use super::{
-    SseEvent, WireError, WireOptions, empty_response, malformed, streamed, tool_result_ids,
+    SseEvent, WireError, WireOptions, WireRequest, empty_response, malformed, options_of, streamed,
+    tool_result_ids,
 };
 use crate::llm::{
-    Arguments, FaultKind, Finish, ModelRequest, ModelResponse, Role, ToolCall, Usage, stream::Chunk,
+    Arguments, FaultKind, Finish, Message, ModelRequest, ModelResponse, Role, ToolCall, ToolSpec,
+    Usage, stream::Chunk,
 };
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
@@ -97,6 +99,227 @@ pub fn render_request(request: &ModelRequest<'_>, options: &WireOptions) -> Valu
         body.insert("stream".into(), json!(true));
     }
     Value::Object(body)
+}
+
+fn finish_name(f: Finish) -> &'static str {
+    match f {
+        Finish::Stop => "end_turn",
+        Finish::ToolUse => "tool_use",
+        Finish::Length => "max_tokens",
+        Finish::StopSequence => "stop_sequence",
+        Finish::ContentFilter => "refusal",
+    }
+}
+
+/// The `error.type` a fault is served with.
+pub fn error_type(kind: FaultKind) -> &'static str {
+    match kind {
+        FaultKind::RateLimit => "rate_limit_error",
+        FaultKind::ServerError => "api_error",
+        FaultKind::ContextOverflow => "invalid_request_error",
+        FaultKind::Timeout => "timeout_error",
+    }
+}
+
+/// A request body as the engine's conversation: `system` first, then each content block as
+/// the message it came from (text, a `tool_use` call on its assistant message, a
+/// `tool_result` as a tool message).
+pub fn parse_request(body: &Value) -> Result<WireRequest, WireError> {
+    let options = options_of(body, NAME)?;
+    let mut messages = Vec::new();
+    match body.get("system") {
+        Some(Value::String(s)) => messages.push(Message::new(Role::System, s.clone())),
+        Some(Value::Array(blocks)) => messages.push(Message::new(
+            Role::System,
+            blocks
+                .iter()
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect::<String>(),
+        )),
+        _ => {}
+    }
+    for (i, m) in body
+        .get("messages")
+        .and_then(Value::as_array)
+        .ok_or_else(|| malformed(NAME, "request has no `messages` array"))?
+        .iter()
+        .enumerate()
+    {
+        let assistant = match m.get("role").and_then(Value::as_str) {
+            Some("assistant") => true,
+            Some("user") => false,
+            other => return Err(malformed(NAME, format!("message {i} has role {other:?}"))),
+        };
+        let blocks = match m.get("content") {
+            Some(Value::String(s)) => vec![json!({"type": "text", "text": s})],
+            Some(Value::Array(b)) => b.clone(),
+            _ => Vec::new(),
+        };
+        if assistant {
+            let mut message = Message::new(Role::Assistant, "");
+            for b in &blocks {
+                match b.get("type").and_then(Value::as_str) {
+                    Some("text") => message
+                        .content
+                        .push_str(b.get("text").and_then(Value::as_str).unwrap_or("")),
+                    Some("tool_use") => message.tool_calls.push(ToolCall {
+                        id: b.get("id").and_then(Value::as_str).unwrap_or("").to_owned(),
+                        name: b
+                            .get("name")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_owned(),
+                        arguments: Arguments::Parsed(
+                            b.get("input").cloned().unwrap_or_else(|| json!({})),
+                        ),
+                    }),
+                    _ => {}
+                }
+            }
+            messages.push(message);
+            continue;
+        }
+        for b in &blocks {
+            match b.get("type").and_then(Value::as_str) {
+                Some("tool_result") => {
+                    let content = match b.get("content") {
+                        Some(Value::String(s)) => s.clone(),
+                        Some(Value::Array(parts)) => parts
+                            .iter()
+                            .filter_map(|p| p.get("text").and_then(Value::as_str))
+                            .collect(),
+                        _ => String::new(),
+                    };
+                    let mut message = Message::new(Role::Tool, content);
+                    message.failed = b.get("is_error").and_then(Value::as_bool).unwrap_or(false);
+                    messages.push(message);
+                }
+                Some("text") => messages.push(Message::new(
+                    Role::User,
+                    b.get("text").and_then(Value::as_str).unwrap_or(""),
+                )),
+                _ => {}
+            }
+        }
+    }
+    let tools = body
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|t| ToolSpec {
+            name: t
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned(),
+            description: t
+                .get("description")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned(),
+            schema: t.get("input_schema").cloned().unwrap_or_else(|| json!({})),
+        })
+        .collect();
+    Ok(WireRequest {
+        options,
+        messages,
+        tools,
+    })
+}
+
+fn input_of(args: &Arguments) -> Value {
+    match args {
+        Arguments::Parsed(v) => v.clone(),
+        Arguments::Raw(r) => serde_json::from_str(r).unwrap_or_else(|_| json!({})),
+    }
+}
+
+/// A `message` body for an answer.
+pub fn render_body(r: &ModelResponse, model: &str) -> Value {
+    let mut content = Vec::new();
+    if let Some(t) = &r.text {
+        content.push(json!({"type": "text", "text": t}));
+    }
+    for c in &r.tool_calls {
+        content.push(json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input_of(&c.arguments)}));
+    }
+    json!({
+        "id": "msg_harness",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": finish_name(r.finish),
+        "stop_sequence": null,
+        "usage": {"input_tokens": r.usage.input, "output_tokens": r.usage.output},
+    })
+}
+
+/// The event stream for an answer given as chunks: a run of text pieces is one text block, each
+/// tool call a `tool_use` block (its stream index becomes a block index), closed at its
+/// completion or when the message ends.
+pub fn render_stream(chunks: &[Chunk], usage: Usage, model: &str) -> Vec<SseEvent> {
+    let ev = |name: &str, v: Value| SseEvent::named(name, v.to_string());
+    let mut out = vec![ev(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": "msg_harness", "type": "message", "role": "assistant",
+            "model": model, "content": [], "stop_reason": null, "usage": {"input_tokens": usage.input, "output_tokens": 0}}}),
+    )];
+    let mut next_block = 0u32;
+    let mut text_block: Option<u32> = None;
+    let mut tool_blocks: std::collections::BTreeMap<u32, u32> = Default::default();
+    let stop = |block: u32| {
+        ev(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": block}),
+        )
+    };
+    let mut reason = Finish::Stop;
+    for c in chunks {
+        if !matches!(c, Chunk::Text { .. }) {
+            if let Some(b) = text_block.take() {
+                out.push(stop(b));
+            }
+        }
+        match c {
+            Chunk::Text { text } => {
+                let block = *text_block.get_or_insert_with(|| {
+                    out.push(ev("content_block_start", json!({"type": "content_block_start", "index": next_block, "content_block": {"type": "text", "text": ""}})));
+                    next_block += 1;
+                    next_block - 1
+                });
+                out.push(ev("content_block_delta", json!({"type": "content_block_delta", "index": block, "delta": {"type": "text_delta", "text": text}})));
+            }
+            Chunk::ToolCallStart { index, id, name } => {
+                tool_blocks.insert(*index, next_block);
+                out.push(ev(
+                    "content_block_start",
+                    json!({"type": "content_block_start", "index": next_block,
+                    "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
+                ));
+                next_block += 1;
+            }
+            Chunk::ArgsDelta { index, text } => {
+                if let Some(block) = tool_blocks.get(index) {
+                    out.push(ev("content_block_delta", json!({"type": "content_block_delta", "index": block, "delta": {"type": "input_json_delta", "partial_json": text}})));
+                }
+            }
+            Chunk::ToolCallComplete { index } => {
+                if let Some(block) = tool_blocks.remove(index) {
+                    out.push(stop(block));
+                }
+            }
+            Chunk::Finish { reason: r } => reason = *r,
+        }
+    }
+    out.extend(std::mem::take(&mut tool_blocks).into_values().map(stop));
+    out.push(ev(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": finish_name(reason), "stop_sequence": null}, "usage": {"output_tokens": usage.output}}),
+    ));
+    out.push(ev("message_stop", json!({"type": "message_stop"})));
+    out
 }
 
 fn finish(reason: &str) -> Finish {

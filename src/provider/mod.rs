@@ -5,6 +5,10 @@
 //! in `openai.rs`, Anthropic Messages in `anthropic.rs`; `sse.rs` holds the event type and its
 //! text form.
 //!
+//! Both directions: a client renders requests and parses answers; a server (a stub provider)
+//! parses requests ([`Provider::parse_request`]) and renders answers, whole, streamed or as a
+//! fault ([`Provider::render_body`], [`Provider::render_stream`], [`Provider::render_fault`]).
+//!
 //! No I/O, clock or threads: the live client and the cassette player (`record/`) both call these
 //! functions, so a recording and its replay go through exactly the same parsing. Latency is the
 //! caller's to set.
@@ -115,6 +119,51 @@ impl Provider {
         }
     }
 
+    /// A request body as the engine's conversation (the serving direction: a stub that answers
+    /// this format reads requests with it).
+    pub fn parse_request(self, body: &Value) -> Result<WireRequest, WireError> {
+        match self {
+            Self::Openai => openai::parse_request(body),
+            Self::Anthropic => anthropic::parse_request(body),
+        }
+    }
+
+    /// A whole response body for an answer (the serving direction).
+    pub fn render_body(self, response: &ModelResponse, model: &str) -> Value {
+        match self {
+            Self::Openai => openai::render_body(response, model),
+            Self::Anthropic => anthropic::render_body(response, model),
+        }
+    }
+
+    /// An event stream for an answer given as chunks (the serving direction).
+    pub fn render_stream(self, chunks: &[Chunk], usage: Usage, model: &str) -> Vec<SseEvent> {
+        match self {
+            Self::Openai => openai::render_stream(chunks, usage, model),
+            Self::Anthropic => anthropic::render_stream(chunks, usage, model),
+        }
+    }
+
+    /// The status and body a provider answers a fault with (the serving direction); a
+    /// retry-after hint goes in headers, which are the caller's.
+    pub fn render_fault(self, kind: FaultKind, message: &str) -> (u16, Value) {
+        let status = match kind {
+            FaultKind::RateLimit => 429,
+            FaultKind::ServerError => 500,
+            FaultKind::ContextOverflow => 400,
+            FaultKind::Timeout => 408,
+        };
+        let body = match self {
+            Self::Openai => {
+                serde_json::json!({"error": {"message": message, "type": kind.as_str()}})
+            }
+            Self::Anthropic => {
+                serde_json::json!({"type": "error", "error": {"type": anthropic::error_type(kind), "message": message}})
+            }
+        };
+        (status, body)
+    }
+
     /// An error status and body as a provider fault, or `None` when the status is not one the
     /// loop can answer (authentication, a bad request): those end a recording.
     pub fn fault(self, status: u16, body: &Value) -> Option<FaultKind> {
@@ -146,6 +195,40 @@ pub struct WireOptions {
     pub stream: bool,
     /// Output token limit (required by Anthropic; sent to OpenAI only when set).
     pub max_tokens: Option<u32>,
+}
+
+/// A request as a server reads it.
+#[derive(Debug, Clone)]
+pub struct WireRequest {
+    /// Model, stream flag, token limit.
+    pub options: WireOptions,
+    /// The conversation (tool results carry no ids: their order pairs them with the calls).
+    pub messages: Vec<Message>,
+    /// Tools offered.
+    pub tools: Vec<crate::llm::ToolSpec>,
+}
+
+/// Arguments text as the engine keeps it: parsed when it is JSON, raw otherwise.
+fn arguments(text: &str) -> crate::llm::Arguments {
+    match serde_json::from_str::<Value>(text) {
+        Ok(v) => crate::llm::Arguments::Parsed(v),
+        Err(_) => crate::llm::Arguments::Raw(text.to_owned()),
+    }
+}
+
+fn options_of(body: &Value, provider: &'static str) -> Result<WireOptions, WireError> {
+    Ok(WireOptions {
+        model: body
+            .get("model")
+            .and_then(Value::as_str)
+            .ok_or_else(|| malformed(provider, "request has no `model`"))?
+            .to_owned(),
+        stream: body.get("stream").and_then(Value::as_bool).unwrap_or(false),
+        max_tokens: body
+            .get("max_tokens")
+            .and_then(Value::as_u64)
+            .and_then(|n| u32::try_from(n).ok()),
+    })
 }
 
 /// A provider answer that does not have the expected shape.
@@ -281,6 +364,156 @@ mod tests {
             tool_result_ids(&msgs),
             vec![None, None, Some("a".into()), Some("b".into()), None]
         );
+    }
+
+    fn conversation() -> (Vec<Message>, Vec<crate::llm::ToolSpec>) {
+        let mut a = Message::new(Role::Assistant, "Looking.");
+        a.tool_calls = vec![ToolCall {
+            id: "c1".into(),
+            name: "exec".into(),
+            arguments: Arguments::Parsed(json!({"command": "ls"})),
+        }];
+        let mut t = Message::new(Role::Tool, "no such dir");
+        t.failed = true;
+        let messages = vec![
+            Message::new(Role::System, "sys"),
+            Message::new(Role::User, "list"),
+            a,
+            t,
+            Message::new(Role::User, "again"),
+        ];
+        let tools = vec![crate::llm::ToolSpec {
+            name: "exec".into(),
+            description: "run".into(),
+            schema: json!({"type": "object", "properties": {"command": {"type": "string"}}}),
+        }];
+        (messages, tools)
+    }
+
+    fn request<'a>(m: &'a [Message], t: &'a [crate::llm::ToolSpec]) -> ModelRequest<'a> {
+        ModelRequest {
+            purpose: crate::llm::Purpose::Turn,
+            iteration: 1,
+            call: 1,
+            messages: m,
+            tools: t,
+            force_text: false,
+        }
+    }
+
+    #[test]
+    fn requests_round_trip_through_the_serving_direction() {
+        let (messages, tools) = conversation();
+        for p in [Provider::Openai, Provider::Anthropic] {
+            let options = WireOptions {
+                model: "m".into(),
+                stream: true,
+                max_tokens: Some(100),
+            };
+            let body = p.render_request(&request(&messages, &tools), &options);
+            let back = p
+                .parse_request(&body)
+                .unwrap_or_else(|e| panic!("{p:?}: {e}"));
+            assert_eq!(back.options, options, "{p:?}");
+            assert_eq!(back.messages.len(), messages.len(), "{p:?}");
+            assert_eq!(
+                back.messages[2].tool_calls[0].arguments,
+                messages[2].tool_calls[0].arguments
+            );
+            assert_eq!(
+                p.render_request(&request(&back.messages, &back.tools), &back.options),
+                body,
+                "{p:?}: parse then render gives the same request"
+            );
+        }
+        assert!(
+            Provider::Openai
+                .parse_request(&json!({"model": "m"}))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn answers_round_trip_whole_and_streamed() {
+        use crate::llm::stream::{Chunk, assemble};
+        let chunks = vec![
+            Chunk::Text {
+                text: "Let me ".into(),
+            },
+            Chunk::Text {
+                text: "look.".into(),
+            },
+            Chunk::ToolCallStart {
+                index: 0,
+                id: "c1".into(),
+                name: "exec".into(),
+            },
+            Chunk::ArgsDelta {
+                index: 0,
+                text: "{\"command\":".into(),
+            },
+            Chunk::ArgsDelta {
+                index: 0,
+                text: "\"ls\"}".into(),
+            },
+            Chunk::ToolCallComplete { index: 0 },
+            Chunk::Finish {
+                reason: crate::llm::Finish::ToolUse,
+            },
+        ];
+        let usage = Usage {
+            input: 12,
+            output: 5,
+        };
+        let want = assemble(&chunks).expect("folds");
+        for p in [Provider::Openai, Provider::Anthropic] {
+            let events = p.render_stream(&chunks, usage, "m");
+            let got = p
+                .parse_stream(&events)
+                .unwrap_or_else(|e| panic!("{p:?}: {e}"));
+            assert_eq!(got.usage, usage, "{p:?}");
+            let folded = assemble(&got.stream).expect("folds");
+            assert_eq!(folded.text, want.text, "{p:?}");
+            assert_eq!(folded.finish, want.finish, "{p:?}");
+            assert_eq!(
+                folded.tool_calls[0].arguments, want.tool_calls[0].arguments,
+                "{p:?}"
+            );
+            let whole = ModelResponse {
+                text: folded.text.clone(),
+                tool_calls: vec![ToolCall {
+                    id: "c1".into(),
+                    name: "exec".into(),
+                    arguments: Arguments::Parsed(json!({"command": "ls"})),
+                }],
+                finish: crate::llm::Finish::ToolUse,
+                usage,
+                ..empty_response()
+            };
+            let back = p.parse_body(&p.render_body(&whole, "m")).expect("parses");
+            assert_eq!(
+                (back.text, back.finish, back.usage),
+                (whole.text, whole.finish, whole.usage),
+                "{p:?}"
+            );
+            assert_eq!(
+                back.tool_calls[0].arguments, whole.tool_calls[0].arguments,
+                "{p:?}"
+            );
+            for kind in [
+                FaultKind::RateLimit,
+                FaultKind::ServerError,
+                FaultKind::ContextOverflow,
+                FaultKind::Timeout,
+            ] {
+                let (status, body) = p.render_fault(kind, "context length exceeded");
+                assert_eq!(p.fault(status, &body), Some(kind), "{p:?} {kind:?}");
+                assert_eq!(
+                    error_message(&body).as_deref(),
+                    Some("context length exceeded")
+                );
+            }
+        }
     }
 
     #[test]

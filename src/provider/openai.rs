@@ -8,10 +8,12 @@
 //! before it and before any finish reason was cut.
 
 use super::{
-    SseEvent, WireError, WireOptions, empty_response, malformed, streamed, tool_result_ids,
+    SseEvent, WireError, WireOptions, WireRequest, arguments, empty_response, malformed,
+    options_of, streamed, tool_result_ids,
 };
 use crate::llm::{
-    Arguments, Finish, ModelRequest, ModelResponse, Role, ToolCall, Usage, stream::Chunk,
+    Arguments, Finish, Message, ModelRequest, ModelResponse, Role, ToolCall, ToolSpec, Usage,
+    stream::Chunk,
 };
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
@@ -63,6 +65,143 @@ pub fn render_request(request: &ModelRequest<'_>, options: &WireOptions) -> Valu
         body.insert("stream_options".into(), json!({"include_usage": true}));
     }
     Value::Object(body)
+}
+
+fn finish_name(f: Finish) -> &'static str {
+    match f {
+        Finish::Stop | Finish::StopSequence => "stop",
+        Finish::ToolUse => "tool_calls",
+        Finish::Length => "length",
+        Finish::ContentFilter => "content_filter",
+    }
+}
+
+/// A request body as the engine's conversation.
+pub fn parse_request(body: &Value) -> Result<WireRequest, WireError> {
+    let options = options_of(body, NAME)?;
+    let mut messages = Vec::new();
+    for (i, m) in body
+        .get("messages")
+        .and_then(Value::as_array)
+        .ok_or_else(|| malformed(NAME, "request has no `messages` array"))?
+        .iter()
+        .enumerate()
+    {
+        let role = match m.get("role").and_then(Value::as_str) {
+            Some("system" | "developer") => Role::System,
+            Some("user") => Role::User,
+            Some("assistant") => Role::Assistant,
+            Some("tool") => Role::Tool,
+            other => return Err(malformed(NAME, format!("message {i} has role {other:?}"))),
+        };
+        let content = match m.get("content") {
+            Some(Value::String(s)) => s.clone(),
+            // Content parts: the text ones, joined.
+            Some(Value::Array(parts)) => parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect(),
+            _ => String::new(),
+        };
+        let mut message = Message::new(role, content);
+        for c in m
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            message.tool_calls.push(ToolCall {
+                id: c.get("id").and_then(Value::as_str).unwrap_or("").to_owned(),
+                name: c
+                    .pointer("/function/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
+                arguments: arguments(
+                    c.pointer("/function/arguments")
+                        .and_then(Value::as_str)
+                        .unwrap_or(""),
+                ),
+            });
+        }
+        messages.push(message);
+    }
+    let tools = body
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|t| ToolSpec {
+            name: t
+                .pointer("/function/name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned(),
+            description: t
+                .pointer("/function/description")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned(),
+            schema: t
+                .pointer("/function/parameters")
+                .cloned()
+                .unwrap_or_else(|| json!({})),
+        })
+        .collect();
+    Ok(WireRequest {
+        options,
+        messages,
+        tools,
+    })
+}
+
+fn usage_json(u: Usage) -> Value {
+    json!({"prompt_tokens": u.input, "completion_tokens": u.output, "total_tokens": u.input + u.output})
+}
+
+/// A `chat.completion` body for an answer.
+pub fn render_body(r: &ModelResponse, model: &str) -> Value {
+    let mut message = json!({"role": "assistant", "content": r.text});
+    if !r.tool_calls.is_empty() {
+        message["tool_calls"] = r
+            .tool_calls
+            .iter()
+            .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments.text()}}))
+            .collect();
+    }
+    json!({
+        "id": "chatcmpl-harness",
+        "object": "chat.completion",
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_name(r.finish)}],
+        "usage": usage_json(r.usage),
+    })
+}
+
+/// A `chat.completion.chunk` stream for an answer given as chunks: one event per chunk (a
+/// call's completion has no event of its own: the finish reason completes every call), then
+/// the usage and `[DONE]`.
+pub fn render_stream(chunks: &[Chunk], usage: Usage, model: &str) -> Vec<SseEvent> {
+    let event = |choice: Value| {
+        SseEvent::data(json!({"id": "chatcmpl-harness", "object": "chat.completion.chunk", "model": model, "choices": [choice]}).to_string())
+    };
+    let mut out: Vec<SseEvent> = chunks
+        .iter()
+        .filter_map(|c| match c {
+            Chunk::Text { text } => Some(event(json!({"index": 0, "delta": {"content": text}}))),
+            Chunk::ToolCallStart { index, id, name } => Some(event(json!({"index": 0, "delta": {"tool_calls": [
+                {"index": index, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]}}))),
+            Chunk::ArgsDelta { index, text } => Some(event(json!({"index": 0, "delta": {"tool_calls": [
+                {"index": index, "function": {"arguments": text}}]}}))),
+            Chunk::ToolCallComplete { .. } => None,
+            Chunk::Finish { reason } => Some(event(json!({"index": 0, "delta": {}, "finish_reason": finish_name(*reason)}))),
+        })
+        .collect();
+    out.push(SseEvent::data(
+        json!({"id": "chatcmpl-harness", "object": "chat.completion.chunk", "model": model, "choices": [], "usage": usage_json(usage)}).to_string(),
+    ));
+    out.push(SseEvent::data("[DONE]"));
+    out
 }
 
 fn finish(reason: &str) -> Finish {
