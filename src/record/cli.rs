@@ -36,9 +36,7 @@ pub fn record(args: &RecordArgs, layout: &Layout, ci: bool) -> anyhow::Result<u8
             &r.case.id,
             &r.case.scenario.family,
             &r.case.profile,
-            r.case
-                .config
-                .prices_for(&model_of(&r.events), r.case.scenario.model.prices),
+            r.case.prices(),
             &r.events,
         );
         row.expectations_passed = r.failures.is_empty();
@@ -99,14 +97,6 @@ pub fn trace(layout: &Layout, path: &std::path::Path, jsonl: bool) -> anyhow::Re
     } else {
         EXIT_FAILED
     })
-}
-
-/// The model name of a run, from its first event.
-fn model_of(events: &[trace::TimedEvent]) -> String {
-    match events.first().map(|e| &e.event) {
-        Some(trace::Event::RunStart { model, .. }) => model.clone(),
-        _ => String::new(),
-    }
 }
 
 /// `harness promote`.

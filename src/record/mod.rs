@@ -234,22 +234,30 @@ fn load_case(path: &Path, id: &str, profile: Option<&str>) -> Result<Case, Refus
         })
 }
 
+/// The case as recorded: its id becomes the cassette's, its model the one the provider was
+/// asked for (the trace, prices and metrics name it), and its expectations go (the golden
+/// gates a cassette).
+fn retarget(case: &mut Case, id: String, model: &str) {
+    let mut s = (*case.scenario).clone();
+    s.model.name = model.to_owned();
+    case.scenario = std::sync::Arc::new(s);
+    case.id = id;
+    case.expect = Expect::default();
+    case.gated = true;
+}
+
 /// Run a case's engine with this model; the events and whether a script gap cut it short.
-fn run_case(
-    case: &Case,
-    model_name: &str,
-    model: &mut dyn Model,
-) -> (Vec<TimedEvent>, Option<ScriptGap>) {
+fn run_case(case: &Case, model: &mut dyn Model) -> (Vec<TimedEvent>, Option<ScriptGap>) {
     let s = &case.scenario;
     let mut tools = ScriptedTools::new(&s.tools);
     let input = RunInput {
         profile: &case.profile,
-        model: model_name,
+        model: &s.model.name,
         config: &case.config,
         system: &s.system,
         user: &s.user,
         signals: &s.signals,
-        prices: case.config.prices_for(model_name, s.model.prices),
+        prices: case.prices(),
         approvals: &s.approvals,
         followups: &s.followups,
         workspace: &s.workspace,
@@ -313,11 +321,9 @@ pub fn replay(layout: &Layout, path: &Path) -> Result<Replayed, Refusal> {
         &layout.id_of(&scenario_file),
         Some(&c.profile),
     )?;
-    case.id = layout.id_of(path);
-    case.expect = Expect::default();
-    case.gated = true;
+    retarget(&mut case, layout.id_of(path), &c.model);
     let mut player = Player::new(&c, scrubber(None));
-    let (events, gap) = run_case(&case, &c.model, &mut player);
+    let (events, gap) = run_case(&case, &mut player);
     let mut failures = Vec::new();
     let mut drift_within_golden = false;
     if let Some(miss) = player.miss.take() {
@@ -478,8 +484,7 @@ pub fn record(args: &RecordArgs, layout: &Layout, ci: bool) -> Result<Recorded, 
         .unwrap_or_else(|| args.provider.default_base_url().to_owned());
     let mut case = load_case(&args.scenario, &layout.id_of(&args.scenario), None)?;
     let recorded_case = case.id.clone();
-    case.id = layout.id_of(&out);
-    case.expect = Expect::default();
+    retarget(&mut case, layout.id_of(&out), &args.model);
     let options = WireOptions {
         model: args.model.clone(),
         stream: args.stream,
@@ -528,14 +533,14 @@ pub fn record(args: &RecordArgs, layout: &Layout, ci: bool) -> Result<Recorded, 
                 live,
                 replaying: true,
             };
-            let (events, gap) = run_case(&case, &args.model, &mut h);
+            let (events, gap) = run_case(&case, &mut h);
             let mut ex: Vec<_> = old.exchanges[..h.player.used()].to_vec();
             ex.extend(h.live.exchanges);
             (events, gap, h.live.fatal, ex)
         }
         None => {
             let mut live = live;
-            let (events, gap) = run_case(&case, &args.model, &mut live);
+            let (events, gap) = run_case(&case, &mut live);
             (events, gap, live.fatal, live.exchanges)
         }
     };

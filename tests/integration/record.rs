@@ -238,7 +238,7 @@ fn record_and_replay(
         "--provider",
         provider,
         "--model",
-        "stub-model",
+        "gpt-stub",
         "--base-url",
         &base,
         "--traces",
@@ -281,6 +281,10 @@ fn record_and_replay(
     );
     assert_eq!(p.read("rec.csv"), p.read("run.csv"), "metrics differ");
     let pending = p.read(&format!("snapshots/{id}.snap.new"));
+    assert!(
+        pending.contains("model=gpt-stub"),
+        "the trace names the model recorded"
+    );
     assert!(
         rec.stdout.starts_with(&pending),
         "record prints the same golden\n{rec}\n{pending}"
