@@ -203,23 +203,40 @@ fn load_case(path: &Path, id: &str, profile: Option<&str>) -> Result<Case, Refus
         hint: d.hint.unwrap_or_else(|| "fix the scenario".into()),
     };
     let parsed = scenario::parse(&text, format).map_err(located)?;
-    let cases = if parsed.model.turns.is_empty() && parsed.model.rules.is_empty() {
-        let mut s = parsed;
-        s.model.rules.push(scenario::RuleDef {
-            when: Default::default(),
-            reply: scenario::TurnDef {
-                text: Some(String::new()),
-                repeat: 1,
-                ..Default::default()
+    let first = |d: Vec<Diagnostic>| {
+        d.into_iter().next().map_or_else(
+            || {
+                refuse(
+                    "the scenario is invalid",
+                    "run `harness run` on it for details",
+                )
             },
-            times: None,
-        });
-        let json = serde_json::to_string(&s).unwrap_or_default();
-        scenario::load(&json, SourceFormat::Json, id)
-    } else {
-        scenario::load(&text, format, id)
+            located,
+        )
     };
-    let cases = cases.map_err(|mut d| located(d.remove(0)))?;
+    let cases = match scenario::load(&text, format, id) {
+        Ok(cases) => cases,
+        // Only the missing script is wrong: stand a placeholder in for it (positions in the
+        // file stay right, as every other problem is reported from the file itself).
+        Err(d)
+            if d.iter()
+                .all(|d| d.message.contains("neither `turns` nor `rules`")) =>
+        {
+            let mut s = parsed;
+            s.model.rules.push(scenario::RuleDef {
+                when: Default::default(),
+                reply: scenario::TurnDef {
+                    text: Some(String::new()),
+                    repeat: 1,
+                    ..Default::default()
+                },
+                times: None,
+            });
+            let json = serde_json::to_string(&s).unwrap_or_default();
+            scenario::load(&json, SourceFormat::Json, id).map_err(first)?
+        }
+        Err(d) => return Err(first(d)),
+    };
     let n = cases.len();
     cases
         .into_iter()

@@ -681,6 +681,23 @@ fn record_modes_and_ci() {
     let mut none = args.to_vec();
     none.extend(["--record-mode", "none"]);
     record(&p, "OPENAI_API_KEY", "k-0123456789", &none).expect_code(2);
+    // A broken scenario is located in its file, script or no script.
+    p.write(
+        "scenarios/bad.toml",
+        "format = 1\nfamily = \"x\"\nprofile = \"moltys\"\nuser = \"hi\"\n[model]\nname = \"m\"\n",
+    );
+    let bad = record(
+        &p,
+        "OPENAI_API_KEY",
+        "k-0123456789",
+        &["scenarios/bad.toml", "--provider", "openai", "--model", "m"],
+    );
+    bad.expect_code(2);
+    assert!(
+        bad.stderr
+            .contains("error: scenarios/bad.toml:3:11: unknown profile `moltys`"),
+        "{bad}"
+    );
     // A provider that cannot be reached stops the recording; nothing is written.
     let mut all_modes = args.to_vec();
     all_modes.extend(["--record-mode", "all"]);
