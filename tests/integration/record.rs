@@ -104,7 +104,13 @@ async fn answer(state: &Shared, uri: Uri, headers: HeaderMap, body: Bytes) -> Re
         body: String::from_utf8_lossy(&body).into_owned(),
     });
     let reply = state.replies.lock().expect("lock").pop_front();
-    let response = Response::builder();
+    // Every answer echoes the key it was sent in a header (a cassette must drop it).
+    let key = ["authorization", "x-api-key"]
+        .iter()
+        .find_map(|h| headers.get(*h))
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .unwrap_or_default();
+    let response = Response::builder().header("x-echo-key", key);
     match reply {
         None => response.status(500).body(Body::from(
             "{\"error\": {\"message\": \"stub has no reply left\"}}",
@@ -462,7 +468,7 @@ fn a_canary_key_never_reaches_cassette_output_or_trace() {
         an_text_stream(&["Your key is ", a, b, "."]),
         false,
     )]);
-    // The canary also comes back in a response header.
+    // The canary also comes back in a response header (the stub echoes the key).
     let rec = p.harness_env(
         &[("ANTHROPIC_API_KEY", CANARY)],
         &[
@@ -490,6 +496,10 @@ fn a_canary_key_never_reaches_cassette_output_or_trace() {
         "the key was sent"
     );
     assert!(seen[0].body.contains(CANARY), "the body carried it");
+    assert!(
+        rec.stdout.contains("[REDACTED]"),
+        "the streamed canary was redacted"
+    );
     let cassette = p.read("scenarios/fixtures/cassettes/say.cassette.json");
     // Replay without the key in the environment, and with it.
     let run1 = p.harness_env(
