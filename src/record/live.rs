@@ -321,3 +321,51 @@ impl Model for LiveModel {
         answer(outcome, request)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::{Message, Purpose, Role};
+
+    #[test]
+    fn an_unreachable_https_provider_is_fatal_not_a_panic() {
+        let endpoint = Endpoint {
+            provider: Provider::Anthropic,
+            // Port 9 on loopback: nothing listens; the TLS stack must still build.
+            base_url: "https://127.0.0.1:9".into(),
+            key: "sk-ant-test-0123456789".into(),
+            options: WireOptions {
+                model: "m".into(),
+                stream: false,
+                max_tokens: None,
+            },
+            timeout: Duration::from_secs(5),
+            max_wait: Duration::ZERO,
+        };
+        let mut live = LiveModel::new(
+            endpoint,
+            Scrubber::default(),
+            crate::policy::Config::profile("none")
+                .expect("profile")
+                .retry,
+        )
+        .expect("client builds");
+        let messages = [Message::new(Role::User, "hi")];
+        let request = ModelRequest {
+            purpose: Purpose::Turn,
+            iteration: 1,
+            call: 1,
+            messages: &messages,
+            tools: &[],
+            force_text: false,
+        };
+        assert!(matches!(live.respond(&request), Err(ModelError::Script(_))));
+        let fatal = live.fatal.clone().unwrap_or_default();
+        assert!(
+            fatal.starts_with("cannot connect to https://127.0.0.1:9/v1/messages"),
+            "{fatal}"
+        );
+        assert_eq!(live.exchanges.len(), 1);
+        assert!(live.exchanges[0].status.is_none());
+    }
+}

@@ -308,7 +308,15 @@ fn project() -> Project {
 fn openai_stream_with_429_500_and_cut_records_and_replays_identically() {
     let p = project();
     let stub = Stub::start(reflex_openai_stream());
+    let started = std::time::Instant::now();
     let (rec, _) = record_and_replay(&p, &stub, "openai", true, &[]);
+    // Live retries really wait (30 ms for the 429, 500 ms twice for the 5xx and the cut); the
+    // trace keeps those waits on its virtual clock only.
+    assert!(
+        started.elapsed() >= Duration::from_millis(1030),
+        "{:?}",
+        started.elapsed()
+    );
     // The faults are events in the trace, retried on the virtual clock.
     rec.expect_stdout("provider_error rate_limit attempt=1 message=\"Rate limit reached\" retry_in=30ms")
         .expect_stdout("provider_error server_error attempt=1 message=\"upstream overloaded\" retry_in=500ms")
