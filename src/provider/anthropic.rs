@@ -3,7 +3,9 @@
 //!
 //! Requests: the first system message is the top-level `system`; later system notes, tool
 //! results and user messages become user turns (consecutive ones merged, as the API wants
-//! alternating roles); tool results are `tool_result` blocks naming their `tool_use_id`.
+//! alternating roles); tool results are `tool_result` blocks naming their `tool_use_id`. When
+//! no tools are offered but the history holds `tool_use` blocks, the tools used are declared
+//! and forbidden (`tool_choice: none`), as the API refuses such a history without tools.
 //! Streams: `content_block_start` of a `tool_use` block starts a call at the block's index,
 //! `input_json_delta` pieces are argument deltas, `text_delta` pieces text, `content_block_stop`
 //! completes a call, `message_delta` carries the stop reason and output tokens, `message_stop`
@@ -94,6 +96,24 @@ pub fn render_request(request: &ModelRequest<'_>, options: &WireOptions) -> Valu
             )
             .collect();
         body.insert("tools".into(), Value::Array(tools));
+    } else {
+        // The API refuses a history with `tool_use` blocks when no tools are defined: when the
+        // engine offers none (stripped, force-text), declare the ones used, and forbid them.
+        let mut used: Vec<&str> = request
+            .messages
+            .iter()
+            .flat_map(|m| m.tool_calls.iter().map(|c| c.name.as_str()))
+            .collect();
+        used.sort_unstable();
+        used.dedup();
+        if !used.is_empty() {
+            let tools: Vec<Value> = used
+                .iter()
+                .map(|n| json!({"name": n, "input_schema": {"type": "object"}}))
+                .collect();
+            body.insert("tools".into(), Value::Array(tools));
+            body.insert("tool_choice".into(), json!({"type": "none"}));
+        }
     }
     if options.stream {
         body.insert("stream".into(), json!(true));
@@ -202,9 +222,12 @@ pub fn parse_request(body: &Value) -> Result<WireRequest, WireError> {
             }
         }
     }
+    // Tools declared only to be forbidden (`tool_choice: none`) are not on offer.
+    let forbidden = body.pointer("/tool_choice/type").and_then(Value::as_str) == Some("none");
     let tools = body
         .get("tools")
         .and_then(Value::as_array)
+        .filter(|_| !forbidden)
         .into_iter()
         .flatten()
         .map(|t| ToolSpec {
@@ -519,6 +542,17 @@ mod tests {
     use super::*;
     use crate::llm::{Message, Purpose, ToolSpec};
 
+    fn request_of(messages: &[Message]) -> ModelRequest<'_> {
+        ModelRequest {
+            purpose: Purpose::Turn,
+            iteration: 1,
+            call: 1,
+            messages,
+            tools: &[],
+            force_text: true,
+        }
+    }
+
     fn ev(name: &str, v: Value) -> SseEvent {
         SseEvent::named(name, v.to_string())
     }
@@ -573,6 +607,18 @@ mod tests {
         );
         assert_eq!(body["tools"][0]["input_schema"], json!({"type": "object"}));
         assert!(body.get("stream").is_none());
+        assert!(body.get("tool_choice").is_none());
+        // Tools withheld (force-text): the ones in the history are declared, and forbidden.
+        let stripped = ModelRequest { tools: &[], ..req };
+        let body = render_request(&stripped, &opts);
+        assert_eq!(
+            body["tools"],
+            json!([{"name": "exec", "input_schema": {"type": "object"}}])
+        );
+        assert_eq!(body["tool_choice"], json!({"type": "none"}));
+        let back = parse_request(&body).expect("parses");
+        assert!(back.tools.is_empty());
+        assert_eq!(render_request(&request_of(&back.messages), &opts), body);
     }
 
     #[test]
