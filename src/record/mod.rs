@@ -75,6 +75,9 @@ pub struct RecordArgs {
     /// Ask for streamed (SSE) responses.
     #[arg(long)]
     pub stream: bool,
+    /// Record the scenario's case under this profile (its own, or one it compares with).
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
     /// The cassette (default: `fixtures/cassettes/<scenario>.cassette.json` beside the scenario).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -247,7 +250,7 @@ fn load_case(path: &Path, id: &str, profile: Option<&str>) -> Result<Case, Refus
                 "the scenario has no case for profile `{}` ({n} cases)",
                 profile.unwrap_or_default()
             ),
-            hint: "the cassette was recorded under another profile: re-record it".into(),
+            hint: "record one of the scenario's own or `[compare.NAME]` profiles (or re-record the cassette)".into(),
         })
 }
 
@@ -499,7 +502,11 @@ pub fn record(args: &RecordArgs, layout: &Layout, ci: bool) -> Result<Recorded, 
         .base_url
         .clone()
         .unwrap_or_else(|| args.provider.default_base_url().to_owned());
-    let mut case = load_case(&args.scenario, &layout.id_of(&args.scenario), None)?;
+    let mut case = load_case(
+        &args.scenario,
+        &layout.id_of(&args.scenario),
+        args.profile.as_deref(),
+    )?;
     let recorded_case = case.id.clone();
     retarget(&mut case, layout.id_of(&out), &args.model);
     let options = WireOptions {

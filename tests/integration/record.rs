@@ -716,6 +716,16 @@ fn record_modes_and_ci() {
             .contains("error: scenarios/bad.toml:3:11: unknown profile `moltys`"),
         "{bad}"
     );
+    // Only the scenario's own and compared profiles can be recorded.
+    let mut other = args.to_vec();
+    other.extend(["--profile", "ironclaw"]);
+    let r = record(&p, "OPENAI_API_KEY", "k-0123456789", &other);
+    r.expect_code(2);
+    assert!(
+        r.stderr
+            .contains("the scenario has no case for profile `ironclaw`"),
+        "{r}"
+    );
     // A provider that cannot be reached stops the recording; nothing is written.
     let mut all_modes = args.to_vec();
     all_modes.extend(["--record-mode", "all"]);
