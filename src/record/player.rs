@@ -100,7 +100,14 @@ impl<'a> Player<'a> {
         let ex = &self.cassette.exchanges[self.next];
         self.next += 1;
         let latency = self.cassette.replay.latency(ex.elapsed_ms);
-        answer(ex.outcome(self.cassette.provider, latency), request)
+        let outcome = ex.outcome(self.cassette.provider, latency);
+        if let super::cassette::Outcome::Fatal(m) = &outcome {
+            self.miss = Some(format!(
+                "model call {} to get an answer, but recorded exchange {} is a refusal no loop answers ({m})",
+                request.call, self.next
+            ));
+        }
+        answer(outcome, request)
     }
 
     /// Explain a miss: which call, the nearest recorded request, and the diff.

@@ -891,4 +891,15 @@ fn a_broken_cassette_is_bad_input_with_its_location() {
         .expect_stdout("error: scenarios/x/bad.cassette.json:3:15: invalid cassette at `scenario`: invalid type: integer `7`, expected a string")
         .expect_stdout("error: scenarios/x/new.cassette.json:2:3: cassette format version 9 is newer than this build reads (1)")
         .expect_stdout("hint: upgrade harness");
+    // An exchange edited into a refusal fails the replay, saying so.
+    let cassette = "scenarios/record/fixtures/cassettes/reflex-live.cassette.json";
+    p.copy_from_repo(cassette, cassette);
+    p.write(
+        cassette,
+        p.read(cassette)
+            .replacen("\"status\": 429", "\"status\": 401", 1),
+    );
+    p.harness(&["run", cassette]).expect_code(1).expect_stdout(
+        "expected model call 1 to get an answer, but recorded exchange 1 is a refusal no loop answers (HTTP 401: Rate limit reached)",
+    );
 }
