@@ -12,8 +12,7 @@ use super::{
     options_of, streamed, tool_result_ids,
 };
 use crate::llm::{
-    Arguments, Finish, Message, ModelRequest, ModelResponse, Role, ToolCall, ToolSpec, Usage,
-    stream::Chunk,
+    Finish, Message, ModelRequest, ModelResponse, Role, ToolCall, ToolSpec, Usage, stream::Chunk,
 };
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
@@ -254,12 +253,12 @@ pub fn parse_body(body: &Value) -> Result<ModelResponse, WireError> {
             .and_then(Value::as_str)
             .unwrap_or("");
         tool_calls.push(ToolCall {
-            id: c.get("id").and_then(Value::as_str).unwrap_or("").to_owned(),
+            id: c
+                .get("id")
+                .and_then(Value::as_str)
+                .map_or_else(|| format!("call_{i}"), str::to_owned),
             name: name.to_owned(),
-            arguments: match serde_json::from_str::<Value>(raw) {
-                Ok(v) => Arguments::Parsed(v),
-                Err(_) => Arguments::Raw(raw.to_owned()),
-            },
+            arguments: arguments(raw),
         });
     }
     let finish = choice.get("finish_reason").and_then(Value::as_str).map_or(
@@ -316,11 +315,15 @@ pub fn parse_stream(events: &[SseEvent]) -> Result<ModelResponse, WireError> {
             .flatten()
         {
             let index = c.get("index").and_then(Value::as_u64).unwrap_or(0) as u32;
-            if let Some(id) = c.get("id").and_then(Value::as_str) {
-                open.insert(index);
+            // The first entry for an index starts the call. Some compatible servers repeat
+            // the id on every entry, others never send one (then the id derives from the index).
+            if open.insert(index) {
                 chunks.push(Chunk::ToolCallStart {
                     index,
-                    id: id.to_owned(),
+                    id: c
+                        .get("id")
+                        .and_then(Value::as_str)
+                        .map_or_else(|| format!("call_{index}"), str::to_owned),
                     name: c
                         .pointer("/function/name")
                         .and_then(Value::as_str)
@@ -374,7 +377,7 @@ fn ends_cleanly(events: &[SseEvent]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::{Message, Purpose, ToolSpec};
+    use crate::llm::{Arguments, Message, Purpose, ToolSpec};
 
     fn data(v: Value) -> SseEvent {
         SseEvent::data(v.to_string())
@@ -497,6 +500,33 @@ mod tests {
         assert_eq!(a.finish, Some(Finish::ToolUse));
         // text, text, start, delta, delta, complete, finish
         assert_eq!(r.chunks, 7);
+    }
+
+    #[test]
+    fn compatible_servers_repeating_or_omitting_ids() {
+        let events = vec![
+            data(
+                json!({"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "a", "function": {"name": "exec", "arguments": "{\"x\""}}]}}]}),
+            ),
+            data(
+                json!({"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "a", "function": {"arguments": ":1}"}}]}}]}),
+            ),
+            data(
+                json!({"choices": [{"delta": {"tool_calls": [{"index": 1, "function": {"name": "ls", "arguments": "{}"}}]}}]}),
+            ),
+            data(json!({"choices": [{"delta": {}, "finish_reason": "tool_calls"}]})),
+        ];
+        let r = parse_stream(&events).expect("parses");
+        let a = crate::llm::stream::assemble(&r.stream).expect("folds");
+        assert_eq!(a.tool_calls.len(), 2);
+        assert_eq!(
+            a.tool_calls[0].arguments,
+            Arguments::Raw("{\"x\":1}".into())
+        );
+        assert_eq!(
+            (a.tool_calls[1].id.as_str(), a.tool_calls[1].name.as_str()),
+            ("call_1", "ls")
+        );
     }
 
     #[test]
