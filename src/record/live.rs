@@ -314,7 +314,9 @@ impl Model for LiveModel {
         ex.usage = usage_of(&outcome);
         self.exchanges.push(ex);
         match &outcome {
-            Outcome::Response(_) => self.faults = [0; 4],
+            // As the engine counts: in a row, or over the run with `retry.per_run`.
+            Outcome::Response(_) if !self.retry.per_run => self.faults = [0; 4],
+            Outcome::Response(_) => {}
             Outcome::Fault(f) => self.plan_wait(f.kind, f.retry_after_ms),
             Outcome::Fatal(m) => self.fatal = Some(self.scrubber.scrub(m)),
         }
