@@ -7,12 +7,12 @@
 //! Layers (dependencies point down only):
 //!
 //! ```text
-//! cli → gate → run → {store, report} → {engine, snapshot, metrics, expect} → {policy, tool, llm, trace, scenario}
+//! cli → gate → run → {store, record, report} → {engine, snapshot, metrics, expect} → {policy, tool, llm, provider, trace, scenario}
 //! ```
 //!
 //! The engine and everything below it are pure: no files, clocks, threads or network. Only
-//! `store` (files), `run` (threads), `report` (output streams), `gate` (result and baseline
-//! files) and `cli` touch the outside.
+//! `store` (files), `run` (threads), `record` (network, files), `report` (output streams),
+//! `gate` (result and baseline files) and `cli` touch the outside.
 //!
 //! `gate` is the CI regression gate around a run: selection and shards (`gate::select`, pure,
 //! also used by `run`), repeats (`gate::repeat`), metric baselines (`gate::baseline`, pure),
@@ -23,7 +23,10 @@
 //! (`policy`, one file each) bundled into the profiles `none`, `ironclaw`, `moltis` and
 //! `agentloop`; and the plan/step executor (`engine::plan_step`), selected by the `plan-step`
 //! profile. `docs/profiles.md` maps each upstream test of those runtimes to its scenario or
-//! unit test. Post-hoc detectors (`detector/`) and live recording (`record/`) are not built yet.
+//! unit test. Live recording (`record/`) runs the same engine with a model over HTTP and tees
+//! every exchange into a cassette; replaying the cassette is a player model under a strict
+//! request match. The providers' wire formats (`provider/`) are pure translation used both
+//! ways. Post-hoc detectors (`detector/`) are not built yet.
 //!
 //! Exit codes of `harness run`: [`report::EXIT_OK`] (0) all passed, [`report::EXIT_FAILED`] (1)
 //! a golden mismatch, missing or orphaned golden or failed expectation,
@@ -38,6 +41,8 @@ pub mod json;
 pub mod llm;
 pub mod metrics;
 pub mod policy;
+pub mod provider;
+pub mod record;
 pub mod report;
 pub mod run;
 pub mod scenario;

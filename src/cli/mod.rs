@@ -114,9 +114,9 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         pending_dir: Option<PathBuf>,
     },
-    /// Print the trace of one scenario (every case): golden text, or JSON lines.
+    /// Print the trace of one scenario (every case) or cassette: golden text, or JSON lines.
     Trace {
-        /// Scenario file.
+        /// Scenario or cassette file.
         scenario: PathBuf,
         /// JSON lines instead of golden text.
         #[arg(long)]
@@ -129,6 +129,17 @@ enum Command {
         /// Profile name.
         name: String,
     },
+    /// Run a scenario against a live provider and record every exchange into a cassette.
+    ///
+    /// Exit codes: 0 recorded (or replayed and matched); 1 a replayed request differs from the
+    /// cassette; 2 bad input or usage, a missing key, or a provider that refused the request.
+    Record(crate::record::RecordArgs),
+    /// Turn a cassette into an editable scenario (TOML) that scripts the recorded turns.
+    Promote(crate::record::PromoteArgs),
+    /// Fail when a fixture holds a secret-looking string (file:line:col of each).
+    ///
+    /// Exit codes: 0 clean; 1 secrets found; 2 an unreadable path.
+    Lint(crate::record::LintArgs),
 }
 
 /// Which scenarios and cases run.
@@ -307,6 +318,9 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
         Command::Reject { paths, pending_dir } => {
             review(&layout, pending_dir.as_deref(), &paths, false)
         }
+        Command::Trace { scenario, jsonl } if crate::record::is_cassette(&scenario) => {
+            crate::record::cli::trace(&layout, &scenario, jsonl)
+        }
         Command::Trace { scenario, jsonl } => {
             let text = std::fs::read_to_string(&scenario)
                 .with_context(|| format!("cannot read {}", scenario.display()))?;
@@ -351,6 +365,12 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
             anstream::stdout().write_all(scenario::json_schema().as_bytes())?;
             Ok(EXIT_OK)
         }
+        Command::Record(args) => crate::record::cli::record(&args, &layout, ci()),
+        Command::Promote(args) => crate::record::cli::promote(&args),
+        Command::Lint(args) => Ok(crate::record::lint_command(
+            &args,
+            &mut anstream::stdout().lock(),
+        )?),
         Command::Profile { name } => match Config::profile(&name) {
             Some(c) => {
                 anstream::stdout().write_all(toml::to_string_pretty(&c)?.as_bytes())?;

@@ -203,6 +203,9 @@ fn run_file(options: &Options, path: &Path) -> (Option<FileResult>, Vec<String>)
 
 /// Run one file's selected cases; a file that cannot run is the error.
 fn run_selected(options: &Options, path: &Path) -> Result<(FileResult, Vec<String>), FileResult> {
+    if crate::record::is_cassette(path) {
+        return cassette_file(options, path);
+    }
     let bad = |message: String, hint: &str| FileResult {
         path: path.to_owned(),
         outcome: Err(vec![Diagnostic {
@@ -342,6 +345,40 @@ fn case_line(text: &str, format: SourceFormat, case: &Case) -> usize {
         Seg::Key(case.profile.clone()),
     ];
     scenario::diagnose_at(text, format, at, String::new(), None).line
+}
+
+/// Replay a cassette strictly and judge it like a scenario case (when the selection keeps
+/// it); a request that drifted from the recording fails the case with its explanation.
+fn cassette_file(options: &Options, path: &Path) -> Result<(FileResult, Vec<String>), FileResult> {
+    let id = options.layout.id_of(path);
+    let r = crate::record::replay(&options.layout, path).map_err(|refusal| FileResult {
+        path: path.to_owned(),
+        outcome: Err(vec![refusal.diagnostic(path)]),
+    })?;
+    let all_ids = vec![r.case.id.clone()];
+    let mut results = Vec::new();
+    if options.selection.keeps(&r.case, &id) {
+        // A run stopped by a drifted request leaves no pending golden behind, and when what
+        // ran agrees with the golden only the drift is reported.
+        let quiet = Options {
+            write_pending: options.write_pending && r.failures.is_empty(),
+            ..options.clone()
+        };
+        let mut result = judge(&quiet, &r.case, &r.events);
+        if r.drift_within_golden {
+            result.golden = Comparison::Match;
+        }
+        result.row.expectations_passed &= r.failures.is_empty();
+        result.expectation_failures.extend(r.failures);
+        results.push(result);
+    }
+    Ok((
+        FileResult {
+            path: path.to_owned(),
+            outcome: Ok(results),
+        },
+        all_ids,
+    ))
 }
 
 /// Replay one case and render its golden text.

@@ -9,6 +9,7 @@
 //! - `mapping`: `docs/profiles.md` names only scenarios and tests that exist, and all of them.
 //! - `gate`: the CI gate: JUnit structure, merged shards = one run, metric baselines, GitHub
 //!   annotations and job summary, `--pending-dir` on CI, `--filter` and `list`.
+//! - `record`: record against stub providers on 127.0.0.1, replay offline, secrets, drift.
 
 mod support;
 
@@ -18,4 +19,5 @@ mod gate;
 mod golden_workflow;
 mod invalid;
 mod mapping;
+mod record;
 mod schema;

@@ -89,10 +89,13 @@ impl Project {
         self.run_command(cmd)
     }
 
-    /// `harness ARGS` in the project, with `CI` removed and these variables set.
+    /// `harness ARGS` in the project with `CI` removed, the provider keys removed, and these
+    /// variables set.
     pub fn harness_env(&self, env: &[(&str, &str)], args: &[&str]) -> Run {
         let mut cmd = self.command(args);
-        cmd.envs(env.iter().copied());
+        cmd.env_remove("OPENAI_API_KEY")
+            .env_remove("ANTHROPIC_API_KEY")
+            .envs(env.iter().copied());
         self.run_command(cmd)
     }
 

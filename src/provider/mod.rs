@@ -1,0 +1,536 @@
+//! Wire formats of the model providers, as pure translation: an engine request
+//! ([`ModelRequest`]) becomes a provider's request JSON, and a provider's answer — one JSON body,
+//! a server-sent event sequence, or an error status — becomes a [`ModelResponse`] or a
+//! [`ProviderFault`]. Two families: OpenAI Chat Completions (and every OpenAI-compatible server)
+//! in `openai.rs`, Anthropic Messages in `anthropic.rs`; `sse.rs` holds the event type and its
+//! text form.
+//!
+//! Both directions: a client renders requests and parses answers; a server (a stub provider)
+//! parses requests ([`Provider::parse_request`]) and renders answers, whole, streamed or as a
+//! fault ([`Provider::render_body`], [`Provider::render_stream`], [`Provider::render_fault`]).
+//!
+//! No I/O, clock or threads: the live client and the cassette player (`record/`) both call these
+//! functions, so a recording and its replay go through exactly the same parsing. Latency is the
+//! caller's to set.
+
+pub mod anthropic;
+pub mod openai;
+pub mod sse;
+
+use crate::llm::{
+    FaultKind, Message, ModelRequest, ModelResponse, ProviderFault, Role, Usage, stream::Chunk,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use sse::SseEvent;
+
+/// Which wire format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Provider {
+    /// OpenAI Chat Completions and OpenAI-compatible servers (vLLM, llama.cpp, Ollama, LiteLLM).
+    Openai,
+    /// Anthropic Messages.
+    Anthropic,
+}
+
+impl std::str::FromStr for Provider {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "openai" => Ok(Self::Openai),
+            "anthropic" => Ok(Self::Anthropic),
+            _ => Err(format!("unknown provider `{s}` (known: openai, anthropic)")),
+        }
+    }
+}
+
+impl Provider {
+    /// snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Openai => "openai",
+            Self::Anthropic => "anthropic",
+        }
+    }
+
+    /// The environment variable the official SDKs read the key from.
+    pub fn key_env(self) -> &'static str {
+        match self {
+            Self::Openai => "OPENAI_API_KEY",
+            Self::Anthropic => "ANTHROPIC_API_KEY",
+        }
+    }
+
+    /// The SDKs' default base URL.
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            Self::Openai => "https://api.openai.com/v1",
+            Self::Anthropic => "https://api.anthropic.com",
+        }
+    }
+
+    /// The endpoint below the base URL.
+    pub fn endpoint(self, base_url: &str) -> String {
+        let base = base_url.trim_end_matches('/');
+        match self {
+            Self::Openai => format!("{base}/chat/completions"),
+            // The Anthropic SDK's base URL has no `/v1`; accept one anyway.
+            Self::Anthropic if base.ends_with("/v1") => format!("{base}/messages"),
+            Self::Anthropic => format!("{base}/v1/messages"),
+        }
+    }
+
+    /// Request headers besides the content type: the key, and the API version for Anthropic.
+    pub fn auth_headers(self, key: &str) -> Vec<(&'static str, String)> {
+        match self {
+            Self::Openai => vec![("authorization", format!("Bearer {key}"))],
+            Self::Anthropic => vec![
+                ("x-api-key", key.to_owned()),
+                ("anthropic-version", "2023-06-01".to_owned()),
+            ],
+        }
+    }
+
+    /// The request JSON for one engine request.
+    pub fn render_request(self, request: &ModelRequest<'_>, options: &WireOptions) -> Value {
+        match self {
+            Self::Openai => openai::render_request(request, options),
+            Self::Anthropic => anthropic::render_request(request, options),
+        }
+    }
+
+    /// A whole (non-streamed) success body.
+    pub fn parse_body(self, body: &Value) -> Result<ModelResponse, WireError> {
+        match self {
+            Self::Openai => openai::parse_body(body),
+            Self::Anthropic => anthropic::parse_body(body),
+        }
+    }
+
+    /// A streamed answer, event by event. The response carries the chunks unassembled
+    /// (`stream`), in the split they arrived in, for the engine to fold.
+    pub fn parse_stream(self, events: &[SseEvent]) -> Result<ModelResponse, WireError> {
+        match self {
+            Self::Openai => openai::parse_stream(events),
+            Self::Anthropic => anthropic::parse_stream(events),
+        }
+    }
+
+    /// A request body as the engine's conversation (the serving direction: a stub that answers
+    /// this format reads requests with it).
+    pub fn parse_request(self, body: &Value) -> Result<WireRequest, WireError> {
+        match self {
+            Self::Openai => openai::parse_request(body),
+            Self::Anthropic => anthropic::parse_request(body),
+        }
+    }
+
+    /// A whole response body for an answer (the serving direction).
+    pub fn render_body(self, response: &ModelResponse, model: &str) -> Value {
+        match self {
+            Self::Openai => openai::render_body(response, model),
+            Self::Anthropic => anthropic::render_body(response, model),
+        }
+    }
+
+    /// An event stream for an answer given as chunks (the serving direction).
+    pub fn render_stream(self, chunks: &[Chunk], usage: Usage, model: &str) -> Vec<SseEvent> {
+        match self {
+            Self::Openai => openai::render_stream(chunks, usage, model),
+            Self::Anthropic => anthropic::render_stream(chunks, usage, model),
+        }
+    }
+
+    /// The status and body a provider answers a fault with (the serving direction); a
+    /// retry-after hint goes in headers, which are the caller's.
+    pub fn render_fault(self, kind: FaultKind, message: &str) -> (u16, Value) {
+        let status = match kind {
+            FaultKind::RateLimit => 429,
+            FaultKind::ServerError => 500,
+            FaultKind::ContextOverflow => 400,
+            FaultKind::Timeout => 408,
+        };
+        let body = match self {
+            Self::Openai => {
+                serde_json::json!({"error": {"message": message, "type": kind.as_str()}})
+            }
+            Self::Anthropic => {
+                serde_json::json!({"type": "error", "error": {"type": anthropic::error_type(kind), "message": message}})
+            }
+        };
+        (status, body)
+    }
+
+    /// An error status and body as a provider fault, or `None` when the status is not one the
+    /// loop can answer (authentication, a bad request): those end a recording.
+    pub fn fault(self, status: u16, body: &Value) -> Option<FaultKind> {
+        let text = error_message(body).unwrap_or_default().to_lowercase();
+        let overflow = [
+            "context_length",
+            "context length",
+            "prompt is too long",
+            "too many tokens",
+        ]
+        .iter()
+        .any(|w| text.contains(w));
+        match status {
+            429 => Some(FaultKind::RateLimit),
+            408 => Some(FaultKind::Timeout),
+            400 | 413 if overflow => Some(FaultKind::ContextOverflow),
+            500..=599 => Some(FaultKind::ServerError),
+            _ => None,
+        }
+    }
+}
+
+/// What the request carries besides the conversation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WireOptions {
+    /// Model name as the provider knows it.
+    pub model: String,
+    /// Ask for a server-sent event stream.
+    pub stream: bool,
+    /// Output token limit (required by Anthropic; sent to OpenAI only when set).
+    pub max_tokens: Option<u32>,
+}
+
+/// A request as a server reads it.
+#[derive(Debug, Clone)]
+pub struct WireRequest {
+    /// Model, stream flag, token limit.
+    pub options: WireOptions,
+    /// The conversation (tool results carry no ids: their order pairs them with the calls).
+    pub messages: Vec<Message>,
+    /// Tools offered.
+    pub tools: Vec<crate::llm::ToolSpec>,
+}
+
+/// Arguments text as the engine keeps it: parsed when it is JSON, raw otherwise.
+fn arguments(text: &str) -> crate::llm::Arguments {
+    match serde_json::from_str::<Value>(text) {
+        Ok(v) => crate::llm::Arguments::Parsed(v),
+        Err(_) => crate::llm::Arguments::Raw(text.to_owned()),
+    }
+}
+
+fn options_of(body: &Value, provider: &'static str) -> Result<WireOptions, WireError> {
+    Ok(WireOptions {
+        model: body
+            .get("model")
+            .and_then(Value::as_str)
+            .ok_or_else(|| malformed(provider, "request has no `model`"))?
+            .to_owned(),
+        stream: body.get("stream").and_then(Value::as_bool).unwrap_or(false),
+        max_tokens: body
+            .get("max_tokens")
+            .and_then(Value::as_u64)
+            .and_then(|n| u32::try_from(n).ok()),
+    })
+}
+
+/// A provider answer that does not have the expected shape.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WireError {
+    /// The body or an event lacks something required.
+    #[error("malformed {provider} response: {detail}")]
+    Malformed {
+        /// Which format.
+        provider: &'static str,
+        /// What is wrong.
+        detail: String,
+    },
+    /// The stream ended before the provider said it was complete (a cut connection).
+    #[error("the stream ended after {events} events without its final event")]
+    Truncated {
+        /// Events received.
+        events: usize,
+    },
+    /// The provider sent an error event inside the stream.
+    #[error("{message}")]
+    StreamError {
+        /// The fault it maps to.
+        kind: FaultKind,
+        /// The provider's message.
+        message: String,
+    },
+}
+
+impl WireError {
+    /// The fault the engine sees for this error.
+    pub fn fault(&self, latency_ms: u64) -> ProviderFault {
+        let (kind, message) = match self {
+            Self::StreamError { kind, message } => (*kind, message.clone()),
+            Self::Truncated { .. } => (FaultKind::ServerError, format!("connection cut: {self}")),
+            Self::Malformed { .. } => (FaultKind::ServerError, self.to_string()),
+        };
+        ProviderFault {
+            kind,
+            message,
+            retry_after_ms: None,
+            latency_ms,
+        }
+    }
+}
+
+/// The provider's error text from an error body (`{"error": {"message": …}}`, both formats).
+pub fn error_message(body: &Value) -> Option<String> {
+    let e = body.get("error")?;
+    e.get("message")
+        .and_then(Value::as_str)
+        .or_else(|| e.as_str())
+        .map(str::to_owned)
+}
+
+/// A response with nothing in it yet.
+fn empty_response() -> ModelResponse {
+    ModelResponse {
+        text: None,
+        tool_calls: Vec::new(),
+        finish: crate::llm::Finish::Stop,
+        usage: Usage::default(),
+        latency_ms: 0,
+        anomaly: None,
+        chunks: 0,
+        stream: Vec::new(),
+    }
+}
+
+fn malformed(provider: &'static str, detail: impl Into<String>) -> WireError {
+    WireError::Malformed {
+        provider,
+        detail: detail.into(),
+    }
+}
+
+/// The ids of the tool calls each tool message answers. The engine's tool messages follow the
+/// assistant message carrying the calls, one per call, in call order; they carry no id, so the
+/// k-th tool message after an assistant message answers its k-th call. A tool message with no
+/// call left to answer gets `None` (the formats then send it as user text).
+fn tool_result_ids(messages: &[Message]) -> Vec<Option<String>> {
+    let mut pending: std::collections::VecDeque<String> = Default::default();
+    messages
+        .iter()
+        .map(|m| match m.role {
+            Role::Assistant => {
+                pending = m.tool_calls.iter().map(|c| c.id.clone()).collect();
+                None
+            }
+            Role::Tool => pending.pop_front(),
+            Role::System | Role::User => {
+                pending.clear();
+                None
+            }
+        })
+        .collect()
+}
+
+/// A finished stream's chunks into a response: text, calls and finish stay for the engine to
+/// fold (so the trace counts the chunks as recorded).
+fn streamed(chunks: Vec<Chunk>, usage: Usage) -> ModelResponse {
+    ModelResponse {
+        usage,
+        chunks: chunks.len(),
+        stream: chunks,
+        ..empty_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::{Arguments, ToolCall};
+    use serde_json::json;
+
+    #[test]
+    fn tool_results_pair_with_calls_in_order() {
+        let call = |id: &str| ToolCall {
+            id: id.into(),
+            name: "x".into(),
+            arguments: Arguments::Parsed(json!({})),
+        };
+        let mut a = Message::new(Role::Assistant, "");
+        a.tool_calls = vec![call("a"), call("b")];
+        let msgs = vec![
+            Message::new(Role::User, "hi"),
+            a,
+            Message::new(Role::Tool, "1"),
+            Message::new(Role::Tool, "2"),
+            Message::new(Role::Tool, "3"),
+        ];
+        assert_eq!(
+            tool_result_ids(&msgs),
+            vec![None, None, Some("a".into()), Some("b".into()), None]
+        );
+    }
+
+    fn conversation() -> (Vec<Message>, Vec<crate::llm::ToolSpec>) {
+        let mut a = Message::new(Role::Assistant, "Looking.");
+        a.tool_calls = vec![ToolCall {
+            id: "c1".into(),
+            name: "exec".into(),
+            arguments: Arguments::Parsed(json!({"command": "ls"})),
+        }];
+        let mut t = Message::new(Role::Tool, "no such dir");
+        t.failed = true;
+        let messages = vec![
+            Message::new(Role::System, "sys"),
+            Message::new(Role::User, "list"),
+            a,
+            t,
+            Message::new(Role::User, "again"),
+        ];
+        let tools = vec![crate::llm::ToolSpec {
+            name: "exec".into(),
+            description: "run".into(),
+            schema: json!({"type": "object", "properties": {"command": {"type": "string"}}}),
+        }];
+        (messages, tools)
+    }
+
+    fn request<'a>(m: &'a [Message], t: &'a [crate::llm::ToolSpec]) -> ModelRequest<'a> {
+        ModelRequest {
+            purpose: crate::llm::Purpose::Turn,
+            iteration: 1,
+            call: 1,
+            messages: m,
+            tools: t,
+            force_text: false,
+        }
+    }
+
+    #[test]
+    fn requests_round_trip_through_the_serving_direction() {
+        let (messages, tools) = conversation();
+        for p in [Provider::Openai, Provider::Anthropic] {
+            let options = WireOptions {
+                model: "m".into(),
+                stream: true,
+                max_tokens: Some(100),
+            };
+            let body = p.render_request(&request(&messages, &tools), &options);
+            let back = p
+                .parse_request(&body)
+                .unwrap_or_else(|e| panic!("{p:?}: {e}"));
+            assert_eq!(back.options, options, "{p:?}");
+            assert_eq!(back.messages.len(), messages.len(), "{p:?}");
+            assert_eq!(
+                back.messages[2].tool_calls[0].arguments,
+                messages[2].tool_calls[0].arguments
+            );
+            assert_eq!(
+                p.render_request(&request(&back.messages, &back.tools), &back.options),
+                body,
+                "{p:?}: parse then render gives the same request"
+            );
+        }
+        assert!(
+            Provider::Openai
+                .parse_request(&json!({"model": "m"}))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn answers_round_trip_whole_and_streamed() {
+        use crate::llm::stream::{Chunk, assemble};
+        let chunks = vec![
+            Chunk::Text {
+                text: "Let me ".into(),
+            },
+            Chunk::Text {
+                text: "look.".into(),
+            },
+            Chunk::ToolCallStart {
+                index: 0,
+                id: "c1".into(),
+                name: "exec".into(),
+            },
+            Chunk::ArgsDelta {
+                index: 0,
+                text: "{\"command\":".into(),
+            },
+            Chunk::ArgsDelta {
+                index: 0,
+                text: "\"ls\"}".into(),
+            },
+            Chunk::ToolCallComplete { index: 0 },
+            Chunk::Finish {
+                reason: crate::llm::Finish::ToolUse,
+            },
+        ];
+        let usage = Usage {
+            input: 12,
+            output: 5,
+        };
+        let want = assemble(&chunks).expect("folds");
+        for p in [Provider::Openai, Provider::Anthropic] {
+            let events = p.render_stream(&chunks, usage, "m");
+            let got = p
+                .parse_stream(&events)
+                .unwrap_or_else(|e| panic!("{p:?}: {e}"));
+            assert_eq!(got.usage, usage, "{p:?}");
+            let folded = assemble(&got.stream).expect("folds");
+            assert_eq!(folded.text, want.text, "{p:?}");
+            assert_eq!(folded.finish, want.finish, "{p:?}");
+            assert_eq!(
+                folded.tool_calls[0].arguments, want.tool_calls[0].arguments,
+                "{p:?}"
+            );
+            let whole = ModelResponse {
+                text: folded.text.clone(),
+                tool_calls: vec![ToolCall {
+                    id: "c1".into(),
+                    name: "exec".into(),
+                    arguments: Arguments::Parsed(json!({"command": "ls"})),
+                }],
+                finish: crate::llm::Finish::ToolUse,
+                usage,
+                ..empty_response()
+            };
+            let back = p.parse_body(&p.render_body(&whole, "m")).expect("parses");
+            assert_eq!(
+                (back.text, back.finish, back.usage),
+                (whole.text, whole.finish, whole.usage),
+                "{p:?}"
+            );
+            assert_eq!(
+                back.tool_calls[0].arguments, whole.tool_calls[0].arguments,
+                "{p:?}"
+            );
+            for kind in [
+                FaultKind::RateLimit,
+                FaultKind::ServerError,
+                FaultKind::ContextOverflow,
+                FaultKind::Timeout,
+            ] {
+                let (status, body) = p.render_fault(kind, "context length exceeded");
+                assert_eq!(p.fault(status, &body), Some(kind), "{p:?} {kind:?}");
+                assert_eq!(
+                    error_message(&body).as_deref(),
+                    Some("context length exceeded")
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn faults_by_status() {
+        let p = Provider::Openai;
+        assert_eq!(p.fault(429, &json!({})), Some(FaultKind::RateLimit));
+        assert_eq!(p.fault(503, &json!({})), Some(FaultKind::ServerError));
+        let overflow = json!({"error": {"message": "This model's maximum context length is 8192"}});
+        assert_eq!(p.fault(400, &overflow), Some(FaultKind::ContextOverflow));
+        assert_eq!(p.fault(401, &json!({})), None);
+        assert_eq!(
+            Provider::Anthropic.endpoint("http://127.0.0.1:9/"),
+            "http://127.0.0.1:9/v1/messages"
+        );
+        assert_eq!(
+            Provider::Openai.endpoint("http://127.0.0.1:9/v1"),
+            "http://127.0.0.1:9/v1/chat/completions"
+        );
+    }
+}

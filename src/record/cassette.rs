@@ -1,0 +1,415 @@
+//! The cassette format (version 1): one recorded run of a scenario case against a live provider,
+//! exchange by exchange, and the single function that turns a recorded exchange into what the
+//! engine sees. The live model and the player both use [`Exchange::outcome`], so a recording and
+//! its replay parse the same bytes the same way.
+
+use crate::llm::{FaultKind, ModelResponse, ProviderFault, Purpose};
+use crate::provider::{Provider, SseEvent};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// The newest cassette format this build reads.
+pub const VERSION: u32 = 1;
+
+/// Response headers a cassette keeps; every other header is dropped when recording.
+pub const HEADER_ALLOW_LIST: &[&str] = &["content-type", "retry-after", "retry-after-ms"];
+
+/// One recorded run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cassette {
+    /// Format version; must be 1.
+    pub version: u32,
+    /// The scenario, relative to the cassette's folder, with `/` separators.
+    pub scenario: String,
+    /// The scenario case recorded, as its id read when recording (for the reader).
+    pub case: String,
+    /// The profile of that case (selects it on replay).
+    pub profile: String,
+    /// Wire format.
+    pub provider: Provider,
+    /// Model name sent.
+    pub model: String,
+    /// Base URL recorded against (scrubbed).
+    pub base_url: String,
+    /// Whether responses were streamed.
+    pub stream: bool,
+    /// Output token limit sent, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// How to replay.
+    #[serde(default)]
+    pub replay: ReplayOptions,
+    /// The exchanges, in call order.
+    pub exchanges: Vec<Exchange>,
+}
+
+/// Replay settings, editable in the cassette.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayOptions {
+    /// Virtual latency of a replayed response: as recorded, scaled, or zero.
+    #[serde(default)]
+    pub delay: Delay,
+    /// Factor for `delay = "scaled"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale: Option<f64>,
+    /// Request fields the strict match ignores besides the built-in volatile ones: paths of
+    /// object keys and array indices separated by `/`, `*` for any (`messages/*/tool_call_id`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ignore: Vec<String>,
+}
+
+impl ReplayOptions {
+    /// The virtual latency of a response recorded after `elapsed_ms`.
+    pub fn latency(&self, elapsed_ms: u64) -> u64 {
+        match self.delay {
+            Delay::Recorded => elapsed_ms,
+            Delay::Zero => 0,
+            Delay::Scaled => {
+                let f = self.scale.unwrap_or(1.0).max(0.0);
+                (elapsed_ms as f64 * f).round() as u64
+            }
+        }
+    }
+}
+
+/// Latency on replay.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Delay {
+    /// As measured when recording.
+    #[default]
+    Recorded,
+    /// Multiplied by `scale`.
+    Scaled,
+    /// None: the virtual clock stands still.
+    Zero,
+}
+
+/// One request and what came back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Exchange {
+    /// The engine's model call number.
+    pub call: u32,
+    /// Why the engine called (omitted for loop turns).
+    #[serde(default, skip_serializing_if = "Purpose::is_turn")]
+    pub purpose: Purpose,
+    /// The request body as canonical JSON (keys sorted, secrets scrubbed).
+    pub request: Value,
+    /// HTTP status (absent when no response came).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// Allow-listed response headers.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// A whole response body (JSON, or the text as a string when it was not JSON).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<Value>,
+    /// A streamed response: every event, with its time since the request was sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunks: Option<Vec<TimedEvent>>,
+    /// What went wrong on the connection, if anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<TransportError>,
+    /// Time from sending the request to the end of the response.
+    pub elapsed_ms: u64,
+    /// Token usage the response reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<UsageRecord>,
+}
+
+/// One server-sent event and when it arrived.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimedEvent {
+    /// Milliseconds since the request was sent.
+    pub t_ms: u64,
+    /// The event name, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<String>,
+    /// The data payload as sent.
+    pub data: String,
+}
+
+/// A connection-level failure.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TransportError {
+    /// What failed.
+    pub kind: TransportKind,
+    /// The client's message (scrubbed).
+    pub message: String,
+}
+
+/// Kinds of connection failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TransportKind {
+    /// No complete response within the timeout.
+    Timeout,
+    /// The connection broke while the response was coming in.
+    Cut,
+    /// No connection (refused, unreachable).
+    Connect,
+}
+
+/// Usage as recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UsageRecord {
+    /// Input tokens.
+    pub input: u64,
+    /// Output tokens.
+    pub output: u64,
+}
+
+/// What one exchange means to the engine.
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    /// An answer.
+    Response(ModelResponse),
+    /// A provider failure the loop can answer (retry, compaction, end the run).
+    Fault(ProviderFault),
+    /// A failure no loop answers (authentication, a malformed request): recording stops.
+    Fatal(String),
+}
+
+impl Exchange {
+    /// The provider's retry-after hint: `retry-after-ms`, else `retry-after` in seconds.
+    fn retry_after_ms(&self) -> Option<u64> {
+        if let Some(ms) = self.headers.get("retry-after-ms") {
+            return ms
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .map(|v| v.max(0.0).round() as u64);
+        }
+        let s = self
+            .headers
+            .get("retry-after")?
+            .trim()
+            .parse::<f64>()
+            .ok()?;
+        Some((s.max(0.0) * 1000.0).round() as u64)
+    }
+
+    /// The events of a streamed response.
+    pub fn events(&self) -> Vec<SseEvent> {
+        self.chunks
+            .iter()
+            .flatten()
+            .map(|c| SseEvent {
+                event: c.event.clone(),
+                data: c.data.clone(),
+            })
+            .collect()
+    }
+
+    /// What the engine sees, with this virtual latency.
+    pub fn outcome(&self, provider: Provider, latency_ms: u64) -> Outcome {
+        let fault = |kind: FaultKind, message: String, retry_after_ms: Option<u64>| {
+            Outcome::Fault(ProviderFault {
+                kind,
+                message,
+                retry_after_ms,
+                latency_ms,
+            })
+        };
+        if let Some(e) = &self.error {
+            match e.kind {
+                TransportKind::Timeout => {
+                    return fault(FaultKind::Timeout, "the request timed out".to_owned(), None);
+                }
+                TransportKind::Connect => {
+                    return fault(
+                        FaultKind::ServerError,
+                        format!("connection failed: {}", e.message),
+                        None,
+                    );
+                }
+                // A cut stream is judged by what arrived (it may be complete).
+                TransportKind::Cut => {}
+            }
+        }
+        let status = self.status.unwrap_or(0);
+        if !(200..300).contains(&status) {
+            let body = self.body.clone().unwrap_or(Value::Null);
+            let message = crate::provider::error_message(&body)
+                .or_else(|| body.as_str().filter(|s| !s.is_empty()).map(str::to_owned))
+                .unwrap_or_else(|| format!("HTTP {status}"));
+            return match provider.fault(status, &body) {
+                Some(kind) => fault(kind, message, self.retry_after_ms()),
+                None => Outcome::Fatal(format!("HTTP {status}: {message}")),
+            };
+        }
+        let parsed = match &self.chunks {
+            Some(_) => provider.parse_stream(&self.events()),
+            None => provider.parse_body(self.body.as_ref().unwrap_or(&Value::Null)),
+        };
+        match parsed {
+            Ok(mut r) => {
+                r.latency_ms = latency_ms;
+                Outcome::Response(r)
+            }
+            Err(e) => Outcome::Fault(e.fault(latency_ms)),
+        }
+    }
+}
+
+/// Sort object keys recursively: the canonical form requests are stored and compared in.
+pub fn canonical(v: &Value) -> Value {
+    match v {
+        Value::Object(o) => {
+            let mut keys: Vec<&String> = o.keys().collect();
+            keys.sort();
+            Value::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), canonical(&o[k])))
+                    .collect(),
+            )
+        }
+        Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
+        other => other.clone(),
+    }
+}
+
+/// A cassette file that cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadError {
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column.
+    pub col: usize,
+    /// What is wrong.
+    pub message: String,
+    /// How to fix it.
+    pub hint: &'static str,
+}
+
+/// Parse a cassette text.
+pub fn parse(text: &str) -> Result<Cassette, LoadError> {
+    let version: Option<u64> = serde_json::from_str::<Value>(text)
+        .ok()
+        .and_then(|v| v.get("version").and_then(Value::as_u64));
+    if let Some(v) = version.filter(|v| *v > u64::from(VERSION)) {
+        let at = text.find("\"version\"").unwrap_or(0);
+        let (line, col) = crate::scenario::line_col(text, at);
+        return Err(LoadError {
+            line,
+            col,
+            message: format!(
+                "cassette format version {v} is newer than this build reads ({VERSION})"
+            ),
+            hint: "upgrade harness, or re-record the cassette with this build",
+        });
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize::<_, Cassette>(&mut de).map_err(|e| {
+        let inner = e.inner();
+        let path = e.path().to_string();
+        let message = inner.to_string();
+        let message = message.rsplit_once(" at line ").map_or(message.as_str(), |(m, _)| m);
+        LoadError {
+            line: inner.line().max(1),
+            col: inner.column().max(1),
+            message: if path == "." {
+                format!("invalid cassette: {message}")
+            } else {
+                format!("invalid cassette at `{path}`: {message}")
+            },
+            hint: "cassettes are written by `harness record`; re-record it, or compare with the format in the README",
+        }
+    })
+}
+
+/// The cassette as its file text: pretty JSON with a final newline.
+pub fn render(c: &Cassette) -> String {
+    let mut s = serde_json::to_string_pretty(c).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn exchange(status: u16, body: Value) -> Exchange {
+        Exchange {
+            call: 1,
+            purpose: Purpose::Turn,
+            request: json!({}),
+            status: Some(status),
+            headers: BTreeMap::new(),
+            body: Some(body),
+            chunks: None,
+            error: None,
+            elapsed_ms: 40,
+            usage: None,
+        }
+    }
+
+    #[test]
+    fn rate_limit_honours_retry_after() {
+        let mut e = exchange(429, json!({"error": {"message": "slow down"}}));
+        e.headers.insert("retry-after".into(), "1.5".into());
+        match e.outcome(Provider::Openai, 40) {
+            Outcome::Fault(f) => {
+                assert_eq!(f.kind, FaultKind::RateLimit);
+                assert_eq!(f.retry_after_ms, Some(1500));
+                assert_eq!(f.message, "slow down");
+                assert_eq!(f.latency_ms, 40);
+            }
+            other => panic!("expected a fault, got {other:?}"),
+        }
+        e.headers.insert("retry-after-ms".into(), "250".into());
+        assert!(
+            matches!(e.outcome(Provider::Openai, 0), Outcome::Fault(f) if f.retry_after_ms == Some(250))
+        );
+        assert!(
+            matches!(exchange(401, json!("nope")).outcome(Provider::Openai, 0), Outcome::Fatal(m) if m == "HTTP 401: nope")
+        );
+    }
+
+    #[test]
+    fn cut_stream_is_a_server_error() {
+        let mut e = exchange(200, Value::Null);
+        e.body = None;
+        e.chunks = Some(vec![TimedEvent {
+            t_ms: 3,
+            event: None,
+            data: json!({"choices": [{"delta": {"content": "Hi"}}]}).to_string(),
+        }]);
+        e.error = Some(TransportError {
+            kind: TransportKind::Cut,
+            message: "connection reset".into(),
+        });
+        assert!(matches!(e.outcome(Provider::Openai, 9), Outcome::Fault(f)
+            if f.kind == FaultKind::ServerError && f.message.contains("connection cut")));
+    }
+
+    #[test]
+    fn delays_and_versions() {
+        let mut r = ReplayOptions::default();
+        assert_eq!(r.latency(120), 120);
+        r.delay = Delay::Scaled;
+        r.scale = Some(0.5);
+        assert_eq!(r.latency(120), 60);
+        r.delay = Delay::Zero;
+        assert_eq!(r.latency(120), 0);
+        let err = parse("{\n  \"version\": 2\n}").expect_err("refused");
+        assert_eq!((err.line, err.col), (2, 3));
+        assert!(
+            parse("{\"version\": 1}")
+                .err()
+                .is_some_and(|e| e.message.contains("missing field"))
+        );
+        assert_eq!(
+            canonical(&json!({"b": 1, "a": [{"d": 1, "c": 2}]})).to_string(),
+            r#"{"a":[{"c":2,"d":1}],"b":1}"#
+        );
+    }
+}

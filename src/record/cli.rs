@@ -1,0 +1,120 @@
+//! The terminal side of `harness record` and `harness promote`: print what happened, write the
+//! optional trace and metrics files, map outcomes to exit codes. Everything printed has been
+//! scrubbed (the trace is built from scrubbed exchanges; refusals are scrubbed here).
+
+use super::{PromoteArgs, RecordArgs, Refusal, scrubber};
+use crate::report::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, MetricsCsv, Reporter};
+use crate::run::{CaseResult, FileResult};
+use crate::snapshot::Comparison;
+use crate::store::{self, Layout};
+use crate::trace;
+use anyhow::Context as _;
+use std::io::Write;
+
+fn refused(r: &Refusal, extra_var: Option<&str>) -> anyhow::Result<u8> {
+    let text = scrubber(extra_var).scrub(&r.to_string());
+    let mut err = anstream::stderr();
+    writeln!(err, "{text}")?;
+    Ok(EXIT_BAD_INPUT)
+}
+
+/// `harness record`.
+pub fn record(args: &RecordArgs, layout: &Layout, ci: bool) -> anyhow::Result<u8> {
+    let r = match super::record(args, layout, ci) {
+        Ok(r) => r,
+        Err(e) => return refused(&e, args.api_key_env.as_deref()),
+    };
+    let mut out = anstream::stdout().lock();
+    out.write_all(trace::render_golden(&r.case.id, &r.events).as_bytes())?;
+    if let Some(dir) = &args.traces {
+        let path = dir.join(format!("{}.jsonl", r.case.id));
+        store::write_atomic(&path, trace::render_jsonl(&r.events).as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(path) = &args.metrics {
+        let mut row = crate::metrics::row(
+            &r.case.id,
+            &r.case.scenario.family,
+            &r.case.profile,
+            r.case.prices(),
+            &r.events,
+        );
+        row.expectations_passed = r.failures.is_empty();
+        let mut csv =
+            MetricsCsv::create(path).with_context(|| format!("cannot write {}", path.display()))?;
+        csv.file(&FileResult {
+            path: args.scenario.clone(),
+            outcome: Ok(vec![CaseResult {
+                id: r.case.id.clone(),
+                row,
+                golden: Comparison::Ungated,
+                pending_written: false,
+                expectation_failures: r.failures.clone(),
+                io_errors: Vec::new(),
+                line: 1,
+                runs: 1,
+                passes: u32::from(r.failures.is_empty()),
+            }]),
+        })?;
+        csv.finish()?;
+    }
+    for f in &r.failures {
+        writeln!(out, "replay mismatch: expected {f}")?;
+    }
+    let verb = if r.live {
+        "recorded"
+    } else {
+        "replayed (no provider contacted)"
+    };
+    writeln!(
+        out,
+        "harness record: {verb} {} exchanges, {}",
+        r.exchanges,
+        r.out.display()
+    )?;
+    Ok(if r.failures.is_empty() {
+        EXIT_OK
+    } else {
+        EXIT_FAILED
+    })
+}
+
+/// `harness trace CASSETTE`: the replayed trace; a drifted request is reported (exit 1).
+pub fn trace(layout: &Layout, path: &std::path::Path, jsonl: bool) -> anyhow::Result<u8> {
+    let r = match super::replay(layout, path) {
+        Ok(r) => r,
+        Err(e) => return refused(&e, None),
+    };
+    let mut out = anstream::stdout().lock();
+    if jsonl {
+        out.write_all(trace::render_jsonl(&r.events).as_bytes())?;
+    } else {
+        out.write_all(trace::render_golden(&r.case.id, &r.events).as_bytes())?;
+    }
+    let mut err = anstream::stderr();
+    for f in &r.failures {
+        writeln!(err, "replay mismatch: expected {f}")?;
+    }
+    Ok(if r.failures.is_empty() {
+        EXIT_OK
+    } else {
+        EXIT_FAILED
+    })
+}
+
+/// `harness promote`.
+pub fn promote(args: &PromoteArgs) -> anyhow::Result<u8> {
+    match super::promote_command(args) {
+        Ok(path) => {
+            let mut out = anstream::stdout().lock();
+            writeln!(
+                out,
+                "wrote {}\n  next: `harness run {}` records its golden for review",
+                path.display(),
+                path.display()
+            )?;
+            Ok(EXIT_OK)
+        }
+        Err(e) => refused(&e, None),
+    }
+}

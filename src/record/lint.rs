@@ -1,0 +1,148 @@
+//! `harness lint`: find secret-looking strings in committed fixtures (cassettes, scenarios,
+//! goldens), reported as `file:line:col` — a check for CI before a recording is committed.
+
+use super::scrub::Scrubber;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// Text files lint reads (by extension).
+const EXTENSIONS: &[&str] = &[
+    "json", "jsonl", "toml", "snap", "new", "yaml", "yml", "txt", "csv",
+];
+
+/// One finding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hit {
+    /// The file.
+    pub path: PathBuf,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column (chars).
+    pub col: usize,
+    /// What it looks like.
+    pub kind: &'static str,
+    /// The start of it, masked.
+    pub preview: String,
+}
+
+/// Lint these files and folders; the findings and the paths that could not be read.
+pub fn lint(paths: &[PathBuf], scrubber: &Scrubber) -> (Vec<Hit>, Vec<(PathBuf, io::Error)>) {
+    let mut hits = Vec::new();
+    let mut errors = Vec::new();
+    let mut files = Vec::new();
+    for p in paths {
+        match std::fs::metadata(p) {
+            Ok(m) if m.is_file() => files.push(p.clone()),
+            Ok(_) => {
+                for e in walkdir::WalkDir::new(p).sort_by_file_name() {
+                    match e {
+                        Ok(e) if e.file_type().is_file() && wanted(e.path()) => {
+                            files.push(e.into_path())
+                        }
+                        Ok(_) => {}
+                        Err(err) => errors.push((p.clone(), io::Error::other(err.to_string()))),
+                    }
+                }
+            }
+            Err(e) => errors.push((p.clone(), e)),
+        }
+    }
+    files.sort();
+    files.dedup();
+    for f in files {
+        let bytes = match std::fs::read(&f) {
+            Ok(b) => b,
+            Err(e) => {
+                errors.push((f, e));
+                continue;
+            }
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        for (n, line) in text.lines().enumerate() {
+            for finding in scrubber.find(line) {
+                let s = &line[finding.range.clone()];
+                hits.push(Hit {
+                    path: f.clone(),
+                    line: n + 1,
+                    col: line[..finding.range.start].chars().count() + 1,
+                    kind: finding.kind,
+                    preview: format!(
+                        "{}… ({} chars)",
+                        s.chars().take(4).collect::<String>(),
+                        s.chars().count()
+                    ),
+                });
+            }
+        }
+    }
+    (hits, errors)
+}
+
+fn wanted(p: &Path) -> bool {
+    p.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| EXTENSIONS.contains(&e))
+}
+
+/// Print the findings; the exit code (0 clean, 1 secrets found, 2 unreadable path).
+pub fn report(
+    hits: &[Hit],
+    errors: &[(PathBuf, io::Error)],
+    out: &mut dyn Write,
+) -> io::Result<u8> {
+    for (p, e) in errors {
+        writeln!(out, "error: {}:1:1: cannot read: {e}", p.display())?;
+    }
+    for h in hits {
+        writeln!(
+            out,
+            "{}:{}:{}: secret-looking string ({}): {}",
+            h.path.display(),
+            h.line,
+            h.col,
+            h.kind,
+            h.preview
+        )?;
+    }
+    if !hits.is_empty() {
+        writeln!(
+            out,
+            "  hint: remove it (re-record: cassettes written by `harness record` are scrubbed) and rotate the key if it was real"
+        )?;
+    }
+    writeln!(out, "harness lint: {} secret-looking strings", hits.len())?;
+    Ok(if !errors.is_empty() {
+        crate::report::EXIT_BAD_INPUT
+    } else if hits.is_empty() {
+        crate::report::EXIT_OK
+    } else {
+        crate::report::EXIT_FAILED
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_located_secrets_and_ignores_redacted_ones() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let a = dir.path().join("a.cassette.json");
+        std::fs::write(
+            &a,
+            "{\n  \"x\": \"[REDACTED]\",\n  \"y\": \"é sk-proj-0123456789abcdefgh\"\n}\n",
+        )
+        .expect("write");
+        std::fs::write(dir.path().join("b.toml"), "user = \"clean\"\n").expect("write");
+        std::fs::write(dir.path().join("c.bin"), "sk-proj-0123456789abcdefgh").expect("write");
+        let (hits, errors) = lint(&[dir.path().to_path_buf()], &Scrubber::default());
+        assert!(errors.is_empty());
+        assert_eq!(hits.len(), 1, "{hits:?}");
+        assert_eq!((hits[0].line, hits[0].col), (3, 11));
+        assert_eq!(hits[0].kind, "OpenAI-style API key");
+        let mut out = Vec::new();
+        assert_eq!(report(&hits, &errors, &mut out).ok(), Some(1));
+        let text = String::from_utf8_lossy(&out);
+        assert!(!text.contains("0123456789"), "{text}");
+    }
+}

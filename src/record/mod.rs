@@ -1,0 +1,717 @@
+//! Live recording and cassette replay — the network and file edge of the model side.
+//!
+//! - `cassette.rs`: the versioned cassette format and the one way an exchange becomes what the
+//!   engine sees.
+//! - `live.rs`: a [`crate::llm::Model`] over HTTP (OpenAI-compatible or Anthropic, whole or
+//!   streamed) that tees scrubbed exchanges into a cassette.
+//! - `player.rs`: a [`crate::llm::Model`] that replays a cassette under a strict request match.
+//! - `scrub.rs`: secret scrubbing; `lint.rs`: `harness lint`; `promote.rs`: `harness promote`.
+//!
+//! Wire formats are pure and live in `provider/`; the engine is the same for a scenario, a
+//! recording and a replay. Record modes follow VCR: `none` (replay only; forced when `CI` is
+//! set), `once` (record when the cassette is absent, else replay), `new` (replay the matching
+//! start of the cassette, record from the first request that differs), `all` (always record).
+
+pub mod cassette;
+pub mod cli;
+pub mod lint;
+pub mod live;
+pub mod player;
+pub mod promote;
+pub mod scrub;
+
+use crate::engine::{self, RunInput, ScriptGap};
+use crate::llm::{Model, ModelError, ModelRequest, ModelResponse};
+use crate::provider::{Provider, WireOptions};
+use crate::scenario::{self, Case, Diagnostic, Expect, SourceFormat};
+use crate::store::{self, Layout};
+use crate::tool::ScriptedTools;
+use crate::trace::TimedEvent;
+use cassette::{Cassette, ReplayOptions};
+use live::{Endpoint, LiveModel};
+use player::Player;
+use scrub::Scrubber;
+use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
+
+/// Suffix that marks a cassette file (`harness run` replays these).
+pub const CASSETTE_SUFFIX: &str = ".cassette.json";
+
+/// Is this file a cassette, by its name?
+pub fn is_cassette(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.ends_with(CASSETTE_SUFFIX))
+}
+
+/// VCR's record modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RecordMode {
+    /// Never contact the provider: replay the cassette (the only mode when `CI` is set).
+    None,
+    /// Record when the cassette does not exist yet, else replay it.
+    Once,
+    /// Replay what matches, record from the first request that differs.
+    New,
+    /// Always record, replacing the cassette.
+    All,
+}
+
+/// `harness record` arguments.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RecordArgs {
+    /// The scenario to run live (its tools answer from their scripted outcomes).
+    pub scenario: PathBuf,
+    /// Wire format of the provider: `openai` (and OpenAI-compatible servers) or `anthropic`.
+    #[arg(long, value_name = "openai|anthropic")]
+    pub provider: Provider,
+    /// Model name sent to the provider.
+    #[arg(long, value_name = "NAME")]
+    pub model: String,
+    /// Base URL as the official SDKs take it (e.g. `http://127.0.0.1:8000/v1` for an
+    /// OpenAI-compatible server).
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Ask for streamed (SSE) responses.
+    #[arg(long)]
+    pub stream: bool,
+    /// Record the scenario's case under this profile (its own, or one it compares with).
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
+    /// The cassette (default: `fixtures/cassettes/<scenario>.cassette.json` beside the scenario).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Environment variable holding the key (default `OPENAI_API_KEY` / `ANTHROPIC_API_KEY`).
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
+    /// `none`, `once` (default), `new` or `all`; `CI` forces `none`.
+    #[arg(long, value_enum, default_value = "once")]
+    pub record_mode: RecordMode,
+    /// Output token limit to send (Anthropic requires one: 4096 by default).
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u32>,
+    /// Timeout of one request, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 120_000)]
+    pub timeout_ms: u64,
+    /// Longest real wait before a retry, in milliseconds (the trace keeps the virtual wait).
+    #[arg(long, value_name = "MS", default_value_t = 60_000)]
+    pub max_wait_ms: u64,
+    /// A request field strict replay ignores (repeatable; `messages/*/name`).
+    #[arg(long, value_name = "PATH")]
+    pub ignore: Vec<String>,
+    /// Also write the run's trace as JSON lines into this folder (`DIR/<id>.jsonl`).
+    #[arg(long, value_name = "DIR")]
+    pub traces: Option<PathBuf>,
+    /// Also write the run's metrics row as CSV.
+    #[arg(long, value_name = "FILE")]
+    pub metrics: Option<PathBuf>,
+}
+
+/// `harness promote` arguments.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PromoteArgs {
+    /// The cassette.
+    pub cassette: PathBuf,
+    /// The scenario to write (default: `<scenario>.promoted.toml` beside the recorded scenario).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+/// `harness lint` arguments.
+#[derive(Debug, Clone, clap::Args)]
+pub struct LintArgs {
+    /// Files and folders (default: `scenarios`, `fixtures` and `snapshots`, those that exist).
+    pub paths: Vec<PathBuf>,
+}
+
+/// A problem that ends a command with exit code 2: what, and a hint.
+#[derive(Debug, Clone)]
+pub struct Refusal {
+    /// Where (`file:line:col`), if anywhere.
+    pub at: Option<(PathBuf, usize, usize)>,
+    /// What is wrong.
+    pub message: String,
+    /// What to do.
+    pub hint: String,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.at {
+            Some((p, l, c)) => write!(f, "error: {}:{l}:{c}: {}", p.display(), self.message)?,
+            None => write!(f, "error: {}", self.message)?,
+        }
+        write!(f, "\n  hint: {}", self.hint)
+    }
+}
+
+impl Refusal {
+    /// As a diagnostic of `file`: located there when it is about that file, else naming the
+    /// file it is about.
+    pub fn diagnostic(&self, file: &Path) -> Diagnostic {
+        let (line, col, message) = match &self.at {
+            Some((p, l, c)) if p == file => (*l, *c, self.message.clone()),
+            Some((p, l, c)) => (1, 1, format!("{}:{l}:{c}: {}", p.display(), self.message)),
+            None => (1, 1, self.message.clone()),
+        };
+        Diagnostic {
+            line,
+            col,
+            message,
+            hint: Some(self.hint.clone()),
+        }
+    }
+}
+
+fn refuse(message: impl Into<String>, hint: impl Into<String>) -> Refusal {
+    Refusal {
+        at: None,
+        message: message.into(),
+        hint: hint.into(),
+    }
+}
+
+/// Environment variables whose values are scrubbed wherever they appear.
+pub fn key_vars(extra: Option<&str>) -> Vec<String> {
+    let mut v: Vec<String> = [Provider::Openai, Provider::Anthropic]
+        .iter()
+        .map(|p| p.key_env().to_owned())
+        .collect();
+    v.extend(extra.map(str::to_owned));
+    v
+}
+
+fn scrubber(extra: Option<&str>) -> Scrubber {
+    let vars = key_vars(extra);
+    Scrubber::from_env(&vars.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// Load a scenario for recording or replay, and select the case of `profile` (its own profile
+/// when `None`). A scenario written for recording may have no model script: it gets one
+/// placeholder rule, since the live model or the cassette answers instead.
+fn load_case(path: &Path, id: &str, profile: Option<&str>) -> Result<Case, Refusal> {
+    let text = std::fs::read_to_string(path).map_err(|e| Refusal {
+        at: Some((path.to_owned(), 1, 1)),
+        message: format!("cannot read the scenario: {e}"),
+        hint: "check the path (a cassette names its scenario relative to its own folder)".into(),
+    })?;
+    let format = if path.extension().is_some_and(|e| e == "json") {
+        SourceFormat::Json
+    } else {
+        SourceFormat::Toml
+    };
+    let located = |d: Diagnostic| Refusal {
+        at: Some((path.to_owned(), d.line, d.col)),
+        message: d.message,
+        hint: d.hint.unwrap_or_else(|| "fix the scenario".into()),
+    };
+    let parsed = scenario::parse(&text, format).map_err(located)?;
+    let first = |d: Vec<Diagnostic>| {
+        d.into_iter().next().map_or_else(
+            || {
+                refuse(
+                    "the scenario is invalid",
+                    "run `harness run` on it for details",
+                )
+            },
+            located,
+        )
+    };
+    let cases = match scenario::load(&text, format, id) {
+        Ok(cases) => cases,
+        // Only the missing script is wrong: stand a placeholder in for it (positions in the
+        // file stay right, as every other problem is reported from the file itself).
+        Err(d)
+            if d.iter()
+                .all(|d| d.message.contains("neither `turns` nor `rules`")) =>
+        {
+            let mut s = parsed;
+            s.model.rules.push(scenario::RuleDef {
+                when: Default::default(),
+                reply: scenario::TurnDef {
+                    text: Some(String::new()),
+                    repeat: 1,
+                    ..Default::default()
+                },
+                times: None,
+            });
+            let json = serde_json::to_string(&s).unwrap_or_default();
+            scenario::load(&json, SourceFormat::Json, id).map_err(first)?
+        }
+        Err(d) => return Err(first(d)),
+    };
+    let n = cases.len();
+    cases
+        .into_iter()
+        .find(|c| profile.is_none_or(|p| c.profile == p))
+        .ok_or_else(|| Refusal {
+            at: Some((path.to_owned(), 1, 1)),
+            message: format!(
+                "the scenario has no case for profile `{}` ({n} cases)",
+                profile.unwrap_or_default()
+            ),
+            hint: "record one of the scenario's own or `[compare.NAME]` profiles (or re-record the cassette)".into(),
+        })
+}
+
+/// The case as recorded: its id becomes the cassette's, its model the one the provider was
+/// asked for (the trace, prices and metrics name it), and its expectations go (the golden
+/// gates a cassette).
+fn retarget(case: &mut Case, id: String, model: &str) {
+    let mut s = (*case.scenario).clone();
+    s.model.name = model.to_owned();
+    case.scenario = std::sync::Arc::new(s);
+    case.id = id;
+    case.expect = Expect::default();
+    case.gated = true;
+}
+
+/// Run a case's engine with this model; the events and whether a script gap cut it short.
+fn run_case(case: &Case, model: &mut dyn Model) -> (Vec<TimedEvent>, Option<ScriptGap>) {
+    let s = &case.scenario;
+    let mut tools = ScriptedTools::new(&s.tools);
+    let input = RunInput {
+        profile: &case.profile,
+        model: &s.model.name,
+        config: &case.config,
+        system: &s.system,
+        user: &s.user,
+        signals: &s.signals,
+        prices: case.prices(),
+        approvals: &s.approvals,
+        followups: &s.followups,
+        workspace: &s.workspace,
+        plan: s.plan.as_ref().map_or(&[], |p| p.steps.as_slice()),
+    };
+    match engine::run(input, model, &mut tools) {
+        Ok(events) => (events, None),
+        Err((events, gap)) => (events, Some(gap)),
+    }
+}
+
+/// A replayed cassette.
+#[derive(Debug)]
+pub struct Replayed {
+    /// The case, with the cassette's id and no expectations (its golden gates it).
+    pub case: Case,
+    /// The trace.
+    pub events: Vec<TimedEvent>,
+    /// Strict-match failures (a request that drifted, exchanges left unused).
+    pub failures: Vec<String>,
+    /// The run stopped at a drifted request and its trace so far is the start of the golden:
+    /// the golden holds, only the request failed.
+    pub drift_within_golden: bool,
+}
+
+/// The scenario a cassette names, as a path.
+fn scenario_path(cassette_path: &Path, c: &Cassette) -> PathBuf {
+    let dir = cassette_path.parent().unwrap_or(Path::new(""));
+    let mut p = dir.to_path_buf();
+    for part in c.scenario.split('/') {
+        // Resolve `..` lexically, so ids and messages name the scenario as the user would.
+        let up = part == ".." && matches!(p.components().next_back(), Some(Component::Normal(_)));
+        if up {
+            p.pop();
+        } else if part != "." && !part.is_empty() {
+            p.push(part);
+        }
+    }
+    p
+}
+
+fn read_cassette(path: &Path) -> Result<Cassette, Refusal> {
+    let text = std::fs::read_to_string(path).map_err(|e| Refusal {
+        at: Some((path.to_owned(), 1, 1)),
+        message: format!("cannot read: {e}"),
+        hint: "check the path".into(),
+    })?;
+    cassette::parse(&text).map_err(|e| Refusal {
+        at: Some((path.to_owned(), e.line, e.col)),
+        message: e.message,
+        hint: e.hint.into(),
+    })
+}
+
+/// Replay a cassette strictly through the engine (no network).
+pub fn replay(layout: &Layout, path: &Path) -> Result<Replayed, Refusal> {
+    let c = read_cassette(path)?;
+    let scenario_file = scenario_path(path, &c);
+    let mut case = load_case(
+        &scenario_file,
+        &layout.id_of(&scenario_file),
+        Some(&c.profile),
+    )?;
+    retarget(&mut case, layout.id_of(path), &c.model);
+    let mut player = Player::new(&c, scrubber(None));
+    let (events, gap) = run_case(&case, &mut player);
+    let mut failures = Vec::new();
+    let mut drift_within_golden = false;
+    if let Some(miss) = player.miss.take() {
+        failures.push(miss);
+        let partial = crate::trace::render_golden(&case.id, &events);
+        drift_within_golden = store::read_optional(&layout.golden(&case.id))
+            .ok()
+            .flatten()
+            .is_some_and(|g| g.starts_with(&partial));
+    } else if let Some(gap) = gap {
+        return Err(Refusal {
+            at: Some((scenario_file, 1, 1)),
+            message: format!("replaying {}: {gap}", path.display()),
+            hint: "the scenario's tools or approvals no longer answer what the recording asks"
+                .into(),
+        });
+    } else if player.used() < c.exchanges.len() {
+        failures.push(format!(
+            "the run to use all {} recorded exchanges, but it ended after {}\nhint: the loop now stops earlier than when it was recorded; re-record with `harness record --record-mode all` if that is intended",
+            c.exchanges.len(),
+            player.used()
+        ));
+    }
+    Ok(Replayed {
+        case,
+        events,
+        failures,
+        drift_within_golden,
+    })
+}
+
+/// The default cassette path: `fixtures/cassettes/<stem>.cassette.json` beside the scenario.
+pub fn default_out(scenario: &Path) -> PathBuf {
+    let stem = scenario
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("run");
+    scenario
+        .parent()
+        .unwrap_or(Path::new(""))
+        .join("fixtures")
+        .join("cassettes")
+        .join(format!("{stem}{CASSETTE_SUFFIX}"))
+}
+
+/// `to` relative to the folder `from`, with `/` separators.
+fn relative(from: &Path, to: &Path) -> String {
+    let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let (from, to) = (abs(from), abs(to));
+    let (from, to) = (from.as_path(), to.as_path());
+    let norm = |p: &Path| -> Vec<String> {
+        p.components()
+            .filter_map(|c| match c {
+                Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
+                Component::ParentDir => Some("..".to_owned()),
+                _ => None,
+            })
+            .collect()
+    };
+    let (a, b) = (norm(from), norm(to));
+    let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let mut parts: Vec<String> = std::iter::repeat_n("..".to_owned(), a.len() - common).collect();
+    parts.extend(b[common..].iter().cloned());
+    parts.join("/")
+}
+
+/// A model that replays the matching start of a cassette, then goes live (`--record-mode new`).
+struct Hybrid<'a> {
+    player: Player<'a>,
+    live: LiveModel,
+    replaying: bool,
+}
+
+impl Model for Hybrid<'_> {
+    fn respond(&mut self, request: &ModelRequest<'_>) -> Result<ModelResponse, ModelError> {
+        if self.replaying {
+            let wire = self.player.wire_request(request);
+            if self.player.matches_next(&wire) {
+                return self.player.answer_next(request);
+            }
+            self.replaying = false;
+        }
+        self.live.respond(request)
+    }
+}
+
+/// What `harness record` did.
+pub struct Recorded {
+    /// The cassette path.
+    pub out: PathBuf,
+    /// The case id (the cassette's).
+    pub case: Case,
+    /// The trace.
+    pub events: Vec<TimedEvent>,
+    /// Whether the provider was contacted (else the cassette was replayed).
+    pub live: bool,
+    /// Exchanges in the cassette.
+    pub exchanges: usize,
+    /// Strict-replay failures (modes that replay).
+    pub failures: Vec<String>,
+}
+
+/// `harness record`.
+pub fn record(args: &RecordArgs, layout: &Layout, ci: bool) -> Result<Recorded, Refusal> {
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| default_out(&args.scenario));
+    let mode = if ci {
+        RecordMode::None
+    } else {
+        args.record_mode
+    };
+    let exists = out.exists();
+    let replay_only = match mode {
+        RecordMode::None if !exists => {
+            return Err(refuse(
+                format!(
+                    "no cassette at {} and record mode `none` never contacts a provider",
+                    out.display()
+                ),
+                if ci {
+                    "CI is set, so only replay is allowed: record locally and commit the cassette"
+                } else {
+                    "pass `--record-mode once` to record it"
+                },
+            ));
+        }
+        RecordMode::None | RecordMode::Once => exists,
+        RecordMode::New | RecordMode::All => false,
+    };
+    if replay_only {
+        let r = replay(layout, &out)?;
+        let exchanges = read_cassette(&out)?.exchanges.len();
+        return Ok(Recorded {
+            out,
+            case: r.case,
+            events: r.events,
+            live: false,
+            exchanges,
+            failures: r.failures,
+        });
+    }
+    let var = args
+        .api_key_env
+        .clone()
+        .unwrap_or_else(|| args.provider.key_env().to_owned());
+    let key = std::env::var(&var).ok().filter(|k| !k.is_empty()).ok_or_else(|| {
+        refuse(
+            format!("`{var}` is not set"),
+            "export the provider key in that variable (or name another with --api-key-env); local servers that need none accept any value",
+        )
+    })?;
+    let scrub = scrubber(Some(&var));
+    let base_url = args
+        .base_url
+        .clone()
+        .unwrap_or_else(|| args.provider.default_base_url().to_owned());
+    let mut case = load_case(
+        &args.scenario,
+        &layout.id_of(&args.scenario),
+        args.profile.as_deref(),
+    )?;
+    let recorded_case = case.id.clone();
+    retarget(&mut case, layout.id_of(&out), &args.model);
+    let options = WireOptions {
+        model: args.model.clone(),
+        stream: args.stream,
+        max_tokens: args.max_tokens,
+    };
+    let endpoint = Endpoint {
+        provider: args.provider,
+        base_url: base_url.clone(),
+        key,
+        options,
+        timeout: Duration::from_millis(args.timeout_ms),
+        max_wait: Duration::from_millis(args.max_wait_ms),
+    };
+    let live = LiveModel::new(endpoint, scrub.clone(), case.config.retry.clone()).map_err(|e| {
+        refuse(
+            format!("cannot start the HTTP client: {e}"),
+            "report this as a bug",
+        )
+    })?;
+    let out_dir = out.parent().unwrap_or(Path::new(""));
+    let mut cassette = Cassette {
+        version: cassette::VERSION,
+        scenario: relative(out_dir, &args.scenario),
+        case: recorded_case,
+        profile: case.profile.clone(),
+        provider: args.provider,
+        model: args.model.clone(),
+        base_url: scrub.scrub(&base_url),
+        stream: args.stream,
+        max_tokens: args.max_tokens,
+        replay: ReplayOptions {
+            ignore: args.ignore.clone(),
+            ..ReplayOptions::default()
+        },
+        exchanges: Vec::new(),
+    };
+    let old = if mode == RecordMode::New && exists {
+        Some(read_cassette(&out)?)
+    } else {
+        None
+    };
+    let (events, gap, fatal, exchanges) = match &old {
+        Some(old) => {
+            let mut h = Hybrid {
+                player: Player::new(old, scrub.clone()),
+                live,
+                replaying: true,
+            };
+            let (events, gap) = run_case(&case, &mut h);
+            let mut ex: Vec<_> = old.exchanges[..h.player.used()].to_vec();
+            ex.extend(h.live.exchanges);
+            (events, gap, h.live.fatal, ex)
+        }
+        None => {
+            let mut live = live;
+            let (events, gap) = run_case(&case, &mut live);
+            (events, gap, live.fatal, live.exchanges)
+        }
+    };
+    if let Some(f) = fatal {
+        return Err(refuse(
+            format!("the provider refused the request: {f}"),
+            "check the key, the model name and the base URL; nothing was written",
+        ));
+    }
+    if let Some(gap) = gap {
+        return Err(refuse(
+            format!("{}: {gap}", args.scenario.display()),
+            "the scenario's tools or approvals do not answer what the live model asked; add outcomes or a `default`",
+        ));
+    }
+    cassette.exchanges = exchanges;
+    let text = cassette::render(&cassette);
+    store::write_atomic(&out, text.as_bytes()).map_err(|e| {
+        refuse(
+            format!("cannot write {}: {e}", out.display()),
+            "check the folder's permissions",
+        )
+    })?;
+    Ok(Recorded {
+        exchanges: cassette.exchanges.len(),
+        out,
+        case,
+        events,
+        live: true,
+        failures: Vec::new(),
+    })
+}
+
+/// `harness promote`: write the promoted scenario; its path.
+pub fn promote_command(args: &PromoteArgs) -> Result<PathBuf, Refusal> {
+    let c = read_cassette(&args.cassette)?;
+    let scenario_file = scenario_path(&args.cassette, &c);
+    let text = std::fs::read_to_string(&scenario_file).map_err(|e| Refusal {
+        at: Some((scenario_file.clone(), 1, 1)),
+        message: format!("cannot read the recorded scenario: {e}"),
+        hint: "a cassette names its scenario relative to its own folder".into(),
+    })?;
+    let format = if scenario_file.extension().is_some_and(|e| e == "json") {
+        SourceFormat::Json
+    } else {
+        SourceFormat::Toml
+    };
+    let s = scenario::parse(&text, format).map_err(|d| Refusal {
+        at: Some((scenario_file.clone(), d.line, d.col)),
+        message: d.message,
+        hint: d.hint.unwrap_or_default(),
+    })?;
+    let promoted = promote::promote(&c, s, &args.cassette.display().to_string());
+    let out = args.out.clone().unwrap_or_else(|| {
+        let stem = scenario_file
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("run");
+        scenario_file.with_file_name(format!("{stem}.promoted.toml"))
+    });
+    let mut value = serde_json::to_value(&promoted).unwrap_or_default();
+    prune(&mut value);
+    let mut body = toml::to_string_pretty(&value).map_err(|e| {
+        refuse(
+            format!("cannot write the scenario as TOML: {e}"),
+            "report this as a bug",
+        )
+    })?;
+    body.insert_str(
+        0,
+        "# Promoted from a recording by `harness promote`: edit freely.\n",
+    );
+    store::write_atomic(&out, body.as_bytes()).map_err(|e| {
+        refuse(
+            format!("cannot write {}: {e}", out.display()),
+            "check the folder's permissions",
+        )
+    })?;
+    Ok(out)
+}
+
+/// Drop what a hand-written scenario leaves out: empty lists and tables, and the defaults
+/// `repeat = 1`, `needs_approval = false`, `without_tools = "as_scripted"`.
+fn prune(v: &mut serde_json::Value) {
+    use serde_json::Value;
+    match v {
+        Value::Object(o) => {
+            o.values_mut().for_each(prune);
+            o.retain(|k, x| {
+                let default = match k.as_str() {
+                    "repeat" => x.as_u64() == Some(1),
+                    "needs_approval" => x.as_bool() == Some(false),
+                    "without_tools" => x.as_str() == Some("as_scripted"),
+                    "description" | "schema" => false,
+                    _ => false,
+                };
+                let empty = match x {
+                    Value::Array(a) => a.is_empty(),
+                    Value::Object(m) => m.is_empty() && k != "schema",
+                    Value::Null => true,
+                    _ => false,
+                };
+                !(default || empty)
+            });
+        }
+        Value::Array(a) => a.iter_mut().for_each(prune),
+        _ => {}
+    }
+}
+
+/// `harness lint`: the exit code.
+pub fn lint_command(args: &LintArgs, out: &mut dyn std::io::Write) -> std::io::Result<u8> {
+    let paths = if args.paths.is_empty() {
+        ["scenarios", "fixtures", "snapshots"]
+            .iter()
+            .map(PathBuf::from)
+            .filter(|p| p.exists())
+            .collect()
+    } else {
+        args.paths.clone()
+    };
+    let (hits, errors) = lint::lint(&paths, &scrubber(None));
+    lint::report(&hits, &errors, out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_paths_and_default_out() {
+        assert_eq!(
+            relative(
+                Path::new("scenarios/record/fixtures/cassettes"),
+                Path::new("scenarios/record/reflex.toml")
+            ),
+            "../../reflex.toml"
+        );
+        assert_eq!(
+            relative(Path::new("a"), Path::new("b/c.toml")),
+            "../b/c.toml"
+        );
+        assert_eq!(
+            default_out(Path::new("scenarios/record/reflex.toml")),
+            PathBuf::from("scenarios/record/fixtures/cassettes/reflex.cassette.json")
+        );
+        assert!(is_cassette(Path::new("x/y.cassette.json")));
+        assert!(!is_cassette(Path::new("x/y.json")));
+    }
+}
