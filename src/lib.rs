@@ -24,8 +24,10 @@
 //! [`report::EXIT_BAD_INPUT`] (2) bad input or usage.
 
 pub mod cli;
+pub mod detector;
 pub mod engine;
 pub mod expect;
+pub mod import;
 pub mod json;
 pub mod llm;
 pub mod metrics;
@@ -35,5 +37,6 @@ pub mod run;
 pub mod scenario;
 pub mod snapshot;
 pub mod store;
+pub mod sweep;
 pub mod tool;
 pub mod trace;
