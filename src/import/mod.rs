@@ -189,7 +189,7 @@ pub fn import_text(text: &str, rel: &str, jsonl: bool, format: Option<Format>) -
             let doc: Value = match serde_json::from_str(line) {
                 Ok(v) => v,
                 Err(e) => {
-                    out.errors.push(syntax(&e, i));
+                    out.errors.push(syntax(&e, Some(i)));
                     continue;
                 }
             };
@@ -202,9 +202,14 @@ pub fn import_text(text: &str, rel: &str, jsonl: bool, format: Option<Format>) -
                 ));
                 continue;
             };
-            let run_rel = format!("{rel}#{}", i + 1);
-            match convert(fmt, doc, &run_rel, line) {
-                Ok(runs) => out.runs.extend(runs),
+            match convert(fmt, doc, rel, line) {
+                // A line's run is named by its `id`, else by its line number.
+                Ok(runs) => out.runs.extend(runs.into_iter().map(|mut r| {
+                    if r.id == rel {
+                        r.id = format!("{rel}#{}", i + 1);
+                    }
+                    r
+                })),
                 Err(mut e) => {
                     e.line += i;
                     out.errors.push(e);
@@ -216,7 +221,7 @@ pub fn import_text(text: &str, rel: &str, jsonl: bool, format: Option<Format>) -
     let doc: Value = match serde_json::from_str(text) {
         Ok(v) => v,
         Err(e) => {
-            out.errors.push(syntax(&e, 0));
+            out.errors.push(syntax(&e, None));
             return out;
         }
     };
@@ -234,18 +239,29 @@ pub fn import_text(text: &str, rel: &str, jsonl: bool, format: Option<Format>) -
     out
 }
 
-fn syntax(e: &serde_json::Error, line_offset: usize) -> ImportError {
-    let hint = if e.is_eof() {
-        "the file ends early: it was truncated, or a bracket is missing"
-    } else {
-        "fix the JSON at that position"
+/// A syntax error; `line` is the JSON-lines line index, `None` for a whole JSON file.
+fn syntax(e: &serde_json::Error, line: Option<usize>) -> ImportError {
+    let hint = match (e.is_eof(), line) {
+        (true, Some(_)) => "the line ends early: in JSON lines each line holds one whole document",
+        (true, None) => "the file ends early: it was truncated, or a bracket is missing",
+        (false, _) => "fix the JSON at that position",
     };
+    let line_offset = line.unwrap_or(0);
     ImportError::at(
         e.line() + line_offset,
         e.column().max(1),
-        format!("invalid JSON: {e}"),
+        format!("invalid JSON: {}", without_position(e)),
         hint,
     )
+}
+
+/// serde_json's message without its ` at line L column C` (the error is located already).
+fn without_position(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    match text.rsplit_once(" at line ") {
+        Some((head, _)) => head.to_owned(),
+        None => text,
+    }
 }
 
 fn convert(fmt: Format, doc: Value, rel: &str, text: &str) -> Result<Vec<Run>, ImportError> {
@@ -277,7 +293,7 @@ pub(crate) fn typed<T: serde::de::DeserializeOwned>(
                     Err(ImportError::at(
                         inner.line().max(1),
                         inner.column().max(1),
-                        format!("at `{}`: {inner}", e.path()),
+                        format!("at `{}`: {}", e.path(), without_position(inner)),
                         &hint,
                     ))
                 }
@@ -626,5 +642,181 @@ mod tests {
         assert_eq!(back.id, run.id);
         assert_eq!(back.events, run.events);
         assert!(read_imported("{\"role\":\"user\"}\n").is_none());
+    }
+}
+
+/// Importer tests over the hand-written transcripts of `fixtures/transcripts/`.
+#[cfg(test)]
+mod fixture_tests {
+    use super::*;
+    use crate::detector::View;
+
+    fn one(text: &str, rel: &str, jsonl: bool) -> Vec<(Run, View)> {
+        let got = import_text(text, rel, jsonl, None);
+        assert!(got.errors.is_empty(), "{:?}", got.errors);
+        got.runs
+            .into_iter()
+            .map(|r| {
+                let v = View::from_events(&r.events);
+                (r, v)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn tau_bench_labels_from_reward_and_errors_from_the_prefix() {
+        let runs = one(
+            include_str!("../../fixtures/transcripts/tau-bench/airline.json"),
+            "airline.json",
+            false,
+        );
+        let ids: Vec<&str> = runs.iter().map(|(r, _)| r.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "airline.json#task0_trial0",
+                "airline.json#task1_trial0",
+                "airline.json#task2_trial0"
+            ]
+        );
+        let success: Vec<Option<bool>> = runs.iter().map(|(r, _)| r.success).collect();
+        assert_eq!(success, [Some(true), Some(false), Some(true)]);
+        let (_, stuck) = &runs[1];
+        assert_eq!(stuck.calls.len(), 4);
+        assert!(stuck.calls[..3].iter().all(|c| c.failed));
+        assert!(!stuck.calls[3].failed);
+        // Three spellings of the same arguments are one call.
+        assert!(
+            stuck.calls[0].same_call(&stuck.calls[1]) && stuck.calls[1].same_call(&stuck.calls[2])
+        );
+        assert_eq!(runs[0].1.items.len(), 4, "user, call, answer, user");
+    }
+
+    #[test]
+    fn tau2_drops_the_users_own_calls_and_reads_flags_and_tokens() {
+        let runs = one(
+            include_str!("../../fixtures/transcripts/tau2/retail.json"),
+            "retail.json",
+            false,
+        );
+        assert_eq!(runs[0].0.id, "retail.json#7|trial0|aaaaaaaa");
+        assert_eq!(runs[0].0.success, Some(true));
+        assert_eq!(
+            runs[0].1.calls.len(),
+            1,
+            "the user's toggle_airplane_mode is not the agent's"
+        );
+        assert_eq!(runs[0].1.calls[0].name, "find_user");
+        assert_eq!(runs[0].1.tokens_after(0), Some(128));
+        let (r, v) = &runs[1];
+        assert_eq!(
+            (r.success, r.termination.as_deref()),
+            (Some(false), Some("too_many_errors"))
+        );
+        assert_eq!(v.calls.len(), 4);
+        assert!(
+            v.calls.iter().all(|c| c.failed),
+            "`error: true` and `error: \"True\"` both flag"
+        );
+    }
+
+    #[test]
+    fn swe_agent_steps_are_commands_and_failures_come_from_the_observation() {
+        let runs = one(
+            include_str!("../../fixtures/transcripts/swe-agent/loop.traj"),
+            "loop.traj",
+            false,
+        );
+        let (r, v) = &runs[0];
+        assert_eq!(
+            (r.success, r.termination.as_deref()),
+            (None, Some("submitted"))
+        );
+        let names: Vec<&str> = v.calls.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["ls", "python", "python", "python", "submit"]);
+        let failed: Vec<bool> = v.calls.iter().map(|c| c.failed).collect();
+        assert_eq!(failed, [false, true, true, true, false]);
+        assert!(
+            v.calls[1].same_call(&v.calls[3]),
+            "a trailing newline does not make another command"
+        );
+    }
+
+    #[test]
+    fn toolbench_reads_the_last_message_list_and_the_error_field() {
+        let runs = one(
+            include_str!("../../fixtures/transcripts/toolbench/G1_answer/7_answer.json"),
+            "G1_answer/7_answer.json",
+            false,
+        );
+        let (r, v) = &runs[0];
+        assert_eq!(
+            (r.success, r.termination.as_deref()),
+            (Some(false), Some("give_up_and_restart"))
+        );
+        assert_eq!(v.calls.len(), 4);
+        let failed: Vec<bool> = v.calls.iter().map(|c| c.failed).collect();
+        assert_eq!(failed, [true, true, true, false]);
+        assert!(v.calls[0].same_call(&v.calls[2]));
+    }
+
+    #[test]
+    fn openai_lines_are_runs_with_explicit_flags() {
+        let runs = one(
+            include_str!("../../fixtures/transcripts/openai/runs.jsonl"),
+            "runs.jsonl",
+            true,
+        );
+        assert_eq!(runs[0].0.id, "runs.jsonl#r1");
+        assert_eq!(runs[0].0.success, Some(true));
+        assert_eq!(runs[1].0.success, Some(false), "reward 0");
+        assert!(
+            runs[1].1.calls[0].failed,
+            "is_error: true without an Error prefix"
+        );
+        assert_eq!(runs[1].1.calls[0].thought, "Deleting.");
+    }
+
+    #[test]
+    fn anthropic_blocks_become_calls_and_results() {
+        let runs = one(
+            include_str!("../../fixtures/transcripts/anthropic/run.json"),
+            "run.json",
+            false,
+        );
+        let (r, v) = &runs[0];
+        assert_eq!(r.id, "run.json#a1");
+        assert_eq!(v.calls.len(), 1);
+        assert_eq!(v.calls[0].key, r#"{"command":"ls"}"#);
+        assert_eq!(v.calls[0].result, "a.txt");
+        assert!(!v.calls[0].failed);
+        assert_eq!(
+            v.items.len(),
+            3,
+            "the tool-result message is not a user turn"
+        );
+        assert_eq!(v.tokens_after(0), Some(56));
+    }
+
+    #[test]
+    fn malformed_files_are_located() {
+        let got = import_text(
+            include_str!("../../fixtures/transcripts/invalid/tau2-messages-not-a-list.json"),
+            "x.json",
+            false,
+            None,
+        );
+        let e = &got.errors[0];
+        assert_eq!((e.line, e.col), (8, 18), "{e:?}");
+        assert!(e.message.contains("simulations[0].messages"), "{e:?}");
+        let got = import_text(
+            include_str!("../../fixtures/transcripts/invalid/openai-bad-line.jsonl"),
+            "x.jsonl",
+            true,
+            None,
+        );
+        assert_eq!(got.runs.len(), 2, "the good lines are read");
+        assert_eq!(got.errors.len(), 1);
+        assert_eq!(got.errors[0].line, 2);
     }
 }

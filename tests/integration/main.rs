@@ -7,6 +7,8 @@
 //! - `schema`: the committed JSON Schema matches `harness schema`.
 //! - `cli`: usage errors, `profile`, `trace`, `--profile`.
 //! - `mapping`: `docs/profiles.md` names only scenarios and tests that exist, and all of them.
+//! - `sweep`: `harness sweep` / `harness import` over `fixtures/transcripts/` and, when present,
+//!   the public corpus in `../shared/transcripts`.
 
 mod support;
 
@@ -16,3 +18,4 @@ mod golden_workflow;
 mod invalid;
 mod mapping;
 mod schema;
+mod sweep;
