@@ -8,16 +8,25 @@
 //!
 //! ```text
 //! cli → run → {store, report} → {engine, snapshot, metrics, expect} → {policy, tool, llm, trace, scenario}
+//! cli → sweep → {import, run::replay} ; sweep → detector → {policy, trace, json}
 //! ```
 //!
 //! The engine and everything below it are pure: no files, clocks, threads or network. Only
-//! `store` (files), `run` (threads), `report` (output streams) and `cli` touch the outside.
+//! `store` (files), `run` and `sweep` (files, threads), `report` (output streams) and `cli` touch
+//! the outside.
 //!
 //! The engine has two loops: the agent loop (`engine`), whose defences are policies
 //! (`policy`, one file each) bundled into the profiles `none`, `ironclaw`, `moltis` and
 //! `agentloop`; and the plan/step executor (`engine::plan_step`), selected by the `plan-step`
 //! profile. `docs/profiles.md` maps each upstream test of those runtimes to its scenario or
-//! unit test. Post-hoc detectors (`detector/`) and live recording (`record/`) are not built yet.
+//! unit test. Live recording (`record/`) is not built yet.
+//!
+//! The benchmarking side: `import` maps recorded transcripts (tau-bench, tau2, SWE-agent,
+//! ToolBench, OpenAI and Anthropic message lists) onto trace events; `detector` holds the
+//! post-hoc loop detectors (one file each, pure: a finished run in, the first firing position
+//! and verdict out; several reuse the live policies' state machines); `sweep` reads corpora in
+//! parallel chunks, labels runs, and scores detector settings into CSV rows and an SVG plot.
+//! `import` and `detector` are pure; `sweep` (files, threads) is an edge like `run`.
 //!
 //! Exit codes of `harness run`: [`report::EXIT_OK`] (0) all passed, [`report::EXIT_FAILED`] (1)
 //! a golden mismatch, missing or orphaned golden or failed expectation,

@@ -80,11 +80,34 @@ fn structural(line: &str) -> bool {
             .is_some_and(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
 }
 
+/// The keys are rolling hashes already: hash them as themselves.
+#[derive(Default)]
+struct Identity(u64);
+
+impl std::hash::Hasher for Identity {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 << 8) | u64::from(*b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
 #[derive(Default)]
 struct State {
     buf: Vec<char>,
-    /// Chunk hash → start offsets (in `buf`) of that chunk.
-    seen: HashMap<u64, Vec<usize>>,
+    /// Chunk hash → (occurrences, index of the latest in `occ`).
+    seen: HashMap<u64, (usize, usize), std::hash::BuildHasherDefault<Identity>>,
+    /// Every occurrence: its start offset in `buf` and the index of the previous occurrence of
+    /// the same chunk (`usize::MAX` for the first). One growing list, no allocation per chunk.
+    occ: Vec<(usize, usize)>,
     in_code: bool,
     /// Rolling hash of the last `chunk` characters, and `BASE^chunk`.
     roll: u64,
@@ -103,6 +126,7 @@ impl State {
     fn reset(&mut self) {
         self.buf.clear();
         self.seen.clear();
+        self.occ.clear();
         self.roll = 0;
     }
 
@@ -164,19 +188,36 @@ impl GeminiChanting {
             return false;
         }
         let start = n - self.chunk;
-        let occ = st.seen.entry(st.roll).or_default();
-        // A hash collision with another chunk is not an occurrence.
-        if occ
-            .first()
-            .is_some_and(|&f| st.buf[f..f + self.chunk] != st.buf[start..])
-        {
+        let at = st.occ.len();
+        let count = match st.seen.get_mut(&st.roll) {
+            None => {
+                st.seen.insert(st.roll, (1, at));
+                st.occ.push((start, usize::MAX));
+                return false;
+            }
+            Some((count, last)) => {
+                let first = st.occ[*last].0;
+                // A hash collision with another chunk is not an occurrence.
+                if st.buf[first..first + self.chunk] != st.buf[start..] {
+                    return false;
+                }
+                st.occ.push((start, *last));
+                *count += 1;
+                *last = at;
+                *count
+            }
+        };
+        if count < self.threshold {
             return false;
         }
-        occ.push(start);
-        if occ.len() < self.threshold {
-            return false;
+        // The last `threshold` occurrences, oldest first.
+        let mut recent = Vec::with_capacity(self.threshold);
+        let mut i = at;
+        while recent.len() < self.threshold && i != usize::MAX {
+            recent.push(st.occ[i].0);
+            i = st.occ[i].1;
         }
-        let recent = &occ[occ.len() - self.threshold..];
+        recent.reverse();
         let total = recent[recent.len() - 1] - recent[0];
         let avg = total / (self.threshold - 1);
         if avg > 5 * self.chunk {

@@ -40,7 +40,7 @@ pub const KIND: Kind = Kind {
         Param {
             name: "version",
             default: "1",
-            sweep: &[],
+            sweep: &["1"],
             help: "0: V0 controller semantics; 1: V1 SDK semantics",
         },
         Param {

@@ -186,6 +186,10 @@ fn score_file(options: &Options, input: Input) -> FileScore {
 /// Run the sweep.
 pub fn sweep(mut options: Options) -> std::io::Result<Report> {
     options.settings.sort_by(crate::detector::compare_settings);
+    // The same setting named twice (`all` and an explicit grid) is scored once.
+    options
+        .settings
+        .dedup_by(|a, b| a.id == b.id && a.params.values == b.params.values);
     let (inputs, unreadable) = source::discover(&options.paths);
     let mut report = Report::default();
     for (path, message) in unreadable {

@@ -6,7 +6,7 @@ use super::Row;
 use plotters::prelude::*;
 
 /// Colours of successive detectors.
-const PALETTE: [RGBColor; 10] = [
+const PALETTE: [RGBColor; 12] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
@@ -17,7 +17,98 @@ const PALETTE: [RGBColor; 10] = [
     RGBColor(127, 127, 127),
     RGBColor(188, 189, 34),
     RGBColor(23, 190, 207),
+    RGBColor(0, 0, 0),
+    RGBColor(174, 199, 232),
 ];
+
+/// One line of the plot: a detector with its fixed parameters, and its points in row order,
+/// each named by the value of the detector's swept parameter.
+struct Series<'a> {
+    label: String,
+    points: Vec<(&'a Row, String)>,
+}
+
+fn pairs(params: &str) -> Vec<(&str, &str)> {
+    params
+        .split(' ')
+        .filter_map(|kv| kv.split_once('='))
+        .collect()
+}
+
+/// Group rows into lines. Per detector, the swept parameter is the one with the most distinct
+/// values (a parameter a row does not name is at its default); the others name the line, e.g.
+/// `openhands-stuck version=0` through `ao=2…6`.
+fn series(rows: &[Row]) -> Vec<Series<'_>> {
+    let mut out: Vec<Series<'_>> = Vec::new();
+    let mut start = 0;
+    while start < rows.len() {
+        let id = &rows[start].detector;
+        let end = start
+            + rows[start..]
+                .iter()
+                .take_while(|r| &r.detector == id)
+                .count();
+        let group = &rows[start..end];
+        let mut names: Vec<&str> = Vec::new();
+        for r in group {
+            for (n, _) in pairs(&r.params) {
+                if !names.contains(&n) {
+                    names.push(n);
+                }
+            }
+        }
+        let distinct = |name: &str| {
+            let mut vals: Vec<&str> = group
+                .iter()
+                .map(|r| {
+                    pairs(&r.params)
+                        .into_iter()
+                        .find(|(n, _)| *n == name)
+                        .map_or("", |(_, v)| v)
+                })
+                .collect();
+            vals.sort_unstable();
+            vals.dedup();
+            vals.len()
+        };
+        let swept = names
+            .iter()
+            .copied()
+            .fold(None::<(&str, usize)>, |best, n| match best {
+                Some((_, c)) if c >= distinct(n) => best,
+                _ => Some((n, distinct(n))),
+            })
+            .map_or("", |(n, _)| n);
+        let first = out.len();
+        for r in group {
+            let ps = pairs(&r.params);
+            let fixed: Vec<String> = ps
+                .iter()
+                .filter(|(n, _)| *n != swept)
+                .map(|(n, v)| format!("{n}={v}"))
+                .collect();
+            let label = if fixed.is_empty() {
+                id.clone()
+            } else {
+                format!("{id} {}", fixed.join(" "))
+            };
+            let value = ps
+                .iter()
+                .find(|(n, _)| *n == swept)
+                .map_or("", |(_, v)| v)
+                .to_owned();
+            match out[first..].iter_mut().find(|s| s.label == label) {
+                Some(s) => s.points.push((r, value)),
+                None => out.push(Series {
+                    label,
+                    points: vec![(r, value)],
+                }),
+            }
+        }
+        start = end;
+    }
+    out
+}
 
 /// Render the plot of `rows` (grouped by detector, in order) as SVG.
 pub fn svg(rows: &[Row], title: &str) -> Result<String, String> {
@@ -43,23 +134,17 @@ pub fn svg(rows: &[Row], title: &str) -> Result<String, String> {
             .map_err(|e| e.to_string())?;
         chart
             .configure_mesh()
+            .light_line_style(WHITE)
             .x_desc("false alarms: % of successful runs fired on")
             .y_desc("recall: % of stuck runs caught")
             .draw()
             .map_err(|e| e.to_string())?;
-        let mut start = 0;
-        let mut colour = 0;
-        while start < rows.len() {
-            let id = &rows[start].detector;
-            let end = start
-                + rows[start..]
-                    .iter()
-                    .take_while(|r| &r.detector == id)
-                    .count();
+        for (colour, line) in series(rows).into_iter().enumerate() {
             let c = PALETTE[colour % PALETTE.len()];
-            let points: Vec<(f64, f64)> = rows[start..end]
+            let points: Vec<(f64, f64)> = line
+                .points
                 .iter()
-                .map(|r| {
+                .map(|(r, _)| {
                     (
                         100.0 * r.false_alarms as f64 / r.successful_runs.max(1) as f64,
                         100.0 * r.recall.unwrap_or(0.0),
@@ -69,15 +154,23 @@ pub fn svg(rows: &[Row], title: &str) -> Result<String, String> {
             chart
                 .draw_series(LineSeries::new(points.clone(), c.stroke_width(2)))
                 .map_err(|e| e.to_string())?
-                .label(id.as_str())
+                .label(line.label.clone())
                 .legend(move |(x, y)| {
                     PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
                 });
             chart
                 .draw_series(points.iter().map(|p| Circle::new(*p, 4, c.filled())))
                 .map_err(|e| e.to_string())?;
-            start = end;
-            colour += 1;
+            // Each point names its setting's swept value, e.g. `3` for `k=3`.
+            let style = TextStyle::from(("sans-serif", 11)).color(&c);
+            chart
+                .draw_series(
+                    line.points
+                        .iter()
+                        .zip(&points)
+                        .map(|((_, v), p)| Text::new(v.clone(), *p, style.clone())),
+                )
+                .map_err(|e| e.to_string())?;
         }
         chart
             .configure_series_labels()
