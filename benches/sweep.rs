@@ -46,15 +46,18 @@ fn once(paths: &[PathBuf], spec: &str, jobs: usize) -> Result<(u64, usize, Durat
     let settings = detector::spec(spec)?;
     let n = settings.len();
     let t = Instant::now();
-    let report = sweep::sweep(Options {
-        paths: paths.to_vec(),
-        settings,
-        labels: Default::default(),
-        format: None,
-        jobs,
-        keep_labels: false,
-        on_file: None,
-    })
+    let report = sweep::sweep(
+        Options {
+            paths: paths.to_vec(),
+            settings,
+            labels: Default::default(),
+            format: None,
+            jobs,
+            keep_labels: false,
+            on_file: None,
+        },
+        None,
+    )
     .map_err(|e| e.to_string())?;
     let wall = t.elapsed();
     if report.rows.len() != n || report.runs == 0 {

@@ -30,6 +30,10 @@ pub(super) struct SweepArgs {
     /// heuristic's label.
     #[arg(long, value_name = "FILE")]
     labels: Option<PathBuf>,
+    /// Write one CSV row per (run, setting) that fired: where, the verdict, and whether it
+    /// was a catch or a false alarm — to review what a setting fires on.
+    #[arg(long, value_name = "FILE.csv")]
+    fires: Option<PathBuf>,
     /// Write every run's heuristic label (JSON lines) for review.
     #[arg(long, value_name = "FILE")]
     write_labels: Option<PathBuf>,
@@ -135,22 +139,43 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<u8> {
     };
     let tick = progress.clone();
     let n_settings = settings.len();
-    let n_detectors = {
-        let mut ids: Vec<&str> = settings.iter().map(|s| s.id).collect();
-        ids.dedup();
-        ids.sort_unstable();
-        ids.dedup();
-        ids.len()
+    let n_detectors = settings
+        .iter()
+        .map(|s| s.id)
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    // Fires stream into a temporary file beside the target, renamed into place at the end.
+    let mut fires_tmp = match &args.fires {
+        Some(path) => {
+            let dir = path
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            Some(
+                tempfile::NamedTempFile::new_in(dir)
+                    .with_context(|| format!("cannot write {}", path.display()))?,
+            )
+        }
+        None => None,
     };
-    let report = sweep::sweep(Options {
-        paths: args.paths.clone(),
-        settings,
-        labels: given,
-        format: args.format,
-        jobs,
-        keep_labels: args.write_labels.is_some(),
-        on_file: tick.map(|b| Box::new(move || b.inc(1)) as Box<dyn Fn() + Sync>),
-    })?;
+    let mut fires_out = fires_tmp
+        .as_mut()
+        .map(|t| std::io::BufWriter::new(t.as_file_mut()));
+    let report = sweep::sweep(
+        Options {
+            paths: args.paths.clone(),
+            settings,
+            labels: given,
+            format: args.format,
+            jobs,
+            keep_labels: args.write_labels.is_some(),
+            on_file: tick.map(|b| Box::new(move || b.inc(1)) as Box<dyn Fn() + Sync>),
+        },
+        fires_out.as_mut().map(|w| w as &mut dyn Write),
+    )?;
+    fires_out
+        .map(|w| w.into_inner().map(drop).map_err(|e| e.into_error()))
+        .transpose()?;
     if let Some(bar) = progress {
         bar.finish_and_clear();
     }
@@ -176,6 +201,11 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<u8> {
             .with_context(|| format!("cannot write {}", path.display()))?;
         written.push(path.display().to_string());
     }
+    if let (Some(tmp), Some(path)) = (fires_tmp, &args.fires) {
+        tmp.persist(path)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        written.push(path.display().to_string());
+    }
     if let Some(path) = &args.write_labels {
         store::write_atomic(path, labels::render(&report.labels).as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;
@@ -184,7 +214,7 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<u8> {
     let mut out = anstream::stdout().lock();
     writeln!(
         out,
-        "harness sweep: {} runs from {} files ({} successful, {} stuck: {} labelled from the file, {} by the heuristic); {n_settings} setting(s) of {n_detectors} detector(s)",
+        "harness sweep: {} runs from {} files ({} successful, {} stuck; labels: {} from the file, {} by the heuristic); {n_settings} setting(s) of {n_detectors} detector(s)",
         report.runs,
         report.files,
         report.successful,

@@ -20,7 +20,7 @@ pub mod labels;
 pub mod plot;
 pub mod source;
 
-use crate::detector::{Setting, View};
+use crate::detector::{Fire, Setting, View};
 use crate::import::{Format, ImportError};
 use labels::Label;
 use rayon::prelude::*;
@@ -128,13 +128,27 @@ struct Acc {
 
 /// What one run contributes.
 struct RunScore {
+    id: String,
     success: Option<bool>,
     label: Label,
     from_file: bool,
     calls: usize,
-    /// Per setting: (fire position, tokens after it).
-    fires: Vec<Option<(usize, Option<u64>)>>,
+    /// Per setting: where it fired, and the tokens after that.
+    fires: Vec<Option<(Fire, Option<u64>)>>,
 }
+
+/// The header of the `--fires` CSV: one row per (run, setting) that fired.
+pub const FIRE_COLUMNS: [&str; 9] = [
+    "run",
+    "detector",
+    "params",
+    "fired_at",
+    "verdict",
+    "success",
+    "stuck",
+    "loop_start",
+    "outcome",
+];
 
 struct FileScore {
     input: Input,
@@ -160,10 +174,11 @@ fn score_file(options: &Options, input: Input) -> FileScore {
                 .map(|s| {
                     s.detector
                         .first_fire(&view)
-                        .map(|f| (f.at, view.tokens_after(f.at)))
+                        .map(|f| (f, view.tokens_after(f.at)))
                 })
                 .collect();
             RunScore {
+                id: run.id,
                 success: run.success,
                 label,
                 from_file,
@@ -183,8 +198,16 @@ fn score_file(options: &Options, input: Input) -> FileScore {
     }
 }
 
-/// Run the sweep.
-pub fn sweep(mut options: Options) -> std::io::Result<Report> {
+/// Run the sweep. With `fires`, also write one CSV row ([`FIRE_COLUMNS`]) per run and setting
+/// that fired, in run order, as the runs are scored.
+pub fn sweep(
+    mut options: Options,
+    fires: Option<&mut dyn std::io::Write>,
+) -> std::io::Result<Report> {
+    let mut fires = fires.map(csv::Writer::from_writer);
+    if let Some(w) = &mut fires {
+        w.write_record(FIRE_COLUMNS)?;
+    }
     options.settings.sort_by(crate::detector::compare_settings);
     // The same setting named twice (`all` and an explicit grid) is scored once.
     options
@@ -225,9 +248,15 @@ pub fn sweep(mut options: Options) -> std::io::Result<Report> {
                 report.notes.push((f.input.path.clone(), n));
             }
             for r in f.runs {
+                if let Some(w) = &mut fires {
+                    write_fires(w, &options.settings, &r)?;
+                }
                 fold(&mut report, &mut accs, r, options.keep_labels);
             }
         }
+    }
+    if let Some(w) = &mut fires {
+        w.flush()?;
     }
     report.rows = options
         .settings
@@ -238,6 +267,41 @@ pub fn sweep(mut options: Options) -> std::io::Result<Report> {
     Ok(report)
 }
 
+/// What a firing was, for the `--fires` rows.
+fn outcome(r: &RunScore, at: usize) -> &'static str {
+    match (r.success, r.label.loop_start) {
+        (Some(true), _) => "false_alarm",
+        (_, Some(start)) if r.label.stuck && at >= start => "caught",
+        (_, Some(_)) if r.label.stuck => "before_loop",
+        _ => "unlabelled_or_failed",
+    }
+}
+
+fn write_fires<W: std::io::Write>(
+    w: &mut csv::Writer<W>,
+    settings: &[Setting],
+    r: &RunScore,
+) -> std::io::Result<()> {
+    let opt = |v: Option<String>| v.unwrap_or_default();
+    for (s, fire) in settings.iter().zip(&r.fires) {
+        let Some((f, _)) = fire else {
+            continue;
+        };
+        w.write_record([
+            r.id.clone(),
+            s.id.to_owned(),
+            s.params.render(),
+            f.at.to_string(),
+            f.verdict.as_str().to_owned(),
+            opt(r.success.map(|b| b.to_string())),
+            r.label.stuck.to_string(),
+            opt(r.label.loop_start.map(|n| n.to_string())),
+            outcome(r, f.at).to_owned(),
+        ])?;
+    }
+    Ok(())
+}
+
 fn fold(report: &mut Report, accs: &mut [Acc], r: RunScore, keep: bool) {
     report.runs += 1;
     let success = r.success == Some(true);
@@ -245,7 +309,7 @@ fn fold(report: &mut Report, accs: &mut [Acc], r: RunScore, keep: bool) {
     report.stuck += u64::from(r.label.stuck);
     report.labelled_from_file += u64::from(r.from_file);
     for (acc, fire) in accs.iter_mut().zip(&r.fires) {
-        let Some((at, tokens)) = *fire else {
+        let Some((Fire { at, .. }, tokens)) = *fire else {
             continue;
         };
         if success {

@@ -67,6 +67,8 @@ fn sweep_scores_the_fixture_transcripts_of_every_format() {
             "out.csv",
             "--plot",
             "out.svg",
+            "--fires",
+            "fires.csv",
         ],
     );
     run.expect_code(0)
@@ -98,6 +100,30 @@ fn sweep_scores_the_fixture_transcripts_of_every_format() {
     assert_eq!(get("3", "recall"), "1.000");
     assert_eq!(get("2", "precision"), "0.800");
     assert!(p.read("out.svg").starts_with("<svg"));
+    // The per-run rows agree with the totals, and name the run each alarm was on.
+    let fires = p.read("fires.csv");
+    let count = |params: &str, outcome: &str| {
+        fires
+            .lines()
+            .filter(|l| l.contains(&format!(",{params},")) && l.ends_with(&format!(",{outcome}")))
+            .count()
+            .to_string()
+    };
+    for k in ["2", "3", "4"] {
+        let params = format!("k={k}");
+        assert_eq!(
+            count(&params, "false_alarm"),
+            get(k, "false_alarms"),
+            "k={k}\n{fires}"
+        );
+        assert_eq!(count(&params, "caught"), get(k, "caught"), "k={k}\n{fires}");
+    }
+    assert!(
+        fires.contains(
+            "airline.json#task2_trial0,consecutive-identical,k=2,1,stop,true,false,,false_alarm"
+        ),
+        "{fires}"
+    );
 }
 
 #[test]
@@ -167,6 +193,7 @@ fn outputs_do_not_depend_on_jobs() {
         let csv = format!("j{jobs}.csv");
         let svg = format!("j{jobs}.svg");
         let labels = format!("j{jobs}.jsonl");
+        let fires = format!("f{jobs}.csv");
         let run = sweep(
             &p,
             &[
@@ -185,17 +212,20 @@ fn outputs_do_not_depend_on_jobs() {
                 &svg,
                 "--write-labels",
                 &labels,
+                "--fires",
+                &fires,
             ],
         );
         run.expect_code(2);
+        let stdout = [&csv, &svg, &labels, &fires]
+            .iter()
+            .fold(run.stdout.clone(), |s, name| s.replace(name.as_str(), ""));
         outs.push((
-            run.stdout
-                .replace(&csv, "")
-                .replace(&svg, "")
-                .replace(&labels, ""),
+            stdout,
             p.read(&csv),
             p.read(&svg),
             p.read(&labels),
+            p.read(&fires),
         ));
     }
     assert_eq!(outs[0], outs[1]);
@@ -253,7 +283,7 @@ fn a_labels_file_overrides_the_heuristic() {
         ],
     )
     .expect_code(0)
-    .expect_stdout("3 stuck: 10 labelled from the file");
+    .expect_stdout("3 stuck; labels: 10 from the file, 0 by the heuristic");
     assert_eq!(
         rows(&p.read("b.csv"))["consecutive-identical k=3"]["caught"],
         "3"
