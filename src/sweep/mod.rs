@@ -319,7 +319,8 @@ fn fold(report: &mut Report, accs: &mut [Acc], r: RunScore, keep: bool) {
             Some(start) if r.label.stuck && at >= start => {
                 acc.caught += 1;
                 acc.delays.push(at - start);
-                acc.turns_saved += (r.calls - at - 1) as u64;
+                // A detector firing on a text turn after the last call saves no call.
+                acc.turns_saved += r.calls.saturating_sub(at + 1) as u64;
                 if let Some(t) = tokens {
                     *acc.tokens_saved.get_or_insert(0) += t;
                 }
@@ -447,6 +448,29 @@ mod tests {
         );
         assert_eq!(lines.next().unwrap(), "a,k=3,10,5,1,4,2,1.5,7,,0.667,0.500");
         assert_eq!(lines.next().unwrap(), "a,k=4,10,5,0,4,0,,7,,,0.000");
+    }
+
+    #[test]
+    fn a_fire_after_the_last_call_is_caught_and_saves_nothing() {
+        let label = Label {
+            run: "r".into(),
+            stuck: true,
+            loop_start: Some(1),
+            note: String::new(),
+        };
+        let score = RunScore {
+            id: "r".into(),
+            success: Some(false),
+            label,
+            from_file: false,
+            calls: 3,
+            fires: vec![Some((Fire::new(3, crate::detector::Verdict::Warn), None))],
+        };
+        let mut report = Report::default();
+        let mut accs = vec![Acc::default()];
+        fold(&mut report, &mut accs, score, false);
+        assert_eq!((accs[0].caught, accs[0].turns_saved), (1, 0));
+        assert_eq!(accs[0].delays, [2]);
     }
 
     #[test]
