@@ -242,7 +242,7 @@ impl Detector for GeminiChanting {
                 Item::Call(i) => {
                     let c = &view.calls[*i];
                     // The text that came with the call is streamed before it.
-                    if c.batch_first(view, *i)
+                    if batch_first(view, *i)
                         && !c.thought.is_empty()
                         && self.feed(&mut st, &c.thought)
                     {
@@ -267,11 +267,9 @@ impl Detector for GeminiChanting {
     }
 }
 
-impl super::Call {
-    /// Whether call `i` is the first of its response (so its `thought` is new text).
-    fn batch_first(&self, view: &View, i: usize) -> bool {
-        i == 0 || view.calls[i - 1].batch != self.batch
-    }
+/// Whether call `i` is the first of its response (so its `thought` is new text).
+fn batch_first(view: &View, i: usize) -> bool {
+    i == 0 || view.calls[i - 1].batch != view.calls[i].batch
 }
 
 #[cfg(test)]

@@ -181,6 +181,9 @@ fn detect_messages(messages: &Value) -> Option<Format> {
 /// bad line is reported at its own line while the others are read.
 pub fn import_text(text: &str, rel: &str, jsonl: bool, format: Option<Format>) -> FileImport {
     let mut out = FileImport::default();
+    if jsonl && first_line_is_message(text) {
+        return message_lines(text, rel, format);
+    }
     if jsonl {
         for (i, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
@@ -240,6 +243,53 @@ pub fn import_text(text: &str, rel: &str, jsonl: bool, format: Option<Format>) -
 }
 
 /// A syntax error; `line` is the JSON-lines line index, `None` for a whole JSON file.
+/// Is the first line of a JSON-lines file a message (`{"role": …}`) rather than a run?
+fn first_line_is_message(text: &str) -> bool {
+    text.lines()
+        .find(|l| !l.trim().is_empty())
+        .and_then(|l| serde_json::from_str::<Value>(l).ok())
+        .is_some_and(|v| v.get("role").is_some() && v.get("messages").is_none())
+}
+
+/// A JSON-lines file of messages, one a line: one run, the whole file.
+fn message_lines(text: &str, rel: &str, format: Option<Format>) -> FileImport {
+    let mut out = FileImport::default();
+    let mut messages = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Value>(line) {
+            Ok(v) => messages.push(v),
+            Err(e) => out.errors.push(syntax(&e, Some(i))),
+        }
+    }
+    if !out.errors.is_empty() {
+        // A message list with a hole in it is not the run that was recorded.
+        return out;
+    }
+    let doc = Value::Array(messages);
+    let Some(fmt) = format.or_else(|| detect(&doc)) else {
+        out.note = Some("not a recognised transcript format".to_owned());
+        return out;
+    };
+    // Shape errors are located by message (line) through the JSON path.
+    let joined = crate::json::compact(&doc);
+    match convert(fmt, doc, rel, &joined) {
+        Ok(runs) => out.runs = runs,
+        Err(mut e) => {
+            e.line = 1;
+            e.col = 1;
+            e.hint = format!(
+                "{} (the path's index is the message's line, from 0)",
+                e.hint
+            );
+            out.errors.push(e);
+        }
+    }
+    out
+}
+
 fn syntax(e: &serde_json::Error, line: Option<usize>) -> ImportError {
     let hint = match (e.is_eof(), line) {
         (true, Some(_)) => "the line ends early: in JSON lines each line holds one whole document",
@@ -775,6 +825,24 @@ mod fixture_tests {
             "is_error: true without an Error prefix"
         );
         assert_eq!(runs[1].1.calls[0].thought, "Deleting.");
+    }
+
+    #[test]
+    fn a_json_lines_file_of_messages_is_one_run() {
+        let runs = one(
+            include_str!("../../fixtures/transcripts/anthropic/messages.jsonl"),
+            "messages.jsonl",
+            true,
+        );
+        assert_eq!(runs.len(), 1);
+        let (r, v) = &runs[0];
+        assert_eq!(
+            (r.id.as_str(), r.source.as_str(), r.success),
+            ("messages.jsonl", "anthropic", None)
+        );
+        let failed: Vec<bool> = v.calls.iter().map(|c| c.failed).collect();
+        assert_eq!(failed, [true, true]);
+        assert!(v.calls[0].same_call(&v.calls[1]));
     }
 
     #[test]

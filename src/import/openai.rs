@@ -3,7 +3,8 @@
 //! `{role: "function", name, content}` pair. Shared by tau-bench and ToolBench.
 //!
 //! A file is a message list (one run), a run object `{id?, messages, success?, reward?,
-//! termination?}`, or a list of run objects; in JSON lines, one run object a line.
+//! termination?}`, or a list of run objects; in JSON lines, one run object a line, or one
+//! message a line (the whole file one run).
 //! Success: `success`, else `reward == 1`, else unknown. A result failed when it says so
 //! (`is_error: true`, or `error: true`), else when its text starts with `Error`.
 

@@ -51,9 +51,10 @@ fn sweep(p: &Project, paths: &[String], extra: &[&str]) -> crate::support::Run {
     p.harness(&args)
 }
 
-/// The fixtures are built so that (by design, see each file): 10 runs, 5 successful; four
+/// The fixtures are built so that (by design, see each file): 11 runs, 5 successful; four
 /// failed or unlabelled runs repeat one call 3 or 4 times (stuck); one successful run repeats
-/// a poll twice with changing output (the false alarm at k=2).
+/// a poll twice with changing output (the false alarm at k=2); one unlabelled run repeats a
+/// failing call twice (fired on at k=2, neither a catch nor a false alarm).
 #[test]
 fn sweep_scores_the_fixture_transcripts_of_every_format() {
     let p = Project::new();
@@ -72,7 +73,7 @@ fn sweep_scores_the_fixture_transcripts_of_every_format() {
         ],
     );
     run.expect_code(0)
-        .expect_stdout("harness sweep: 10 runs from 6 files (5 successful, 4 stuck")
+        .expect_stdout("harness sweep: 11 runs from 7 files (5 successful, 4 stuck")
         .expect_stdout("Best setting per detector");
     let rows = rows(&p.read("out.csv"));
     let get = |k: &str, col: &str| rows[&format!("consecutive-identical k={k}")][col].clone();
@@ -83,7 +84,7 @@ fn sweep_scores_the_fixture_transcripts_of_every_format() {
             get("2", "successful_runs"),
             get("2", "stuck_runs")
         ),
-        ("10".into(), "5".into(), "4".into())
+        ("11".into(), "5".into(), "4".into())
     );
     assert_eq!(
         (get("2", "false_alarms"), get("2", "caught")),
@@ -158,7 +159,7 @@ fn malformed_transcripts_are_located_and_the_others_still_scored() {
     assert_eq!(run.stderr.matches("  hint: ").count(), 3, "{}", run.stderr);
     // The good files and the good lines of the JSON-lines file were still scored.
     let rows = rows(&p.read("out.csv"));
-    assert_eq!(rows["consecutive-identical k=3"]["runs"], "12");
+    assert_eq!(rows["consecutive-identical k=3"]["runs"], "13");
 }
 
 #[test]
@@ -170,8 +171,8 @@ fn imported_traces_sweep_like_the_transcripts() {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     p.harness(&args)
         .expect_code(0)
-        .expect_stdout("harness import: 10 run(s) written to traces");
-    assert_eq!(p.files("traces", ".jsonl").len(), 10);
+        .expect_stdout("harness import: 11 run(s) written to traces");
+    assert_eq!(p.files("traces", ".jsonl").len(), 11);
     let first = p.read("traces/airline.json_task1_trial0.jsonl");
     assert!(first.starts_with(r#"{"format":"harness-import","version":1,"run":"airline.json#task1_trial0","source":"tau-bench","success":false"#), "{first}");
     let spec = ["--detector", "all", "--out"];
@@ -249,7 +250,7 @@ fn a_labels_file_overrides_the_heuristic() {
     )
     .expect_code(0);
     let labels = p.read("labels.jsonl");
-    assert_eq!(labels.lines().count(), 10);
+    assert_eq!(labels.lines().count(), 11);
     assert_eq!(
         labels
             .lines()
@@ -283,7 +284,7 @@ fn a_labels_file_overrides_the_heuristic() {
         ],
     )
     .expect_code(0)
-    .expect_stdout("3 stuck; labels: 10 from the file, 0 by the heuristic");
+    .expect_stdout("3 stuck; labels: 11 from the file, 0 by the heuristic");
     assert_eq!(
         rows(&p.read("b.csv"))["consecutive-identical k=3"]["caught"],
         "3"
