@@ -315,6 +315,26 @@ fn without_position(e: &serde_json::Error) -> String {
 }
 
 fn convert(fmt: Format, doc: Value, rel: &str, text: &str) -> Result<Vec<Run>, ImportError> {
+    let root = match fmt {
+        Format::TauBench => Some("an array of runs"),
+        Format::Tau2 | Format::SweAgent | Format::Toolbench => Some("an object"),
+        Format::Openai | Format::Anthropic => None,
+    };
+    if let Some(want) = root {
+        if doc.is_array() != (fmt == Format::TauBench) || !(doc.is_array() || doc.is_object()) {
+            return Err(ImportError::at(
+                1,
+                1,
+                format!(
+                    "the document is {} {}; a {} file is {want}",
+                    if doc.is_array() { "an" } else { "a" },
+                    crate::json::kind_name(&doc),
+                    fmt.as_str()
+                ),
+                "check `--format`, or leave it out to detect the format",
+            ));
+        }
+    }
     match fmt {
         Format::TauBench => tau_bench::convert(doc, rel, text),
         Format::Tau2 => tau2::convert(doc, rel, text),
@@ -660,6 +680,21 @@ mod tests {
         assert_eq!(file_stem(&a).len(), MAX_STEM);
         assert_ne!(file_stem(&a), file_stem(&b));
         assert_eq!(file_stem("a/b.json#t1"), "a_b.json_t1");
+    }
+
+    #[test]
+    fn a_forced_format_of_the_wrong_shape_says_so() {
+        let got = import_text("[{\"traj\": []}]", "t.json", false, Some(Format::Tau2));
+        assert_eq!(
+            got.errors[0].message,
+            "the document is an array; a tau2 file is an object"
+        );
+        let got = import_text("{}", "t.json", false, Some(Format::TauBench));
+        assert!(
+            got.errors[0]
+                .message
+                .contains("a tau-bench file is an array of runs")
+        );
     }
 
     #[test]
