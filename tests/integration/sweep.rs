@@ -364,3 +364,53 @@ fn corpus_consecutive_identical_agrees_with_the_repetition_scan() {
         assert_eq!(row["false_alarms"], expected.to_string(), "k={k}");
     }
 }
+
+/// The shipped labels (`docs/tuning/labels.jsonl`) are the heuristic's output for the corpus,
+/// run for run, except labels changed by a reviewer, whose note must start with `reviewed`.
+#[test]
+fn shipped_labels_are_the_heuristics_or_reviewed() {
+    let corpus: PathBuf = repo().join("../shared/transcripts");
+    if !corpus.is_dir() {
+        eprintln!("skipped: {} is not there", corpus.display());
+        return;
+    }
+    let p = Project::new();
+    sweep(
+        &p,
+        &[corpus.to_string_lossy().into_owned()],
+        &[
+            "--detector",
+            "consecutive-identical:k=3",
+            "--write-labels",
+            "fresh.jsonl",
+        ],
+    )
+    .expect_code(0);
+    let parse = |text: &str| -> BTreeMap<String, serde_json::Value> {
+        text.lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).expect("a label");
+                (v["run"].as_str().expect("a run id").to_owned(), v)
+            })
+            .collect()
+    };
+    let fresh = parse(&p.read("fresh.jsonl"));
+    let shipped = parse(
+        &std::fs::read_to_string(repo().join("docs/tuning/labels.jsonl")).expect("the labels"),
+    );
+    assert_eq!(
+        fresh.keys().collect::<Vec<_>>(),
+        shipped.keys().collect::<Vec<_>>(),
+        "the shipped labels name every run of the corpus, and no other"
+    );
+    for (run, label) in &shipped {
+        let reviewed = label["note"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("reviewed"));
+        assert!(
+            reviewed || *label == fresh[run],
+            "{run}: shipped {label} differs from the heuristic's {} without a `reviewed` note",
+            fresh[run]
+        );
+    }
+}
