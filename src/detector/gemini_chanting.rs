@@ -162,7 +162,9 @@ impl GeminiChanting {
             }
             for ch in line.chars() {
                 if st.buf.len() >= MAX_HISTORY {
-                    // Drop the oldest half; offsets restart (what upstream's trim does).
+                    // Drop the oldest half and re-index: upstream keeps the newest 5000 characters;
+                    // halving re-indexes less often, and a chant (far shorter than 2500
+                    // characters) is found either way.
                     let keep = st.buf.split_off(MAX_HISTORY / 2);
                     st.reset();
                     for c in keep {
