@@ -8,11 +8,12 @@
 //!
 //! ```text
 //! cli → gate → run → {store, record, report} → {engine, snapshot, metrics, expect} → {policy, tool, llm, provider, trace, scenario}
+//! cli → sweep → {import, run::replay} ; sweep → detector → {policy, trace, json}
 //! ```
 //!
 //! The engine and everything below it are pure: no files, clocks, threads or network. Only
-//! `store` (files), `run` (threads), `record` (network, files), `report` (output streams),
-//! `gate` (result and baseline files) and `cli` touch the outside.
+//! `store` (files), `run` and `sweep` (files, threads), `record` (network, files), `report`
+//! (output streams), `gate` (result and baseline files) and `cli` touch the outside.
 //!
 //! `gate` is the CI regression gate around a run: selection and shards (`gate::select`, pure,
 //! also used by `run`), repeats (`gate::repeat`), metric baselines (`gate::baseline`, pure),
@@ -26,7 +27,14 @@
 //! unit test. Live recording (`record/`) runs the same engine with a model over HTTP and tees
 //! every exchange into a cassette; replaying the cassette is a player model under a strict
 //! request match. The providers' wire formats (`provider/`) are pure translation used both
-//! ways. Post-hoc detectors (`detector/`) are not built yet.
+//! ways.
+//!
+//! The benchmarking side: `import` maps recorded transcripts (tau-bench, tau2, SWE-agent,
+//! ToolBench, OpenAI and Anthropic message lists) onto trace events; `detector` holds the
+//! post-hoc loop detectors (one file each, pure: a finished run in, the first firing position
+//! and verdict out; several reuse the live policies' state machines); `sweep` reads corpora in
+//! parallel chunks, labels runs, and scores detector settings into CSV rows and an SVG plot.
+//! `import` and `detector` are pure; `sweep` (files, threads) is an edge like `run`.
 //!
 //! Exit codes of `harness run`: [`report::EXIT_OK`] (0) all passed, [`report::EXIT_FAILED`] (1)
 //! a golden mismatch, missing or orphaned golden or failed expectation,
@@ -34,9 +42,11 @@
 //! only metrics regressed against `--baseline`.
 
 pub mod cli;
+pub mod detector;
 pub mod engine;
 pub mod expect;
 pub mod gate;
+pub mod import;
 pub mod json;
 pub mod llm;
 pub mod metrics;
@@ -48,5 +58,6 @@ pub mod run;
 pub mod scenario;
 pub mod snapshot;
 pub mod store;
+pub mod sweep;
 pub mod tool;
 pub mod trace;

@@ -14,6 +14,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod sweep;
+
 /// Record/replay evaluation and regression harness for LLM agent loops.
 #[derive(Debug, Parser)]
 #[command(name = "harness", version, about, long_about = None)]
@@ -140,6 +142,14 @@ enum Command {
     ///
     /// Exit codes: 0 clean; 1 secrets found; 2 an unreadable path.
     Lint(crate::record::LintArgs),
+    /// Score loop detectors over recorded runs: one CSV row per (detector, parameters).
+    ///
+    /// Exit codes: 0 every input was read; 2 an input was malformed (reported as
+    /// file:line:col; the others are still scored and the outputs written) or bad usage.
+    Sweep(sweep::SweepArgs),
+    /// Convert transcripts (tau-bench, tau2, swe-agent, toolbench, openai, anthropic) into
+    /// traces, one JSON-lines file per run.
+    Import(sweep::ImportArgs),
 }
 
 /// Which scenarios and cases run.
@@ -371,6 +381,8 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
             &args,
             &mut anstream::stdout().lock(),
         )?),
+        Command::Sweep(args) => sweep::sweep(args),
+        Command::Import(args) => sweep::import(args),
         Command::Profile { name } => match Config::profile(&name) {
             Some(c) => {
                 anstream::stdout().write_all(toml::to_string_pretty(&c)?.as_bytes())?;

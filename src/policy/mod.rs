@@ -23,6 +23,7 @@ mod truncation;
 pub mod validate;
 
 pub use config::*;
+pub use duplicate::Tracker;
 pub use reflex::{DetectorAction, Fingerprint, ReflexDetector, Stage};
 
 use crate::llm::{ModelResponse, Role, ToolSpec};

@@ -10,6 +10,8 @@
 //! - `gate`: the CI gate: JUnit structure, merged shards = one run, metric baselines, GitHub
 //!   annotations and job summary, `--pending-dir` on CI, `--filter` and `list`.
 //! - `record`: record against stub providers on 127.0.0.1, replay offline, secrets, drift.
+//! - `sweep`: `harness sweep` / `harness import` over `fixtures/transcripts/` and, when present,
+//!   the public corpus in `../shared/transcripts`.
 
 mod support;
 
@@ -21,3 +23,4 @@ mod invalid;
 mod mapping;
 mod record;
 mod schema;
+mod sweep;

@@ -1,0 +1,315 @@
+//! `harness sweep` and `harness import`: argument handling and output for the detector sweep
+//! (`crate::sweep`) and the transcript importers (`crate::import`).
+
+use crate::detector::{self, Setting};
+use crate::import::{self, Format, ImportError};
+use crate::report::{EXIT_BAD_INPUT, EXIT_OK};
+use crate::store;
+use crate::sweep::{self, Options, labels};
+use anyhow::Context as _;
+use std::io::{IsTerminal as _, Write};
+use std::path::{Path, PathBuf};
+
+/// Arguments of `harness sweep`.
+#[derive(Debug, clap::Args)]
+pub(super) struct SweepArgs {
+    /// Transcript, imported-trace and scenario files or folders (formats detected per file).
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Detector settings: `ID` (its default sweep), `ID:param=v1,v2:other=v3` (a grid; `2..6`
+    /// is a range), or `all`. Repeatable.
+    #[arg(long = "detector", value_name = "SPEC", default_value = "all")]
+    detectors: Vec<String>,
+    /// Write one CSV row per (detector, parameters).
+    #[arg(long, value_name = "FILE.csv")]
+    out: Option<PathBuf>,
+    /// Write the trade-off plot (SVG).
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<PathBuf>,
+    /// Stuck labels (JSON lines: run, stuck, loop_start, note); runs it does not name get the
+    /// heuristic's label.
+    #[arg(long, value_name = "FILE")]
+    labels: Option<PathBuf>,
+    /// Write one CSV row per (run, setting) that fired: where, the verdict, and whether it
+    /// was a catch or a false alarm — to review what a setting fires on.
+    #[arg(long, value_name = "FILE.csv")]
+    fires: Option<PathBuf>,
+    /// Write every run's heuristic label (JSON lines) for review.
+    #[arg(long, value_name = "FILE")]
+    write_labels: Option<PathBuf>,
+    /// Read every transcript as this format instead of detecting it.
+    #[arg(long, value_name = "FORMAT", value_parser = format_name)]
+    format: Option<Format>,
+    /// Worker threads (default: the machine's cores).
+    #[arg(short, long, value_name = "N")]
+    jobs: Option<usize>,
+}
+
+/// Arguments of `harness import`.
+#[derive(Debug, clap::Args)]
+pub(super) struct ImportArgs {
+    /// Transcript files or folders (JSON, `.traj`; `.jsonl` for one run a line). Run ids
+    /// name the file by its path below the folder given (its name, for a file given).
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// The format (detected per file when absent).
+    #[arg(long, value_name = "FORMAT", value_parser = format_name)]
+    format: Option<Format>,
+    /// Folder to write one trace per run into (`<run id>.jsonl`).
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+}
+
+fn format_name(s: &str) -> Result<Format, String> {
+    Format::parse(s).ok_or_else(|| {
+        let all: Vec<&str> = Format::ALL.iter().map(|f| f.as_str()).collect();
+        format!("unknown format `{s}`; known formats: {}", all.join(", "))
+    })
+}
+
+fn report_error(err: &mut impl Write, path: &Path, e: &ImportError) -> std::io::Result<()> {
+    writeln!(
+        err,
+        "error: {}:{}:{}: {}",
+        path.display(),
+        e.line,
+        e.col,
+        e.message
+    )?;
+    if !e.hint.is_empty() {
+        writeln!(err, "  hint: {}", e.hint)?;
+    }
+    Ok(())
+}
+
+pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<u8> {
+    let mut err = anstream::stderr();
+    let mut settings: Vec<Setting> = Vec::new();
+    for spec in &args.detectors {
+        match detector::spec(spec) {
+            Ok(s) => settings.extend(s),
+            Err(e) => {
+                writeln!(err, "error: --detector {spec}: {e}")?;
+                writeln!(
+                    err,
+                    "  hint: e.g. `--detector moltis-reflex:window=2,3,4` or `--detector all`"
+                )?;
+                return Ok(EXIT_BAD_INPUT);
+            }
+        }
+    }
+    let given = match &args.labels {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            match labels::parse(&text) {
+                Ok(l) => l,
+                Err(e) => {
+                    writeln!(
+                        err,
+                        "error: {}:{}:{}: {}",
+                        path.display(),
+                        e.line,
+                        e.col,
+                        e.message
+                    )?;
+                    writeln!(
+                        err,
+                        "  hint: one JSON object a line: {{\"run\", \"stuck\", \"loop_start\", \"note\"}}"
+                    )?;
+                    return Ok(EXIT_BAD_INPUT);
+                }
+            }
+        }
+        None => Default::default(),
+    };
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get));
+    let progress = if std::io::stderr().is_terminal() {
+        let files = sweep::source::discover(&args.paths).0.len() as u64;
+        let bar = indicatif::ProgressBar::new(files);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} files {elapsed}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        Some(bar)
+    } else {
+        None
+    };
+    let tick = progress.clone();
+    let n_settings = settings.len();
+    let n_detectors = settings
+        .iter()
+        .map(|s| s.id)
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    // Fires stream into a temporary file beside the target, renamed into place at the end.
+    let mut fires_tmp = match &args.fires {
+        Some(path) => {
+            let dir = path
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            Some(
+                tempfile::NamedTempFile::new_in(dir)
+                    .with_context(|| format!("cannot write {}", path.display()))?,
+            )
+        }
+        None => None,
+    };
+    let mut fires_out = fires_tmp
+        .as_mut()
+        .map(|t| std::io::BufWriter::new(t.as_file_mut()));
+    let report = sweep::sweep(
+        Options {
+            paths: args.paths.clone(),
+            settings,
+            labels: given,
+            format: args.format,
+            jobs,
+            keep_labels: args.write_labels.is_some(),
+            on_file: tick.map(|b| Box::new(move || b.inc(1)) as Box<dyn Fn() + Sync>),
+        },
+        fires_out.as_mut().map(|w| w as &mut dyn Write),
+    )?;
+    fires_out
+        .map(|w| w.into_inner().map(drop).map_err(|e| e.into_error()))
+        .transpose()?;
+    if let Some(bar) = progress {
+        bar.finish_and_clear();
+    }
+    for (path, e) in &report.errors {
+        report_error(&mut err, path, e)?;
+    }
+    for (path, note) in &report.notes {
+        writeln!(err, "note: {}: skipped: {note}", path.display())?;
+    }
+    let mut written = Vec::new();
+    if let Some(path) = &args.out {
+        store::write_atomic(path, &sweep::csv(&report.rows))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        written.push(path.display().to_string());
+    }
+    if let Some(path) = &args.plot {
+        let title = format!(
+            "Loop detectors over {} runs: false alarms vs recall",
+            report.runs
+        );
+        let svg = sweep::plot::svg(&report.rows, &title).map_err(anyhow::Error::msg)?;
+        store::write_atomic(path, svg.as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        written.push(path.display().to_string());
+    }
+    if let (Some(tmp), Some(path)) = (fires_tmp, &args.fires) {
+        tmp.persist(path)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        written.push(path.display().to_string());
+    }
+    if let Some(path) = &args.write_labels {
+        store::write_atomic(path, labels::render(&report.labels).as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        written.push(path.display().to_string());
+    }
+    let mut out = anstream::stdout().lock();
+    writeln!(
+        out,
+        "harness sweep: {} runs from {} files ({} successful, {} stuck; labels: {} from the file, {} by the heuristic); {n_settings} setting(s) of {n_detectors} detector(s)",
+        report.runs,
+        report.files,
+        report.successful,
+        report.stuck,
+        report.labelled_from_file,
+        report.runs - report.labelled_from_file,
+    )?;
+    writeln!(out, "Best setting per detector ({}):", sweep::CRITERION)?;
+    for r in sweep::best(&report.rows) {
+        writeln!(
+            out,
+            "  {:<22} {:<28} false alarms {:>3}/{:<4} caught {:>3}/{:<4} recall {:>5} precision {:>5} median delay {}",
+            r.detector,
+            r.params,
+            r.false_alarms,
+            r.successful_runs,
+            r.caught,
+            r.stuck_runs,
+            r.recall
+                .map_or_else(|| "-".to_owned(), |x| format!("{x:.3}")),
+            r.precision
+                .map_or_else(|| "-".to_owned(), |x| format!("{x:.3}")),
+            r.median_detection_delay
+                .map_or_else(|| "-".to_owned(), |x| format!("{x:.1}")),
+        )?;
+    }
+    if !written.is_empty() {
+        writeln!(out, "wrote {}", written.join(", "))?;
+    }
+    if !report.errors.is_empty() {
+        writeln!(
+            out,
+            "{} problem(s) in the inputs (see stderr); the other files were scored",
+            report.errors.len()
+        )?;
+        return Ok(EXIT_BAD_INPUT);
+    }
+    Ok(EXIT_OK)
+}
+
+pub(super) fn import(args: ImportArgs) -> anyhow::Result<u8> {
+    let mut err = anstream::stderr();
+    let mut out = anstream::stdout().lock();
+    let mut bad = false;
+    let mut written: std::collections::BTreeMap<String, String> = Default::default();
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let (inputs, unreadable) = sweep::source::discover(&args.files);
+    for (path, message) in unreadable {
+        writeln!(err, "error: {}: {message}", path.display())?;
+        bad = true;
+    }
+    for input in inputs {
+        if input.kind == sweep::source::InputKind::Scenario {
+            writeln!(
+                err,
+                "note: {}: skipped: a scenario, not a transcript",
+                input.path.display()
+            )?;
+            continue;
+        }
+        let got = sweep::source::load(&input, args.format);
+        for e in &got.errors {
+            report_error(&mut err, &input.path, e)?;
+            bad = true;
+        }
+        if let Some(n) = &got.note {
+            writeln!(err, "note: {}: skipped: {n}", input.path.display())?;
+        }
+        for run in &got.runs {
+            let name = format!("{}.jsonl", import::file_stem(&run.id));
+            if let Some(other) = written.insert(name.clone(), run.id.clone()) {
+                writeln!(
+                    err,
+                    "error: {}: runs `{other}` and `{}` would both be written to {name}",
+                    input.path.display(),
+                    run.id
+                )?;
+                writeln!(
+                    err,
+                    "  hint: import their common folder, so run ids keep the path below it"
+                )?;
+                bad = true;
+                continue;
+            }
+            let path = args.out.join(&name);
+            store::write_atomic(&path, import::render_imported(run).as_bytes())
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+    }
+    writeln!(
+        out,
+        "harness import: {} run(s) written to {}",
+        written.len(),
+        args.out.display()
+    )?;
+    Ok(if bad { EXIT_BAD_INPUT } else { EXIT_OK })
+}

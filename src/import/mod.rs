@@ -1,0 +1,925 @@
+//! Importers: recorded agent transcripts in public formats mapped onto the trace model, so the
+//! post-hoc detectors (`detector/`) and the sweep (`sweep/`) read them like any replayed run.
+//!
+//! One file per format (`tau_bench`, `tau2`, `swe_agent`, `toolbench`, `openai`, `anthropic`);
+//! this module owns the shared pieces: the imported [`Run`] (id, source, success label,
+//! termination, events), the [`TraceBuilder`] every format fills, format detection
+//! ([`detect`]) and the located errors of malformed files ([`ImportError`]). It reads no files:
+//! [`import_text`] takes the text and the caller does the I/O (`sweep`, `cli`).
+//!
+//! Per format, how a call's failure is decided:
+//! - tau-bench: the result text starts with `Error` (no flag in the format);
+//! - tau2: the message's `error` flag where present, else the `Error` prefix;
+//! - ToolBench: the result's JSON `error` field is not empty;
+//! - SWE-agent: the observation matches a failure pattern ([`swe_agent::FAILURE`]);
+//! - OpenAI / Anthropic lists: an explicit flag (`is_error`, `error: true`), else the `Error`
+//!   prefix.
+//!
+//! Arguments are always parsed (JSON strings decoded); an argument string that is not JSON is
+//! kept as a JSON string, so it still compares by value.
+
+pub mod anthropic;
+pub mod openai;
+pub mod swe_agent;
+pub mod tau2;
+pub mod tau_bench;
+pub mod toolbench;
+
+use crate::llm::Finish;
+use crate::scenario::OutcomeKind;
+use crate::trace::{CallSummary, Event, TimedEvent};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A transcript format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Format {
+    /// tau-bench `historical_trajectories` (a JSON array of runs).
+    TauBench,
+    /// tau2-bench results (`{info, tasks, simulations}`).
+    Tau2,
+    /// SWE-agent `.traj`.
+    SweAgent,
+    /// ToolBench answers (`{win, answer_generation}`).
+    Toolbench,
+    /// OpenAI chat message lists (JSON or JSON lines).
+    Openai,
+    /// Anthropic message lists (JSON or JSON lines).
+    Anthropic,
+}
+
+impl Format {
+    /// Every format, in CLI order.
+    pub const ALL: [Format; 6] = [
+        Self::TauBench,
+        Self::Tau2,
+        Self::SweAgent,
+        Self::Toolbench,
+        Self::Openai,
+        Self::Anthropic,
+    ];
+
+    /// The CLI name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::TauBench => "tau-bench",
+            Self::Tau2 => "tau2",
+            Self::SweAgent => "swe-agent",
+            Self::Toolbench => "toolbench",
+            Self::Openai => "openai",
+            Self::Anthropic => "anthropic",
+        }
+    }
+
+    /// Parse a CLI name.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|f| f.as_str() == name)
+    }
+}
+
+/// One imported run.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// `<file>#<run>`: unique across a corpus, stable across machines.
+    pub id: String,
+    /// The source format (or `scenario`, `trace` for other inputs).
+    pub source: String,
+    /// Success label from the source (reward = 1, `win`, …); `None` when the source has none.
+    pub success: Option<bool>,
+    /// How the source says the run ended, when it says.
+    pub termination: Option<String>,
+    /// The run as trace events.
+    pub events: Vec<TimedEvent>,
+}
+
+/// A malformed transcript: where and what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportError {
+    /// 1-based line (1 when unknown).
+    pub line: usize,
+    /// 1-based column (1 when unknown).
+    pub col: usize,
+    /// What is wrong (with the JSON path when known).
+    pub message: String,
+    /// What to do.
+    pub hint: String,
+}
+
+impl ImportError {
+    fn at(line: usize, col: usize, message: String, hint: &str) -> Self {
+        Self {
+            line,
+            col,
+            message,
+            hint: hint.to_owned(),
+        }
+    }
+}
+
+/// What one file gave.
+#[derive(Debug, Default)]
+pub struct FileImport {
+    /// The runs read.
+    pub runs: Vec<Run>,
+    /// Located errors (a JSON-lines file can have some bad lines and some good ones).
+    pub errors: Vec<ImportError>,
+    /// Why the file holds no run although it is well-formed (e.g. a SWE-agent file without
+    /// a trajectory).
+    pub note: Option<String>,
+}
+
+/// Guess the format of a parsed JSON document (the first line, for JSON lines).
+pub fn detect(doc: &Value) -> Option<Format> {
+    match doc {
+        Value::Object(o) if o.contains_key("simulations") => Some(Format::Tau2),
+        Value::Object(o) if o.contains_key("answer_generation") => Some(Format::Toolbench),
+        Value::Object(o) if o.contains_key("trajectory") || o.contains_key("history") => {
+            Some(Format::SweAgent)
+        }
+        Value::Object(o) => o.get("messages").and_then(detect_messages),
+        Value::Array(items) => match items.first()? {
+            Value::Object(first) if first.contains_key("traj") => Some(Format::TauBench),
+            Value::Object(first) if first.contains_key("messages") => {
+                first.get("messages").and_then(detect_messages)
+            }
+            Value::Object(first) if first.contains_key("role") => detect_messages(doc),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// OpenAI or Anthropic, from a message list: Anthropic content blocks (`tool_use`,
+/// `tool_result`, `text` typed blocks without `tool_calls`) decide.
+fn detect_messages(messages: &Value) -> Option<Format> {
+    let list = messages.as_array()?;
+    if !list.iter().all(|m| m.get("role").is_some()) {
+        return None;
+    }
+    let anthropic = list.iter().any(|m| {
+        m.get("content")
+            .and_then(Value::as_array)
+            .is_some_and(|blocks| {
+                blocks.iter().any(|b| {
+                    matches!(
+                        b.get("type").and_then(Value::as_str),
+                        Some("tool_use" | "tool_result")
+                    )
+                })
+            })
+    });
+    Some(if anthropic {
+        Format::Anthropic
+    } else {
+        Format::Openai
+    })
+}
+
+/// Import one file's text. `rel` names the file in run ids; `format` forces a format
+/// (otherwise it is detected). JSON-lines files (`jsonl`) read one document per line, and a
+/// bad line is reported at its own line while the others are read.
+pub fn import_text(text: &str, rel: &str, jsonl: bool, format: Option<Format>) -> FileImport {
+    let mut out = FileImport::default();
+    if jsonl && first_line_is_message(text) {
+        return message_lines(text, rel, format);
+    }
+    if jsonl {
+        for (i, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let doc: Value = match serde_json::from_str(line) {
+                Ok(v) => v,
+                Err(e) => {
+                    out.errors.push(syntax(&e, Some(i)));
+                    continue;
+                }
+            };
+            let Some(fmt) = format.or_else(|| detect(&doc)) else {
+                out.errors.push(ImportError::at(
+                    i + 1,
+                    1,
+                    "not a transcript: no message list found".to_owned(),
+                    "each line must be a run object with `messages` (OpenAI or Anthropic)",
+                ));
+                continue;
+            };
+            match convert(fmt, doc, rel, line) {
+                // A line's run is named by its `id`, else by its line number.
+                Ok(runs) => out.runs.extend(runs.into_iter().map(|mut r| {
+                    if r.id == rel {
+                        r.id = format!("{rel}#{}", i + 1);
+                    }
+                    r
+                })),
+                Err(mut e) => {
+                    e.line += i;
+                    out.errors.push(e);
+                }
+            }
+        }
+        return out;
+    }
+    let doc: Value = match serde_json::from_str(text) {
+        Ok(v) => v,
+        Err(e) => {
+            out.errors.push(syntax(&e, None));
+            return out;
+        }
+    };
+    let Some(fmt) = format.or_else(|| detect(&doc)) else {
+        out.note = Some("not a recognised transcript format".to_owned());
+        return out;
+    };
+    match convert(fmt, doc, rel, text) {
+        Ok(runs) if runs.is_empty() => {
+            out.note = Some(format!("a {} file with no run", fmt.as_str()));
+        }
+        Ok(runs) => out.runs = runs,
+        Err(e) => out.errors.push(e),
+    }
+    out
+}
+
+/// A syntax error; `line` is the JSON-lines line index, `None` for a whole JSON file.
+/// Is the first line of a JSON-lines file a message (`{"role": …}`) rather than a run?
+fn first_line_is_message(text: &str) -> bool {
+    text.lines()
+        .find(|l| !l.trim().is_empty())
+        .and_then(|l| serde_json::from_str::<Value>(l).ok())
+        .is_some_and(|v| v.get("role").is_some() && v.get("messages").is_none())
+}
+
+/// A JSON-lines file of messages, one a line: one run, the whole file.
+fn message_lines(text: &str, rel: &str, format: Option<Format>) -> FileImport {
+    let mut out = FileImport::default();
+    let mut messages = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Value>(line) {
+            Ok(v) => messages.push(v),
+            Err(e) => out.errors.push(syntax(&e, Some(i))),
+        }
+    }
+    if !out.errors.is_empty() {
+        // A message list with a hole in it is not the run that was recorded.
+        return out;
+    }
+    let doc = Value::Array(messages);
+    let Some(fmt) = format.or_else(|| detect(&doc)) else {
+        out.note = Some("not a recognised transcript format".to_owned());
+        return out;
+    };
+    // Shape errors are located by message (line) through the JSON path.
+    let joined = crate::json::compact(&doc);
+    match convert(fmt, doc, rel, &joined) {
+        Ok(runs) => out.runs = runs,
+        Err(mut e) => {
+            e.line = 1;
+            e.col = 1;
+            e.hint = format!(
+                "{} (the path's index is the message's line, from 0)",
+                e.hint
+            );
+            out.errors.push(e);
+        }
+    }
+    out
+}
+
+fn syntax(e: &serde_json::Error, line: Option<usize>) -> ImportError {
+    let hint = match (e.is_eof(), line) {
+        (true, Some(_)) => "the line ends early: in JSON lines each line holds one whole document",
+        (true, None) => "the file ends early: it was truncated, or a bracket is missing",
+        (false, _) => "fix the JSON at that position",
+    };
+    let line_offset = line.unwrap_or(0);
+    ImportError::at(
+        e.line() + line_offset,
+        e.column().max(1),
+        format!("invalid JSON: {}", without_position(e)),
+        hint,
+    )
+}
+
+/// serde_json's message without its ` at line L column C` (the error is located already).
+fn without_position(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    match text.rsplit_once(" at line ") {
+        Some((head, _)) => head.to_owned(),
+        None => text,
+    }
+}
+
+fn convert(fmt: Format, doc: Value, rel: &str, text: &str) -> Result<Vec<Run>, ImportError> {
+    let root = match fmt {
+        Format::TauBench => Some("an array of runs"),
+        Format::Tau2 | Format::SweAgent | Format::Toolbench => Some("an object"),
+        Format::Openai | Format::Anthropic => None,
+    };
+    if let Some(want) = root {
+        if doc.is_array() != (fmt == Format::TauBench) || !(doc.is_array() || doc.is_object()) {
+            return Err(ImportError::at(
+                1,
+                1,
+                format!(
+                    "the document is {} {}; a {} file is {want}",
+                    if doc.is_array() { "an" } else { "a" },
+                    crate::json::kind_name(&doc),
+                    fmt.as_str()
+                ),
+                "check `--format`, or leave it out to detect the format",
+            ));
+        }
+    }
+    match fmt {
+        Format::TauBench => tau_bench::convert(doc, rel, text),
+        Format::Tau2 => tau2::convert(doc, rel, text),
+        Format::SweAgent => swe_agent::convert(doc, rel, text).map(|r| r.into_iter().collect()),
+        Format::Toolbench => toolbench::convert(doc, rel, text).map(|r| vec![r]),
+        Format::Openai => openai::convert(doc, rel, text),
+        Format::Anthropic => anthropic::convert(doc, rel, text),
+    }
+}
+
+/// Deserialize `doc` into `T`; on a shape error, parse `text` again to locate it
+/// (`file:line:col` and the JSON path of the bad value).
+pub(crate) fn typed<T: serde::de::DeserializeOwned>(
+    doc: Value,
+    text: &str,
+    fmt: Format,
+) -> Result<T, ImportError> {
+    match serde_json::from_value::<T>(doc) {
+        Ok(t) => Ok(t),
+        Err(plain) => {
+            let mut de = serde_json::Deserializer::from_str(text);
+            let hint = format!("this does not match the {} format", fmt.as_str());
+            match serde_path_to_error::deserialize::<_, T>(&mut de) {
+                Err(e) => {
+                    let inner = e.inner();
+                    Err(ImportError::at(
+                        inner.line().max(1),
+                        inner.column().max(1),
+                        format!("at `{}`: {}", e.path(), without_position(inner)),
+                        &hint,
+                    ))
+                }
+                Ok(_) => Err(ImportError::at(1, 1, plain.to_string(), &hint)),
+            }
+        }
+    }
+}
+
+/// Decode tool-call arguments: a JSON string is parsed (a string that is not JSON stays a
+/// string); anything else is taken as it is; absent is `{}`.
+pub fn parse_args(raw: Option<&Value>) -> Value {
+    match raw {
+        None | Some(Value::Null) => Value::Object(serde_json::Map::new()),
+        Some(Value::String(s)) if s.trim().is_empty() => Value::Object(serde_json::Map::new()),
+        Some(Value::String(s)) => {
+            serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone()))
+        }
+        Some(v) => v.clone(),
+    }
+}
+
+/// Message content as text: a string, or the `text` of typed parts joined by newlines.
+pub fn content_text(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| match p {
+                Value::String(s) => Some(s.as_str()),
+                _ => p.get("text").and_then(Value::as_str),
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => crate::json::compact(other),
+    }
+}
+
+/// The common failure convention of tool results: the text starts with `Error`.
+pub fn error_prefixed(text: &str) -> bool {
+    text.trim_start().starts_with("Error")
+}
+
+/// Builds the trace of an imported run: model responses with their calls, tool results,
+/// user turns, the end. Time stays 0 (transcripts are replayed for their order, not timing).
+#[derive(Debug, Default)]
+pub struct TraceBuilder {
+    events: Vec<TimedEvent>,
+    /// Calls started and not yet answered: (id, name).
+    open: Vec<(String, String)>,
+    turns: u32,
+    calls: usize,
+}
+
+impl TraceBuilder {
+    /// A fresh trace, starting with `run_start`.
+    pub fn new(source: &str, model: &str) -> Self {
+        let mut b = Self::default();
+        b.push(Event::RunStart {
+            profile: format!("import:{source}"),
+            model: model.to_owned(),
+            max_iterations: 0,
+            tools: Vec::new(),
+        });
+        b
+    }
+
+    fn push(&mut self, event: Event) {
+        self.events.push(TimedEvent { t_ms: 0, event });
+    }
+
+    /// A user (or simulated user) message.
+    pub fn user(&mut self, text: &str) {
+        self.turns += 1;
+        self.push(Event::UserTurn {
+            turn: self.turns,
+            text: text.to_owned(),
+        });
+    }
+
+    /// A model response: text and calls `(id, name, parsed args)`; tokens when known.
+    pub fn response(
+        &mut self,
+        text: &str,
+        calls: Vec<(String, String, Value)>,
+        tokens: (u64, u64),
+    ) {
+        let summaries = calls
+            .iter()
+            .map(|(id, name, args)| CallSummary {
+                id: id.clone(),
+                name: name.clone(),
+                args: crate::json::compact(args),
+            })
+            .collect();
+        let finish = if calls.is_empty() {
+            Finish::Stop
+        } else {
+            Finish::ToolUse
+        };
+        self.push(Event::ModelResponse {
+            finish,
+            text: (!text.is_empty()).then(|| text.to_owned()),
+            calls: summaries,
+            input_tokens: tokens.0,
+            output_tokens: tokens.1,
+            latency_ms: 0,
+            anomaly: None,
+            chunks: 0,
+        });
+        for (id, name, args) in calls {
+            self.calls += 1;
+            self.open.push((id.clone(), name.clone()));
+            self.push(Event::ToolCallStart { id, name, args });
+        }
+    }
+
+    /// The id of the oldest unanswered call to `name` (any name when `None`), for formats
+    /// whose results carry no call id.
+    pub fn pending_id(&self, name: Option<&str>) -> Option<String> {
+        self.open
+            .iter()
+            .find(|(_, n)| name.is_none_or(|want| want == n))
+            .map(|(id, _)| id.clone())
+    }
+
+    /// A tool result for call `id`. A result for no open call is dropped (it answers nothing
+    /// the trace has).
+    pub fn result(&mut self, id: &str, text: &str, failed: bool) {
+        let Some(at) = self.open.iter().position(|(i, _)| i == id) else {
+            return;
+        };
+        let (id, name) = self.open.remove(at);
+        self.push(Event::ToolCallEnd {
+            id,
+            name,
+            ok: !failed,
+            output: (!failed).then(|| text.to_owned()),
+            error: failed.then(|| text.to_owned()),
+            latency_ms: 0,
+        });
+    }
+
+    /// Calls so far.
+    pub fn calls(&self) -> usize {
+        self.calls
+    }
+
+    /// Close the trace with an outcome.
+    pub fn finish(mut self, outcome: OutcomeKind, detail: Option<String>) -> Vec<TimedEvent> {
+        let iterations = u32::try_from(self.calls).unwrap_or(u32::MAX);
+        self.push(Event::Outcome {
+            outcome,
+            iterations,
+            text: None,
+            detail,
+        });
+        self.events
+    }
+}
+
+/// A file name for a run id (for `import --out`): characters that do not belong in a file
+/// name become `_`; an id longer than [`MAX_STEM`] keeps its head and gets a hash of the
+/// whole id (FNV-1a), so names stay unique and within file-system limits.
+pub fn file_stem(id: &str) -> String {
+    let clean: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if clean.len() <= MAX_STEM {
+        return clean;
+    }
+    let hash = id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("{}-{hash:016x}", &clean[..MAX_STEM - 17])
+}
+
+/// Longest file stem [`file_stem`] returns.
+pub const MAX_STEM: usize = 120;
+
+/// The header line of an imported trace file (`harness import --out`): the run's identity and
+/// labels; the events follow, one JSON object a line, as `harness trace --jsonl` prints them.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Header {
+    /// Always `harness-import`.
+    pub format: String,
+    /// Format version ([`HEADER_VERSION`]).
+    pub version: u32,
+    /// Run id.
+    pub run: String,
+    /// Source format.
+    pub source: String,
+    /// Success label, when the source has one.
+    pub success: Option<bool>,
+    /// Termination, when the source says.
+    pub termination: Option<String>,
+}
+
+/// Version of the imported-trace header.
+pub const HEADER_VERSION: u32 = 1;
+
+/// An imported run as JSON lines: the header, then the events.
+pub fn render_imported(run: &Run) -> String {
+    let header = Header {
+        format: "harness-import".to_owned(),
+        version: HEADER_VERSION,
+        run: run.id.clone(),
+        source: run.source.clone(),
+        success: run.success,
+        termination: run.termination.clone(),
+    };
+    let mut out = serde_json::to_string(&header).unwrap_or_default();
+    out.push('\n');
+    out.push_str(&crate::trace::render_jsonl(&run.events));
+    out
+}
+
+/// Read an imported trace file back (the first line a [`Header`]); `None` when the text is not
+/// one. A bad event line is a located error.
+pub fn read_imported(text: &str) -> Option<Result<Run, ImportError>> {
+    let first = text.lines().next()?;
+    let header: Header = serde_json::from_str(first).ok()?;
+    if header.format != "harness-import" {
+        return None;
+    }
+    if header.version > HEADER_VERSION {
+        return Some(Err(ImportError::at(
+            1,
+            1,
+            format!(
+                "imported trace version {} is newer than this harness reads ({HEADER_VERSION})",
+                header.version
+            ),
+            "re-import the transcript with this harness, or update harness",
+        )));
+    }
+    let mut events = Vec::new();
+    for (i, line) in text.lines().enumerate().skip(1) {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<TimedEvent>(line) {
+            Ok(e) => events.push(e),
+            Err(e) => {
+                return Some(Err(ImportError::at(
+                    i + 1,
+                    e.column().max(1),
+                    format!("invalid trace event: {e}"),
+                    "each line after the header must be an event as `harness trace --jsonl` prints it",
+                )));
+            }
+        }
+    }
+    Some(Ok(Run {
+        id: header.run,
+        source: header.source,
+        success: header.success,
+        termination: header.termination,
+        events,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn detects_each_format_by_shape() {
+        assert_eq!(detect(&json!({"simulations": []})), Some(Format::Tau2));
+        assert_eq!(
+            detect(&json!({"win": true, "answer_generation": {}})),
+            Some(Format::Toolbench)
+        );
+        assert_eq!(
+            detect(&json!({"trajectory": [], "info": {}})),
+            Some(Format::SweAgent)
+        );
+        assert_eq!(
+            detect(&json!([{"traj": [], "reward": 1.0}])),
+            Some(Format::TauBench)
+        );
+        assert_eq!(
+            detect(&json!([{"role": "user", "content": "hi"}])),
+            Some(Format::Openai)
+        );
+        let anth = json!({"messages": [{"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "x", "input": {}}]}]});
+        assert_eq!(detect(&anth), Some(Format::Anthropic));
+        assert_eq!(detect(&json!({"files": []})), None);
+        assert_eq!(detect(&json!([1, 2])), None);
+    }
+
+    #[test]
+    fn arguments_are_parsed_not_compared_as_text() {
+        let a = parse_args(Some(&json!("{\"a\": 1, \"b\": 2}")));
+        let b = parse_args(Some(&json!("{\"b\":2,\"a\":1}")));
+        assert_eq!(crate::json::canonical(&a), crate::json::canonical(&b));
+        assert_eq!(parse_args(Some(&json!("ls -la"))), json!("ls -la"));
+        assert_eq!(parse_args(None), json!({}));
+    }
+
+    #[test]
+    fn long_ids_get_short_unique_file_names() {
+        let a = format!("{}#1", "x".repeat(300));
+        let b = format!("{}#2", "x".repeat(300));
+        assert_eq!(file_stem(&a).len(), MAX_STEM);
+        assert_ne!(file_stem(&a), file_stem(&b));
+        assert_eq!(file_stem("a/b.json#t1"), "a_b.json_t1");
+    }
+
+    #[test]
+    fn a_forced_format_of_the_wrong_shape_says_so() {
+        let got = import_text("[{\"traj\": []}]", "t.json", false, Some(Format::Tau2));
+        assert_eq!(
+            got.errors[0].message,
+            "the document is an array; a tau2 file is an object"
+        );
+        let got = import_text("{}", "t.json", false, Some(Format::TauBench));
+        assert!(
+            got.errors[0]
+                .message
+                .contains("a tau-bench file is an array of runs")
+        );
+    }
+
+    #[test]
+    fn truncated_json_is_located() {
+        let got = import_text("[{\"traj\": [\n", "t.json", false, None);
+        assert!(got.runs.is_empty());
+        let e = &got.errors[0];
+        assert_eq!(e.line, 2, "{e:?}");
+        assert!(e.hint.contains("truncated"), "{e:?}");
+    }
+
+    #[test]
+    fn imported_trace_round_trips() {
+        let mut b = TraceBuilder::new("openai", "m");
+        b.user("hi");
+        b.response(
+            "",
+            vec![("c1".into(), "ls".into(), json!({"p": 1}))],
+            (3, 4),
+        );
+        b.result("c1", "Error: no", true);
+        let run = Run {
+            id: "f.json#1".into(),
+            source: "openai".into(),
+            success: Some(false),
+            termination: None,
+            events: b.finish(OutcomeKind::Response, None),
+        };
+        let back = read_imported(&render_imported(&run)).unwrap().unwrap();
+        assert_eq!(back.id, run.id);
+        assert_eq!(back.events, run.events);
+        assert!(read_imported("{\"role\":\"user\"}\n").is_none());
+    }
+}
+
+/// Importer tests over the hand-written transcripts of `fixtures/transcripts/`.
+#[cfg(test)]
+mod fixture_tests {
+    use super::*;
+    use crate::detector::View;
+
+    fn one(text: &str, rel: &str, jsonl: bool) -> Vec<(Run, View)> {
+        let got = import_text(text, rel, jsonl, None);
+        assert!(got.errors.is_empty(), "{:?}", got.errors);
+        got.runs
+            .into_iter()
+            .map(|r| {
+                let v = View::from_events(&r.events);
+                (r, v)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn tau_bench_labels_from_reward_and_errors_from_the_prefix() {
+        let runs = one(
+            include_str!("../../fixtures/transcripts/tau-bench/airline.json"),
+            "airline.json",
+            false,
+        );
+        let ids: Vec<&str> = runs.iter().map(|(r, _)| r.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "airline.json#task0_trial0",
+                "airline.json#task1_trial0",
+                "airline.json#task2_trial0"
+            ]
+        );
+        let success: Vec<Option<bool>> = runs.iter().map(|(r, _)| r.success).collect();
+        assert_eq!(success, [Some(true), Some(false), Some(true)]);
+        let (_, stuck) = &runs[1];
+        assert_eq!(stuck.calls.len(), 4);
+        assert!(stuck.calls[..3].iter().all(|c| c.failed));
+        assert!(!stuck.calls[3].failed);
+        // Three spellings of the same arguments are one call.
+        assert!(
+            stuck.calls[0].same_call(&stuck.calls[1]) && stuck.calls[1].same_call(&stuck.calls[2])
+        );
+        assert_eq!(runs[0].1.items.len(), 4, "user, call, answer, user");
+    }
+
+    #[test]
+    fn tau2_drops_the_users_own_calls_and_reads_flags_and_tokens() {
+        let runs = one(
+            include_str!("../../fixtures/transcripts/tau2/retail.json"),
+            "retail.json",
+            false,
+        );
+        assert_eq!(runs[0].0.id, "retail.json#7|trial0|aaaaaaaa");
+        assert_eq!(runs[0].0.success, Some(true));
+        assert_eq!(
+            runs[0].1.calls.len(),
+            1,
+            "the user's toggle_airplane_mode is not the agent's"
+        );
+        assert_eq!(runs[0].1.calls[0].name, "find_user");
+        assert_eq!(runs[0].1.tokens_after(0), Some(128));
+        let (r, v) = &runs[1];
+        assert_eq!(
+            (r.success, r.termination.as_deref()),
+            (Some(false), Some("too_many_errors"))
+        );
+        assert_eq!(v.calls.len(), 4);
+        assert!(
+            v.calls.iter().all(|c| c.failed),
+            "`error: true` and `error: \"True\"` both flag"
+        );
+    }
+
+    #[test]
+    fn swe_agent_steps_are_commands_and_failures_come_from_the_observation() {
+        let runs = one(
+            include_str!("../../fixtures/transcripts/swe-agent/loop.traj"),
+            "loop.traj",
+            false,
+        );
+        let (r, v) = &runs[0];
+        assert_eq!(
+            (r.success, r.termination.as_deref()),
+            (None, Some("submitted"))
+        );
+        let names: Vec<&str> = v.calls.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["ls", "python", "python", "python", "submit"]);
+        let failed: Vec<bool> = v.calls.iter().map(|c| c.failed).collect();
+        assert_eq!(failed, [false, true, true, true, false]);
+        assert!(
+            v.calls[1].same_call(&v.calls[3]),
+            "a trailing newline does not make another command"
+        );
+    }
+
+    #[test]
+    fn toolbench_reads_the_last_message_list_and_the_error_field() {
+        let runs = one(
+            include_str!("../../fixtures/transcripts/toolbench/G1_answer/7_answer.json"),
+            "G1_answer/7_answer.json",
+            false,
+        );
+        let (r, v) = &runs[0];
+        assert_eq!(
+            (r.success, r.termination.as_deref()),
+            (Some(false), Some("give_up_and_restart"))
+        );
+        assert_eq!(v.calls.len(), 4);
+        let failed: Vec<bool> = v.calls.iter().map(|c| c.failed).collect();
+        assert_eq!(failed, [true, true, true, false]);
+        assert!(v.calls[0].same_call(&v.calls[2]));
+    }
+
+    #[test]
+    fn openai_lines_are_runs_with_explicit_flags() {
+        let runs = one(
+            include_str!("../../fixtures/transcripts/openai/runs.jsonl"),
+            "runs.jsonl",
+            true,
+        );
+        assert_eq!(runs[0].0.id, "runs.jsonl#r1");
+        assert_eq!(runs[0].0.success, Some(true));
+        assert_eq!(runs[1].0.success, Some(false), "reward 0");
+        assert!(
+            runs[1].1.calls[0].failed,
+            "is_error: true without an Error prefix"
+        );
+        assert_eq!(runs[1].1.calls[0].thought, "Deleting.");
+    }
+
+    #[test]
+    fn a_json_lines_file_of_messages_is_one_run() {
+        let runs = one(
+            include_str!("../../fixtures/transcripts/anthropic/messages.jsonl"),
+            "messages.jsonl",
+            true,
+        );
+        assert_eq!(runs.len(), 1);
+        let (r, v) = &runs[0];
+        assert_eq!(
+            (r.id.as_str(), r.source.as_str(), r.success),
+            ("messages.jsonl", "anthropic", None)
+        );
+        let failed: Vec<bool> = v.calls.iter().map(|c| c.failed).collect();
+        assert_eq!(failed, [true, true]);
+        assert!(v.calls[0].same_call(&v.calls[1]));
+    }
+
+    #[test]
+    fn anthropic_blocks_become_calls_and_results() {
+        let runs = one(
+            include_str!("../../fixtures/transcripts/anthropic/run.json"),
+            "run.json",
+            false,
+        );
+        let (r, v) = &runs[0];
+        assert_eq!(r.id, "run.json#a1");
+        assert_eq!(v.calls.len(), 1);
+        assert_eq!(v.calls[0].key, r#"{"command":"ls"}"#);
+        assert_eq!(v.calls[0].result, "a.txt");
+        assert!(!v.calls[0].failed);
+        assert_eq!(
+            v.items.len(),
+            3,
+            "the tool-result message is not a user turn"
+        );
+        assert_eq!(v.tokens_after(0), Some(56));
+    }
+
+    #[test]
+    fn malformed_files_are_located() {
+        let got = import_text(
+            include_str!("../../fixtures/transcripts/invalid/tau2-messages-not-a-list.json"),
+            "x.json",
+            false,
+            None,
+        );
+        let e = &got.errors[0];
+        assert_eq!((e.line, e.col), (8, 18), "{e:?}");
+        assert!(e.message.contains("simulations[0].messages"), "{e:?}");
+        let got = import_text(
+            include_str!("../../fixtures/transcripts/invalid/openai-bad-line.jsonl"),
+            "x.jsonl",
+            true,
+            None,
+        );
+        assert_eq!(got.runs.len(), 2, "the good lines are read");
+        assert_eq!(got.errors.len(), 1);
+        assert_eq!(got.errors[0].line, 2);
+    }
+}

@@ -1,0 +1,57 @@
+//! ToolBench answers: `{win, answer_generation: {train_messages, finish_type}, tree, …}`.
+//!
+//! The run is the last list of `train_messages` (each list is the conversation so far, so the
+//! last one holds the whole chosen path; the abandoned branches of `tree` are not replayed).
+//! Calls use the legacy `function_call`; results are `{role: "function", name, content}` whose
+//! content is a JSON string `{"error": "...", "response": "..."}`: the call failed when `error`
+//! is not empty. Success: `win`. Termination: `finish_type` (`give_answer`,
+//! `give_up_and_restart`). Run id: the file path.
+
+use super::openai::{Message, fill};
+use super::{Format, ImportError, Run, TraceBuilder, typed};
+use crate::scenario::OutcomeKind;
+use serde::Deserialize;
+use serde_json::Value;
+
+#[derive(Debug, Deserialize)]
+struct Doc {
+    #[serde(default)]
+    win: Option<bool>,
+    answer_generation: Generation,
+}
+
+#[derive(Debug, Deserialize)]
+struct Generation {
+    #[serde(default)]
+    train_messages: Vec<Vec<Message>>,
+    #[serde(default)]
+    finish_type: Option<String>,
+}
+
+/// ToolBench's convention: the result's JSON `error` field is not empty.
+pub fn failed(content: &str) -> bool {
+    serde_json::from_str::<Value>(content)
+        .ok()
+        .and_then(|v| v.get("error").cloned())
+        .is_some_and(|e| match e {
+            Value::Null => false,
+            Value::String(s) => !s.trim().is_empty(),
+            _ => true,
+        })
+}
+
+/// Convert a parsed ToolBench file.
+pub fn convert(doc: Value, rel: &str, text: &str) -> Result<Run, ImportError> {
+    let d: Doc = typed(doc, text, Format::Toolbench)?;
+    let mut b = TraceBuilder::new(Format::Toolbench.as_str(), "gpt-3.5-turbo");
+    if let Some(last) = d.answer_generation.train_messages.last() {
+        fill(&mut b, last, &failed);
+    }
+    Ok(Run {
+        id: rel.to_owned(),
+        source: Format::Toolbench.as_str().to_owned(),
+        success: d.win,
+        termination: d.answer_generation.finish_type,
+        events: b.finish(OutcomeKind::Response, None),
+    })
+}

@@ -1,0 +1,489 @@
+//! `harness sweep`: score post-hoc detectors over many recorded runs — transcripts in public
+//! formats, imported traces and scenarios — one row per (detector, parameters).
+//!
+//! Files are read in sorted order, in parallel chunks (rayon), each file parsed, scored and
+//! dropped before the next chunk: memory is bounded by a chunk, not the corpus, and only
+//! per-setting counters (and detection delays) are kept. Results do not depend on `--jobs`.
+//! A malformed file is a located error; the others are still scored.
+//!
+//! Definitions (also in the README's "Tuning a detector"):
+//! - a **successful run** has the source's success label (reward 1, `win`, expectations held);
+//! - a **false alarm** is a detector firing anywhere on a successful run;
+//! - a **stuck run** is labelled stuck (labels file, else [`labels::heuristic`]);
+//! - **caught**: the detector fired on a stuck run at or after the loop's first call; the
+//!   **detection delay** is the fire position minus the loop start, in calls;
+//! - **turns saved**: calls after the firing call in caught runs (what a stop there saves);
+//!   **tokens saved**: model tokens after it, where the source records tokens;
+//! - **precision** = caught / (caught + false alarms); **recall** = caught / stuck runs.
+
+pub mod labels;
+pub mod plot;
+pub mod source;
+
+use crate::detector::{Fire, Setting, View};
+use crate::import::{Format, ImportError};
+use labels::Label;
+use rayon::prelude::*;
+use source::Input;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Files scored per parallel chunk.
+const CHUNK: usize = 64;
+
+/// The CSV header, in order.
+pub const COLUMNS: [&str; 12] = [
+    "detector",
+    "params",
+    "runs",
+    "successful_runs",
+    "false_alarms",
+    "stuck_runs",
+    "caught",
+    "median_detection_delay",
+    "turns_saved",
+    "tokens_saved",
+    "precision",
+    "recall",
+];
+
+/// What to sweep.
+pub struct Options {
+    /// Files and folders.
+    pub paths: Vec<PathBuf>,
+    /// Detector settings (sorted by [`crate::detector::compare_settings`] before scoring).
+    pub settings: Vec<Setting>,
+    /// Labels that override the heuristic, by run id.
+    pub labels: BTreeMap<String, Label>,
+    /// Force a transcript format (otherwise detected per file).
+    pub format: Option<Format>,
+    /// Worker threads.
+    pub jobs: usize,
+    /// Keep every run's label in the report (for `--write-labels`).
+    pub keep_labels: bool,
+    /// Called after each file (progress).
+    pub on_file: Option<Box<dyn Fn() + Sync>>,
+}
+
+/// One row of the result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// Detector id.
+    pub detector: String,
+    /// `k=3`, `window=2`, or several separated by spaces.
+    pub params: String,
+    /// Runs scored.
+    pub runs: u64,
+    /// Runs with a success label.
+    pub successful_runs: u64,
+    /// Successful runs it fired on.
+    pub false_alarms: u64,
+    /// Runs labelled stuck.
+    pub stuck_runs: u64,
+    /// Stuck runs it fired on, at or after the loop began.
+    pub caught: u64,
+    /// Median calls from the loop's start to the firing, over caught runs.
+    pub median_detection_delay: Option<f64>,
+    /// Calls after the firing call, over caught runs.
+    pub turns_saved: u64,
+    /// Model tokens after the firing call, over caught runs that record tokens.
+    pub tokens_saved: Option<u64>,
+    /// caught / (caught + false alarms).
+    pub precision: Option<f64>,
+    /// caught / stuck runs.
+    pub recall: Option<f64>,
+}
+
+/// A sweep's result.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// One row per setting, in setting order.
+    pub rows: Vec<Row>,
+    /// Input files read.
+    pub files: usize,
+    /// Runs scored.
+    pub runs: u64,
+    /// Runs with a success label.
+    pub successful: u64,
+    /// Runs labelled stuck.
+    pub stuck: u64,
+    /// Runs whose label came from the labels file.
+    pub labelled_from_file: u64,
+    /// Located errors, by file.
+    pub errors: Vec<(PathBuf, ImportError)>,
+    /// Files skipped, and why.
+    pub notes: Vec<(PathBuf, String)>,
+    /// Every run's label (when asked for).
+    pub labels: Vec<Label>,
+}
+
+#[derive(Default, Clone)]
+struct Acc {
+    false_alarms: u64,
+    caught: u64,
+    delays: Vec<usize>,
+    turns_saved: u64,
+    tokens_saved: Option<u64>,
+}
+
+/// What one run contributes.
+struct RunScore {
+    id: String,
+    success: Option<bool>,
+    label: Label,
+    from_file: bool,
+    calls: usize,
+    /// Per setting: where it fired, and the tokens after that.
+    fires: Vec<Option<(Fire, Option<u64>)>>,
+}
+
+/// The header of the `--fires` CSV: one row per (run, setting) that fired.
+pub const FIRE_COLUMNS: [&str; 9] = [
+    "run",
+    "detector",
+    "params",
+    "fired_at",
+    "verdict",
+    "success",
+    "stuck",
+    "loop_start",
+    "outcome",
+];
+
+struct FileScore {
+    input: Input,
+    runs: Vec<RunScore>,
+    errors: Vec<ImportError>,
+    note: Option<String>,
+}
+
+fn score_file(options: &Options, input: Input) -> FileScore {
+    let got = source::load(&input, options.format);
+    let runs = got
+        .runs
+        .into_iter()
+        .map(|run| {
+            let view = View::from_events(&run.events);
+            let (label, from_file) = match options.labels.get(&run.id) {
+                Some(l) => (l.clone(), true),
+                None => (labels::heuristic(&run.id, &view, run.success), false),
+            };
+            let fires = options
+                .settings
+                .iter()
+                .map(|s| {
+                    s.detector
+                        .first_fire(&view)
+                        .map(|f| (f, view.tokens_after(f.at)))
+                })
+                .collect();
+            RunScore {
+                id: run.id,
+                success: run.success,
+                label,
+                from_file,
+                calls: view.calls.len(),
+                fires,
+            }
+        })
+        .collect();
+    if let Some(tick) = &options.on_file {
+        tick();
+    }
+    FileScore {
+        input,
+        runs,
+        errors: got.errors,
+        note: got.note,
+    }
+}
+
+/// Run the sweep. With `fires`, also write one CSV row ([`FIRE_COLUMNS`]) per run and setting
+/// that fired, in run order, as the runs are scored.
+pub fn sweep(
+    mut options: Options,
+    fires: Option<&mut dyn std::io::Write>,
+) -> std::io::Result<Report> {
+    let mut fires = fires.map(csv::Writer::from_writer);
+    if let Some(w) = &mut fires {
+        w.write_record(FIRE_COLUMNS)?;
+    }
+    options.settings.sort_by(crate::detector::compare_settings);
+    // The same setting named twice (`all` and an explicit grid) is scored once.
+    options
+        .settings
+        .dedup_by(|a, b| a.id == b.id && a.params.values == b.params.values);
+    let (inputs, unreadable) = source::discover(&options.paths);
+    let mut report = Report::default();
+    for (path, message) in unreadable {
+        report.errors.push((
+            path,
+            ImportError {
+                line: 1,
+                col: 1,
+                message,
+                hint: "`harness sweep` takes transcript, trace and scenario files and folders"
+                    .to_owned(),
+            },
+        ));
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(options.jobs.max(1))
+        .build()
+        .map_err(std::io::Error::other)?;
+    let mut accs = vec![Acc::default(); options.settings.len()];
+    for chunk in inputs.chunks(CHUNK) {
+        let scored: Vec<FileScore> = pool.install(|| {
+            chunk
+                .par_iter()
+                .map(|i| score_file(&options, i.clone()))
+                .collect()
+        });
+        for f in scored {
+            report.files += 1;
+            for e in f.errors {
+                report.errors.push((f.input.path.clone(), e));
+            }
+            if let Some(n) = f.note {
+                report.notes.push((f.input.path.clone(), n));
+            }
+            for r in f.runs {
+                if let Some(w) = &mut fires {
+                    write_fires(w, &options.settings, &r)?;
+                }
+                fold(&mut report, &mut accs, r, options.keep_labels);
+            }
+        }
+    }
+    if let Some(w) = &mut fires {
+        w.flush()?;
+    }
+    report.rows = options
+        .settings
+        .iter()
+        .zip(accs)
+        .map(|(s, a)| row(s, a, &report))
+        .collect();
+    Ok(report)
+}
+
+/// What a firing was, for the `--fires` rows.
+fn outcome(r: &RunScore, at: usize) -> &'static str {
+    match (r.success, r.label.loop_start) {
+        (Some(true), _) => "false_alarm",
+        (_, Some(start)) if r.label.stuck && at >= start => "caught",
+        (_, Some(_)) if r.label.stuck => "before_loop",
+        _ => "unlabelled_or_failed",
+    }
+}
+
+fn write_fires<W: std::io::Write>(
+    w: &mut csv::Writer<W>,
+    settings: &[Setting],
+    r: &RunScore,
+) -> std::io::Result<()> {
+    let opt = |v: Option<String>| v.unwrap_or_default();
+    for (s, fire) in settings.iter().zip(&r.fires) {
+        let Some((f, _)) = fire else {
+            continue;
+        };
+        w.write_record([
+            r.id.clone(),
+            s.id.to_owned(),
+            s.params.render(),
+            f.at.to_string(),
+            f.verdict.as_str().to_owned(),
+            opt(r.success.map(|b| b.to_string())),
+            r.label.stuck.to_string(),
+            opt(r.label.loop_start.map(|n| n.to_string())),
+            outcome(r, f.at).to_owned(),
+        ])?;
+    }
+    Ok(())
+}
+
+fn fold(report: &mut Report, accs: &mut [Acc], r: RunScore, keep: bool) {
+    report.runs += 1;
+    let success = r.success == Some(true);
+    report.successful += u64::from(success);
+    report.stuck += u64::from(r.label.stuck);
+    report.labelled_from_file += u64::from(r.from_file);
+    for (acc, fire) in accs.iter_mut().zip(&r.fires) {
+        let Some((Fire { at, .. }, tokens)) = *fire else {
+            continue;
+        };
+        if success {
+            acc.false_alarms += 1;
+        }
+        match r.label.loop_start {
+            Some(start) if r.label.stuck && at >= start => {
+                acc.caught += 1;
+                acc.delays.push(at - start);
+                // A detector firing on a text turn after the last call saves no call.
+                acc.turns_saved += r.calls.saturating_sub(at + 1) as u64;
+                if let Some(t) = tokens {
+                    *acc.tokens_saved.get_or_insert(0) += t;
+                }
+            }
+            _ => {}
+        }
+    }
+    if keep {
+        report.labels.push(r.label);
+    }
+}
+
+fn ratio(a: u64, b: u64) -> Option<f64> {
+    (b > 0).then(|| a as f64 / b as f64)
+}
+
+fn row(s: &Setting, mut a: Acc, report: &Report) -> Row {
+    a.delays.sort_unstable();
+    let median = match a.delays.len() {
+        0 => None,
+        n if n % 2 == 1 => Some(a.delays[n / 2] as f64),
+        n => Some((a.delays[n / 2 - 1] + a.delays[n / 2]) as f64 / 2.0),
+    };
+    Row {
+        detector: s.id.to_owned(),
+        params: s.params.render(),
+        runs: report.runs,
+        successful_runs: report.successful,
+        false_alarms: a.false_alarms,
+        stuck_runs: report.stuck,
+        caught: a.caught,
+        median_detection_delay: median,
+        turns_saved: a.turns_saved,
+        tokens_saved: a.tokens_saved,
+        precision: ratio(a.caught, a.caught + a.false_alarms),
+        recall: ratio(a.caught, report.stuck),
+    }
+}
+
+/// The rows as CSV: the header of [`COLUMNS`], fixed float formatting (3 decimals for rates,
+/// 1 for the median), empty cells for undefined values.
+pub fn csv(rows: &[Row]) -> Vec<u8> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let _ = w.write_record(COLUMNS);
+    let opt =
+        |v: Option<f64>, digits: usize| v.map_or_else(String::new, |x| format!("{x:.digits$}"));
+    for r in rows {
+        let _ = w.write_record([
+            r.detector.clone(),
+            r.params.clone(),
+            r.runs.to_string(),
+            r.successful_runs.to_string(),
+            r.false_alarms.to_string(),
+            r.stuck_runs.to_string(),
+            r.caught.to_string(),
+            opt(r.median_detection_delay, 1),
+            r.turns_saved.to_string(),
+            r.tokens_saved.map_or_else(String::new, |t| t.to_string()),
+            opt(r.precision, 3),
+            opt(r.recall, 3),
+        ]);
+    }
+    w.into_inner().unwrap_or_default()
+}
+
+/// The criterion [`best`] applies, as printed.
+pub const CRITERION: &str = "fewest false alarms on successful runs, then highest recall, then shortest median detection delay, then the earlier setting";
+
+/// The best row per detector under [`CRITERION`], in detector order.
+pub fn best(rows: &[Row]) -> Vec<&Row> {
+    let mut out: Vec<&Row> = Vec::new();
+    for r in rows {
+        match out.last_mut() {
+            Some(b) if b.detector == r.detector => {
+                if better(r, b) {
+                    *b = r;
+                }
+            }
+            _ => out.push(r),
+        }
+    }
+    out
+}
+
+fn better(a: &Row, b: &Row) -> bool {
+    let delay = |r: &Row| r.median_detection_delay.unwrap_or(f64::INFINITY);
+    (a.false_alarms, std::cmp::Reverse(a.caught))
+        .cmp(&(b.false_alarms, std::cmp::Reverse(b.caught)))
+        .then_with(|| delay(a).total_cmp(&delay(b)))
+        .is_lt()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(detector: &str, params: &str, fa: u64, caught: u64, delay: Option<f64>) -> Row {
+        Row {
+            detector: detector.into(),
+            params: params.into(),
+            runs: 10,
+            successful_runs: 5,
+            false_alarms: fa,
+            stuck_runs: 4,
+            caught,
+            median_detection_delay: delay,
+            turns_saved: 7,
+            tokens_saved: None,
+            precision: ratio(caught, caught + fa),
+            recall: ratio(caught, 4),
+        }
+    }
+
+    #[test]
+    fn csv_has_the_issue_columns_and_fixed_floats() {
+        let text = String::from_utf8(csv(&[
+            r("a", "k=3", 1, 2, Some(1.5)),
+            r("a", "k=4", 0, 0, None),
+        ]))
+        .unwrap();
+        let mut lines = text.lines();
+        assert_eq!(
+            lines.next().unwrap(),
+            "detector,params,runs,successful_runs,false_alarms,stuck_runs,caught,median_detection_delay,turns_saved,tokens_saved,precision,recall"
+        );
+        assert_eq!(lines.next().unwrap(), "a,k=3,10,5,1,4,2,1.5,7,,0.667,0.500");
+        assert_eq!(lines.next().unwrap(), "a,k=4,10,5,0,4,0,,7,,,0.000");
+    }
+
+    #[test]
+    fn a_fire_after_the_last_call_is_caught_and_saves_nothing() {
+        let label = Label {
+            run: "r".into(),
+            stuck: true,
+            loop_start: Some(1),
+            note: String::new(),
+        };
+        let score = RunScore {
+            id: "r".into(),
+            success: Some(false),
+            label,
+            from_file: false,
+            calls: 3,
+            fires: vec![Some((Fire::new(3, crate::detector::Verdict::Warn), None))],
+        };
+        let mut report = Report::default();
+        let mut accs = vec![Acc::default()];
+        fold(&mut report, &mut accs, score, false);
+        assert_eq!((accs[0].caught, accs[0].turns_saved), (1, 0));
+        assert_eq!(accs[0].delays, [2]);
+    }
+
+    #[test]
+    fn best_prefers_no_false_alarms_then_recall_then_delay() {
+        let rows = [
+            r("a", "k=2", 2, 4, Some(0.0)),
+            r("a", "k=3", 0, 3, Some(2.0)),
+            r("a", "k=4", 0, 3, Some(1.0)),
+            r("b", "w=1", 1, 1, None),
+        ];
+        let b = best(&rows);
+        assert_eq!(b.len(), 2);
+        assert_eq!(b[0].params, "k=4");
+        assert_eq!(b[1].detector, "b");
+    }
+}

@@ -1,0 +1,216 @@
+//! Sweep inputs: what a path holds and how it becomes runs. An [`Input`] is one file of one
+//! kind — a transcript in a public format (detected from its content), a trace written by
+//! `harness import`, or a scenario replayed through the engine. Adding a source (recorded
+//! cassettes) is one more variant here and one arm in [`load`].
+
+use crate::import::{self, FileImport, ImportError, Run};
+use crate::scenario::{self, SourceFormat};
+use std::path::{Path, PathBuf};
+
+/// One input file.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Input {
+    /// The file.
+    pub path: PathBuf,
+    /// Its name in run ids: the path below the folder given, or the file name.
+    pub rel: String,
+    /// What it holds.
+    pub kind: InputKind,
+}
+
+/// What an input file holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum InputKind {
+    /// A JSON transcript (`.json`, `.traj`), format detected or forced.
+    Transcript,
+    /// JSON lines: a `harness import` trace, or one OpenAI/Anthropic run a line.
+    JsonLines,
+    /// A scenario (`.toml`), replayed.
+    Scenario,
+}
+
+/// The kind of a file by its name; `None` for files a sweep does not read.
+pub fn kind_of(path: &Path) -> Option<InputKind> {
+    let name = path.file_name()?.to_str()?;
+    if name.ends_with(".jsonl") {
+        Some(InputKind::JsonLines)
+    } else if name.ends_with(".json") || name.ends_with(".traj") {
+        Some(InputKind::Transcript)
+    } else if name.ends_with(".toml") {
+        Some(InputKind::Scenario)
+    } else {
+        None
+    }
+}
+
+/// Every input under `paths` (files as given, folders walked), sorted by path, and the paths
+/// that could not be read.
+pub fn discover(paths: &[PathBuf]) -> (Vec<Input>, Vec<(PathBuf, String)>) {
+    let mut out = Vec::new();
+    let mut bad = Vec::new();
+    for p in paths {
+        let meta = match std::fs::metadata(p) {
+            Ok(m) => m,
+            Err(e) => {
+                bad.push((p.clone(), format!("cannot read: {e}")));
+                continue;
+            }
+        };
+        if meta.is_file() {
+            let rel = p
+                .file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+            out.push(Input {
+                path: p.clone(),
+                rel,
+                kind: kind_of(p).unwrap_or(InputKind::Transcript),
+            });
+            continue;
+        }
+        for entry in walkdir::WalkDir::new(p).sort_by_file_name() {
+            match entry {
+                Ok(e) if e.file_type().is_file() => {
+                    let Some(kind) = kind_of(e.path()) else {
+                        continue;
+                    };
+                    let rel = e
+                        .path()
+                        .strip_prefix(p)
+                        .unwrap_or(e.path())
+                        .components()
+                        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                        .collect::<Vec<_>>()
+                        .join("/");
+                    out.push(Input {
+                        path: e.into_path(),
+                        rel,
+                        kind,
+                    });
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    let at = e.path().map_or_else(|| p.clone(), Path::to_path_buf);
+                    bad.push((at, format!("cannot read: {e}")));
+                }
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    (out, bad)
+}
+
+/// Read one input into runs. Files read from a folder whose content is no known format are
+/// skipped with a note; I/O and parse problems are located errors.
+pub fn load(input: &Input, format: Option<import::Format>) -> FileImport {
+    let text = match std::fs::read(&input.path) {
+        Ok(b) => match String::from_utf8(b) {
+            Ok(t) => t,
+            Err(e) => {
+                let at = e.utf8_error().valid_up_to();
+                let bytes = e.into_bytes();
+                let valid = std::str::from_utf8(&bytes[..at]).unwrap_or_default();
+                let (line, col) = scenario::line_col(valid, at);
+                return failed(ImportError {
+                    line,
+                    col,
+                    message: "the file is not valid UTF-8".to_owned(),
+                    hint: "transcripts are UTF-8 JSON".to_owned(),
+                });
+            }
+        },
+        Err(e) => {
+            return failed(ImportError {
+                line: 1,
+                col: 1,
+                message: format!("cannot read: {e}"),
+                hint: "check the path and its permissions".to_owned(),
+            });
+        }
+    };
+    match input.kind {
+        InputKind::Transcript => import::import_text(&text, &input.rel, false, format),
+        InputKind::JsonLines => match import::read_imported(&text) {
+            Some(Ok(run)) => FileImport {
+                runs: vec![run],
+                ..FileImport::default()
+            },
+            Some(Err(e)) => failed(e),
+            None => {
+                let mut got = import::import_text(&text, &input.rel, true, format);
+                // A JSON-lines file none of whose lines is a transcript (an annotation file)
+                // is not an input, when it came from a folder walk.
+                if got.runs.is_empty()
+                    && !got.errors.is_empty()
+                    && got
+                        .errors
+                        .iter()
+                        .all(|e| e.message.starts_with("not a transcript"))
+                {
+                    got.errors.clear();
+                    got.note = Some("no line is a transcript".to_owned());
+                }
+                got
+            }
+        },
+        InputKind::Scenario => scenario_runs(&text, input),
+    }
+}
+
+fn failed(e: ImportError) -> FileImport {
+    FileImport {
+        errors: vec![e],
+        ..FileImport::default()
+    }
+}
+
+/// Replay a scenario's cases. Success: the run ended with an answer and its expectations held.
+fn scenario_runs(text: &str, input: &Input) -> FileImport {
+    let id = input.rel.trim_end_matches(".toml");
+    let cases = match scenario::load(text, SourceFormat::Toml, id) {
+        Ok(c) => c,
+        Err(diags) => {
+            return FileImport {
+                errors: diags
+                    .into_iter()
+                    .map(|d| ImportError {
+                        line: d.line,
+                        col: d.col,
+                        message: d.message,
+                        hint: d.hint.unwrap_or_default(),
+                    })
+                    .collect(),
+                ..FileImport::default()
+            };
+        }
+    };
+    let mut out = FileImport::default();
+    for case in &cases {
+        match crate::run::replay(case) {
+            Ok(events) => {
+                let row = crate::metrics::row(
+                    &case.id,
+                    &case.scenario.family,
+                    &case.profile,
+                    case.prices(),
+                    &events,
+                );
+                let held = crate::expect::check(&case.expect, &events, &row).is_empty();
+                out.runs.push(Run {
+                    id: format!("{}#{}", input.rel, case.id),
+                    source: "scenario".to_owned(),
+                    success: Some(held && row.outcome == "response"),
+                    termination: Some(row.outcome.clone()),
+                    events,
+                });
+            }
+            Err(gap) => out.errors.push(ImportError {
+                line: 1,
+                col: 1,
+                message: format!("case `{}`: {gap}", case.id),
+                hint: "`harness run` on this scenario locates the gap".to_owned(),
+            }),
+        }
+    }
+    out
+}

@@ -1,0 +1,416 @@
+//! `harness sweep` and `harness import` over the hand-written transcripts of
+//! `fixtures/transcripts/` (one folder per format, `invalid/` for broken files), and, when the
+//! public corpus is beside the repository (`../shared/transcripts`, as in CI), over all of it.
+
+use crate::support::{Project, repo};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// The well-formed fixture folders, one per format.
+const FORMATS: [&str; 6] = [
+    "tau-bench",
+    "tau2",
+    "swe-agent",
+    "toolbench",
+    "openai",
+    "anthropic",
+];
+
+fn fixture(rel: &str) -> String {
+    repo()
+        .join("fixtures/transcripts")
+        .join(rel)
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn formats() -> Vec<String> {
+    FORMATS.iter().map(|f| fixture(f)).collect()
+}
+
+/// CSV rows keyed by `detector params`, each a column → value map.
+fn rows(csv: &str) -> BTreeMap<String, BTreeMap<String, String>> {
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().expect("a header").split(',').collect();
+    lines
+        .map(|l| {
+            let cells: BTreeMap<String, String> = header
+                .iter()
+                .zip(l.split(','))
+                .map(|(h, c)| ((*h).to_owned(), c.to_owned()))
+                .collect();
+            (format!("{} {}", cells["detector"], cells["params"]), cells)
+        })
+        .collect()
+}
+
+fn sweep(p: &Project, paths: &[String], extra: &[&str]) -> crate::support::Run {
+    let mut args: Vec<&str> = vec!["sweep"];
+    args.extend(paths.iter().map(String::as_str));
+    args.extend(extra);
+    p.harness(&args)
+}
+
+/// The fixtures are built so that (by design, see each file): 11 runs, 5 successful; four
+/// failed or unlabelled runs repeat one call 3 or 4 times (stuck); one successful run repeats
+/// a poll twice with changing output (the false alarm at k=2); one unlabelled run repeats a
+/// failing call twice (fired on at k=2, neither a catch nor a false alarm).
+#[test]
+fn sweep_scores_the_fixture_transcripts_of_every_format() {
+    let p = Project::new();
+    let run = sweep(
+        &p,
+        &formats(),
+        &[
+            "--detector",
+            "consecutive-identical:k=2,3,4",
+            "--out",
+            "out.csv",
+            "--plot",
+            "out.svg",
+            "--fires",
+            "fires.csv",
+        ],
+    );
+    run.expect_code(0)
+        .expect_stdout("harness sweep: 11 runs from 7 files (5 successful, 4 stuck")
+        .expect_stdout("Best setting per detector");
+    let rows = rows(&p.read("out.csv"));
+    let get = |k: &str, col: &str| rows[&format!("consecutive-identical k={k}")][col].clone();
+    assert_eq!(rows.len(), 3);
+    assert_eq!(
+        (
+            get("2", "runs"),
+            get("2", "successful_runs"),
+            get("2", "stuck_runs")
+        ),
+        ("11".into(), "5".into(), "4".into())
+    );
+    assert_eq!(
+        (get("2", "false_alarms"), get("2", "caught")),
+        ("1".into(), "4".into())
+    );
+    assert_eq!(
+        (get("3", "false_alarms"), get("3", "caught")),
+        ("0".into(), "4".into())
+    );
+    assert_eq!(
+        (get("4", "false_alarms"), get("4", "caught")),
+        ("0".into(), "1".into())
+    );
+    assert_eq!(get("3", "recall"), "1.000");
+    assert_eq!(get("2", "precision"), "0.800");
+    assert!(p.read("out.svg").starts_with("<svg"));
+    // The per-run rows agree with the totals, and name the run each alarm was on.
+    let fires = p.read("fires.csv");
+    let count = |params: &str, outcome: &str| {
+        fires
+            .lines()
+            .filter(|l| l.contains(&format!(",{params},")) && l.ends_with(&format!(",{outcome}")))
+            .count()
+            .to_string()
+    };
+    for k in ["2", "3", "4"] {
+        let params = format!("k={k}");
+        assert_eq!(
+            count(&params, "false_alarm"),
+            get(k, "false_alarms"),
+            "k={k}\n{fires}"
+        );
+        assert_eq!(count(&params, "caught"), get(k, "caught"), "k={k}\n{fires}");
+    }
+    assert!(
+        fires.contains(
+            "airline.json#task2_trial0,consecutive-identical,k=2,1,stop,true,false,,false_alarm"
+        ),
+        "{fires}"
+    );
+}
+
+#[test]
+fn malformed_transcripts_are_located_and_the_others_still_scored() {
+    let p = Project::new();
+    let run = sweep(
+        &p,
+        &[fixture("")],
+        &[
+            "--detector",
+            "consecutive-identical:k=3",
+            "--out",
+            "out.csv",
+        ],
+    );
+    run.expect_code(2);
+    for (file, at) in [
+        ("truncated-tau-bench.json", ":18:"),
+        (
+            "tau2-messages-not-a-list.json",
+            ":8:18: at `simulations[0].messages`",
+        ),
+        ("openai-bad-line.jsonl", ":2:"),
+    ] {
+        let line = run
+            .stderr
+            .lines()
+            .find(|l| l.starts_with("error: ") && l.contains(file))
+            .unwrap_or_else(|| panic!("no located error for {file}\n{}", run.stderr));
+        assert!(line.contains(at), "{line}");
+    }
+    assert_eq!(run.stderr.matches("  hint: ").count(), 3, "{}", run.stderr);
+    // The good files and the good lines of the JSON-lines file were still scored.
+    let rows = rows(&p.read("out.csv"));
+    assert_eq!(rows["consecutive-identical k=3"]["runs"], "13");
+}
+
+#[test]
+fn imported_traces_sweep_like_the_transcripts() {
+    let p = Project::new();
+    let mut args = vec!["import".to_owned()];
+    args.extend(formats());
+    args.extend(["--out".to_owned(), "traces".to_owned()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    p.harness(&args)
+        .expect_code(0)
+        .expect_stdout("harness import: 11 run(s) written to traces");
+    assert_eq!(p.files("traces", ".jsonl").len(), 11);
+    let first = p.read("traces/airline.json_task1_trial0.jsonl");
+    assert!(first.starts_with(r#"{"format":"harness-import","version":1,"run":"airline.json#task1_trial0","source":"tau-bench","success":false"#), "{first}");
+    let spec = ["--detector", "all", "--out"];
+    sweep(&p, &formats(), &[spec[0], spec[1], spec[2], "direct.csv"]).expect_code(0);
+    sweep(
+        &p,
+        &["traces".to_owned()],
+        &[spec[0], spec[1], spec[2], "imported.csv"],
+    )
+    .expect_code(0);
+    assert_eq!(p.read("direct.csv"), p.read("imported.csv"));
+}
+
+#[test]
+fn outputs_do_not_depend_on_jobs() {
+    let p = Project::new();
+    let mut outs = Vec::new();
+    for jobs in ["1", "3"] {
+        let csv = format!("j{jobs}.csv");
+        let svg = format!("j{jobs}.svg");
+        let labels = format!("j{jobs}.jsonl");
+        let fires = format!("f{jobs}.csv");
+        let run = sweep(
+            &p,
+            &[
+                fixture(""),
+                repo()
+                    .join("scenarios/reflex")
+                    .to_string_lossy()
+                    .into_owned(),
+            ],
+            &[
+                "--jobs",
+                jobs,
+                "--out",
+                &csv,
+                "--plot",
+                &svg,
+                "--write-labels",
+                &labels,
+                "--fires",
+                &fires,
+            ],
+        );
+        run.expect_code(2);
+        let stdout = [&csv, &svg, &labels, &fires]
+            .iter()
+            .fold(run.stdout.clone(), |s, name| s.replace(name.as_str(), ""));
+        outs.push((
+            stdout,
+            p.read(&csv),
+            p.read(&svg),
+            p.read(&labels),
+            p.read(&fires),
+        ));
+    }
+    assert_eq!(outs[0], outs[1]);
+}
+
+#[test]
+fn a_labels_file_overrides_the_heuristic() {
+    let p = Project::new();
+    let spec = ["--detector", "consecutive-identical:k=3"];
+    sweep(
+        &p,
+        &formats(),
+        &[
+            spec[0],
+            spec[1],
+            "--write-labels",
+            "labels.jsonl",
+            "--out",
+            "a.csv",
+        ],
+    )
+    .expect_code(0);
+    let labels = p.read("labels.jsonl");
+    assert_eq!(labels.lines().count(), 11);
+    assert_eq!(
+        labels
+            .lines()
+            .filter(|l| l.contains(r#""stuck":true"#))
+            .count(),
+        4
+    );
+    // Review: the SWE-agent run's repeated command is called not stuck after all.
+    let edited: String = labels
+        .lines()
+        .map(|l| {
+            if l.contains("loop.traj") {
+                r#"{"run":"loop.traj","stuck":false,"loop_start":null,"note":"reviewed: not stuck"}"#.to_owned()
+            } else {
+                l.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    p.write("labels.jsonl", edited);
+    sweep(
+        &p,
+        &formats(),
+        &[
+            spec[0],
+            spec[1],
+            "--labels",
+            "labels.jsonl",
+            "--out",
+            "b.csv",
+        ],
+    )
+    .expect_code(0)
+    .expect_stdout("3 stuck; labels: 11 from the file, 0 by the heuristic");
+    assert_eq!(
+        rows(&p.read("b.csv"))["consecutive-identical k=3"]["caught"],
+        "3"
+    );
+    p.write("bad.jsonl", "{\"run\": \"x\", \"stuck\": true}\n");
+    let run = sweep(&p, &formats(), &["--labels", "bad.jsonl"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr
+            .contains("bad.jsonl:1:1: run `x` is stuck but has no `loop_start`"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn bad_detector_specs_are_usage_errors() {
+    let p = Project::new();
+    let run = sweep(&p, &formats(), &["--detector", "moltis-reflex:windw=2"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr
+            .contains("`moltis-reflex` has no parameter `windw`; its parameters: window"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("hint:"), "{}", run.stderr);
+    let run = p.harness(&["import", &fixture("tau2"), "--format", "tau3", "--out", "x"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr.contains("known formats: tau-bench, tau2"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// The public corpus (CI has it beside the repository): `consecutive-identical` at k = 2, 3, 4
+/// fires on exactly the successful runs whose longest run of identical consecutive calls
+/// (`max_identical_run_callseq`, counted independently in `annotations/repetition_scan.jsonl`)
+/// is at least k.
+#[test]
+fn corpus_consecutive_identical_agrees_with_the_repetition_scan() {
+    let corpus: PathBuf = repo().join("../shared/transcripts");
+    if !corpus.is_dir() {
+        eprintln!("skipped: {} is not there", corpus.display());
+        return;
+    }
+    let scan = std::fs::read_to_string(corpus.join("annotations/repetition_scan.jsonl"))
+        .expect("the scan");
+    let entries: Vec<serde_json::Value> = scan
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a scan line"))
+        .collect();
+    let successful: Vec<&serde_json::Value> =
+        entries.iter().filter(|e| e["success"] == true).collect();
+    let p = Project::new();
+    let run = sweep(
+        &p,
+        &[corpus.to_string_lossy().into_owned()],
+        &[
+            "--detector",
+            "consecutive-identical:k=2,3,4",
+            "--out",
+            "c.csv",
+        ],
+    );
+    run.expect_code(0);
+    let rows = rows(&p.read("c.csv"));
+    for k in [2u64, 3, 4] {
+        let row = &rows[&format!("consecutive-identical k={k}")];
+        assert_eq!(row["runs"], entries.len().to_string());
+        assert_eq!(row["successful_runs"], successful.len().to_string());
+        let expected = successful
+            .iter()
+            .filter(|e| e["max_identical_run_callseq"].as_u64().expect("a count") >= k)
+            .count();
+        assert_eq!(row["false_alarms"], expected.to_string(), "k={k}");
+    }
+}
+
+/// The shipped labels (`docs/tuning/labels.jsonl`) are the heuristic's output for the corpus,
+/// run for run, except labels changed by a reviewer, whose note must start with `reviewed`.
+#[test]
+fn shipped_labels_are_the_heuristics_or_reviewed() {
+    let corpus: PathBuf = repo().join("../shared/transcripts");
+    if !corpus.is_dir() {
+        eprintln!("skipped: {} is not there", corpus.display());
+        return;
+    }
+    let p = Project::new();
+    sweep(
+        &p,
+        &[corpus.to_string_lossy().into_owned()],
+        &[
+            "--detector",
+            "consecutive-identical:k=3",
+            "--write-labels",
+            "fresh.jsonl",
+        ],
+    )
+    .expect_code(0);
+    let parse = |text: &str| -> BTreeMap<String, serde_json::Value> {
+        text.lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).expect("a label");
+                (v["run"].as_str().expect("a run id").to_owned(), v)
+            })
+            .collect()
+    };
+    let fresh = parse(&p.read("fresh.jsonl"));
+    let shipped = parse(
+        &std::fs::read_to_string(repo().join("docs/tuning/labels.jsonl")).expect("the labels"),
+    );
+    assert_eq!(
+        fresh.keys().collect::<Vec<_>>(),
+        shipped.keys().collect::<Vec<_>>(),
+        "the shipped labels name every run of the corpus, and no other"
+    );
+    for (run, label) in &shipped {
+        let reviewed = label["note"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("reviewed"));
+        assert!(
+            reviewed || *label == fresh[run],
+            "{run}: shipped {label} differs from the heuristic's {} without a `reviewed` note",
+            fresh[run]
+        );
+    }
+}
