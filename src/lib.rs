@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! cli → gate → run → {store, record, report} → {engine, snapshot, metrics, expect} → {policy, tool, llm, provider, trace, scenario}
-//! cli → sweep → {import, run::replay} ; sweep → detector → {policy, trace, json}
+//! cli → sweep → {import, run::replay, record::replay} ; sweep → detector → {policy, trace, json}
 //! ```
 //!
 //! The engine and everything below it are pure: no files, clocks, threads or network. Only

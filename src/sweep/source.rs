@@ -27,12 +27,16 @@ pub enum InputKind {
     JsonLines,
     /// A scenario (`.toml`), replayed.
     Scenario,
+    /// A cassette (`.cassette.json`), replayed strictly against its scenario.
+    Cassette,
 }
 
 /// The kind of a file by its name; `None` for files a sweep does not read.
 pub fn kind_of(path: &Path) -> Option<InputKind> {
     let name = path.file_name()?.to_str()?;
-    if name.ends_with(".jsonl") {
+    if crate::record::is_cassette(path) {
+        Some(InputKind::Cassette)
+    } else if name.ends_with(".jsonl") {
         Some(InputKind::JsonLines)
     } else if name.ends_with(".json") || name.ends_with(".traj") {
         Some(InputKind::Transcript)
@@ -154,6 +158,7 @@ pub fn load(input: &Input, format: Option<import::Format>) -> FileImport {
             }
         },
         InputKind::Scenario => scenario_runs(&text, input),
+        InputKind::Cassette => cassette_runs(input),
     }
 }
 
@@ -161,6 +166,45 @@ fn failed(e: ImportError) -> FileImport {
     FileImport {
         errors: vec![e],
         ..FileImport::default()
+    }
+}
+
+/// Replay a cassette through its scenario. Success: every request matched the recording and
+/// the run ended with an answer (a cassette carries no expectations of its own).
+fn cassette_runs(input: &Input) -> FileImport {
+    let layout = crate::store::Layout {
+        scenarios: PathBuf::from("scenarios"),
+        snapshots: PathBuf::from("snapshots"),
+    };
+    match crate::record::replay(&layout, &input.path) {
+        Ok(r) => {
+            let row = crate::metrics::row(
+                &r.case.id,
+                &r.case.scenario.family,
+                &r.case.profile,
+                r.case.prices(),
+                &r.events,
+            );
+            FileImport {
+                runs: vec![Run {
+                    id: input.rel.clone(),
+                    source: "cassette".to_owned(),
+                    success: Some(r.failures.is_empty() && row.outcome == "response"),
+                    termination: Some(row.outcome.clone()),
+                    events: r.events,
+                }],
+                ..FileImport::default()
+            }
+        }
+        Err(refusal) => {
+            let d = refusal.diagnostic(&input.path);
+            failed(ImportError {
+                line: d.line,
+                col: d.col,
+                message: d.message,
+                hint: d.hint.unwrap_or_default(),
+            })
+        }
     }
 }
 

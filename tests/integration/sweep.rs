@@ -414,3 +414,35 @@ fn shipped_labels_are_the_heuristics_or_reviewed() {
         );
     }
 }
+
+/// A cassette is one more kind of input: replayed strictly through its scenario, it is scored
+/// like a transcript; a cassette whose scenario drifted still counts as a run, unsuccessful.
+#[test]
+fn cassettes_sweep_as_replayed_runs() {
+    let p = Project::new();
+    p.copy_from_repo("scenarios/record", "scenarios/record");
+    let cassette = "scenarios/record/fixtures/cassettes/reflex-live.cassette.json".to_owned();
+    let spec = ["--detector", "consecutive-identical:k=2"];
+    let args = |out: &'static str| {
+        let mut a = spec.to_vec();
+        a.extend(["--out", out]);
+        a
+    };
+    sweep(&p, std::slice::from_ref(&cassette), &args("a.csv")).expect_code(0);
+    let a = rows(&p.read("a.csv"));
+    let row = &a["consecutive-identical k=2"];
+    assert_eq!(row["runs"], "1");
+    // The recording repeats `exec({})` until the reflex detector's nudge: k=2 fires on it.
+    assert_eq!(row["successful_runs"], "1", "{row:?}");
+    assert_eq!(row["false_alarms"], "1", "{row:?}");
+
+    let scenario = "scenarios/record/reflex-live.toml";
+    let drifted = p
+        .read(scenario)
+        .replace("Use tools to act.", "Use tools with care.");
+    p.write(scenario, drifted);
+    sweep(&p, &[cassette], &args("b.csv")).expect_code(0);
+    let b = rows(&p.read("b.csv"));
+    assert_eq!(b["consecutive-identical k=2"]["runs"], "1");
+    assert_eq!(b["consecutive-identical k=2"]["successful_runs"], "0");
+}
