@@ -1,5 +1,6 @@
-//! The sweep's trade-off plot: per detector, one line through its settings in parameter order,
-//! false-alarm rate on successful runs (x) against recall on stuck runs (y). SVG via `plotters`;
+//! The sweep's trade-off plot: per detector, one panel with one line through its settings in
+//! parameter order, false-alarm rate on successful runs (x, each panel its own scale) against
+//! recall on stuck runs (y, 0–100 % in every panel). SVG via `plotters`;
 //! pure: it returns the document as a string.
 
 use super::Row;
@@ -110,75 +111,70 @@ fn series(rows: &[Row]) -> Vec<Series<'_>> {
     out
 }
 
-/// Render the plot of `rows` (grouped by detector, in order) as SVG.
+/// Panels per row of the plot.
+const COLUMNS: usize = 3;
+
+fn rate(r: &Row) -> (f64, f64) {
+    (
+        100.0 * r.false_alarms as f64 / r.successful_runs.max(1) as f64,
+        100.0 * r.recall.unwrap_or(0.0),
+    )
+}
+
+/// Render the plot of `rows` (grouped by detector, in order) as SVG: small multiples, one
+/// panel per line, each with its own false-alarm scale so settings close to zero stay apart.
 pub fn svg(rows: &[Row], title: &str) -> Result<String, String> {
+    let lines = series(rows);
+    let panel_rows = lines.len().div_ceil(COLUMNS).max(1);
+    let size = (
+        1080,
+        40 + 260 * u32::try_from(panel_rows).unwrap_or(u32::MAX / 520),
+    );
     let mut out = String::new();
     {
-        let root = SVGBackend::with_string(&mut out, (900, 620)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut out, size).into_drawing_area();
         root.fill(&WHITE).map_err(|e| e.to_string())?;
-        let max_x = rows
-            .iter()
-            .filter_map(|r| {
-                r.false_alarms
-                    .checked_mul(100)
-                    .map(|x| x as f64 / r.successful_runs.max(1) as f64)
-            })
-            .fold(1.0_f64, f64::max);
-        let max_x = (max_x * 1.1).clamp(5.0, 100.0);
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 20))
-            .margin(16)
-            .x_label_area_size(48)
-            .y_label_area_size(56)
-            .build_cartesian_2d(0.0..max_x, 0.0..100.0)
+        let root = root
+            .titled(title, ("sans-serif", 20))
             .map_err(|e| e.to_string())?;
-        chart
-            .configure_mesh()
-            .light_line_style(WHITE)
-            .x_desc("false alarms: % of successful runs fired on")
-            .y_desc("recall: % of stuck runs caught")
-            .draw()
-            .map_err(|e| e.to_string())?;
-        for (colour, line) in series(rows).into_iter().enumerate() {
-            let c = PALETTE[colour % PALETTE.len()];
-            let points: Vec<(f64, f64)> = line
-                .points
-                .iter()
-                .map(|(r, _)| {
-                    (
-                        100.0 * r.false_alarms as f64 / r.successful_runs.max(1) as f64,
-                        100.0 * r.recall.unwrap_or(0.0),
-                    )
-                })
-                .collect();
+        let panels = root.split_evenly((panel_rows, COLUMNS));
+        for (i, (line, area)) in lines.iter().zip(&panels).enumerate() {
+            let c = PALETTE[i % PALETTE.len()];
+            let points: Vec<(f64, f64)> = line.points.iter().map(|(r, _)| rate(r)).collect();
+            let max_x = points.iter().map(|p| p.0).fold(0.0_f64, f64::max);
+            // At least 2 % wide, with room for the labels right of the last point.
+            let max_x = (max_x * 1.25).clamp(2.0, 100.0);
+            let mut chart = ChartBuilder::on(area)
+                .caption(&line.label, ("sans-serif", 14))
+                .margin(8)
+                .x_label_area_size(34)
+                .y_label_area_size(40)
+                .build_cartesian_2d(0.0..max_x, 0.0..100.0)
+                .map_err(|e| e.to_string())?;
+            chart
+                .configure_mesh()
+                .light_line_style(WHITE)
+                .x_labels(5)
+                .y_labels(5)
+                .x_desc("false alarms %")
+                .y_desc("recall %")
+                .label_style(("sans-serif", 10))
+                .draw()
+                .map_err(|e| e.to_string())?;
             chart
                 .draw_series(LineSeries::new(points.clone(), c.stroke_width(2)))
-                .map_err(|e| e.to_string())?
-                .label(line.label.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
-                });
+                .map_err(|e| e.to_string())?;
             chart
                 .draw_series(points.iter().map(|p| Circle::new(*p, 4, c.filled())))
                 .map_err(|e| e.to_string())?;
             // Each point names its setting's swept value, e.g. `3` for `k=3`.
-            let style = TextStyle::from(("sans-serif", 11)).color(&c);
+            let style = TextStyle::from(("sans-serif", 11)).color(&BLACK);
             chart
-                .draw_series(
-                    line.points
-                        .iter()
-                        .zip(&points)
-                        .map(|((_, v), p)| Text::new(v.clone(), *p, style.clone())),
-                )
+                .draw_series(line.points.iter().zip(&points).map(|((_, v), p)| {
+                    EmptyElement::at(*p) + Text::new(v.clone(), (6, -12), style.clone())
+                }))
                 .map_err(|e| e.to_string())?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|e| e.to_string())?;
         root.present().map_err(|e| e.to_string())?;
     }
     Ok(out)
@@ -215,16 +211,19 @@ mod tests {
         .unwrap();
         assert!(s.starts_with("<svg"), "{}", &s[..s.len().min(80)]);
         assert!(s.contains("alpha") && s.contains("beta"));
-        // Each detector: one line and one legend mark in its colour; one dot per setting.
+        // Each detector: one panel named by its label, one line in its colour; one dot per
+        // setting.
+        assert_eq!(s.matches("\nalpha\n</text>").count(), 1, "{s}");
+        assert_eq!(s.matches("\nbeta\n</text>").count(), 1);
         assert_eq!(
             s.matches(r##"polyline fill="none" opacity="1" stroke="#1F77B4""##)
                 .count(),
-            2
+            1
         );
         assert_eq!(
             s.matches(r##"polyline fill="none" opacity="1" stroke="#FF7F0E""##)
                 .count(),
-            2
+            1
         );
         assert_eq!(s.matches("<circle").count(), 3);
     }
