@@ -46,6 +46,7 @@ pub mod record;
 pub mod report;
 pub mod run;
 pub mod scenario;
+pub mod serve;
 pub mod snapshot;
 pub mod store;
 pub mod tool;

@@ -1,0 +1,173 @@
+//! The HTTP side of `harness serve`: an axum server on its own thread (a current-thread tokio
+//! runtime) routing `POST /v1/chat/completions` (also `/chat/completions`) and
+//! `POST /v1/messages` to a shared [`Session`]. Bodies above [`MAX_REQUEST_BYTES`] are answered
+//! 413; other paths 404 with a hint. Answers are immediate: latency is virtual.
+
+use super::{Body, MAX_REQUEST_BYTES, Served, Session};
+use crate::provider::Provider;
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{Response, StatusCode, Uri};
+use axum::routing::post;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+
+type Shared = Arc<Mutex<Session>>;
+
+/// A running server.
+pub struct Server {
+    addr: SocketAddr,
+    session: Shared,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<JoinHandle<io::Result<()>>>,
+}
+
+/// Also end the server on Ctrl-C (and SIGTERM), for `harness serve`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signals {
+    /// Stop only when asked ([`Server::stop`]).
+    Ignore,
+    /// Stop on Ctrl-C or SIGTERM too.
+    Stop,
+}
+
+impl Server {
+    /// Bind `addr` and serve `session` until stopped.
+    pub fn start(session: Session, addr: SocketAddr, signals: Signals) -> io::Result<Self> {
+        let listener = std::net::TcpListener::bind(addr)?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        let session = Arc::new(Mutex::new(session));
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let state = Arc::clone(&session);
+        let thread = std::thread::Builder::new()
+            .name("harness-serve".to_owned())
+            .spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()?;
+                rt.block_on(async move {
+                    let listener = tokio::net::TcpListener::from_std(listener)?;
+                    let shutdown = async move {
+                        match signals {
+                            Signals::Ignore => {
+                                let _ = stopped.await;
+                            }
+                            Signals::Stop => {
+                                let stopped = std::pin::pin!(stopped);
+                                let signal = std::pin::pin!(signal());
+                                let _ = futures_util::future::select(stopped, signal).await;
+                            }
+                        }
+                    };
+                    axum::serve(listener, router(state))
+                        .with_graceful_shutdown(shutdown)
+                        .await
+                })
+            })?;
+        Ok(Self {
+            addr,
+            session,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Has it stopped on its own (a signal, or a failure)?
+    pub fn finished(&self) -> bool {
+        self.thread.as_ref().is_none_or(JoinHandle::is_finished)
+    }
+
+    /// Stop serving (open connections finish first) and hand back the session.
+    pub fn stop(mut self) -> io::Result<Session> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            t.join()
+                .map_err(|_| io::Error::other("the server thread panicked"))??;
+        }
+        let session = Arc::try_unwrap(self.session)
+            .map_err(|_| io::Error::other("the session is still shared"))?;
+        Ok(session.into_inner().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+async fn signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            let ctrl_c = std::pin::pin!(tokio::signal::ctrl_c());
+            let term = std::pin::pin!(term.recv());
+            let _ = futures_util::future::select(ctrl_c, term).await;
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+fn router(state: Shared) -> Router {
+    Router::new()
+        .route("/v1/chat/completions", post(openai))
+        .route("/chat/completions", post(openai))
+        .route("/v1/messages", post(anthropic))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(MAX_REQUEST_BYTES))
+        .with_state(state)
+}
+
+async fn openai(State(s): State<Shared>, body: Bytes) -> Response<axum::body::Body> {
+    answer(&s, Provider::Openai, &body)
+}
+
+async fn anthropic(State(s): State<Shared>, body: Bytes) -> Response<axum::body::Body> {
+    answer(&s, Provider::Anthropic, &body)
+}
+
+async fn not_found(uri: Uri) -> (StatusCode, String) {
+    (
+        StatusCode::NOT_FOUND,
+        format!(
+            "{{\"error\": {{\"message\": \"harness serve has no {}: it serves POST /v1/chat/completions (OpenAI base URL http://HOST/v1) and POST /v1/messages (Anthropic base URL http://HOST)\"}}}}",
+            uri.path().escape_default()
+        ),
+    )
+}
+
+fn answer(s: &Shared, provider: Provider, body: &[u8]) -> Response<axum::body::Body> {
+    let served = s
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .handle(provider, body);
+    render(served)
+}
+
+fn render(served: Served) -> Response<axum::body::Body> {
+    let (content_type, body) = match served.body {
+        Body::Json(v) => ("application/json", v.to_string()),
+        Body::Events(events) => (
+            "text/event-stream",
+            events.iter().map(|e| e.render()).collect::<String>(),
+        ),
+    };
+    let mut r = Response::builder()
+        .status(served.status)
+        .header("content-type", content_type);
+    for (k, v) in served.headers {
+        r = r.header(k, v);
+    }
+    r.body(axum::body::Body::from(body)).unwrap_or_else(|e| {
+        let mut r = Response::new(axum::body::Body::from(e.to_string()));
+        *r.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+        r
+    })
+}
