@@ -8,7 +8,8 @@ use crate::provider::Provider;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{Response, StatusCode, Uri};
+use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderName};
+use axum::http::{HeaderMap, HeaderValue, Response, StatusCode, Uri};
 use axum::routing::post;
 use std::io;
 use std::net::SocketAddr;
@@ -121,21 +122,64 @@ fn router(state: Shared) -> Router {
         .route("/chat/completions", post(openai))
         .route("/v1/messages", post(anthropic))
         .fallback(not_found)
-        .layer(DefaultBodyLimit::max(MAX_REQUEST_BYTES))
+        // The handlers bound their bodies themselves (`read`).
+        .layer(DefaultBodyLimit::disable())
         .with_state(state)
 }
 
-async fn openai(State(s): State<Shared>, body: Bytes) -> Response<axum::body::Body> {
-    answer(&s, Provider::Openai, &body)
+async fn openai(
+    State(s): State<Shared>,
+    headers: HeaderMap,
+    body: axum::body::Body,
+) -> Response<axum::body::Body> {
+    match read(&headers, body).await {
+        Ok(bytes) => answer(&s, Provider::Openai, &bytes),
+        Err(r) => r,
+    }
 }
 
-async fn anthropic(State(s): State<Shared>, body: Bytes) -> Response<axum::body::Body> {
-    answer(&s, Provider::Anthropic, &body)
+async fn anthropic(
+    State(s): State<Shared>,
+    headers: HeaderMap,
+    body: axum::body::Body,
+) -> Response<axum::body::Body> {
+    match read(&headers, body).await {
+        Ok(bytes) => answer(&s, Provider::Anthropic, &bytes),
+        Err(r) => r,
+    }
 }
 
-async fn not_found(uri: Uri) -> (StatusCode, String) {
+/// The body, at most [`MAX_REQUEST_BYTES`]: a larger declared length is refused before any
+/// byte is read, a longer body once it passes the bound.
+async fn read(
+    headers: &HeaderMap,
+    body: axum::body::Body,
+) -> Result<Bytes, Response<axum::body::Body>> {
+    let declared = headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let too_large = || {
+        let mut r = Response::new(axum::body::Body::from(format!(
+            "{{\"error\": {{\"message\": \"harness serve: the request body exceeds {MAX_REQUEST_BYTES} bytes\"}}}}"
+        )));
+        *r.status_mut() = StatusCode::PAYLOAD_TOO_LARGE;
+        r.headers_mut()
+            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        r
+    };
+    if declared.is_some_and(|n| n > MAX_REQUEST_BYTES as u64) {
+        return Err(too_large());
+    }
+    axum::body::to_bytes(body, MAX_REQUEST_BYTES)
+        .await
+        .map_err(|_| too_large())
+}
+
+async fn not_found(uri: Uri) -> (StatusCode, [(HeaderName, &'static str); 1], String) {
     (
         StatusCode::NOT_FOUND,
+        [(CONTENT_TYPE, "application/json")],
         format!(
             "{{\"error\": {{\"message\": \"harness serve has no {}: it serves POST /v1/chat/completions (OpenAI base URL http://HOST/v1) and POST /v1/messages (Anthropic base URL http://HOST)\"}}}}",
             uri.path().escape_default()

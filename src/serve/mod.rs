@@ -406,3 +406,270 @@ fn refusal(provider: Provider, message: &str) -> Served {
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::infer::{Context, infer};
+    use super::*;
+    use crate::scenario::SourceFormat;
+    use crate::trace::render_event;
+
+    const SCENARIO: &str = r#"
+format = 1
+description = "test"
+family = "t"
+profile = "none"
+system = "sys"
+user = "List the files."
+config = { max_iterations = 3 }
+
+[[tools]]
+name = "exec"
+description = "Run"
+schema = { type = "object" }
+latency_ms = 200
+default = { error = "no" }
+
+[model]
+name = "m"
+latency_ms = 1000
+
+[[model.rules]]
+when = { any_message_contains = "LOOP" }
+reply = { text = "Sorry." }
+
+[[model.rules]]
+when = { last_tool_failed = true, tools_offered = false }
+reply = { text = "Failed, no tools." }
+
+[[model.rules]]
+reply = { tool_calls = [{ name = "exec", args = {} }] }
+"#;
+
+    fn session(text: &str) -> Session {
+        let cases = crate::scenario::load(text, SourceFormat::Toml, "t/x").expect("loads");
+        Session::new(cases[0].clone())
+    }
+
+    fn tool() -> Value {
+        json!([{"type": "function", "function": {"name": "exec", "description": "Run", "parameters": {"type": "object"}}}])
+    }
+
+    /// An OpenAI request: the user's message, then `turns` rounds of our call and its result.
+    fn openai(turns: usize, result: &str, extra: Option<&str>, tools: bool) -> Vec<u8> {
+        let mut messages = vec![
+            json!({"role": "system", "content": "sys"}),
+            json!({"role": "user", "content": "List the files."}),
+        ];
+        for i in 0..turns {
+            let id = format!("call_{i}");
+            messages.push(json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": id, "type": "function", "function": {"name": "exec", "arguments": "{}"}}]}));
+            messages.push(json!({"role": "tool", "tool_call_id": id, "content": result}));
+        }
+        if let Some(e) = extra {
+            messages.push(json!({"role": "user", "content": e}));
+        }
+        let mut body = json!({"model": "gpt", "messages": messages});
+        if tools {
+            body["tools"] = tool();
+        }
+        body.to_string().into_bytes()
+    }
+
+    fn json_of(s: &Served) -> &Value {
+        match &s.body {
+            Body::Json(v) => v,
+            Body::Events(_) => panic!("expected a JSON body"),
+        }
+    }
+
+    fn lines(s: &Session, i: usize) -> Vec<String> {
+        let ctx = Context {
+            profile: "exec",
+            cap: s.cap(),
+            tool_latency: [("exec".to_owned(), 200)].into(),
+        };
+        infer(&ctx, &s.conversations()[i].exchanges)
+            .iter()
+            .map(|e| format!("{} {}", e.t_ms, render_event(&e.event)))
+            .collect()
+    }
+
+    #[test]
+    fn the_rules_see_the_real_request_and_the_trace_shows_the_nudge() {
+        let mut s = session(SCENARIO);
+        let r = s.handle(Provider::Openai, &openai(0, "", None, true));
+        assert_eq!(r.status, 200);
+        let call = &json_of(&r)["choices"][0]["message"]["tool_calls"][0];
+        assert_eq!(call["function"]["name"], "exec");
+        let r = s.handle(
+            Provider::Openai,
+            &openai(1, "Error: no", Some("LOOP!"), true),
+        );
+        assert_eq!(json_of(&r)["choices"][0]["message"]["content"], "Sorry.");
+        assert_eq!(s.conversations().len(), 1);
+        assert_eq!(
+            lines(&s, 0),
+            [
+                "0 run_start profile=exec model=gpt max_iterations=3 tools=[exec]",
+                "0 iteration 1",
+                "0 model_request call=1 messages=2 tools=[exec]",
+                "1000 model_response finish=tool_use calls=[call_0 exec({})] tokens=11/2 latency=1000ms",
+                "1000 tool_call_start call_0 exec({})",
+                "1200 tool_call_end call_0 exec failed error=\"Error: no\" latency=200ms",
+                "1200 intervention policy=agent stage=1 action=nudge",
+                "1200 message_injected source=agent role=user text=\"LOOP!\"",
+                "1200 iteration 2",
+                "1200 model_request call=2 messages=5 tools=[exec]",
+                "2200 model_response finish=stop text=\"Sorry.\" tokens=16/2 latency=1000ms",
+                "2200 outcome response iterations=2 text=\"Sorry.\"",
+            ]
+        );
+    }
+
+    #[test]
+    fn openai_failures_follow_the_error_convention_and_stripped_tools_are_seen() {
+        assert!(looks_failed("  ERROR: boom") && looks_failed("error"));
+        assert!(!looks_failed("no errors") && !looks_failed("Err"));
+        let mut s = session(SCENARIO);
+        s.handle(Provider::Openai, &openai(0, "", None, true));
+        // Tools withheld and the last result failed: the second rule answers.
+        let r = s.handle(Provider::Openai, &openai(1, "Error: no", None, false));
+        assert_eq!(
+            json_of(&r)["choices"][0]["message"]["content"],
+            "Failed, no tools."
+        );
+        let l = lines(&s, 0);
+        assert!(l.contains(&"1200 intervention policy=agent stage=2 action=strip_tools".into()));
+        assert!(l.contains(&"1200 model_request call=2 messages=4 tools=[] stripped".into()));
+        // The same text as a success does not count as failed for the rule.
+        let mut s = session(SCENARIO);
+        s.handle(Provider::Openai, &openai(0, "", None, true));
+        let r = s.handle(Provider::Openai, &openai(1, "fine", None, false));
+        assert!(json_of(&r)["choices"][0]["message"]["tool_calls"].is_array());
+    }
+
+    #[test]
+    fn the_cap_refuses_and_ends_the_conversation() {
+        let mut s = session(SCENARIO);
+        for turns in 0..3 {
+            assert_eq!(
+                s.handle(Provider::Openai, &openai(turns, "x", None, true))
+                    .status,
+                200
+            );
+        }
+        let r = s.handle(Provider::Openai, &openai(3, "x", None, true));
+        assert_eq!(r.status, 400);
+        let msg = json_of(&r)["error"]["message"].as_str().unwrap_or_default();
+        assert!(msg.contains("iteration cap (3)"), "{msg}");
+        // Further calls in that conversation are refused and not recorded.
+        assert_eq!(
+            s.handle(Provider::Openai, &openai(4, "x", None, true))
+                .status,
+            400
+        );
+        assert_eq!(s.conversations()[0].exchanges.len(), 4);
+        let l = lines(&s, 0);
+        assert_eq!(l.iter().filter(|l| l.contains(" iteration ")).count(), 3);
+        assert!(l.contains(&"3600 tool_call_end call_2 exec ok output=\"x\" latency=200ms".into()));
+        assert!(
+            l.last()
+                .is_some_and(|l| l.contains("outcome max_iterations iterations=3"))
+        );
+    }
+
+    #[test]
+    fn conversations_are_keyed_by_their_first_user_message() {
+        let mut s = session(SCENARIO);
+        s.handle(Provider::Openai, &openai(0, "", None, true));
+        // A fresh message list starts another run, even with the same prompt.
+        s.handle(Provider::Openai, &openai(0, "", None, true));
+        assert_eq!(s.conversations().len(), 2);
+        // A continuation goes to the latest conversation with that prompt.
+        s.handle(Provider::Openai, &openai(1, "x", None, true));
+        assert_eq!(s.conversations()[1].exchanges.len(), 2);
+        // Another prompt's continuation we never saw starts its own.
+        let other = String::from_utf8(openai(1, "x", None, true))
+            .unwrap_or_default()
+            .replace("List the files.", "Something else.");
+        s.handle(Provider::Openai, other.as_bytes());
+        assert_eq!(s.conversations().len(), 3);
+        // Bad input is refused with the provider's error shape.
+        let r = s.handle(Provider::Anthropic, b"{not json");
+        assert_eq!(r.status, 400);
+        assert_eq!(json_of(&r)["type"], "error");
+        assert_eq!(s.conversations().len(), 3);
+    }
+
+    #[test]
+    fn faults_are_served_and_the_retry_stays_in_its_iteration() {
+        let text = SCENARIO.replace(
+            "[[model.rules]]\nwhen = { any_message_contains = \"LOOP\" }",
+            "[[model.rules]]\ntimes = 1\nreply = { fault = { kind = \"rate_limit\", retry_after_ms = 1500 } }\n\n[[model.rules]]\nwhen = { any_message_contains = \"LOOP\" }",
+        );
+        let mut s = session(&text);
+        let r = s.handle(Provider::Openai, &openai(0, "", None, true));
+        assert_eq!(r.status, 429);
+        assert!(r.headers.contains(&("retry-after-ms", "1500".to_owned())));
+        assert!(r.headers.contains(&("retry-after", "2".to_owned())));
+        let r = s.handle(Provider::Openai, &openai(0, "", None, true));
+        assert_eq!(r.status, 200);
+        assert_eq!(s.conversations().len(), 1);
+        let l = lines(&s, 0);
+        assert_eq!(l.iter().filter(|l| l.contains(" iteration ")).count(), 1);
+        assert!(
+            l.iter()
+                .any(|l| l.contains("provider_error rate_limit attempt=1"))
+        );
+        assert!(l.iter().any(|l| l.contains("model_request call=2")));
+        assert!(
+            l.last()
+                .is_some_and(|l| l.contains("outcome stopped iterations=1"))
+        );
+    }
+
+    #[test]
+    fn anthropic_streams_round_trip_and_is_error_is_read() {
+        let mut s = session(SCENARIO);
+        let body = |messages: Value| {
+            json!({"model": "claude", "max_tokens": 100, "stream": true, "system": "sys",
+                "tools": [{"name": "exec", "description": "Run", "input_schema": {"type": "object"}}],
+                "messages": messages})
+            .to_string()
+            .into_bytes()
+        };
+        let r = s.handle(
+            Provider::Anthropic,
+            &body(json!([{"role": "user", "content": "List the files."}])),
+        );
+        let Body::Events(events) = &r.body else {
+            panic!("expected a stream")
+        };
+        let back = Provider::Anthropic.parse_stream(events).expect("parses");
+        let folded = stream::assemble(&back.stream).expect("folds");
+        assert_eq!(folded.tool_calls[0].name, "exec");
+        assert_eq!(folded.finish, Some(Finish::ToolUse));
+        s.handle(
+            Provider::Anthropic,
+            &body(json!([
+                {"role": "user", "content": "List the files."},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "call_0", "name": "exec", "input": {}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_0", "content": "no", "is_error": true}]},
+            ])),
+        );
+        let l = lines(&s, 0);
+        assert!(
+            l.iter()
+                .any(|l| l.contains("model_response finish=tool_use chunks=4"))
+        );
+        assert!(
+            l.contains(&"1200 tool_call_end call_0 exec failed error=\"no\" latency=200ms".into())
+        );
+        assert!(
+            !l.iter().any(|l| l.contains("intervention")),
+            "a tool result is no nudge: {l:?}"
+        );
+        assert_eq!(s.conversations().len(), 1);
+    }
+}

@@ -10,6 +10,7 @@
 //! - `gate`: the CI gate: JUnit structure, merged shards = one run, metric baselines, GitHub
 //!   annotations and job summary, `--pending-dir` on CI, `--filter` and `list`.
 //! - `record`: record against stub providers on 127.0.0.1, replay offline, secrets, drift.
+//! - `serve`: `harness exec` and `harness serve` with a reference agent on 127.0.0.1.
 
 mod support;
 
@@ -21,3 +22,4 @@ mod invalid;
 mod mapping;
 mod record;
 mod schema;
+mod serve;
