@@ -7,12 +7,13 @@
 //! Layers (dependencies point down only):
 //!
 //! ```text
-//! cli → gate → run → {store, record, report} → {engine, snapshot, metrics, expect} → {policy, tool, llm, provider, trace, scenario}
+//! cli → {gate, serve} → run → {store, record, report} → {engine, snapshot, metrics, expect} → {policy, tool, llm, provider, trace, scenario}
 //! ```
 //!
 //! The engine and everything below it are pure: no files, clocks, threads or network. Only
 //! `store` (files), `run` (threads), `record` (network, files), `report` (output streams),
-//! `gate` (result and baseline files) and `cli` touch the outside.
+//! `gate` (result and baseline files), `serve` (a server, a child process) and `cli` touch the
+//! outside.
 //!
 //! `gate` is the CI regression gate around a run: selection and shards (`gate::select`, pure,
 //! also used by `run`), repeats (`gate::repeat`), metric baselines (`gate::baseline`, pure),
@@ -26,7 +27,10 @@
 //! unit test. Live recording (`record/`) runs the same engine with a model over HTTP and tees
 //! every exchange into a cassette; replaying the cassette is a player model under a strict
 //! request match. The providers' wire formats (`provider/`) are pure translation used both
-//! ways. Post-hoc detectors (`detector/`) are not built yet.
+//! ways. Black-box agents (`serve/`): the scenario's mock answers real requests over HTTP in
+//! both formats (`harness serve`); the trace is inferred from what the agent sent
+//! (`serve::infer`, pure) and judged as a run's case, for a command `harness exec` starts.
+//! Post-hoc detectors (`detector/`) are not built yet.
 //!
 //! Exit codes of `harness run`: [`report::EXIT_OK`] (0) all passed, [`report::EXIT_FAILED`] (1)
 //! a golden mismatch, missing or orphaned golden or failed expectation,

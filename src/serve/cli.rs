@@ -340,7 +340,7 @@ fn exec_file(args: &ExecArgs, options: &Options, path: &Path) -> io::Result<File
     let session = server.stop()?;
     let ended = ended?;
     let note = match &ended {
-        Ended::Exited(s) => format!("exited with {s}"),
+        Ended::Exited(s) => format!("ended with {s}"),
         Ended::Killed => format!("killed after {} ms", args.timeout_ms),
     };
     let _ = writeln!(

@@ -1,7 +1,8 @@
 //! The HTTP side of `harness serve`: an axum server on its own thread (a current-thread tokio
 //! runtime) routing `POST /v1/chat/completions` (also `/chat/completions`) and
-//! `POST /v1/messages` to a shared [`Session`]. Bodies above [`MAX_REQUEST_BYTES`] are answered
-//! 413; other paths 404 with a hint. Answers are immediate: latency is virtual.
+//! `POST /v1/messages` to a shared [`Session`]; `GET /v1/models` lists the scenario's model.
+//! Bodies above [`MAX_REQUEST_BYTES`] are answered 413; other paths 404 with a hint. Answers
+//! are immediate: latency is virtual.
 
 use super::{Body, MAX_REQUEST_BYTES, Served, Session};
 use crate::provider::Provider;
@@ -10,7 +11,7 @@ use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderName};
 use axum::http::{HeaderMap, HeaderValue, Response, StatusCode, Uri};
-use axum::routing::post;
+use axum::routing::{get, post};
 use std::io;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -121,6 +122,8 @@ fn router(state: Shared) -> Router {
         .route("/v1/chat/completions", post(openai))
         .route("/chat/completions", post(openai))
         .route("/v1/messages", post(anthropic))
+        .route("/v1/models", get(models))
+        .route("/models", get(models))
         .fallback(not_found)
         // The handlers bound their bodies themselves (`read`).
         .layer(DefaultBodyLimit::disable())
@@ -174,6 +177,24 @@ async fn read(
     axum::body::to_bytes(body, MAX_REQUEST_BYTES)
         .await
         .map_err(|_| too_large())
+}
+
+/// The one model there is (some clients list models before they call one).
+async fn models(State(s): State<Shared>) -> Response<axum::body::Body> {
+    let name = s
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .case()
+        .scenario
+        .model
+        .name
+        .clone();
+    let body = serde_json::json!({"object": "list", "data": [{"id": name, "object": "model", "owned_by": "harness"}]});
+    render(Served {
+        status: 200,
+        headers: Vec::new(),
+        body: Body::Json(body),
+    })
 }
 
 async fn not_found(uri: Uri) -> (StatusCode, [(HeaderName, &'static str); 1], String) {

@@ -225,8 +225,9 @@ fn serve_answers_an_agent_and_prints_the_inferred_trace() {
         64 * 1024 * 1024
     );
     assert!(status_of(&addr, &big).contains(" 413 "));
-    let get = "GET /v1/models HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
-    assert!(status_of(&addr, get).contains(" 404 "));
+    let get = |path: &str| format!("GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n");
+    assert!(status_of(&addr, &get("/v1/models")).contains(" 200 "));
+    assert!(status_of(&addr, &get("/v1/embeddings")).contains(" 404 "));
     drop(server.stdin.take());
     let mut rest = String::new();
     stdout.read_to_string(&mut rest).expect("the traces");
