@@ -550,6 +550,40 @@ reply = { tool_calls = [{ name = "exec", args = {} }] }
     }
 
     #[test]
+    fn unanswered_calls_are_skipped_and_a_dropped_answer_still_shows_the_nudge() {
+        let mut s = session(SCENARIO);
+        s.handle(Provider::Openai, &openai(0, "", None, true));
+        // The agent keeps our call but sends no result, only a note of its own.
+        let mut body: Value = serde_json::from_slice(&openai(1, "x", Some("Stop looping."), true))
+            .unwrap_or_default();
+        if let Some(m) = body["messages"].as_array_mut() {
+            m.remove(3);
+        }
+        s.handle(Provider::Openai, body.to_string().as_bytes());
+        let l = lines(&s, 0);
+        assert!(l.contains(
+            &"1000 tool_call_skipped call_0 exec reason=\"the agent sent no result for this call\"".into()
+        ));
+        assert!(l.contains(
+            &"1000 message_injected source=agent role=user text=\"Stop looping.\"".into()
+        ));
+        // Another agent drops our latest answer and re-sends its list with a note appended:
+        // the note is what it added, not a replay of the earlier messages.
+        let mut s = session(SCENARIO);
+        s.handle(Provider::Openai, &openai(0, "", None, true));
+        s.handle(Provider::Openai, &openai(1, "Error: x", None, true));
+        s.handle(Provider::Openai, &openai(1, "Error: x", Some("LOOP"), true));
+        assert_eq!(s.conversations().len(), 1);
+        let l = lines(&s, 0);
+        let injected: Vec<&String> = l
+            .iter()
+            .filter(|l| l.contains("message_injected"))
+            .collect();
+        assert_eq!(injected.len(), 1, "{l:?}");
+        assert!(injected[0].ends_with("text=\"LOOP\""), "{l:?}");
+    }
+
+    #[test]
     fn the_cap_refuses_and_ends_the_conversation() {
         let mut s = session(SCENARIO);
         for turns in 0..3 {
