@@ -7,13 +7,14 @@
 //! Layers (dependencies point down only):
 //!
 //! ```text
-//! cli → gate → run → {store, record, report} → {engine, snapshot, metrics, expect} → {policy, tool, llm, provider, trace, scenario}
+//! cli → {gate, serve} → run → {store, record, report} → {engine, snapshot, metrics, expect} → {policy, tool, llm, provider, trace, scenario}
 //! cli → sweep → {import, run::replay, record::replay} ; sweep → detector → {policy, trace, json}
 //! ```
 //!
 //! The engine and everything below it are pure: no files, clocks, threads or network. Only
 //! `store` (files), `run` and `sweep` (files, threads), `record` (network, files), `report`
-//! (output streams), `gate` (result and baseline files) and `cli` touch the outside.
+//! (output streams), `gate` (result and baseline files), `serve` (a server, a child process)
+//! and `cli` touch the outside.
 //!
 //! `gate` is the CI regression gate around a run: selection and shards (`gate::select`, pure,
 //! also used by `run`), repeats (`gate::repeat`), metric baselines (`gate::baseline`, pure),
@@ -27,7 +28,9 @@
 //! unit test. Live recording (`record/`) runs the same engine with a model over HTTP and tees
 //! every exchange into a cassette; replaying the cassette is a player model under a strict
 //! request match. The providers' wire formats (`provider/`) are pure translation used both
-//! ways.
+//! ways. Black-box agents (`serve/`): the scenario's mock answers real requests over HTTP in
+//! both formats (`harness serve`); the trace is inferred from what the agent sent
+//! (`serve::infer`, pure) and judged as a run's case, for a command `harness exec` starts.
 //!
 //! The benchmarking side: `import` maps recorded transcripts (tau-bench, tau2, SWE-agent,
 //! ToolBench, OpenAI and Anthropic message lists) onto trace events; `detector` holds the
@@ -56,6 +59,7 @@ pub mod record;
 pub mod report;
 pub mod run;
 pub mod scenario;
+pub mod serve;
 pub mod snapshot;
 pub mod store;
 pub mod sweep;

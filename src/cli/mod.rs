@@ -138,6 +138,19 @@ enum Command {
     Record(crate::record::RecordArgs),
     /// Turn a cassette into an editable scenario (TOML) that scripts the recorded turns.
     Promote(crate::record::PromoteArgs),
+    /// Serve a scenario's scripted model as an OpenAI- and Anthropic-compatible endpoint;
+    /// Ctrl-C ends it and prints the trace inferred from each conversation.
+    Serve(crate::serve::ServeArgs),
+    /// Run an agent command against each scenario served, and judge what it sent as `run`
+    /// judges a case (goldens, expectations, metrics).
+    ///
+    /// Exit codes as for `run`; a command that cannot start is bad input (2).
+    Exec {
+        #[command(flatten)]
+        args: crate::serve::ExecArgs,
+        #[command(flatten)]
+        out: OutputArgs,
+    },
     /// Fail when a fixture holds a secret-looking string (file:line:col of each).
     ///
     /// Exit codes: 0 clean; 1 secrets found; 2 an unreadable path.
@@ -377,6 +390,8 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
         }
         Command::Record(args) => crate::record::cli::record(&args, &layout, ci()),
         Command::Promote(args) => crate::record::cli::promote(&args),
+        Command::Serve(args) => crate::serve::cli::serve(&args, &layout),
+        Command::Exec { args, out } => crate::serve::cli::exec(&args, &layout, &out.outputs()),
         Command::Lint(args) => Ok(crate::record::lint_command(
             &args,
             &mut anstream::stdout().lock(),

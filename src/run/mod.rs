@@ -161,7 +161,8 @@ fn orphans(options: &Options, ids: &HashSet<String>) -> Vec<PathBuf> {
             if golden.strip_prefix(&options.layout.snapshots).is_err() {
                 continue;
             }
-            if !ids.contains(&golden_id(options, &golden)) {
+            let id = golden_id(options, &golden);
+            if !ids.contains(&id) && !exec_golden(&id, ids) {
                 out.push(golden);
             }
         }
@@ -169,6 +170,15 @@ fn orphans(options: &Options, ids: &HashSet<String>) -> Vec<PathBuf> {
     out.sort();
     out.dedup();
     out
+}
+
+/// Is this the golden of a `harness exec` run (`<scenario id>@<label>`, the label not a
+/// profile) of a scenario that still exists? Such goldens belong to `exec`, not to `run`.
+fn exec_golden(id: &str, ids: &HashSet<String>) -> bool {
+    id.rsplit_once('@').is_some_and(|(scenario, label)| {
+        let label = label.split('.').next().unwrap_or(label);
+        ids.contains(scenario) && crate::policy::Config::profile(label).is_none()
+    })
 }
 
 /// The case id of a golden file.
@@ -414,7 +424,7 @@ fn replay_partial(case: &Case) -> (Vec<TimedEvent>, Option<ScriptGap>) {
 }
 
 /// Compare a replayed case with its golden, check its expectations, write pending files.
-fn judge(options: &Options, case: &Case, events: &[TimedEvent]) -> CaseResult {
+pub fn judge(options: &Options, case: &Case, events: &[TimedEvent]) -> CaseResult {
     let mut row = metrics::row(
         &case.id,
         &case.scenario.family,

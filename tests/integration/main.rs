@@ -12,6 +12,7 @@
 //! - `record`: record against stub providers on 127.0.0.1, replay offline, secrets, drift.
 //! - `sweep`: `harness sweep` / `harness import` over `fixtures/transcripts/` and, when present,
 //!   the public corpus in `../shared/transcripts`.
+//! - `serve`: `harness exec` and `harness serve` with a reference agent on 127.0.0.1.
 
 mod support;
 
@@ -23,4 +24,5 @@ mod invalid;
 mod mapping;
 mod record;
 mod schema;
+mod serve;
 mod sweep;

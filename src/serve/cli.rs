@@ -1,0 +1,446 @@
+//! `harness serve` and `harness exec`: load the scenario, start the server, run the agent
+//! command (exec) or wait for Ctrl-C (serve), infer each conversation's trace and judge it as
+//! `harness run` judges a case (goldens, expectations, metrics, the gate's outputs).
+//!
+//! An exec case is `<scenario id>@<label>` (`--label`, default `exec`; a further conversation of
+//! the same command is `<scenario id>@<label>.2`, …), its profile the label: its golden is
+//! `snapshots/<scenario id>@<label>.snap`, beside the scenario's own, and `harness run` leaves
+//! it alone while the scenario exists. `--expect PROFILE` judges it with the expectations the
+//! scenario states for that profile (its own, or a `[compare.PROFILE]`), whose
+//! `max_iterations` is also the cap.
+
+use super::http::{Server, Signals};
+use super::infer::{self, Context};
+use super::{Conversation, Session};
+use crate::gate::{self, Outputs, select::Selection};
+use crate::report::{EXIT_BAD_INPUT, EXIT_OK};
+use crate::run::{self, CaseResult, FileResult, Options};
+use crate::scenario::{self, Case, Diagnostic, Expect};
+use crate::snapshot::Comparison;
+use crate::store::{self, Layout};
+use crate::trace::{self, TimedEvent};
+use anyhow::Context as _;
+use std::io::{self, Write as _};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// The key `harness exec` hands the command when none is set (the server checks none).
+pub const DUMMY_KEY: &str = "harness-dummy-key";
+
+/// `harness serve` arguments.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeArgs {
+    /// The scenario whose scripted model answers.
+    pub scenario: PathBuf,
+    /// Address to listen on (port 0: any free port).
+    #[arg(long, default_value = "127.0.0.1:0", value_name = "HOST:PORT")]
+    pub addr: SocketAddr,
+    /// Listen on a non-loopback address (the endpoint has no authentication).
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Name of the runs in the printed traces (`<scenario id>@<label>`).
+    #[arg(long, default_value = "serve", value_name = "NAME")]
+    pub label: String,
+    /// Write each conversation's trace as JSON lines into this folder instead of printing it.
+    #[arg(long, value_name = "DIR")]
+    pub traces: Option<PathBuf>,
+    /// Also stop when standard input ends (Ctrl-D; for scripts that pipe into it).
+    #[arg(long)]
+    pub until_eof: bool,
+}
+
+/// `harness exec` arguments.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ExecArgs {
+    /// Scenario files or folders; the command runs once per scenario.
+    #[arg(required = true)]
+    pub scenarios: Vec<PathBuf>,
+    /// The agent command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+    /// Kill the command after this long; the case then fails.
+    #[arg(long, default_value_t = 60_000, value_name = "MS")]
+    pub timeout_ms: u64,
+    /// Name of the runs: case id `<scenario id>@<label>`, and their profile in the summary.
+    #[arg(long, default_value = "exec", value_name = "NAME")]
+    pub label: String,
+    /// Judge with the expectations the scenario states for this profile (its own, or a
+    /// `[compare.NAME]`); default: golden only.
+    #[arg(long, value_name = "PROFILE")]
+    pub expect: Option<String>,
+    /// Write each run's trace as JSON lines into this folder.
+    #[arg(long, value_name = "DIR")]
+    pub traces: Option<PathBuf>,
+}
+
+/// The case id of the `index`-th (0-based) conversation.
+pub fn conversation_id(scenario_id: &str, label: &str, index: usize) -> String {
+    match index {
+        0 => format!("{scenario_id}@{label}"),
+        n => format!("{scenario_id}@{label}.{}", n + 1),
+    }
+}
+
+/// Is `label` usable (lower-case letters, digits, `-`, `_`; not a profile name)?
+fn check_label(label: &str) -> Result<(), String> {
+    let ok = !label.is_empty()
+        && label
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+    if !ok {
+        return Err(format!(
+            "bad label `{label}`\n  hint: use lower-case letters, digits, `-` and `_`"
+        ));
+    }
+    if crate::policy::Config::profile(label).is_some() {
+        return Err(format!(
+            "the label `{label}` is a profile name\n  hint: pick another, e.g. `exec` or the agent's name"
+        ));
+    }
+    Ok(())
+}
+
+/// Load a scenario's cases; a located error is the failure.
+fn load(layout: &Layout, path: &Path) -> Result<Vec<Case>, Vec<Diagnostic>> {
+    let bad = |message: String, hint: &str| {
+        vec![Diagnostic {
+            line: 1,
+            col: 1,
+            message,
+            hint: Some(hint.to_owned()),
+        }]
+    };
+    if crate::record::is_cassette(path) {
+        return Err(bad(
+            "a cassette cannot be served: it has no scripted model".to_owned(),
+            "serve the scenario the cassette was recorded from",
+        ));
+    }
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| bad(format!("cannot read: {e}"), "check the path"))?;
+    scenario::load(&text, run::format_of(path), &layout.id_of(path))
+}
+
+fn print_diagnostics(path: &Path, diags: &[Diagnostic]) {
+    let mut err = anstream::stderr();
+    for d in diags {
+        let _ = writeln!(
+            err,
+            "error: {}:{}:{}: {}",
+            path.display(),
+            d.line,
+            d.col,
+            d.message
+        );
+        if let Some(h) = &d.hint {
+            let _ = writeln!(err, "  hint: {h}");
+        }
+    }
+}
+
+fn bad_usage(message: &str) -> u8 {
+    let _ = writeln!(anstream::stderr(), "error: {message}");
+    EXIT_BAD_INPUT
+}
+
+/// The inferred traces of a session's conversations.
+fn traces(session: &Session, label: &str) -> Vec<Vec<TimedEvent>> {
+    let tool_latency = session
+        .case()
+        .scenario
+        .tools
+        .iter()
+        .map(|t| (t.name.clone(), t.latency_ms))
+        .collect();
+    let ctx = Context {
+        profile: label,
+        cap: session.cap(),
+        tool_latency,
+    };
+    session
+        .conversations()
+        .iter()
+        .map(|c: &Conversation| infer::infer(&ctx, &c.exchanges))
+        .collect()
+}
+
+/// `harness serve`.
+pub fn serve(args: &ServeArgs, layout: &Layout) -> anyhow::Result<u8> {
+    if let Err(e) = check_label(&args.label) {
+        return Ok(bad_usage(&e));
+    }
+    if !args.addr.ip().is_loopback() && !args.allow_remote {
+        return Ok(bad_usage(&format!(
+            "refusing to listen on {}, which is not a loopback address\n  hint: the endpoint has no authentication; pass --allow-remote to listen there anyway",
+            args.addr
+        )));
+    }
+    let case = match load(layout, &args.scenario) {
+        Ok(mut cases) => cases.remove(0),
+        Err(diags) => {
+            print_diagnostics(&args.scenario, &diags);
+            return Ok(EXIT_BAD_INPUT);
+        }
+    };
+    let scenario_id = case.id.clone();
+    let server = Server::start(Session::new(case), args.addr, Signals::Stop)
+        .with_context(|| format!("cannot listen on {}", args.addr))?;
+    let addr = server.addr();
+    {
+        let mut out = io::stdout().lock();
+        writeln!(out, "listening on http://{addr}")?;
+        out.flush()?;
+    }
+    let _ = writeln!(
+        anstream::stderr(),
+        "harness serve: OPENAI_BASE_URL=http://{addr}/v1 ANTHROPIC_BASE_URL=http://{addr}; Ctrl-C ends and prints the inferred traces"
+    );
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    if args.until_eof {
+        std::thread::spawn(move || {
+            let _ = io::copy(&mut io::stdin().lock(), &mut io::sink());
+            let _ = tx.send(());
+        });
+    }
+    while !server.finished() {
+        match rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(()) => break,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) if args.until_eof => break,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+    let session = server.stop()?;
+    let all = traces(&session, &args.label);
+    let mut out = io::stdout().lock();
+    for (i, events) in all.iter().enumerate() {
+        let id = conversation_id(&scenario_id, &args.label, i);
+        match &args.traces {
+            Some(dir) => {
+                let path = dir.join(format!("{id}.jsonl"));
+                store::write_atomic(&path, trace::render_jsonl(events).as_bytes())
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+                writeln!(out, "wrote {}", path.display())?;
+            }
+            None => out.write_all(trace::render_golden(&id, events).as_bytes())?,
+        }
+    }
+    writeln!(
+        out,
+        "harness serve: {} conversation(s), {} request(s)",
+        all.len(),
+        session
+            .conversations()
+            .iter()
+            .map(|c| c.exchanges.len())
+            .sum::<usize>()
+    )?;
+    Ok(EXIT_OK)
+}
+
+/// `harness exec`.
+pub fn exec(args: &ExecArgs, layout: &Layout, outputs: &Outputs) -> anyhow::Result<u8> {
+    if let Err(e) = check_label(&args.label) {
+        return Ok(bad_usage(&e));
+    }
+    if let Some(p) = &args.expect
+        && crate::policy::Config::profile(p).is_none()
+    {
+        return Ok(bad_usage(&format!(
+            "unknown profile `{p}`\n  hint: known profiles: {}",
+            crate::policy::PROFILES.join(", ")
+        )));
+    }
+    let (files, unreadable) = store::discover(&args.scenarios);
+    let options = Options {
+        paths: Vec::new(),
+        layout: layout.clone(),
+        jobs: 1,
+        write_pending: !outputs.ci || outputs.pending_dir.is_some(),
+        traces: args.traces.clone(),
+        also_profiles: Vec::new(),
+        selection: Selection::default(),
+        repeat: 1,
+        pending_dir: outputs.pending_dir.clone(),
+    };
+    gate::report(outputs, layout, |r| {
+        for (path, e) in unreadable {
+            r.unreadable(&FileResult {
+                path,
+                outcome: Err(vec![Diagnostic {
+                    line: 1,
+                    col: 1,
+                    message: format!("cannot read: {e}"),
+                    hint: Some(
+                        "check the path; `harness exec` takes scenario files and folders"
+                            .to_owned(),
+                    ),
+                }]),
+            })?;
+        }
+        for path in files {
+            let result = exec_file(args, &options, &path)?;
+            r.file(&result)?;
+        }
+        r.finish()
+    })
+}
+
+/// How the command ended.
+enum Ended {
+    Exited(ExitStatus),
+    Killed,
+}
+
+/// Serve one scenario to one run of the command and judge what it sent.
+fn exec_file(args: &ExecArgs, options: &Options, path: &Path) -> io::Result<FileResult> {
+    let cases = match load(&options.layout, path) {
+        Ok(c) => c,
+        Err(diags) => {
+            return Ok(FileResult {
+                path: path.to_owned(),
+                outcome: Err(diags),
+            });
+        }
+    };
+    let chosen = match &args.expect {
+        None => Case {
+            expect: Expect::default(),
+            ..cases[0].clone()
+        },
+        Some(p) => match cases.iter().find(|c| &c.profile == p) {
+            Some(c) => c.clone(),
+            None => {
+                return Ok(FileResult {
+                    path: path.to_owned(),
+                    outcome: Err(vec![Diagnostic {
+                        line: 1,
+                        col: 1,
+                        message: format!("the scenario states no expectations for profile `{p}`"),
+                        hint: Some(format!(
+                            "use its own profile `{}` or add a `[compare.{p}]` table",
+                            cases[0].profile
+                        )),
+                    }]),
+                });
+            }
+        },
+    };
+    let scenario_id = cases[0].id.clone();
+    let server = Server::start(
+        Session::new(chosen.clone()),
+        SocketAddr::from(([127, 0, 0, 1], 0)),
+        Signals::Ignore,
+    )?;
+    let ended = run_command(args, server.addr(), &chosen, path);
+    let session = server.stop()?;
+    let ended = ended?;
+    let note = match &ended {
+        Ended::Exited(s) => format!("ended with {s}"),
+        Ended::Killed => format!("killed after {} ms", args.timeout_ms),
+    };
+    let _ = writeln!(
+        anstream::stderr(),
+        "harness exec: {}: `{}` {note}",
+        path.display(),
+        args.command.join(" ")
+    );
+    let mut failures = Vec::new();
+    if matches!(ended, Ended::Killed) {
+        failures.push(format!(
+            "the command did not finish within {} ms and was killed (raise --timeout-ms if it needs longer)",
+            args.timeout_ms
+        ));
+    }
+    let all = traces(&session, &args.label);
+    let case_of = |i: usize| Case {
+        id: conversation_id(&scenario_id, &args.label, i),
+        profile: args.label.clone(),
+        expect: if i == 0 {
+            chosen.expect.clone()
+        } else {
+            Expect::default()
+        },
+        gated: true,
+        ..chosen.clone()
+    };
+    let mut results: Vec<CaseResult> = Vec::new();
+    if all.is_empty() {
+        let quiet = Options {
+            write_pending: false,
+            traces: None,
+            ..options.clone()
+        };
+        let mut r = run::judge(&quiet, &case_of(0), &[]);
+        r.golden = Comparison::Ungated;
+        failures.push(
+            "the command made no model request: it must take its base URL from OPENAI_BASE_URL or ANTHROPIC_BASE_URL, which harness exec sets".to_owned(),
+        );
+        r.expectation_failures.append(&mut failures);
+        results.push(r);
+    }
+    for (i, events) in all.iter().enumerate() {
+        let mut r = run::judge(options, &case_of(i), events);
+        r.expectation_failures.extend(failures.iter().cloned());
+        results.push(r);
+    }
+    for r in &mut results {
+        r.row.expectations_passed = r.expectation_failures.is_empty();
+        r.passes = u32::from(r.passed());
+    }
+    Ok(FileResult {
+        path: path.to_owned(),
+        outcome: Ok(results),
+    })
+}
+
+/// Run the command against the server at `addr`; kill it after the timeout.
+fn run_command(args: &ExecArgs, addr: SocketAddr, case: &Case, path: &Path) -> io::Result<Ended> {
+    let Some((program, rest)) = args.command.split_first() else {
+        return Err(io::Error::other("no command given after `--`"));
+    };
+    let base = format!("http://{addr}");
+    let s = &case.scenario;
+    let tools: Vec<serde_json::Value> = s
+        .tools
+        .iter()
+        .map(|t| serde_json::json!({"name": t.name, "description": t.description, "schema": t.schema}))
+        .collect();
+    let mut cmd = Command::new(program);
+    cmd.args(rest)
+        .env("OPENAI_BASE_URL", format!("{base}/v1"))
+        .env("OPENAI_API_BASE", format!("{base}/v1"))
+        .env("ANTHROPIC_BASE_URL", &base)
+        .env("HARNESS_BASE_URL", &base)
+        .env("HARNESS_SCENARIO", path)
+        .env("HARNESS_SYSTEM", &s.system)
+        .env("HARNESS_USER", &s.user)
+        .env("HARNESS_TOOLS", serde_json::Value::Array(tools).to_string())
+        .stdin(Stdio::null())
+        // The command's output goes to stderr: stdout is the report's.
+        .stdout(Stdio::from(io::stderr()));
+    for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"] {
+        if std::env::var_os(var).is_none_or(|v| v.is_empty()) {
+            cmd.env(var, DUMMY_KEY);
+        }
+    }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot run `{program}`: {e}")))?;
+    let deadline = Instant::now() + Duration::from_millis(args.timeout_ms);
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(Ended::Exited(status));
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Ok(Ended::Killed);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

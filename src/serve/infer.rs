@@ -1,0 +1,254 @@
+//! The trace of a black-box agent run, inferred from the requests it sent and what the server
+//! answered, as events of the engine's own [`Event`] enum, so goldens, expectations and metrics
+//! read it unchanged. Pure: exchanges in, events out.
+//!
+//! What each request shows, in the engine's order:
+//!
+//! - the results of the previous answer's tool calls (the tool messages after the last
+//!   assistant message, paired with the calls in order): `tool_call_start` and
+//!   `tool_call_end` (failed when the result says so, see the module doc of `serve`); a call
+//!   with no result is `tool_call_skipped`;
+//! - tools withheld (the request offers fewer tools than the first one did):
+//!   `intervention policy=agent stage=2 action=strip_tools`, once per stretch of stripped
+//!   requests; the requests are `model_request … stripped`;
+//! - user or system messages the agent appended that are not tool results (nudges, warnings):
+//!   `intervention policy=agent stage=1 action=nudge` and `message_injected source=agent`;
+//! - `iteration N` (not for a retry after a provider fault), `model_request`, then what was
+//!   served: `model_response` or `provider_error`.
+//!
+//! The outcome: `response` when the agent stopped after a text answer, `max_iterations` when
+//! it called past the cap and was refused, `stopped` when it went away after asking for tools,
+//! `error` when the script had no answer or the agent gave up after a provider fault.
+//!
+//! Virtual time: each answer takes the script's latency, each tool call the latency of the
+//! scenario's tool of that name (0 for tools the scenario does not declare) — never the wall
+//! clock, so the trace is the same on every run of a deterministic agent.
+
+use super::{Exchange, Reply};
+use crate::llm::{Arguments, Message, Role};
+use crate::scenario::OutcomeKind;
+use crate::trace::{Event, TimedEvent};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// The policy name of what the agent did on its own.
+pub const AGENT: &str = "agent";
+
+/// What the trace needs besides the exchanges.
+#[derive(Debug, Clone)]
+pub struct Context<'a> {
+    /// The profile the trace names (the run's label).
+    pub profile: &'a str,
+    /// The iteration cap.
+    pub cap: u32,
+    /// Virtual latency of each tool the scenario declares.
+    pub tool_latency: BTreeMap<String, u64>,
+}
+
+struct Clock {
+    t: u64,
+    events: Vec<TimedEvent>,
+}
+
+impl Clock {
+    fn push(&mut self, event: Event) {
+        self.events.push(TimedEvent {
+            t_ms: self.t,
+            event,
+        });
+    }
+}
+
+/// The inferred trace of one conversation.
+pub fn infer(ctx: &Context<'_>, exchanges: &[Exchange]) -> Vec<TimedEvent> {
+    let mut c = Clock {
+        t: 0,
+        events: Vec::new(),
+    };
+    let Some(first) = exchanges.first() else {
+        return c.events;
+    };
+    let offered = names(&first.request.tools);
+    c.push(Event::RunStart {
+        profile: ctx.profile.to_owned(),
+        model: first.request.options.model.clone(),
+        max_iterations: ctx.cap,
+        tools: offered.clone(),
+    });
+    let mut stripped_before = false;
+    let mut faults = 0u32;
+    let mut call = 0u32;
+    let mut prev: Option<&Exchange> = None;
+    for e in exchanges {
+        let msgs = &e.request.messages;
+        let tools = names(&e.request.tools);
+        let stripped = !offered.is_empty() && tools.len() < offered.len();
+        let retry = prev.is_some_and(|p| matches!(p.reply, Reply::Fault(_)));
+        if let Some(p) = prev.filter(|_| !retry) {
+            let start = appended_from(msgs, p.request.messages.len());
+            let calls = match &p.reply {
+                Reply::Answer(r) => r.tool_calls.as_slice(),
+                _ => &[],
+            };
+            let appended = &msgs[start.min(msgs.len())..];
+            let results: Vec<&Message> = appended.iter().filter(|m| m.role == Role::Tool).collect();
+            for (i, call) in calls.iter().enumerate() {
+                let Some(result) = results.get(i) else {
+                    c.push(Event::ToolCallSkipped {
+                        id: call.id.clone(),
+                        name: call.name.clone(),
+                        reason: "the agent sent no result for this call".to_owned(),
+                    });
+                    continue;
+                };
+                c.push(Event::ToolCallStart {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    args: args_value(&call.arguments),
+                });
+                let latency_ms = ctx.tool_latency.get(&call.name).copied().unwrap_or(0);
+                c.t += latency_ms;
+                let ok = !result.failed;
+                c.push(Event::ToolCallEnd {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    ok,
+                    output: ok.then(|| result.content.clone()),
+                    error: (!ok).then(|| result.content.clone()),
+                    latency_ms,
+                });
+            }
+            for extra in results.iter().skip(calls.len()) {
+                c.push(Event::Notice {
+                    source: AGENT.to_owned(),
+                    text: format!("a tool result answering no call: {}", extra.content),
+                });
+            }
+            if stripped && !stripped_before {
+                c.push(Event::Intervention {
+                    policy: AGENT.to_owned(),
+                    stage: 2,
+                    action: "strip_tools".to_owned(),
+                    tool: None,
+                });
+            }
+            for m in appended
+                .iter()
+                .filter(|m| matches!(m.role, Role::User | Role::System))
+            {
+                c.push(Event::Intervention {
+                    policy: AGENT.to_owned(),
+                    stage: 1,
+                    action: "nudge".to_owned(),
+                    tool: None,
+                });
+                c.push(Event::MessageInjected {
+                    source: AGENT.to_owned(),
+                    role: m.role,
+                    text: m.content.clone(),
+                });
+            }
+        }
+        stripped_before = stripped;
+        prev = Some(e);
+        match &e.reply {
+            Reply::Cap => {
+                c.push(Event::Outcome {
+                    outcome: OutcomeKind::MaxIterations,
+                    iterations: ctx.cap,
+                    text: None,
+                    detail: Some(format!(
+                        "iteration cap reached ({}): the agent called again and was refused",
+                        ctx.cap
+                    )),
+                });
+                return c.events;
+            }
+            Reply::Answer(_) | Reply::Fault(_) | Reply::NoAnswer(_) => {}
+        }
+        if !retry {
+            c.push(Event::Iteration { n: e.iteration });
+        }
+        call += 1;
+        c.push(Event::ModelRequest {
+            purpose: crate::llm::Purpose::Turn,
+            call,
+            messages: msgs.len(),
+            tools,
+            force_text: false,
+            stripped,
+        });
+        match &e.reply {
+            Reply::Answer(r) => {
+                faults = 0;
+                c.t += r.latency_ms;
+                c.push(Event::model_response(r));
+            }
+            Reply::Fault(f) => {
+                faults += 1;
+                c.t += f.latency_ms;
+                c.push(Event::provider_error(f, faults, f.retry_after_ms));
+            }
+            Reply::NoAnswer(why) => {
+                c.push(Event::Outcome {
+                    outcome: OutcomeKind::Error,
+                    iterations: e.iteration,
+                    text: None,
+                    detail: Some(why.clone()),
+                });
+                return c.events;
+            }
+            Reply::Cap => {}
+        }
+    }
+    let last = exchanges.last().map_or(0, |e| e.iteration);
+    let (outcome, text, detail) = match prev.map(|e| &e.reply) {
+        Some(Reply::Answer(r)) if r.tool_calls.is_empty() => {
+            (OutcomeKind::Response, r.text.clone(), None)
+        }
+        Some(Reply::Answer(_)) => (
+            OutcomeKind::Stopped,
+            None,
+            Some("the agent stopped without sending back the results of its tool calls".to_owned()),
+        ),
+        Some(Reply::Fault(f)) => (
+            OutcomeKind::Error,
+            None,
+            Some(format!("the agent gave up after {}", f.describe())),
+        ),
+        Some(Reply::Cap | Reply::NoAnswer(_)) | None => return c.events,
+    };
+    c.push(Event::Outcome {
+        outcome,
+        iterations: last,
+        text,
+        detail,
+    });
+    c.events
+}
+
+/// Where the messages this request added begin: after the last assistant message (our answer,
+/// as the agent appended it), and not before the end of the previous request when the list
+/// grew (an agent that dropped our answer still appended after what it sent before).
+fn appended_from(messages: &[Message], previous_len: usize) -> usize {
+    let after_answer = messages
+        .iter()
+        .rposition(|m| m.role == Role::Assistant)
+        .map_or(0, |i| i + 1);
+    if messages.len() > previous_len {
+        after_answer.max(previous_len)
+    } else {
+        after_answer
+    }
+}
+
+fn names(tools: &[crate::llm::ToolSpec]) -> Vec<String> {
+    tools.iter().map(|t| t.name.clone()).collect()
+}
+
+fn args_value(a: &Arguments) -> Value {
+    match a {
+        Arguments::Parsed(v) => v.clone(),
+        Arguments::Raw(s) => serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone())),
+    }
+}
