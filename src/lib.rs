@@ -35,6 +35,7 @@ pub mod engine;
 pub mod expect;
 pub mod gate;
 pub mod json;
+pub mod limits;
 pub mod llm;
 pub mod metrics;
 pub mod policy;

@@ -44,8 +44,11 @@ pub struct Outputs {
 
 /// Read and parse a baseline file; a bad one is a located error.
 pub fn load_baseline(path: &Path) -> anyhow::Result<baseline::Baseline> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read baseline {}", path.display()))?;
+    let text = store::read_input_text(path, "baseline", crate::limits::MAX_BASELINE_BYTES)
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::InvalidData => anyhow::anyhow!("{}:{e}", path.display()),
+            _ => anyhow::Error::new(e).context(format!("cannot read baseline {}", path.display())),
+        })?;
     baseline::parse(&text).map_err(|e| {
         anyhow::anyhow!(
             "{}:{e}\n  hint: see `harness bless`, which writes this file",
@@ -98,6 +101,10 @@ pub fn report(
         }
     }
     let mut code = terminal.tally.exit_code();
+    if terminal.tally.interrupted.is_some() {
+        // A partial run makes no report files (the metrics CSV discarded its own).
+        return Ok(code);
+    }
     let mut extra = String::new();
     if let (Some(base), Some(path)) = (&base, &outputs.baseline) {
         let rows = collected.cases().map(|(_, c)| &c.row);
@@ -163,8 +170,14 @@ pub fn report(
 pub fn merge_shards(shards: &[PathBuf]) -> Result<Collected, String> {
     let mut all = Collected::default();
     for s in shards {
-        let text =
-            std::fs::read_to_string(s).map_err(|e| format!("{}: cannot read: {e}", s.display()))?;
+        let text = store::read_input_text(s, "results file", crate::limits::MAX_RESULTS_BYTES)
+            .map_err(|e| match e.kind() {
+                io::ErrorKind::InvalidData => format!(
+                    "{}:{e}\n  hint: pass files written by `harness run --json`",
+                    s.display()
+                ),
+                _ => format!("{}: cannot read: {e}", s.display()),
+            })?;
         let part = json::parse(&text).map_err(|e| {
             format!(
                 "{}:{e}\n  hint: pass files written by `harness run --json`",
@@ -208,8 +221,11 @@ pub fn list(options: &Options, out: &mut dyn Write) -> anyhow::Result<u8> {
         if !take {
             continue;
         }
-        let loaded = std::fs::read_to_string(path)
-            .map_err(|e| vec![format!("1:1: cannot read: {e}")])
+        let loaded = store::read_input_text(path, "scenario", crate::limits::MAX_SCENARIO_BYTES)
+            .map_err(|e| match e.kind() {
+                io::ErrorKind::InvalidData => vec![e.to_string()],
+                _ => vec![format!("1:1: cannot read: {e}")],
+            })
             .and_then(|text| {
                 scenario::load(&text, run::format_of(path), id).map_err(|ds| {
                     ds.iter()
@@ -258,6 +274,13 @@ pub fn bless(
     };
     let mut collected = Collected::default();
     run::run(options, &mut collected)?;
+    if run::interrupt::requested() {
+        writeln!(
+            out,
+            "harness bless: interrupted (Ctrl-C); the baseline was not written"
+        )?;
+        return Ok(report::EXIT_INTERRUPTED);
+    }
     let tally = collected.tally();
     let code = tally.exit_code();
     if code != EXIT_OK {

@@ -152,6 +152,9 @@ pub(super) fn hint_for(message: &str) -> Option<String> {
             quoted.first().unwrap_or(&"")
         ));
     }
+    if message.starts_with("values nest deeper") {
+        return Some("flatten the value: no scenario needs arrays or tables this deep".to_owned());
+    }
     if message.starts_with("empty range") || message.starts_with("a count cannot") {
         return Some(
             "write a count as a whole number, or as `{ min = …, max = … }` with min <= max"

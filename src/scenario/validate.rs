@@ -436,6 +436,7 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
         c.expect(e, &[key("compare"), key(name)]);
     }
 
+    c.problems.extend(super::bounds::check(s, &cases));
     if c.problems.is_empty() {
         Ok(cases)
     } else {
