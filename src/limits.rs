@@ -25,11 +25,11 @@ pub const MAX_NESTING_TOML: usize = 80;
 pub const MAX_NESTING_JSON: usize = 127;
 
 /// Most events one run's trace may hold.
-pub const MAX_TRACE_EVENTS: usize = 100_000;
+pub const MAX_TRACE_EVENTS: usize = 20_000;
 /// Longest scripted tool output or error text, in bytes.
 pub const MAX_TOOL_OUTPUT_BYTES: usize = MIB as usize;
 /// Highest iteration cap a configuration may set (`max_iterations`, budgets, step calls).
-pub const MAX_ITERATIONS: u32 = 10_000;
+pub const MAX_ITERATIONS: u32 = 1_000;
 /// Virtual time one run may take (24 hours); also the longest single scripted latency or delay.
 pub const MAX_VIRTUAL_MS: u64 = 24 * 60 * 60 * 1000;
 
@@ -143,7 +143,7 @@ mod tests {
             check_run(1, MAX_VIRTUAL_MS + 1),
             Err(Exceeded::VirtualTime(MAX_VIRTUAL_MS + 1))
         );
-        assert!(Exceeded::TraceEvents.to_string().contains("100000 events"));
+        assert!(Exceeded::TraceEvents.to_string().contains("20000 events"));
     }
 
     #[test]

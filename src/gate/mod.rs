@@ -46,15 +46,48 @@ pub struct Outputs {
 pub fn load_baseline(path: &Path) -> anyhow::Result<baseline::Baseline> {
     let text = store::read_input_text(path, "baseline", crate::limits::MAX_BASELINE_BYTES)
         .map_err(|e| match e.kind() {
-            io::ErrorKind::InvalidData => anyhow::anyhow!("{}:{e}", path.display()),
+            io::ErrorKind::InvalidData => anyhow::anyhow!(
+                "{}:{e}\n  hint: {}",
+                path.display(),
+                input_hint(&e.to_string(), "`harness bless`")
+            ),
             _ => anyhow::Error::new(e).context(format!("cannot read baseline {}", path.display())),
         })?;
     baseline::parse(&text).map_err(|e| {
         anyhow::anyhow!(
-            "{}:{e}\n  hint: see `harness bless`, which writes this file",
-            path.display()
+            "{}:{e}\n  hint: {}",
+            path.display(),
+            input_hint(&e, "`harness bless`")
         )
     })
+}
+
+/// How to mend a baseline or results file, by its error message; `writer` is the command
+/// that writes such files.
+fn input_hint(message: &str, writer: &str) -> String {
+    let has = |s: &str| message.contains(s);
+    if has("not valid UTF-8") {
+        format!("save the file as UTF-8, as {writer} does")
+    } else if has("is not supported") {
+        format!("{writer} of this harness writes the version it reads; rerun it")
+    } else if has("nest deeper") {
+        "flatten the value: no field of this file holds nested arrays".to_owned()
+    } else if has("EOF while parsing") || has("unclosed") || has("expected `") {
+        format!(
+            "the file is cut short or malformed; write it again with {writer} instead of editing it"
+        )
+    } else if has("duplicate") {
+        "a key may appear once in a table; delete or rename the second one".to_owned()
+    } else if has("unknown field") {
+        "remove or correct the key: the message lists the keys allowed here".to_owned()
+    } else if has("missing field") {
+        format!("add the field named above, or write the file again with {writer}")
+    } else if has("invalid type") || has("invalid value") || has("tolerance") {
+        "write the value in the type named above (numbers without quotes, percentages as \"5%\")"
+            .to_owned()
+    } else {
+        format!("see {writer}, which writes this file")
+    }
 }
 
 /// Feed results (`produce` calls the reporter) to the terminal and every requested output;
@@ -173,15 +206,17 @@ pub fn merge_shards(shards: &[PathBuf]) -> Result<Collected, String> {
         let text = store::read_input_text(s, "results file", crate::limits::MAX_RESULTS_BYTES)
             .map_err(|e| match e.kind() {
                 io::ErrorKind::InvalidData => format!(
-                    "{}:{e}\n  hint: pass files written by `harness run --json`",
-                    s.display()
+                    "{}:{e}\n  hint: {}",
+                    s.display(),
+                    input_hint(&e.to_string(), "`harness run --json`")
                 ),
                 _ => format!("{}: cannot read: {e}", s.display()),
             })?;
         let part = json::parse(&text).map_err(|e| {
             format!(
-                "{}:{e}\n  hint: pass files written by `harness run --json`",
-                s.display()
+                "{}:{e}\n  hint: {}",
+                s.display(),
+                input_hint(&e, "`harness run --json`")
             )
         })?;
         for u in part.unreadable {

@@ -1,6 +1,7 @@
 //! The scenario format's share of [`crate::limits`]: iteration caps, scripted latencies and
 //! delays, tool output sizes and token counts a scenario may set, each past its limit reported
-//! as a located [`Problem`]. With these bounded, a run's length and virtual time stay finite and
+//! as a located [`Problem`], and references that must stay inside the project (workspace
+//! paths). With these bounded, a run's length and virtual time stay finite and
 //! no counter overflows; the engine checks the trace length and virtual time as it goes.
 
 use super::locate::{Problem, Seg};
@@ -82,6 +83,25 @@ pub(super) fn check(s: &Scenario, cases: &[(String, Config, Expect)]) -> Vec<Pro
         reply(&mut out, &path, turn);
     }
 
+    // References: workspace files are project paths, never outside the project.
+    for name in s.workspace.keys() {
+        let escapes = name.starts_with('/')
+            || name.starts_with('\\')
+            || name.get(1..2) == Some(":")
+            || name.split(['/', '\\']).any(|c| c == "..");
+        if escapes {
+            out.push(Problem {
+                path: vec![key("workspace"), key(name)],
+                at_key: true,
+                message: format!("workspace path `{name}` leads outside the project"),
+                hint: Some(
+                    "write workspace files as relative paths inside the project, without `..`, e.g. `\"src/auth.ts\" = 120`"
+                        .to_owned(),
+                ),
+            });
+        }
+    }
+
     // The configuration's caps and delays, once per distinct value: every case resolves the
     // same `[config]` over its own profile.
     for (_, config, _) in cases {
@@ -145,7 +165,7 @@ fn reply(out: &mut Vec<Problem>, path: &[Seg], turn: &TurnDef) {
 /// `[config]` keys. Retry counts are not capped (a profile may retry without end, each retry
 /// spending an iteration); the trace limit bounds them.
 fn config_bounds(c: &Config) -> Vec<Problem> {
-    let cap_hint = "an iteration cap above 10000 is never reached by a scripted run; lower it";
+    let cap_hint = "no scripted run needs more than 1000 iterations (the plan/step loop's default cap is 500); lower it";
     let mut out = Vec::new();
     let caps = [
         (vec!["max_iterations"], c.max_iterations),

@@ -6,7 +6,7 @@
 mod bounds;
 pub use bounds::MAX_USAGE_TOKENS;
 mod locate;
-pub use locate::{Seg, line_col};
+pub use locate::{Seg, json_token_start, line_col};
 mod model;
 mod validate;
 
@@ -124,7 +124,8 @@ pub fn parse(text: &str, format: SourceFormat) -> Result<Scenario, Diagnostic> {
                 .map_or(msg.as_str(), |(m, _)| m)
                 .to_owned();
             let msg = crate::limits::explain_nesting(&msg, true).unwrap_or(msg);
-            locate::from_serde(e.line().max(1), e.column().max(1), msg)
+            let (line, col) = (e.line().max(1), e.column().max(1));
+            locate::from_serde(line, json_token_start(text, line, col), msg)
         }),
     }
 }

@@ -9,6 +9,8 @@
 //! - `mapping`: `docs/profiles.md` names only scenarios and tests that exist, and all of them.
 //! - `gate`: the CI gate: JUnit structure, merged shards = one run, metric baselines, GitHub
 //!   annotations and job summary, `--pending-dir` on CI, `--filter` and `list`.
+//! - `robust`: Ctrl-C (partial summary, exit 130), SIGKILL at random moments (no half-written
+//!   file), outputs independent of locale, timezone, folder, environment and file order.
 
 mod support;
 
@@ -18,4 +20,5 @@ mod gate;
 mod golden_workflow;
 mod invalid;
 mod mapping;
+mod robust;
 mod schema;
