@@ -9,6 +9,8 @@
 //! - `mapping`: `docs/profiles.md` names only scenarios and tests that exist, and all of them.
 //! - `gate`: the CI gate: JUnit structure, merged shards = one run, metric baselines, GitHub
 //!   annotations and job summary, `--pending-dir` on CI, `--filter` and `list`.
+//! - `fuzz_regressions`: the fuzz seeds and every fuzz finding through their targets' code
+//!   (through the library, as the fuzzers call it).
 //! - `robust`: Ctrl-C (partial summary, exit 130), SIGKILL at random moments (no half-written
 //!   file), outputs independent of locale, timezone, folder, environment and file order.
 
@@ -16,6 +18,7 @@ mod support;
 
 mod cli;
 mod determinism;
+mod fuzz_regressions;
 mod gate;
 mod golden_workflow;
 mod invalid;
