@@ -7,7 +7,7 @@
 //! Layers (dependencies point down only):
 //!
 //! ```text
-//! cli → gate → run → {store, report} → {engine, snapshot, metrics, expect} → {policy, tool, llm, trace, scenario}
+//! cli → gate → run → {store, report} → {engine, snapshot, metrics, expect} → {policy, tool, llm, trace, scenario} → limits
 //! ```
 //!
 //! The engine and everything below it are pure: no files, clocks, threads or network. Only
@@ -19,6 +19,13 @@
 //! and the outputs made from collected results — JSON results, JUnit, GitHub annotations and
 //! job summary (`report::{json, junit, github}`) — which `harness merge` rebuilds from shards.
 //!
+//! `limits` holds every size and count harness accepts (file sizes, nesting, trace length,
+//! virtual time, iteration caps, tool output, request bodies), pure and shared by all formats;
+//! the scenario validator, the engine (trace length, virtual time), `store` (file sizes) and the
+//! baseline and results readers enforce them. `run::interrupt` turns Ctrl-C into a stop between
+//! scenario files (exit code [`report::EXIT_INTERRUPTED`], 130); every file is written
+//! atomically by `store` (write, then rename). `fuzz/` (outside the build) fuzzes the readers.
+//!
 //! The engine has two loops: the agent loop (`engine`), whose defences are policies
 //! (`policy`, one file each) bundled into the profiles `none`, `ironclaw`, `moltis` and
 //! `agentloop`; and the plan/step executor (`engine::plan_step`), selected by the `plan-step`
@@ -28,7 +35,7 @@
 //! Exit codes of `harness run`: [`report::EXIT_OK`] (0) all passed, [`report::EXIT_FAILED`] (1)
 //! a golden mismatch, missing or orphaned golden or failed expectation,
 //! [`report::EXIT_BAD_INPUT`] (2) bad input or usage, [`report::EXIT_METRIC_REGRESSION`] (3)
-//! only metrics regressed against `--baseline`.
+//! only metrics regressed against `--baseline`, [`report::EXIT_INTERRUPTED`] (130) Ctrl-C.
 
 pub mod cli;
 pub mod engine;

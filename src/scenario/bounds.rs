@@ -5,7 +5,7 @@
 //! no counter overflows; the engine checks the trace length and virtual time as it goes.
 
 use super::locate::{Problem, Seg};
-use super::{Expect, OutcomeDef, Scenario, TurnDef};
+use super::{Expect, ModelScript, OutcomeDef, Scenario, TurnDef};
 use crate::limits::{MAX_ITERATIONS, MAX_TOOL_OUTPUT_BYTES, MAX_VIRTUAL_MS};
 use crate::policy::Config;
 
@@ -67,18 +67,7 @@ pub(super) fn check(s: &Scenario, cases: &[(String, Config, Expect)]) -> Vec<Pro
         vec![key("model"), key("latency_ms")],
         Some(m.latency_ms),
     );
-    let replies = m
-        .turns
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (vec![key("model"), key("turns"), Seg::Index(i)], t))
-        .chain(m.rules.iter().enumerate().map(|(i, r)| {
-            (
-                vec![key("model"), key("rules"), Seg::Index(i), key("reply")],
-                &r.reply,
-            )
-        }));
-    for (path, turn) in replies {
+    for (path, turn, _) in replies(m) {
         latency(&mut out, at(&path, &["latency_ms"]), turn.latency_ms);
         reply(&mut out, &path, turn);
     }
@@ -115,6 +104,23 @@ pub(super) fn check(s: &Scenario, cases: &[(String, Config, Expect)]) -> Vec<Pro
         }
     }
     out
+}
+
+/// Every scripted reply with where it is: the turns (`true`), then the rules' replies.
+pub(super) fn replies(m: &ModelScript) -> impl Iterator<Item = (Vec<Seg>, &TurnDef, bool)> {
+    let turns = m
+        .turns
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (vec![key("model"), key("turns"), Seg::Index(i)], t, true));
+    let rules = m.rules.iter().enumerate().map(|(i, r)| {
+        (
+            vec![key("model"), key("rules"), Seg::Index(i), key("reply")],
+            &r.reply,
+            false,
+        )
+    });
+    turns.chain(rules)
 }
 
 fn tool_output(out: &mut Vec<Problem>, path: &[Seg], o: &OutcomeDef) {

@@ -51,34 +51,34 @@ fn scenario_target(data: &[u8]) -> usize {
     cases
 }
 
-/// `fuzz_targets/baseline.rs`.
-fn baseline_target(data: &[u8]) -> bool {
+/// `fuzz_targets/baseline.rs` and `results.rs`: a file that reads renders to one that reads
+/// again; whether it read.
+fn round_trip<T>(
+    data: &[u8],
+    parse: fn(&str) -> Result<T, String>,
+    render: fn(&T) -> String,
+) -> bool {
     let Ok(text) = std::str::from_utf8(data) else {
         return false;
     };
-    let Ok(b) = harness::gate::baseline::parse(text) else {
+    let Ok(value) = parse(text) else {
         return false;
     };
-    let again = harness::gate::baseline::render(&b);
-    if let Err(e) = harness::gate::baseline::parse(&again) {
-        panic!("a rendered baseline does not read back: {e}\n{again}");
+    let again = render(&value);
+    if let Err(e) = parse(&again) {
+        panic!("a rendered file does not read back: {e}\n{again}");
     }
     true
 }
 
-/// `fuzz_targets/results.rs`.
+fn baseline_target(data: &[u8]) -> bool {
+    use harness::gate::baseline::{parse, render};
+    round_trip(data, parse, render)
+}
+
 fn results_target(data: &[u8]) -> bool {
-    let Ok(text) = std::str::from_utf8(data) else {
-        return false;
-    };
-    let Ok(results) = harness::report::json::parse(text) else {
-        return false;
-    };
-    let again = harness::report::json::render(&results);
-    if let Err(e) = harness::report::json::parse(&again) {
-        panic!("rendered results do not read back: {e}\n{again}");
-    }
-    true
+    use harness::report::json::{parse, render};
+    round_trip(data, parse, render)
 }
 
 #[test]

@@ -101,6 +101,30 @@ fn text_at(source: &str, line: usize, col: usize) -> String {
         .unwrap_or_default()
 }
 
+/// Assert that the `error:` line of fixture `key` (at `rel`) points at the text `table` lists.
+#[track_caller]
+fn assert_points_at(
+    table: &[(&str, &str)],
+    key: &str,
+    source: &str,
+    error: &str,
+    rel: &str,
+    run: &crate::support::Run,
+) {
+    let at = parse_error_line(error, rel);
+    let (_, want) = table
+        .iter()
+        .find(|(n, _)| *n == key)
+        .unwrap_or_else(|| panic!("add {key} to the table of where errors point"));
+    let found = text_at(source, at.line, at.col);
+    assert!(
+        found.starts_with(want),
+        "{rel}: the error at {}:{} points at {found:?}, expected {want:?}\n{run}",
+        at.line,
+        at.col
+    );
+}
+
 fn fixture_names() -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(repo().join(FIXTURES))
         .expect("read fixtures/invalid/scenario")
@@ -178,18 +202,7 @@ fn located_errors() {
             }
         }
 
-        let first = parse_error_line(errors[0], &rel);
-        let (_, want) = POINTS_AT
-            .iter()
-            .find(|(n, _)| *n == name)
-            .unwrap_or_else(|| panic!("add {name} to POINTS_AT"));
-        let found = text_at(&source, first.line, first.col);
-        assert!(
-            found.starts_with(want),
-            "{rel}: the error at {}:{} points at {found:?}, expected {want:?}\n{run}",
-            first.line,
-            first.col
-        );
+        assert_points_at(POINTS_AT, &name, &source, errors[0], &rel, &run);
 
         let what = if name.ends_with(".json") {
             format!("JSON scenario {name}")
@@ -410,18 +423,7 @@ fn check_other_format(path: &std::path::Path) {
         lines.len() == 2 && lines[1].starts_with("  hint: "),
         "{rel}: want one error and its hint\n{run}"
     );
-    let at = parse_error_line(lines[0], &rel);
-    let (_, want) = OTHER_POINTS_AT
-        .iter()
-        .find(|(n, _)| *n == key)
-        .unwrap_or_else(|| panic!("add {key} to OTHER_POINTS_AT"));
-    let found = text_at(&source, at.line, at.col);
-    assert!(
-        found.starts_with(want),
-        "{rel}: the error at {}:{} points at {found:?}, expected {want:?}\n{run}",
-        at.line,
-        at.col
-    );
+    assert_points_at(OTHER_POINTS_AT, &key, &source, lines[0], &rel, &run);
     insta::with_settings!({ description => format!("{kind} file {name}"), omit_expression => true }, {
         insta::assert_snapshot!(kind.as_str(), lines.join("\n"));
     });
