@@ -207,15 +207,20 @@ fn sigkill_at_any_moment_leaves_every_output_absent_or_whole_100_times() {
         }
     };
 
-    // The whole outputs of an uninterrupted run, and how long it takes.
-    let start = Instant::now();
-    let status = harness_in(p.path(), &args)
-        .stdout(Stdio::null())
-        .status()
-        .expect("run harness");
-    let full_run = start.elapsed();
+    // The whole outputs of an uninterrupted run, and how long one takes (the fastest of three,
+    // so that most kills land before the end).
+    let mut full_run = Duration::MAX;
+    for _ in 0..3 {
+        clear(&p);
+        let start = Instant::now();
+        let status = harness_in(p.path(), &args)
+            .stdout(Stdio::null())
+            .status()
+            .expect("run harness");
+        full_run = full_run.min(start.elapsed());
+        assert_eq!(status.code(), Some(1), "missing goldens fail the run");
+    }
     eprintln!("an uninterrupted run takes {full_run:?}");
-    assert_eq!(status.code(), Some(1), "missing goldens fail the run");
     let reference: BTreeMap<String, Vec<u8>> = outputs(&p);
     assert!(
         reference.len() == 3 * 4 + 3 && !reference.keys().any(|k| k.contains(".harness-")),
