@@ -82,6 +82,8 @@ fn input_hint(message: &str, writer: &str) -> String {
         "remove or correct the key: the message lists the keys allowed here".to_owned()
     } else if has("missing field") {
         format!("add the field named above, or write the file again with {writer}")
+    } else if has(" runs passed, but its verdict") || has(" passes of ") {
+        format!("the counts of this case do not fit together; write the file again with {writer}")
     } else if has("invalid type") || has("invalid value") || has("tolerance") {
         "write the value in the type named above (numbers without quotes, percentages as \"5%\")"
             .to_owned()

@@ -125,11 +125,23 @@ fn case_back(c: Case) -> Result<CaseResult, String> {
         ("missing", _) => Comparison::Missing,
         ("differs", Some(d)) => Comparison::Differs(d),
         ("ungated", _) => Comparison::Ungated,
+        ("differs", None) => {
+            return Err(format!(
+                "case `{}`: golden `differs` without its `diff`",
+                c.id
+            ));
+        }
         (g, _) => return Err(format!("case `{}`: unknown golden verdict `{g}`", c.id)),
     };
     let row: Row =
         serde_json::from_value(c.metrics).map_err(|e| format!("case `{}`: metrics: {e}", c.id))?;
-    Ok(CaseResult {
+    if c.runs == 0 || c.passes > c.runs {
+        return Err(format!(
+            "case `{}`: {} passes of {} runs",
+            c.id, c.passes, c.runs
+        ));
+    }
+    let r = CaseResult {
         id: c.id,
         row,
         golden,
@@ -139,7 +151,18 @@ fn case_back(c: Case) -> Result<CaseResult, String> {
         line: c.line,
         runs: c.runs,
         passes: c.passes,
-    })
+    };
+    // A run writes a case whose runs did not all pass with a failing run's verdict.
+    if r.passed() != (r.passes == r.runs) {
+        return Err(format!(
+            "case `{}`: {} of {} runs passed, but its verdict says {}",
+            r.id,
+            r.passes,
+            r.runs,
+            if r.passed() { "passed" } else { "failed" }
+        ));
+    }
+    Ok(r)
 }
 
 fn file_json(f: &FileResult, unreadable: bool) -> File {

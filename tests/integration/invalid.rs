@@ -379,6 +379,7 @@ const OTHER_POINTS_AT: &[(&str, &str)] = &[
     ("baseline/wrong-type.toml", "\"four\""),
     ("results/cases-and-errors.json", "{"),
     ("results/duplicate-key.json", "\"version\": 1"),
+    ("results/flaky-case-passing-verdict.json", "{"),
     ("results/invalid-utf8.json", "\u{FFFD}"),
     ("results/missing-files.json", "}"),
     ("results/truncated.json", ""),
