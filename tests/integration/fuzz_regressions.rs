@@ -71,6 +71,9 @@ fn round_trip<T>(
     true
 }
 
+/// A fuzz target's code: whether the input read.
+type Target = fn(&[u8]) -> bool;
+
 fn baseline_target(data: &[u8]) -> bool {
     use harness::gate::baseline::{parse, render};
     round_trip(data, parse, render)
@@ -94,7 +97,7 @@ fn seeds_and_fuzz_findings_go_through_their_targets_without_a_panic() {
         }
     }
 
-    let round_trips: [(&str, fn(&[u8]) -> bool); 2] =
+    let round_trips: [(&str, Target); 2] =
         [("baseline", baseline_target), ("results", results_target)];
     for (target, run) in round_trips {
         let seeds = inputs(&format!("fuzz/seeds/{target}"));
