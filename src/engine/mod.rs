@@ -148,6 +148,33 @@ enum Prepared {
     Unknown(Value),
 }
 
+/// Run a scenario's case with this model and the case's scripted tools: the events, and the
+/// gap that cut the run short, if any.
+pub fn run_case(
+    case: &crate::scenario::Case,
+    model: &mut dyn Model,
+) -> (Vec<TimedEvent>, Option<ScriptGap>) {
+    let s = &case.scenario;
+    let mut tools = crate::tool::ScriptedTools::new(&s.tools);
+    let input = RunInput {
+        profile: &case.profile,
+        model: &s.model.name,
+        config: &case.config,
+        system: &s.system,
+        user: &s.user,
+        signals: &s.signals,
+        prices: case.prices(),
+        approvals: &s.approvals,
+        followups: &s.followups,
+        workspace: &s.workspace,
+        plan: s.plan.as_ref().map_or(&[], |p| p.steps.as_slice()),
+    };
+    match run(input, model, &mut tools) {
+        Ok(events) => (events, None),
+        Err((events, gap)) => (events, Some(gap)),
+    }
+}
+
 /// Run one agent loop (and its resumes and follow-up turns) to its outcome, or the plan/step
 /// loop when the configuration enables it.
 pub fn run(input: RunInput<'_>, model: &mut dyn Model, tools: &mut dyn ToolRunner) -> RunResult {

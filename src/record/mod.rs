@@ -20,12 +20,11 @@ pub mod player;
 pub mod promote;
 pub mod scrub;
 
-use crate::engine::{self, RunInput, ScriptGap};
+use crate::engine;
 use crate::llm::{Model, ModelError, ModelRequest, ModelResponse};
 use crate::provider::{Provider, WireOptions};
 use crate::scenario::{self, Case, Diagnostic, Expect, SourceFormat};
 use crate::store::{self, Layout};
-use crate::tool::ScriptedTools;
 use crate::trace::TimedEvent;
 use cassette::{Cassette, ReplayOptions};
 use live::{Endpoint, LiveModel};
@@ -266,29 +265,6 @@ fn retarget(case: &mut Case, id: String, model: &str) {
     case.gated = true;
 }
 
-/// Run a case's engine with this model; the events and whether a script gap cut it short.
-fn run_case(case: &Case, model: &mut dyn Model) -> (Vec<TimedEvent>, Option<ScriptGap>) {
-    let s = &case.scenario;
-    let mut tools = ScriptedTools::new(&s.tools);
-    let input = RunInput {
-        profile: &case.profile,
-        model: &s.model.name,
-        config: &case.config,
-        system: &s.system,
-        user: &s.user,
-        signals: &s.signals,
-        prices: case.prices(),
-        approvals: &s.approvals,
-        followups: &s.followups,
-        workspace: &s.workspace,
-        plan: s.plan.as_ref().map_or(&[], |p| p.steps.as_slice()),
-    };
-    match engine::run(input, model, &mut tools) {
-        Ok(events) => (events, None),
-        Err((events, gap)) => (events, Some(gap)),
-    }
-}
-
 /// A replayed cassette.
 #[derive(Debug)]
 pub struct Replayed {
@@ -343,7 +319,7 @@ pub fn replay(layout: &Layout, path: &Path) -> Result<Replayed, Refusal> {
     )?;
     retarget(&mut case, layout.id_of(path), &c.model);
     let mut player = Player::new(&c, scrubber(None));
-    let (events, gap) = run_case(&case, &mut player);
+    let (events, gap) = engine::run_case(&case, &mut player);
     let mut failures = Vec::new();
     let mut drift_within_golden = false;
     if let Some(miss) = player.miss.take() {
@@ -557,14 +533,14 @@ pub fn record(args: &RecordArgs, layout: &Layout, ci: bool) -> Result<Recorded, 
                 live,
                 replaying: true,
             };
-            let (events, gap) = run_case(&case, &mut h);
+            let (events, gap) = engine::run_case(&case, &mut h);
             let mut ex: Vec<_> = old.exchanges[..h.player.used()].to_vec();
             ex.extend(h.live.exchanges);
             (events, gap, h.live.fatal, ex)
         }
         None => {
             let mut live = live;
-            let (events, gap) = run_case(&case, &mut live);
+            let (events, gap) = engine::run_case(&case, &mut live);
             (events, gap, live.fatal, live.exchanges)
         }
     };

@@ -4,7 +4,7 @@
 
 pub mod interrupt;
 
-use crate::engine::{self, RunInput, ScriptGap};
+use crate::engine::{self, ScriptGap};
 use crate::gate::select::Selection;
 use crate::llm::MockModel;
 use crate::metrics::{self, Row};
@@ -12,7 +12,6 @@ use crate::report::Reporter;
 use crate::scenario::{self, Case, Diagnostic, Seg, SourceFormat};
 use crate::snapshot::{self, Comparison};
 use crate::store::{self, Layout};
-use crate::tool::ScriptedTools;
 use crate::trace::{self, TimedEvent};
 use rayon::prelude::*;
 use std::collections::{HashMap, HashSet};
@@ -434,26 +433,7 @@ pub fn replay(case: &Case) -> Result<Vec<TimedEvent>, ScriptGap> {
 
 /// Replay one case; on a script gap, the events up to it and the gap.
 fn replay_partial(case: &Case) -> (Vec<TimedEvent>, Option<ScriptGap>) {
-    let s = &case.scenario;
-    let mut model = MockModel::new(&s.model);
-    let mut tools = ScriptedTools::new(&s.tools);
-    let input = RunInput {
-        profile: &case.profile,
-        model: &s.model.name,
-        config: &case.config,
-        system: &s.system,
-        user: &s.user,
-        signals: &s.signals,
-        prices: case.prices(),
-        approvals: &s.approvals,
-        followups: &s.followups,
-        workspace: &s.workspace,
-        plan: s.plan.as_ref().map_or(&[], |p| p.steps.as_slice()),
-    };
-    match engine::run(input, &mut model, &mut tools) {
-        Ok(events) => (events, None),
-        Err((events, gap)) => (events, Some(gap)),
-    }
+    engine::run_case(case, &mut MockModel::new(&case.scenario.model))
 }
 
 /// Compare a replayed case with its golden, check its expectations, write pending files.
