@@ -7,7 +7,7 @@
 //! Layers (dependencies point down only):
 //!
 //! ```text
-//! cli → {gate, serve} → run → {store, record, report} → {engine, snapshot, metrics, expect} → {policy, tool, llm, provider, trace, scenario}
+//! cli → {gate, serve} → run → {store, record, report} → {engine, snapshot, metrics, expect} → {policy, tool, llm, provider, trace, scenario} → limits
 //! cli → sweep → {import, run::replay, record::replay} ; sweep → detector → {policy, trace, json}
 //! ```
 //!
@@ -20,6 +20,13 @@
 //! also used by `run`), repeats (`gate::repeat`), metric baselines (`gate::baseline`, pure),
 //! and the outputs made from collected results — JSON results, JUnit, GitHub annotations and
 //! job summary (`report::{json, junit, github}`) — which `harness merge` rebuilds from shards.
+//!
+//! `limits` holds every size and count harness accepts (file sizes, nesting, trace length,
+//! virtual time, iteration caps, tool output, request bodies), pure and shared by all formats;
+//! the scenario validator, the engine (trace length, virtual time), `store` (file sizes) and the
+//! baseline and results readers enforce them. `run::interrupt` turns Ctrl-C into a stop between
+//! scenario files (exit code [`report::EXIT_INTERRUPTED`], 130); every file is written
+//! atomically by `store` (write, then rename). `fuzz/` (outside the build) fuzzes the readers.
 //!
 //! The engine has two loops: the agent loop (`engine`), whose defences are policies
 //! (`policy`, one file each) bundled into the profiles `none`, `ironclaw`, `moltis` and
@@ -42,7 +49,7 @@
 //! Exit codes of `harness run`: [`report::EXIT_OK`] (0) all passed, [`report::EXIT_FAILED`] (1)
 //! a golden mismatch, missing or orphaned golden or failed expectation,
 //! [`report::EXIT_BAD_INPUT`] (2) bad input or usage, [`report::EXIT_METRIC_REGRESSION`] (3)
-//! only metrics regressed against `--baseline`.
+//! only metrics regressed against `--baseline`, [`report::EXIT_INTERRUPTED`] (130) Ctrl-C.
 
 pub mod cli;
 pub mod detector;
@@ -51,6 +58,7 @@ pub mod expect;
 pub mod gate;
 pub mod import;
 pub mod json;
+pub mod limits;
 pub mod llm;
 pub mod metrics;
 pub mod policy;

@@ -282,6 +282,7 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
             repeat,
         } => {
             let outputs = out.outputs();
+            run::interrupt::install().context("cannot catch Ctrl-C")?;
             let options = match options(paths, layout.clone(), profile, &select) {
                 Ok(o) => Options {
                     jobs: jobs_or_cores(jobs),
@@ -323,6 +324,7 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
             } else {
                 paths
             };
+            run::interrupt::install().context("cannot catch Ctrl-C")?;
             match options(paths, layout, Vec::new(), &select) {
                 Ok(o) => {
                     let o = Options {
@@ -345,8 +347,9 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
             crate::record::cli::trace(&layout, &scenario, jsonl)
         }
         Command::Trace { scenario, jsonl } => {
-            let text = std::fs::read_to_string(&scenario)
-                .with_context(|| format!("cannot read {}", scenario.display()))?;
+            let text =
+                store::read_input_text(&scenario, "scenario", crate::limits::MAX_SCENARIO_BYTES)
+                    .with_context(|| format!("cannot read {}", scenario.display()))?;
             let format = if scenario.extension().is_some_and(|e| e == "json") {
                 SourceFormat::Json
             } else {

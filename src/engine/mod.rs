@@ -78,6 +78,9 @@ pub enum ScriptGap {
         /// The tool the run paused for.
         got: String,
     },
+    /// The run went past a limit on trace length or virtual time ([`crate::limits`]).
+    #[error(transparent)]
+    Limit(#[from] crate::limits::Exceeded),
 }
 
 /// The events of a finished run, or of a run cut short by a script gap.
@@ -545,7 +548,7 @@ impl Loop<'_> {
             Ok(r) => r,
             Err(ModelError::Script(e)) => return Err(e.into()),
             Err(ModelError::Provider(f)) => {
-                self.clock += f.latency_ms;
+                self.clock = self.clock.saturating_add(f.latency_ms);
                 return Ok(Some(self.fault_ends_run(&f, 1, iterations)));
             }
         };
@@ -570,9 +573,9 @@ impl Loop<'_> {
     }
 
     fn account(&mut self, r: &ModelResponse) {
-        self.clock += r.latency_ms;
-        self.input_tokens += r.usage.input;
-        self.output_tokens += r.usage.output;
+        self.clock = self.clock.saturating_add(r.latency_ms);
+        self.input_tokens = self.input_tokens.saturating_add(r.usage.input);
+        self.output_tokens = self.output_tokens.saturating_add(r.usage.output);
         let p = self.input.prices;
         self.cost_usd += (r.usage.input as f64 * p.input_per_mtok
             + r.usage.output as f64 * p.output_per_mtok)
@@ -591,6 +594,7 @@ impl Loop<'_> {
     ) -> Result<Called, ScriptGap> {
         let mut compacted = false;
         loop {
+            crate::limits::check_run(self.events.len(), self.clock)?;
             let offered: &[ToolSpec] = if self.force_text || self.strip_this_call {
                 &[]
             } else {
@@ -633,7 +637,7 @@ impl Loop<'_> {
                 Err(ModelError::Script(e)) => return Err(e.into()),
                 Err(ModelError::Provider(f)) => f,
             };
-            self.clock += fault.latency_ms;
+            self.clock = self.clock.saturating_add(fault.latency_ms);
             self.faults += 1;
             self.faults_by_kind[fault.kind as usize] += 1;
             let attempt = self.faults;
@@ -666,7 +670,7 @@ impl Loop<'_> {
             if let Some(rule) = rule.filter(|r| nth_of_kind <= r.max_retries) {
                 let wait = rule.delay(nth_of_kind, fault.retry_after_ms);
                 self.emit(Event::provider_error(&fault, attempt, Some(wait)));
-                self.clock += wait;
+                self.clock = self.clock.saturating_add(wait);
                 if self.config.retry.counts_iteration {
                     return Ok(Called::NextIteration);
                 }
@@ -903,10 +907,10 @@ impl Loop<'_> {
             results.push(r);
         }
         let latencies = results.iter().map(|r| r.1);
-        self.clock += match self.config.tool_execution {
+        self.clock = self.clock.saturating_add(match self.config.tool_execution {
             policy::ToolExecution::Parallel => latencies.max().unwrap_or(0),
-            policy::ToolExecution::Sequential => latencies.sum(),
-        };
+            policy::ToolExecution::Sequential => latencies.fold(0, u64::saturating_add),
+        });
 
         let mut records = Vec::with_capacity(calls.len());
         for (((call, _), p), (status, latency_ms)) in calls.iter().zip(prepared).zip(results) {

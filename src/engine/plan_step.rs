@@ -498,6 +498,7 @@ impl PlanLoop<'_> {
         offered: &[ToolSpec],
         model: &mut dyn Model,
     ) -> Result<Flow<String>, ScriptGap> {
+        crate::limits::check_run(self.events.len(), self.clock)?;
         let call = self.iterations;
         self.emit(Event::ModelRequest {
             purpose,
@@ -520,13 +521,13 @@ impl PlanLoop<'_> {
             Err(ModelError::Script(e)) => return Err(e.into()),
             // The executor has no retry of its own: a provider error ends the run.
             Err(ModelError::Provider(f)) => {
-                self.clock += f.latency_ms;
+                self.clock = self.clock.saturating_add(f.latency_ms);
                 self.emit(Event::provider_error(&f, 1, None));
                 self.finish(OutcomeKind::Error, None, Some(f.describe()));
                 return Ok(Flow::Ended);
             }
         };
-        self.clock += response.latency_ms;
+        self.clock = self.clock.saturating_add(response.latency_ms);
         self.emit(Event::model_response(&response));
         let mut text = response.text.unwrap_or_default();
         if stutters(&text, self.ps.stutter_limit) {
@@ -647,7 +648,7 @@ impl PlanLoop<'_> {
         } else {
             (ToolStatus::Error(format!("unknown tool: {name}")), 0)
         };
-        self.clock += latency_ms;
+        self.clock = self.clock.saturating_add(latency_ms);
         let (ok, output, error) = match &status {
             ToolStatus::Ok(out) => (true, Some(out.clone()), None),
             ToolStatus::Error(e) => (false, None, Some(e.clone())),

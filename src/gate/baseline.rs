@@ -6,6 +6,7 @@
 //! reported and not failed. Pure: callers read and write the file.
 
 use crate::metrics::Row;
+use crate::scenario::{Seg, SourceFormat};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -111,6 +112,23 @@ pub enum Allowance {
     Percent(String),
 }
 
+impl Tolerance {
+    /// Each metric's allowance, by name.
+    fn entries(&self) -> [(&'static str, Option<&Allowance>); 6] {
+        [
+            ("iterations", self.iterations.as_ref()),
+            ("wasted_iterations", self.wasted_iterations.as_ref()),
+            (
+                "first_intervention_iteration",
+                self.first_intervention_iteration.as_ref(),
+            ),
+            ("tokens", self.tokens.as_ref()),
+            ("cost_usd", self.cost_usd.as_ref()),
+            ("virtual_ms", self.virtual_ms.as_ref()),
+        ]
+    }
+}
+
 impl Allowance {
     fn amount(&self, old: f64) -> Result<f64, String> {
         match self {
@@ -171,13 +189,26 @@ pub fn parse(text: &str) -> Result<Baseline, String> {
         let (line, col) = e
             .span()
             .map_or((1, 1), |s| crate::scenario::line_col(text, s.start));
-        format!("{line}:{col}: {}", e.message().trim())
+        let message = crate::limits::explain_nesting(e.message(), false)
+            .unwrap_or_else(|| e.message().trim().to_owned());
+        format!("{line}:{col}: {message}")
     })?;
+    let at = |path: &[&str]| {
+        let path = path.iter().map(|k| Seg::Key((*k).to_owned())).collect();
+        let d = crate::scenario::diagnose_at(text, SourceFormat::Toml, path, String::new(), None);
+        format!("{}:{}", d.line, d.col)
+    };
     if b.version != VERSION {
         return Err(format!(
-            "1:1: baseline version {} is not supported (this harness writes version {VERSION})",
+            "{}: baseline version {} is not supported (this harness writes version {VERSION})",
+            at(&["version"]),
             b.version
         ));
+    }
+    for (name, allowance) in b.tolerance.entries() {
+        if let Some(e) = allowance.and_then(|a| a.amount(1.0).err()) {
+            return Err(format!("{}: {e}", at(&["tolerance", name])));
+        }
     }
     Ok(b)
 }
@@ -399,7 +430,15 @@ mod tests {
 
         let e = parse("version = 1\n[tolerance]\nspeed = 3\n").unwrap_err();
         assert!(e.starts_with("3:1: unknown field `speed`"), "{e}");
-        let e = parse("version = 2\n").unwrap_err();
-        assert!(e.contains("version 2 is not supported"), "{e}");
+        let e = parse("# a comment\nversion = 2\n").unwrap_err();
+        assert!(
+            e.starts_with("2:1: baseline version 2 is not supported"),
+            "{e}"
+        );
+        let e = parse("version = 1\n[tolerance]\ntokens = \"lots\"\n").unwrap_err();
+        assert!(
+            e.starts_with("3:1: tolerance `lots`: write a number"),
+            "{e}"
+        );
     }
 }

@@ -44,14 +44,52 @@ pub struct Outputs {
 
 /// Read and parse a baseline file; a bad one is a located error.
 pub fn load_baseline(path: &Path) -> anyhow::Result<baseline::Baseline> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read baseline {}", path.display()))?;
+    let text = store::read_input_text(path, "baseline", crate::limits::MAX_BASELINE_BYTES)
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::InvalidData => anyhow::anyhow!(
+                "{}:{e}\n  hint: {}",
+                path.display(),
+                input_hint(&e.to_string(), "`harness bless`")
+            ),
+            _ => anyhow::Error::new(e).context(format!("cannot read baseline {}", path.display())),
+        })?;
     baseline::parse(&text).map_err(|e| {
         anyhow::anyhow!(
-            "{}:{e}\n  hint: see `harness bless`, which writes this file",
-            path.display()
+            "{}:{e}\n  hint: {}",
+            path.display(),
+            input_hint(&e, "`harness bless`")
         )
     })
+}
+
+/// How to mend a baseline or results file, by its error message; `writer` is the command
+/// that writes such files.
+fn input_hint(message: &str, writer: &str) -> String {
+    let has = |s: &str| message.contains(s);
+    if has("not valid UTF-8") {
+        format!("save the file as UTF-8, as {writer} does")
+    } else if has("is not supported") {
+        format!("{writer} of this harness writes the version it reads; rerun it")
+    } else if has("nest deeper") {
+        "flatten the value: no field of this file holds nested arrays".to_owned()
+    } else if has("EOF while parsing") || has("unclosed") || has("expected `") {
+        format!(
+            "the file is cut short or malformed; write it again with {writer} instead of editing it"
+        )
+    } else if has("duplicate") {
+        "a key may appear once in a table; delete or rename the second one".to_owned()
+    } else if has("unknown field") {
+        "remove or correct the key: the message lists the keys allowed here".to_owned()
+    } else if has("missing field") {
+        format!("add the field named above, or write the file again with {writer}")
+    } else if has(" runs passed, but its verdict") || has(" passes of ") {
+        format!("the counts of this case do not fit together; write the file again with {writer}")
+    } else if has("invalid type") || has("invalid value") || has("tolerance") {
+        "write the value in the type named above (numbers without quotes, percentages as \"5%\")"
+            .to_owned()
+    } else {
+        format!("see {writer}, which writes this file")
+    }
 }
 
 /// Feed results (`produce` calls the reporter) to the terminal and every requested output;
@@ -98,6 +136,10 @@ pub fn report(
         }
     }
     let mut code = terminal.tally.exit_code();
+    if terminal.tally.interrupted.is_some() {
+        // A partial run makes no report files (the metrics CSV discarded its own).
+        return Ok(code);
+    }
     let mut extra = String::new();
     if let (Some(base), Some(path)) = (&base, &outputs.baseline) {
         let rows = collected.cases().map(|(_, c)| &c.row);
@@ -163,12 +205,20 @@ pub fn report(
 pub fn merge_shards(shards: &[PathBuf]) -> Result<Collected, String> {
     let mut all = Collected::default();
     for s in shards {
-        let text =
-            std::fs::read_to_string(s).map_err(|e| format!("{}: cannot read: {e}", s.display()))?;
+        let text = store::read_input_text(s, "results file", crate::limits::MAX_RESULTS_BYTES)
+            .map_err(|e| match e.kind() {
+                io::ErrorKind::InvalidData => format!(
+                    "{}:{e}\n  hint: {}",
+                    s.display(),
+                    input_hint(&e.to_string(), "`harness run --json`")
+                ),
+                _ => format!("{}: cannot read: {e}", s.display()),
+            })?;
         let part = json::parse(&text).map_err(|e| {
             format!(
-                "{}:{e}\n  hint: pass files written by `harness run --json`",
-                s.display()
+                "{}:{e}\n  hint: {}",
+                s.display(),
+                input_hint(&e, "`harness run --json`")
             )
         })?;
         for u in part.unreadable {
@@ -208,8 +258,11 @@ pub fn list(options: &Options, out: &mut dyn Write) -> anyhow::Result<u8> {
         if !take {
             continue;
         }
-        let loaded = std::fs::read_to_string(path)
-            .map_err(|e| vec![format!("1:1: cannot read: {e}")])
+        let loaded = store::read_input_text(path, "scenario", crate::limits::MAX_SCENARIO_BYTES)
+            .map_err(|e| match e.kind() {
+                io::ErrorKind::InvalidData => vec![e.to_string()],
+                _ => vec![format!("1:1: cannot read: {e}")],
+            })
             .and_then(|text| {
                 scenario::load(&text, run::format_of(path), id).map_err(|ds| {
                     ds.iter()
@@ -258,6 +311,13 @@ pub fn bless(
     };
     let mut collected = Collected::default();
     run::run(options, &mut collected)?;
+    if run::interrupt::requested() {
+        writeln!(
+            out,
+            "harness bless: interrupted (Ctrl-C); the baseline was not written"
+        )?;
+        return Ok(report::EXIT_INTERRUPTED);
+    }
     let tally = collected.tally();
     let code = tally.exit_code();
     if code != EXIT_OK {

@@ -125,11 +125,23 @@ fn case_back(c: Case) -> Result<CaseResult, String> {
         ("missing", _) => Comparison::Missing,
         ("differs", Some(d)) => Comparison::Differs(d),
         ("ungated", _) => Comparison::Ungated,
+        ("differs", None) => {
+            return Err(format!(
+                "case `{}`: golden `differs` without its `diff`",
+                c.id
+            ));
+        }
         (g, _) => return Err(format!("case `{}`: unknown golden verdict `{g}`", c.id)),
     };
     let row: Row =
         serde_json::from_value(c.metrics).map_err(|e| format!("case `{}`: metrics: {e}", c.id))?;
-    Ok(CaseResult {
+    if c.runs == 0 || c.passes > c.runs {
+        return Err(format!(
+            "case `{}`: {} passes of {} runs",
+            c.id, c.passes, c.runs
+        ));
+    }
+    let r = CaseResult {
         id: c.id,
         row,
         golden,
@@ -139,7 +151,18 @@ fn case_back(c: Case) -> Result<CaseResult, String> {
         line: c.line,
         runs: c.runs,
         passes: c.passes,
-    })
+    };
+    // A run writes a case whose runs did not all pass with a failing run's verdict.
+    if r.passed() != (r.passes == r.runs) {
+        return Err(format!(
+            "case `{}`: {} of {} runs passed, but its verdict says {}",
+            r.id,
+            r.passes,
+            r.runs,
+            if r.passed() { "passed" } else { "failed" }
+        ));
+    }
+    Ok(r)
 }
 
 fn file_json(f: &FileResult, unreadable: bool) -> File {
@@ -233,28 +256,47 @@ pub fn render(c: &Collected) -> String {
 /// Read JSON results back (for `harness merge`); the error says what is wrong and where.
 pub fn parse(text: &str) -> Result<Collected, String> {
     let results: Results = serde_json::from_str(text).map_err(|e| {
-        format!(
-            "{}:{}: {}",
-            e.line(),
-            e.column(),
-            e.to_string()
-                .rsplit_once(" at line ")
-                .map_or(e.to_string(), |(m, _)| m.to_owned())
-        )
+        let message = e
+            .to_string()
+            .rsplit_once(" at line ")
+            .map_or(e.to_string(), |(m, _)| m.to_owned());
+        let message = crate::limits::explain_nesting(&message, true).unwrap_or(message);
+        let col = crate::scenario::json_token_start(text, e.line(), e.column());
+        format!("{}:{col}: {message}", e.line())
     })?;
     if results.version != VERSION {
+        let d = crate::scenario::diagnose_at(
+            text,
+            crate::scenario::SourceFormat::Json,
+            vec![crate::scenario::Seg::Key("version".to_owned())],
+            String::new(),
+            None,
+        );
         return Err(format!(
-            "1:1: results version {} is not supported (this harness reads version {VERSION})",
-            results.version
+            "{}:{}: results version {} is not supported (this harness reads version {VERSION})",
+            d.line, d.col, results.version
         ));
     }
     let mut out = Collected {
         orphans: results.orphans,
         ..Collected::default()
     };
-    for f in results.files {
+    for (i, f) in results.files.into_iter().enumerate() {
         let unreadable = f.unreadable;
-        let f = file_back(f).map_err(|e| format!("1:1: {e}"))?;
+        let f = file_back(f).map_err(|e| {
+            let at = vec![
+                crate::scenario::Seg::Key("files".to_owned()),
+                crate::scenario::Seg::Index(i),
+            ];
+            let d = crate::scenario::diagnose_at(
+                text,
+                crate::scenario::SourceFormat::Json,
+                at,
+                String::new(),
+                None,
+            );
+            format!("{}:{}: {e}", d.line, d.col)
+        })?;
         if unreadable {
             out.unreadable.push(f);
         } else {

@@ -28,6 +28,8 @@ pub const EXIT_FAILED: u8 = 1;
 pub const EXIT_BAD_INPUT: u8 = 2;
 /// Exit code: every case passed, but metrics regressed against the baseline (`--baseline`).
 pub const EXIT_METRIC_REGRESSION: u8 = 3;
+/// Exit code: the run was interrupted (Ctrl-C, SIGINT): the summary covers the files run.
+pub const EXIT_INTERRUPTED: u8 = 130;
 
 /// Consumes a run's results in order.
 pub trait Reporter {
@@ -39,6 +41,11 @@ pub trait Reporter {
     }
     /// A golden whose scenario is gone.
     fn orphan(&mut self, path: &Path) -> io::Result<()>;
+    /// The run was interrupted (Ctrl-C) with `not_run` files left; `finish` follows.
+    fn interrupted(&mut self, not_run: usize) -> io::Result<()> {
+        let _ = not_run;
+        Ok(())
+    }
     /// The run is over.
     fn finish(&mut self) -> io::Result<()>;
 }
@@ -55,6 +62,9 @@ impl Reporter for Fanout<'_> {
     }
     fn orphan(&mut self, path: &Path) -> io::Result<()> {
         self.0.iter_mut().try_for_each(|r| r.orphan(path))
+    }
+    fn interrupted(&mut self, not_run: usize) -> io::Result<()> {
+        self.0.iter_mut().try_for_each(|r| r.interrupted(not_run))
     }
     fn finish(&mut self) -> io::Result<()> {
         self.0.iter_mut().try_for_each(|r| r.finish())
@@ -142,6 +152,8 @@ pub struct Tally {
     pub ungated: u64,
     /// Per (family, profile).
     pub groups: BTreeMap<(String, String), Sums>,
+    /// The run was interrupted, with this many files not run.
+    pub interrupted: Option<usize>,
     /// Per (family, profile): the profile's runs and the same scenarios under `none` (every
     /// case of a scenario that also ran under `none`: its own profile, `compare` and
     /// `--profile` cases alike).
@@ -206,7 +218,9 @@ impl Tally {
 
     /// The exit code these results call for.
     pub fn exit_code(&self) -> u8 {
-        if self.invalid_files > 0 {
+        if self.interrupted.is_some() {
+            EXIT_INTERRUPTED
+        } else if self.invalid_files > 0 {
             EXIT_BAD_INPUT
         } else if self.passed + self.flaky < self.cases || !self.orphans.is_empty() {
             EXIT_FAILED
@@ -232,8 +246,8 @@ impl MetricsCsv {
             .unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir)?;
         let tmp = tempfile::Builder::new()
-            .prefix(".harness-")
-            .suffix(".tmp")
+            .prefix(crate::store::TEMP_PREFIX)
+            .suffix(crate::store::TEMP_SUFFIX)
             .tempfile_in(dir)?;
         Ok(Self {
             target: target.to_owned(),
@@ -251,6 +265,12 @@ impl Reporter for MetricsCsv {
     }
 
     fn orphan(&mut self, _path: &Path) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn interrupted(&mut self, _not_run: usize) -> io::Result<()> {
+        // A partial CSV is never persisted; dropping the temporary file deletes it.
+        self.sink = None;
         Ok(())
     }
 

@@ -97,6 +97,11 @@ pub(crate) fn change(own: u64, none: u64, show: impl Fn(u64) -> String) -> Strin
 }
 
 impl<W: Write> Reporter for Terminal<W> {
+    fn interrupted(&mut self, not_run: usize) -> io::Result<()> {
+        self.tally.interrupted = Some(not_run);
+        Ok(())
+    }
+
     fn file(&mut self, result: &FileResult) -> io::Result<()> {
         self.tally.add(result);
         let cases = match &result.outcome {
@@ -209,7 +214,9 @@ impl<W: Write> Reporter for Terminal<W> {
             writeln!(self.out)?;
         }
         let failed = t.cases - t.passed - t.flaky;
-        let verdict = if t.exit_code() == 0 {
+        let verdict = if t.interrupted.is_some() {
+            format!("{RED}INTERRUPTED{RED:#}")
+        } else if t.exit_code() == 0 {
             format!("{GREEN}ok{GREEN:#}")
         } else {
             format!("{RED}FAILED{RED:#}")
@@ -228,6 +235,12 @@ impl<W: Write> Reporter for Terminal<W> {
             t.invalid_files,
             t.orphans.len()
         )?;
+        if let Some(not_run) = t.interrupted {
+            writeln!(
+                self.out,
+                "interrupted (Ctrl-C): the counts above cover the files run; {not_run} scenario files were not run, orphaned goldens were not looked for, and no report file (--json, --junit, --metrics, baseline) was written"
+            )?;
+        }
         if t.max_runs > 1 {
             writeln!(
                 self.out,

@@ -2,6 +2,8 @@
 //! each file's results, in sorted order, to the reporters. Work goes in chunks so memory stays
 //! flat however large the corpus; results are identical for any `--jobs`.
 
+pub mod interrupt;
+
 use crate::engine::{self, RunInput, ScriptGap};
 use crate::gate::select::Selection;
 use crate::llm::MockModel;
@@ -120,21 +122,45 @@ pub fn run(options: &Options, reporter: &mut dyn Reporter) -> io::Result<()> {
             }]),
         })?;
     }
+    if options.write_pending {
+        // Leftovers of a killed run (SIGKILL) in the folders pending goldens go to.
+        store::clean_stale_temps(
+            options
+                .pending_dir
+                .as_ref()
+                .unwrap_or(&options.layout.snapshots),
+        );
+    }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(options.jobs.max(1))
         .build()
         .map_err(io::Error::other)?;
     let mut ids: HashSet<String> = HashSet::with_capacity(files.len() * 2);
+    let mut not_run = 0;
     for chunk in files.chunks(CHUNK) {
-        let results: Vec<(Option<FileResult>, Vec<String>)> =
-            pool.install(|| chunk.par_iter().map(|f| run_file(options, f)).collect());
-        for (r, case_ids) in results {
+        // After Ctrl-C no file starts; those in flight finish.
+        let results: Vec<Option<(Option<FileResult>, Vec<String>)>> = pool.install(|| {
+            chunk
+                .par_iter()
+                .map(|f| (!interrupt::requested()).then(|| run_file(options, f)))
+                .collect()
+        });
+        for result in results {
+            let Some((r, case_ids)) = result else {
+                not_run += 1;
+                continue;
+            };
             // Cases the filters left out still own their goldens.
             ids.extend(case_ids);
             if let Some(r) = r {
                 reporter.file(&r)?;
             }
         }
+    }
+    if interrupt::requested() {
+        // Goldens of files not run would look orphaned: none are reported.
+        reporter.interrupted(not_run)?;
+        return reporter.finish();
     }
     let orphans = orphans(options, &ids).into_iter().filter(|g| {
         options
@@ -225,8 +251,14 @@ fn run_selected(options: &Options, path: &Path) -> Result<(FileResult, Vec<Strin
             hint: Some(hint.to_owned()),
         }]),
     };
-    let bytes = match std::fs::read(path) {
+    let bytes = match store::read_input(path, "scenario", crate::limits::MAX_SCENARIO_BYTES) {
         Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::FileTooLarge => {
+            return Err(bad(
+                e.to_string(),
+                "split it into several scenarios; no scripted run needs this much text",
+            ));
+        }
         Err(e) => {
             return Err(bad(
                 format!("cannot read: {e}"),
@@ -295,6 +327,7 @@ fn run_selected(options: &Options, path: &Path) -> Result<(FileResult, Vec<Strin
                         ],
                         "name the tool the run pauses for, or drop `tool` from the decision",
                     ),
+                    ScriptGap::Limit(e) => (vec![Seg::Key("model".to_owned())], e.hint()),
                     ScriptGap::Tool(u) => {
                         let mut at = vec![Seg::Key("tools".to_owned())];
                         at.extend(

@@ -26,6 +26,39 @@ pub struct Problem {
     pub hint: Option<String>,
 }
 
+/// serde_json places an error in a string it has read (an unknown or duplicate key, a value of
+/// the wrong type) at the string's closing quote; move such a 1-based column to the opening
+/// quote, so the location names the start of the token. Other columns are returned unchanged.
+pub fn json_token_start(text: &str, line: usize, col: usize) -> usize {
+    let Some(chars) = text
+        .split('\n')
+        .nth(line.saturating_sub(1))
+        .map(|l| l.chars().collect::<Vec<char>>())
+    else {
+        return col;
+    };
+    if chars.get(col.wrapping_sub(1)) != Some(&'"') {
+        return col;
+    }
+    // Unescaped quotes on the line before this one: an odd count means this one closes.
+    let mut quotes = Vec::new();
+    let mut escaped = false;
+    for (i, c) in chars.iter().enumerate().take(col - 1) {
+        match c {
+            '\\' if !escaped => escaped = true,
+            '"' if !escaped => quotes.push(i),
+            _ => escaped = false,
+        }
+        if *c != '\\' {
+            escaped = false;
+        }
+    }
+    match quotes.last() {
+        Some(open) if quotes.len() % 2 == 1 => open + 1,
+        _ => col,
+    }
+}
+
 /// 1-based line and char column of a byte offset.
 pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(text.len());
@@ -151,6 +184,14 @@ pub(super) fn hint_for(message: &str) -> Option<String> {
             "add `{}`; the scenario format is described in README.md and schema/scenario.schema.json",
             quoted.first().unwrap_or(&"")
         ));
+    }
+    if message.starts_with("duplicate key") || message.starts_with("duplicate field") {
+        return Some(
+            "a key may appear once in a table; delete or rename the second one".to_owned(),
+        );
+    }
+    if message.starts_with("values nest deeper") {
+        return Some("flatten the value: no scenario needs arrays or tables this deep".to_owned());
     }
     if message.starts_with("empty range") || message.starts_with("a count cannot") {
         return Some(

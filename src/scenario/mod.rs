@@ -3,8 +3,10 @@
 //! profile). Every problem comes back as a [`Diagnostic`] with line, column, what is wrong and a
 //! hint. No I/O here: callers hand in the text.
 
+mod bounds;
+pub use bounds::MAX_USAGE_TOKENS;
 mod locate;
-pub use locate::{Seg, line_col};
+pub use locate::{Seg, json_token_start, line_col};
 mod model;
 mod validate;
 
@@ -111,7 +113,9 @@ pub fn parse(text: &str, format: SourceFormat) -> Result<Scenario, Diagnostic> {
     match format {
         SourceFormat::Toml => toml::from_str(text).map_err(|e| {
             let (line, col) = e.span().map_or((1, 1), |s| locate::line_col(text, s.start));
-            locate::from_serde(line, col, e.message().trim().to_owned())
+            let message = crate::limits::explain_nesting(e.message(), false)
+                .unwrap_or_else(|| e.message().trim().to_owned());
+            locate::from_serde(line, col, message)
         }),
         SourceFormat::Json => serde_json::from_str(text).map_err(|e| {
             let msg = e.to_string();
@@ -119,7 +123,9 @@ pub fn parse(text: &str, format: SourceFormat) -> Result<Scenario, Diagnostic> {
                 .rsplit_once(" at line ")
                 .map_or(msg.as_str(), |(m, _)| m)
                 .to_owned();
-            locate::from_serde(e.line().max(1), e.column().max(1), msg)
+            let msg = crate::limits::explain_nesting(&msg, true).unwrap_or(msg);
+            let (line, col) = (e.line().max(1), e.column().max(1));
+            locate::from_serde(line, json_token_start(text, line, col), msg)
         }),
     }
 }

@@ -104,19 +104,7 @@ impl Checker {
             }
         }
         // The loop reads actions from the reply text; structured calls would go unseen.
-        let m = &s.model;
-        let replies = m
-            .turns
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (vec![key("model"), key("turns"), Seg::Index(i)], t))
-            .chain(m.rules.iter().enumerate().map(|(i, r)| {
-                (
-                    vec![key("model"), key("rules"), Seg::Index(i), key("reply")],
-                    &r.reply,
-                )
-            }));
-        for (at, turn) in replies {
+        for (at, turn, _) in super::bounds::replies(&s.model) {
             if !turn.tool_calls.is_empty() {
                 self.report(
                     [at, vec![key("tool_calls")]].concat(),
@@ -287,19 +275,7 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
     }
     let mut known: Vec<&str> = names.clone();
     known.extend(m.unregistered_tools.iter().map(String::as_str));
-    let replies = m
-        .turns
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (vec![key("model"), key("turns"), Seg::Index(i)], t, true))
-        .chain(m.rules.iter().enumerate().map(|(i, r)| {
-            (
-                vec![key("model"), key("rules"), Seg::Index(i), key("reply")],
-                &r.reply,
-                false,
-            )
-        }));
-    for (at, turn, is_turn) in replies {
+    for (at, turn, is_turn) in super::bounds::replies(m) {
         if turn.repeat == 0 {
             c.report(
                 [at.clone(), vec![key("repeat")]].concat(),
@@ -436,6 +412,7 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
         c.expect(e, &[key("compare"), key(name)]);
     }
 
+    c.problems.extend(super::bounds::check(s, &cases));
     if c.problems.is_empty() {
         Ok(cases)
     } else {

@@ -123,6 +123,35 @@ pub fn read_optional(path: &Path) -> io::Result<Option<String>> {
     }
 }
 
+/// Read an input file of at most `max` bytes ([`crate::limits`]); a larger one is an error of
+/// kind [`io::ErrorKind::FileTooLarge`] that names the `what` and the limit, read no further.
+pub fn read_input(path: &Path, what: &str, max: u64) -> io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let file = std::fs::File::open(path)?;
+    let mut bytes = Vec::new();
+    file.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
+    let len = std::fs::metadata(path).map_or(bytes.len() as u64, |m| m.len());
+    match crate::limits::file_too_large(what, len.max(bytes.len() as u64), max) {
+        Some(message) => Err(io::Error::new(io::ErrorKind::FileTooLarge, message)),
+        None => Ok(bytes),
+    }
+}
+
+/// [`read_input`] as text; invalid UTF-8 is an error of kind [`io::ErrorKind::InvalidData`]
+/// that says where.
+pub fn read_input_text(path: &Path, what: &str, max: u64) -> io::Result<String> {
+    let bytes = read_input(path, what, max)?;
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let valid = std::str::from_utf8(&e.as_bytes()[..at]).unwrap_or_default();
+        let (line, col) = crate::scenario::line_col(valid, at);
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{line}:{col}: the {what} is not valid UTF-8"),
+        )
+    })
+}
+
 /// Write `contents` to `path` atomically, creating parent folders.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
     let dir = path
@@ -131,13 +160,45 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
         .unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     let mut tmp = tempfile::Builder::new()
-        .prefix(".harness-")
-        .suffix(".tmp")
+        .prefix(TEMP_PREFIX)
+        .suffix(TEMP_SUFFIX)
         .tempfile_in(dir)?;
     tmp.write_all(contents)?;
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
+}
+
+/// Name prefix of the temporary files [`write_atomic`] and the metrics CSV write before the
+/// rename; with [`TEMP_SUFFIX`], no other file harness reads or writes looks like one.
+pub const TEMP_PREFIX: &str = ".harness-";
+/// Name suffix of those temporary files.
+pub const TEMP_SUFFIX: &str = ".tmp";
+/// Age past which a temporary file under a goldens folder is a leftover: only a killed process
+/// (SIGKILL, power loss) leaves one, and a live write renames its file within milliseconds.
+pub const STALE_TEMP_SECS: u64 = 60;
+
+/// Remove the temporary files a killed run left under `dir` (older than [`STALE_TEMP_SECS`]);
+/// how many were removed. Nothing else reads them: discovery takes `.toml` and `.json`,
+/// goldens end in `.snap` and `.snap.new`.
+pub fn clean_stale_temps(dir: &Path) -> usize {
+    let stale = |e: &walkdir::DirEntry| {
+        let name = e.file_name().to_string_lossy();
+        e.file_type().is_file()
+            && name.starts_with(TEMP_PREFIX)
+            && name.ends_with(TEMP_SUFFIX)
+            && e.metadata()
+                .ok()
+                .and_then(|m| m.modified().ok())
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age.as_secs() >= STALE_TEMP_SECS)
+    };
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(stale)
+        .filter(|e| std::fs::remove_file(e.path()).is_ok())
+        .count()
 }
 
 /// Remove a file that may be absent.
@@ -187,6 +248,34 @@ pub fn select_pending(layout: &Layout, paths: &[PathBuf]) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stale_temporary_files_are_cleaned_and_fresh_ones_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = dir.path().join("a/.harness-x1.tmp");
+        let fresh = dir.path().join("a/.harness-x2.tmp");
+        let golden = dir.path().join("a/b.snap");
+        write_atomic(&old, b"half").unwrap();
+        write_atomic(&fresh, b"half").unwrap();
+        write_atomic(&golden, b"whole").unwrap();
+        let past =
+            std::time::SystemTime::now() - std::time::Duration::from_secs(STALE_TEMP_SECS + 5);
+        std::fs::File::options()
+            .write(true)
+            .open(&old)
+            .unwrap()
+            .set_modified(past)
+            .unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&golden)
+            .unwrap()
+            .set_modified(past)
+            .unwrap();
+        assert_eq!(clean_stale_temps(dir.path()), 1);
+        assert!(!old.exists() && fresh.exists() && golden.exists());
+        assert_eq!(files_with_ext(dir.path(), GOLDEN_EXT), vec![golden]);
+    }
 
     #[test]
     fn ids_are_relative_to_the_scenarios_root() {

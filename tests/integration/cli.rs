@@ -123,7 +123,7 @@ fn trace_prints_the_golden_text() {
 fn trace_of_an_invalid_scenario_exits_2_with_a_located_error() {
     let p = Project::new();
     p.copy_from_repo(
-        "fixtures/invalid/unknown-profile.toml",
+        "fixtures/invalid/scenario/unknown-profile.toml",
         "unknown-profile.toml",
     );
     let run = p.harness(&["trace", "unknown-profile.toml"]);

@@ -1,40 +1,57 @@
-//! Malformed scenarios (`fixtures/invalid/`): each is rejected with exit code 2, without a panic,
-//! with `error: PATH:LINE:COL: message` pointing at the offending key or value and a `hint:`.
+//! The bad-input catalogue, `fixtures/invalid/<format>/`: malformed scenarios (`scenario/`),
+//! metric baselines (`baseline/`, given to `run --baseline`) and JSON results (`results/`,
+//! given to `merge`). Each is rejected with exit code 2, without a panic, with
+//! `error: PATH:LINE:COL: message` pointing at the offending key or value and a `hint:`; a
+//! snapshot of each error is committed. Later formats add a folder and a table here.
 
 use crate::support::{Counts, EXAMPLE, Project, repo, summary};
 
-const FIXTURES: &str = "fixtures/invalid";
+const FIXTURES: &str = "fixtures/invalid/scenario";
 
 /// Where the first diagnostic of each fixture must point: the source text that starts at the
 /// reported line:col. A missing top-level field has no place of its own, so it is reported at the
 /// start of the document.
 const POINTS_AT: &[(&str, &str)] = &[
+    ("absurd-latency.toml", "99999999999"),
+    ("absurd-max-iterations.toml", "4000000000"),
+    ("absurd-usage-tokens.toml", "18446744073709551615"),
     ("approval-for-unknown-tool.toml", "\"deploi\""),
     ("approval-tool-mismatch.toml", "[[approvals]]"),
     ("bad-where-field.toml", "polcy = "),
+    ("deep-nesting.toml", "[]]"),
+    ("duplicate-key.toml", "family = \"reflex\""),
     ("empty-script.toml", "[model]"),
     ("fault-with-text.toml", "{ kind"),
     ("format-version-2.toml", "2"),
+    ("huge-repeat-string-count.toml", "\"forever\""),
     ("invalid-utf8.toml", "\u{FFFD}( menu"),
+    ("json-deep-nesting.json", "[[[[[[]]]]]]"),
+    ("json-duplicate-key.json", "\"family\": \"reflex\""),
+    ("json-invalid-utf8.json", "\u{FFFD} menu"),
     ("json-syntax-missing-comma.json", "\"model\":"),
     ("json-validation-undefined-tool.json", "\"exce\""),
     ("json-validation-unknown-profile.json", "\"moltys\""),
     ("missing-family.toml", "# Missing required field"),
     ("missing-model.toml", "# Missing required field"),
     ("missing-user.toml", "# Missing required field"),
+    ("negative-latency.toml", "-5"),
     ("outcome-ok-and-error.toml", "[[tools.outcomes]]"),
     ("plan-step-structured-tool-call.toml", "[{ name = "),
     ("plan-step-without-plan.toml", "\"plan-step\""),
+    ("retry-delay-absurd.toml", "31536000000"),
     ("script-runs-dry.toml", "model]"),
     ("signal-without-stop-or-inject.toml", "[[signals]]"),
     ("stream-delta-before-start.toml", "{ type = \"args_delta\""),
     ("toml-syntax-error.toml", "\"fixtures\""),
+    ("trace-too-long.toml", "model.rules]]"),
     ("undefined-tool.toml", "\"exce\""),
     ("unknown-config-key.toml", "windw = 2"),
     ("unknown-event-kind.toml", "\"tool_call_rejectd\""),
     ("unknown-profile.toml", "\"moltys\""),
     ("unknown-rule-condition.toml", "tools_ofered = "),
     ("unknown-top-level-key.toml", "descripton = "),
+    ("virtual-time-budget.toml", "model]"),
+    ("workspace-path-traversal.toml", "\"../../etc/passwd\""),
     ("wrong-type-latency.toml", "\"10s\""),
     ("wrong-type-max-iterations.toml", "\"many\""),
 ];
@@ -84,9 +101,33 @@ fn text_at(source: &str, line: usize, col: usize) -> String {
         .unwrap_or_default()
 }
 
+/// Assert that the `error:` line of fixture `key` (at `rel`) points at the text `table` lists.
+#[track_caller]
+fn assert_points_at(
+    table: &[(&str, &str)],
+    key: &str,
+    source: &str,
+    error: &str,
+    rel: &str,
+    run: &crate::support::Run,
+) {
+    let at = parse_error_line(error, rel);
+    let (_, want) = table
+        .iter()
+        .find(|(n, _)| *n == key)
+        .unwrap_or_else(|| panic!("add {key} to the table of where errors point"));
+    let found = text_at(source, at.line, at.col);
+    assert!(
+        found.starts_with(want),
+        "{rel}: the error at {}:{} points at {found:?}, expected {want:?}\n{run}",
+        at.line,
+        at.col
+    );
+}
+
 fn fixture_names() -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(repo().join(FIXTURES))
-        .expect("read fixtures/invalid")
+        .expect("read fixtures/invalid/scenario")
         .map(|e| {
             e.expect("a folder entry")
                 .file_name()
@@ -100,7 +141,7 @@ fn fixture_names() -> Vec<String> {
 
 #[test]
 fn located_errors() {
-    insta::glob!("../../fixtures/invalid", "*.*", |path| {
+    insta::glob!("../../fixtures/invalid/scenario", "*.*", |path| {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let rel = format!("{FIXTURES}/{name}");
         let bytes = std::fs::read(path).unwrap();
@@ -161,18 +202,7 @@ fn located_errors() {
             }
         }
 
-        let first = parse_error_line(errors[0], &rel);
-        let (_, want) = POINTS_AT
-            .iter()
-            .find(|(n, _)| *n == name)
-            .unwrap_or_else(|| panic!("add {name} to POINTS_AT"));
-        let found = text_at(&source, first.line, first.col);
-        assert!(
-            found.starts_with(want),
-            "{rel}: the error at {}:{} points at {found:?}, expected {want:?}\n{run}",
-            first.line,
-            first.col
-        );
+        assert_points_at(POINTS_AT, &name, &source, errors[0], &rel, &run);
 
         let what = if name.ends_with(".json") {
             format!("JSON scenario {name}")
@@ -188,7 +218,7 @@ fn located_errors() {
 #[test]
 fn fixtures_cover_the_catalogue_and_say_what_is_wrong() {
     let names = fixture_names();
-    assert!(names.len() >= 12, "only {} fixtures", names.len());
+    assert!(names.len() >= 40, "only {} scenario fixtures", names.len());
     for name in &names {
         assert!(
             POINTS_AT.iter().any(|(n, _)| n == name),
@@ -333,4 +363,169 @@ repeat = 3
         p.files("snapshots", ""),
         p.files("traces", "")
     );
+}
+
+/// Where the error of each malformed baseline (`run --baseline FILE`) and JSON results file
+/// (`merge FILE`) must point, as for scenarios.
+const OTHER_POINTS_AT: &[(&str, &str)] = &[
+    ("baseline/bad-percentage.toml", "tokens = \"five percent\""),
+    ("baseline/deep-nesting.toml", "[[[[[[[[[[]]]"),
+    ("baseline/invalid-utf8.toml", "\u{FFFD}"),
+    ("baseline/missing-version.toml", "# Missing field"),
+    ("baseline/negative-metric.toml", "-892"),
+    ("baseline/syntax-error.toml", ""),
+    ("baseline/unknown-tolerance-key.toml", "speed = 3"),
+    ("baseline/version-2.toml", "version = 2"),
+    ("baseline/wrong-type.toml", "\"four\""),
+    ("results/cases-and-errors.json", "{"),
+    ("results/duplicate-key.json", "\"version\": 1"),
+    ("results/flaky-case-passing-verdict.json", "{"),
+    ("results/invalid-utf8.json", "\u{FFFD}"),
+    ("results/missing-files.json", "}"),
+    ("results/truncated.json", ""),
+    ("results/unknown-file-key.json", "\"unknown_key\""),
+    ("results/unknown-golden-verdict.json", "{"),
+    ("results/version-2.json", "\"version\": 2"),
+    ("results/wrong-type-runs.json", "\"two\""),
+];
+
+/// Give one baseline or results fixture to the command that reads it; check the located,
+/// hinted error and snapshot it.
+fn check_other_format(path: &std::path::Path) {
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    let kind = path
+        .parent()
+        .and_then(|p| p.file_name())
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let key = format!("{kind}/{name}");
+    let rel = format!("fixtures/invalid/{key}");
+    let bytes = std::fs::read(path).unwrap();
+    let source = String::from_utf8_lossy(&bytes);
+    let p = Project::with_example();
+    p.write(&rel, &bytes);
+    let run = if kind == "baseline" {
+        p.harness(&["run", "--baseline", &rel, "--json", "out.json"])
+    } else {
+        p.harness(&["merge", &rel, "--json", "out.json"])
+    };
+    run.expect_code(2);
+    assert!(
+        !p.exists("out.json"),
+        "{rel}: a result file was written\n{run}"
+    );
+    let lines: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("error: ") || l.starts_with("  hint: "))
+        .collect();
+    assert!(
+        lines.len() == 2 && lines[1].starts_with("  hint: "),
+        "{rel}: want one error and its hint\n{run}"
+    );
+    assert_points_at(OTHER_POINTS_AT, &key, &source, lines[0], &rel, &run);
+    insta::with_settings!({ description => format!("{kind} file {name}"), omit_expression => true }, {
+        insta::assert_snapshot!(kind.as_str(), lines.join("\n"));
+    });
+}
+
+#[test]
+fn baseline_errors() {
+    insta::glob!("../../fixtures/invalid/baseline", "*.*", |path| {
+        check_other_format(path)
+    });
+}
+
+#[test]
+fn results_errors() {
+    insta::glob!("../../fixtures/invalid/results", "*.*", |path| {
+        check_other_format(path)
+    });
+}
+
+#[test]
+fn the_catalogue_has_forty_files_each_with_its_location() {
+    let mut all = fixture_names().len();
+    for kind in ["baseline", "results"] {
+        let dir = repo().join("fixtures/invalid").join(kind);
+        for e in std::fs::read_dir(&dir).expect("read a fixture folder") {
+            let name = e.unwrap().file_name().to_string_lossy().into_owned();
+            let key = format!("{kind}/{name}");
+            assert!(
+                OTHER_POINTS_AT.iter().any(|(n, _)| *n == key),
+                "{key} has no OTHER_POINTS_AT entry"
+            );
+            all += 1;
+        }
+    }
+    assert!(all >= 40, "only {all} malformed inputs");
+    for (key, _) in OTHER_POINTS_AT {
+        assert!(
+            repo().join("fixtures/invalid").join(key).exists(),
+            "{key} is listed but missing"
+        );
+    }
+}
+
+#[test]
+fn every_invalid_scenario_next_to_a_valid_one_leaves_the_valid_one_running() {
+    let p = Project::with_example();
+    p.harness(&["run"]).expect_code(1);
+    p.harness(&["accept"]).expect_code(0);
+    p.copy_from_repo(FIXTURES, "scenarios/zz-invalid");
+    let n = u32::try_from(fixture_names().len()).unwrap();
+
+    let run = p.harness(&["run", "--metrics", "metrics.csv"]);
+    run.expect_code(2);
+    assert_eq!(
+        run.summary(),
+        summary(
+            "FAILED",
+            Counts {
+                cases: 2,
+                files: n + 1,
+                passed: 2,
+                invalid: n,
+                ..Counts::default()
+            }
+        ),
+        "{run}"
+    );
+    for name in fixture_names() {
+        run.expect_stdout(&format!("error: scenarios/zz-invalid/{name}:"));
+    }
+    assert_eq!(
+        p.read("metrics.csv").lines().count(),
+        3,
+        "header and two rows"
+    );
+    assert!(p.files("snapshots", ".snap.new").is_empty());
+}
+
+/// Inputs too large to commit are made here: each is refused with a located error and a hint,
+/// exit code 2, before anything is run.
+#[test]
+fn oversized_inputs_are_refused_with_the_limit_named() {
+    let p = Project::with_example();
+    // A scenario of 17 MiB (a long comment), past the 16 MiB limit.
+    let mut big = std::fs::read_to_string(repo().join(EXAMPLE)).unwrap();
+    big.push_str(&format!("# {}\n", "x".repeat(17 * 1024 * 1024)));
+    p.write("scenarios/big.toml", &big);
+    // A tool output of 2 MiB, past the 1 MiB limit.
+    p.write(
+        "scenarios/tool-output.toml",
+        format!(
+            "format = 1\nfamily = \"fixtures\"\nuser = \"Go.\"\n\n[[tools]]\nname = \"exec\"\ndefault = {{ ok = \"{}\" }}\n\n[[model.turns]]\ntext = \"Done.\"\n",
+            "y".repeat(2 * 1024 * 1024)
+        ),
+    );
+    let run = p.harness(&["run", "scenarios/big.toml", "scenarios/tool-output.toml"]);
+    run.expect_code(2)
+        .expect_stdout("error: scenarios/big.toml:1:1: the scenario is 178")
+        .expect_stdout("over the limit of 16777216 bytes (16 MiB)")
+        .expect_stdout("hint: split it into several scenarios")
+        .expect_stdout("error: scenarios/tool-output.toml:7:18: the tool output's length in bytes is 2097152, over the limit of 1048576")
+        .expect_stdout("hint: script a shorter output");
+    assert!(run.summary().contains("2 invalid files"), "{run}");
 }

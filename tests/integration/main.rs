@@ -13,16 +13,22 @@
 //! - `sweep`: `harness sweep` / `harness import` over `fixtures/transcripts/` and, when present,
 //!   the public corpus in `../shared/transcripts`.
 //! - `serve`: `harness exec` and `harness serve` with a reference agent on 127.0.0.1.
+//! - `fuzz_regressions`: the fuzz seeds and every fuzz finding through their targets' code
+//!   (through the library, as the fuzzers call it).
+//! - `robust`: Ctrl-C (partial summary, exit 130), SIGKILL at random moments (no half-written
+//!   file), outputs independent of locale, timezone, folder, environment and file order.
 
 mod support;
 
 mod cli;
 mod determinism;
+mod fuzz_regressions;
 mod gate;
 mod golden_workflow;
 mod invalid;
 mod mapping;
 mod record;
+mod robust;
 mod schema;
 mod serve;
 mod sweep;

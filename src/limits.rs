@@ -1,0 +1,158 @@
+//! Every size and count harness accepts from its inputs, in one place, so each format (scenario,
+//! baseline, JSON results, and later cassettes, transcripts and served requests) enforces the
+//! same figures. Going past one is bad input: a located error with a hint, exit code 2, never a
+//! crash or a hang. README.md ("Limits") lists them.
+//!
+//! Pure: the checks take figures, the callers do the reading.
+
+use std::fmt;
+
+const MIB: u64 = 1024 * 1024;
+
+/// Largest scenario file read.
+pub const MAX_SCENARIO_BYTES: u64 = 16 * MIB;
+/// Largest metric baseline file read (`--baseline`).
+pub const MAX_BASELINE_BYTES: u64 = 64 * MIB;
+/// Largest JSON results file read (`harness merge`).
+pub const MAX_RESULTS_BYTES: u64 = 256 * MIB;
+/// Largest request body the served endpoints will read.
+pub const MAX_REQUEST_BODY_BYTES: u64 = 16 * MIB;
+
+/// Deepest nesting of arrays and tables a TOML file may have (the parser's guard, `toml`).
+pub const MAX_NESTING_TOML: usize = 80;
+/// Deepest nesting of arrays and objects a JSON file may have (the parser's guard,
+/// `serde_json`'s recursion limit of 128, which the 128th level reaches).
+pub const MAX_NESTING_JSON: usize = 127;
+
+/// Most events one run's trace may hold.
+pub const MAX_TRACE_EVENTS: usize = 20_000;
+/// Longest scripted tool output or error text, in bytes.
+pub const MAX_TOOL_OUTPUT_BYTES: usize = MIB as usize;
+/// Highest iteration cap a configuration may set (`max_iterations`, budgets, step calls).
+pub const MAX_ITERATIONS: u32 = 1_000;
+/// Virtual time one run may take (24 hours); also the longest single scripted latency or delay.
+pub const MAX_VIRTUAL_MS: u64 = 24 * 60 * 60 * 1000;
+
+/// A limit a run went past.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exceeded {
+    /// The trace grew past [`MAX_TRACE_EVENTS`].
+    TraceEvents,
+    /// The virtual clock went past [`MAX_VIRTUAL_MS`].
+    VirtualTime(u64),
+}
+
+impl fmt::Display for Exceeded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::TraceEvents => write!(
+                f,
+                "the run's trace grew past {MAX_TRACE_EVENTS} events (the limit per run)"
+            ),
+            Self::VirtualTime(ms) => write!(
+                f,
+                "the run's virtual time reached {ms} ms, past the budget of {MAX_VIRTUAL_MS} ms (24 hours) per run"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Exceeded {}
+
+impl Exceeded {
+    /// How to get back under the limit.
+    pub fn hint(&self) -> &'static str {
+        match self {
+            Self::TraceEvents => {
+                "lower `max_iterations`, the turns' `repeat` or the follow-ups: no scenario needs this many events"
+            }
+            Self::VirtualTime(_) => "lower the scripted latencies and retry delays",
+        }
+    }
+}
+
+/// Check a run in progress: its trace length and virtual clock.
+pub fn check_run(events: usize, clock_ms: u64) -> Result<(), Exceeded> {
+    if events > MAX_TRACE_EVENTS {
+        Err(Exceeded::TraceEvents)
+    } else if clock_ms > MAX_VIRTUAL_MS {
+        Err(Exceeded::VirtualTime(clock_ms))
+    } else {
+        Ok(())
+    }
+}
+
+/// The error for an input file larger than `max` bytes, or `None` when it fits.
+pub fn file_too_large(what: &str, len: u64, max: u64) -> Option<String> {
+    (len > max).then(|| {
+        format!(
+            "the {what} is {len} bytes, over the limit of {max} bytes ({} MiB)",
+            max / MIB
+        )
+    })
+}
+
+/// The parsers' messages for nesting past their guard, rewritten to say what the limit is;
+/// other messages unchanged.
+pub fn explain_nesting(message: &str, json: bool) -> Option<String> {
+    let deep = message.contains("recursion limit") || message.contains("cannot recurse further");
+    deep.then(|| {
+        let (format, max) = if json {
+            ("JSON", MAX_NESTING_JSON)
+        } else {
+            ("TOML", MAX_NESTING_TOML)
+        };
+        format!("values nest deeper than {format} allows here (at most {max} levels)")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nested(open: &str, close: &str, n: usize) -> String {
+        format!("{}1{}", open.repeat(n), close.repeat(n))
+    }
+
+    #[test]
+    fn the_documented_nesting_limits_are_the_parsers() {
+        let toml_at =
+            |n: usize| toml::from_str::<toml::Table>(&format!("a = {}", nested("[", "]", n)));
+        // At the top level; tables around a value count as levels too.
+        assert!(toml_at(MAX_NESTING_TOML).is_ok());
+        let err = toml_at(MAX_NESTING_TOML + 1).unwrap_err();
+        assert!(explain_nesting(err.message(), false).is_some(), "{err}");
+        let deep = toml_at(100_000).unwrap_err();
+        assert!(explain_nesting(deep.message(), false).is_some(), "{deep}");
+
+        let json_at = |n: usize| serde_json::from_str::<serde_json::Value>(&nested("[", "]", n));
+        assert!(json_at(MAX_NESTING_JSON).is_ok());
+        let err = json_at(MAX_NESTING_JSON + 1).unwrap_err();
+        assert!(explain_nesting(&err.to_string(), true).is_some(), "{err}");
+        assert!(json_at(100_000).is_err());
+    }
+
+    #[test]
+    fn runs_are_checked_against_both_run_limits() {
+        assert_eq!(check_run(MAX_TRACE_EVENTS, MAX_VIRTUAL_MS), Ok(()));
+        assert_eq!(
+            check_run(MAX_TRACE_EVENTS + 1, 0),
+            Err(Exceeded::TraceEvents)
+        );
+        assert_eq!(
+            check_run(1, MAX_VIRTUAL_MS + 1),
+            Err(Exceeded::VirtualTime(MAX_VIRTUAL_MS + 1))
+        );
+        assert!(Exceeded::TraceEvents.to_string().contains("20000 events"));
+    }
+
+    #[test]
+    fn oversized_files_are_named_with_the_limit() {
+        assert_eq!(file_too_large("scenario", 10, 10), None);
+        let e = file_too_large("scenario", MAX_SCENARIO_BYTES + 1, MAX_SCENARIO_BYTES).unwrap();
+        assert!(
+            e.contains("over the limit of 16777216 bytes (16 MiB)"),
+            "{e}"
+        );
+    }
+}
