@@ -190,11 +190,13 @@ fn scrubber(extra: Option<&str>) -> Scrubber {
 /// when `None`). A scenario written for recording may have no model script: it gets one
 /// placeholder rule, since the live model or the cassette answers instead.
 fn load_case(path: &Path, id: &str, profile: Option<&str>) -> Result<Case, Refusal> {
-    let text = std::fs::read_to_string(path).map_err(|e| Refusal {
-        at: Some((path.to_owned(), 1, 1)),
-        message: format!("cannot read the scenario: {e}"),
-        hint: "check the path (a cassette names its scenario relative to its own folder)".into(),
-    })?;
+    let text = store::read_input_text(path, "scenario", crate::limits::MAX_SCENARIO_BYTES)
+        .map_err(|e| Refusal {
+            at: Some((path.to_owned(), 1, 1)),
+            message: format!("cannot read the scenario: {e}"),
+            hint: "check the path (a cassette names its scenario relative to its own folder)"
+                .into(),
+        })?;
     let format = if path.extension().is_some_and(|e| e == "json") {
         SourceFormat::Json
     } else {
@@ -708,7 +710,12 @@ pub fn record(args: &RecordArgs, layout: &Layout, ci: bool) -> Result<Recorded, 
 /// `harness promote`: write the promoted scenario; its path.
 pub fn promote_command(args: &PromoteArgs) -> Result<PathBuf, Refusal> {
     let (c, scenario_file) = read_cassette(&args.cassette)?;
-    let text = std::fs::read_to_string(&scenario_file).map_err(|e| Refusal {
+    let text = store::read_input_text(
+        &scenario_file,
+        "scenario",
+        crate::limits::MAX_SCENARIO_BYTES,
+    )
+    .map_err(|e| Refusal {
         at: Some((scenario_file.clone(), 1, 1)),
         message: format!("cannot read the recorded scenario: {e}"),
         hint: "a cassette names its scenario relative to its own folder".into(),
