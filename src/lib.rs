@@ -22,11 +22,14 @@
 //! job summary (`report::{json, junit, github}`) — which `harness merge` rebuilds from shards.
 //!
 //! `limits` holds every size and count harness accepts (file sizes, nesting, trace length,
-//! virtual time, iteration caps, tool output, request bodies), pure and shared by all formats;
-//! the scenario validator, the engine (trace length, virtual time), `store` (file sizes) and the
-//! baseline and results readers enforce them. `run::interrupt` turns Ctrl-C into a stop between
-//! scenario files (exit code [`report::EXIT_INTERRUPTED`], 130); every file is written
-//! atomically by `store` (write, then rename). `fuzz/` (outside the build) fuzzes the readers.
+//! virtual time, iteration caps, tool output, request bodies, cassette exchanges, stream
+//! events), pure and shared by all formats; the scenario validator, the engine (trace length,
+//! virtual time), `store` (file sizes), the baseline, results and cassette readers, the
+//! recorder and `serve` (request bodies) enforce them. `run::interrupt` turns Ctrl-C into a
+//! stop between scenario files (exit code [`report::EXIT_INTERRUPTED`], 130); every file is
+//! written atomically by `store` (write, then rename). `fuzz/` (outside the build) fuzzes the readers:
+//! scenarios, baselines, results, cassettes (with a strict replay), transcripts, SSE streams and
+//! served requests.
 //!
 //! The engine has two loops: the agent loop (`engine`), whose defences are policies
 //! (`policy`, one file each) bundled into the profiles `none`, `ironclaw`, `moltis` and

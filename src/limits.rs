@@ -1,6 +1,6 @@
 //! Every size and count harness accepts from its inputs, in one place, so each format (scenario,
-//! baseline, JSON results, and later cassettes, transcripts and served requests) enforces the
-//! same figures. Going past one is bad input: a located error with a hint, exit code 2, never a
+//! baseline, JSON results, cassettes, transcripts and served requests) enforces the same
+//! figures. Going past one is bad input: a located error with a hint, exit code 2, never a
 //! crash or a hang. README.md ("Limits") lists them.
 //!
 //! Pure: the checks take figures, the callers do the reading.
@@ -15,8 +15,18 @@ pub const MAX_SCENARIO_BYTES: u64 = 16 * MIB;
 pub const MAX_BASELINE_BYTES: u64 = 64 * MIB;
 /// Largest JSON results file read (`harness merge`).
 pub const MAX_RESULTS_BYTES: u64 = 256 * MIB;
-/// Largest request body the served endpoints will read.
+/// Largest request body the served endpoints (`harness serve`, `exec`) read; a larger one is
+/// answered 413 before it is read.
 pub const MAX_REQUEST_BODY_BYTES: u64 = 16 * MIB;
+/// Largest cassette file read (`harness run`, `record`, `promote`, `sweep`).
+pub const MAX_CASSETTE_BYTES: u64 = 64 * MIB;
+/// Largest transcript file read (`harness import`, `sweep`); the public corpora's files are
+/// under 4 MiB.
+pub const MAX_TRANSCRIPT_BYTES: u64 = 64 * MIB;
+/// Most exchanges (requests) one cassette may hold.
+pub const MAX_CASSETTE_EXCHANGES: usize = 10_000;
+/// Most events one streamed answer may have, recorded or replayed.
+pub const MAX_STREAM_CHUNKS: usize = 100_000;
 
 /// Deepest nesting of arrays and tables a TOML file may have (the parser's guard, `toml`).
 pub const MAX_NESTING_TOML: usize = 80;

@@ -297,12 +297,15 @@ fn syntax(e: &serde_json::Error, line: Option<usize>) -> ImportError {
         (false, _) => "fix the JSON at that position",
     };
     let line_offset = line.unwrap_or(0);
-    ImportError::at(
-        e.line() + line_offset,
-        e.column().max(1),
-        format!("invalid JSON: {}", without_position(e)),
-        hint,
-    )
+    let message = without_position(e);
+    let (message, hint) = match crate::limits::explain_nesting(&message, true) {
+        Some(deep) => (
+            deep,
+            "no transcript nests this deep; check the file is the transcript meant (see README \"Limits\")",
+        ),
+        None => (format!("invalid JSON: {message}"), hint),
+    };
+    ImportError::at(e.line() + line_offset, e.column().max(1), message, hint)
 }
 
 /// serde_json's message without its ` at line L column C` (the error is located already).
@@ -360,9 +363,10 @@ pub(crate) fn typed<T: serde::de::DeserializeOwned>(
             match serde_path_to_error::deserialize::<_, T>(&mut de) {
                 Err(e) => {
                     let inner = e.inner();
+                    let line = inner.line().max(1);
                     Err(ImportError::at(
-                        inner.line().max(1),
-                        inner.column().max(1),
+                        line,
+                        crate::scenario::json_token_start(text, line, inner.column().max(1)),
                         format!("at `{}`: {}", e.path(), without_position(inner)),
                         &hint,
                     ))
@@ -904,7 +908,7 @@ mod fixture_tests {
     #[test]
     fn malformed_files_are_located() {
         let got = import_text(
-            include_str!("../../fixtures/transcripts/invalid/tau2-messages-not-a-list.json"),
+            include_str!("../../fixtures/invalid/transcript/tau2-messages-not-a-list.json"),
             "x.json",
             false,
             None,
@@ -913,7 +917,7 @@ mod fixture_tests {
         assert_eq!((e.line, e.col), (8, 18), "{e:?}");
         assert!(e.message.contains("simulations[0].messages"), "{e:?}");
         let got = import_text(
-            include_str!("../../fixtures/transcripts/invalid/openai-bad-line.jsonl"),
+            include_str!("../../fixtures/invalid/transcript/openai-bad-line.jsonl"),
             "x.jsonl",
             true,
             None,

@@ -307,22 +307,80 @@ pub fn parse(text: &str) -> Result<Cassette, LoadError> {
         });
     }
     let mut de = serde_json::Deserializer::from_str(text);
-    serde_path_to_error::deserialize::<_, Cassette>(&mut de).map_err(|e| {
+    let c = serde_path_to_error::deserialize::<_, Cassette>(&mut de).map_err(|e| {
         let inner = e.inner();
         let path = e.path().to_string();
         let message = inner.to_string();
         let message = message.rsplit_once(" at line ").map_or(message.as_str(), |(m, _)| m);
         LoadError {
             line: inner.line().max(1),
-            col: inner.column().max(1),
-            message: if path == "." {
+            col: crate::scenario::json_token_start(text, inner.line().max(1), inner.column().max(1)),
+            message: if path == "." || path == "?" {
                 format!("invalid cassette: {message}")
             } else {
                 format!("invalid cassette at `{path}`: {message}")
             },
             hint: "cassettes are written by `harness record`; re-record it, or compare with the format in the README",
         }
-    })
+    })?;
+    check_limits(text, &c)?;
+    Ok(c)
+}
+
+/// A cassette's version and counts against what this build reads ([`crate::limits`]).
+fn check_limits(text: &str, c: &Cassette) -> Result<(), LoadError> {
+    use crate::limits::{MAX_CASSETTE_EXCHANGES, MAX_STREAM_CHUNKS};
+    let at = |key: &str| crate::scenario::line_col(text, text.find(key).unwrap_or(0));
+    let error = |(line, col): (usize, usize), message: String, hint: &'static str| LoadError {
+        line,
+        col,
+        message,
+        hint,
+    };
+    if c.version != VERSION {
+        return Err(error(
+            at("\"version\""),
+            format!(
+                "cassette format version {} is not one this build reads ({VERSION})",
+                c.version
+            ),
+            "cassettes are written by `harness record` with version 1; re-record it",
+        ));
+    }
+    if c.exchanges.len() > MAX_CASSETTE_EXCHANGES {
+        return Err(error(
+            at("\"exchanges\""),
+            format!(
+                "the cassette holds {} exchanges, over the limit of {MAX_CASSETTE_EXCHANGES} per cassette",
+                c.exchanges.len()
+            ),
+            "no run makes this many model calls (see README \"Limits\"); record a shorter run",
+        ));
+    }
+    let streamed = c
+        .exchanges
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| Some((i, e.chunks.as_ref()?)));
+    for (nth, (i, chunks)) in streamed.enumerate() {
+        if chunks.len() > MAX_STREAM_CHUNKS {
+            // The `chunks` key of this exchange: the nth one in the file.
+            let offset = text
+                .match_indices("\"chunks\"")
+                .nth(nth)
+                .map_or(0, |(o, _)| o);
+            return Err(error(
+                crate::scenario::line_col(text, offset),
+                format!(
+                    "exchange {} (`exchanges[{i}]`) streams {} events, over the limit of {MAX_STREAM_CHUNKS} per stream",
+                    i + 1,
+                    chunks.len()
+                ),
+                "no provider streams this many events for one answer (see README \"Limits\"); record a shorter answer",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The cassette as its file text: pretty JSON with a final newline.
@@ -410,6 +468,68 @@ mod tests {
         assert_eq!(
             canonical(&json!({"b": 1, "a": [{"d": 1, "c": 2}]})).to_string(),
             r#"{"a":[{"c":2,"d":1}],"b":1}"#
+        );
+    }
+
+    fn cassette(exchanges: Vec<Exchange>) -> Cassette {
+        Cassette {
+            version: VERSION,
+            scenario: "s.toml".into(),
+            case: "s".into(),
+            profile: "moltis".into(),
+            provider: Provider::Openai,
+            model: "m".into(),
+            base_url: "http://127.0.0.1".into(),
+            stream: true,
+            max_tokens: None,
+            replay: ReplayOptions::default(),
+            exchanges,
+        }
+    }
+
+    #[test]
+    fn counts_past_the_limits_are_located_errors() {
+        use crate::limits::{MAX_CASSETTE_EXCHANGES, MAX_STREAM_CHUNKS};
+        let one = exchange(200, json!({}));
+        let at_limit = render(&cassette(vec![one.clone(); MAX_CASSETTE_EXCHANGES]));
+        assert!(parse(&at_limit).is_ok());
+        let over = render(&cassette(vec![one.clone(); MAX_CASSETTE_EXCHANGES + 1]));
+        let err = parse(&over).expect_err("too many exchanges");
+        assert!(
+            err.message
+                .contains("10001 exchanges, over the limit of 10000"),
+            "{err:?}"
+        );
+        assert_eq!(
+            over.lines().nth(err.line - 1).map(str::trim_start),
+            Some("\"exchanges\": [")
+        );
+
+        let chunk = TimedEvent {
+            t_ms: 0,
+            event: None,
+            data: "{}".into(),
+        };
+        let mut long = one.clone();
+        long.chunks = Some(vec![chunk; MAX_STREAM_CHUNKS + 1]);
+        let mut short = one;
+        short.chunks = Some(Vec::new());
+        let text = render(&cassette(vec![short, long]));
+        let err = parse(&text).expect_err("too many events");
+        assert!(
+            err.message
+                .contains("exchange 2 (`exchanges[1]`) streams 100001 events"),
+            "{err:?}"
+        );
+        // At the second exchange's `chunks`, not the first's.
+        let first = text.find("\"chunks\"").unwrap();
+        assert!(crate::scenario::line_col(&text, first).0 < err.line);
+        let version_0 = text.replacen("\"version\": 1", "\"version\": 0", 1);
+        assert!(
+            parse(&version_0)
+                .expect_err("version 0")
+                .message
+                .contains("version 0")
         );
     }
 }

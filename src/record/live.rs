@@ -164,6 +164,16 @@ impl LiveModel {
                         break;
                     }
                     Ok(None) => break,
+                    Ok(Some(Ok(_))) if chunks.len() >= crate::limits::MAX_STREAM_CHUNKS => {
+                        ex.error = Some(TransportError {
+                            kind: TransportKind::Cut,
+                            message: format!(
+                                "the stream went past {} events, the limit per stream",
+                                crate::limits::MAX_STREAM_CHUNKS
+                            ),
+                        });
+                        break;
+                    }
                     Ok(Some(Ok(e))) => chunks.push(TimedEvent {
                         t_ms: ms(started),
                         event: Some(e.event).filter(|n| !n.is_empty() && n != "message"),

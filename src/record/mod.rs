@@ -189,11 +189,13 @@ fn scrubber(extra: Option<&str>) -> Scrubber {
 /// when `None`). A scenario written for recording may have no model script: it gets one
 /// placeholder rule, since the live model or the cassette answers instead.
 fn load_case(path: &Path, id: &str, profile: Option<&str>) -> Result<Case, Refusal> {
-    let text = std::fs::read_to_string(path).map_err(|e| Refusal {
-        at: Some((path.to_owned(), 1, 1)),
-        message: format!("cannot read the scenario: {e}"),
-        hint: "check the path (a cassette names its scenario relative to its own folder)".into(),
-    })?;
+    let text = store::read_input_text(path, "scenario", crate::limits::MAX_SCENARIO_BYTES)
+        .map_err(|e| Refusal {
+            at: Some((path.to_owned(), 1, 1)),
+            message: format!("cannot read the scenario: {e}"),
+            hint: "check the path (a cassette names its scenario relative to its own folder)"
+                .into(),
+        })?;
     let format = if path.extension().is_some_and(|e| e == "json") {
         SourceFormat::Json
     } else {
@@ -253,10 +255,10 @@ fn load_case(path: &Path, id: &str, profile: Option<&str>) -> Result<Case, Refus
         })
 }
 
-/// The case as recorded: its id becomes the cassette's, its model the one the provider was
+/// The case as recorded (public for the fuzzer): its id becomes the cassette's, its model the one the provider was
 /// asked for (the trace, prices and metrics name it), and its expectations go (the golden
 /// gates a cassette).
-fn retarget(case: &mut Case, id: String, model: &str) {
+pub fn retarget(case: &mut Case, id: String, model: &str) {
     let mut s = (*case.scenario).clone();
     s.model.name = model.to_owned();
     case.scenario = std::sync::Arc::new(s);
@@ -279,50 +281,127 @@ pub struct Replayed {
     pub drift_within_golden: bool,
 }
 
-/// The scenario a cassette names, as a path.
-fn scenario_path(cassette_path: &Path, c: &Cassette) -> PathBuf {
+/// The scenario a cassette names, as a path: relative to the cassette's folder, resolved
+/// lexically, and refused when it is absolute, climbs above the folder the cassette was named
+/// from (`../../../../etc/passwd` is never read), is not a scenario file or is not there.
+fn scenario_path(cassette_path: &Path, c: &Cassette, text: &str) -> Result<PathBuf, Refusal> {
+    let at = text.find("\"scenario\"").map_or((1, 1), |i| {
+        let value = text[i + "\"scenario\"".len()..]
+            .find('"')
+            .map_or(i, |j| i + "\"scenario\"".len() + j);
+        scenario::line_col(text, value)
+    });
+    let refused = |message: String| {
+        Refusal {
+        at: Some((cassette_path.to_owned(), at.0, at.1)),
+        message,
+        hint: "a cassette names its scenario relative to its own folder, inside the project (as `harness record` writes it); re-record it or correct the path".into(),
+    }
+    };
+    let name = &c.scenario;
+    if name.starts_with('/') || name.starts_with('\\') || name.contains(':') || name.contains('\0')
+    {
+        return Err(refused(format!(
+            "the scenario reference `{name}` is not a relative path"
+        )));
+    }
     let dir = cassette_path.parent().unwrap_or(Path::new(""));
     let mut p = dir.to_path_buf();
-    for part in c.scenario.split('/') {
+    for part in name.split(['/', '\\']) {
         // Resolve `..` lexically, so ids and messages name the scenario as the user would.
-        let up = part == ".." && matches!(p.components().next_back(), Some(Component::Normal(_)));
-        if up {
+        if part == ".." {
+            if !matches!(p.components().next_back(), Some(Component::Normal(_))) {
+                return Err(refused(format!(
+                    "the scenario reference `{name}` climbs above the folder the cassette was named from"
+                )));
+            }
             p.pop();
         } else if part != "." && !part.is_empty() {
             p.push(part);
         }
     }
-    p
+    if !(name.ends_with(".toml") || name.ends_with(".json")) {
+        return Err(refused(format!(
+            "the scenario reference `{name}` does not name a scenario file (`.toml` or `.json`)"
+        )));
+    }
+    if !p.is_file() {
+        return Err(refused(format!(
+            "the scenario `{name}` the cassette names is not there ({})",
+            p.display()
+        )));
+    }
+    Ok(p)
 }
 
-fn read_cassette(path: &Path) -> Result<Cassette, Refusal> {
-    let text = std::fs::read_to_string(path).map_err(|e| Refusal {
-        at: Some((path.to_owned(), 1, 1)),
-        message: format!("cannot read: {e}"),
-        hint: "check the path".into(),
-    })?;
-    cassette::parse(&text).map_err(|e| Refusal {
+/// Read a cassette (within [`crate::limits::MAX_CASSETTE_BYTES`]) and resolve its scenario.
+fn read_cassette(path: &Path) -> Result<(Cassette, PathBuf), Refusal> {
+    let text = store::read_input_text(path, "cassette", crate::limits::MAX_CASSETTE_BYTES)
+        .map_err(|e| {
+            let message = e.to_string();
+            // A UTF-8 error names its place first (`LINE:COL: …`).
+            let (line, col, message) = located_io(&message);
+            Refusal {
+                at: Some((path.to_owned(), line, col)),
+                message: if e.kind() == std::io::ErrorKind::FileTooLarge
+                    || e.kind() == std::io::ErrorKind::InvalidData
+                {
+                    message.to_owned()
+                } else {
+                    format!("cannot read: {message}")
+                },
+                hint: match e.kind() {
+                    std::io::ErrorKind::FileTooLarge => {
+                        "a cassette this large is not a recording harness made; see README \"Limits\"".into()
+                    }
+                    std::io::ErrorKind::InvalidData => {
+                        "cassettes are UTF-8 JSON written by `harness record`; re-record it".into()
+                    }
+                    _ => "check the path".into(),
+                },
+            }
+        })?;
+    let c = cassette::parse(&text).map_err(|e| Refusal {
         at: Some((path.to_owned(), e.line, e.col)),
         message: e.message,
         hint: e.hint.into(),
-    })
+    })?;
+    let scenario = scenario_path(path, &c, &text)?;
+    Ok((c, scenario))
+}
+
+/// Split `LINE:COL: message` (as [`store::read_input_text`] words a UTF-8 error) into its parts;
+/// other messages are at 1:1.
+fn located_io(message: &str) -> (usize, usize, &str) {
+    let mut parts = message.splitn(3, ':');
+    match (
+        parts.next().and_then(|l| l.parse().ok()),
+        parts.next().and_then(|c| c.parse().ok()),
+        parts.next(),
+    ) {
+        (Some(line), Some(col), Some(rest)) => (line, col, rest.trim_start()),
+        _ => (1, 1, message),
+    }
 }
 
 /// Replay a cassette strictly through the engine (no network).
 pub fn replay(layout: &Layout, path: &Path) -> Result<Replayed, Refusal> {
-    let c = read_cassette(path)?;
-    let scenario_file = scenario_path(path, &c);
+    let (c, scenario_file) = read_cassette(path)?;
     let mut case = load_case(
         &scenario_file,
         &layout.id_of(&scenario_file),
         Some(&c.profile),
     )?;
     retarget(&mut case, layout.id_of(path), &c.model);
-    let mut player = Player::new(&c, scrubber(None));
-    let (events, gap) = engine::run_case(&case, &mut player);
+    let Replay {
+        events,
+        miss,
+        gap,
+        unused,
+    } = replay_case(&case, &c);
     let mut failures = Vec::new();
     let mut drift_within_golden = false;
-    if let Some(miss) = player.miss.take() {
+    if let Some(miss) = miss {
         failures.push(miss);
         let partial = crate::trace::render_golden(&case.id, &events);
         drift_within_golden = store::read_optional(&layout.golden(&case.id))
@@ -336,12 +415,8 @@ pub fn replay(layout: &Layout, path: &Path) -> Result<Replayed, Refusal> {
             hint: "the scenario's tools or approvals no longer answer what the recording asks"
                 .into(),
         });
-    } else if player.used() < c.exchanges.len() {
-        failures.push(format!(
-            "the run to use all {} recorded exchanges, but it ended after {}\nhint: the loop now stops earlier than when it was recorded; re-record with `harness record --record-mode all` if that is intended",
-            c.exchanges.len(),
-            player.used()
-        ));
+    } else if let Some(unused) = unused {
+        failures.push(unused);
     }
     Ok(Replayed {
         case,
@@ -349,6 +424,40 @@ pub fn replay(layout: &Layout, path: &Path) -> Result<Replayed, Refusal> {
         failures,
         drift_within_golden,
     })
+}
+
+/// What a strict replay of a parsed cassette came to (pure: no files).
+#[derive(Debug)]
+pub struct Replay {
+    /// The trace.
+    pub events: Vec<TimedEvent>,
+    /// The request that did not match what was recorded, explained.
+    pub miss: Option<String>,
+    /// The script gap that cut the run short.
+    pub gap: Option<engine::ScriptGap>,
+    /// The run ended before using every recorded exchange, explained.
+    pub unused: Option<String>,
+}
+
+/// Replay `c` strictly through `case` (already retargeted to the cassette): the engine with
+/// the cassette's player as its model. Pure, for `harness run` and the fuzzer.
+pub fn replay_case(case: &Case, c: &Cassette) -> Replay {
+    let mut player = Player::new(c, scrubber(None));
+    let (events, gap) = engine::run_case(case, &mut player);
+    let miss = player.miss.take();
+    let unused = (miss.is_none() && gap.is_none() && player.used() < c.exchanges.len()).then(|| {
+        format!(
+            "the run to use all {} recorded exchanges, but it ended after {}\nhint: the loop now stops earlier than when it was recorded; re-record with `harness record --record-mode all` if that is intended",
+            c.exchanges.len(),
+            player.used()
+        )
+    });
+    Replay {
+        events,
+        miss,
+        gap,
+        unused,
+    }
 }
 
 /// The default cassette path: `fixtures/cassettes/<stem>.cassette.json` beside the scenario.
@@ -453,7 +562,7 @@ pub fn record(args: &RecordArgs, layout: &Layout, ci: bool) -> Result<Recorded, 
     };
     if replay_only {
         let r = replay(layout, &out)?;
-        let exchanges = read_cassette(&out)?.exchanges.len();
+        let exchanges = read_cassette(&out)?.0.exchanges.len();
         return Ok(Recorded {
             out,
             case: r.case,
@@ -522,7 +631,7 @@ pub fn record(args: &RecordArgs, layout: &Layout, ci: bool) -> Result<Recorded, 
         exchanges: Vec::new(),
     };
     let old = if mode == RecordMode::New && exists {
-        Some(read_cassette(&out)?)
+        Some(read_cassette(&out)?.0)
     } else {
         None
     };
@@ -576,9 +685,13 @@ pub fn record(args: &RecordArgs, layout: &Layout, ci: bool) -> Result<Recorded, 
 
 /// `harness promote`: write the promoted scenario; its path.
 pub fn promote_command(args: &PromoteArgs) -> Result<PathBuf, Refusal> {
-    let c = read_cassette(&args.cassette)?;
-    let scenario_file = scenario_path(&args.cassette, &c);
-    let text = std::fs::read_to_string(&scenario_file).map_err(|e| Refusal {
+    let (c, scenario_file) = read_cassette(&args.cassette)?;
+    let text = store::read_input_text(
+        &scenario_file,
+        "scenario",
+        crate::limits::MAX_SCENARIO_BYTES,
+    )
+    .map_err(|e| Refusal {
         at: Some((scenario_file.clone(), 1, 1)),
         message: format!("cannot read the recorded scenario: {e}"),
         hint: "a cassette names its scenario relative to its own folder".into(),

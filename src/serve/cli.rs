@@ -118,7 +118,7 @@ fn load(layout: &Layout, path: &Path) -> Result<Vec<Case>, Vec<Diagnostic>> {
             "serve the scenario the cassette was recorded from",
         ));
     }
-    let text = std::fs::read_to_string(path)
+    let text = store::read_input_text(path, "scenario", crate::limits::MAX_SCENARIO_BYTES)
         .map_err(|e| bad(format!("cannot read: {e}"), "check the path"))?;
     scenario::load(&text, run::format_of(path), &layout.id_of(path))
 }

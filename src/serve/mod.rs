@@ -34,8 +34,9 @@ use serde_json::{Value, json};
 
 pub use cli::{ExecArgs, ServeArgs};
 
-/// Largest request body the server reads (larger ones are answered 413).
-pub const MAX_REQUEST_BYTES: usize = 8 * 1024 * 1024;
+/// Largest request body the server reads (larger ones are answered 413): the one figure of
+/// [`crate::limits::MAX_REQUEST_BODY_BYTES`].
+pub const MAX_REQUEST_BYTES: usize = crate::limits::MAX_REQUEST_BODY_BYTES as usize;
 
 /// What the server answered one request with.
 #[derive(Debug, Clone)]

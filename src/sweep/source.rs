@@ -107,7 +107,13 @@ pub fn discover(paths: &[PathBuf]) -> (Vec<Input>, Vec<(PathBuf, String)>) {
 /// Read one input into runs. Files read from a folder whose content is no known format are
 /// skipped with a note; I/O and parse problems are located errors.
 pub fn load(input: &Input, format: Option<import::Format>) -> FileImport {
-    let text = match std::fs::read(&input.path) {
+    use crate::limits::{MAX_CASSETTE_BYTES, MAX_SCENARIO_BYTES, MAX_TRANSCRIPT_BYTES};
+    let (what, max) = match input.kind {
+        InputKind::Scenario => ("scenario", MAX_SCENARIO_BYTES),
+        InputKind::Cassette => ("cassette", MAX_CASSETTE_BYTES),
+        InputKind::Transcript | InputKind::JsonLines => ("transcript", MAX_TRANSCRIPT_BYTES),
+    };
+    let text = match crate::store::read_input(&input.path, what, max) {
         Ok(b) => match String::from_utf8(b) {
             Ok(t) => t,
             Err(e) => {
@@ -123,6 +129,15 @@ pub fn load(input: &Input, format: Option<import::Format>) -> FileImport {
                 });
             }
         },
+        Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => {
+            return failed(ImportError {
+                line: 1,
+                col: 1,
+                message: e.to_string(),
+                hint: "split the file, or check it is the transcript meant (see README \"Limits\")"
+                    .to_owned(),
+            });
+        }
         Err(e) => {
             return failed(ImportError {
                 line: 1,

@@ -529,3 +529,280 @@ fn oversized_inputs_are_refused_with_the_limit_named() {
         .expect_stdout("hint: script a shorter output");
     assert!(run.summary().contains("2 invalid files"), "{run}");
 }
+
+/// Where the error of each malformed cassette (`harness run FILE`) and transcript
+/// (`harness sweep FILE`) must point.
+const WIRE_POINTS_AT: &[(&str, &str)] = &[
+    (
+        "cassette/absolute-scenario.cassette.json",
+        "\"/etc/passwd\"",
+    ),
+    // serde_json places a number too large at its last digit.
+    ("cassette/absurd-elapsed.cassette.json", "0"),
+    (
+        "cassette/dangling-scenario.cassette.json",
+        "\"../../../scenarios/record/no-such",
+    ),
+    ("cassette/exchange-missing-request.cassette.json", "},"),
+    (
+        "cassette/invalid-utf8.cassette.json",
+        "\u{FFFD}\u{FFFD} reached",
+    ),
+    ("cassette/missing-exchanges.cassette.json", "}"),
+    (
+        "cassette/path-traversal.cassette.json",
+        "\"../../../../etc/passwd\"",
+    ),
+    ("cassette/status-out-of-range.cassette.json", "0,"),
+    (
+        "cassette/syntax-missing-comma.cassette.json",
+        "\"provider\"",
+    ),
+    ("cassette/unknown-exchange-key.cassette.json", "\"chunk\""),
+    ("cassette/unknown-provider.cassette.json", "\"gemini\""),
+    ("cassette/unknown-status-shape.cassette.json", " {"),
+    ("cassette/version-0.cassette.json", "\"version\": 0"),
+    ("cassette/version-2.cassette.json", "\"version\": 2"),
+    ("cassette/wrong-type-stream.cassette.json", "\"yes\""),
+    (
+        "transcript/anthropic-invalid-utf8.json",
+        "\u{FFFD}\u{FFFD} files",
+    ),
+    ("transcript/openai-bad-line.jsonl", ""),
+    ("transcript/openai-deep-nesting.jsonl", "[[[[[[[["),
+    (
+        "transcript/swe-agent-trajectory-not-a-list.traj",
+        "\"ls; python",
+    ),
+    ("transcript/tau2-messages-not-a-list.json", " {\"role\""),
+    ("transcript/toolbench-wrong-type.json", "7"),
+    ("transcript/truncated-tau-bench.json", ""),
+];
+
+/// The scenario the cassette fixtures replay (`../../../scenarios/record/reflex-live.toml`
+/// from their folder).
+const RECORDED: &str = "scenarios/record/reflex-live.toml";
+
+/// Give one cassette (`run`) or transcript (`sweep`) fixture to the command that reads it;
+/// check exit code 2, the one located, hinted error, and snapshot it.
+fn check_wire_format(path: &std::path::Path) {
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    let kind = path
+        .parent()
+        .and_then(|p| p.file_name())
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let key = format!("{kind}/{name}");
+    let rel = format!("fixtures/invalid/{key}");
+    let bytes = std::fs::read(path).unwrap();
+    let source = String::from_utf8_lossy(&bytes);
+    let p = Project::new();
+    p.copy_from_repo(RECORDED, RECORDED);
+    p.write(&rel, &bytes);
+    let (run, output) = if kind == "cassette" {
+        let run = p.harness(&["run", &rel]);
+        assert!(
+            p.files("snapshots", "").is_empty(),
+            "{rel}: goldens written\n{run}"
+        );
+        let out = run.stdout.clone();
+        (run, out)
+    } else {
+        let run = p.harness(&[
+            "sweep",
+            &rel,
+            "--detector",
+            "consecutive-identical:k=3",
+            "--out",
+            "out.csv",
+        ]);
+        let out = run.stderr.clone();
+        (run, out)
+    };
+    run.expect_code(2);
+    assert!(!output.contains("panicked"), "{rel}: a panic\n{run}");
+    let lines: Vec<&str> = output
+        .lines()
+        .filter(|l| l.starts_with("error: ") || l.starts_with("  hint: "))
+        .collect();
+    assert!(
+        lines.len() == 2 && lines[1].starts_with("  hint: "),
+        "{rel}: want one error and its hint\n{run}"
+    );
+    assert_points_at(WIRE_POINTS_AT, &key, &source, lines[0], &rel, &run);
+    insta::with_settings!({ description => format!("{kind} file {name}"), omit_expression => true }, {
+        insta::assert_snapshot!(kind.as_str(), lines.join("\n"));
+    });
+}
+
+#[test]
+fn cassette_errors() {
+    insta::glob!("../../fixtures/invalid/cassette", "*.json", |path| {
+        check_wire_format(path)
+    });
+}
+
+#[test]
+fn transcript_errors() {
+    insta::glob!("../../fixtures/invalid/transcript", "*.*", |path| {
+        check_wire_format(path)
+    });
+}
+
+fn wire_fixtures(kind: &str) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(repo().join("fixtures/invalid").join(kind))
+        .expect("read a fixture folder")
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn the_cassette_and_transcript_catalogues_cover_their_cases() {
+    let cassettes = wire_fixtures("cassette");
+    let transcripts = wire_fixtures("transcript");
+    assert!(cassettes.len() >= 8, "only {} cassettes", cassettes.len());
+    assert!(
+        transcripts.len() >= 6,
+        "only {} transcripts",
+        transcripts.len()
+    );
+    for (kind, names) in [("cassette", &cassettes), ("transcript", &transcripts)] {
+        for name in names {
+            let key = format!("{kind}/{name}");
+            assert!(
+                WIRE_POINTS_AT.iter().any(|(n, _)| *n == key),
+                "{key} has no WIRE_POINTS_AT entry"
+            );
+        }
+    }
+    for (key, _) in WIRE_POINTS_AT {
+        assert!(
+            repo().join("fixtures/invalid").join(key).exists(),
+            "{key} is listed but missing"
+        );
+    }
+    for utf8 in [
+        "cassette/invalid-utf8.cassette.json",
+        "transcript/anthropic-invalid-utf8.json",
+    ] {
+        let bytes = std::fs::read(repo().join("fixtures/invalid").join(utf8)).unwrap();
+        assert!(
+            std::str::from_utf8(&bytes).is_err(),
+            "{utf8} must hold invalid UTF-8"
+        );
+    }
+}
+
+#[test]
+fn a_path_traversal_in_a_cassette_is_refused_before_anything_is_read() {
+    let p = Project::new();
+    // A scenario where the traversal would land, were it followed: it must not be read.
+    p.write("secret.toml", "this is not read");
+    p.write(
+        "a/b/evil.cassette.json",
+        std::fs::read_to_string(
+            repo().join("fixtures/invalid/cassette/path-traversal.cassette.json"),
+        )
+        .unwrap()
+        .replace("../../../../etc/passwd", "../../../secret.toml"),
+    );
+    let run = p.harness(&["run", "a/b/evil.cassette.json"]);
+    run.expect_code(2).expect_stdout(
+        "error: a/b/evil.cassette.json:3:15: the scenario reference `../../../secret.toml` climbs above the folder the cassette was named from",
+    );
+    run.expect_no_stdout("this is not read");
+}
+
+#[test]
+fn invalid_cassettes_and_transcripts_leave_the_valid_inputs_running() {
+    let p = Project::with_example();
+    p.harness(&["run"]).expect_code(1);
+    p.harness(&["accept"]).expect_code(0);
+    p.copy_from_repo(RECORDED, RECORDED);
+    p.copy_from_repo("fixtures/invalid/cassette", "fixtures/invalid/cassette");
+    let n = u32::try_from(wire_fixtures("cassette").len()).unwrap();
+    let run = p.harness(&["run", "scenarios/reflex", "fixtures/invalid/cassette"]);
+    run.expect_code(2);
+    assert_eq!(
+        run.summary(),
+        summary(
+            "FAILED",
+            Counts {
+                cases: 2,
+                files: n + 1,
+                passed: 2,
+                invalid: n,
+                ..Counts::default()
+            }
+        ),
+        "{run}"
+    );
+
+    p.copy_from_repo("fixtures/invalid/transcript", "transcripts/invalid");
+    p.copy_from_repo("fixtures/transcripts/tau2", "transcripts/tau2");
+    let run = p.harness(&[
+        "sweep",
+        "transcripts",
+        "--detector",
+        "consecutive-identical:k=3",
+        "--out",
+        "out.csv",
+    ]);
+    run.expect_code(2);
+    for name in wire_fixtures("transcript") {
+        let want = format!("error: transcripts/invalid/{name}:");
+        assert!(run.stderr.contains(&want), "no `{want}`\n{run}");
+    }
+    // tau2's runs and the good line of the bad JSON-lines files were scored.
+    let csv = p.read("out.csv");
+    assert!(csv.lines().count() == 2, "{csv}");
+    assert!(!run.stderr.contains("panicked"), "{run}");
+}
+
+/// Cassettes and transcripts past their size limit (64 MiB, too large to commit) are refused
+/// with the limit named, read no further, and the other inputs still run.
+#[test]
+fn oversized_cassettes_and_transcripts_are_refused_with_the_limit_named() {
+    let p = Project::new();
+    p.copy_from_repo(RECORDED, RECORDED);
+    let over = usize::try_from(harness::limits::MAX_CASSETTE_BYTES).unwrap() + 1;
+    let mut big =
+        std::fs::read_to_string(repo().join("fixtures/invalid/cassette/version-2.cassette.json"))
+            .unwrap();
+    big.push_str(&" ".repeat(over - big.len()));
+    p.write("fixtures/invalid/cassette/big.cassette.json", &big);
+    let run = p.harness(&["run", "fixtures/invalid/cassette/big.cassette.json"]);
+    run.expect_code(2)
+        .expect_stdout("error: fixtures/invalid/cassette/big.cassette.json:1:1: the cassette is 67108865 bytes, over the limit of 67108864 bytes (64 MiB)")
+        .expect_stdout("  hint: a cassette this large");
+
+    let good =
+        std::fs::read_to_string(repo().join("fixtures/transcripts/tau2/retail.json")).unwrap();
+    p.write("transcripts/tau2.json", &good);
+    let over = usize::try_from(harness::limits::MAX_TRANSCRIPT_BYTES).unwrap() + 1;
+    p.write(
+        "transcripts/big.json",
+        format!("{good}{}", " ".repeat(over - good.len())),
+    );
+    let run = p.harness(&[
+        "sweep",
+        "transcripts",
+        "--detector",
+        "consecutive-identical:k=3",
+        "--out",
+        "out.csv",
+    ]);
+    run.expect_code(2);
+    assert!(
+        run.stderr.contains("error: transcripts/big.json:1:1: the transcript is 67108865 bytes, over the limit of 67108864 bytes (64 MiB)"),
+        "{run}"
+    );
+    assert_eq!(
+        p.read("out.csv").lines().count(),
+        2,
+        "the good transcript was scored"
+    );
+}

@@ -222,7 +222,7 @@ fn serve_answers_an_agent_and_prints_the_inferred_trace() {
     // Bounded bodies, known paths only.
     let big = format!(
         "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
-        64 * 1024 * 1024
+        harness::limits::MAX_REQUEST_BODY_BYTES + 1
     );
     assert!(status_of(&addr, &big).contains(" 413 "));
     let get = |path: &str| format!("GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n");

@@ -1,5 +1,5 @@
 //! `harness sweep` and `harness import` over the hand-written transcripts of
-//! `fixtures/transcripts/` (one folder per format, `invalid/` for broken files), and, when the
+//! `fixtures/transcripts/` (one folder per format; broken files in `fixtures/invalid/transcript/`), and, when the
 //! public corpus is beside the repository (`../shared/transcripts`, as in CI), over all of it.
 
 use crate::support::{Project, repo};
@@ -130,9 +130,22 @@ fn sweep_scores_the_fixture_transcripts_of_every_format() {
 #[test]
 fn malformed_transcripts_are_located_and_the_others_still_scored() {
     let p = Project::new();
+    // The broken files live in the bad-input catalogue (tests/integration/invalid.rs has all).
+    let broken = |name: &str| {
+        repo()
+            .join("fixtures/invalid/transcript")
+            .join(name)
+            .to_string_lossy()
+            .into_owned()
+    };
     let run = sweep(
         &p,
-        &[fixture("")],
+        &[
+            fixture(""),
+            broken("truncated-tau-bench.json"),
+            broken("tau2-messages-not-a-list.json"),
+            broken("openai-bad-line.jsonl"),
+        ],
         &[
             "--detector",
             "consecutive-identical:k=3",
@@ -199,6 +212,10 @@ fn outputs_do_not_depend_on_jobs() {
             &p,
             &[
                 fixture(""),
+                repo()
+                    .join("fixtures/invalid/transcript")
+                    .to_string_lossy()
+                    .into_owned(),
                 repo()
                     .join("scenarios/reflex")
                     .to_string_lossy()
