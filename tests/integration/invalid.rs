@@ -125,6 +125,37 @@ fn assert_points_at(
     );
 }
 
+/// Assert that `output` holds exactly one located error and its hint, pointing where `table`
+/// says for fixture `key`, and snapshot the two lines under the fixture's format `kind`.
+#[track_caller]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one fixture's facts, each used once"
+)]
+fn assert_one_located_error(
+    output: &str,
+    table: &[(&str, &str)],
+    key: &str,
+    source: &str,
+    rel: &str,
+    run: &crate::support::Run,
+    kind: &str,
+    name: &str,
+) {
+    let lines: Vec<&str> = output
+        .lines()
+        .filter(|l| l.starts_with("error: ") || l.starts_with("  hint: "))
+        .collect();
+    assert!(
+        lines.len() == 2 && lines[1].starts_with("  hint: "),
+        "{rel}: want one error and its hint\n{run}"
+    );
+    assert_points_at(table, key, source, lines[0], rel, run);
+    insta::with_settings!({ description => format!("{kind} file {name}"), omit_expression => true }, {
+        insta::assert_snapshot!(kind, lines.join("\n"));
+    });
+}
+
 fn fixture_names() -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(repo().join(FIXTURES))
         .expect("read fixtures/invalid/scenario")
@@ -415,19 +446,16 @@ fn check_other_format(path: &std::path::Path) {
         !p.exists("out.json"),
         "{rel}: a result file was written\n{run}"
     );
-    let lines: Vec<&str> = run
-        .stderr
-        .lines()
-        .filter(|l| l.starts_with("error: ") || l.starts_with("  hint: "))
-        .collect();
-    assert!(
-        lines.len() == 2 && lines[1].starts_with("  hint: "),
-        "{rel}: want one error and its hint\n{run}"
+    assert_one_located_error(
+        &run.stderr,
+        OTHER_POINTS_AT,
+        &key,
+        &source,
+        &rel,
+        &run,
+        &kind,
+        &name,
     );
-    assert_points_at(OTHER_POINTS_AT, &key, &source, lines[0], &rel, &run);
-    insta::with_settings!({ description => format!("{kind} file {name}"), omit_expression => true }, {
-        insta::assert_snapshot!(kind.as_str(), lines.join("\n"));
-    });
 }
 
 #[test]
@@ -622,18 +650,16 @@ fn check_wire_format(path: &std::path::Path) {
     };
     run.expect_code(2);
     assert!(!output.contains("panicked"), "{rel}: a panic\n{run}");
-    let lines: Vec<&str> = output
-        .lines()
-        .filter(|l| l.starts_with("error: ") || l.starts_with("  hint: "))
-        .collect();
-    assert!(
-        lines.len() == 2 && lines[1].starts_with("  hint: "),
-        "{rel}: want one error and its hint\n{run}"
+    assert_one_located_error(
+        &output,
+        WIRE_POINTS_AT,
+        &key,
+        &source,
+        &rel,
+        &run,
+        &kind,
+        &name,
     );
-    assert_points_at(WIRE_POINTS_AT, &key, &source, lines[0], &rel, &run);
-    insta::with_settings!({ description => format!("{kind} file {name}"), omit_expression => true }, {
-        insta::assert_snapshot!(kind.as_str(), lines.join("\n"));
-    });
 }
 
 #[test]
