@@ -58,6 +58,7 @@ pub mod cli;
 pub mod detector;
 pub mod engine;
 pub mod expect;
+pub mod fuzzing;
 pub mod gate;
 pub mod import;
 pub mod json;

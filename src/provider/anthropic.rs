@@ -11,6 +11,7 @@
 //! completes a call, `message_delta` carries the stop reason and output tokens, `message_stop`
 //! ends the stream; an `error` event is a provider fault.
 
+use super::StrField as _;
 use super::{
     SseEvent, WireError, WireOptions, WireRequest, empty_response, malformed, options_of, streamed,
     tool_result_ids,
@@ -179,16 +180,10 @@ pub fn parse_request(body: &Value) -> Result<WireRequest, WireError> {
             let mut message = Message::new(Role::Assistant, "");
             for b in &blocks {
                 match b.get("type").and_then(Value::as_str) {
-                    Some("text") => message
-                        .content
-                        .push_str(b.get("text").and_then(Value::as_str).unwrap_or("")),
+                    Some("text") => message.content.push_str(b.str_or_empty("text")),
                     Some("tool_use") => message.tool_calls.push(ToolCall {
-                        id: b.get("id").and_then(Value::as_str).unwrap_or("").to_owned(),
-                        name: b
-                            .get("name")
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .to_owned(),
+                        id: b.str_or_empty("id").to_owned(),
+                        name: b.str_or_empty("name").to_owned(),
                         arguments: Arguments::Parsed(
                             b.get("input").cloned().unwrap_or_else(|| json!({})),
                         ),
@@ -214,10 +209,7 @@ pub fn parse_request(body: &Value) -> Result<WireRequest, WireError> {
                     message.failed = b.get("is_error").and_then(Value::as_bool).unwrap_or(false);
                     messages.push(message);
                 }
-                Some("text") => messages.push(Message::new(
-                    Role::User,
-                    b.get("text").and_then(Value::as_str).unwrap_or(""),
-                )),
+                Some("text") => messages.push(Message::new(Role::User, b.str_or_empty("text"))),
                 _ => {}
             }
         }
@@ -231,16 +223,8 @@ pub fn parse_request(body: &Value) -> Result<WireRequest, WireError> {
         .into_iter()
         .flatten()
         .map(|t| ToolSpec {
-            name: t
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned(),
-            description: t
-                .get("description")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned(),
+            name: t.str_or_empty("name").to_owned(),
+            description: t.str_or_empty("description").to_owned(),
             schema: t.get("input_schema").cloned().unwrap_or_else(|| json!({})),
         })
         .collect();
@@ -380,13 +364,9 @@ pub fn parse_body(body: &Value) -> Result<ModelResponse, WireError> {
         match block.get("type").and_then(Value::as_str) {
             Some("text") => text
                 .get_or_insert_with(String::new)
-                .push_str(block.get("text").and_then(Value::as_str).unwrap_or("")),
+                .push_str(block.str_or_empty("text")),
             Some("tool_use") => tool_calls.push(ToolCall {
-                id: block
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_owned(),
+                id: block.str_or_empty("id").to_owned(),
                 name: block
                     .get("name")
                     .and_then(Value::as_str)
@@ -449,16 +429,8 @@ pub fn parse_stream(events: &[SseEvent]) -> Result<ModelResponse, WireError> {
                         tool_blocks.insert(index);
                         chunks.push(Chunk::ToolCallStart {
                             index,
-                            id: block
-                                .get("id")
-                                .and_then(Value::as_str)
-                                .unwrap_or("")
-                                .to_owned(),
-                            name: block
-                                .get("name")
-                                .and_then(Value::as_str)
-                                .unwrap_or("")
-                                .to_owned(),
+                            id: block.str_or_empty("id").to_owned(),
+                            name: block.str_or_empty("name").to_owned(),
                         });
                     }
                     Some("text") => {
@@ -477,14 +449,10 @@ pub fn parse_stream(events: &[SseEvent]) -> Result<ModelResponse, WireError> {
                 let d = v.get("delta").unwrap_or(&Value::Null);
                 match d.get("type").and_then(Value::as_str) {
                     Some("text_delta") => chunks.push(Chunk::Text {
-                        text: d
-                            .get("text")
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .to_owned(),
+                        text: d.str_or_empty("text").to_owned(),
                     }),
                     Some("input_json_delta") => {
-                        let piece = d.get("partial_json").and_then(Value::as_str).unwrap_or("");
+                        let piece = d.str_or_empty("partial_json");
                         if !piece.is_empty() {
                             chunks.push(Chunk::ArgsDelta {
                                 index,
@@ -514,10 +482,7 @@ pub fn parse_stream(events: &[SseEvent]) -> Result<ModelResponse, WireError> {
                 break;
             }
             "error" => {
-                let error_type = v
-                    .pointer("/error/type")
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
+                let error_type = v.str_or_empty("/error/type");
                 return Err(WireError::StreamError {
                     kind: fault_kind(error_type),
                     message: super::error_message(&v).unwrap_or_else(|| error_type.to_owned()),

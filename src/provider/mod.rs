@@ -209,6 +209,23 @@ pub struct WireRequest {
 }
 
 /// Arguments text as the engine keeps it: parsed when it is JSON, raw otherwise.
+/// Reading a string field of wire JSON where a missing or non-string one means empty.
+trait StrField {
+    /// The string at `key` (a `/`-pointer when it starts with `/`), or `""`.
+    fn str_or_empty(&self, key: &str) -> &str;
+}
+
+impl StrField for Value {
+    fn str_or_empty(&self, key: &str) -> &str {
+        let v = if key.starts_with('/') {
+            self.pointer(key)
+        } else {
+            self.get(key)
+        };
+        v.and_then(Value::as_str).unwrap_or("")
+    }
+}
+
 fn arguments(text: &str) -> crate::llm::Arguments {
     match serde_json::from_str::<Value>(text) {
         Ok(v) => crate::llm::Arguments::Parsed(v),

@@ -7,6 +7,7 @@
 //! `stream_options.include_usage` was asked for. `[DONE]` ends the stream; a stream that stops
 //! before it and before any finish reason was cut.
 
+use super::StrField as _;
 use super::{
     SseEvent, WireError, WireOptions, WireRequest, arguments, empty_response, malformed,
     options_of, streamed, tool_result_ids,
@@ -110,17 +111,9 @@ pub fn parse_request(body: &Value) -> Result<WireRequest, WireError> {
             .flatten()
         {
             message.tool_calls.push(ToolCall {
-                id: c.get("id").and_then(Value::as_str).unwrap_or("").to_owned(),
-                name: c
-                    .pointer("/function/name")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_owned(),
-                arguments: arguments(
-                    c.pointer("/function/arguments")
-                        .and_then(Value::as_str)
-                        .unwrap_or(""),
-                ),
+                id: c.str_or_empty("id").to_owned(),
+                name: c.str_or_empty("/function/name").to_owned(),
+                arguments: arguments(c.str_or_empty("/function/arguments")),
             });
         }
         messages.push(message);
@@ -131,16 +124,8 @@ pub fn parse_request(body: &Value) -> Result<WireRequest, WireError> {
         .into_iter()
         .flatten()
         .map(|t| ToolSpec {
-            name: t
-                .pointer("/function/name")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned(),
-            description: t
-                .pointer("/function/description")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned(),
+            name: t.str_or_empty("/function/name").to_owned(),
+            description: t.str_or_empty("/function/description").to_owned(),
             schema: t
                 .pointer("/function/parameters")
                 .cloned()
@@ -248,10 +233,7 @@ pub fn parse_body(body: &Value) -> Result<ModelResponse, WireError> {
             .pointer("/function/name")
             .and_then(Value::as_str)
             .ok_or_else(|| malformed(NAME, format!("tool call {i} has no `function.name`")))?;
-        let raw = c
-            .pointer("/function/arguments")
-            .and_then(Value::as_str)
-            .unwrap_or("");
+        let raw = c.str_or_empty("/function/arguments");
         tool_calls.push(ToolCall {
             id: c
                 .get("id")
@@ -324,11 +306,7 @@ pub fn parse_stream(events: &[SseEvent]) -> Result<ModelResponse, WireError> {
                         .get("id")
                         .and_then(Value::as_str)
                         .map_or_else(|| format!("call_{index}"), str::to_owned),
-                    name: c
-                        .pointer("/function/name")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_owned(),
+                    name: c.str_or_empty("/function/name").to_owned(),
                 });
             }
             if let Some(a) = c.pointer("/function/arguments").and_then(Value::as_str) {

@@ -15,6 +15,12 @@ pub struct SseEvent {
 }
 
 impl SseEvent {
+    /// An event's name as an SSE parser reports it (`""` or the default `message` when the
+    /// stream named none) as this type holds it.
+    pub fn wire_name(event: String) -> Option<String> {
+        Some(event).filter(|n| !n.is_empty() && n != "message")
+    }
+
     /// An event with a name.
     pub fn named(event: &str, data: impl Into<String>) -> Self {
         Self {

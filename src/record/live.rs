@@ -176,7 +176,7 @@ impl LiveModel {
                     }
                     Ok(Some(Ok(e))) => chunks.push(TimedEvent {
                         t_ms: ms(started),
-                        event: Some(e.event).filter(|n| !n.is_empty() && n != "message"),
+                        event: crate::provider::SseEvent::wire_name(e.event),
                         data: e.data,
                     }),
                     Ok(Some(Err(e))) => {

@@ -125,23 +125,49 @@ fn assert_points_at(
     );
 }
 
+/// A fixture of `fixtures/invalid/KIND/NAME`, read.
+struct Fixture {
+    /// Its file name.
+    name: String,
+    /// Its format: the folder it is in.
+    kind: String,
+    /// `KIND/NAME`, its key in the tables of where errors point.
+    key: String,
+    /// Its path in the repository, and in a test project.
+    rel: String,
+    bytes: Vec<u8>,
+}
+
+impl Fixture {
+    fn read(path: &std::path::Path) -> Self {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let kind = path
+            .parent()
+            .and_then(|p| p.file_name())
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let key = format!("{kind}/{name}");
+        Self {
+            rel: format!("fixtures/invalid/{key}"),
+            bytes: std::fs::read(path).unwrap(),
+            name,
+            kind,
+            key,
+        }
+    }
+}
+
 /// Assert that `output` holds exactly one located error and its hint, pointing where `table`
-/// says for fixture `key`, and snapshot the two lines under the fixture's format `kind`.
+/// says for fixture `f`, and snapshot the two lines under the fixture's format.
 #[track_caller]
-#[expect(
-    clippy::too_many_arguments,
-    reason = "one fixture's facts, each used once"
-)]
 fn assert_one_located_error(
     output: &str,
     table: &[(&str, &str)],
-    key: &str,
-    source: &str,
-    rel: &str,
+    f: &Fixture,
     run: &crate::support::Run,
-    kind: &str,
-    name: &str,
 ) {
+    let rel = &f.rel;
     let lines: Vec<&str> = output
         .lines()
         .filter(|l| l.starts_with("error: ") || l.starts_with("  hint: "))
@@ -150,9 +176,10 @@ fn assert_one_located_error(
         lines.len() == 2 && lines[1].starts_with("  hint: "),
         "{rel}: want one error and its hint\n{run}"
     );
-    assert_points_at(table, key, source, lines[0], rel, run);
-    insta::with_settings!({ description => format!("{kind} file {name}"), omit_expression => true }, {
-        insta::assert_snapshot!(kind, lines.join("\n"));
+    let source = String::from_utf8_lossy(&f.bytes);
+    assert_points_at(table, &f.key, &source, lines[0], rel, run);
+    insta::with_settings!({ description => format!("{} file {}", f.kind, f.name), omit_expression => true }, {
+        insta::assert_snapshot!(f.kind.as_str(), lines.join("\n"));
     });
 }
 
@@ -423,39 +450,21 @@ const OTHER_POINTS_AT: &[(&str, &str)] = &[
 /// Give one baseline or results fixture to the command that reads it; check the located,
 /// hinted error and snapshot it.
 fn check_other_format(path: &std::path::Path) {
-    let name = path.file_name().unwrap().to_string_lossy().into_owned();
-    let kind = path
-        .parent()
-        .and_then(|p| p.file_name())
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
-    let key = format!("{kind}/{name}");
-    let rel = format!("fixtures/invalid/{key}");
-    let bytes = std::fs::read(path).unwrap();
-    let source = String::from_utf8_lossy(&bytes);
+    let f = Fixture::read(path);
+    let (kind, rel) = (f.kind.as_str(), f.rel.as_str());
     let p = Project::with_example();
-    p.write(&rel, &bytes);
+    p.write(rel, &f.bytes);
     let run = if kind == "baseline" {
-        p.harness(&["run", "--baseline", &rel, "--json", "out.json"])
+        p.harness(&["run", "--baseline", rel, "--json", "out.json"])
     } else {
-        p.harness(&["merge", &rel, "--json", "out.json"])
+        p.harness(&["merge", rel, "--json", "out.json"])
     };
     run.expect_code(2);
     assert!(
         !p.exists("out.json"),
         "{rel}: a result file was written\n{run}"
     );
-    assert_one_located_error(
-        &run.stderr,
-        OTHER_POINTS_AT,
-        &key,
-        &source,
-        &rel,
-        &run,
-        &kind,
-        &name,
-    );
+    assert_one_located_error(&run.stderr, OTHER_POINTS_AT, &f, &run);
 }
 
 #[test]
@@ -614,22 +623,13 @@ const RECORDED: &str = "scenarios/record/reflex-live.toml";
 /// Give one cassette (`run`) or transcript (`sweep`) fixture to the command that reads it;
 /// check exit code 2, the one located, hinted error, and snapshot it.
 fn check_wire_format(path: &std::path::Path) {
-    let name = path.file_name().unwrap().to_string_lossy().into_owned();
-    let kind = path
-        .parent()
-        .and_then(|p| p.file_name())
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
-    let key = format!("{kind}/{name}");
-    let rel = format!("fixtures/invalid/{key}");
-    let bytes = std::fs::read(path).unwrap();
-    let source = String::from_utf8_lossy(&bytes);
+    let f = Fixture::read(path);
+    let (kind, rel) = (f.kind.as_str(), f.rel.as_str());
     let p = Project::new();
     p.copy_from_repo(RECORDED, RECORDED);
-    p.write(&rel, &bytes);
+    p.write(rel, &f.bytes);
     let (run, output) = if kind == "cassette" {
-        let run = p.harness(&["run", &rel]);
+        let run = p.harness(&["run", rel]);
         assert!(
             p.files("snapshots", "").is_empty(),
             "{rel}: goldens written\n{run}"
@@ -639,7 +639,7 @@ fn check_wire_format(path: &std::path::Path) {
     } else {
         let run = p.harness(&[
             "sweep",
-            &rel,
+            rel,
             "--detector",
             "consecutive-identical:k=3",
             "--out",
@@ -650,16 +650,7 @@ fn check_wire_format(path: &std::path::Path) {
     };
     run.expect_code(2);
     assert!(!output.contains("panicked"), "{rel}: a panic\n{run}");
-    assert_one_located_error(
-        &output,
-        WIRE_POINTS_AT,
-        &key,
-        &source,
-        &rel,
-        &run,
-        &kind,
-        &name,
-    );
+    assert_one_located_error(&output, WIRE_POINTS_AT, &f, &run);
 }
 
 #[test]
