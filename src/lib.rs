@@ -27,9 +27,10 @@
 //! virtual time), `store` (file sizes), the baseline, results and cassette readers, the
 //! recorder and `serve` (request bodies) enforce them. `run::interrupt` turns Ctrl-C into a
 //! stop between scenario files (exit code [`report::EXIT_INTERRUPTED`], 130); every file is
-//! written atomically by `store` (write, then rename). `fuzz/` (outside the build) fuzzes the readers:
-//! scenarios, baselines, results, cassettes (with a strict replay), transcripts, SSE streams and
-//! served requests.
+//! written atomically by `store` (write, then rename). `fuzz/` (outside the build) fuzzes the
+//! readers: scenarios, baselines, results, cassettes (with a strict replay), transcripts, SSE
+//! streams and served requests; each target's body is a function of `fuzzing`, which the normal
+//! test suite runs on every seed and finding.
 //!
 //! The engine has two loops: the agent loop (`engine`), whose defences are policies
 //! (`policy`, one file each) bundled into the profiles `none`, `ironclaw`, `moltis` and
