@@ -4,20 +4,28 @@
 //! profiles; each run becomes a deterministic trace, compared with a reviewed golden and folded
 //! into metrics.
 //!
-//! Layers (dependencies point down only):
+//! Layers (dependencies point down only; no module imports one above it):
 //!
 //! ```text
-//! cli → {gate, serve} → run → {store, record, report} → {engine, snapshot, metrics, expect} → {policy, tool, llm, provider, trace, scenario} → limits
-//! cli → sweep → {import, run::replay, record::replay} ; sweep → detector → {policy, trace, json}
+//! cli → {serve → gate, sweep} → run → {record, report} → {engine, expect, results, store}
+//!     → {mock, tool, select, metrics, snapshot} → scenario → {policy, trace, provider} → llm
+//!     → {kinds, json, limits}
+//! sweep → {detector, import} → {policy, trace, scenario}
 //! ```
+//!
+//! `kinds` is the vocabulary the scenario format, the policies and the trace share (how a run
+//! ended, approval decisions, prices); `results` is what a run produced (case and file results,
+//! the [`results::Reporter`] that consumes them, `--repeat` folding, exit codes), below both
+//! the runner and every output; `select` is the case selection and sharding both `run` and
+//! `gate` use; `mock` is the scripted model, a scenario's script as an [`llm::Model`].
 //!
 //! The engine and everything below it are pure: no files, clocks, threads or network. Only
 //! `store` (files), `run` and `sweep` (files, threads), `record` (network, files), `report`
 //! (output streams), `gate` (result and baseline files), `serve` (a server, a child process)
 //! and `cli` touch the outside.
 //!
-//! `gate` is the CI regression gate around a run: selection and shards (`gate::select`, pure,
-//! also used by `run`), repeats (`gate::repeat`), metric baselines (`gate::baseline`, pure),
+//! `gate` is the CI regression gate around a run: selection and shards (`select`, pure, also
+//! used by `run`), repeats (`results::repeat`), metric baselines (`gate::baseline`, pure),
 //! and the outputs made from collected results — JSON results, JUnit, GitHub annotations and
 //! job summary (`report::{json, junit, github}`) — which `harness merge` rebuilds from shards.
 //!
@@ -26,7 +34,7 @@
 //! events), pure and shared by all formats; the scenario validator, the engine (trace length,
 //! virtual time), `store` (file sizes), the baseline, results and cassette readers, the
 //! recorder and `serve` (request bodies) enforce them. `run::interrupt` turns Ctrl-C into a
-//! stop between scenario files (exit code [`report::EXIT_INTERRUPTED`], 130); every file is
+//! stop between scenario files (exit code [`results::EXIT_INTERRUPTED`], 130); every file is
 //! written atomically by `store` (write, then rename). `fuzz/` (outside the build) fuzzes the
 //! readers: scenarios, baselines, results, cassettes (with a strict replay), transcripts, SSE
 //! streams and served requests; each target's body is a function of `fuzzing`, which the normal
@@ -50,10 +58,10 @@
 //! parallel chunks, labels runs, and scores detector settings into CSV rows and an SVG plot.
 //! `import` and `detector` are pure; `sweep` (files, threads) is an edge like `run`.
 //!
-//! Exit codes of `harness run`: [`report::EXIT_OK`] (0) all passed, [`report::EXIT_FAILED`] (1)
+//! Exit codes of `harness run`: [`results::EXIT_OK`] (0) all passed, [`results::EXIT_FAILED`] (1)
 //! a golden mismatch, missing or orphaned golden or failed expectation,
-//! [`report::EXIT_BAD_INPUT`] (2) bad input or usage, [`report::EXIT_METRIC_REGRESSION`] (3)
-//! only metrics regressed against `--baseline`, [`report::EXIT_INTERRUPTED`] (130) Ctrl-C.
+//! [`results::EXIT_BAD_INPUT`] (2) bad input or usage, [`results::EXIT_METRIC_REGRESSION`] (3)
+//! only metrics regressed against `--baseline`, [`results::EXIT_INTERRUPTED`] (130) Ctrl-C.
 
 pub mod cli;
 pub mod detector;
@@ -63,15 +71,19 @@ pub mod fuzzing;
 pub mod gate;
 pub mod import;
 pub mod json;
+pub mod kinds;
 pub mod limits;
 pub mod llm;
 pub mod metrics;
+pub mod mock;
 pub mod policy;
 pub mod provider;
 pub mod record;
 pub mod report;
+pub mod results;
 pub mod run;
 pub mod scenario;
+pub mod select;
 pub mod serve;
 pub mod snapshot;
 pub mod store;

@@ -2,10 +2,11 @@
 //! The only place that reads the environment (`CI`, `GITHUB_ACTIONS`, `GITHUB_STEP_SUMMARY`)
 //! and writes to stdout/stderr.
 
-use crate::gate::{self, Outputs, select::Selection};
-use crate::report::{EXIT_BAD_INPUT, EXIT_OK};
+use crate::gate::{self, Outputs};
+use crate::results::{EXIT_BAD_INPUT, EXIT_OK};
 use crate::run::{self, Options};
 use crate::scenario::{self, SourceFormat};
+use crate::select::Selection;
 use crate::store::{self, Layout};
 use crate::{policy::Config, trace};
 use anyhow::Context as _;
@@ -14,6 +15,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod record;
 mod sweep;
 
 /// Record/replay evaluation and regression harness for LLM agent loops.
@@ -344,7 +346,7 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
             review(&layout, pending_dir.as_deref(), &paths, false)
         }
         Command::Trace { scenario, jsonl } if crate::record::is_cassette(&scenario) => {
-            crate::record::cli::trace(&layout, &scenario, jsonl)
+            record::trace(&layout, &scenario, jsonl)
         }
         Command::Trace { scenario, jsonl } => {
             let text =
@@ -391,8 +393,8 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
             anstream::stdout().write_all(scenario::json_schema().as_bytes())?;
             Ok(EXIT_OK)
         }
-        Command::Record(args) => crate::record::cli::record(&args, &layout, ci()),
-        Command::Promote(args) => crate::record::cli::promote(&args),
+        Command::Record(args) => record::record(&args, &layout, ci()),
+        Command::Promote(args) => record::promote(&args),
         Command::Serve(args) => crate::serve::cli::serve(&args, &layout),
         Command::Exec { args, out } => crate::serve::cli::exec(&args, &layout, &out.outputs()),
         Command::Lint(args) => Ok(crate::record::lint_command(

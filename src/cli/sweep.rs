@@ -3,7 +3,7 @@
 
 use crate::detector::{self, Setting};
 use crate::import::{self, Format, ImportError};
-use crate::report::{EXIT_BAD_INPUT, EXIT_OK};
+use crate::results::{EXIT_BAD_INPUT, EXIT_OK};
 use crate::store;
 use crate::sweep::{self, Options, labels};
 use anyhow::Context as _;

@@ -1,16 +1,15 @@
 //! Engine tests for IronClaw's chat semantics that a single policy cannot show.
 
-use crate::run::replay;
+use crate::mock::MockModel;
 use crate::scenario::{SourceFormat, load};
 use crate::trace::Event;
 
 fn events(toml: &str) -> Vec<Event> {
     let cases = load(toml, SourceFormat::Toml, "engine/test").expect("a valid scenario");
-    replay(&cases[0])
-        .expect("a complete script")
-        .into_iter()
-        .map(|e| e.event)
-        .collect()
+    let case = &cases[0];
+    let (events, gap) = super::run_case(case, &mut MockModel::new(&case.scenario.model));
+    assert!(gap.is_none(), "a complete script: {gap:?}");
+    events.into_iter().map(|e| e.event).collect()
 }
 
 /// A later turn's context holds the earlier turns' answers (spec ironclaw.md §7, D7: the

@@ -7,13 +7,9 @@
 //! output is made from the same results, so merged shards give what one run gives.
 
 pub mod baseline;
-pub mod repeat;
-pub mod select;
 
-use crate::report::{
-    self, Collected, EXIT_BAD_INPUT, EXIT_METRIC_REGRESSION, EXIT_OK, Fanout, MetricsCsv, Reporter,
-    Terminal, github, json, junit,
-};
+use crate::report::{self, Collected, Fanout, MetricsCsv, Terminal, github, json, junit};
+use crate::results::{EXIT_BAD_INPUT, EXIT_METRIC_REGRESSION, EXIT_OK, Reporter};
 use crate::run::{self, Options};
 use crate::scenario;
 use crate::store::{self, Layout};
@@ -131,7 +127,9 @@ pub fn report(
         match produce(&mut Fanout(reporters)) {
             Ok(()) => {}
             // The summary could not be shown in full: do not claim success.
-            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(report::EXIT_FAILED),
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                return Ok(crate::results::EXIT_FAILED);
+            }
             Err(e) => return Err(e.into()),
         }
     }
@@ -316,7 +314,7 @@ pub fn bless(
             out,
             "harness bless: interrupted (Ctrl-C); the baseline was not written"
         )?;
-        return Ok(report::EXIT_INTERRUPTED);
+        return Ok(crate::results::EXIT_INTERRUPTED);
     }
     let tally = collected.tally();
     let code = tally.exit_code();

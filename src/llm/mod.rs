@@ -1,11 +1,9 @@
 //! The model side as the engine sees it: messages, requests, responses and the [`Model`] trait.
-//! The scripted mock (`mock.rs`) and, later, live providers implement the same trait, so record
+//! The scripted mock (`crate::mock`, above the scenario format it reads) and the live providers
+//! (`crate::record`) implement the same trait, so record
 //! and replay run the same engine code.
 
-mod mock;
 pub mod stream;
-
-pub use mock::{MockModel, ScriptError};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -290,4 +288,35 @@ pub enum ModelError {
     /// The provider failed (scripted fault, or a live provider error).
     #[error("{}", .0.describe())]
     Provider(ProviderFault),
+}
+
+/// The script ran out, or cannot answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", describe(self))]
+pub struct ScriptError {
+    /// 1-based model call.
+    pub call: u32,
+    /// Engine iteration.
+    pub iteration: u32,
+    /// Scripted turns (counting repeats).
+    pub turns: u32,
+    /// Why the engine called.
+    pub purpose: Purpose,
+}
+
+fn describe(e: &ScriptError) -> String {
+    if e.purpose.is_turn() {
+        format!(
+            "the mock model has no answer for model call {} (iteration {}): every scripted turn is used (turns: {}) and no rule matched",
+            e.call, e.iteration, e.turns
+        )
+    } else {
+        format!(
+            "the mock model has no answer for the {} call {} (iteration {}): only rules with `when = {{ purpose = \"{}\" }}` answer such calls",
+            e.purpose.as_str(),
+            e.call,
+            e.iteration,
+            e.purpose.as_str()
+        )
+    }
 }

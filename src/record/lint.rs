@@ -112,11 +112,11 @@ pub fn report(
     }
     writeln!(out, "harness lint: {} secret-looking strings", hits.len())?;
     Ok(if !errors.is_empty() {
-        crate::report::EXIT_BAD_INPUT
+        crate::results::EXIT_BAD_INPUT
     } else if hits.is_empty() {
-        crate::report::EXIT_OK
+        crate::results::EXIT_OK
     } else {
-        crate::report::EXIT_FAILED
+        crate::results::EXIT_FAILED
     })
 }
 

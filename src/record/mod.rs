@@ -13,7 +13,6 @@
 //! start of the cassette, record from the first request that differs), `all` (always record).
 
 pub mod cassette;
-pub mod cli;
 pub mod lint;
 pub mod live;
 pub mod player;
@@ -180,7 +179,7 @@ pub fn key_vars(extra: Option<&str>) -> Vec<String> {
     v
 }
 
-fn scrubber(extra: Option<&str>) -> Scrubber {
+pub(crate) fn scrubber(extra: Option<&str>) -> Scrubber {
     let vars = key_vars(extra);
     Scrubber::from_env(&vars.iter().map(String::as_str).collect::<Vec<_>>())
 }

@@ -2,8 +2,9 @@
 //! run (JSON, JUnit, the GitHub job summary, the baseline check) and for replaying merged
 //! shards through the streaming reporters.
 
-use super::{Reporter, Tally};
-use crate::run::{CaseResult, FileResult};
+use super::Tally;
+use crate::results::Reporter;
+use crate::results::{CaseResult, FileResult};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -76,8 +77,9 @@ impl Reporter for Collected {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gate::repeat::{self, fake_result as case};
-    use crate::report::{EXIT_OK, Terminal, json, junit};
+    use crate::report::{Terminal, json, junit};
+    use crate::results::EXIT_OK;
+    use crate::results::repeat::{self, fake_result as case};
 
     /// A run whose second case passed one of two runs (a fake nondeterministic runner).
     fn flaky_run() -> Collected {

@@ -3,8 +3,9 @@
 //! CLI turns them on when `GITHUB_ACTIONS` is set and appends the summary to the file named
 //! by `GITHUB_STEP_SUMMARY`; this module only formats.
 
-use super::{Collected, Reporter, change, duration, junit::failure_summary};
-use crate::run::FileResult;
+use super::{Collected, change, duration, junit::failure_summary};
+use crate::results::FileResult;
+use crate::results::Reporter;
 use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::path::Path;

@@ -5,7 +5,7 @@
 
 use super::{Collected, Tally};
 use crate::metrics::Row;
-use crate::run::{CaseResult, FileResult};
+use crate::results::{CaseResult, FileResult};
 use crate::scenario::Diagnostic;
 use crate::snapshot::Comparison;
 use serde::{Deserialize, Serialize};
@@ -113,8 +113,8 @@ fn case_json(c: &CaseResult) -> Case {
         io_errors: c.io_errors.clone(),
         runs: c.runs,
         passes: c.passes,
-        pass_at_k: crate::gate::repeat::pass_at_k(c),
-        pass_all_k: crate::gate::repeat::pass_all_k(c),
+        pass_at_k: crate::results::repeat::pass_at_k(c),
+        pass_all_k: crate::results::repeat::pass_all_k(c),
         metrics,
     }
 }

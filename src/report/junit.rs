@@ -6,7 +6,7 @@
 //! host names: the file is the same for the same results.
 
 use super::Collected;
-use crate::run::CaseResult;
+use crate::results::CaseResult;
 use crate::snapshot::Comparison;
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 use std::collections::BTreeMap;

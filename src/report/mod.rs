@@ -14,41 +14,13 @@ pub use terminal::Terminal;
 pub(crate) use terminal::{change, duration, paint_diff};
 
 use crate::metrics::{CsvSink, Row};
-use crate::run::FileResult;
+use crate::results::{
+    EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, FileResult, Reporter,
+};
 use crate::snapshot::Comparison;
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
-
-/// Exit code: everything passed.
-pub const EXIT_OK: u8 = 0;
-/// Exit code: a golden mismatch, a missing or orphaned golden, or a failed expectation.
-pub const EXIT_FAILED: u8 = 1;
-/// Exit code: bad input or usage (malformed scenario, unreadable path, bad flag).
-pub const EXIT_BAD_INPUT: u8 = 2;
-/// Exit code: every case passed, but metrics regressed against the baseline (`--baseline`).
-pub const EXIT_METRIC_REGRESSION: u8 = 3;
-/// Exit code: the run was interrupted (Ctrl-C, SIGINT): the summary covers the files run.
-pub const EXIT_INTERRUPTED: u8 = 130;
-
-/// Consumes a run's results in order.
-pub trait Reporter {
-    /// One scenario file's results.
-    fn file(&mut self, result: &FileResult) -> io::Result<()>;
-    /// A path that could not be read at all (reported before the files).
-    fn unreadable(&mut self, result: &FileResult) -> io::Result<()> {
-        self.file(result)
-    }
-    /// A golden whose scenario is gone.
-    fn orphan(&mut self, path: &Path) -> io::Result<()>;
-    /// The run was interrupted (Ctrl-C) with `not_run` files left; `finish` follows.
-    fn interrupted(&mut self, not_run: usize) -> io::Result<()> {
-        let _ = not_run;
-        Ok(())
-    }
-    /// The run is over.
-    fn finish(&mut self) -> io::Result<()>;
-}
 
 /// Fans results out to several reporters.
 pub struct Fanout<'a>(pub Vec<&'a mut dyn Reporter>);
@@ -177,8 +149,8 @@ impl Tally {
                 self.passed += 1;
             }
             self.max_runs = self.max_runs.max(c.runs);
-            self.pass_at_k += u64::from(crate::gate::repeat::pass_at_k(c));
-            self.pass_all_k += u64::from(crate::gate::repeat::pass_all_k(c));
+            self.pass_at_k += u64::from(crate::results::repeat::pass_at_k(c));
+            self.pass_all_k += u64::from(crate::results::repeat::pass_all_k(c));
             if c.flaky() {
                 self.flaky += 1;
             } else {

@@ -2,8 +2,9 @@
 //! located errors for bad input, then the summary per family and what each defence saved
 //! against the bare loop. Colors follow the terminal (`NO_COLOR`, pipes) via anstream.
 
-use super::{Reporter, Sums, Tally};
-use crate::run::FileResult;
+use super::{Sums, Tally};
+use crate::results::FileResult;
+use crate::results::Reporter;
 use crate::snapshot::Comparison;
 use anstyle::{AnsiColor, Style};
 use std::io::{self, Write};

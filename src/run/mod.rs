@@ -5,11 +5,11 @@
 pub mod interrupt;
 
 use crate::engine::{self, ScriptGap};
-use crate::gate::select::Selection;
-use crate::llm::MockModel;
-use crate::metrics::{self, Row};
-use crate::report::Reporter;
+use crate::metrics;
+use crate::mock::MockModel;
+use crate::results::{CaseResult, FileResult, Reporter};
 use crate::scenario::{self, Case, Diagnostic, Seg, SourceFormat};
+use crate::select::Selection;
 use crate::snapshot::{self, Comparison};
 use crate::store::{self, Layout};
 use crate::trace::{self, TimedEvent};
@@ -43,52 +43,6 @@ pub struct Options {
     pub repeat: u32,
     /// Write pending goldens here (mirroring ids) instead of beside the goldens, even on CI.
     pub pending_dir: Option<PathBuf>,
-}
-
-/// One case's result.
-#[derive(Debug, Clone)]
-pub struct CaseResult {
-    /// Case id.
-    pub id: String,
-    /// Metrics.
-    pub row: Row,
-    /// Golden comparison.
-    pub golden: Comparison,
-    /// Whether a pending golden was written.
-    pub pending_written: bool,
-    /// Expectations that did not hold.
-    pub expectation_failures: Vec<String>,
-    /// Errors writing pending goldens or traces.
-    pub io_errors: Vec<String>,
-    /// Line of the case in its file (its `[compare.NAME]` table; 1 for the scenario's own).
-    pub line: usize,
-    /// Runs of the case (`--repeat`).
-    pub runs: u32,
-    /// Runs that passed.
-    pub passes: u32,
-}
-
-impl CaseResult {
-    /// Did the case pass?
-    pub fn passed(&self) -> bool {
-        matches!(self.golden, Comparison::Match | Comparison::Ungated)
-            && self.expectation_failures.is_empty()
-            && self.io_errors.is_empty()
-    }
-
-    /// Did some runs pass and others not (`--repeat`)?
-    pub fn flaky(&self) -> bool {
-        self.passes > 0 && self.passes < self.runs
-    }
-}
-
-/// One scenario file's results.
-#[derive(Debug, Clone)]
-pub struct FileResult {
-    /// The file.
-    pub path: PathBuf,
-    /// Its cases, or why it could not run.
-    pub outcome: Result<Vec<CaseResult>, Vec<Diagnostic>>,
 }
 
 /// Run everything `options` names, reporting each file's results, then orphaned goldens.
@@ -361,7 +315,7 @@ fn run_selected(options: &Options, path: &Path) -> Result<(FileResult, Vec<Strin
         .zip(replays)
         .map(|(case, events)| {
             let first = judge(options, case, &events);
-            let mut r = crate::gate::repeat::fold(first, options.repeat, || {
+            let mut r = crate::results::repeat::fold(first, options.repeat, || {
                 judge(options, case, &replay_partial(case).0)
             });
             r.line = case_line(&text, format, case);

@@ -7,6 +7,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
+pub use crate::kinds::{Decision, OutcomeKind, Prices};
+
 /// The newest scenario format this build reads.
 pub const FORMAT_VERSION: u32 = 1;
 
@@ -173,18 +175,6 @@ fn default_model_name() -> String {
     "mock".to_owned()
 }
 
-/// Prices per million tokens.
-#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct Prices {
-    /// Dollars per million input tokens.
-    #[serde(default)]
-    pub input_per_mtok: f64,
-    /// Dollars per million output tokens.
-    #[serde(default)]
-    pub output_per_mtok: f64,
-}
-
 /// Mock behaviour for tool-call turns when no tools are offered.
 #[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
@@ -343,16 +333,6 @@ pub struct ApprovalDef {
     pub tool: Option<String>,
 }
 
-/// An approval decision.
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum Decision {
-    /// Run the tool and resume.
-    Approve,
-    /// Do not run it; the turn ends.
-    Reject,
-}
-
 /// An external signal.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -399,38 +379,6 @@ pub struct Expect {
     /// Finer event expectations: kind, field values, count bounds.
     #[serde(default)]
     pub events: Vec<EventExpect>,
-}
-
-/// How a run ended.
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema, PartialEq, Eq, Hash)]
-#[serde(rename_all = "snake_case")]
-pub enum OutcomeKind {
-    /// The model answered in text and the loop returned it.
-    Response,
-    /// The iteration cap was reached.
-    MaxIterations,
-    /// A stop signal ended the run.
-    Stopped,
-    /// A defence or the runtime ended the run with a failure.
-    Failure,
-    /// The model side failed.
-    Error,
-    /// A tool call waits for approval and no decision is scripted.
-    NeedApproval,
-}
-
-impl OutcomeKind {
-    /// The snake_case name used in goldens, CSV and expectations.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Response => "response",
-            Self::MaxIterations => "max_iterations",
-            Self::Stopped => "stopped",
-            Self::Failure => "failure",
-            Self::Error => "error",
-            Self::NeedApproval => "need_approval",
-        }
-    }
 }
 
 /// An expectation over the events of a kind.

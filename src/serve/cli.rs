@@ -12,10 +12,11 @@
 use super::http::{Server, Signals};
 use super::infer::{self, Context};
 use super::{Conversation, Session};
-use crate::gate::{self, Outputs, select::Selection};
-use crate::report::{EXIT_BAD_INPUT, EXIT_OK};
-use crate::run::{self, CaseResult, FileResult, Options};
+use crate::gate::{self, Outputs};
+use crate::results::{CaseResult, EXIT_BAD_INPUT, EXIT_OK, FileResult};
+use crate::run::{self, Options};
 use crate::scenario::{self, Case, Diagnostic, Expect};
+use crate::select::Selection;
 use crate::snapshot::Comparison;
 use crate::store::{self, Layout};
 use crate::trace::{self, TimedEvent};

@@ -26,8 +26,9 @@ pub mod infer;
 
 use crate::llm::stream::{self, Chunk};
 use crate::llm::{
-    Finish, MockModel, Model, ModelError, ModelRequest, ModelResponse, ProviderFault, Purpose, Role,
+    Finish, Model, ModelError, ModelRequest, ModelResponse, ProviderFault, Purpose, Role,
 };
+use crate::mock::MockModel;
 use crate::provider::{Provider, SseEvent, WireRequest};
 use crate::scenario::Case;
 use serde_json::{Value, json};

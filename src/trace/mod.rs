@@ -4,9 +4,9 @@
 //! Every consumer matches [`Event`] exhaustively: a new variant must be a compile error in each
 //! renderer and in the metrics fold. Trace JSON carries [`TRACE_VERSION`].
 
+use crate::kinds::Decision;
+use crate::kinds::OutcomeKind;
 use crate::llm::{Anomaly, FaultKind, Finish, ModelResponse, ProviderFault, Purpose, Role};
-use crate::scenario::Decision;
-use crate::scenario::OutcomeKind;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

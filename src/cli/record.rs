@@ -2,9 +2,9 @@
 //! optional trace and metrics files, map outcomes to exit codes. Everything printed has been
 //! scrubbed (the trace is built from scrubbed exchanges; refusals are scrubbed here).
 
-use super::{PromoteArgs, RecordArgs, Refusal, scrubber};
-use crate::report::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, MetricsCsv, Reporter};
-use crate::run::{CaseResult, FileResult};
+use crate::record::{PromoteArgs, RecordArgs, Refusal, scrubber};
+use crate::report::MetricsCsv;
+use crate::results::{CaseResult, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, FileResult, Reporter};
 use crate::snapshot::Comparison;
 use crate::store::{self, Layout};
 use crate::trace;
@@ -20,7 +20,7 @@ fn refused(r: &Refusal, extra_var: Option<&str>) -> anyhow::Result<u8> {
 
 /// `harness record`.
 pub fn record(args: &RecordArgs, layout: &Layout, ci: bool) -> anyhow::Result<u8> {
-    let r = match super::record(args, layout, ci) {
+    let r = match crate::record::record(args, layout, ci) {
         Ok(r) => r,
         Err(e) => return refused(&e, args.api_key_env.as_deref()),
     };
@@ -81,7 +81,7 @@ pub fn record(args: &RecordArgs, layout: &Layout, ci: bool) -> anyhow::Result<u8
 
 /// `harness trace CASSETTE`: the replayed trace; a drifted request is reported (exit 1).
 pub fn trace(layout: &Layout, path: &std::path::Path, jsonl: bool) -> anyhow::Result<u8> {
-    let r = match super::replay(layout, path) {
+    let r = match crate::record::replay(layout, path) {
         Ok(r) => r,
         Err(e) => return refused(&e, None),
     };
@@ -104,7 +104,7 @@ pub fn trace(layout: &Layout, path: &std::path::Path, jsonl: bool) -> anyhow::Re
 
 /// `harness promote`.
 pub fn promote(args: &PromoteArgs) -> anyhow::Result<u8> {
-    match super::promote_command(args) {
+    match crate::record::promote_command(args) {
         Ok(path) => {
             let mut out = anstream::stdout().lock();
             writeln!(

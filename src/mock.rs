@@ -1,45 +1,14 @@
-//! The scripted mock model: reactive rules first (in order, first match answers), then the
+//! The scripted mock model, a scenario's model script as an [`crate::llm::Model`]: reactive rules first (in order, first match answers), then the
 //! ordered turns. Deterministic: call ids count the run's calls, usage is scripted or estimated
 //! from text length (4 chars a token).
 
-use super::stream::Chunk;
-use super::{
+use crate::llm::stream::Chunk;
+use crate::llm::{
     Arguments, FaultKind, Finish, Message, Model, ModelError, ModelRequest, ModelResponse,
-    ProviderFault, Purpose, Role, ToolCall, Usage,
+    ProviderFault, Role, ScriptError, ToolCall, Usage,
 };
 use crate::scenario::{CallDef, Conditions, ModelScript, TurnDef, WithoutTools};
 use serde_json::Value;
-
-/// The script ran out, or cannot answer.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}", describe(self))]
-pub struct ScriptError {
-    /// 1-based model call.
-    pub call: u32,
-    /// Engine iteration.
-    pub iteration: u32,
-    /// Scripted turns (counting repeats).
-    pub turns: u32,
-    /// Why the engine called.
-    pub purpose: Purpose,
-}
-
-fn describe(e: &ScriptError) -> String {
-    if e.purpose.is_turn() {
-        format!(
-            "the mock model has no answer for model call {} (iteration {}): every scripted turn is used (turns: {}) and no rule matched",
-            e.call, e.iteration, e.turns
-        )
-    } else {
-        format!(
-            "the mock model has no answer for the {} call {} (iteration {}): only rules with `when = {{ purpose = \"{}\" }}` answer such calls",
-            e.purpose.as_str(),
-            e.call,
-            e.iteration,
-            e.purpose.as_str()
-        )
-    }
-}
 
 /// The mock.
 pub struct MockModel<'s> {

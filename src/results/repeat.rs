@@ -2,7 +2,7 @@
 //! passed. pass@k holds when one run passed, pass^k when all did; a case that passed some
 //! runs and failed others is flaky, reported apart from regressions.
 
-use crate::run::CaseResult;
+use crate::results::CaseResult;
 
 /// Fold `first` and `k - 1` further runs (`again`) into one result: the first failing run's
 /// details (or the first run's, when all passed), with `runs` and `passes` counted.

@@ -1,0 +1,62 @@
+//! The shared vocabulary of the pure core: how a run ended, an approval decision, prices.
+//!
+//! These words are used by the scenario format, the policies and the trace alike, so they sit
+//! below all three (every arrow points down); `scenario` re-exports them as part of its format.
+//! Nothing here touches files, clocks or threads.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Prices per million tokens.
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Prices {
+    /// Dollars per million input tokens.
+    #[serde(default)]
+    pub input_per_mtok: f64,
+    /// Dollars per million output tokens.
+    #[serde(default)]
+    pub output_per_mtok: f64,
+}
+
+/// An approval decision.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// Run the tool and resume.
+    Approve,
+    /// Do not run it; the turn ends.
+    Reject,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum OutcomeKind {
+    /// The model answered in text and the loop returned it.
+    Response,
+    /// The iteration cap was reached.
+    MaxIterations,
+    /// A stop signal ended the run.
+    Stopped,
+    /// A defence or the runtime ended the run with a failure.
+    Failure,
+    /// The model side failed.
+    Error,
+    /// A tool call waits for approval and no decision is scripted.
+    NeedApproval,
+}
+
+impl OutcomeKind {
+    /// The snake_case name used in goldens, CSV and expectations.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Response => "response",
+            Self::MaxIterations => "max_iterations",
+            Self::Stopped => "stopped",
+            Self::Failure => "failure",
+            Self::Error => "error",
+            Self::NeedApproval => "need_approval",
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! What a run produced, in the words every consumer shares: a case's and a file's results, the
+//! [`Reporter`] that consumes them in order, `--repeat`'s folding of runs, and the exit codes.
+//!
+//! It sits below both the runner (`run`, which produces results) and the outputs (`report`,
+//! `gate`, `serve`, which consume them), so every arrow points down. Pure: no files, clocks or
+//! threads.
+
+pub mod repeat;
+
+use crate::metrics::Row;
+use crate::scenario::Diagnostic;
+use crate::snapshot::Comparison;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Exit code: everything passed.
+pub const EXIT_OK: u8 = 0;
+/// Exit code: a golden mismatch, a missing or orphaned golden, or a failed expectation.
+pub const EXIT_FAILED: u8 = 1;
+/// Exit code: bad input or usage (malformed scenario, unreadable path, bad flag).
+pub const EXIT_BAD_INPUT: u8 = 2;
+/// Exit code: every case passed, but metrics regressed against the baseline (`--baseline`).
+pub const EXIT_METRIC_REGRESSION: u8 = 3;
+/// Exit code: the run was interrupted (Ctrl-C, SIGINT): the summary covers the files run.
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+/// Consumes a run's results in order.
+pub trait Reporter {
+    /// One scenario file's results.
+    fn file(&mut self, result: &FileResult) -> io::Result<()>;
+    /// A path that could not be read at all (reported before the files).
+    fn unreadable(&mut self, result: &FileResult) -> io::Result<()> {
+        self.file(result)
+    }
+    /// A golden whose scenario is gone.
+    fn orphan(&mut self, path: &Path) -> io::Result<()>;
+    /// The run was interrupted (Ctrl-C) with `not_run` files left; `finish` follows.
+    fn interrupted(&mut self, not_run: usize) -> io::Result<()> {
+        let _ = not_run;
+        Ok(())
+    }
+    /// The run is over.
+    fn finish(&mut self) -> io::Result<()>;
+}
+
+/// One case's result.
+#[derive(Debug, Clone)]
+pub struct CaseResult {
+    /// Case id.
+    pub id: String,
+    /// Metrics.
+    pub row: Row,
+    /// Golden comparison.
+    pub golden: Comparison,
+    /// Whether a pending golden was written.
+    pub pending_written: bool,
+    /// Expectations that did not hold.
+    pub expectation_failures: Vec<String>,
+    /// Errors writing pending goldens or traces.
+    pub io_errors: Vec<String>,
+    /// Line of the case in its file (its `[compare.NAME]` table; 1 for the scenario's own).
+    pub line: usize,
+    /// Runs of the case (`--repeat`).
+    pub runs: u32,
+    /// Runs that passed.
+    pub passes: u32,
+}
+
+impl CaseResult {
+    /// Did the case pass?
+    pub fn passed(&self) -> bool {
+        matches!(self.golden, Comparison::Match | Comparison::Ungated)
+            && self.expectation_failures.is_empty()
+            && self.io_errors.is_empty()
+    }
+
+    /// Did some runs pass and others not (`--repeat`)?
+    pub fn flaky(&self) -> bool {
+        self.passes > 0 && self.passes < self.runs
+    }
+}
+
+/// One scenario file's results.
+#[derive(Debug, Clone)]
+pub struct FileResult {
+    /// The file.
+    pub path: PathBuf,
+    /// Its cases, or why it could not run.
+    pub outcome: Result<Vec<CaseResult>, Vec<Diagnostic>>,
+}
