@@ -8,7 +8,7 @@
 
 pub mod baseline;
 
-use crate::report::{self, Collected, Fanout, MetricsCsv, Terminal, github, json, junit};
+use crate::report::{self, Collected, Fanout, MetricsCsv, Terminal, github, html, json, junit};
 use crate::results::{EXIT_BAD_INPUT, EXIT_METRIC_REGRESSION, EXIT_OK, Reporter};
 use crate::run::{self, Options};
 use crate::scenario;
@@ -36,6 +36,16 @@ pub struct Outputs {
     pub ci: bool,
     /// Pending goldens go to this folder.
     pub pending_dir: Option<PathBuf>,
+    /// The HTML report.
+    pub html: Option<PathBuf>,
+}
+
+impl Outputs {
+    /// Do the requested outputs show each case's trace (`--json`, `--html`)? Only then does
+    /// a run keep them.
+    pub fn keeps_traces(&self) -> bool {
+        self.json.is_some() || self.html.is_some()
+    }
 }
 
 /// Read and parse a baseline file; a bad one is a located error.
@@ -111,6 +121,7 @@ pub fn report(
     let collect = base.is_some()
         || outputs.junit.is_some()
         || outputs.json.is_some()
+        || outputs.html.is_some()
         || outputs.step_summary.is_some();
     let mut collected = Collected::default();
     {
@@ -139,6 +150,7 @@ pub fn report(
         return Ok(code);
     }
     let mut extra = String::new();
+    let mut checked = None;
     if let (Some(base), Some(path)) = (&base, &outputs.baseline) {
         let rows = collected.cases().map(|(_, c)| &c.row);
         let verdict =
@@ -174,6 +186,11 @@ pub fn report(
         if code == EXIT_OK && !verdict.regressions.is_empty() {
             code = EXIT_METRIC_REGRESSION;
         }
+        checked = Some(verdict.for_html(&name));
+    }
+    if let Some(path) = &outputs.html {
+        store::write_atomic(path, html::render(&collected, checked.as_ref()).as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?;
     }
     if let Some(path) = &outputs.junit {
         let xml = junit::render(&collected, |p| layout.id_of(p));
@@ -237,6 +254,58 @@ pub fn merge_shards(shards: &[PathBuf]) -> Result<Collected, String> {
     all.orphans.sort();
     all.orphans.dedup();
     Ok(all)
+}
+
+/// `harness report RESULTS.json… --html FILE`: the HTML report of saved JSON results (the
+/// shards of one run are joined as `merge` joins them), checked against `baseline` when given;
+/// prints what it wrote. The exit code says whether the report was written (0) or the input was
+/// bad (2), not how the run went: the page says that.
+pub fn html_report(
+    results: &[PathBuf],
+    target: &Path,
+    baseline: Option<&Path>,
+    out: &mut dyn Write,
+) -> anyhow::Result<u8> {
+    let collected = match merge_shards(results) {
+        Ok(c) => c,
+        Err(e) => {
+            writeln!(anstream::stderr(), "error: {e}")?;
+            return Ok(EXIT_BAD_INPUT);
+        }
+    };
+    let checked = match baseline {
+        Some(path) => {
+            let base = load_baseline(path)?;
+            let rows = collected.cases().map(|(_, c)| &c.row);
+            let verdict = baseline::check(&base, rows)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            Some(verdict.for_html(&path.display().to_string()))
+        }
+        None => None,
+    };
+    store::write_atomic(
+        target,
+        html::render(&collected, checked.as_ref()).as_bytes(),
+    )
+    .with_context(|| format!("cannot write {}", target.display()))?;
+    let cases = collected.cases().count();
+    let traced = collected
+        .cases()
+        .filter(|(_, c)| c.detail.is_some())
+        .count();
+    writeln!(
+        out,
+        "harness report: wrote {} ({cases} cases, {traced} with their trace)",
+        target.display()
+    )?;
+    if traced < cases {
+        writeln!(
+            out,
+            "note: {} cases have no trace in the results (written before results kept traces); their timelines are missing",
+            cases - traced
+        )?;
+    }
+    Ok(EXIT_OK)
 }
 
 /// `harness list`: the cases a run with this selection would take, one per line

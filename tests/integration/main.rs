@@ -15,11 +15,15 @@
 //! - `serve`: `harness exec` and `harness serve` with a reference agent on 127.0.0.1.
 //! - `fuzz_regressions`: the fuzz seeds and every fuzz finding through their targets' code
 //!   (through the library, as the fuzzers call it).
+//! - `browser` (ignored unless `--ignored`; `.ci/browser` runs them): the HTML reports in
+//!   Debian's headless Chromium, driven over the DevTools protocol by `cdp`.
 //! - `robust`: Ctrl-C (partial summary, exit 130), SIGKILL at random moments (no half-written
 //!   file), outputs independent of locale, timezone, folder, environment and file order.
 
 mod support;
 
+mod browser;
+mod cdp;
 mod cli;
 mod determinism;
 mod fuzz_regressions;
