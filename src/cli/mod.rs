@@ -80,6 +80,9 @@ enum Command {
         shards: Vec<PathBuf>,
         #[command(flatten)]
         out: OutputArgs,
+        /// Let results that hold no case pass (by default they are bad input, exit 2).
+        #[arg(long)]
+        allow_empty: bool,
     },
     /// Run scenarios and record their metrics as the baseline `--baseline` compares with.
     Bless {
@@ -128,10 +131,11 @@ enum Command {
     },
     /// Print the JSON Schema of the scenario format.
     Schema,
-    /// Print a profile's full configuration as TOML (the keys `[config]` can override).
+    /// Print a profile's full configuration as TOML (the keys `[config]` can override); with
+    /// no name, list the profiles.
     Profile {
         /// Profile name.
-        name: String,
+        name: Option<String>,
     },
     /// Run a scenario against a live provider and record every exchange into a cassette.
     ///
@@ -177,11 +181,43 @@ struct SelectArgs {
     /// Run one shard: `count:M/N` (every N-th of the sorted scenario ids) or `hash:M/N`.
     #[arg(long, value_name = "KIND:M/N")]
     partition: Option<String>,
+    /// Let a selection of no case pass (by default it is bad input, exit 2: a typo in a
+    /// filter must not turn a CI job green).
+    #[arg(long)]
+    allow_empty: bool,
 }
 
 impl SelectArgs {
     fn selection(&self) -> Result<Selection, String> {
         Selection::new(&self.filter, self.partition.as_deref())
+    }
+
+    /// The error for a selection of no case from `paths` (naming them and the filters), or
+    /// `None` with `--allow-empty`.
+    fn require_cases(&self, paths: &[PathBuf]) -> Option<String> {
+        (!self.allow_empty).then(|| {
+            let filters = self.selection().map(|s| s.describe()).unwrap_or_default();
+            nothing_selected(paths, &filters)
+        })
+    }
+}
+
+/// Why an empty selection fails: the paths and the filters that selected nothing.
+fn nothing_selected(paths: &[PathBuf], filters: &str) -> String {
+    let paths: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    let from = if paths.is_empty() {
+        String::new()
+    } else {
+        format!(" from {}", paths.join(", "))
+    };
+    if filters.is_empty() {
+        format!(
+            "no case selected{from}: no scenario or cassette file there\n  hint: check the path, or pass --allow-empty if an empty run is expected"
+        )
+    } else {
+        format!(
+            "no case selected{from} by {filters}\n  hint: check the filters (`harness list` with the same flags shows what they select), or pass --allow-empty if an empty run is expected"
+        )
     }
 }
 
@@ -219,6 +255,7 @@ impl OutputArgs {
                 .map(PathBuf::from),
             ci: ci(),
             pending_dir: self.pending_dir,
+            require_cases: None,
         }
     }
 }
@@ -240,7 +277,8 @@ fn ci() -> bool {
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => {
+        Err(mut e) => {
+            suggest_subcommand(&mut e);
             let _ = e.print();
             return ExitCode::from(if e.use_stderr() {
                 EXIT_BAD_INPUT
@@ -258,6 +296,32 @@ pub fn main() -> ExitCode {
             let _ = writeln!(err, "error: {e:#}");
             ExitCode::from(EXIT_BAD_INPUT)
         }
+    }
+}
+
+/// Add a suggestion to an unknown subcommand clap found none for: clap's similarity measure
+/// misses transposed letters in short names (`rnu`, `lsit`), one edit away from a command.
+fn suggest_subcommand(e: &mut clap::Error) {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::InvalidSubcommand || e.get(ContextKind::SuggestedSubcommand).is_some()
+    {
+        return;
+    }
+    let Some(ContextValue::String(bad)) = e.get(ContextKind::InvalidSubcommand) else {
+        return;
+    };
+    let command = <Cli as clap::CommandFactory>::command();
+    let close: Vec<String> = command
+        .get_subcommands()
+        .map(|c| c.get_name())
+        .filter(|name| strsim::osa_distance(bad, name) <= 1 + usize::from(name.len() > 5))
+        .map(str::to_owned)
+        .collect();
+    if !close.is_empty() {
+        e.insert(
+            ContextKind::SuggestedSubcommand,
+            ContextValue::Strings(close),
+        );
     }
 }
 
@@ -283,7 +347,10 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
             out,
             repeat,
         } => {
-            let outputs = out.outputs();
+            let outputs = Outputs {
+                require_cases: select.require_cases(&paths),
+                ..out.outputs()
+            };
             run::interrupt::install().context("cannot catch Ctrl-C")?;
             let options = match options(paths, layout.clone(), profile, &select) {
                 Ok(o) => Options {
@@ -302,12 +369,29 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
             paths,
             select,
             profile,
-        } => match options(paths, layout, profile, &select) {
-            Ok(o) => gate::list(&o, &mut anstream::stdout().lock()),
-            Err(code) => Ok(code),
-        },
-        Command::Merge { shards, out } => {
-            let outputs = out.outputs();
+        } => {
+            let require = select.require_cases(&paths);
+            match options(paths, layout, profile, &select) {
+                Ok(o) => gate::list(
+                    &o,
+                    require.as_deref(),
+                    &mut anstream::stdout().lock(),
+                    &mut anstream::stderr().lock(),
+                ),
+                Err(code) => Ok(code),
+            }
+        }
+        Command::Merge {
+            shards,
+            out,
+            allow_empty,
+        } => {
+            let outputs = Outputs {
+                require_cases: (!allow_empty).then(|| {
+                    "the shards' results hold no case\n  hint: check the shards' runs, or pass --allow-empty if an empty run is expected".to_owned()
+                }),
+                ..out.outputs()
+            };
             let merged = match gate::merge_shards(&shards) {
                 Ok(m) => m,
                 Err(e) => return Ok(bad_usage(&e)),
@@ -327,23 +411,41 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
                 paths
             };
             run::interrupt::install().context("cannot catch Ctrl-C")?;
+            let require = select.require_cases(&paths);
             match options(paths, layout, Vec::new(), &select) {
                 Ok(o) => {
                     let o = Options {
                         jobs: jobs_or_cores(jobs),
                         ..o
                     };
-                    gate::bless(&o, &baseline, full, &mut anstream::stdout().lock())
+                    gate::bless(
+                        &o,
+                        &baseline,
+                        full,
+                        require.as_deref(),
+                        &mut anstream::stdout().lock(),
+                    )
                 }
                 Err(code) => Ok(code),
             }
         }
-        Command::Diff { paths, pending_dir } => gate::diff(&layout, pending_dir.as_deref(), &paths),
+        Command::Diff { paths, pending_dir } => {
+            match missing_path(&paths, pending_dir.as_deref()) {
+                Some(code) => Ok(code),
+                None => gate::diff(&layout, pending_dir.as_deref(), &paths),
+            }
+        }
         Command::Accept { paths, pending_dir } => {
-            review(&layout, pending_dir.as_deref(), &paths, true)
+            match missing_path(&paths, pending_dir.as_deref()) {
+                Some(code) => Ok(code),
+                None => review(&layout, pending_dir.as_deref(), &paths, true),
+            }
         }
         Command::Reject { paths, pending_dir } => {
-            review(&layout, pending_dir.as_deref(), &paths, false)
+            match missing_path(&paths, pending_dir.as_deref()) {
+                Some(code) => Ok(code),
+                None => review(&layout, pending_dir.as_deref(), &paths, false),
+            }
         }
         Command::Trace { scenario, jsonl } if crate::record::is_cassette(&scenario) => {
             record::trace(&layout, &scenario, jsonl)
@@ -360,7 +462,7 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
             let cases = match scenario::load(&text, format, &layout.id_of(&scenario)) {
                 Ok(c) => c,
                 Err(diags) => {
-                    let mut out = anstream::stdout().lock();
+                    let mut out = anstream::stderr().lock();
                     for d in diags {
                         writeln!(
                             out,
@@ -403,7 +505,18 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
         )?),
         Command::Sweep(args) => sweep::sweep(args),
         Command::Import(args) => sweep::import(args),
-        Command::Profile { name } => match Config::profile(&name) {
+        Command::Profile { name: None } => {
+            let mut out = anstream::stdout().lock();
+            for (name, what) in crate::policy::PROFILES.iter().zip(PROFILE_SUMMARIES) {
+                writeln!(out, "{name:<10} {what}")?;
+            }
+            writeln!(
+                out,
+                "`harness profile NAME` prints one's configuration; docs/profiles.md and docs/runtimes.md describe them"
+            )?;
+            Ok(EXIT_OK)
+        }
+        Command::Profile { name: Some(name) } => match Config::profile(&name) {
             Some(c) => {
                 anstream::stdout().write_all(toml::to_string_pretty(&c)?.as_bytes())?;
                 Ok(EXIT_OK)
@@ -437,11 +550,38 @@ fn options(
     })
 }
 
+/// One line on each of [`crate::policy::PROFILES`], in its order, for `harness profile`.
+const PROFILE_SUMMARIES: [&str; 5] = [
+    "the bare loop: no defence, 25 iterations",
+    "IronClaw v1's chat turn: intent nudge, truncation, duplicate tracker, budget, cost guard, compaction, approvals",
+    "Moltis at PR #664: argument validation, the reflex-loop detector, auto-continue",
+    "the book's TypeScript AgentLoop: stop reasons, retries, cost cap, compaction, similarity loop detector",
+    "clude_code's plan/step executor: a plan run step by step, actions read from reply text",
+];
+
 fn unknown_profile(name: &str) -> u8 {
     bad_usage(&format!(
         "unknown profile `{name}`\n  hint: known profiles: {}",
         crate::policy::PROFILES.join(", ")
     ))
+}
+
+/// A path given to `diff`, `accept` or `reject` (or their `--pending-dir`) that is not there
+/// is bad usage, reported, as `run` reports it: selecting nothing from it would pass silently.
+fn missing_path(paths: &[PathBuf], pending_dir: Option<&std::path::Path>) -> Option<u8> {
+    let missing = paths
+        .iter()
+        .map(PathBuf::as_path)
+        .chain(pending_dir)
+        .find(|p| {
+            // A golden path names its pending file too (`x.snap` for `x.snap.new`).
+            let there = |p: &std::path::Path| std::fs::symlink_metadata(p).is_ok();
+            !there(p) && !there(&PathBuf::from(format!("{}.new", p.display())))
+        })?;
+    Some(bad_usage(&format!(
+        "cannot read {}: no such file or folder\n  hint: give scenario or golden files and folders that exist (`harness diff` with no path shows every pending golden)",
+        missing.display()
+    )))
 }
 
 /// Promote (`accept`) or discard pending goldens (from `pending_dir` when given); prints

@@ -126,6 +126,8 @@ pub struct Tally {
     pub groups: BTreeMap<(String, String), Sums>,
     /// The run was interrupted, with this many files not run.
     pub interrupted: Option<usize>,
+    /// No case ran although some had to: why, naming the paths and filters (bad input).
+    pub nothing_selected: Option<String>,
     /// Per (family, profile): the profile's runs and the same scenarios under `none` (every
     /// case of a scenario that also ran under `none`: its own profile, `compare` and
     /// `--profile` cases alike).
@@ -192,7 +194,7 @@ impl Tally {
     pub fn exit_code(&self) -> u8 {
         if self.interrupted.is_some() {
             EXIT_INTERRUPTED
-        } else if self.invalid_files > 0 {
+        } else if self.invalid_files > 0 || self.nothing_selected.is_some() {
             EXIT_BAD_INPUT
         } else if self.passed + self.flaky < self.cases || !self.orphans.is_empty() {
             EXIT_FAILED

@@ -24,6 +24,7 @@ pub struct Terminal<W: Write> {
     pub tally: Tally,
     ci: bool,
     pending_dir: Option<PathBuf>,
+    require_cases: Option<String>,
 }
 
 impl<W: Write> Terminal<W> {
@@ -34,7 +35,16 @@ impl<W: Write> Terminal<W> {
             tally: Tally::default(),
             ci,
             pending_dir: None,
+            require_cases: None,
         }
+    }
+
+    /// A run in which no case ran fails with this message (no silent green); `None` lets an
+    /// empty run pass (`--allow-empty`).
+    #[must_use]
+    pub fn require_cases(mut self, message: Option<String>) -> Self {
+        self.require_cases = message;
+        self
     }
 
     /// Pending goldens go to this folder (`--pending-dir`), CI or not.
@@ -176,6 +186,13 @@ impl<W: Write> Reporter for Terminal<W> {
     }
 
     fn finish(&mut self) -> io::Result<()> {
+        if self.tally.cases == 0
+            && self.tally.invalid_files == 0
+            && self.tally.orphans.is_empty()
+            && self.tally.interrupted.is_none()
+        {
+            self.tally.nothing_selected = self.require_cases.clone();
+        }
         let t = self.tally.clone();
         writeln!(self.out)?;
         if !t.groups.is_empty() {

@@ -6,7 +6,7 @@
 mod bounds;
 pub use bounds::MAX_USAGE_TOKENS;
 mod locate;
-pub use locate::{Seg, json_token_start, line_col};
+pub use locate::{Seg, did_you_mean, json_token_start, line_col, suggest};
 mod model;
 mod validate;
 
