@@ -9,6 +9,7 @@ mod locate;
 pub use locate::{Seg, did_you_mean, json_token_start, line_col, suggest};
 mod model;
 mod validate;
+mod values;
 
 pub use model::*;
 

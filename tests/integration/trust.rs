@@ -257,3 +257,24 @@ fn misspelt_subcommands_get_a_suggestion() {
         );
     }
 }
+
+#[test]
+fn every_defence_id_and_action_in_the_goldens_is_one_expectations_may_name() {
+    let p = bundled();
+    let mut seen = 0;
+    for (path, bytes) in p.tree("snapshots") {
+        for word in String::from_utf8_lossy(&bytes).split_whitespace() {
+            let (catalogue, value) = match word.split_once('=') {
+                Some(("policy" | "source", v)) => (harness::kinds::INTERVENTION_SOURCES, v),
+                Some(("action", v)) => (harness::kinds::INTERVENTION_ACTIONS, v),
+                _ => continue,
+            };
+            assert!(
+                catalogue.contains(&value),
+                "{path}: `{word}` is not in kinds"
+            );
+            seen += 1;
+        }
+    }
+    assert!(seen > 100, "only {seen} ids and actions in the goldens");
+}
