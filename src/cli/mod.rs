@@ -239,6 +239,21 @@ struct OutputArgs {
     /// Write pending goldens into this folder (mirroring ids), even when `CI` is set.
     #[arg(long, value_name = "DIR")]
     pending_dir: Option<PathBuf>,
+    /// Show the first N failing cases in full (diff, expectations), the rest one line each;
+    /// `all` shows every one in full [default: 10].
+    #[arg(long, value_name = "N", value_parser = diff_limit)]
+    diff_limit: Option<usize>,
+    /// One line per failing case and no summary tables: the verdict, what failed, and errors.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+fn diff_limit(s: &str) -> Result<usize, String> {
+    if s == "all" {
+        return Ok(usize::MAX);
+    }
+    s.parse()
+        .map_err(|_| format!("`{s}` is not a number of cases; write a whole number or `all`"))
 }
 
 impl OutputArgs {
@@ -256,8 +271,39 @@ impl OutputArgs {
             ci: ci(),
             pending_dir: self.pending_dir,
             require_cases: None,
+            diff_limit: self.diff_limit,
+            quiet: self.quiet,
         }
     }
+}
+
+/// A progress bar on stderr, for a run on a terminal only: never in CI logs, pipes or files,
+/// and not with `--quiet`. It is cleared before the results print.
+struct Bar(indicatif::ProgressBar);
+
+impl run::Progress for Bar {
+    fn start(&self, files: u64) {
+        self.0.set_length(files);
+    }
+    fn file_done(&self) {
+        self.0.inc(1);
+    }
+    fn finish(&self) {
+        self.0.finish_and_clear();
+    }
+}
+
+fn progress_bar(outputs: &Outputs) -> Option<Bar> {
+    use std::io::IsTerminal as _;
+    if outputs.ci || outputs.quiet || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} scenario files {elapsed}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    Some(Bar(bar))
 }
 
 fn bad_usage(message: &str) -> u8 {
@@ -363,7 +409,10 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
                 },
                 Err(code) => return Ok(code),
             };
-            gate::report(&outputs, &layout, |r| run::run(&options, r))
+            let bar = progress_bar(&outputs);
+            gate::report(&outputs, &layout, |r| {
+                run::run_with(&options, r, bar.as_ref().map(|b| b as &dyn run::Progress))
+            })
         }
         Command::List {
             paths,

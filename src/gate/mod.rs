@@ -38,6 +38,10 @@ pub struct Outputs {
     /// What to say when no case ran: an empty run is bad input (exit 2) with this message;
     /// `None` lets it pass (`--allow-empty`).
     pub require_cases: Option<String>,
+    /// Failing cases shown in full (`--diff-limit`; default [`report::DEFAULT_DIFF_LIMIT`]).
+    pub diff_limit: Option<usize>,
+    /// Failing cases in one line each and no summary tables (`--quiet`).
+    pub quiet: bool,
 }
 
 /// Read and parse a baseline file; a bad one is a located error.
@@ -101,7 +105,11 @@ pub fn report(
     let stdout = anstream::stdout();
     let mut terminal = Terminal::new(stdout.lock(), outputs.ci)
         .with_pending_dir(outputs.pending_dir.clone())
-        .require_cases(outputs.require_cases.clone());
+        .require_cases(outputs.require_cases.clone())
+        .with_detail(
+            outputs.diff_limit.unwrap_or(report::DEFAULT_DIFF_LIMIT),
+            outputs.quiet,
+        );
     let mut csv = match &outputs.metrics {
         Some(path) => Some(
             MetricsCsv::create(path).with_context(|| format!("cannot write {}", path.display()))?,
@@ -383,8 +391,8 @@ pub fn pending(
         .collect()
 }
 
-/// `harness diff`: the unified diff of each pending golden against its golden (colored on a
-/// terminal only).
+/// `harness diff`: the unified diff of each pending golden against its golden, a new one
+/// against nothing (colored on a terminal only).
 pub fn diff(layout: &Layout, pending_dir: Option<&Path>, paths: &[PathBuf]) -> anyhow::Result<u8> {
     let mut out = anstream::stdout().lock();
     let found = pending(layout, pending_dir, paths);
@@ -398,13 +406,17 @@ pub fn diff(layout: &Layout, pending_dir: Option<&Path>, paths: &[PathBuf]) -> a
                 writeln!(out, "{} \u{2192} {}", p.display(), golden.display())?;
                 report::paint_diff(&mut out, &crate::snapshot::diff(&old, &new))?;
             }
-            None => writeln!(
-                out,
-                "{}: new golden ({} lines; no {} yet)",
-                p.display(),
-                new.lines().count(),
-                golden.display()
-            )?,
+            // A new golden is shown whole, as a diff against nothing.
+            None => {
+                writeln!(
+                    out,
+                    "{} \u{2192} {} (new golden, {} lines)",
+                    p.display(),
+                    golden.display(),
+                    new.lines().count()
+                )?;
+                report::paint_diff(&mut out, &crate::snapshot::diff("", &new))?;
+            }
         }
     }
     writeln!(out, "{} pending golden(s)", found.len())?;

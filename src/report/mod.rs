@@ -10,7 +10,7 @@ pub mod junit;
 mod terminal;
 
 pub use collect::Collected;
-pub use terminal::Terminal;
+pub use terminal::{DEFAULT_DIFF_LIMIT, Terminal};
 pub(crate) use terminal::{change, duration, paint_diff};
 
 use crate::metrics::{CsvSink, Row};
@@ -159,7 +159,7 @@ impl Tally {
                 match c.golden {
                     Comparison::Match => {}
                     Comparison::Ungated => self.ungated += 1,
-                    Comparison::Missing => self.missing += 1,
+                    Comparison::Missing(_) => self.missing += 1,
                     Comparison::Differs(_) => self.mismatched += 1,
                 }
                 if !c.expectation_failures.is_empty() {

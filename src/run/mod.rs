@@ -93,13 +93,36 @@ pub fn plan(options: &Options) -> Plan {
     }
 }
 
+/// Told how many files a run takes, then of each one done, then that the run is over (before
+/// the reporters finish): a progress bar on a terminal. Nothing it does reaches the results.
+pub trait Progress: Sync {
+    /// The run takes `files` files.
+    fn start(&self, files: u64);
+    /// One more file is done.
+    fn file_done(&self);
+    /// The run is over; the reporters print next.
+    fn finish(&self);
+}
+
 /// Run everything `options` names, reporting each file's results, then orphaned goldens.
 pub fn run(options: &Options, reporter: &mut dyn Reporter) -> io::Result<()> {
+    run_with(options, reporter, None)
+}
+
+/// [`run`], telling `progress` how it goes.
+pub fn run_with(
+    options: &Options,
+    reporter: &mut dyn Reporter,
+    progress: Option<&dyn Progress>,
+) -> io::Result<()> {
     let Plan {
         files,
         unreadable,
         owner,
     } = plan(options);
+    if let Some(p) = progress {
+        p.start(files.len() as u64);
+    }
     for r in &unreadable {
         reporter.unreadable(r)?;
     }
@@ -123,7 +146,13 @@ pub fn run(options: &Options, reporter: &mut dyn Reporter) -> io::Result<()> {
         let results: Vec<Option<(Option<FileResult>, Vec<String>)>> = pool.install(|| {
             chunk
                 .par_iter()
-                .map(|f| (!interrupt::requested()).then(|| run_file(options, f)))
+                .map(|f| {
+                    let r = (!interrupt::requested()).then(|| run_file(options, f));
+                    if let Some(p) = progress {
+                        p.file_done();
+                    }
+                    r
+                })
                 .collect()
         });
         for result in results {
@@ -137,6 +166,9 @@ pub fn run(options: &Options, reporter: &mut dyn Reporter) -> io::Result<()> {
                 reporter.file(&r)?;
             }
         }
+    }
+    if let Some(p) = progress {
+        p.finish();
     }
     if interrupt::requested() {
         // Goldens of files not run would look orphaned: none are reported.
@@ -523,7 +555,7 @@ fn compare_golden(
         Ok(g) => snapshot::compare(g.as_deref(), &golden_text),
         Err(e) => {
             io_errors.push(format!("cannot read golden: {e}"));
-            Comparison::Missing
+            snapshot::compare(None, &golden_text)
         }
     };
     let mut pending_written = false;

@@ -366,7 +366,8 @@ fn pending_goldens_on_ci_go_only_to_the_pending_dir_then_diff_and_accept() {
     );
     p.harness(&["diff", "--pending-dir", "out/pending"])
         .expect_code(0)
-        .expect_stdout("new golden (")
+        .expect_stdout("(new golden, ")
+        .expect_stdout(&format!("    +# harness trace v1: {EXAMPLE_ID}\n"))
         .expect_stdout("2 pending golden(s)");
     p.harness(&["accept", "--pending-dir", "out/pending", EXAMPLE])
         .expect_code(0)

@@ -278,3 +278,139 @@ fn every_defence_id_and_action_in_the_goldens_is_one_expectations_may_name() {
     }
     assert!(seen > 100, "only {seen} ids and actions in the goldens");
 }
+
+/// The reflex family without goldens: 29 cases, every one a new golden.
+fn reflex_without_goldens() -> Project {
+    let p = Project::new();
+    p.copy_from_repo("scenarios/reflex", "scenarios/reflex");
+    p
+}
+
+#[test]
+fn failing_cases_past_the_diff_limit_get_one_line_each_between_two_verdicts() {
+    let p = reflex_without_goldens();
+    let run = p.harness(&["run", "--diff-limit", "2"]);
+    run.expect_code(1);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    let verdict = run.summary();
+    assert!(
+        verdict.starts_with("harness run: FAILED. 29 cases"),
+        "{run}"
+    );
+    assert_eq!(lines[0], verdict, "the verdict comes first too\n{run}");
+    // Two in full, each new golden as a diff against nothing; the other 27 in a line each.
+    assert_eq!(run.stdout.matches("    @@ -0,0 +1,").count(), 2, "{run}");
+    assert_eq!(
+        run.stdout
+            .matches("    +# harness trace v1: reflex/")
+            .count(),
+        2,
+        "{run}"
+    );
+    assert_eq!(
+        run.stdout.matches("  no golden yet  (scenarios/").count(),
+        29
+    );
+    assert!(
+        run.stdout
+            .contains("2 failing case(s) shown in full, 27 more in one line each"),
+        "{run}"
+    );
+    assert!(
+        run.stdout.contains("review them with `harness diff`"),
+        "{run}"
+    );
+    // Without a limit every case is in full; the default shows ten.
+    let all = p.harness(&["run", "--diff-limit", "all"]);
+    assert_eq!(all.stdout.matches("    @@ -0,0 +1,").count(), 29, "{all}");
+    let default = p.harness(&["run"]);
+    assert_eq!(default.stdout.matches("    @@ -0,0 +1,").count(), 10);
+    p.harness(&["run", "--diff-limit", "some"]).expect_code(2);
+}
+
+#[test]
+fn quiet_runs_print_a_line_per_failing_case_and_the_verdict() {
+    let p = reflex_without_goldens();
+    let run = p.harness(&["run", "--quiet"]);
+    run.expect_code(1);
+    assert!(!run.stdout.contains("@@"), "{run}");
+    assert!(
+        !run.stdout.contains("family "),
+        "a table in quiet mode\n{run}"
+    );
+    assert_eq!(
+        run.stdout.matches("  no golden yet  (scenarios/").count(),
+        29
+    );
+    p.harness(&["accept"]).expect_code(0);
+    let run = p.harness(&["run", "-q"]);
+    run.expect_code(0);
+    assert_eq!(
+        run.stdout.lines().next(),
+        Some(run.summary()),
+        "a passing quiet run prints its verdict\n{run}"
+    );
+}
+
+#[test]
+fn diff_prints_a_new_golden_whole() {
+    let p = reflex_without_goldens();
+    p.harness(&["run"]).expect_code(1);
+    let run = p.harness(&["diff", "scenarios/reflex/exec-empty-args.toml"]);
+    run.expect_code(0);
+    assert!(
+        run.stdout.contains(
+            "snapshots/reflex/exec-empty-args.snap.new \u{2192} snapshots/reflex/exec-empty-args.snap (new golden, "
+        ),
+        "{run}"
+    );
+    assert!(
+        run.stdout
+            .contains("    +# harness trace v1: reflex/exec-empty-args\n"),
+        "{run}"
+    );
+    assert!(
+        run.stdout.contains("    +        0.000s  iteration 1\n"),
+        "{run}"
+    );
+}
+
+#[test]
+fn the_progress_bar_shows_on_a_terminal_only() {
+    // `script` gives the run a terminal; stdout still goes to a file.
+    let p = reflex_without_goldens();
+    p.harness(&["run"]).expect_code(1);
+    p.harness(&["accept"]).expect_code(0);
+    let bin = env!("CARGO_BIN_EXE_harness");
+    let on_terminal = |ci: Option<&str>| {
+        let mut cmd = std::process::Command::new("script");
+        cmd.args(["-qfec", &format!("'{bin}' run > out.txt"), "typescript"])
+            .current_dir(p.path())
+            .env_remove("CI")
+            .env("NO_COLOR", "1");
+        if let Some(ci) = ci {
+            cmd.env("CI", ci);
+        }
+        let status = cmd
+            .stdout(std::process::Stdio::null())
+            .status()
+            .expect("`script` (util-linux) runs the harness on a terminal");
+        assert!(status.success());
+        (p.read("typescript"), p.read("out.txt"))
+    };
+    let (terminal, stdout) = on_terminal(None);
+    assert!(
+        terminal.contains("/12 scenario files"),
+        "no bar: {terminal:?}"
+    );
+    let (ci_terminal, ci_stdout) = on_terminal(Some("1"));
+    assert!(
+        !ci_terminal.contains("scenario files"),
+        "a bar on CI: {ci_terminal:?}"
+    );
+    // The bar goes to stderr and never changes what the run prints.
+    let piped = p.harness(&["run"]);
+    assert!(piped.stderr.is_empty(), "{piped}");
+    assert_eq!(stdout, piped.stdout);
+    assert_eq!(ci_stdout, piped.stdout);
+}
