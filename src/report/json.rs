@@ -45,6 +45,8 @@ struct Case {
     status: String,
     /// `match`, `missing`, `differs` or `ungated`.
     golden: String,
+    /// The unified diff golden → actual when `differs`; when `missing`, the new golden as a
+    /// diff against nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     diff: Option<String>,
     pending_written: bool,
