@@ -24,12 +24,15 @@ mod sweep;
 struct Cli {
     #[command(subcommand)]
     command: Command,
-    /// Root of scenario ids.
-    #[arg(long, global = true, default_value = "scenarios", value_name = "DIR")]
-    scenarios_root: PathBuf,
-    /// Folder of goldens.
-    #[arg(long, global = true, default_value = "snapshots", value_name = "DIR")]
-    snapshots: PathBuf,
+    /// Root of scenario ids [default: the project file's `scenarios`, else `scenarios`].
+    #[arg(long, global = true, value_name = "DIR")]
+    scenarios_root: Option<PathBuf>,
+    /// Folder of goldens [default: the project file's `snapshots`, else `snapshots`].
+    #[arg(long, global = true, value_name = "DIR")]
+    snapshots: Option<PathBuf>,
+    /// Say on stderr which project file (`harness.toml`) the paths come from, and what they are.
+    #[arg(short, long, global = true)]
+    verbose: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -39,8 +42,7 @@ enum Command {
     /// Exit codes: 0 all passed; 1 a golden mismatch, a missing or orphaned golden, or a failed
     /// expectation; 2 bad input or usage; 3 only metrics regressed against `--baseline`.
     Run {
-        /// Scenario files or folders.
-        #[arg(default_value = "scenarios")]
+        /// Scenario files or folders [default: the scenarios root].
         paths: Vec<PathBuf>,
         /// Worker threads (default: the machine's cores).
         #[arg(short, long, value_name = "N")]
@@ -64,8 +66,7 @@ enum Command {
     },
     /// Print the cases a run would take (id, profile, family), one per line.
     List {
-        /// Scenario files or folders.
-        #[arg(default_value = "scenarios")]
+        /// Scenario files or folders [default: the scenarios root].
         paths: Vec<PathBuf>,
         #[command(flatten)]
         select: SelectArgs,
@@ -88,9 +89,10 @@ enum Command {
     Bless {
         /// Scenario files or folders (given, or with --filter: only those cases are updated).
         paths: Vec<PathBuf>,
-        /// The baseline file.
-        #[arg(long, value_name = "FILE", default_value = "baselines/scenarios.toml")]
-        baseline: PathBuf,
+        /// The baseline file [default: the project file's `baseline`, else
+        /// `baselines/scenarios.toml`].
+        #[arg(long, value_name = "FILE")]
+        baseline: Option<PathBuf>,
         #[command(flatten)]
         select: SelectArgs,
         /// Worker threads (default: the machine's cores).
@@ -129,8 +131,12 @@ enum Command {
         #[arg(long)]
         jsonl: bool,
     },
-    /// Print the JSON Schema of the scenario format.
-    Schema,
+    /// Print the JSON Schema of the scenario format, or of the project file (`harness.toml`).
+    Schema {
+        /// Which format.
+        #[arg(value_enum, default_value = "scenario")]
+        of: SchemaOf,
+    },
     /// Print a profile's full configuration as TOML (the keys `[config]` can override); with
     /// no name, list the profiles.
     Profile {
@@ -169,6 +175,15 @@ enum Command {
     /// Convert transcripts (tau-bench, tau2, swe-agent, toolbench, openai, anthropic) into
     /// traces, one JSON-lines file per run.
     Import(sweep::ImportArgs),
+}
+
+/// The formats `harness schema` describes.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum SchemaOf {
+    /// Scenario files (`schema/scenario.schema.json`).
+    Scenario,
+    /// The project file, `harness.toml` (`schema/harness.schema.json`).
+    Project,
 }
 
 /// Which scenarios and cases run.
@@ -233,9 +248,13 @@ struct OutputArgs {
     /// Write the results as JSON (what `harness merge` reads).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
-    /// Compare metrics with this baseline; regressions exit 3 (see `harness bless`).
+    /// Compare metrics with this baseline; regressions exit 3 (see `harness bless`)
+    /// [default: the project file's `baseline`, if any].
     #[arg(long, value_name = "FILE")]
     baseline: Option<PathBuf>,
+    /// Compare with no baseline, not even the project file's.
+    #[arg(long, conflicts_with = "baseline")]
+    no_baseline: bool,
     /// Write pending goldens into this folder (mirroring ids), even when `CI` is set.
     #[arg(long, value_name = "DIR")]
     pending_dir: Option<PathBuf>,
@@ -257,13 +276,23 @@ fn diff_limit(s: &str) -> Result<usize, String> {
 }
 
 impl OutputArgs {
-    fn outputs(self) -> Outputs {
+    /// The outputs asked for, with the project file's defaults (`baseline`, `diff_limit`).
+    fn outputs(self, setup: &Setup) -> Outputs {
         let github = std::env::var_os("GITHUB_ACTIONS").is_some_and(|v| !v.is_empty());
+        let project_baseline = setup.project.as_ref().and_then(|p| p.baseline.clone());
+        let diff_limit = setup
+            .run_defaults()
+            .diff_limit
+            .map(crate::project::DiffLimit::cases);
         Outputs {
             metrics: self.metrics,
             junit: self.junit,
             json: self.json,
-            baseline: self.baseline,
+            baseline: if self.no_baseline {
+                None
+            } else {
+                self.baseline.or(project_baseline)
+            },
             github_annotations: github,
             step_summary: std::env::var_os("GITHUB_STEP_SUMMARY")
                 .filter(|v| !v.is_empty())
@@ -271,7 +300,7 @@ impl OutputArgs {
             ci: ci(),
             pending_dir: self.pending_dir,
             require_cases: None,
-            diff_limit: self.diff_limit,
+            diff_limit: self.diff_limit.or(diff_limit),
             quiet: self.quiet,
         }
     }
@@ -378,11 +407,99 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
+/// Where a command's paths come from: the project file found above the current folder (if
+/// any) and the layout it gives, overridden by `--scenarios-root` and `--snapshots`.
+struct Setup {
+    project: Option<crate::project::Project>,
+    layout: Layout,
+}
+
+impl Setup {
+    fn new(cli: &Cli) -> Result<Self, u8> {
+        let cwd = std::env::current_dir().unwrap_or_default();
+        let project = match crate::project::discover(&cwd) {
+            Ok(p) => p,
+            Err(e) => {
+                let _ = writeln!(anstream::stderr(), "error: {e}");
+                return Err(EXIT_BAD_INPUT);
+            }
+        };
+        let layout = Layout {
+            scenarios: cli
+                .scenarios_root
+                .clone()
+                .or_else(|| project.as_ref().map(|p| p.scenarios.clone()))
+                .unwrap_or_else(|| PathBuf::from("scenarios")),
+            snapshots: cli
+                .snapshots
+                .clone()
+                .or_else(|| project.as_ref().map(|p| p.snapshots.clone()))
+                .unwrap_or_else(|| PathBuf::from("snapshots")),
+        };
+        if cli.verbose {
+            let mut err = anstream::stderr();
+            let _ = match &project {
+                Some(p) => writeln!(
+                    err,
+                    "harness: project file {} (scenarios {}, snapshots {}, baseline {})",
+                    p.file.display(),
+                    layout.scenarios.display(),
+                    layout.snapshots.display(),
+                    p.baseline
+                        .as_ref()
+                        .map_or_else(|| "none".to_owned(), |b| b.display().to_string())
+                ),
+                None => writeln!(
+                    err,
+                    "harness: no {} in {} or above; paths are relative to it (scenarios {}, snapshots {})",
+                    crate::project::FILE_NAME,
+                    cwd.display(),
+                    layout.scenarios.display(),
+                    layout.snapshots.display()
+                ),
+            };
+        }
+        Ok(Self { project, layout })
+    }
+
+    /// The paths given, or the scenarios root.
+    fn paths_or_root(&self, paths: Vec<PathBuf>) -> Vec<PathBuf> {
+        if paths.is_empty() {
+            vec![self.layout.scenarios.clone()]
+        } else {
+            paths
+        }
+    }
+
+    /// The project file's run defaults (empty without one).
+    fn run_defaults(&self) -> crate::project::RunDefaults {
+        self.project
+            .as_ref()
+            .map(|p| p.config.run.clone())
+            .unwrap_or_default()
+    }
+
+    /// The baseline `bless` writes: `--baseline`, else the project file's, else
+    /// `baselines/scenarios.toml` in the project root (the current folder without a project).
+    fn bless_baseline(&self, given: Option<PathBuf>) -> PathBuf {
+        given
+            .or_else(|| self.project.as_ref().and_then(|p| p.baseline.clone()))
+            .unwrap_or_else(|| {
+                let root = self
+                    .project
+                    .as_ref()
+                    .map_or(PathBuf::new(), |p| p.root.clone());
+                crate::store::normalize(&root.join("baselines/scenarios.toml"))
+            })
+    }
+}
+
 fn execute(cli: Cli) -> anyhow::Result<u8> {
-    let layout = Layout {
-        scenarios: cli.scenarios_root,
-        snapshots: cli.snapshots,
+    let setup = match Setup::new(&cli) {
+        Ok(s) => s,
+        Err(code) => return Ok(code),
     };
+    let layout = setup.layout.clone();
     match cli.command {
         Command::Run {
             paths,
@@ -393,14 +510,21 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
             out,
             repeat,
         } => {
+            let defaults = setup.run_defaults();
+            let paths = setup.paths_or_root(paths);
+            let profile = if profile.is_empty() {
+                defaults.profile
+            } else {
+                profile
+            };
             let outputs = Outputs {
                 require_cases: select.require_cases(&paths),
-                ..out.outputs()
+                ..out.outputs(&setup)
             };
             run::interrupt::install().context("cannot catch Ctrl-C")?;
             let options = match options(paths, layout.clone(), profile, &select) {
                 Ok(o) => Options {
-                    jobs: jobs_or_cores(jobs),
+                    jobs: jobs_or_cores(jobs.or(defaults.jobs)),
                     write_pending: !outputs.ci || outputs.pending_dir.is_some(),
                     traces,
                     repeat,
@@ -419,6 +543,12 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
             select,
             profile,
         } => {
+            let paths = setup.paths_or_root(paths);
+            let profile = if profile.is_empty() {
+                setup.run_defaults().profile
+            } else {
+                profile
+            };
             let require = select.require_cases(&paths);
             match options(paths, layout, profile, &select) {
                 Ok(o) => gate::list(
@@ -439,7 +569,7 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
                 require_cases: (!allow_empty).then(|| {
                     "the shards' results hold no case\n  hint: check the shards' runs, or pass --allow-empty if an empty run is expected".to_owned()
                 }),
-                ..out.outputs()
+                ..out.outputs(&setup)
             };
             let merged = match gate::merge_shards(&shards) {
                 Ok(m) => m,
@@ -454,17 +584,14 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
             jobs,
         } => {
             let full = paths.is_empty() && select.filter.is_empty() && select.partition.is_none();
-            let paths = if paths.is_empty() {
-                vec![layout.scenarios.clone()]
-            } else {
-                paths
-            };
+            let paths = setup.paths_or_root(paths);
+            let baseline = setup.bless_baseline(baseline);
             run::interrupt::install().context("cannot catch Ctrl-C")?;
             let require = select.require_cases(&paths);
             match options(paths, layout, Vec::new(), &select) {
                 Ok(o) => {
                     let o = Options {
-                        jobs: jobs_or_cores(jobs),
+                        jobs: jobs_or_cores(jobs.or(setup.run_defaults().jobs)),
                         ..o
                     };
                     gate::bless(
@@ -540,18 +667,41 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
             }
             Ok(EXIT_OK)
         }
-        Command::Schema => {
-            anstream::stdout().write_all(scenario::json_schema().as_bytes())?;
+        Command::Schema { of } => {
+            let schema = match of {
+                SchemaOf::Scenario => scenario::json_schema(),
+                SchemaOf::Project => crate::project::json_schema(),
+            };
+            anstream::stdout().write_all(schema.as_bytes())?;
             Ok(EXIT_OK)
         }
         Command::Record(args) => record::record(&args, &layout, ci()),
         Command::Promote(args) => record::promote(&args),
         Command::Serve(args) => crate::serve::cli::serve(&args, &layout),
-        Command::Exec { args, out } => crate::serve::cli::exec(&args, &layout, &out.outputs()),
-        Command::Lint(args) => Ok(crate::record::lint_command(
-            &args,
-            &mut anstream::stdout().lock(),
-        )?),
+        Command::Exec { args, out } => {
+            crate::serve::cli::exec(&args, &layout, &out.outputs(&setup))
+        }
+        Command::Lint(mut args) => {
+            if args.paths.is_empty() {
+                // The project's own folders, wherever it is run from.
+                let root = setup
+                    .project
+                    .as_ref()
+                    .map_or(PathBuf::new(), |p| p.root.clone());
+                args.paths = [
+                    layout.scenarios.clone(),
+                    crate::store::normalize(&root.join("fixtures")),
+                    layout.snapshots.clone(),
+                ]
+                .into_iter()
+                .filter(|p| p.exists())
+                .collect();
+            }
+            Ok(crate::record::lint_command(
+                &args,
+                &mut anstream::stdout().lock(),
+            )?)
+        }
         Command::Sweep(args) => sweep::sweep(args),
         Command::Import(args) => sweep::import(args),
         Command::Profile { name: None } => {

@@ -53,6 +53,10 @@ pub fn load_baseline(path: &Path) -> anyhow::Result<baseline::Baseline> {
                 path.display(),
                 input_hint(&e.to_string(), "`harness bless`")
             ),
+            io::ErrorKind::NotFound => anyhow::anyhow!(
+                "cannot read baseline {}: there is no such file\n  hint: `harness bless` writes it from a passing run; `--no-baseline` runs without comparing metrics",
+                path.display()
+            ),
             _ => anyhow::Error::new(e).context(format!("cannot read baseline {}", path.display())),
         })?;
     baseline::parse(&text).map_err(|e| {

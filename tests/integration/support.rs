@@ -82,6 +82,13 @@ impl Project {
         self.run_command(self.command(args))
     }
 
+    /// `harness ARGS` in the project's folder `rel` (`.` for the project), with `CI` removed.
+    pub fn harness_in(&self, rel: &str, args: &[&str]) -> Run {
+        let mut cmd = self.command(args);
+        cmd.current_dir(self.join(rel));
+        self.run_command(cmd)
+    }
+
     /// `harness ARGS` in the project, with `CI` set to `ci`.
     pub fn harness_ci(&self, ci: &str, args: &[&str]) -> Run {
         let mut cmd = self.command(args);
