@@ -399,7 +399,11 @@ pub struct EventExpect {
     /// `moltis-reflex`, `moltis-auto-continue`, `ironclaw-intent`, `ironclaw-truncation`,
     /// `ironclaw-duplicate`, `ironclaw-budget`, `ironclaw-recovery`, `cost-guard`,
     /// `agentloop-continuation`, `agentloop-loop-detector`, `agentloop-citations`, `plan-step`,
-    /// and `agent` (a black-box agent under `harness exec`).
+    /// and `agent` (a black-box agent under `harness exec`). An intervention's `action` is one
+    /// of `nudge`, `warn`, `limit_nudge`, `discard`, `continue`, `unverified_citations`,
+    /// `lenient_envelope` (stage 1), `strip_tools`, `force_text`, `skip_batch`, `infer_done`,
+    /// `force_done`, `stutter_guard` (stage 2), `stop`, `fail` (stage 3). A value no event can
+    /// carry is an error.
     #[serde(default, rename = "where")]
     pub where_: Map<String, Value>,
     /// Only events of these iterations: an exact iteration (`3`) or a range
