@@ -127,19 +127,7 @@ pub struct ProjectError {
 
 impl std::fmt::Display for ProjectError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let d = &self.diagnostic;
-        write!(
-            f,
-            "{}:{}:{}: {}",
-            self.file.display(),
-            d.line,
-            d.col,
-            d.message
-        )?;
-        if let Some(h) = &d.hint {
-            write!(f, "\n  hint: {h}")?;
-        }
-        Ok(())
+        f.write_str(&self.diagnostic.located(&self.file))
     }
 }
 

@@ -640,17 +640,7 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
                 Err(diags) => {
                     let mut out = anstream::stderr().lock();
                     for d in diags {
-                        writeln!(
-                            out,
-                            "error: {}:{}:{}: {}",
-                            scenario.display(),
-                            d.line,
-                            d.col,
-                            d.message
-                        )?;
-                        if let Some(h) = d.hint {
-                            writeln!(out, "  hint: {h}")?;
-                        }
+                        writeln!(out, "error: {}", d.located(&scenario))?;
                     }
                     return Ok(EXIT_BAD_INPUT);
                 }

@@ -302,17 +302,7 @@ pub fn list(
 /// their hints.
 fn located_errors(err: &mut dyn Write, r: &crate::results::FileResult) -> io::Result<()> {
     for d in r.outcome.as_ref().err().into_iter().flatten() {
-        writeln!(
-            err,
-            "error: {}:{}:{}: {}",
-            r.path.display(),
-            d.line,
-            d.col,
-            d.message
-        )?;
-        if let Some(h) = &d.hint {
-            writeln!(err, "  hint: {h}")?;
-        }
+        writeln!(err, "error: {}", d.located(&r.path))?;
     }
     Ok(())
 }

@@ -38,6 +38,24 @@ pub struct Diagnostic {
     pub hint: Option<String>,
 }
 
+impl Diagnostic {
+    /// `FILE:LINE:COL: message`, then `  hint: …` on a line of its own when there is one: a
+    /// located error as the commands print it (after `error: `).
+    pub fn located(&self, file: &std::path::Path) -> String {
+        let mut out = format!(
+            "{}:{}:{}: {}",
+            file.display(),
+            self.line,
+            self.col,
+            self.message
+        );
+        if let Some(h) = &self.hint {
+            out.push_str(&format!("\n  hint: {h}"));
+        }
+        out
+    }
+}
+
 /// One run to replay: a scenario under one profile.
 #[derive(Debug, Clone)]
 pub struct Case {

@@ -114,22 +114,7 @@ fn every_runtimes_reference_names_a_section_that_exists() {
         sections.iter().any(|(p, s)| p == part && s == n)
     };
     let mut checked = 0;
-    for entry in walkdir::WalkDir::new(repo())
-        .into_iter()
-        .filter_entry(|e| !matches!(e.file_name().to_str(), Some("target" | ".git" | "corpus")))
-        .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_file())
-    {
-        let path = entry.path();
-        if !matches!(
-            path.extension().and_then(|e| e.to_str()),
-            Some("rs" | "toml" | "md")
-        ) {
-            continue;
-        }
-        let Ok(text) = std::fs::read_to_string(path) else {
-            continue;
-        };
+    for (path, text) in text_files(&["rs", "toml", "md"]) {
         for (part, n) in citations(&text) {
             checked += 1;
             assert!(
@@ -143,6 +128,24 @@ fn every_runtimes_reference_names_a_section_that_exists() {
         checked > 100,
         "only {checked} citations of docs/runtimes.md"
     );
+}
+
+/// The repository's text files with these extensions (builds and the corpus left out), each
+/// with its contents.
+fn text_files(extensions: &[&str]) -> Vec<(std::path::PathBuf, String)> {
+    walkdir::WalkDir::new(repo())
+        .into_iter()
+        .filter_entry(|e| !matches!(e.file_name().to_str(), Some("target" | ".git" | "corpus")))
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .filter(|e| {
+            e.path()
+                .extension()
+                .and_then(|x| x.to_str())
+                .is_some_and(|x| extensions.contains(&x))
+        })
+        .filter_map(|e| Some((e.path().to_owned(), std::fs::read_to_string(e.path()).ok()?)))
+        .collect()
 }
 
 /// The (part, section) of every citation `runtimes.md PART §N` in `text`.
@@ -171,22 +174,7 @@ fn citations(text: &str) -> Vec<(String, String)> {
 fn nothing_points_outside_the_repository() {
     // The transcript corpus moves into the repository in its own change (`corpus/`); every
     // other reference to the material beside the repository is gone.
-    for entry in walkdir::WalkDir::new(repo())
-        .into_iter()
-        .filter_entry(|e| !matches!(e.file_name().to_str(), Some("target" | ".git" | "corpus")))
-        .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_file())
-    {
-        let path = entry.path();
-        if !matches!(
-            path.extension().and_then(|e| e.to_str()),
-            Some("rs" | "toml" | "md" | "py" | "yml" | "json")
-        ) {
-            continue;
-        }
-        let Ok(text) = std::fs::read_to_string(path) else {
-            continue;
-        };
+    for (path, text) in text_files(&["rs", "toml", "md", "py", "yml", "json"]) {
         for (n, line) in text.lines().enumerate() {
             let outside = ["../shared", "shared/spec", "shared/seeds", "DESIGN.md"]
                 .iter()
