@@ -11,6 +11,7 @@
 //!     → {mock, tool, select, metrics, snapshot} → scenario → {policy, trace, provider} → llm
 //!     → {kinds, json, limits}
 //! sweep → {detector, import} → {policy, trace, scenario}
+//! cli → project → {store, scenario, policy}
 //! ```
 //!
 //! `kinds` is the vocabulary the scenario format, the policies and the trace share (how a run
@@ -18,6 +19,10 @@
 //! the [`results::Reporter`] that consumes them, `--repeat` folding, exit codes), below both
 //! the runner and every output; `select` is the case selection and sharding both `run` and
 //! `gate` use; `mock` is the scripted model, a scenario's script as an [`llm::Model`].
+//!
+//! `project` reads the project file, `harness.toml`, found by walking up from the current
+//! folder: the scenarios root, goldens folder, baseline and run defaults every command resolves
+//! its paths from.
 //!
 //! The engine and everything below it are pure: no files, clocks, threads or network. Only
 //! `store` (files), `run` and `sweep` (files, threads), `record` (network, files), `report`
@@ -77,6 +82,7 @@ pub mod llm;
 pub mod metrics;
 pub mod mock;
 pub mod policy;
+pub mod project;
 pub mod provider;
 pub mod record;
 pub mod report;

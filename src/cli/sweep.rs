@@ -84,6 +84,20 @@ fn report_error(err: &mut impl Write, path: &Path, e: &ImportError) -> std::io::
 
 pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<u8> {
     let mut err = anstream::stderr();
+    // A path that is not there is bad usage: nothing is scored and no output written, so a
+    // mistyped corpus never leaves a result that looks like a sweep of it.
+    if let Some(missing) = args.paths.iter().find(|p| std::fs::metadata(p).is_err()) {
+        writeln!(
+            err,
+            "error: cannot read {}: no such file or folder",
+            missing.display()
+        )?;
+        writeln!(
+            err,
+            "  hint: give transcript, trace, scenario or cassette files and folders that exist; nothing was written"
+        )?;
+        return Ok(EXIT_BAD_INPUT);
+    }
     let mut settings: Vec<Setting> = Vec::new();
     for spec in &args.detectors {
         match detector::spec(spec) {

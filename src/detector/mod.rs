@@ -3,7 +3,7 @@
 //! them against labelled runs; nothing here touches files or threads.
 //!
 //! One file per detector, each opening with what it detects, why, an example and its known
-//! false positives, citing `spec/detectors.md` (or the engine policy it reuses). Detectors read
+//! false positives, citing `docs/runtimes.md` Detectors (or the engine policy it reuses). Detectors read
 //! a [`View`] derived from a trace: the agent's calls (name, parsed arguments and their
 //! canonical form, failed flag, result text, the response they came in) and the text turns
 //! between them. Positions are 0-based **call indices**: a detector "fires at call i" when it

@@ -310,18 +310,30 @@ impl Loop<'_> {
 
     /// Apply a policy's actions in order, recording each in the trace.
     fn apply(&mut self, source: &'static str, actions: Vec<Action>, calls_in_batch: usize) {
+        // Expectations are validated against these catalogues: an id or action missing there
+        // could never be asked for.
+        debug_assert!(
+            crate::kinds::INTERVENTION_SOURCES.contains(&source) || actions.is_empty(),
+            "policy `{source}` is missing from kinds::INTERVENTION_SOURCES"
+        );
         for action in actions {
             match action {
                 Action::Intervene {
                     stage,
                     action,
                     tool,
-                } => self.emit(Event::Intervention {
-                    policy: source.to_owned(),
-                    stage,
-                    action: action.to_owned(),
-                    tool,
-                }),
+                } => {
+                    debug_assert!(
+                        crate::kinds::INTERVENTION_ACTIONS.contains(&action),
+                        "action `{action}` is missing from kinds::INTERVENTION_ACTIONS"
+                    );
+                    self.emit(Event::Intervention {
+                        policy: source.to_owned(),
+                        stage,
+                        action: action.to_owned(),
+                        tool,
+                    });
+                }
                 Action::Inject { role, text } => {
                     self.messages.push(Message::new(role, text.clone()));
                     self.emit(Event::MessageInjected {

@@ -1,5 +1,5 @@
-//! The plan/step loop (profile `plan-step`): clude_code's step executor (spec `ironclaw.md` §13,
-//! analysis `seeds/003`). A plan's steps run in order; each step gets `max_step_calls` model
+//! The plan/step loop (profile `plan-step`): clude_code's step executor and its infinite-loop
+//! analysis (runtimes.md plan-step). A plan's steps run in order; each step gets `max_step_calls` model
 //! calls, and before every call the step prompt is appended again. A reply is one action read
 //! from its *text*: a control envelope (`{"control":"step_done"}` / `{"control":"replan"}`), a
 //! legacy marker (`STEP_DONE` / `REPLAN`), a tool call (`{"tool": …, "args": {…}}`, whose result
@@ -330,6 +330,7 @@ impl PlanLoop<'_> {
     }
 
     fn intervene(&mut self, stage: u8, action: &str) {
+        debug_assert!(crate::kinds::INTERVENTION_ACTIONS.contains(&action));
         self.emit(Event::Intervention {
             policy: SOURCE.to_owned(),
             stage,

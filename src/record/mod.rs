@@ -383,15 +383,31 @@ fn located_io(message: &str) -> (usize, usize, &str) {
     }
 }
 
-/// Replay a cassette strictly through the engine (no network).
-pub fn replay(layout: &Layout, path: &Path) -> Result<Replayed, Refusal> {
-    let (c, scenario_file) = read_cassette(path)?;
+/// The case a cassette replays (its id, its scenario retargeted to the recorded model),
+/// without replaying it: what `harness list` shows for a cassette.
+pub fn cassette_case(layout: &Layout, path: &Path) -> Result<Case, Refusal> {
+    read_cassette(path).and_then(|(c, scenario_file)| case_of(layout, path, &c, &scenario_file))
+}
+
+fn case_of(
+    layout: &Layout,
+    path: &Path,
+    c: &Cassette,
+    scenario_file: &Path,
+) -> Result<Case, Refusal> {
     let mut case = load_case(
-        &scenario_file,
-        &layout.id_of(&scenario_file),
+        scenario_file,
+        &layout.id_of(scenario_file),
         Some(&c.profile),
     )?;
     retarget(&mut case, layout.id_of(path), &c.model);
+    Ok(case)
+}
+
+/// Replay a cassette strictly through the engine (no network).
+pub fn replay(layout: &Layout, path: &Path) -> Result<Replayed, Refusal> {
+    let (c, scenario_file) = read_cassette(path)?;
+    let case = case_of(layout, path, &c, &scenario_file)?;
     let Replay {
         events,
         miss,

@@ -45,6 +45,8 @@ struct Case {
     status: String,
     /// `match`, `missing`, `differs` or `ungated`.
     golden: String,
+    /// The unified diff golden → actual when `differs`; when `missing`, the new golden as a
+    /// diff against nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     diff: Option<String>,
     pending_written: bool,
@@ -88,7 +90,7 @@ struct Summary {
 fn case_json(c: &CaseResult) -> Case {
     let (golden, diff) = match &c.golden {
         Comparison::Match => ("match", None),
-        Comparison::Missing => ("missing", None),
+        Comparison::Missing(d) => ("missing", Some(d.clone())),
         Comparison::Differs(d) => ("differs", Some(d.clone())),
         Comparison::Ungated => ("ungated", None),
     };
@@ -122,7 +124,8 @@ fn case_json(c: &CaseResult) -> Case {
 fn case_back(c: Case) -> Result<CaseResult, String> {
     let golden = match (c.golden.as_str(), c.diff) {
         ("match", _) => Comparison::Match,
-        ("missing", _) => Comparison::Missing,
+        // Results written before new goldens carried their text have no diff.
+        ("missing", d) => Comparison::Missing(d.unwrap_or_default()),
         ("differs", Some(d)) => Comparison::Differs(d),
         ("ungated", _) => Comparison::Ungated,
         ("differs", None) => {

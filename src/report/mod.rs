@@ -10,7 +10,7 @@ pub mod junit;
 mod terminal;
 
 pub use collect::Collected;
-pub use terminal::Terminal;
+pub use terminal::{DEFAULT_DIFF_LIMIT, Terminal};
 pub(crate) use terminal::{change, duration, paint_diff};
 
 use crate::metrics::{CsvSink, Row};
@@ -126,6 +126,8 @@ pub struct Tally {
     pub groups: BTreeMap<(String, String), Sums>,
     /// The run was interrupted, with this many files not run.
     pub interrupted: Option<usize>,
+    /// No case ran although some had to: why, naming the paths and filters (bad input).
+    pub nothing_selected: Option<String>,
     /// Per (family, profile): the profile's runs and the same scenarios under `none` (every
     /// case of a scenario that also ran under `none`: its own profile, `compare` and
     /// `--profile` cases alike).
@@ -157,7 +159,7 @@ impl Tally {
                 match c.golden {
                     Comparison::Match => {}
                     Comparison::Ungated => self.ungated += 1,
-                    Comparison::Missing => self.missing += 1,
+                    Comparison::Missing(_) => self.missing += 1,
                     Comparison::Differs(_) => self.mismatched += 1,
                 }
                 if !c.expectation_failures.is_empty() {
@@ -192,7 +194,7 @@ impl Tally {
     pub fn exit_code(&self) -> u8 {
         if self.interrupted.is_some() {
             EXIT_INTERRUPTED
-        } else if self.invalid_files > 0 {
+        } else if self.invalid_files > 0 || self.nothing_selected.is_some() {
             EXIT_BAD_INPUT
         } else if self.passed + self.flaky < self.cases || !self.orphans.is_empty() {
             EXIT_FAILED

@@ -45,8 +45,18 @@ pub struct Options {
     pub pending_dir: Option<PathBuf>,
 }
 
-/// Run everything `options` names, reporting each file's results, then orphaned goldens.
-pub fn run(options: &Options, reporter: &mut dyn Reporter) -> io::Result<()> {
+/// The files a run takes: discovered under its paths, sorted, this shard's share.
+pub struct Plan {
+    /// Scenario and cassette files this shard runs, sorted.
+    pub files: Vec<PathBuf>,
+    /// Paths that could not be read, as results (reported by the first shard only).
+    pub unreadable: Vec<FileResult>,
+    /// Every discovered scenario id, and whether this shard runs it.
+    owner: HashMap<String, bool>,
+}
+
+/// Discover the files `options` names and take this shard's share.
+pub fn plan(options: &Options) -> Plan {
     let (files, unreadable) = store::discover(&options.paths);
     // Shards: each takes its share of the scenario ids; what belongs to no file goes to the first.
     let scenario_ids: Vec<String> = files.iter().map(|f| options.layout.id_of(f)).collect();
@@ -62,8 +72,9 @@ pub fn run(options: &Options, reporter: &mut dyn Reporter) -> io::Result<()> {
     } else {
         Vec::new()
     };
-    for (path, e) in unreadable {
-        reporter.unreadable(&FileResult {
+    let unreadable = unreadable
+        .into_iter()
+        .map(|(path, e)| FileResult {
             path,
             outcome: Err(vec![Diagnostic {
                 line: 1,
@@ -73,7 +84,47 @@ pub fn run(options: &Options, reporter: &mut dyn Reporter) -> io::Result<()> {
                     "check the path; `harness run` takes scenario files and folders".to_owned(),
                 ),
             }]),
-        })?;
+        })
+        .collect();
+    Plan {
+        files,
+        unreadable,
+        owner,
+    }
+}
+
+/// Told how many files a run takes, then of each one done, then that the run is over (before
+/// the reporters finish): a progress bar on a terminal. Nothing it does reaches the results.
+pub trait Progress: Sync {
+    /// The run takes `files` files.
+    fn start(&self, files: u64);
+    /// One more file is done.
+    fn file_done(&self);
+    /// The run is over; the reporters print next.
+    fn finish(&self);
+}
+
+/// Run everything `options` names, reporting each file's results, then orphaned goldens.
+pub fn run(options: &Options, reporter: &mut dyn Reporter) -> io::Result<()> {
+    run_with(options, reporter, None)
+}
+
+/// [`run`], telling `progress` how it goes.
+pub fn run_with(
+    options: &Options,
+    reporter: &mut dyn Reporter,
+    progress: Option<&dyn Progress>,
+) -> io::Result<()> {
+    let Plan {
+        files,
+        unreadable,
+        owner,
+    } = plan(options);
+    if let Some(p) = progress {
+        p.start(files.len() as u64);
+    }
+    for r in &unreadable {
+        reporter.unreadable(r)?;
     }
     if options.write_pending {
         // Leftovers of a killed run (SIGKILL) in the folders pending goldens go to.
@@ -95,7 +146,13 @@ pub fn run(options: &Options, reporter: &mut dyn Reporter) -> io::Result<()> {
         let results: Vec<Option<(Option<FileResult>, Vec<String>)>> = pool.install(|| {
             chunk
                 .par_iter()
-                .map(|f| (!interrupt::requested()).then(|| run_file(options, f)))
+                .map(|f| {
+                    let r = (!interrupt::requested()).then(|| run_file(options, f));
+                    if let Some(p) = progress {
+                        p.file_done();
+                    }
+                    r
+                })
                 .collect()
         });
         for result in results {
@@ -109,6 +166,9 @@ pub fn run(options: &Options, reporter: &mut dyn Reporter) -> io::Result<()> {
                 reporter.file(&r)?;
             }
         }
+    }
+    if let Some(p) = progress {
+        p.finish();
     }
     if interrupt::requested() {
         // Goldens of files not run would look orphaned: none are reported.
@@ -190,11 +250,43 @@ fn run_file(options: &Options, path: &Path) -> (Option<FileResult>, Vec<String>)
     }
 }
 
-/// Run one file's selected cases; a file that cannot run is the error.
-fn run_selected(options: &Options, path: &Path) -> Result<(FileResult, Vec<String>), FileResult> {
+/// A scenario file read and expanded: its text and format (to locate problems found while
+/// replaying), the cases the selection keeps, in run order, and the ids of all its cases.
+struct Loaded {
+    text: String,
+    format: SourceFormat,
+    cases: Vec<Case>,
+    all_ids: Vec<String>,
+}
+
+/// The cases of one file (scenario or cassette) a run with `options` takes, in run order, and
+/// the ids of all its cases, kept or not; a file that cannot load is its result. `harness
+/// list` shows exactly these, so it and `harness run` agree on every path.
+pub fn selected_cases(
+    options: &Options,
+    path: &Path,
+) -> Result<(Vec<Case>, Vec<String>), FileResult> {
     if crate::record::is_cassette(path) {
-        return cassette_file(options, path);
+        let id = options.layout.id_of(path);
+        let case =
+            crate::record::cassette_case(&options.layout, path).map_err(|refusal| FileResult {
+                path: path.to_owned(),
+                outcome: Err(vec![refusal.diagnostic(path)]),
+            })?;
+        let all_ids = vec![case.id.clone()];
+        let cases = if options.selection.keeps(&case, &id) {
+            vec![case]
+        } else {
+            Vec::new()
+        };
+        return Ok((cases, all_ids));
     }
+    load_scenario(options, path).map(|l| (l.cases, l.all_ids))
+}
+
+/// Read, validate and expand a scenario file, adding the `--profile` cases and keeping those
+/// the selection takes.
+fn load_scenario(options: &Options, path: &Path) -> Result<Loaded, FileResult> {
     let bad = |message: String, hint: &str| FileResult {
         path: path.to_owned(),
         outcome: Err(vec![Diagnostic {
@@ -258,6 +350,25 @@ fn run_selected(options: &Options, path: &Path) -> Result<(FileResult, Vec<Strin
     }
     let all_ids = cases.iter().map(|c| c.id.clone()).collect();
     cases.retain(|c| options.selection.keeps(c, &id));
+    Ok(Loaded {
+        text,
+        format,
+        cases,
+        all_ids,
+    })
+}
+
+/// Run one file's selected cases; a file that cannot run is the error.
+fn run_selected(options: &Options, path: &Path) -> Result<(FileResult, Vec<String>), FileResult> {
+    if crate::record::is_cassette(path) {
+        return cassette_file(options, path);
+    }
+    let Loaded {
+        text,
+        format,
+        cases,
+        all_ids,
+    } = load_scenario(options, path)?;
     // Replay every case before writing anything, so a file that turns out incomplete leaves
     // no pending golden or trace behind.
     let mut replays = Vec::with_capacity(cases.len());
@@ -444,7 +555,7 @@ fn compare_golden(
         Ok(g) => snapshot::compare(g.as_deref(), &golden_text),
         Err(e) => {
             io_errors.push(format!("cannot read golden: {e}"));
-            Comparison::Missing
+            snapshot::compare(None, &golden_text)
         }
     };
     let mut pending_written = false;

@@ -6,9 +6,10 @@
 mod bounds;
 pub use bounds::MAX_USAGE_TOKENS;
 mod locate;
-pub use locate::{Seg, json_token_start, line_col};
+pub use locate::{Seg, did_you_mean, json_token_start, line_col, suggest};
 mod model;
 mod validate;
+mod values;
 
 pub use model::*;
 
@@ -35,6 +36,24 @@ pub struct Diagnostic {
     pub message: String,
     /// How to fix it.
     pub hint: Option<String>,
+}
+
+impl Diagnostic {
+    /// `FILE:LINE:COL: message`, then `  hint: …` on a line of its own when there is one: a
+    /// located error as the commands print it (after `error: `).
+    pub fn located(&self, file: &std::path::Path) -> String {
+        let mut out = format!(
+            "{}:{}:{}: {}",
+            file.display(),
+            self.line,
+            self.col,
+            self.message
+        );
+        if let Some(h) = &self.hint {
+            out.push_str(&format!("\n  hint: {h}"));
+        }
+        out
+    }
 }
 
 /// One run to replay: a scenario under one profile.

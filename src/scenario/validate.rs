@@ -115,7 +115,7 @@ impl Checker {
         }
     }
 
-    fn expect(&mut self, e: &Expect, path: &[Seg]) {
+    fn expect(&mut self, e: &Expect, path: &[Seg], tools: Option<&[&str]>) {
         let catalogue = Event::catalogue();
         let kinds: Vec<&str> = catalogue.iter().map(|(k, _)| k.as_str()).collect();
         let check_kind = |this: &mut Self, kind: &str, at: Vec<Seg>| -> Option<&'static [String]> {
@@ -135,24 +135,40 @@ impl Checker {
                 check_kind(self, kind, [path, &[key(name), Seg::Index(i)]].concat());
             }
         }
-        for (i, ev) in e.events.iter().enumerate() {
-            let at = [path, &[key("events"), Seg::Index(i)]].concat();
-            let Some(fields) = check_kind(self, &ev.kind, [at.clone(), vec![key("kind")]].concat())
+        let patterns = e
+            .events
+            .iter()
+            .enumerate()
+            .map(|(i, ev)| (key("events"), i, &ev.kind, &ev.where_))
+            .chain(
+                e.sequence
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| (key("sequence"), i, &p.kind, &p.where_)),
+            );
+        for (list, i, kind, where_) in patterns {
+            let at = [path, &[list, Seg::Index(i)]].concat();
+            let Some(fields) = check_kind(self, kind, [at.clone(), vec![key("kind")]].concat())
             else {
                 continue;
             };
             let names: Vec<&str> = fields.iter().map(String::as_str).collect();
-            for field in ev.where_.keys() {
+            for (field, value) in where_ {
+                let at = [at.clone(), vec![key("where"), key(field)]].concat();
                 if !fields.contains(field) {
                     let hint = suggest(field, &names, || {
-                        format!("`{}` events have: {}", ev.kind, names.join(", "))
+                        format!("`{kind}` events have: {}", names.join(", "))
                     });
                     self.problems.push(Problem {
-                        path: [at.clone(), vec![key("where"), key(field)]].concat(),
+                        path: at,
                         at_key: true,
-                        message: format!("`{}` events have no field `{field}`", ev.kind),
+                        message: format!("`{kind}` events have no field `{field}`"),
                         hint: Some(hint),
                     });
+                } else if let Some((message, hint)) =
+                    super::values::check(kind, field, value, tools)
+                {
+                    self.report(at, message, Some(hint));
                 }
             }
         }
@@ -407,9 +423,12 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
         c.plan(s, path.clone(), *at_key);
     }
 
-    c.expect(&s.expect, &[key("expect")]);
+    // Tool names an event can carry: the declared tools and the unregistered ones the script
+    // calls. The plan/step loop reads calls from reply text, so any name can occur there.
+    let tools = plan_cases.is_empty().then_some(known.as_slice());
+    c.expect(&s.expect, &[key("expect")], tools);
     for (name, e) in &s.compare {
-        c.expect(e, &[key("compare"), key(name)]);
+        c.expect(e, &[key("compare"), key(name)], tools);
     }
 
     c.problems.extend(super::bounds::check(s, &cases));

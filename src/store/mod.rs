@@ -3,7 +3,7 @@
 //! interrupted run never leaves a half-written golden, pending file or report.
 
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 /// Extension of reviewed goldens.
 pub const GOLDEN_EXT: &str = "snap";
@@ -23,7 +23,7 @@ impl Layout {
     /// The scenario id of a file: its path below the scenarios root (or as given, when outside
     /// it), without extension, with `/` separators.
     pub fn id_of(&self, file: &Path) -> String {
-        let rel = strip_prefix_lenient(file, &self.scenarios).unwrap_or(file);
+        let rel = strip_prefix_lenient(file, &self.scenarios).unwrap_or_else(|| file.to_path_buf());
         let rel = rel.with_extension("");
         rel.components()
             .filter_map(|c| match c {
@@ -51,11 +51,61 @@ impl Layout {
     }
 }
 
-fn strip_prefix_lenient<'a>(path: &'a Path, root: &Path) -> Option<&'a Path> {
-    let clean = |p: &'a Path| -> &'a Path { p.strip_prefix(".").unwrap_or(p) };
-    clean(path)
-        .strip_prefix(root.strip_prefix(".").unwrap_or(root))
+/// `path` below `root`, if it is: compared as given (`./` ignored) or, when that fails (a root
+/// such as `../scenarios` that a project file above the current folder gives, and a path
+/// given from inside it), both made absolute from the current folder and normalized.
+fn strip_prefix_lenient(path: &Path, root: &Path) -> Option<PathBuf> {
+    let clean = |p: &Path| -> PathBuf { p.strip_prefix(".").unwrap_or(p).to_path_buf() };
+    if let Ok(rel) = clean(path).strip_prefix(clean(root)) {
+        return Some(rel.to_path_buf());
+    }
+    let cwd = std::env::current_dir().ok()?;
+    let abs = |p: &Path| normalize(&cwd.join(p));
+    abs(path)
+        .strip_prefix(abs(root))
         .ok()
+        .map(Path::to_path_buf)
+}
+
+/// `target` as a path from `base` (both absolute, or both relative to the same folder),
+/// lexically: `..` for each folder of `base` not shared, then the rest of `target`; `.` for
+/// the same folder.
+pub fn relative_to(target: &Path, base: &Path) -> PathBuf {
+    let target = normalize(target);
+    let base = normalize(base);
+    let shared = target
+        .components()
+        .zip(base.components())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let mut out = PathBuf::new();
+    for _ in base.components().skip(shared) {
+        out.push("..");
+    }
+    for c in target.components().skip(shared) {
+        out.push(c);
+    }
+    if out.as_os_str().is_empty() {
+        out.push(".");
+    }
+    out
+}
+
+/// A path with `.` dropped and `..` applied lexically.
+pub fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir
+                if matches!(out.components().next_back(), Some(Component::Normal(_))) =>
+            {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// Is this a scenario file by its name?

@@ -15,6 +15,10 @@
 //! - `serve`: `harness exec` and `harness serve` with a reference agent on 127.0.0.1.
 //! - `fuzz_regressions`: the fuzz seeds and every fuzz finding through their targets' code
 //!   (through the library, as the fuzzers call it).
+//! - `project_file`: `harness.toml` found from any subfolder, its paths and run defaults used by
+//!   every command, its mistakes located; the repository's own keeps the README commands.
+//! - `trust`: what a new user hit (issue 17): `list` and `run` agree on every bundled path;
+//!   selections of nothing, misspelt filters and missing paths are errors, not greens.
 //! - `robust`: Ctrl-C (partial summary, exit 130), SIGKILL at random moments (no half-written
 //!   file), outputs independent of locale, timezone, folder, environment and file order.
 
@@ -27,8 +31,10 @@ mod gate;
 mod golden_workflow;
 mod invalid;
 mod mapping;
+mod project_file;
 mod record;
 mod robust;
 mod schema;
 mod serve;
 mod sweep;
+mod trust;

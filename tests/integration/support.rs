@@ -24,12 +24,20 @@ pub struct Project {
 impl Project {
     /// An empty project.
     pub fn new() -> Self {
-        Self {
-            dir: tempfile::Builder::new()
-                .prefix("harness-it-")
-                .tempdir()
-                .expect("create a temporary project"),
+        let dir = tempfile::Builder::new()
+            .prefix("harness-it-")
+            .tempdir()
+            .expect("create a temporary project");
+        // harness walks up to the nearest project file: one above the temporary folder would
+        // be every test's project.
+        if let Some(file) = dir.path().parent().and_then(harness::project::find) {
+            panic!(
+                "{} is above the temporary folder {}: move TMPDIR out of that project",
+                file.display(),
+                dir.path().display()
+            );
         }
+        Self { dir }
     }
 
     /// A project holding the example scenario (without goldens).
@@ -80,6 +88,13 @@ impl Project {
     /// `harness ARGS` in the project, with `CI` removed.
     pub fn harness(&self, args: &[&str]) -> Run {
         self.run_command(self.command(args))
+    }
+
+    /// `harness ARGS` in the project's folder `rel` (`.` for the project), with `CI` removed.
+    pub fn harness_in(&self, rel: &str, args: &[&str]) -> Run {
+        let mut cmd = self.command(args);
+        cmd.current_dir(self.join(rel));
+        self.run_command(cmd)
     }
 
     /// `harness ARGS` in the project, with `CI` set to `ci`.
