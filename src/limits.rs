@@ -34,6 +34,9 @@ pub const MAX_NESTING_TOML: usize = 80;
 /// `serde_json`'s recursion limit of 128, which the 128th level reaches).
 pub const MAX_NESTING_JSON: usize = 127;
 
+/// Largest golden (or pending golden) read for a comparison, and largest golden a run renders.
+pub const MAX_GOLDEN_BYTES: u64 = 64 * MIB;
+
 /// Most events one run's trace may hold.
 pub const MAX_TRACE_EVENTS: usize = 20_000;
 /// Longest scripted tool output or error text, in bytes.

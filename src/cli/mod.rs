@@ -445,7 +445,8 @@ fn unknown_profile(name: &str) -> u8 {
 }
 
 /// Promote (`accept`) or discard pending goldens (from `pending_dir` when given); prints
-/// what it did.
+/// what it did. Accepting a pending golden or golden that is a link or a special file is
+/// refused (exit 2): never read, never written through.
 fn review(
     layout: &Layout,
     pending_dir: Option<&std::path::Path>,
@@ -453,20 +454,35 @@ fn review(
     accept: bool,
 ) -> anyhow::Result<u8> {
     let pending = gate::pending(layout, pending_dir, paths);
+    let from = pending_dir.unwrap_or(&layout.snapshots);
     let mut out = anstream::stdout().lock();
+    let mut code = EXIT_OK;
+    let mut done = 0;
     for (p, golden) in &pending {
         if accept {
-            let text = std::fs::read(p).with_context(|| format!("cannot read {}", p.display()))?;
-            store::write_atomic(golden, &text)
-                .and_then(|()| std::fs::remove_file(p))
-                .with_context(|| format!("cannot move {} to {}", p.display(), golden.display()))?;
+            // Rejecting removes a link itself, which is safe; accepting would read through it.
+            let text =
+                store::read_inside(from, p, "pending golden", crate::limits::MAX_GOLDEN_BYTES)
+                    .with_context(|| format!("cannot read {}", p.display()));
+            let moved = text.and_then(|text| {
+                let text = text.unwrap_or_default();
+                store::write_inside(&layout.snapshots, golden, "golden", text.as_bytes())
+                    .and_then(|()| std::fs::remove_file(p))
+                    .with_context(|| format!("cannot move {} to {}", p.display(), golden.display()))
+            });
+            if let Err(e) = moved {
+                eprintln!("error: {e:#}");
+                code = EXIT_BAD_INPUT;
+                continue;
+            }
             writeln!(out, "accepted {}", golden.display())?;
         } else {
             std::fs::remove_file(p).with_context(|| format!("cannot remove {}", p.display()))?;
             writeln!(out, "rejected {}", p.display())?;
         }
+        done += 1;
     }
     let verb = if accept { "accepted" } else { "rejected" };
-    writeln!(out, "{} pending golden(s) {verb}", pending.len())?;
-    Ok(EXIT_OK)
+    writeln!(out, "{done} pending golden(s) {verb}")?;
+    Ok(code)
 }

@@ -243,17 +243,31 @@ pub fn merge_shards(shards: &[PathBuf]) -> Result<Collected, String> {
 /// (`id  profile  family`), to `out`; bad files are reported and make the exit code 2.
 pub fn list(options: &Options, out: &mut dyn Write) -> anyhow::Result<u8> {
     let (files, unreadable) = store::discover(&options.paths);
+    let conflicts: std::collections::HashMap<PathBuf, String> =
+        store::id_conflicts(&options.layout, &files)
+            .into_iter()
+            .collect();
     let ids: Vec<String> = files.iter().map(|f| options.layout.id_of(f)).collect();
     let takes = options.selection.shard(&ids);
     let mut code = EXIT_OK;
     for (path, e) in unreadable {
         if options.selection.first_shard() {
-            writeln!(out, "error: {}:1:1: cannot read: {e}", path.display())?;
+            writeln!(
+                out,
+                "error: {}:1:1: {}",
+                path.display(),
+                store::describe(&e)
+            )?;
             code = EXIT_BAD_INPUT;
         }
     }
     for ((path, id), take) in files.iter().zip(&ids).zip(takes) {
         if !take {
+            continue;
+        }
+        if let Some(why) = conflicts.get(path) {
+            writeln!(out, "error: {}:1:1: {why}", path.display())?;
+            code = EXIT_BAD_INPUT;
             continue;
         }
         let loaded = store::read_input_text(path, "scenario", crate::limits::MAX_SCENARIO_BYTES)
@@ -367,15 +381,29 @@ pub fn pending(
 }
 
 /// `harness diff`: the unified diff of each pending golden against its golden (colored on a
-/// terminal only).
+/// terminal only). A pending golden or golden that is a link or a special file is refused
+/// (exit 2) and never shown; the others still are.
 pub fn diff(layout: &Layout, pending_dir: Option<&Path>, paths: &[PathBuf]) -> anyhow::Result<u8> {
     let mut out = anstream::stdout().lock();
     let found = pending(layout, pending_dir, paths);
+    let from = pending_dir.unwrap_or(&layout.snapshots);
+    let mut code = EXIT_OK;
     for (p, golden) in &found {
-        let new =
-            std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
-        let old = store::read_optional(golden)
-            .with_context(|| format!("cannot read {}", golden.display()))?;
+        let read = |root: &Path, path: &Path, what: &str| {
+            store::read_inside(root, path, what, crate::limits::MAX_GOLDEN_BYTES)
+        };
+        let (new, old) = match (
+            read(from, p, "pending golden"),
+            read(&layout.snapshots, golden, "golden"),
+        ) {
+            (Ok(Some(new)), Ok(old)) => (new, old),
+            (Ok(None), _) => continue,
+            (Err(e), _) | (_, Err(e)) => {
+                let _ = writeln!(anstream::stderr(), "error: {e}");
+                code = EXIT_BAD_INPUT;
+                continue;
+            }
+        };
         match old {
             Some(old) => {
                 writeln!(out, "{} \u{2192} {}", p.display(), golden.display())?;
@@ -391,5 +419,5 @@ pub fn diff(layout: &Layout, pending_dir: Option<&Path>, paths: &[PathBuf]) -> a
         }
     }
     writeln!(out, "{} pending golden(s)", found.len())?;
-    Ok(EXIT_OK)
+    Ok(code)
 }

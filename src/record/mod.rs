@@ -403,7 +403,8 @@ pub fn replay(layout: &Layout, path: &Path) -> Result<Replayed, Refusal> {
     if let Some(miss) = miss {
         failures.push(miss);
         let partial = crate::trace::render_golden(&case.id, &events);
-        drift_within_golden = store::read_optional(&layout.golden(&case.id))
+        drift_within_golden = layout
+            .read_golden(&case.id)
             .ok()
             .flatten()
             .is_some_and(|g| g.starts_with(&partial));

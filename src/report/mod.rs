@@ -203,27 +203,17 @@ impl Tally {
 }
 
 /// Writes the metrics CSV atomically: rows stream into a temporary file beside the target,
-/// renamed over it when the run finishes.
+/// renamed over it when the run finishes (see [`crate::store::Output`] for links and devices).
 pub struct MetricsCsv {
-    target: PathBuf,
-    sink: Option<CsvSink<io::BufWriter<tempfile::NamedTempFile>>>,
+    sink: Option<CsvSink<io::BufWriter<crate::store::Output>>>,
 }
 
 impl MetricsCsv {
     /// A CSV reporter writing to `target`.
     pub fn create(target: &Path) -> io::Result<Self> {
-        let dir = target
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir)?;
-        let tmp = tempfile::Builder::new()
-            .prefix(crate::store::TEMP_PREFIX)
-            .suffix(crate::store::TEMP_SUFFIX)
-            .tempfile_in(dir)?;
+        let out = crate::store::Output::create(target)?;
         Ok(Self {
-            target: target.to_owned(),
-            sink: Some(CsvSink::new(io::BufWriter::new(tmp))),
+            sink: Some(CsvSink::new(io::BufWriter::new(out))),
         })
     }
 }
@@ -250,9 +240,7 @@ impl Reporter for MetricsCsv {
         let Some(sink) = self.sink.take() else {
             return Ok(());
         };
-        let tmp = sink.finish()?.into_inner().map_err(|e| e.into_error())?;
-        tmp.as_file().sync_all()?;
-        tmp.persist(&self.target).map_err(|e| e.error)?;
-        Ok(())
+        let out = sink.finish()?.into_inner().map_err(|e| e.into_error())?;
+        out.commit()
     }
 }

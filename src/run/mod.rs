@@ -48,6 +48,9 @@ pub struct Options {
 /// Run everything `options` names, reporting each file's results, then orphaned goldens.
 pub fn run(options: &Options, reporter: &mut dyn Reporter) -> io::Result<()> {
     let (files, unreadable) = store::discover(&options.paths);
+    let conflicts: HashMap<PathBuf, String> = store::id_conflicts(&options.layout, &files)
+        .into_iter()
+        .collect();
     // Shards: each takes its share of the scenario ids; what belongs to no file goes to the first.
     let scenario_ids: Vec<String> = files.iter().map(|f| options.layout.id_of(f)).collect();
     let takes = options.selection.shard(&scenario_ids);
@@ -68,21 +71,12 @@ pub fn run(options: &Options, reporter: &mut dyn Reporter) -> io::Result<()> {
             outcome: Err(vec![Diagnostic {
                 line: 1,
                 col: 1,
-                message: format!("cannot read: {e}"),
+                message: store::describe(&e),
                 hint: Some(
                     "check the path; `harness run` takes scenario files and folders".to_owned(),
                 ),
             }]),
         })?;
-    }
-    if options.write_pending {
-        // Leftovers of a killed run (SIGKILL) in the folders pending goldens go to.
-        store::clean_stale_temps(
-            options
-                .pending_dir
-                .as_ref()
-                .unwrap_or(&options.layout.snapshots),
-        );
     }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(options.jobs.max(1))
@@ -95,7 +89,12 @@ pub fn run(options: &Options, reporter: &mut dyn Reporter) -> io::Result<()> {
         let results: Vec<Option<(Option<FileResult>, Vec<String>)>> = pool.install(|| {
             chunk
                 .par_iter()
-                .map(|f| (!interrupt::requested()).then(|| run_file(options, f)))
+                .map(|f| {
+                    (!interrupt::requested()).then(|| match conflicts.get(f) {
+                        Some(why) => (Some(refused_file(f, why)), Vec::new()),
+                        None => run_file(options, f),
+                    })
+                })
                 .collect()
         });
         for result in results {
@@ -167,6 +166,22 @@ fn golden_id(options: &Options, golden: &Path) -> String {
         .unwrap_or(golden);
     let id = rel.to_string_lossy().replace('\\', "/");
     id.strip_suffix(".snap").unwrap_or(&id).to_owned()
+}
+
+/// A file refused before it is read (its id collides with another's), at its first line.
+fn refused_file(path: &Path, why: &str) -> FileResult {
+    FileResult {
+        path: path.to_owned(),
+        outcome: Err(vec![Diagnostic {
+            line: 1,
+            col: 1,
+            message: why.to_owned(),
+            hint: Some(
+                "rename one of the files (ids are paths below the scenarios root, without extension)"
+                    .to_owned(),
+            ),
+        }]),
+    }
 }
 
 /// The format of a scenario file, by its extension.
@@ -258,6 +273,24 @@ fn run_selected(options: &Options, path: &Path) -> Result<(FileResult, Vec<Strin
     }
     let all_ids = cases.iter().map(|c| c.id.clone()).collect();
     cases.retain(|c| options.selection.keeps(c, &id));
+    // A golden or pending golden that is a link or a special file is refused before anything
+    // runs: never read, never written through, its contents never shown.
+    for case in cases.iter().filter(|c| c.gated) {
+        if let Err(e) = check_golden_paths(options, &case.id) {
+            return Err(FileResult {
+                path: path.to_owned(),
+                outcome: Err(vec![Diagnostic {
+                    line: case_line(&text, format, case),
+                    col: 1,
+                    message: e.to_string(),
+                    hint: Some(
+                        "put back the regular file harness wrote (`git checkout` it), or delete it and run again"
+                            .to_owned(),
+                    ),
+                }]),
+            });
+        }
+    }
     // Replay every case before writing anything, so a file that turns out incomplete leaves
     // no pending golden or trace behind.
     let mut replays = Vec::with_capacity(cases.len());
@@ -411,7 +444,9 @@ pub fn judge(options: &Options, case: &Case, events: &[TimedEvent]) -> CaseResul
     };
     if let Some(dir) = &options.traces {
         let path = dir.join(format!("{}.jsonl", case.id));
-        if let Err(e) = store::write_atomic(&path, trace::render_jsonl(events).as_bytes()) {
+        if let Err(e) =
+            store::write_inside(dir, &path, "trace", trace::render_jsonl(events).as_bytes())
+        {
             io_errors.push(format!("cannot write {}: {e}", path.display()));
         }
     }
@@ -430,6 +465,26 @@ pub fn judge(options: &Options, case: &Case, events: &[TimedEvent]) -> CaseResul
     r
 }
 
+/// Where a case's pending golden goes, and the folder it must stay inside.
+fn pending_path<'a>(options: &'a Options, case_id: &str) -> (PathBuf, &'a Path) {
+    match &options.pending_dir {
+        Some(dir) => (dir.join(format!("{case_id}.{}", store::PENDING_EXT)), dir),
+        None => (options.layout.pending(case_id), &options.layout.snapshots),
+    }
+}
+
+/// Refuse a case whose golden or pending golden is a link or a special file (or lies below a
+/// linked folder).
+fn check_golden_paths(options: &Options, case_id: &str) -> io::Result<()> {
+    let layout = &options.layout;
+    store::guard::check_inside(&layout.snapshots, &layout.golden(case_id), "golden")?;
+    if options.write_pending {
+        let (pending, root) = pending_path(options, case_id);
+        store::guard::check_inside(root, &pending, "pending golden")?;
+    }
+    Ok(())
+}
+
 /// Compare the case's golden text with its golden file and write (or clear) its pending
 /// golden; whether a pending golden was written.
 fn compare_golden(
@@ -440,24 +495,21 @@ fn compare_golden(
 ) -> (Comparison, bool) {
     let layout = &options.layout;
     let golden_text = trace::render_golden(&case.id, events);
-    let golden = match store::read_optional(&layout.golden(&case.id)) {
+    let golden = match layout.read_golden(&case.id) {
         Ok(g) => snapshot::compare(g.as_deref(), &golden_text),
         Err(e) => {
-            io_errors.push(format!("cannot read golden: {e}"));
+            io_errors.push(format!("cannot read the golden: {e}"));
             Comparison::Missing
         }
     };
     let mut pending_written = false;
     if options.write_pending {
-        let pending = match &options.pending_dir {
-            Some(dir) => dir.join(format!("{}.{}", case.id, store::PENDING_EXT)),
-            None => layout.pending(&case.id),
-        };
+        let (pending, root) = pending_path(options, &case.id);
         let res = if golden == Comparison::Match {
             store::remove_optional(&pending)
         } else {
-            pending_written = true;
-            store::write_atomic(&pending, golden_text.as_bytes())
+            store::write_inside(root, &pending, "pending golden", golden_text.as_bytes())
+                .map(|()| pending_written = true)
         };
         if let Err(e) = res {
             io_errors.push(format!("cannot write {}: {e}", pending.display()));

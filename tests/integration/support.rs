@@ -113,19 +113,7 @@ impl Project {
 
     fn run_command(&self, mut cmd: Command) -> Run {
         let out = cmd.output().expect("spawn the harness binary");
-        let run = Run {
-            args: format!("{:?}", cmd.get_args().collect::<Vec<_>>()),
-            code: out.status.code(),
-            stdout: String::from_utf8(out.stdout).expect("stdout is UTF-8"),
-            stderr: String::from_utf8(out.stderr).expect("stderr is UTF-8"),
-        };
-        assert!(run.code.is_some(), "harness was killed by a signal\n{run}");
-        assert!(!run.stderr.contains("panicked"), "harness panicked\n{run}");
-        assert!(
-            !run.stdout.contains('\u{1b}') && !run.stderr.contains('\u{1b}'),
-            "NO_COLOR is set, yet the output has escape codes\n{run}"
-        );
-        run
+        Run::from_output(format!("{:?}", cmd.get_args().collect::<Vec<_>>()), &out)
     }
 
     /// Project-relative paths (with `/`) of the files under `rel` whose names end with
@@ -190,6 +178,22 @@ pub struct Run {
 }
 
 impl Run {
+    /// The run of `harness ARGS` that gave `out`, checked for a signal, a panic and color.
+    pub fn from_output(args: String, out: &std::process::Output) -> Self {
+        let run = Run {
+            args,
+            code: out.status.code(),
+            stdout: String::from_utf8(out.stdout.clone()).expect("stdout is UTF-8"),
+            stderr: String::from_utf8(out.stderr.clone()).expect("stderr is UTF-8"),
+        };
+        assert!(run.code.is_some(), "harness was killed by a signal\n{run}");
+        assert!(!run.stderr.contains("panicked"), "harness panicked\n{run}");
+        assert!(
+            !run.stdout.contains('\u{1b}') && !run.stderr.contains('\u{1b}'),
+            "NO_COLOR is set, yet the output has escape codes\n{run}"
+        );
+        run
+    }
     /// Assert the exit code; the panic message shows the whole output.
     #[track_caller]
     pub fn expect_code(&self, code: i32) -> &Self {

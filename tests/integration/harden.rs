@@ -1,0 +1,309 @@
+//! Attacks on the edges (issue 15, second hardening round): what a checkout, a path or a peer
+//! can put where harness reads and writes — links and special files in place of goldens,
+//! scenarios and outputs, ids that collide, names that forge lines, secrets split across stream
+//! events, inputs that would need gigabytes, clients that stall. Each test failed before its fix.
+
+use crate::support::{EXAMPLE, EXAMPLE_ID, Project, Run, repo};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// A canary standing for a secret on the runner.
+const CANARY: &str = "MY_SECRET_TOKEN=canary-8d1f0e";
+
+/// The example project with its goldens accepted.
+fn with_goldens() -> Project {
+    let p = Project::with_example();
+    p.harness(&["run"]).expect_code(1);
+    p.harness(&["accept"]).expect_code(0);
+    p.harness(&["run"]).expect_code(0);
+    p
+}
+
+#[cfg(unix)]
+fn symlink(target: &Path, link: &Path) {
+    std::os::unix::fs::symlink(target, link)
+        .unwrap_or_else(|e| panic!("link {} → {}: {e}", link.display(), target.display()));
+}
+
+#[cfg(unix)]
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+}
+
+/// `harness ARGS` in `p`, killed (and the test failed) if it has not ended after a minute — a
+/// guard against a hang, not a measurement.
+fn harness_bounded(p: &Project, args: &[&str]) -> Run {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args(args)
+        .current_dir(p.path())
+        .env_remove("CI")
+        .env_remove("GITHUB_ACTIONS")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn harness");
+    let start = std::time::Instant::now();
+    loop {
+        if child.try_wait().expect("wait").is_some() {
+            break;
+        }
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("harness {args:?} hung");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("output");
+    Run::from_output(format!("{args:?}"), &out)
+}
+
+/// The umask harness inherits, as `sh` reports it.
+fn umask() -> u32 {
+    let out = std::process::Command::new("sh")
+        .args(["-c", "umask"])
+        .output()
+        .expect("run sh");
+    u32::from_str_radix(String::from_utf8_lossy(&out.stdout).trim(), 8).expect("an octal umask")
+}
+
+// --- 15 #1: goldens and pending goldens are regular files inside their folder -------------
+
+#[cfg(unix)]
+#[test]
+fn a_symlinked_golden_is_refused_and_what_it_points_at_never_echoed() {
+    let p = with_goldens();
+    p.write("secret.env", CANARY);
+    let golden = p.join(&format!("snapshots/{EXAMPLE_ID}.snap"));
+    std::fs::remove_file(&golden).unwrap();
+    symlink(&p.join("secret.env"), &golden);
+    let summary = p.join("summary.md");
+    let run = p.harness_env(
+        &[
+            ("GITHUB_ACTIONS", "true"),
+            ("GITHUB_STEP_SUMMARY", summary.to_str().unwrap()),
+        ],
+        &["run", "--json", "r.json", "--junit", "j.xml"],
+    );
+    run.expect_code(2)
+        .expect_stdout(&format!(
+            "error: {EXAMPLE}:1:1: the golden snapshots/{EXAMPLE_ID}.snap is a symbolic link"
+        ))
+        .expect_no_stdout("canary-8d1f0e");
+    for out in ["r.json", "j.xml", "summary.md"] {
+        assert!(
+            !p.read(out).contains("canary-8d1f0e"),
+            "{out} holds the secret"
+        );
+    }
+    // The link to a folder outside: the same.
+    std::fs::remove_file(&golden).unwrap();
+    std::fs::write(&golden, "placeholder").unwrap();
+    let snapshots = p.join("snapshots/reflex");
+    std::fs::rename(&snapshots, p.join("elsewhere")).unwrap();
+    symlink(&p.join("elsewhere"), &snapshots);
+    p.harness(&["run"])
+        .expect_code(2)
+        .expect_stdout("lies below snapshots/reflex, which is a symbolic link");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_symlinked_pending_golden_is_neither_shown_nor_accepted() {
+    let p = with_goldens();
+    p.write("secret.env", CANARY);
+    let pending = p.join(&format!("snapshots/{EXAMPLE_ID}.snap.new"));
+    symlink(&p.join("secret.env"), &pending);
+    let diff = p.harness(&["diff"]);
+    diff.expect_code(2)
+        .expect_no_stdout("canary-8d1f0e")
+        .expect_no_stdout("MY_SECRET");
+    assert!(diff.stderr.contains("is a symbolic link"), "{diff}");
+    let accept = p.harness(&["accept"]);
+    accept.expect_code(2);
+    assert!(accept.stderr.contains("is a symbolic link"), "{accept}");
+    assert!(
+        !p.read(&format!("snapshots/{EXAMPLE_ID}.snap"))
+            .contains("canary")
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_golden_that_is_a_fifo_is_refused_without_hanging() {
+    let p = with_goldens();
+    let golden = p.join(&format!("snapshots/{EXAMPLE_ID}@none.snap"));
+    std::fs::remove_file(&golden).unwrap();
+    mkfifo(&golden);
+    harness_bounded(&p, &["run"])
+        .expect_code(2)
+        .expect_stdout("is a FIFO");
+}
+
+// --- 15 #2 and 17: outputs keep their mode, go through links, never replace a device ---------
+
+#[cfg(unix)]
+#[test]
+fn outputs_keep_their_mode_and_new_ones_follow_the_umask() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = |p: &Project, rel: &str| {
+        std::fs::metadata(p.join(rel)).unwrap().permissions().mode() & 0o777
+    };
+    let p = with_goldens();
+    p.write("baselines/scenarios.toml", "version = 1\n");
+    std::fs::set_permissions(
+        p.join("baselines/scenarios.toml"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    p.harness(&["bless"]).expect_code(0);
+    assert_eq!(mode(&p, "baselines/scenarios.toml"), 0o644);
+    assert!(p.read("baselines/scenarios.toml").contains("[cases"));
+
+    let umask = umask();
+    p.harness(&[
+        "run",
+        "--json",
+        "r.json",
+        "--metrics",
+        "m.csv",
+        "--traces",
+        "t",
+    ])
+    .expect_code(0);
+    for rel in ["r.json", "m.csv", &format!("t/{EXAMPLE_ID}.jsonl")] {
+        assert_eq!(mode(&p, rel), 0o666 & !umask, "{rel}");
+    }
+    let golden = format!("snapshots/{EXAMPLE_ID}.snap");
+    std::fs::set_permissions(p.join(&golden), std::fs::Permissions::from_mode(0o640)).unwrap();
+    p.write(&format!("{golden}.new"), p.read(&golden) + "changed\n");
+    p.harness(&["accept"]).expect_code(0);
+    assert_eq!(mode(&p, &golden), 0o640);
+}
+
+#[cfg(unix)]
+#[test]
+fn outputs_write_through_links_and_into_fifos_instead_of_replacing_them() {
+    let p = with_goldens();
+    p.write("real/r.json", "old");
+    symlink(&p.join("real/r.json"), &p.join("r.json"));
+    std::fs::create_dir_all(p.join("out")).unwrap();
+    let fifo = p.join("out/x");
+    mkfifo(&fifo);
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    let run = harness_bounded(&p, &["run", "--json", "r.json", "--metrics", "out/x"]);
+    run.expect_code(0);
+    {
+        use std::os::unix::fs::FileTypeExt as _;
+        // Checked before joining the reader, which would wait for ever on a replaced FIFO.
+        assert!(
+            std::fs::symlink_metadata(&fifo)
+                .unwrap()
+                .file_type()
+                .is_fifo(),
+            "the FIFO was replaced by a regular file"
+        );
+    }
+    let csv = reader.join().unwrap();
+    assert!(csv.starts_with("scenario,"), "{csv}");
+    assert!(
+        std::fs::symlink_metadata(p.join("r.json"))
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "the link was replaced"
+    );
+    assert!(p.read("real/r.json").contains("\"version\": 1"));
+    let run = p.harness(&["run", "--metrics", "out"]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("out is a folder"), "{run}");
+}
+
+// --- 15 #9: accept and reject select goldens by case, not by string prefix -------------------
+
+#[test]
+fn accepting_one_golden_does_not_accept_those_whose_names_start_alike() {
+    let p = Project::with_example();
+    p.copy_from_repo(EXAMPLE, "scenarios/reflex/exec-empty-args-cross.toml");
+    p.harness(&["run"]).expect_code(1);
+    let run = p.harness(&["accept", &format!("snapshots/{EXAMPLE_ID}.snap")]);
+    run.expect_code(0)
+        .expect_stdout("1 pending golden(s) accepted");
+    assert!(p.exists(&format!("snapshots/{EXAMPLE_ID}.snap")));
+    assert!(p.exists("snapshots/reflex/exec-empty-args-cross.snap.new"));
+    assert!(p.exists(&format!("snapshots/{EXAMPLE_ID}@none.snap.new")));
+    p.harness(&["reject", "snapshots/reflex/exec-empty-args-cross.snap.new"])
+        .expect_code(0)
+        .expect_stdout("1 pending golden(s) rejected");
+    assert!(p.exists(&format!("snapshots/{EXAMPLE_ID}@none.snap.new")));
+}
+
+// --- 15 #10: scenario ids are unique and normalised ---------------------------------------
+
+#[test]
+fn scenario_files_whose_ids_collide_are_refused() {
+    let p = Project::with_example();
+    let toml = std::fs::read_to_string(repo().join(EXAMPLE)).unwrap();
+    p.write("scenarios/dup.toml", &toml);
+    let value: serde_json::Value = toml::from_str(&toml).unwrap();
+    p.write("scenarios/dup.json", value.to_string());
+    p.write("scenarios/reflex/exec-empty-args@none.toml", &toml);
+    let run = p.harness(&["run"]);
+    run.expect_code(2)
+        .expect_stdout("error: scenarios/dup.json:1:1: scenario id `dup` is also the id of scenarios/dup.toml")
+        .expect_stdout("error: scenarios/dup.toml:1:1: scenario id `dup` is also the id of scenarios/dup.json")
+        .expect_stdout("error: scenarios/reflex/exec-empty-args@none.toml:1:1: a scenario file name cannot contain `@`");
+}
+
+#[test]
+fn ids_are_normalised_and_absolute_paths_resolved_against_the_root() {
+    let p = with_goldens();
+    let abs = p.join(EXAMPLE);
+    let run = p.harness(&["run", abs.to_str().unwrap()]);
+    run.expect_code(0);
+    let run = p.harness(&["run", "scenarios/reflex/../reflex/exec-empty-args.toml"]);
+    run.expect_code(0);
+    let list = p.harness(&["list", abs.to_str().unwrap()]);
+    list.expect_code(0);
+    assert!(list.stdout.starts_with(&format!("{EXAMPLE_ID} ")), "{list}");
+}
+
+// --- 15 #11: a run that takes nothing is not a pass ----------------------------------------
+
+#[cfg(unix)]
+#[test]
+fn links_special_files_and_undecodable_names_are_reported_not_skipped() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let p = with_goldens();
+    p.write(
+        "other/linked.toml",
+        std::fs::read(repo().join(EXAMPLE)).unwrap(),
+    );
+    symlink(
+        &p.join("other/linked.toml"),
+        &p.join("scenarios/linked.toml"),
+    );
+    symlink(&p.join("other"), &p.join("scenarios/linked-folder"));
+    let bad = std::ffi::OsStr::from_bytes(b"scenarios/bad-\xff.toml");
+    std::fs::write(p.path().join(bad), b"format = 1\n").unwrap();
+    let run = p.harness(&["run"]);
+    run.expect_code(2)
+        .expect_stdout("error: scenarios/linked.toml:1:1: is a symbolic link")
+        .expect_stdout("error: scenarios/linked-folder:1:1: is a symbolic link")
+        .expect_stdout("is not valid UTF-8");
+
+    let q = Project::with_example();
+    harness_bounded(&q, &["run", "/dev/zero"])
+        .expect_code(2)
+        .expect_stdout("error: /dev/zero:1:1: is a device");
+    mkfifo(&q.join("scenarios/fifo.toml"));
+    harness_bounded(&q, &["run", "scenarios/fifo.toml"])
+        .expect_code(2)
+        .expect_stdout("is a FIFO");
+}
