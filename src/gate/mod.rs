@@ -40,6 +40,7 @@ pub struct Outputs {
 
 /// Read and parse a baseline file; a bad one is a located error.
 pub fn load_baseline(path: &Path) -> anyhow::Result<baseline::Baseline> {
+    store::guard::check_regular(path, "baseline")?;
     let text = store::read_input_text(path, "baseline", crate::limits::MAX_BASELINE_BYTES)
         .map_err(|e| match e.kind() {
             io::ErrorKind::InvalidData => anyhow::anyhow!(

@@ -275,7 +275,7 @@ pub fn exec(args: &ExecArgs, layout: &Layout, outputs: &Outputs) -> anyhow::Resu
                 outcome: Err(vec![Diagnostic {
                     line: 1,
                     col: 1,
-                    message: format!("cannot read: {e}"),
+                    message: store::describe(&e),
                     hint: Some(
                         "check the path; `harness exec` takes scenario files and folders"
                             .to_owned(),

@@ -126,6 +126,19 @@ pub fn check_inside(root: &Path, path: &Path, what: &str) -> io::Result<()> {
     }
 }
 
+/// Check that a committed input (a metric baseline) at `path` is a regular file and not a link:
+/// a checkout could point a link at any file, and a parse error would quote it.
+pub fn check_regular(path: &Path, what: &str) -> io::Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if !m.is_file() => Err(refused(format!(
+            "the {what} {} is {}; harness reads it only as a regular file (a link could make it quote any file on the machine)",
+            path.display(),
+            kind_of(&m)
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Open `path` for reading without following a final symbolic link or blocking on a FIFO.
 fn open_no_follow(path: &Path) -> io::Result<File> {
     let mut options = OpenOptions::new();

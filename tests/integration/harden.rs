@@ -307,3 +307,22 @@ fn links_special_files_and_undecodable_names_are_reported_not_skipped() {
         .expect_code(2)
         .expect_stdout("is a FIFO");
 }
+
+#[cfg(unix)]
+#[test]
+fn a_symlinked_baseline_is_refused_unread() {
+    let p = with_goldens();
+    // TOML that names a metric with a string: its parse error would quote the value.
+    p.write(
+        "secret.toml",
+        format!("version = 1\n[cases.x]\niterations = \"{CANARY}\"\n"),
+    );
+    std::fs::create_dir_all(p.join("baselines")).unwrap();
+    symlink(&p.join("secret.toml"), &p.join("baselines/scenarios.toml"));
+    let run = p.harness(&["run", "--baseline", "baselines/scenarios.toml"]);
+    run.expect_code(2).expect_no_stdout("canary-8d1f0e");
+    assert!(
+        !run.stderr.contains("canary-8d1f0e") && run.stderr.contains("is a symbolic link"),
+        "{run}"
+    );
+}
