@@ -10,6 +10,7 @@ use crate::select::Selection;
 use crate::store::{self, Layout};
 use crate::{policy::Config, trace};
 use anyhow::Context as _;
+use clap::builder::TypedValueParser as _;
 use clap::{Parser, Subcommand};
 use std::io::Write;
 use std::path::PathBuf;
@@ -42,8 +43,8 @@ enum Command {
         /// Scenario files or folders.
         #[arg(default_value = "scenarios")]
         paths: Vec<PathBuf>,
-        /// Worker threads (default: the machine's cores).
-        #[arg(short, long, value_name = "N")]
+        /// Worker threads (default: the machine's cores; at most 256).
+        #[arg(short, long, value_name = "N", value_parser = jobs_parser())]
         jobs: Option<usize>,
         /// Write each run's trace as JSON lines into this folder.
         #[arg(long, value_name = "DIR")]
@@ -59,7 +60,7 @@ enum Command {
         out: OutputArgs,
         /// Run each case N times (live or nondeterministic runs): pass@N and pass^N per case;
         /// a case that passes some runs is flaky, reported and not failed.
-        #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+        #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::limits::MAX_REPEAT)))]
         repeat: u32,
     },
     /// Print the cases a run would take (id, profile, family), one per line.
@@ -90,8 +91,8 @@ enum Command {
         baseline: PathBuf,
         #[command(flatten)]
         select: SelectArgs,
-        /// Worker threads (default: the machine's cores).
-        #[arg(short, long, value_name = "N")]
+        /// Worker threads (default: the machine's cores; at most 256).
+        #[arg(short, long, value_name = "N", value_parser = jobs_parser())]
         jobs: Option<usize>,
     },
     /// Print the unified diff of pending goldens against their goldens.
@@ -226,6 +227,13 @@ impl OutputArgs {
 fn bad_usage(message: &str) -> u8 {
     eprintln!("error: {message}");
     EXIT_BAD_INPUT
+}
+
+/// `--jobs`: 1 to [`crate::limits::MAX_JOBS`] worker threads.
+pub(crate) fn jobs_parser() -> impl clap::builder::TypedValueParser<Value = usize> {
+    clap::value_parser!(u64)
+        .range(1..=crate::limits::MAX_JOBS)
+        .map(|n| usize::try_from(n).unwrap_or(1))
 }
 
 fn jobs_or_cores(jobs: Option<usize>) -> usize {

@@ -390,6 +390,69 @@ impl Event {
         }
     }
 
+    /// The bytes of text the event carries (its strings, names and arguments): what the
+    /// per-run limit [`crate::limits::MAX_TRACE_BYTES`] counts. Lengths only, no rendering.
+    pub fn text_bytes(&self) -> usize {
+        let opt = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+        let all = |v: &[String]| v.iter().map(String::len).sum::<usize>();
+        match self {
+            Event::RunStart {
+                profile,
+                model,
+                tools,
+                ..
+            } => profile.len() + model.len() + all(tools),
+            Event::Iteration { .. } | Event::TruncationDiscarded { .. } | Event::TurnEnd { .. } => {
+                0
+            }
+            Event::Signal { signal, text } => signal.len() + opt(text),
+            Event::ModelRequest { tools, .. } => all(tools),
+            Event::ModelResponse { text, calls, .. } => {
+                opt(text)
+                    + calls
+                        .iter()
+                        .map(|c| c.id.len() + c.name.len() + c.args.len())
+                        .sum::<usize>()
+            }
+            Event::ToolCallStart { id, name, args } => {
+                id.len() + name.len() + crate::json::text_bytes(args)
+            }
+            Event::ToolCallEnd {
+                id,
+                name,
+                output,
+                error,
+                ..
+            } => id.len() + name.len() + opt(output) + opt(error),
+            Event::ToolCallRejected {
+                id,
+                name,
+                args,
+                error,
+            } => id.len() + name.len() + crate::json::text_bytes(args) + error.len(),
+            Event::Intervention {
+                policy,
+                action,
+                tool,
+                ..
+            } => policy.len() + action.len() + opt(tool),
+            Event::MessageInjected { source, text, .. } | Event::Notice { source, text } => {
+                source.len() + text.len()
+            }
+            Event::ForceText { cause, .. } => cause.len(),
+            Event::Outcome { text, detail, .. } => opt(text) + opt(detail),
+            Event::ProviderError { message, .. } => message.len(),
+            Event::Compaction { reason, .. } => reason.len(),
+            Event::ToolCallSkipped { id, name, reason } => id.len() + name.len() + reason.len(),
+            Event::ApprovalRequested { id, name, auth, .. } => id.len() + name.len() + opt(auth),
+            Event::ApprovalDecision { id, name, .. } => id.len() + name.len(),
+            Event::UserTurn { text, .. } => text.len(),
+            Event::StepStart { title, .. } => title.len(),
+            Event::StepEnd { reason, detail, .. } => reason.len() + opt(detail),
+            Event::Replan { steps, .. } => all(steps),
+        }
+    }
+
     /// Every event kind with its field names, read off the event schema (so expectations can
     /// be checked against what events really carry).
     pub fn catalogue() -> &'static [(String, Vec<String>)] {

@@ -326,3 +326,56 @@ fn a_symlinked_baseline_is_refused_unread() {
         "{run}"
     );
 }
+
+// --- 15 #4: bytes are bounded, not only counts -----------------------------------------------
+
+/// `harness ARGS` in `p` under a 1 GiB address-space limit (`ulimit -v`): a run that would need
+/// gigabytes dies of it instead of taking the machine down.
+#[cfg(unix)]
+fn harness_in_1_gib(p: &Project, args: &[&str]) -> Run {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 1048576 && exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_harness"))
+        .args(args)
+        .current_dir(p.path())
+        .env_remove("CI")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run harness under ulimit");
+    Run::from_output(format!("{args:?} under ulimit -v 1 GiB"), &out)
+}
+
+#[cfg(unix)]
+#[test]
+fn a_scenario_inside_every_count_limit_is_stopped_by_the_byte_limits_before_memory_goes() {
+    let p = Project::new();
+    let output = "x".repeat(1024 * 1024);
+    p.write(
+        "scenarios/big.toml",
+        format!(
+            "format = 1\nfamily = \"fixtures\"\nuser = \"Go.\"\n\n[config]\nmax_iterations = 1000\n\n[[tools]]\nname = \"dump\"\ndefault = {{ ok = \"{output}\" }}\n\n[[model.turns]]\ntool_calls = [{{ name = \"dump\" }}, {{ name = \"dump\" }}, {{ name = \"dump\" }}, {{ name = \"dump\" }}, {{ name = \"dump\" }}]\nrepeat = 300\n\n[[model.turns]]\ntext = \"Done.\"\n"
+        ),
+    );
+    let run = harness_in_1_gib(&p, &["run"]);
+    run.expect_code(2)
+        .expect_stdout("error: scenarios/big.toml:")
+        .expect_stdout("bytes (the limit per run)");
+    assert!(p.files("snapshots", "").is_empty(), "{run}");
+}
+
+#[test]
+fn absurd_jobs_and_repeats_are_usage_errors() {
+    let p = Project::with_example();
+    for args in [
+        &["run", "--jobs", "100000"][..],
+        &["run", "--repeat", "4294967295"],
+        &["bless", "--jobs", "100000"],
+        &["sweep", "scenarios", "--jobs", "100000", "--out", "x.csv"],
+    ] {
+        let run = harness_bounded(&p, args);
+        run.expect_code(2);
+        assert!(run.stderr.contains("is not in 1..="), "{run}");
+    }
+    assert!(!p.exists("x.csv"));
+}

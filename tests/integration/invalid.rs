@@ -43,6 +43,7 @@ const POINTS_AT: &[(&str, &str)] = &[
     ("signal-without-stop-or-inject.toml", "[[signals]]"),
     ("stream-delta-before-start.toml", "{ type = \"args_delta\""),
     ("toml-syntax-error.toml", "\"fixtures\""),
+    ("trace-bytes-too-large.toml", "model.turns]]"),
     ("trace-too-long.toml", "model.rules]]"),
     ("undefined-tool.toml", "\"exce\""),
     ("unknown-config-key.toml", "windw = 2"),
