@@ -576,7 +576,8 @@ pub fn record(args: &RecordArgs, layout: &Layout, ci: bool) -> Result<Recorded, 
         .api_key_env
         .clone()
         .unwrap_or_else(|| args.provider.key_env().to_owned());
-    let key = std::env::var(&var).ok().filter(|k| !k.is_empty()).ok_or_else(|| {
+    // Surrounding whitespace (a pasted newline) is no part of a key.
+    let key = std::env::var(&var).ok().map(|k| k.trim().to_owned()).filter(|k| !k.is_empty()).ok_or_else(|| {
         refuse(
             format!("`{var}` is not set"),
             "export the provider key in that variable (or name another with --api-key-env); local servers that need none accept any value",

@@ -379,3 +379,122 @@ fn absurd_jobs_and_repeats_are_usage_errors() {
     }
     assert!(!p.exists("x.csv"));
 }
+
+// --- 15 #3: secrets split across stream events by index ------------------------------------
+
+const KEY: &str = "CANARYKEY0123456789zz";
+
+fn sse(v: &serde_json::Value) -> String {
+    format!("data: {v}\n\n")
+}
+
+/// The issue's stream: call 0's arguments start the key in event 2; event 3 carries call 1
+/// first, then the rest of call 0's arguments, so the pieces sit at different array places.
+fn split_key_stream() -> Vec<String> {
+    use serde_json::json;
+    let chunk = |delta: serde_json::Value| {
+        sse(&json!({"id": "c", "choices": [{"index": 0, "delta": delta}]}))
+    };
+    vec![
+        chunk(json!({"role": "assistant", "content": null})),
+        chunk(json!({"tool_calls": [
+            {"index": 0, "id": "call_a", "type": "function", "function": {"name": "exec", "arguments": "{\"command\": \"CANARYKEY0"}}
+        ]})),
+        chunk(json!({"tool_calls": [
+            {"index": 1, "id": "call_b", "type": "function", "function": {"name": "exec", "arguments": "{\"command\": \"ls\"}"}},
+            {"index": 0, "function": {"arguments": "123456789zz\"}"}}
+        ]})),
+        sse(
+            &json!({"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+        ),
+        "data: [DONE]\n\n".to_owned(),
+    ]
+}
+
+#[test]
+fn a_key_split_across_tool_call_indices_never_reaches_cassette_terminal_trace_or_golden() {
+    use crate::record::{Reply, Stub};
+    let p = Project::new();
+    p.write(
+        "scenarios/split.toml",
+        "format = 1\nfamily = \"record\"\nprofile = \"none\"\nuser = \"Run it.\"\n\n[[tools]]\nname = \"exec\"\ndefault = { ok = \"done\" }\n\n[model]\nname = \"stub-model\"\n",
+    );
+    let text = vec![
+        sse(
+            &serde_json::json!({"id": "d", "choices": [{"index": 0, "delta": {"content": "Done."}}]}),
+        ),
+        sse(
+            &serde_json::json!({"id": "d", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+        ),
+        "data: [DONE]\n\n".to_owned(),
+    ];
+    let stub = Stub::start(vec![
+        Reply::Sse(split_key_stream(), false),
+        Reply::Sse(text, false),
+    ]);
+    let base = format!("{}/v1", stub.base);
+    let rec = p.harness_env(
+        &[("OPENAI_API_KEY", KEY)],
+        &[
+            "record",
+            "scenarios/split.toml",
+            "--provider",
+            "openai",
+            "--model",
+            "stub-model",
+            "--base-url",
+            &base,
+            "--stream",
+            "--traces",
+            "t1",
+        ],
+    );
+    rec.expect_code(0);
+    let cassette = "scenarios/fixtures/cassettes/split.cassette.json";
+    let replay = p.harness_env(&[], &["run", cassette, "--traces", "t2"]);
+    replay.expect_stdout("no golden yet");
+    let id = "fixtures/cassettes/split.cassette";
+    for (what, text) in [
+        ("cassette", p.read(cassette)),
+        ("record output", format!("{}{}", rec.stdout, rec.stderr)),
+        (
+            "replay output",
+            format!("{}{}", replay.stdout, replay.stderr),
+        ),
+        ("record trace", p.read(&format!("t1/{id}.jsonl"))),
+        ("replay trace", p.read(&format!("t2/{id}.jsonl"))),
+        (
+            "pending golden",
+            p.read(&format!("snapshots/{id}.snap.new")),
+        ),
+    ] {
+        assert!(!text.contains(KEY), "{what} holds the key:\n{text}");
+        assert!(
+            !text.contains("123456789zz"),
+            "{what} holds its tail:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn lint_finds_a_secret_split_across_a_cassettes_stream_events() {
+    let p = Project::new();
+    let shape = "sk-proj-0123456789abcdefghijklmn";
+    let (a, b) = shape.split_at(12);
+    let chunk = |i: usize, args: &str| serde_json::json!({"t_ms": 1, "data": serde_json::json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": i, "function": {"arguments": args}}]}}]}).to_string()});
+    let cassette = serde_json::json!({
+        "version": 1, "scenario": "x.toml", "case": "x", "profile": "none", "provider": "openai",
+        "model": "m", "base_url": "http://127.0.0.1:1/v1", "stream": true,
+        "exchanges": [{"call": 1, "request": {}, "status": 200, "elapsed_ms": 1,
+            "chunks": [chunk(0, &format!("{{\"k\": \"{a}")), chunk(1, "{}"), chunk(0, &format!("{b}\"}}"))]}]
+    });
+    p.write(
+        "fixtures/split.cassette.json",
+        serde_json::to_string_pretty(&cassette).unwrap(),
+    );
+    let run = p.harness_env(&[], &["lint", "fixtures"]);
+    run.expect_code(1)
+        .expect_stdout("fixtures/split.cassette.json:")
+        .expect_stdout("split across stream events")
+        .expect_no_stdout(&shape[4..]);
+}
