@@ -52,6 +52,13 @@ pub const MAX_ITERATIONS: u32 = 1_000;
 /// Virtual time one run may take (24 hours); also the longest single scripted latency or delay.
 pub const MAX_VIRTUAL_MS: u64 = 24 * 60 * 60 * 1000;
 
+/// Highest price per million tokens a scenario may set, in US dollars (prices are finite and
+/// not negative, so every cost is a number).
+pub const MAX_PRICE_PER_MTOK: f64 = 1_000_000.0;
+/// Most tokens one run may report in a results file (`merge`): the per-response limit of a
+/// scenario (10⁹) times the events of a trace.
+pub const MAX_RUN_TOKENS: u64 = 1_000_000_000 * MAX_TRACE_EVENTS as u64;
+
 /// Most worker threads `--jobs` may ask for.
 pub const MAX_JOBS: u64 = 256;
 /// Most runs of each case `--repeat` may ask for.

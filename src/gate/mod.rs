@@ -79,6 +79,10 @@ fn input_hint(message: &str, writer: &str) -> String {
         "remove or correct the key: the message lists the keys allowed here".to_owned()
     } else if has("missing field") {
         format!("add the field named above, or write the file again with {writer}")
+    } else if has("is not a number") || has("over the limit of") {
+        format!(
+            "write the figures a run gives, as {writer} does: finite, not negative, within the limits"
+        )
     } else if has(" runs passed, but its verdict") || has(" passes of ") {
         format!("the counts of this case do not fit together; write the file again with {writer}")
     } else if has("invalid type") || has("invalid value") || has("tolerance") {

@@ -135,6 +135,7 @@ fn case_back(c: Case) -> Result<CaseResult, String> {
     };
     let row: Row =
         serde_json::from_value(c.metrics).map_err(|e| format!("case `{}`: metrics: {e}", c.id))?;
+    crate::metrics::check_row(&row).map_err(|e| format!("case `{}`: metrics: {e}", c.id))?;
     if c.runs == 0 || c.passes > c.runs {
         return Err(format!(
             "case `{}`: {} passes of {} runs",

@@ -78,13 +78,19 @@ impl Sums {
     }
 
     fn add(&mut self, r: &Row) {
-        self.runs += 1;
-        self.iterations += u64::from(r.iterations);
-        self.wasted += u64::from(r.wasted_iterations);
-        self.interventions +=
-            u64::from(r.interventions_stage1 + r.interventions_stage2 + r.interventions_stage3);
-        self.tokens += r.input_tokens + r.output_tokens;
-        self.virtual_ms += r.virtual_ms;
+        // Saturating: merged results of any size never wrap.
+        self.runs = self.runs.saturating_add(1);
+        self.iterations = self.iterations.saturating_add(u64::from(r.iterations));
+        self.wasted = self.wasted.saturating_add(u64::from(r.wasted_iterations));
+        self.interventions = self.interventions.saturating_add(
+            u64::from(r.interventions_stage1)
+                + u64::from(r.interventions_stage2)
+                + u64::from(r.interventions_stage3),
+        );
+        self.tokens = self
+            .tokens
+            .saturating_add(r.input_tokens.saturating_add(r.output_tokens));
+        self.virtual_ms = self.virtual_ms.saturating_add(r.virtual_ms);
         self.cost_usd += r.cost_usd;
     }
 }
