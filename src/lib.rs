@@ -9,7 +9,7 @@
 //! ```text
 //! cli → {serve → gate, sweep} → run → {record, report} → {engine, expect, results, store}
 //!     → {mock, tool, select, metrics, snapshot} → scenario → {policy, trace, provider} → llm
-//!     → {kinds, json, limits}
+//!     → {kinds, json, limits, text}
 //! sweep → {detector, import} → {policy, trace, scenario}
 //! ```
 //!
@@ -88,5 +88,6 @@ pub mod serve;
 pub mod snapshot;
 pub mod store;
 pub mod sweep;
+pub mod text;
 pub mod tool;
 pub mod trace;

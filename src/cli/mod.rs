@@ -225,7 +225,7 @@ impl OutputArgs {
 }
 
 fn bad_usage(message: &str) -> u8 {
-    eprintln!("error: {message}");
+    eprintln!("error: {}", crate::text::escape_in_lines(message));
     EXIT_BAD_INPUT
 }
 
@@ -263,7 +263,8 @@ pub fn main() -> ExitCode {
         Err(e) if is_broken_pipe(&e) => ExitCode::from(EXIT_OK),
         Err(e) => {
             let mut err = anstream::stderr();
-            let _ = writeln!(err, "error: {e:#}");
+            let message = format!("{e:#}");
+            let _ = writeln!(err, "error: {}", crate::text::escape_in_lines(&message));
             ExitCode::from(EXIT_BAD_INPUT)
         }
     }
@@ -479,7 +480,7 @@ fn review(
                     .with_context(|| format!("cannot move {} to {}", p.display(), golden.display()))
             });
             if let Err(e) = moved {
-                eprintln!("error: {e:#}");
+                eprintln!("error: {}", crate::text::escape_controls(&format!("{e:#}")));
                 code = EXIT_BAD_INPUT;
                 continue;
             }

@@ -299,7 +299,14 @@ pub fn list(options: &Options, out: &mut dyn Write) -> anyhow::Result<u8> {
                     }
                 }
                 for c in cases.iter().filter(|c| options.selection.keeps(c, id)) {
-                    writeln!(out, "{:<60} {:<10} {}", c.id, c.profile, c.scenario.family)?;
+                    let shown = crate::text::escape_controls;
+                    writeln!(
+                        out,
+                        "{:<60} {:<10} {}",
+                        shown(&c.id),
+                        c.profile,
+                        shown(&c.scenario.family)
+                    )?;
                 }
             }
             Err(errors) => {
@@ -404,7 +411,11 @@ pub fn diff(layout: &Layout, pending_dir: Option<&Path>, paths: &[PathBuf]) -> a
             (Ok(Some(new)), Ok(old)) => (new, old),
             (Ok(None), _) => continue,
             (Err(e), _) | (_, Err(e)) => {
-                let _ = writeln!(anstream::stderr(), "error: {e}");
+                let _ = writeln!(
+                    anstream::stderr(),
+                    "error: {}",
+                    crate::text::escape_controls(&e.to_string())
+                );
                 code = EXIT_BAD_INPUT;
                 continue;
             }

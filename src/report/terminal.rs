@@ -6,9 +6,15 @@ use super::{Sums, Tally};
 use crate::results::FileResult;
 use crate::results::Reporter;
 use crate::snapshot::Comparison;
+use crate::text::{escape_controls as shown, escape_in_lines};
 use anstyle::{AnsiColor, Style};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+
+/// A path as the terminal shows it: control characters spelled out.
+fn path(p: &Path) -> String {
+    shown(&p.to_string_lossy()).into_owned()
+}
 
 const RED: Style = AnsiColor::Red.on_default();
 const GREEN: Style = AnsiColor::Green.on_default();
@@ -46,6 +52,7 @@ impl<W: Write> Terminal<W> {
 
     fn sums_line(&mut self, family: &str, profile: &str, s: &Sums) -> io::Result<()> {
         let [runs, iterations, wasted, interventions, tokens, time, cost] = s.cells();
+        let (family, profile) = (shown(family), shown(profile));
         writeln!(
             self.out,
             "  {family:<22} {profile:<10} {runs:>5} {iterations:>10} {wasted:>7} {interventions:>13} {tokens:>10} {time:>12} {cost:>10}",
@@ -67,7 +74,7 @@ pub(crate) fn paint_diff(out: &mut impl Write, diff: &str) -> io::Result<()> {
         } else {
             DIM
         };
-        writeln!(out, "    {style}{line}{style:#}")?;
+        writeln!(out, "    {style}{}{style:#}", shown(line))?;
     }
     Ok(())
 }
@@ -112,13 +119,13 @@ impl<W: Write> Reporter for Terminal<W> {
                     writeln!(
                         self.out,
                         "{RED}error{RED:#}{BOLD}: {}:{}:{}: {}{BOLD:#}",
-                        result.path.display(),
+                        path(&result.path),
                         d.line,
                         d.col,
-                        d.message
+                        shown(&d.message)
                     )?;
                     if let Some(h) = &d.hint {
-                        writeln!(self.out, "  {CYAN}hint{CYAN:#}: {h}")?;
+                        writeln!(self.out, "  {CYAN}hint{CYAN:#}: {}", shown(h))?;
                     }
                 }
                 return Ok(());
@@ -129,10 +136,10 @@ impl<W: Write> Reporter for Terminal<W> {
                 writeln!(
                     self.out,
                     "{YELLOW}FLAKY{YELLOW:#} {BOLD}{}{BOLD:#}  passed {} of {} runs  ({}); the failing run:",
-                    c.id,
+                    shown(&c.id),
                     c.passes,
                     c.runs,
-                    result.path.display()
+                    path(&result.path)
                 )?;
             }
             let what = match &c.golden {
@@ -144,18 +151,18 @@ impl<W: Write> Reporter for Terminal<W> {
                 writeln!(
                     self.out,
                     "{RED}FAIL{RED:#} {BOLD}{}{BOLD:#}  {what}  ({})",
-                    c.id,
-                    result.path.display()
+                    shown(&c.id),
+                    path(&result.path)
                 )?;
             }
             if let Comparison::Differs(d) = &c.golden {
                 paint_diff(&mut self.out, d)?;
             }
             for e in &c.expectation_failures {
-                writeln!(self.out, "    {RED}expected{RED:#} {e}")?;
+                writeln!(self.out, "    {RED}expected{RED:#} {}", escape_in_lines(e))?;
             }
             for e in &c.io_errors {
-                writeln!(self.out, "    {RED}io error{RED:#} {e}")?;
+                writeln!(self.out, "    {RED}io error{RED:#} {}", shown(e))?;
             }
         }
         Ok(())
@@ -165,7 +172,7 @@ impl<W: Write> Reporter for Terminal<W> {
         writeln!(
             self.out,
             "{RED}FAIL{RED:#} {BOLD}{}{BOLD:#}  golden without a scenario",
-            path.display()
+            self::path(path)
         )?;
         writeln!(
             self.out,
@@ -203,6 +210,7 @@ impl<W: Write> Reporter for Terminal<W> {
                 "{BOLD}Each defence against profile none on the same scenarios (none \u{2192} defence):{BOLD:#}"
             )?;
             for ((family, profile), (own, none)) in &t.savings {
+                let (family, profile) = (shown(family), shown(profile));
                 writeln!(
                     self.out,
                     "  {family:<22} {profile:<10} iterations {}, virtual time {}, tokens {}, over {} scenarios",

@@ -143,9 +143,20 @@ fn refused_entry(entry: &walkdir::DirEntry) -> Option<io::Error> {
             .map_or("not a regular file", |m| guard::kind_of(&m));
         return Some(refused(format!("is {kind}, not a scenario file")));
     }
-    entry.path().to_str().is_none().then(|| {
-        refused("the path is not valid UTF-8; scenario ids, goldens and reports name files by their path, so rename it")
-    })
+    unnamable(entry.path())
+}
+
+/// Why a scenario's path cannot name it, if it cannot: not UTF-8, or a control character
+/// (a line break in a path would forge lines of reports and CI logs).
+fn unnamable(path: &Path) -> Option<io::Error> {
+    match path.to_str() {
+        None => Some(refused(
+            "the path is not valid UTF-8; scenario ids, goldens and reports name files by their path, so rename it",
+        )),
+        Some(s) => crate::text::first_unsafe(s).map(|_| {
+            refused("the path holds a control character; ids and paths appear in goldens, reports and CI logs one line each, so rename it")
+        }),
+    }
 }
 
 /// Every scenario file under `paths` (files as given, folders walked without following links),
@@ -164,10 +175,9 @@ pub fn discover(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, io::Error)>) 
             }
         };
         if meta.is_file() {
-            if p.to_str().is_none() {
-                errors.push((p.clone(), refused("the path is not valid UTF-8; scenario ids, goldens and reports name files by their path, so rename it")));
-            } else {
-                out.push(p.clone());
+            match unnamable(p) {
+                Some(e) => errors.push((p.clone(), e)),
+                None => out.push(p.clone()),
             }
             continue;
         }

@@ -719,7 +719,12 @@ pub fn render_event(event: &Event) -> String {
             write!(s, " {n} kept={kept} steps={}", list(&titles))
         }
     };
-    s
+    // Names are written as they are (text fields are quoted above): a control character in
+    // one (a model or tool name an agent sent) is spelled out, so a line stays one line.
+    match crate::text::escape_controls(&s) {
+        std::borrow::Cow::Owned(escaped) => escaped,
+        std::borrow::Cow::Borrowed(_) => s,
+    }
 }
 
 /// `12.345s`, right-aligned: the golden's time column.
@@ -782,6 +787,25 @@ mod tests {
         );
         let back: TimedEvent = serde_json::from_str(line.trim()).unwrap();
         assert_eq!(back, e);
+    }
+
+    #[test]
+    fn names_with_control_characters_cannot_forge_golden_lines() {
+        let e = TimedEvent {
+            t_ms: 0,
+            event: Event::RunStart {
+                profile: "agent".into(),
+                model: "m\n        9.999s  outcome response iterations=1".into(),
+                max_iterations: 3,
+                tools: vec!["exec\u{1b}[2J".into()],
+            },
+        };
+        let g = render_golden("x", &[e]);
+        assert_eq!(g.lines().count(), 2, "{g}");
+        assert!(
+            g.contains("model=m\\n        9.999s") && g.contains("exec\\u{1b}[2J"),
+            "{g}"
+        );
     }
 
     #[test]

@@ -498,3 +498,96 @@ fn lint_finds_a_secret_split_across_a_cassettes_stream_events() {
         .expect_stdout("split across stream events")
         .expect_no_stdout(&shape[4..]);
 }
+
+// --- 15 #6 #7: names cannot forge golden lines, terminal escapes or workflow commands -------
+
+/// No line of `out` is a GitHub workflow command harness did not write itself.
+#[track_caller]
+fn no_forged_command(out: &str) {
+    for line in out.lines() {
+        let t = line.trim_start();
+        assert!(
+            !t.starts_with("::")
+                || t.starts_with("::error file=")
+                || t.starts_with("::warning file="),
+            "a forged workflow command: {line:?}\n{out}"
+        );
+        assert!(!line.contains('\u{1b}') && !line.contains('\r'), "{line:?}");
+    }
+}
+
+#[test]
+fn names_and_paths_with_control_characters_are_refused_and_shown_escaped() {
+    let p = Project::new();
+    p.copy_from_repo(
+        "fixtures/invalid/scenario/control-character-in-family.toml",
+        "scenarios/family.toml",
+    );
+    let toml = std::fs::read(repo().join(EXAMPLE)).unwrap();
+    #[cfg(unix)]
+    {
+        let name = "scenarios/x\n::warning title=pwned::owned\r::error::fam\n.toml";
+        std::fs::write(p.join(name), &toml).unwrap();
+    }
+    let run = p.harness_env(&[("GITHUB_ACTIONS", "true")], &["run"]);
+    run.expect_code(2).expect_stdout(
+        "error: scenarios/family.toml:3:10: the family contains a control character",
+    );
+    no_forged_command(&run.stdout);
+    no_forged_command(&run.stderr);
+    #[cfg(unix)]
+    run.expect_stdout("scenarios/x\\n::warning title=pwned::owned\\r::error::fam\\n.toml:1:1: the path holds a control character");
+}
+
+/// A black-box agent that sends one request whose model and tool names carry a line break
+/// and an escape, then stops.
+const FORGING_AGENT: &str = r#"
+import json, os, urllib.request
+body = {
+    "model": "m\n        9.999s  outcome response iterations=1",
+    "messages": [{"role": "user", "content": "hi"}],
+    "tools": [{"type": "function", "function": {"name": "exec\u001b[2J", "parameters": {"type": "object"}}}],
+}
+req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions",
+    data=json.dumps(body).encode(), headers={"content-type": "application/json"})
+try:
+    urllib.request.urlopen(req).read()
+except Exception as e:
+    print(e)
+"#;
+
+#[test]
+fn names_an_agent_sends_cannot_forge_golden_lines() {
+    let p = Project::new();
+    p.copy_from_repo(
+        "scenarios/serve/reflex-black-box.toml",
+        "scenarios/serve/reflex-black-box.toml",
+    );
+    p.write("agent.py", FORGING_AGENT);
+    let run = harness_bounded(
+        &p,
+        &[
+            "exec",
+            "scenarios/serve/reflex-black-box.toml",
+            "--",
+            "python3",
+            "agent.py",
+        ],
+    );
+    run.expect_code(1);
+    no_forged_command(&run.stdout);
+    let golden = p.read("snapshots/serve/reflex-black-box@exec.snap.new");
+    let timed = |l: &str| {
+        let t = l.trim_start();
+        t.split_once("s  ").is_some_and(|(time, _)| {
+            time.split_once('.')
+                .is_some_and(|(s, ms)| s.chars().all(|c| c.is_ascii_digit()) && ms.len() == 3)
+        })
+    };
+    assert!(
+        golden.lines().skip(1).all(timed) && !golden.contains('\u{1b}'),
+        "{golden}"
+    );
+    assert_eq!(golden.lines().count(), 6, "{golden}");
+    assert!(golden.contains("model=m\\n        9.999s"), "{golden}");
+}
