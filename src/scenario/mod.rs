@@ -65,6 +65,7 @@ impl Case {
 
 /// Parse, validate and expand a scenario text into its cases.
 pub fn load(text: &str, format: SourceFormat, id: &str) -> Result<Vec<Case>, Vec<Diagnostic>> {
+    let text = without_bom(text);
     let scenario = parse(text, format).map_err(|d| vec![d])?;
     let configs = validate::check(&scenario).map_err(|problems| {
         problems
@@ -110,6 +111,7 @@ pub fn ad_hoc(own: &Case, profile: &str) -> Option<Case> {
 
 /// Deserialize without cross-field checks.
 pub fn parse(text: &str, format: SourceFormat) -> Result<Scenario, Diagnostic> {
+    let text = without_bom(text);
     match format {
         SourceFormat::Toml => toml::from_str(text).map_err(|e| {
             let (line, col) = e.span().map_or((1, 1), |s| locate::line_col(text, s.start));
@@ -128,6 +130,12 @@ pub fn parse(text: &str, format: SourceFormat) -> Result<Scenario, Diagnostic> {
             locate::from_serde(line, json_token_start(text, line, col), msg)
         }),
     }
+}
+
+/// `text` without a leading UTF-8 byte order mark, which editors on some systems write and
+/// do not show: read the same in TOML and JSON, and positions counted without it.
+pub fn without_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
 }
 
 /// JSON Schema of the scenario format.

@@ -591,3 +591,14 @@ fn names_an_agent_sends_cannot_forge_golden_lines() {
     assert_eq!(golden.lines().count(), 6, "{golden}");
     assert!(golden.contains("model=m\\n        9.999s"), "{golden}");
 }
+
+#[test]
+fn a_byte_order_mark_is_read_in_json_as_in_toml() {
+    let p = Project::new();
+    let toml = std::fs::read_to_string(repo().join(EXAMPLE)).unwrap();
+    let value: serde_json::Value = toml::from_str(&toml).unwrap();
+    p.write("scenarios/bom-json.json", format!("\u{feff}{value}"));
+    p.write("scenarios/bom-toml.toml", format!("\u{feff}{toml}"));
+    let run = p.harness(&["run"]);
+    run.expect_code(1).expect_stdout("4 missing goldens");
+}
