@@ -23,6 +23,9 @@ pub const MAX_CASSETTE_BYTES: u64 = 64 * MIB;
 /// Largest transcript file read (`harness import`, `sweep`); the public corpora's files are
 /// under 4 MiB.
 pub const MAX_TRANSCRIPT_BYTES: u64 = 64 * MIB;
+/// Largest answer (a body, or a stream's events together) `harness record` keeps from one
+/// request; a larger one stops the recording, since a cassette holding it could not replay.
+pub const MAX_RESPONSE_BYTES: u64 = 8 * MIB;
 /// Most exchanges (requests) one cassette may hold.
 pub const MAX_CASSETTE_EXCHANGES: usize = 10_000;
 /// Most events one streamed answer may have, recorded or replayed.

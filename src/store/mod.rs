@@ -112,6 +112,38 @@ pub(crate) fn strip_prefix_lenient(path: &Path, root: &Path) -> Option<PathBuf> 
     path.strip_prefix(&root).ok().map(Path::to_path_buf)
 }
 
+/// The project a path belongs to, as a canonical folder: the nearest folder at or above `dir`
+/// holding `harness.toml` or `.git`, else the current folder. References between files (a
+/// cassette's scenario) must stay inside it.
+pub fn project_root(dir: &Path) -> PathBuf {
+    // A folder not made yet (a cassette about to be written) belongs where its nearest
+    // existing ancestor does.
+    let abs = normalise(&std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()));
+    let start = abs
+        .ancestors()
+        .find_map(|d| std::fs::canonicalize(d).ok())
+        .unwrap_or(abs);
+    start
+        .ancestors()
+        .find(|d| d.join("harness.toml").is_file() || d.join(".git").exists())
+        .map(Path::to_path_buf)
+        .or_else(|| {
+            std::env::current_dir()
+                .ok()
+                .and_then(|c| std::fs::canonicalize(c).ok())
+        })
+        .unwrap_or(start)
+}
+
+/// The folders a reference made from `dir` may lead into: its project ([`project_root`]) and
+/// the scenarios root in use, when there is one (a run from a subfolder without a project file
+/// names it), both canonical.
+pub fn reference_roots(dir: &Path, scenarios: Option<&Path>) -> Vec<PathBuf> {
+    let mut roots = vec![project_root(dir)];
+    roots.extend(scenarios.and_then(|s| std::fs::canonicalize(s).ok()));
+    roots
+}
+
 /// Is this a scenario file by its name?
 pub fn is_scenario_file(path: &Path) -> bool {
     let name = path.file_name().map_or(&[][..], |n| n.as_encoded_bytes());

@@ -602,3 +602,160 @@ fn a_byte_order_mark_is_read_in_json_as_in_toml() {
     let run = p.harness(&["run"]);
     run.expect_code(1).expect_stdout("4 missing goldens");
 }
+
+// --- 15 #8 #12 #14 and 17: recording -------------------------------------------------------
+
+const RECORDED: &str = "scenarios/record/reflex-live.toml";
+
+/// A project holding the recorded scenario, made a checkout (a `.git` folder marks its root).
+fn record_project() -> Project {
+    let p = Project::new();
+    p.copy_from_repo(RECORDED, RECORDED);
+    std::fs::create_dir_all(p.join(".git")).unwrap();
+    p
+}
+
+/// The stub answers for one run of the recorded scenario: `exec({})` until the nudge, then text.
+fn reflex_replies() -> Vec<crate::record::Reply> {
+    crate::record::reflex_openai_stream()
+}
+
+fn record_args<'a>(base: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut v = vec![
+        "record",
+        RECORDED,
+        "--provider",
+        "openai",
+        "--model",
+        "stub-model",
+        "--base-url",
+        base,
+        "--stream",
+    ];
+    v.extend_from_slice(extra);
+    v
+}
+
+#[test]
+fn a_cassette_recorded_anywhere_in_the_project_replays_from_its_own_folder() {
+    use crate::record::Stub;
+    for out in ["rec/reflex.cassette.json", "reflex.cassette.json"] {
+        let p = record_project();
+        let stub = Stub::start(reflex_replies());
+        let base = format!("{}/v1", stub.base);
+        p.harness_env(
+            &[("OPENAI_API_KEY", "k-0123456789")],
+            &record_args(&base, &["--out", out]),
+        )
+        .expect_code(0);
+        let cassette: serde_json::Value = serde_json::from_str(&p.read(out)).unwrap();
+        let reference = cassette["scenario"].as_str().unwrap().to_owned();
+        assert!(
+            !reference.starts_with('/') && !reference.contains("tmp/"),
+            "{reference}"
+        );
+        // From the project root, and from the cassette's own folder.
+        p.harness(&["run", out]).expect_stdout("no golden yet");
+        let (dir, name) = out.rsplit_once('/').unwrap_or((".", out));
+        let run = Project::run_in(&p.join(dir), &["run", name]);
+        assert!(run.stdout.contains("no golden yet"), "{out}: {run}");
+    }
+}
+
+#[test]
+fn a_cassette_cannot_name_a_scenario_outside_its_project_even_by_absolute_path() {
+    let outer = Project::new();
+    outer.write(
+        "secret.json",
+        format!("{{\"format\": 1, \"family\": \"{CANARY}\"}}"),
+    );
+    std::fs::create_dir_all(outer.join("proj/.git")).unwrap();
+    let text = std::fs::read_to_string(
+        repo().join("fixtures/invalid/cassette/path-traversal.cassette.json"),
+    )
+    .unwrap()
+    .replace("../../../../etc/passwd", "../../secret.json");
+    outer.write("proj/a/x.cassette.json", text);
+    let abs = outer.join("proj/a/x.cassette.json");
+    let run = Project::run_in(&outer.join("proj"), &["run", abs.to_str().unwrap()]);
+    assert_eq!(run.code, Some(2), "{run}");
+    assert!(run.stdout.contains("lies outside the project"), "{run}");
+    assert!(!run.stdout.contains("canary-8d1f0e"), "{run}");
+}
+
+#[test]
+fn record_refuses_to_overwrite_what_is_not_a_cassette() {
+    let p = record_project();
+    let before = p.read(RECORDED);
+    let run = p.harness_env(
+        &[("OPENAI_API_KEY", "k-0123456789")],
+        &record_args(
+            "http://127.0.0.1:9/v1",
+            &["--record-mode", "all", "--out", RECORDED],
+        ),
+    );
+    run.expect_code(2);
+    assert!(run.stderr.contains("--out must name a cassette"), "{run}");
+    assert_eq!(p.read(RECORDED), before);
+}
+
+#[test]
+fn record_says_plainly_when_nothing_listens_or_the_base_url_is_malformed() {
+    let p = record_project();
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let base = format!("http://127.0.0.1:{closed}/v1");
+    let run = p.harness_env(
+        &[("OPENAI_API_KEY", "k-0123456789")],
+        &record_args(&base, &[]),
+    );
+    run.expect_code(2);
+    assert!(
+        run.stderr.contains("cannot reach the provider")
+            && !run.stderr.contains("refused the request"),
+        "{run}"
+    );
+    for (base, says) in [
+        ("127.0.0.1:8000/v1", "has no scheme"),
+        ("ftp://127.0.0.1/v1", "is not http or https"),
+        (
+            "http://user:hunter2-pass@127.0.0.1:9/v1",
+            "holds credentials",
+        ),
+    ] {
+        let run = p.harness_env(
+            &[("OPENAI_API_KEY", "k-0123456789")],
+            &record_args(base, &[]),
+        );
+        run.expect_code(2);
+        assert!(
+            run.stderr.contains(says) && !run.stderr.contains("builder error"),
+            "{run}"
+        );
+        assert!(!run.stderr.contains("hunter2"), "{run}");
+    }
+}
+
+#[test]
+fn record_refuses_an_answer_larger_than_a_cassette_can_replay() {
+    use crate::record::{Reply, Stub};
+    let p = record_project();
+    let huge = "x".repeat(9 * 1024 * 1024);
+    let stub = Stub::start(vec![Reply::Json(
+        200,
+        vec![],
+        serde_json::json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": huge}, "finish_reason": "stop"}]}),
+    )]);
+    let base = format!("{}/v1", stub.base);
+    let mut args = record_args(&base, &[]);
+    args.retain(|a| *a != "--stream");
+    let run = p.harness_env(&[("OPENAI_API_KEY", "k-0123456789")], &args);
+    run.expect_code(2);
+    assert!(
+        run.stderr.contains("over the limit of 8388608 bytes"),
+        "{run}"
+    );
+    assert!(!p.exists("scenarios/record/fixtures/cassettes/reflex-live.cassette.json"));
+}

@@ -740,7 +740,7 @@ fn a_path_traversal_in_a_cassette_is_refused_before_anything_is_read() {
     );
     let run = p.harness(&["run", "a/b/evil.cassette.json"]);
     run.expect_code(2).expect_stdout(
-        "error: a/b/evil.cassette.json:3:15: the scenario reference `../../../secret.toml` climbs above the folder the cassette was named from",
+        "error: a/b/evil.cassette.json:3:15: the scenario reference `../../../secret.toml` lies outside the project",
     );
     run.expect_no_stdout("this is not read");
 }

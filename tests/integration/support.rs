@@ -77,6 +77,19 @@ impl Project {
         copy_tree(&repo().join(from), &self.join(to));
     }
 
+    /// `harness ARGS` run in `dir` (a folder of a project), with `CI` removed.
+    pub fn run_in(dir: &Path, args: &[&str]) -> Run {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_harness"));
+        cmd.args(args)
+            .current_dir(dir)
+            .env_remove("CI")
+            .env_remove("GITHUB_ACTIONS")
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .env("NO_COLOR", "1");
+        let out = cmd.output().expect("spawn the harness binary");
+        Run::from_output(format!("{args:?} in {}", dir.display()), &out)
+    }
+
     /// `harness ARGS` in the project, with `CI` removed.
     pub fn harness(&self, args: &[&str]) -> Run {
         self.run_command(self.command(args))
