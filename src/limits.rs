@@ -18,6 +18,14 @@ pub const MAX_RESULTS_BYTES: u64 = 256 * MIB;
 /// Largest request body the served endpoints (`harness serve`, `exec`) read; a larger one is
 /// answered 413 before it is read.
 pub const MAX_REQUEST_BODY_BYTES: u64 = 16 * MIB;
+/// Most bytes of request bodies one `serve` or `exec` session reads in all (it keeps every
+/// request for the traces it infers); past it requests are answered 413.
+pub const MAX_SESSION_REQUEST_BYTES: u64 = 128 * MIB;
+/// How long a client of `serve` or `exec` may take to send a request's headers, and its body.
+pub const READ_TIMEOUT_MS: u64 = 30_000;
+/// How long a stopping `serve` or `exec` waits for open connections to finish; stalled ones
+/// are cut after it.
+pub const SHUTDOWN_GRACE_MS: u64 = 2_000;
 /// Largest cassette file read (`harness run`, `record`, `promote`, `sweep`).
 pub const MAX_CASSETTE_BYTES: u64 = 64 * MIB;
 /// Largest transcript file read (`harness import`, `sweep`); the public corpora's files are

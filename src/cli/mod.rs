@@ -405,7 +405,10 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
         Command::Record(args) => record::record(&args, &layout, ci()),
         Command::Promote(args) => record::promote(&args),
         Command::Serve(args) => crate::serve::cli::serve(&args, &layout),
-        Command::Exec { args, out } => crate::serve::cli::exec(&args, &layout, &out.outputs()),
+        Command::Exec { args, out } => {
+            run::interrupt::install().context("cannot catch Ctrl-C")?;
+            crate::serve::cli::exec(&args, &layout, &out.outputs())
+        }
         Command::Lint(args) => Ok(crate::record::lint_command(
             &args,
             &mut anstream::stdout().lock(),

@@ -344,6 +344,17 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
     write_output(path, contents)
 }
 
+/// Can files be written into `dir` (created if need be)? A probe file is made and removed;
+/// commands check their output folders with it before they run, not when the results are in.
+pub fn writable_folder(dir: &Path) -> io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    tempfile::Builder::new()
+        .prefix(TEMP_PREFIX)
+        .suffix(TEMP_SUFFIX)
+        .tempfile_in(dir)
+        .map(drop)
+}
+
 /// Remove a file that may be absent.
 pub fn remove_optional(path: &Path) -> io::Result<()> {
     match std::fs::remove_file(path) {

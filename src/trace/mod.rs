@@ -745,6 +745,14 @@ pub fn render_golden(case_id: &str, events: &[TimedEvent]) -> String {
     out
 }
 
+/// Check a trace made outside the engine (inferred from what an agent sent) against the
+/// per-run limits the engine keeps as it goes: its length, text and virtual time.
+pub fn check_limits(events: &[TimedEvent]) -> Result<(), crate::limits::Exceeded> {
+    let mut budget = crate::limits::Budget::default();
+    budget.event(events.iter().map(|e| e.event.text_bytes()).sum());
+    budget.check(events.len(), events.last().map_or(0, |e| e.t_ms))
+}
+
 /// The run as JSON lines, one event per line.
 pub fn render_jsonl(events: &[TimedEvent]) -> String {
     let mut out = String::new();

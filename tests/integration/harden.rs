@@ -759,3 +759,247 @@ fn record_refuses_an_answer_larger_than_a_cassette_can_replay() {
     );
     assert!(!p.exists("scenarios/record/fixtures/cassettes/reflex-live.cassette.json"));
 }
+
+// --- 15 #5 #13, Low: serve and exec under stalled and greedy clients ------------------------
+
+const SERVED: &str = "scenarios/serve/reflex-black-box.toml";
+
+fn serve_project() -> Project {
+    let p = Project::new();
+    p.copy_from_repo(SERVED, SERVED);
+    p
+}
+
+/// `harness serve ARGS` in `p`, and the address it listens on.
+fn start_serve(p: &Project, args: &[&str]) -> (std::process::Child, String) {
+    use std::io::BufRead as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .arg("serve")
+        .arg(SERVED)
+        .args(args)
+        .current_dir(p.path())
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start harness serve");
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.as_mut().expect("stdout"))
+        .read_line(&mut first)
+        .expect("the first line");
+    let addr = first
+        .trim()
+        .strip_prefix("listening on http://")
+        .unwrap_or_else(|| panic!("first line: {first:?}"))
+        .to_owned();
+    (child, addr)
+}
+
+/// Wait for `child` to end, failing the test if it has not after a minute (a hang guard).
+fn ended_within_a_minute(child: &mut std::process::Child, what: &str) -> std::process::ExitStatus {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return status;
+        }
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("{what} did not end");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A connection that sent half a request (headers, part of the body) and stalls.
+fn half_request(addr: &str) -> std::net::TcpStream {
+    use std::io::Write as _;
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    s.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{\"mod")
+        .expect("send half a request");
+    s
+}
+
+#[cfg(unix)]
+#[test]
+fn serve_stops_on_sigterm_while_a_client_stalls_mid_request() {
+    let p = serve_project();
+    let (mut server, addr) = start_serve(&p, &[]);
+    let _stalled = half_request(&addr);
+    std::thread::sleep(Duration::from_millis(200));
+    unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
+    let status = ended_within_a_minute(&mut server, "harness serve after SIGTERM");
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn serve_closes_a_connection_that_stalls_past_the_read_timeout() {
+    use std::io::Read as _;
+    let p = serve_project();
+    let (mut server, addr) = start_serve(&p, &["--read-timeout-ms", "300"]);
+    let mut stalled = half_request(&addr);
+    stalled
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let mut buf = [0u8; 256];
+    // The server gives up on the request: it closes (0 bytes) or answers 408, never waits on.
+    match stalled.read(&mut buf) {
+        Ok(n) => {
+            let text = String::from_utf8_lossy(&buf[..n]);
+            assert!(n == 0 || text.contains(" 408 "), "{text}");
+        }
+        Err(e) => assert_ne!(
+            e.kind(),
+            std::io::ErrorKind::WouldBlock,
+            "the server kept waiting"
+        ),
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+}
+
+#[test]
+fn serve_checks_its_traces_folder_before_it_serves() {
+    let p = serve_project();
+    p.write("taken", "a file, not a folder");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args(["serve", SERVED, "--traces", "taken/traces"])
+        .current_dir(p.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = ended_within_a_minute(&mut child, "harness serve with an unwritable --traces");
+    assert_eq!(status.code(), Some(2));
+    let mut err = String::new();
+    use std::io::Read as _;
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(
+        err.contains("cannot write traces into taken/traces"),
+        "{err}"
+    );
+}
+
+/// An agent that leaves a child holding a half-sent request, then sleeps.
+const STALLING_AGENT: &str = r#"
+import os, socket, time
+base = os.environ["HARNESS_BASE_URL"].split("//")[1]
+if os.fork() == 0:
+    host, port = base.split(":")
+    s = socket.create_connection((host, int(port)))
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\n{")
+    time.sleep(300)
+else:
+    with open("agent.pid", "w") as f:
+        f.write(str(os.getpid()))
+    time.sleep(300)
+"#;
+
+#[cfg(unix)]
+#[test]
+fn exec_returns_at_its_timeout_although_the_agent_left_a_stalled_connection() {
+    let p = serve_project();
+    p.write("agent.py", STALLING_AGENT);
+    let run = harness_bounded(
+        &p,
+        &[
+            "exec",
+            SERVED,
+            "--timeout-ms",
+            "1000",
+            "--",
+            "python3",
+            "agent.py",
+        ],
+    );
+    run.expect_code(1)
+        .expect_stdout("did not finish within 1000 ms and was killed");
+}
+
+#[cfg(unix)]
+#[test]
+fn sigint_to_exec_ends_the_agent_too() {
+    let p = serve_project();
+    p.write("agent.py", STALLING_AGENT);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args(["exec", SERVED, "--", "python3", "agent.py"])
+        .current_dir(p.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while !p.exists("agent.pid") && start.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let agent: i32 = p.read("agent.pid").trim().parse().unwrap();
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = ended_within_a_minute(&mut child, "harness exec after SIGINT");
+    assert_eq!(status.code(), Some(130));
+    // The agent is gone (a zombie reaped by init counts as gone once reaped).
+    let start = std::time::Instant::now();
+    while unsafe { libc::kill(agent, 0) } == 0 && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_ne!(
+        unsafe { libc::kill(agent, 0) },
+        0,
+        "the agent {agent} outlived exec"
+    );
+}
+
+#[test]
+fn exec_names_a_prompt_it_cannot_hand_over() {
+    let p = serve_project();
+    p.write(
+        SERVED,
+        p.read(SERVED)
+            .replacen("system = \"", "system = \"\\u0000", 1),
+    );
+    let run = p.harness(&["exec", SERVED, "--", "true"]);
+    run.expect_code(2);
+    let all = format!("{}{}", run.stdout, run.stderr);
+    assert!(
+        all.contains("HARNESS_SYSTEM") && all.contains("NUL"),
+        "{run}"
+    );
+    assert!(!all.contains("cannot run `true`"), "{run}");
+}
+
+/// An agent that answers the first reply with 20,001 messages of its own appended: the
+/// inferred trace would hold two events for each.
+const CHATTY_AGENT: &str = r#"
+import json, os, urllib.request
+url = os.environ["OPENAI_BASE_URL"] + "/chat/completions"
+def post(msgs):
+    req = urllib.request.Request(url, data=json.dumps({"model": "m", "messages": msgs}).encode(),
+        headers={"content-type": "application/json"})
+    return json.loads(urllib.request.urlopen(req).read())
+msgs = [{"role": "user", "content": "hi"}]
+answer = post(msgs)["choices"][0]["message"]
+msgs.append(answer)
+for call in answer.get("tool_calls") or []:
+    msgs.append({"role": "tool", "tool_call_id": call["id"], "content": "ok"})
+msgs += [{"role": "user", "content": "more %d" % i} for i in range(20001)]
+try:
+    post(msgs)
+except Exception as e:
+    print(e)
+"#;
+
+#[test]
+fn an_inferred_trace_is_held_to_the_trace_limit() {
+    let p = serve_project();
+    p.write("agent.py", CHATTY_AGENT);
+    let run = harness_bounded(&p, &["exec", SERVED, "--", "python3", "agent.py"]);
+    run.expect_code(2)
+        .expect_stdout("the run's trace grew past 20000 events");
+    assert!(p.files("snapshots", "").is_empty(), "{run}");
+}
