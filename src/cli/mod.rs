@@ -293,6 +293,20 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
             repeat,
         } => {
             let outputs = out.outputs();
+            // Output folders are checked now, not when the results are in.
+            for (flag, dir) in [
+                ("--traces", &traces),
+                ("--pending-dir", &outputs.pending_dir),
+            ] {
+                if let Some(dir) = dir
+                    && let Err(e) = store::writable_folder(dir)
+                {
+                    return Ok(bad_usage(&format!(
+                        "cannot write into {flag} {}: {e}\n  hint: name a folder harness may create and write",
+                        dir.display()
+                    )));
+                }
+            }
             run::interrupt::install().context("cannot catch Ctrl-C")?;
             let options = match options(paths, layout.clone(), profile, &select) {
                 Ok(o) => Options {

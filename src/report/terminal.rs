@@ -143,6 +143,9 @@ impl<W: Write> Reporter for Terminal<W> {
                 )?;
             }
             let what = match &c.golden {
+                Comparison::Match | Comparison::Ungated if c.expectation_failures.is_empty() => {
+                    "its files could not be written"
+                }
                 Comparison::Match | Comparison::Ungated => "expectations failed",
                 Comparison::Missing => "no golden yet",
                 Comparison::Differs(_) => "golden differs",

@@ -72,9 +72,7 @@ pub fn run(options: &Options, reporter: &mut dyn Reporter) -> io::Result<()> {
                 line: 1,
                 col: 1,
                 message: store::describe(&e),
-                hint: Some(
-                    "check the path; `harness run` takes scenario files and folders".to_owned(),
-                ),
+                hint: Some(store::hint_for(&e, "harness run")),
             }]),
         })?;
     }

@@ -307,10 +307,7 @@ pub fn exec(args: &ExecArgs, layout: &Layout, outputs: &Outputs) -> anyhow::Resu
                     line: 1,
                     col: 1,
                     message: store::describe(&e),
-                    hint: Some(
-                        "check the path; `harness exec` takes scenario files and folders"
-                            .to_owned(),
-                    ),
+                    hint: Some(store::hint_for(&e, "harness exec")),
                 }]),
             })?;
         }

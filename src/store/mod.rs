@@ -178,9 +178,20 @@ fn refused_entry(entry: &walkdir::DirEntry) -> Option<io::Error> {
     unnamable(entry.path())
 }
 
-/// Why a scenario's path cannot name it, if it cannot: not UTF-8, or a control character
-/// (a line break in a path would forge lines of reports and CI logs).
+/// Longest scenario file name (without its extension), in bytes: its goldens' names add
+/// `@PROFILE.snap.new`, and file systems allow 255 bytes.
+pub const MAX_SCENARIO_NAME_BYTES: usize = 200;
+
+/// Why a scenario's path cannot name it, if it cannot: not UTF-8, a control character (a line
+/// break in a path would forge lines of reports and CI logs), or a name too long for its
+/// goldens' names.
 fn unnamable(path: &Path) -> Option<io::Error> {
+    let stem = path.file_stem().map_or(0, |s| s.len());
+    if stem > MAX_SCENARIO_NAME_BYTES {
+        return Some(refused(format!(
+            "the file name is {stem} bytes, too long for the names of its goldens (`NAME@PROFILE.snap.new`; at most {MAX_SCENARIO_NAME_BYTES} bytes before the extension)"
+        )));
+    }
     match path.to_str() {
         None => Some(refused(
             "the path is not valid UTF-8; scenario ids, goldens and reports name files by their path, so rename it",
@@ -251,6 +262,15 @@ pub fn describe(e: &io::Error) -> String {
         e.to_string()
     } else {
         format!("cannot read: {e}")
+    }
+}
+
+/// The hint for a path [`discover`] could not take, for `command` (`harness run`, …).
+pub fn hint_for(e: &io::Error, command: &str) -> String {
+    if e.kind() == io::ErrorKind::InvalidInput {
+        "harness reads regular scenario files with plain names (README \"Robustness\"): rename or replace it, or name a link's target on the command line".to_owned()
+    } else {
+        format!("check the path; `{command}` takes scenario files and folders")
     }
 }
 

@@ -1003,3 +1003,74 @@ fn an_inferred_trace_is_held_to_the_trace_limit() {
         .expect_stdout("the run's trace grew past 20000 events");
     assert!(p.files("snapshots", "").is_empty(), "{run}");
 }
+
+// --- 15 #16 and Low: what a run writes when paths, names or folders are odd ---------------
+
+#[cfg(unix)]
+#[test]
+fn json_results_are_whole_when_a_path_is_not_utf8() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let p = with_goldens();
+    let bad = std::ffi::OsStr::from_bytes(b"scenarios/bad-\xff.toml");
+    std::fs::write(p.path().join(bad), b"format = 1\n").unwrap();
+    let run = p.harness(&["run", "--json", "r.json"]);
+    run.expect_code(2);
+    let json: serde_json::Value =
+        serde_json::from_str(&p.read("r.json")).expect("the results are JSON");
+    assert_eq!(json["summary"]["invalid_files"], 1, "{json}");
+    assert!(
+        json.to_string().contains("scenarios/bad-\u{fffd}.toml"),
+        "{json}"
+    );
+}
+
+#[test]
+fn a_scenario_name_too_long_for_its_goldens_is_refused() {
+    let p = Project::with_example();
+    let name = format!("scenarios/{}.toml", "n".repeat(248));
+    p.copy_from_repo(EXAMPLE, &name);
+    let run = p.harness(&["run", &name]);
+    run.expect_code(2)
+        .expect_stdout("too long for the names of its goldens")
+        .expect_no_stdout("pending golden(s) written");
+}
+
+#[test]
+fn unwritable_output_folders_are_refused_before_the_run() {
+    let p = with_goldens();
+    p.write("taken", "a file, not a folder");
+    for flag in ["--traces", "--pending-dir"] {
+        let run = p.harness(&["run", flag, "taken/sub"]);
+        run.expect_code(2);
+        assert!(
+            run.stderr
+                .contains(&format!("cannot write into {flag} taken/sub")),
+            "{run}"
+        );
+        assert!(!run.stdout.contains("expectations failed"), "{run}");
+    }
+}
+
+#[test]
+fn stale_temporary_files_beside_report_files_are_cleaned() {
+    let p = with_goldens();
+    let past = std::time::SystemTime::now() - Duration::from_secs(3600);
+    // Old leftovers: one beside a report, one deep below the pending folder.
+    for rel in ["out/.harness-left.tmp", "elsewhere/deep/.harness-other.tmp"] {
+        p.write(rel, "half a file");
+        std::fs::File::options()
+            .write(true)
+            .open(p.join(rel))
+            .unwrap()
+            .set_modified(past)
+            .unwrap();
+    }
+    p.harness(&["run", "--json", "out/r.json", "--pending-dir", "elsewhere"])
+        .expect_code(0);
+    assert!(
+        !p.exists("out/.harness-left.tmp"),
+        "the leftover beside the report stays"
+    );
+    // Nothing was written below `elsewhere/deep`: harness does not walk folders to clean.
+    assert!(p.exists("elsewhere/deep/.harness-other.tmp"));
+}
