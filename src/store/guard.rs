@@ -139,6 +139,28 @@ pub fn check_regular(path: &Path, what: &str) -> io::Result<()> {
     }
 }
 
+/// Open an input named by the user (links followed) for reading, without blocking on a FIFO;
+/// anything but a regular file is refused, named as `what`.
+pub fn open_regular(path: &Path, what: &str) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(refused(format!(
+            "the {what} {} is {}; harness reads regular files",
+            path.display(),
+            kind_of(&meta)
+        )));
+    }
+    Ok(file)
+}
+
 /// Open `path` for reading without following a final symbolic link or blocking on a FIFO.
 fn open_no_follow(path: &Path) -> io::Result<File> {
     let mut options = OpenOptions::new();

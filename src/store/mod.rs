@@ -331,9 +331,11 @@ pub fn files_with_ext(dir: &Path, ext: &str) -> Vec<PathBuf> {
 
 /// Read an input file of at most `max` bytes ([`crate::limits`]); a larger one is an error of
 /// kind [`io::ErrorKind::FileTooLarge`] that names the `what` and the limit, read no further.
+/// A FIFO, device or folder is refused (kind [`io::ErrorKind::InvalidInput`]) without waiting
+/// on it.
 pub fn read_input(path: &Path, what: &str, max: u64) -> io::Result<Vec<u8>> {
     use std::io::Read as _;
-    let file = std::fs::File::open(path)?;
+    let file = guard::open_regular(path, what)?;
     let mut bytes = Vec::new();
     file.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
     let len = std::fs::metadata(path).map_or(bytes.len() as u64, |m| m.len());

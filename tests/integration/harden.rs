@@ -1074,3 +1074,22 @@ fn stale_temporary_files_beside_report_files_are_cleaned() {
     // Nothing was written below `elsewhere/deep`: harness does not walk folders to clean.
     assert!(p.exists("elsewhere/deep/.harness-other.tmp"));
 }
+
+#[cfg(unix)]
+#[test]
+fn inputs_named_on_the_command_line_that_are_fifos_are_refused_without_hanging() {
+    let p = with_goldens();
+    mkfifo(&p.join("fifo.toml"));
+    for args in [
+        &["trace", "fifo.toml"][..],
+        &["run", "--baseline", "fifo.toml"],
+        &["merge", "fifo.toml"],
+    ] {
+        let run = harness_bounded(&p, args);
+        run.expect_code(2);
+        assert!(
+            format!("{}{}", run.stdout, run.stderr).contains("is a FIFO"),
+            "{run}"
+        );
+    }
+}
