@@ -9,7 +9,7 @@
 //! ```text
 //! cli → {serve → gate, sweep} → run → {record, report} → {engine, expect, results, store}
 //!     → {mock, tool, select, metrics, snapshot} → scenario → {policy, trace, provider} → llm
-//!     → {kinds, json, limits}
+//!     → {kinds, json, limits, text}
 //! sweep → {detector, import} → {policy, trace, scenario}
 //! cli → project → {store, scenario, policy}
 //! ```
@@ -34,16 +34,20 @@
 //! and the outputs made from collected results — JSON results, JUnit, GitHub annotations and
 //! job summary (`report::{json, junit, github}`) — which `harness merge` rebuilds from shards.
 //!
-//! `limits` holds every size and count harness accepts (file sizes, nesting, trace length,
-//! virtual time, iteration caps, tool output, request bodies, cassette exchanges, stream
-//! events), pure and shared by all formats; the scenario validator, the engine (trace length,
-//! virtual time), `store` (file sizes), the baseline, results and cassette readers, the
-//! recorder and `serve` (request bodies) enforce them. `run::interrupt` turns Ctrl-C into a
-//! stop between scenario files (exit code [`results::EXIT_INTERRUPTED`], 130); every file is
-//! written atomically by `store` (write, then rename). `fuzz/` (outside the build) fuzzes the
-//! readers: scenarios, baselines, results, cassettes (with a strict replay), transcripts, SSE
-//! streams and served requests; each target's body is a function of `fuzzing`, which the normal
-//! test suite runs on every seed and finding.
+//! `limits` holds every size and count harness accepts (file sizes, nesting, trace length and
+//! text, conversation size, virtual time, iteration caps, tool output, prices, request bodies
+//! and session bytes, read timeouts, recorded answers, cassette exchanges, stream events), pure
+//! and shared by all formats; the scenario validator, the engine (trace length and text,
+//! conversation, virtual time, counted as they grow), `store` (file sizes), the baseline,
+//! results and cassette readers, the recorder and `serve` enforce them. `run::interrupt` turns
+//! Ctrl-C into a stop between scenario files (exit code [`results::EXIT_INTERRUPTED`], 130);
+//! every file is written atomically by `store` (write, then rename), and `store::guard` decides
+//! what happens to links, FIFOs and devices where harness reads and writes. `text` spells out
+//! control characters wherever input text reaches a line-based output. `fuzz/` (outside the
+//! build) fuzzes the readers: scenarios, baselines, results, cassettes (with a strict replay),
+//! transcripts, SSE streams, served requests, and the scrubbing of streams assembled by index;
+//! each target's body is a function of `fuzzing`, which the normal test suite runs on every
+//! seed and finding.
 //!
 //! The engine has two loops: the agent loop (`engine`), whose defences are policies
 //! (`policy`, one file each) bundled into the profiles `none`, `ironclaw`, `moltis` and
@@ -94,5 +98,6 @@ pub mod serve;
 pub mod snapshot;
 pub mod store;
 pub mod sweep;
+pub mod text;
 pub mod tool;
 pub mod trace;

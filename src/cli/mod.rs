@@ -10,6 +10,7 @@ use crate::select::Selection;
 use crate::store::{self, Layout};
 use crate::{policy::Config, trace};
 use anyhow::Context as _;
+use clap::builder::TypedValueParser as _;
 use clap::{Parser, Subcommand};
 use std::io::Write;
 use std::path::PathBuf;
@@ -44,8 +45,8 @@ enum Command {
     Run {
         /// Scenario files or folders [default: the scenarios root].
         paths: Vec<PathBuf>,
-        /// Worker threads (default: the machine's cores).
-        #[arg(short, long, value_name = "N")]
+        /// Worker threads (default: the machine's cores; at most 256).
+        #[arg(short, long, value_name = "N", value_parser = jobs_parser())]
         jobs: Option<usize>,
         /// Write each run's trace as JSON lines into this folder.
         #[arg(long, value_name = "DIR")]
@@ -61,7 +62,7 @@ enum Command {
         out: OutputArgs,
         /// Run each case N times (live or nondeterministic runs): pass@N and pass^N per case;
         /// a case that passes some runs is flaky, reported and not failed.
-        #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+        #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::limits::MAX_REPEAT)))]
         repeat: u32,
     },
     /// Print the cases a run would take (id, profile, family), one per line.
@@ -95,8 +96,8 @@ enum Command {
         baseline: Option<PathBuf>,
         #[command(flatten)]
         select: SelectArgs,
-        /// Worker threads (default: the machine's cores).
-        #[arg(short, long, value_name = "N")]
+        /// Worker threads (default: the machine's cores; at most 256).
+        #[arg(short, long, value_name = "N", value_parser = jobs_parser())]
         jobs: Option<usize>,
     },
     /// Print the unified diff of pending goldens against their goldens.
@@ -336,8 +337,15 @@ fn progress_bar(outputs: &Outputs) -> Option<Bar> {
 }
 
 fn bad_usage(message: &str) -> u8 {
-    eprintln!("error: {message}");
+    eprintln!("error: {}", crate::text::escape_in_lines(message));
     EXIT_BAD_INPUT
+}
+
+/// `--jobs`: 1 to [`crate::limits::MAX_JOBS`] worker threads.
+pub(crate) fn jobs_parser() -> impl clap::builder::TypedValueParser<Value = usize> {
+    clap::value_parser!(u64)
+        .range(1..=crate::limits::MAX_JOBS)
+        .map(|n| usize::try_from(n).unwrap_or(1))
 }
 
 fn jobs_or_cores(jobs: Option<usize>) -> usize {
@@ -368,7 +376,8 @@ pub fn main() -> ExitCode {
         Err(e) if is_broken_pipe(&e) => ExitCode::from(EXIT_OK),
         Err(e) => {
             let mut err = anstream::stderr();
-            let _ = writeln!(err, "error: {e:#}");
+            let message = format!("{e:#}");
+            let _ = writeln!(err, "error: {}", crate::text::escape_in_lines(&message));
             ExitCode::from(EXIT_BAD_INPUT)
         }
     }
@@ -489,7 +498,7 @@ impl Setup {
                     .project
                     .as_ref()
                     .map_or(PathBuf::new(), |p| p.root.clone());
-                crate::store::normalize(&root.join("baselines/scenarios.toml"))
+                crate::store::normalise(&root.join("baselines/scenarios.toml"))
             })
     }
 }
@@ -521,6 +530,20 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
                 require_cases: select.require_cases(&paths),
                 ..out.outputs(&setup)
             };
+            // Output folders are checked now, not when the results are in.
+            for (flag, dir) in [
+                ("--traces", &traces),
+                ("--pending-dir", &outputs.pending_dir),
+            ] {
+                if let Some(dir) = dir
+                    && let Err(e) = store::writable_folder(dir)
+                {
+                    return Ok(bad_usage(&format!(
+                        "cannot write into {flag} {}: {e}\n  hint: name a folder harness may create and write",
+                        dir.display()
+                    )));
+                }
+            }
             run::interrupt::install().context("cannot catch Ctrl-C")?;
             let options = match options(paths, layout.clone(), profile, &select) {
                 Ok(o) => Options {
@@ -669,6 +692,7 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
         Command::Promote(args) => record::promote(&args),
         Command::Serve(args) => crate::serve::cli::serve(&args, &layout),
         Command::Exec { args, out } => {
+            run::interrupt::install().context("cannot catch Ctrl-C")?;
             crate::serve::cli::exec(&args, &layout, &out.outputs(&setup))
         }
         Command::Lint(mut args) => {
@@ -680,7 +704,7 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
                     .map_or(PathBuf::new(), |p| p.root.clone());
                 args.paths = [
                     layout.scenarios.clone(),
-                    crate::store::normalize(&root.join("fixtures")),
+                    crate::store::normalise(&root.join("fixtures")),
                     layout.snapshots.clone(),
                 ]
                 .into_iter()
@@ -774,7 +798,8 @@ fn missing_path(paths: &[PathBuf], pending_dir: Option<&std::path::Path>) -> Opt
 }
 
 /// Promote (`accept`) or discard pending goldens (from `pending_dir` when given); prints
-/// what it did.
+/// what it did. Accepting a pending golden or golden that is a link or a special file is
+/// refused (exit 2): never read, never written through.
 fn review(
     layout: &Layout,
     pending_dir: Option<&std::path::Path>,
@@ -782,20 +807,35 @@ fn review(
     accept: bool,
 ) -> anyhow::Result<u8> {
     let pending = gate::pending(layout, pending_dir, paths);
+    let from = pending_dir.unwrap_or(&layout.snapshots);
     let mut out = anstream::stdout().lock();
+    let mut code = EXIT_OK;
+    let mut done = 0;
     for (p, golden) in &pending {
         if accept {
-            let text = std::fs::read(p).with_context(|| format!("cannot read {}", p.display()))?;
-            store::write_atomic(golden, &text)
-                .and_then(|()| std::fs::remove_file(p))
-                .with_context(|| format!("cannot move {} to {}", p.display(), golden.display()))?;
+            // Rejecting removes a link itself, which is safe; accepting would read through it.
+            let text =
+                store::read_inside(from, p, "pending golden", crate::limits::MAX_GOLDEN_BYTES)
+                    .with_context(|| format!("cannot read {}", p.display()));
+            let moved = text.and_then(|text| {
+                let text = text.unwrap_or_default();
+                store::write_inside(&layout.snapshots, golden, "golden", text.as_bytes())
+                    .and_then(|()| std::fs::remove_file(p))
+                    .with_context(|| format!("cannot move {} to {}", p.display(), golden.display()))
+            });
+            if let Err(e) = moved {
+                eprintln!("error: {}", crate::text::escape_controls(&format!("{e:#}")));
+                code = EXIT_BAD_INPUT;
+                continue;
+            }
             writeln!(out, "accepted {}", golden.display())?;
         } else {
             std::fs::remove_file(p).with_context(|| format!("cannot remove {}", p.display()))?;
             writeln!(out, "rejected {}", p.display())?;
         }
+        done += 1;
     }
     let verb = if accept { "accepted" } else { "rejected" };
-    writeln!(out, "{} pending golden(s) {verb}", pending.len())?;
-    Ok(EXIT_OK)
+    writeln!(out, "{done} pending golden(s) {verb}")?;
+    Ok(code)
 }

@@ -40,8 +40,8 @@ pub(super) struct SweepArgs {
     /// Read every transcript as this format instead of detecting it.
     #[arg(long, value_name = "FORMAT", value_parser = format_name)]
     format: Option<Format>,
-    /// Worker threads (default: the machine's cores).
-    #[arg(short, long, value_name = "N")]
+    /// Worker threads (default: the machine's cores; at most 256).
+    #[arg(short, long, value_name = "N", value_parser = super::jobs_parser())]
     jobs: Option<usize>,
 }
 

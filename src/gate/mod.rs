@@ -46,6 +46,7 @@ pub struct Outputs {
 
 /// Read and parse a baseline file; a bad one is a located error.
 pub fn load_baseline(path: &Path) -> anyhow::Result<baseline::Baseline> {
+    store::guard::check_regular(path, "baseline")?;
     let text = store::read_input_text(path, "baseline", crate::limits::MAX_BASELINE_BYTES)
         .map_err(|e| match e.kind() {
             io::ErrorKind::InvalidData => anyhow::anyhow!(
@@ -88,6 +89,10 @@ fn input_hint(message: &str, writer: &str) -> String {
         "remove or correct the key: the message lists the keys allowed here".to_owned()
     } else if has("missing field") {
         format!("add the field named above, or write the file again with {writer}")
+    } else if has("is not a number") || has("over the limit of") {
+        format!(
+            "write the figures a run gives, as {writer} does: finite, not negative, within the limits"
+        )
     } else if has(" runs passed, but its verdict") || has(" passes of ") {
         format!("the counts of this case do not fit together; write the file again with {writer}")
     } else if has("invalid type") || has("invalid value") || has("tolerance") {
@@ -276,10 +281,22 @@ pub fn list(
     }
     let mut listed = 0usize;
     for path in &plan.files {
+        if let Some(r) = plan.refused(path) {
+            located_errors(err, &r)?;
+            code = EXIT_BAD_INPUT;
+            continue;
+        }
         match run::selected_cases(options, path) {
             Ok((cases, _)) => {
                 for c in &cases {
-                    writeln!(out, "{:<60} {:<10} {}", c.id, c.profile, c.scenario.family)?;
+                    let shown = crate::text::escape_controls;
+                    writeln!(
+                        out,
+                        "{:<60} {:<10} {}",
+                        shown(&c.id),
+                        c.profile,
+                        shown(&c.scenario.family)
+                    )?;
                 }
                 listed += cases.len();
             }
@@ -386,15 +403,33 @@ pub fn pending(
 }
 
 /// `harness diff`: the unified diff of each pending golden against its golden, a new one
-/// against nothing (colored on a terminal only).
+/// against nothing (colored on a terminal only). A pending golden or golden that is a link or
+/// a special file is refused (exit 2) and never shown; the others still are.
 pub fn diff(layout: &Layout, pending_dir: Option<&Path>, paths: &[PathBuf]) -> anyhow::Result<u8> {
     let mut out = anstream::stdout().lock();
     let found = pending(layout, pending_dir, paths);
+    let from = pending_dir.unwrap_or(&layout.snapshots);
+    let mut code = EXIT_OK;
     for (p, golden) in &found {
-        let new =
-            std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
-        let old = store::read_optional(golden)
-            .with_context(|| format!("cannot read {}", golden.display()))?;
+        let read = |root: &Path, path: &Path, what: &str| {
+            store::read_inside(root, path, what, crate::limits::MAX_GOLDEN_BYTES)
+        };
+        let (new, old) = match (
+            read(from, p, "pending golden"),
+            read(&layout.snapshots, golden, "golden"),
+        ) {
+            (Ok(Some(new)), Ok(old)) => (new, old),
+            (Ok(None), _) => continue,
+            (Err(e), _) | (_, Err(e)) => {
+                let _ = writeln!(
+                    anstream::stderr(),
+                    "error: {}",
+                    crate::text::escape_controls(&e.to_string())
+                );
+                code = EXIT_BAD_INPUT;
+                continue;
+            }
+        };
         match old {
             Some(old) => {
                 writeln!(out, "{} \u{2192} {}", p.display(), golden.display())?;
@@ -414,5 +449,5 @@ pub fn diff(layout: &Layout, pending_dir: Option<&Path>, paths: &[PathBuf]) -> a
         }
     }
     writeln!(out, "{} pending golden(s)", found.len())?;
-    Ok(EXIT_OK)
+    Ok(code)
 }

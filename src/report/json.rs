@@ -18,6 +18,7 @@ pub const VERSION: u32 = 1;
 struct Results {
     version: u32,
     files: Vec<File>,
+    #[serde(serialize_with = "lossy_paths")]
     orphans: Vec<PathBuf>,
     /// Derived from the rest; not read back.
     #[serde(default, skip_deserializing)]
@@ -27,6 +28,7 @@ struct Results {
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct File {
+    #[serde(serialize_with = "lossy_path")]
     path: PathBuf,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     unreadable: bool,
@@ -34,6 +36,16 @@ struct File {
     cases: Option<Vec<Case>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     errors: Option<Vec<Error>>,
+}
+
+/// A path as JSON text: one that is not UTF-8 is written with U+FFFD for what is not (JSON
+/// has no other way), never left out.
+fn lossy_path<S: serde::Serializer>(p: &std::path::Path, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&p.to_string_lossy())
+}
+
+fn lossy_paths<S: serde::Serializer>(ps: &[PathBuf], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(ps.iter().map(|p| p.to_string_lossy()))
 }
 
 #[derive(Serialize, Deserialize)]
@@ -138,6 +150,7 @@ fn case_back(c: Case) -> Result<CaseResult, String> {
     };
     let row: Row =
         serde_json::from_value(c.metrics).map_err(|e| format!("case `{}`: metrics: {e}", c.id))?;
+    crate::metrics::check_row(&row).map_err(|e| format!("case `{}`: metrics: {e}", c.id))?;
     if c.runs == 0 || c.passes > c.runs {
         return Err(format!(
             "case `{}`: {} passes of {} runs",

@@ -78,13 +78,19 @@ impl Sums {
     }
 
     fn add(&mut self, r: &Row) {
-        self.runs += 1;
-        self.iterations += u64::from(r.iterations);
-        self.wasted += u64::from(r.wasted_iterations);
-        self.interventions +=
-            u64::from(r.interventions_stage1 + r.interventions_stage2 + r.interventions_stage3);
-        self.tokens += r.input_tokens + r.output_tokens;
-        self.virtual_ms += r.virtual_ms;
+        // Saturating: merged results of any size never wrap.
+        self.runs = self.runs.saturating_add(1);
+        self.iterations = self.iterations.saturating_add(u64::from(r.iterations));
+        self.wasted = self.wasted.saturating_add(u64::from(r.wasted_iterations));
+        self.interventions = self.interventions.saturating_add(
+            u64::from(r.interventions_stage1)
+                + u64::from(r.interventions_stage2)
+                + u64::from(r.interventions_stage3),
+        );
+        self.tokens = self
+            .tokens
+            .saturating_add(r.input_tokens.saturating_add(r.output_tokens));
+        self.virtual_ms = self.virtual_ms.saturating_add(r.virtual_ms);
         self.cost_usd += r.cost_usd;
     }
 }
@@ -205,27 +211,17 @@ impl Tally {
 }
 
 /// Writes the metrics CSV atomically: rows stream into a temporary file beside the target,
-/// renamed over it when the run finishes.
+/// renamed over it when the run finishes (see [`crate::store::Output`] for links and devices).
 pub struct MetricsCsv {
-    target: PathBuf,
-    sink: Option<CsvSink<io::BufWriter<tempfile::NamedTempFile>>>,
+    sink: Option<CsvSink<io::BufWriter<crate::store::Output>>>,
 }
 
 impl MetricsCsv {
     /// A CSV reporter writing to `target`.
     pub fn create(target: &Path) -> io::Result<Self> {
-        let dir = target
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir)?;
-        let tmp = tempfile::Builder::new()
-            .prefix(crate::store::TEMP_PREFIX)
-            .suffix(crate::store::TEMP_SUFFIX)
-            .tempfile_in(dir)?;
+        let out = crate::store::Output::create(target)?;
         Ok(Self {
-            target: target.to_owned(),
-            sink: Some(CsvSink::new(io::BufWriter::new(tmp))),
+            sink: Some(CsvSink::new(io::BufWriter::new(out))),
         })
     }
 }
@@ -252,9 +248,7 @@ impl Reporter for MetricsCsv {
         let Some(sink) = self.sink.take() else {
             return Ok(());
         };
-        let tmp = sink.finish()?.into_inner().map_err(|e| e.into_error())?;
-        tmp.as_file().sync_all()?;
-        tmp.persist(&self.target).map_err(|e| e.error)?;
-        Ok(())
+        let out = sink.finish()?.into_inner().map_err(|e| e.into_error())?;
+        out.commit()
     }
 }

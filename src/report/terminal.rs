@@ -12,9 +12,15 @@ use super::{Sums, Tally};
 use crate::results::FileResult;
 use crate::results::Reporter;
 use crate::snapshot::Comparison;
+use crate::text::{escape_controls as shown, escape_in_lines};
 use anstyle::{AnsiColor, Style};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+
+/// A path as the terminal shows it: control characters spelled out.
+fn path(p: &Path) -> String {
+    shown(&p.to_string_lossy()).into_owned()
+}
 
 const RED: Style = AnsiColor::Red.on_default();
 const GREEN: Style = AnsiColor::Green.on_default();
@@ -88,6 +94,7 @@ impl<W: Write> Terminal<W> {
 
     fn sums_line(&mut self, family: &str, profile: &str, s: &Sums) -> io::Result<()> {
         let [runs, iterations, wasted, interventions, tokens, time, cost] = s.cells();
+        let (family, profile) = (shown(family), shown(profile));
         writeln!(
             self.out,
             "  {family:<22} {profile:<10} {runs:>5} {iterations:>10} {wasted:>7} {interventions:>13} {tokens:>10} {time:>12} {cost:>10}",
@@ -109,7 +116,7 @@ pub(crate) fn paint_diff(out: &mut impl Write, diff: &str) -> io::Result<()> {
         } else {
             DIM
         };
-        writeln!(out, "    {style}{line}{style:#}")?;
+        writeln!(out, "    {style}{}{style:#}", shown(line))?;
     }
     Ok(())
 }
@@ -155,20 +162,20 @@ impl<W: Write> Reporter for Terminal<W> {
                     writeln!(
                         out,
                         "{RED}error{RED:#}{BOLD}: {}:{}:{}: {}{BOLD:#}",
-                        result.path.display(),
+                        path(&result.path),
                         d.line,
                         d.col,
-                        d.message
+                        shown(&d.message)
                     )?;
                     if let Some(h) = &d.hint {
-                        writeln!(out, "  {CYAN}hint{CYAN:#}: {h}")?;
+                        writeln!(out, "  {CYAN}hint{CYAN:#}: {}", shown(h))?;
                     }
                 }
                 return Ok(());
             }
         };
         for c in cases.iter().filter(|c| !c.passed()) {
-            let path = result.path.display();
+            let path = path(&result.path);
             if self.quiet || self.in_full >= self.diff_limit {
                 self.in_brief += 1;
                 let (label, style) = if c.flaky() {
@@ -179,8 +186,8 @@ impl<W: Write> Reporter for Terminal<W> {
                 writeln!(
                     out,
                     "{style}{label}{style:#} {BOLD}{}{BOLD:#}  {}  ({path})",
-                    c.id,
-                    super::junit::failure_summary(c)
+                    shown(&c.id),
+                    shown(&super::junit::failure_summary(c))
                 )?;
                 continue;
             }
@@ -189,10 +196,15 @@ impl<W: Write> Reporter for Terminal<W> {
                 writeln!(
                     out,
                     "{YELLOW}FLAKY{YELLOW:#} {BOLD}{}{BOLD:#}  passed {} of {} runs  ({path}); the failing run:",
-                    c.id, c.passes, c.runs,
+                    shown(&c.id),
+                    c.passes,
+                    c.runs,
                 )?;
             }
             let what = match &c.golden {
+                Comparison::Match | Comparison::Ungated if c.expectation_failures.is_empty() => {
+                    "its files could not be written"
+                }
                 Comparison::Match | Comparison::Ungated => "expectations failed",
                 Comparison::Missing(_) => "no golden yet",
                 Comparison::Differs(_) => "golden differs",
@@ -201,17 +213,17 @@ impl<W: Write> Reporter for Terminal<W> {
                 writeln!(
                     out,
                     "{RED}FAIL{RED:#} {BOLD}{}{BOLD:#}  {what}  ({path})",
-                    c.id
+                    shown(&c.id)
                 )?;
             }
             if let Comparison::Differs(d) | Comparison::Missing(d) = &c.golden {
                 paint_diff(out, d)?;
             }
             for e in &c.expectation_failures {
-                writeln!(out, "    {RED}expected{RED:#} {e}")?;
+                writeln!(out, "    {RED}expected{RED:#} {}", escape_in_lines(e))?;
             }
             for e in &c.io_errors {
-                writeln!(out, "    {RED}io error{RED:#} {e}")?;
+                writeln!(out, "    {RED}io error{RED:#} {}", shown(e))?;
             }
         }
         Ok(())
@@ -221,7 +233,7 @@ impl<W: Write> Reporter for Terminal<W> {
         writeln!(
             self.shown,
             "{RED}FAIL{RED:#} {BOLD}{}{BOLD:#}  golden without a scenario",
-            path.display()
+            self::path(path)
         )?;
         writeln!(
             self.shown,
@@ -302,6 +314,7 @@ impl<W: Write> Reporter for Terminal<W> {
                 "{BOLD}Each defence against profile none on the same scenarios (none \u{2192} defence):{BOLD:#}"
             )?;
             for ((family, profile), (own, none)) in &t.savings {
+                let (family, profile) = (shown(family), shown(profile));
                 writeln!(
                     self.out,
                     "  {family:<22} {profile:<10} iterations {}, virtual time {}, tokens {}, over {} scenarios",

@@ -53,11 +53,23 @@ pub struct Plan {
     pub unreadable: Vec<FileResult>,
     /// Every discovered scenario id, and whether this shard runs it.
     owner: HashMap<String, bool>,
+    /// Files refused because their ids collide with another's, and why.
+    conflicts: HashMap<PathBuf, String>,
+}
+
+impl Plan {
+    /// The refusal of a file whose id collides with another file's, if it does.
+    pub fn refused(&self, path: &Path) -> Option<FileResult> {
+        self.conflicts.get(path).map(|why| refused_file(path, why))
+    }
 }
 
 /// Discover the files `options` names and take this shard's share.
 pub fn plan(options: &Options) -> Plan {
     let (files, unreadable) = store::discover(&options.paths);
+    let conflicts: HashMap<PathBuf, String> = store::id_conflicts(&options.layout, &files)
+        .into_iter()
+        .collect();
     // Shards: each takes its share of the scenario ids; what belongs to no file goes to the first.
     let scenario_ids: Vec<String> = files.iter().map(|f| options.layout.id_of(f)).collect();
     let takes = options.selection.shard(&scenario_ids);
@@ -79,10 +91,8 @@ pub fn plan(options: &Options) -> Plan {
             outcome: Err(vec![Diagnostic {
                 line: 1,
                 col: 1,
-                message: format!("cannot read: {e}"),
-                hint: Some(
-                    "check the path; `harness run` takes scenario files and folders".to_owned(),
-                ),
+                message: store::describe(&e),
+                hint: Some(store::hint_for(&e, "harness run")),
             }]),
         })
         .collect();
@@ -90,6 +100,7 @@ pub fn plan(options: &Options) -> Plan {
         files,
         unreadable,
         owner,
+        conflicts,
     }
 }
 
@@ -119,21 +130,13 @@ pub fn run_with(
         files,
         unreadable,
         owner,
+        conflicts,
     } = plan(options);
     if let Some(p) = progress {
         p.start(files.len() as u64);
     }
     for r in &unreadable {
         reporter.unreadable(r)?;
-    }
-    if options.write_pending {
-        // Leftovers of a killed run (SIGKILL) in the folders pending goldens go to.
-        store::clean_stale_temps(
-            options
-                .pending_dir
-                .as_ref()
-                .unwrap_or(&options.layout.snapshots),
-        );
     }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(options.jobs.max(1))
@@ -147,7 +150,10 @@ pub fn run_with(
             chunk
                 .par_iter()
                 .map(|f| {
-                    let r = (!interrupt::requested()).then(|| run_file(options, f));
+                    let r = (!interrupt::requested()).then(|| match conflicts.get(f) {
+                        Some(why) => (Some(refused_file(f, why)), Vec::new()),
+                        None => run_file(options, f),
+                    });
                     if let Some(p) = progress {
                         p.file_done();
                     }
@@ -227,6 +233,22 @@ fn golden_id(options: &Options, golden: &Path) -> String {
         .unwrap_or(golden);
     let id = rel.to_string_lossy().replace('\\', "/");
     id.strip_suffix(".snap").unwrap_or(&id).to_owned()
+}
+
+/// A file refused before it is read (its id collides with another's), at its first line.
+fn refused_file(path: &Path, why: &str) -> FileResult {
+    FileResult {
+        path: path.to_owned(),
+        outcome: Err(vec![Diagnostic {
+            line: 1,
+            col: 1,
+            message: why.to_owned(),
+            hint: Some(
+                "rename one of the files (ids are paths below the scenarios root, without extension)"
+                    .to_owned(),
+            ),
+        }]),
+    }
 }
 
 /// The format of a scenario file, by its extension.
@@ -369,6 +391,24 @@ fn run_selected(options: &Options, path: &Path) -> Result<(FileResult, Vec<Strin
         cases,
         all_ids,
     } = load_scenario(options, path)?;
+    // A golden or pending golden that is a link or a special file is refused before anything
+    // runs: never read, never written through, its contents never shown.
+    for case in cases.iter().filter(|c| c.gated) {
+        if let Err(e) = check_golden_paths(options, &case.id) {
+            return Err(FileResult {
+                path: path.to_owned(),
+                outcome: Err(vec![Diagnostic {
+                    line: case_line(&text, format, case),
+                    col: 1,
+                    message: e.to_string(),
+                    hint: Some(
+                        "put back the regular file harness wrote (`git checkout` it), or delete it and run again"
+                            .to_owned(),
+                    ),
+                }]),
+            });
+        }
+    }
     // Replay every case before writing anything, so a file that turns out incomplete leaves
     // no pending golden or trace behind.
     let mut replays = Vec::with_capacity(cases.len());
@@ -522,7 +562,9 @@ pub fn judge(options: &Options, case: &Case, events: &[TimedEvent]) -> CaseResul
     };
     if let Some(dir) = &options.traces {
         let path = dir.join(format!("{}.jsonl", case.id));
-        if let Err(e) = store::write_atomic(&path, trace::render_jsonl(events).as_bytes()) {
+        if let Err(e) =
+            store::write_inside(dir, &path, "trace", trace::render_jsonl(events).as_bytes())
+        {
             io_errors.push(format!("cannot write {}: {e}", path.display()));
         }
     }
@@ -541,6 +583,26 @@ pub fn judge(options: &Options, case: &Case, events: &[TimedEvent]) -> CaseResul
     r
 }
 
+/// Where a case's pending golden goes, and the folder it must stay inside.
+fn pending_path<'a>(options: &'a Options, case_id: &str) -> (PathBuf, &'a Path) {
+    match &options.pending_dir {
+        Some(dir) => (dir.join(format!("{case_id}.{}", store::PENDING_EXT)), dir),
+        None => (options.layout.pending(case_id), &options.layout.snapshots),
+    }
+}
+
+/// Refuse a case whose golden or pending golden is a link or a special file (or lies below a
+/// linked folder).
+fn check_golden_paths(options: &Options, case_id: &str) -> io::Result<()> {
+    let layout = &options.layout;
+    store::guard::check_inside(&layout.snapshots, &layout.golden(case_id), "golden")?;
+    if options.write_pending {
+        let (pending, root) = pending_path(options, case_id);
+        store::guard::check_inside(root, &pending, "pending golden")?;
+    }
+    Ok(())
+}
+
 /// Compare the case's golden text with its golden file and write (or clear) its pending
 /// golden; whether a pending golden was written.
 fn compare_golden(
@@ -551,24 +613,21 @@ fn compare_golden(
 ) -> (Comparison, bool) {
     let layout = &options.layout;
     let golden_text = trace::render_golden(&case.id, events);
-    let golden = match store::read_optional(&layout.golden(&case.id)) {
+    let golden = match layout.read_golden(&case.id) {
         Ok(g) => snapshot::compare(g.as_deref(), &golden_text),
         Err(e) => {
-            io_errors.push(format!("cannot read golden: {e}"));
+            io_errors.push(format!("cannot read the golden: {e}"));
             snapshot::compare(None, &golden_text)
         }
     };
     let mut pending_written = false;
     if options.write_pending {
-        let pending = match &options.pending_dir {
-            Some(dir) => dir.join(format!("{}.{}", case.id, store::PENDING_EXT)),
-            None => layout.pending(&case.id),
-        };
+        let (pending, root) = pending_path(options, &case.id);
         let res = if golden == Comparison::Match {
             store::remove_optional(&pending)
         } else {
-            pending_written = true;
-            store::write_atomic(&pending, golden_text.as_bytes())
+            store::write_inside(root, &pending, "pending golden", golden_text.as_bytes())
+                .map(|()| pending_written = true)
         };
         if let Err(e) = res {
             io_errors.push(format!("cannot write {}: {e}", pending.display()));

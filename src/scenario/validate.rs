@@ -25,6 +25,32 @@ impl Checker {
         });
     }
 
+    /// A name that appears in goldens, reports and CI logs: not empty, and without control
+    /// characters (a line break would forge a golden line or a GitHub workflow command).
+    fn name(&mut self, what: &str, value: &str, path: Vec<Seg>) {
+        if value.trim().is_empty() {
+            self.report(
+                path,
+                format!("the {what} is empty"),
+                Some(format!(
+                    "write one: the {what} appears in traces, goldens and reports"
+                )),
+            );
+        } else if let Some(c) = crate::text::first_unsafe(value) {
+            self.report(
+                path,
+                format!(
+                    "the {what} contains a control character ({})",
+                    crate::text::escape_controls(&c.to_string())
+                ),
+                Some(
+                    "names appear in goldens, reports and CI logs one line each: remove line breaks, escapes and other control characters"
+                        .to_owned(),
+                ),
+            );
+        }
+    }
+
     fn profile(&mut self, name: &str, path: Vec<Seg>, at_key: bool) -> Option<Config> {
         let config = Config::profile(name);
         if config.is_none() {
@@ -199,6 +225,19 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
         return Err(c.problems);
     }
 
+    c.name("family", &s.family, vec![key("family")]);
+    for (i, tag) in s.tags.iter().enumerate() {
+        c.name("tag", tag, vec![key("tags"), Seg::Index(i)]);
+    }
+    c.name("model name", &s.model.name, vec![key("model"), key("name")]);
+    for (i, t) in s.model.unregistered_tools.iter().enumerate() {
+        c.name(
+            "tool name",
+            t,
+            vec![key("model"), key("unregistered_tools"), Seg::Index(i)],
+        );
+    }
+
     let mut cases = Vec::new();
     let mut profiles = vec![(
         s.profile.clone(),
@@ -262,6 +301,11 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
             );
         }
         names.push(&tool.name);
+        c.name(
+            "tool name",
+            &tool.name,
+            [at.clone(), vec![key("name")]].concat(),
+        );
         if !tool.schema.is_object() {
             c.report(
                 [at.clone(), vec![key("schema")]].concat(),
@@ -344,6 +388,9 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
         }
         for (j, call) in turn.tool_calls.iter().enumerate() {
             let cat = [at.clone(), vec![key("tool_calls"), Seg::Index(j)]].concat();
+            if let Some(id) = &call.id {
+                c.name("call id", id, [cat.clone(), vec![key("id")]].concat());
+            }
             if call.args.is_some() && call.raw_args.is_some() {
                 c.report(
                     cat.clone(),

@@ -29,6 +29,7 @@ mod determinism;
 mod fuzz_regressions;
 mod gate;
 mod golden_workflow;
+mod harden;
 mod invalid;
 mod mapping;
 mod project_file;

@@ -85,6 +85,19 @@ impl Project {
         copy_tree(&repo().join(from), &self.join(to));
     }
 
+    /// `harness ARGS` run in `dir` (a folder of a project), with `CI` removed.
+    pub fn run_in(dir: &Path, args: &[&str]) -> Run {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_harness"));
+        cmd.args(args)
+            .current_dir(dir)
+            .env_remove("CI")
+            .env_remove("GITHUB_ACTIONS")
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .env("NO_COLOR", "1");
+        let out = cmd.output().expect("spawn the harness binary");
+        Run::from_output(format!("{args:?} in {}", dir.display()), &out)
+    }
+
     /// `harness ARGS` in the project, with `CI` removed.
     pub fn harness(&self, args: &[&str]) -> Run {
         self.run_command(self.command(args))
@@ -128,19 +141,7 @@ impl Project {
 
     fn run_command(&self, mut cmd: Command) -> Run {
         let out = cmd.output().expect("spawn the harness binary");
-        let run = Run {
-            args: format!("{:?}", cmd.get_args().collect::<Vec<_>>()),
-            code: out.status.code(),
-            stdout: String::from_utf8(out.stdout).expect("stdout is UTF-8"),
-            stderr: String::from_utf8(out.stderr).expect("stderr is UTF-8"),
-        };
-        assert!(run.code.is_some(), "harness was killed by a signal\n{run}");
-        assert!(!run.stderr.contains("panicked"), "harness panicked\n{run}");
-        assert!(
-            !run.stdout.contains('\u{1b}') && !run.stderr.contains('\u{1b}'),
-            "NO_COLOR is set, yet the output has escape codes\n{run}"
-        );
-        run
+        Run::from_output(format!("{:?}", cmd.get_args().collect::<Vec<_>>()), &out)
     }
 
     /// Project-relative paths (with `/`) of the files under `rel` whose names end with
@@ -205,6 +206,22 @@ pub struct Run {
 }
 
 impl Run {
+    /// The run of `harness ARGS` that gave `out`, checked for a signal, a panic and color.
+    pub fn from_output(args: String, out: &std::process::Output) -> Self {
+        let run = Run {
+            args,
+            code: out.status.code(),
+            stdout: String::from_utf8(out.stdout.clone()).expect("stdout is UTF-8"),
+            stderr: String::from_utf8(out.stderr.clone()).expect("stderr is UTF-8"),
+        };
+        assert!(run.code.is_some(), "harness was killed by a signal\n{run}");
+        assert!(!run.stderr.contains("panicked"), "harness panicked\n{run}");
+        assert!(
+            !run.stdout.contains('\u{1b}') && !run.stderr.contains('\u{1b}'),
+            "NO_COLOR is set, yet the output has escape codes\n{run}"
+        );
+        run
+    }
     /// Assert the exit code; the panic message shows the whole output.
     #[track_caller]
     pub fn expect_code(&self, code: i32) -> &Self {
