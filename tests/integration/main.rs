@@ -10,8 +10,8 @@
 //! - `gate`: the CI gate: JUnit structure, merged shards = one run, metric baselines, GitHub
 //!   annotations and job summary, `--pending-dir` on CI, `--filter` and `list`.
 //! - `record`: record against stub providers on 127.0.0.1, replay offline, secrets, drift.
-//! - `sweep`: `harness sweep` / `harness import` over `fixtures/transcripts/` and, when present,
-//!   the public corpus in `../shared/transcripts`.
+//! - `sweep`: `harness sweep` / `harness import` over `fixtures/transcripts/` and
+//!   the public corpus in `corpus/`.
 //! - `serve`: `harness exec` and `harness serve` with a reference agent on 127.0.0.1.
 //! - `fuzz_regressions`: the fuzz seeds and every fuzz finding through their targets' code
 //!   (through the library, as the fuzzers call it).
