@@ -303,6 +303,7 @@ impl OutputArgs {
             require_cases: None,
             diff_limit: self.diff_limit.or(diff_limit),
             quiet: self.quiet,
+            command: gate::Command::Run,
         }
     }
 }
@@ -693,7 +694,17 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
         Command::Serve(args) => crate::serve::cli::serve(&args, &layout),
         Command::Exec { args, out } => {
             run::interrupt::install().context("cannot catch Ctrl-C")?;
-            crate::serve::cli::exec(&args, &layout, &out.outputs(&setup))
+            // `bless` never records exec's conversations, so the project's baseline would only
+            // list them as missing: exec compares metrics with a baseline named on its line.
+            let named = out.baseline.is_some();
+            let mut outputs = Outputs {
+                command: gate::Command::Exec,
+                ..out.outputs(&setup)
+            };
+            if !named {
+                outputs.baseline = None;
+            }
+            crate::serve::cli::exec(&args, &layout, &outputs)
         }
         Command::Lint(mut args) => {
             if args.paths.is_empty() {

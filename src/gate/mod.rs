@@ -42,6 +42,19 @@ pub struct Outputs {
     pub diff_limit: Option<usize>,
     /// Failing cases in one line each and no summary tables (`--quiet`).
     pub quiet: bool,
+    /// The command whose verdict this is: `run` (also for `merge`, which reports a run) or
+    /// `exec`, which has no ad-hoc profiles.
+    pub command: Command,
+}
+
+/// The command a report's verdict names.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Command {
+    /// `harness run` (and `merge`).
+    #[default]
+    Run,
+    /// `harness exec`.
+    Exec,
 }
 
 /// Read and parse a baseline file; a bad one is a located error.
@@ -118,7 +131,8 @@ pub fn report(
         .with_detail(
             outputs.diff_limit.unwrap_or(report::DEFAULT_DIFF_LIMIT),
             outputs.quiet,
-        );
+        )
+        .for_exec(outputs.command == Command::Exec);
     let mut csv = match &outputs.metrics {
         Some(path) => Some(
             MetricsCsv::create(path).with_context(|| format!("cannot write {}", path.display()))?,

@@ -46,6 +46,9 @@ pub struct Terminal<W: Write> {
     diff_limit: usize,
     /// No summary table or savings: failing cases one line each, then the verdict.
     quiet: bool,
+    /// The verdict is `harness exec`'s: a case there without a golden to compare is a
+    /// conversation that never happened (failed with its own reason), not an ad-hoc profile.
+    exec: bool,
 }
 
 /// Failing cases a run shows in full unless told otherwise (`--diff-limit`).
@@ -65,7 +68,15 @@ impl<W: Write> Terminal<W> {
             in_brief: 0,
             diff_limit: DEFAULT_DIFF_LIMIT,
             quiet: false,
+            exec: false,
         }
+    }
+
+    /// Name the verdict `harness exec` and leave out what only a run can have.
+    #[must_use]
+    pub fn for_exec(mut self, exec: bool) -> Self {
+        self.exec = exec;
+        self
     }
 
     /// Show at most `diff_limit` failing cases in full, the rest one line each; `quiet` shows
@@ -260,8 +271,9 @@ impl<W: Write> Reporter for Terminal<W> {
         } else {
             format!("{RED}FAILED{RED:#}")
         };
+        let command = if self.exec { "exec" } else { "run" };
         let verdict = format!(
-            "harness run: {verdict}. {} cases from {} files: {} passed, {failed} failed \
+            "harness {command}: {verdict}. {} cases from {} files: {} passed, {failed} failed \
              ({} golden mismatches, {} missing goldens, {} expectation failures), \
              {} invalid files, {} orphaned goldens",
             t.cases,
@@ -351,7 +363,7 @@ impl<W: Write> Reporter for Terminal<W> {
                 t.flaky
             )?;
         }
-        if t.ungated > 0 {
+        if t.ungated > 0 && !self.exec {
             writeln!(
                 self.out,
                 "{} ad-hoc run(s) under --profile are reported above but not gated (no golden, no expectations)",

@@ -410,7 +410,7 @@ fn exec_file(args: &ExecArgs, options: &Options, path: &Path) -> io::Result<File
     let mut failures = Vec::new();
     if matches!(ended, Ended::Killed) {
         failures.push(format!(
-            "the command did not finish within {} ms and was killed (raise --timeout-ms if it needs longer)",
+            "the command to finish within {} ms; it was killed (raise --timeout-ms if it needs longer)",
             args.timeout_ms
         ));
     }
@@ -455,7 +455,7 @@ fn exec_file(args: &ExecArgs, options: &Options, path: &Path) -> io::Result<File
         let mut r = run::judge(&quiet, &case_of(0), &[]);
         r.golden = Comparison::Ungated;
         failures.push(
-            "the command made no model request: it must take its base URL from OPENAI_BASE_URL or ANTHROPIC_BASE_URL, which harness exec sets".to_owned(),
+            "a model request; the command made none: it must take its base URL from OPENAI_BASE_URL or ANTHROPIC_BASE_URL, which harness exec sets".to_owned(),
         );
         r.expectation_failures.append(&mut failures);
         results.push(r);

@@ -919,7 +919,7 @@ fn exec_returns_at_its_timeout_although_the_agent_left_a_stalled_connection() {
         ],
     );
     run.expect_code(1)
-        .expect_stdout("did not finish within 1000 ms and was killed");
+        .expect_stdout("expected the command to finish within 1000 ms; it was killed");
 }
 
 #[cfg(unix)]

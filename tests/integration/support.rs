@@ -249,13 +249,13 @@ impl Run {
         self
     }
 
-    /// The last line starting with `harness run:` (the summary).
+    /// The last line starting with `harness run:` or `harness exec:` (the summary).
     #[track_caller]
     pub fn summary(&self) -> &str {
         self.stdout
             .lines()
             .rev()
-            .find(|l| l.starts_with("harness run:"))
+            .find(|l| l.starts_with("harness run:") || l.starts_with("harness exec:"))
             .unwrap_or_else(|| panic!("no summary line\n{self}"))
     }
 }
