@@ -4,13 +4,15 @@
 //! profiles; each run becomes a deterministic trace, compared with a reviewed golden and folded
 //! into metrics.
 //!
-//! Layers (dependencies point down only; no module imports one above it):
+//! Layers (dependencies point down only, test modules included; no module imports one above
+//! it, and the test `mapping::the_module_layers_have_no_cycle` checks the graph has no cycle):
 //!
 //! ```text
 //! cli → {serve → gate, sweep} → run → {record, report} → {engine, expect, results, store}
 //!     → {mock, tool, select, metrics, snapshot} → scenario → {policy, trace, provider} → llm
 //!     → {kinds, json, limits, text}
-//! sweep → {detector, import} → {policy, trace, scenario}
+//! sweep → import → detector → {policy, trace, scenario}   (import's tests read runs through
+//!   detector's view; neither's code uses the other)
 //! cli → project → {store, scenario, policy}
 //! ```
 //!

@@ -187,3 +187,75 @@ fn nothing_points_outside_the_repository() {
         }
     }
 }
+
+/// The top-level modules of `src/` that each one names (`crate::X`, `use crate::{X, …}`),
+/// code and test modules alike, comment lines left out.
+fn module_edges() -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+    let src = repo().join("src");
+    let mut edges: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+        Default::default();
+    for (path, text) in text_files(&["rs"]) {
+        let Ok(rel) = path.strip_prefix(&src) else {
+            continue;
+        };
+        let Some(top) = rel.components().next().and_then(|c| c.as_os_str().to_str()) else {
+            continue;
+        };
+        let top = top.trim_end_matches(".rs").to_owned();
+        if matches!(top.as_str(), "lib" | "main") {
+            continue;
+        }
+        let targets = edges.entry(top.clone()).or_default();
+        for line in text.lines().filter(|l| !l.trim_start().starts_with("//")) {
+            let mut rest = line;
+            while let Some(at) = rest.find("crate::") {
+                rest = &rest[at + "crate::".len()..];
+                let names: Vec<&str> = match rest.strip_prefix('{') {
+                    // `crate::{a::B, c}`: the first segment of each item.
+                    Some(group) => group
+                        .split('}')
+                        .next()
+                        .unwrap_or("")
+                        .split(',')
+                        .map(|item| item.trim().split("::").next().unwrap_or(""))
+                        .collect(),
+                    None => vec![
+                        rest.split(|c: char| !c.is_alphanumeric() && c != '_')
+                            .next()
+                            .unwrap_or(""),
+                    ],
+                };
+                for name in names.into_iter().filter(|n| !n.is_empty() && *n != top) {
+                    targets.insert(name.to_owned());
+                }
+            }
+        }
+    }
+    edges
+}
+
+/// `src/lib.rs` promises layers whose dependencies point down only, test modules included: the
+/// module graph has no cycle (a module on one would reach itself).
+#[test]
+fn the_module_layers_have_no_cycle() {
+    let edges = module_edges();
+    assert!(edges.len() > 20, "too few modules found: {edges:?}");
+    for start in edges.keys() {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut stack: Vec<(String, Vec<String>)> = vec![(start.clone(), vec![start.clone()])];
+        while let Some((at, path)) = stack.pop() {
+            for next in edges.get(&at).into_iter().flatten() {
+                assert!(
+                    next != start,
+                    "import cycle: {} -> {next} (see the layers in src/lib.rs)",
+                    path.join(" -> ")
+                );
+                if seen.insert(next.clone()) {
+                    let mut p = path.clone();
+                    p.push(next.clone());
+                    stack.push((next.clone(), p));
+                }
+            }
+        }
+    }
+}
