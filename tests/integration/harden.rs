@@ -3,7 +3,7 @@
 //! scenarios and outputs, ids that collide, names that forge lines, secrets split across stream
 //! events, inputs that would need gigabytes, clients that stall. Each test failed before its fix.
 
-use crate::support::{EXAMPLE, EXAMPLE_ID, Project, Run, repo};
+use crate::support::{EXAMPLE, EXAMPLE_ID, Project, Run, harness_command, repo, wait_at_most};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -32,31 +32,22 @@ fn mkfifo(path: &Path) {
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
 }
 
+/// Wait for `child`, failing the test if it has not ended after a minute (a hang guard).
+fn ended_within_a_minute(child: &mut std::process::Child) -> std::process::ExitStatus {
+    wait_at_most(child, Duration::from_secs(60))
+}
+
 /// `harness ARGS` in `p`, killed (and the test failed) if it has not ended after a minute — a
 /// guard against a hang, not a measurement.
 fn harness_bounded(p: &Project, args: &[&str]) -> Run {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_harness"))
-        .args(args)
-        .current_dir(p.path())
-        .env_remove("CI")
-        .env_remove("GITHUB_ACTIONS")
-        .env("NO_COLOR", "1")
+    let mut child = harness_command(p.path(), args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn harness");
-    let start = std::time::Instant::now();
-    loop {
-        if child.try_wait().expect("wait").is_some() {
-            break;
-        }
-        if start.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            panic!("harness {args:?} hung");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    // Output is small: the pipes do not fill while it runs.
+    ended_within_a_minute(&mut child);
     let out = child.wait_with_output().expect("output");
     Run::from_output(format!("{args:?}"), &out)
 }
@@ -435,19 +426,7 @@ fn a_key_split_across_tool_call_indices_never_reaches_cassette_terminal_trace_or
     let base = format!("{}/v1", stub.base);
     let rec = p.harness_env(
         &[("OPENAI_API_KEY", KEY)],
-        &[
-            "record",
-            "scenarios/split.toml",
-            "--provider",
-            "openai",
-            "--model",
-            "stub-model",
-            "--base-url",
-            &base,
-            "--stream",
-            "--traces",
-            "t1",
-        ],
+        &record_of("scenarios/split.toml", &base, &["--traces", "t1"]),
     );
     rec.expect_code(0);
     let cassette = "scenarios/fixtures/cassettes/split.cassette.json";
@@ -620,10 +599,11 @@ fn reflex_replies() -> Vec<crate::record::Reply> {
     crate::record::reflex_openai_stream()
 }
 
-fn record_args<'a>(base: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+/// `harness record SCENARIO` with the OpenAI provider at `base`, streamed, and `extra`.
+fn record_of<'a>(scenario: &'a str, base: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut v = vec![
         "record",
-        RECORDED,
+        scenario,
         "--provider",
         "openai",
         "--model",
@@ -634,6 +614,10 @@ fn record_args<'a>(base: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     ];
     v.extend_from_slice(extra);
     v
+}
+
+fn record_args<'a>(base: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    record_of(RECORDED, base, extra)
 }
 
 #[test]
@@ -773,12 +757,9 @@ fn serve_project() -> Project {
 /// `harness serve ARGS` in `p`, and the address it listens on.
 fn start_serve(p: &Project, args: &[&str]) -> (std::process::Child, String) {
     use std::io::BufRead as _;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_harness"))
-        .arg("serve")
-        .arg(SERVED)
-        .args(args)
-        .current_dir(p.path())
-        .env("NO_COLOR", "1")
+    let mut all = vec!["serve", SERVED];
+    all.extend_from_slice(args);
+    let mut child = harness_command(p.path(), &all)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -794,21 +775,6 @@ fn start_serve(p: &Project, args: &[&str]) -> (std::process::Child, String) {
         .unwrap_or_else(|| panic!("first line: {first:?}"))
         .to_owned();
     (child, addr)
-}
-
-/// Wait for `child` to end, failing the test if it has not after a minute (a hang guard).
-fn ended_within_a_minute(child: &mut std::process::Child, what: &str) -> std::process::ExitStatus {
-    let start = std::time::Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            return status;
-        }
-        if start.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            panic!("{what} did not end");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// A connection that sent half a request (headers, part of the body) and stalls.
@@ -828,7 +794,7 @@ fn serve_stops_on_sigterm_while_a_client_stalls_mid_request() {
     let _stalled = half_request(&addr);
     std::thread::sleep(Duration::from_millis(200));
     unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
-    let status = ended_within_a_minute(&mut server, "harness serve after SIGTERM");
+    let status = ended_within_a_minute(&mut server);
     assert_eq!(status.code(), Some(0));
 }
 
@@ -862,15 +828,13 @@ fn serve_closes_a_connection_that_stalls_past_the_read_timeout() {
 fn serve_checks_its_traces_folder_before_it_serves() {
     let p = serve_project();
     p.write("taken", "a file, not a folder");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_harness"))
-        .args(["serve", SERVED, "--traces", "taken/traces"])
-        .current_dir(p.path())
+    let mut child = harness_command(p.path(), &["serve", SERVED, "--traces", "taken/traces"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let status = ended_within_a_minute(&mut child, "harness serve with an unwritable --traces");
+    let status = ended_within_a_minute(&mut child);
     assert_eq!(status.code(), Some(2));
     let mut err = String::new();
     use std::io::Read as _;
@@ -927,9 +891,7 @@ fn exec_returns_at_its_timeout_although_the_agent_left_a_stalled_connection() {
 fn sigint_to_exec_ends_the_agent_too() {
     let p = serve_project();
     p.write("agent.py", STALLING_AGENT);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_harness"))
-        .args(["exec", SERVED, "--", "python3", "agent.py"])
-        .current_dir(p.path())
+    let mut child = harness_command(p.path(), &["exec", SERVED, "--", "python3", "agent.py"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -941,7 +903,7 @@ fn sigint_to_exec_ends_the_agent_too() {
     }
     let agent: i32 = p.read("agent.pid").trim().parse().unwrap();
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let status = ended_within_a_minute(&mut child, "harness exec after SIGINT");
+    let status = ended_within_a_minute(&mut child);
     assert_eq!(status.code(), Some(130));
     // The agent is gone (a zombie reaped by init counts as gone once reaped).
     let start = std::time::Instant::now();

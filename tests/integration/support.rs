@@ -87,14 +87,9 @@ impl Project {
 
     /// `harness ARGS` run in `dir` (a folder of a project), with `CI` removed.
     pub fn run_in(dir: &Path, args: &[&str]) -> Run {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_harness"));
-        cmd.args(args)
-            .current_dir(dir)
-            .env_remove("CI")
-            .env_remove("GITHUB_ACTIONS")
-            .env_remove("GITHUB_STEP_SUMMARY")
-            .env("NO_COLOR", "1");
-        let out = cmd.output().expect("spawn the harness binary");
+        let out = harness_command(dir, args)
+            .output()
+            .expect("spawn the harness binary");
         Run::from_output(format!("{args:?} in {}", dir.display()), &out)
     }
 
@@ -128,15 +123,7 @@ impl Project {
     }
 
     fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_harness"));
-        cmd.args(args)
-            .current_dir(self.path())
-            .env_remove("CI")
-            .env_remove("GITHUB_ACTIONS")
-            .env_remove("GITHUB_STEP_SUMMARY")
-            .env_remove("CLICOLOR_FORCE")
-            .env("NO_COLOR", "1");
-        cmd
+        harness_command(self.path(), args)
     }
 
     fn run_command(&self, mut cmd: Command) -> Run {
@@ -158,6 +145,39 @@ impl Project {
         let mut out = BTreeMap::new();
         collect(self.path(), &self.join(rel), &mut out);
         out
+    }
+}
+
+/// The `harness` command in `dir` as every test runs it: `CI`, the GitHub variables and
+/// forced color removed, `NO_COLOR` set.
+pub fn harness_command(dir: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_harness"));
+    cmd.args(args)
+        .current_dir(dir)
+        .env_remove("CI")
+        .env_remove("GITHUB_ACTIONS")
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .env_remove("CLICOLOR_FORCE")
+        .env("NO_COLOR", "1");
+    cmd
+}
+
+/// Wait for `child` to end, failing the test (and killing it) past `limit`: a guard against a
+/// hang, not a measurement.
+pub fn wait_at_most(
+    child: &mut std::process::Child,
+    limit: std::time::Duration,
+) -> std::process::ExitStatus {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("wait for a child") {
+            return status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            panic!("the child did not end within {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }
 
