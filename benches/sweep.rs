@@ -2,8 +2,7 @@
 //! full grid (every detector's default sweep), in process through the library, and peak memory
 //! as the corpus grows.
 //!
-//! The corpus is the public one beside the repository (`../shared/transcripts`, 730 runs) when
-//! present, else the hand-written fixtures (`fixtures/transcripts/`, 10 runs). Each measurement
+//! The corpus is the public one the repository carries (`corpus/`, 730 runs). Each measurement
 //! is one warm-up and `SWEEP_BENCH_REPS` (default 5) timed sweeps at the machine's cores; rates
 //! use the median. Memory: the corpus is copied 1× and 4× into a temporary folder and swept
 //! with the full grid; the process's peak RSS (`VmHWM`) after each shows whether memory grows
@@ -30,15 +29,7 @@ fn main() {
 
 fn corpus() -> (PathBuf, &'static str) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let public = root.join("../shared/transcripts");
-    if public.is_dir() {
-        (public, "the public corpus (../shared/transcripts)")
-    } else {
-        (
-            root.join("fixtures/transcripts"),
-            "the fixtures (fixtures/transcripts; the public corpus is absent)",
-        )
-    }
+    (root.join("corpus"), "the public corpus (corpus/)")
 }
 
 /// One sweep over `paths` with the settings of `spec`: (runs, settings, wall time).

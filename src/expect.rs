@@ -1,11 +1,12 @@
 //! Judging a run against its scenario's expectations: outcome, bounds on iterations, model calls
-//! and tool calls, final text, and events that must or must not appear (with field values and
-//! counts). Each failed expectation is one human-readable line.
+//! and tool calls, final text, events that must or must not appear (with field values,
+//! iterations and counts), and ordered sequences of events. Each failed expectation is one
+//! human-readable line.
 
 use crate::metrics::Row;
 use crate::scenario::{Bound, Expect};
 use crate::trace::{Event, TimedEvent};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// The expectations that do not hold, one line each (empty when all hold).
 pub fn check(expect: &Expect, events: &[TimedEvent], row: &Row) -> Vec<String> {
@@ -48,25 +49,43 @@ pub fn check(expect: &Expect, events: &[TimedEvent], row: &Row) -> Vec<String> {
             ));
         }
     }
-    let count = |kind: &str, fields: Option<&serde_json::Map<String, Value>>| -> u64 {
-        events
-            .iter()
-            .filter(|e| e.event.kind() == kind)
-            .filter(|e| {
-                fields.is_none_or(|f| {
-                    let v = serde_json::to_value(&e.event).unwrap_or(Value::Null);
-                    f.iter().all(|(k, want)| v.get(k) == Some(want))
-                })
-            })
+    // Each event's iteration, counted over the whole run (0 before the first), and its JSON
+    // form for field comparisons, made once and only when a field is compared.
+    let iterations: Vec<u32> = events
+        .iter()
+        .scan(0u32, |n, e| {
+            if matches!(e.event, Event::Iteration { .. }) {
+                *n += 1;
+            }
+            Some(*n)
+        })
+        .collect();
+    let mut json: Vec<Option<Value>> = vec![None; events.len()];
+    let mut matches = |i: usize, kind: &str, fields: &Map<String, Value>, at: Option<Bound>| {
+        let e = &events[i];
+        if e.event.kind() != kind || !at.is_none_or(|b| b.holds(u64::from(iterations[i]))) {
+            return false;
+        }
+        if fields.is_empty() {
+            return true;
+        }
+        let v =
+            json[i].get_or_insert_with(|| serde_json::to_value(&e.event).unwrap_or(Value::Null));
+        fields.iter().all(|(k, want)| v.get(k) == Some(want))
+    };
+    let none = Map::new();
+    let mut count = |kind: &str, fields: &Map<String, Value>, at: Option<Bound>| -> u64 {
+        (0..events.len())
+            .filter(|&i| matches(i, kind, fields, at))
             .count() as u64
     };
     for kind in &expect.must {
-        if count(kind, None) == 0 {
+        if count(kind, &none, None) == 0 {
             failed.push(format!("must: no `{kind}` event"));
         }
     }
     for kind in &expect.must_not {
-        let n = count(kind, None);
+        let n = count(kind, &none, None);
         if n > 0 {
             failed.push(format!("must_not: {n} `{kind}` event(s)"));
         }
@@ -76,19 +95,189 @@ pub fn check(expect: &Expect, events: &[TimedEvent], row: &Row) -> Vec<String> {
             min: Some(1),
             max: None,
         });
-        let n = count(&ev.kind, Some(&ev.where_));
+        let n = count(&ev.kind, &ev.where_, ev.iteration);
         if !bound.holds(n) {
-            let filter = if ev.where_.is_empty() {
-                String::new()
-            } else {
-                format!(" where {}", Value::Object(ev.where_.clone()))
-            };
             failed.push(format!(
-                "events: `{}`{filter}: expected {}, got {n}",
-                ev.kind,
+                "events: {}: expected {}, got {n}",
+                ev.describe(),
                 bound.describe()
             ));
         }
     }
+    // A sequence matches greedily: each step takes the first event after the previous step's;
+    // if that fails, no later choice could succeed.
+    let mut from = 0;
+    for (step, p) in expect.sequence.iter().enumerate() {
+        match (from..events.len()).find(|&i| matches(i, &p.kind, &p.where_, p.iteration)) {
+            Some(i) => from = i + 1,
+            None => {
+                let after = if step == 0 {
+                    String::new()
+                } else {
+                    let prev = from - 1;
+                    format!(
+                        " after step {} (event {} at {:.3}s, iteration {})",
+                        step,
+                        prev + 1,
+                        events[prev].t_ms as f64 / 1000.0,
+                        iterations[prev]
+                    )
+                };
+                failed.push(format!(
+                    "sequence: step {} of {}, {}, did not occur{after}",
+                    step + 1,
+                    expect.sequence.len(),
+                    p.describe()
+                ));
+                break;
+            }
+        }
+    }
     failed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{EventExpect, EventPattern};
+
+    /// Iteration 1: a failing call; iteration 2: a nudge; iteration 3: tools stripped.
+    fn run() -> Vec<TimedEvent> {
+        let intervention = |stage: u8, action: &str| Event::Intervention {
+            policy: "moltis-reflex".to_owned(),
+            stage,
+            action: action.to_owned(),
+            tool: Some("exec".to_owned()),
+        };
+        [
+            Event::RunStart {
+                profile: "moltis".to_owned(),
+                model: "m".to_owned(),
+                max_iterations: 25,
+                tools: vec!["exec".to_owned()],
+            },
+            Event::Iteration { n: 1 },
+            Event::Notice {
+                source: "cost-guard".to_owned(),
+                text: "spent".to_owned(),
+            },
+            Event::Iteration { n: 2 },
+            intervention(1, "nudge"),
+            Event::Iteration { n: 3 },
+            intervention(2, "strip_tools"),
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(i, event)| TimedEvent {
+            t_ms: i as u64 * 1000,
+            event,
+        })
+        .collect()
+    }
+
+    fn check_with(expect: &Expect) -> Vec<String> {
+        let events = run();
+        let row = crate::metrics::row("c", "f", "moltis", Default::default(), &events);
+        check(expect, &events, &row)
+    }
+
+    fn exact(n: u64) -> Option<Bound> {
+        Some(Bound {
+            min: Some(n),
+            max: Some(n),
+        })
+    }
+
+    fn pattern(kind: &str, fields: serde_json::Value, iteration: Option<Bound>) -> EventPattern {
+        EventPattern {
+            kind: kind.to_owned(),
+            where_: fields.as_object().cloned().unwrap_or_default(),
+            iteration,
+        }
+    }
+
+    fn events(p: EventPattern, count: Option<Bound>) -> Expect {
+        Expect {
+            events: vec![EventExpect {
+                kind: p.kind,
+                where_: p.where_,
+                iteration: p.iteration,
+                count,
+            }],
+            ..Expect::default()
+        }
+    }
+
+    #[test]
+    fn events_count_only_in_the_iterations_asked_for() {
+        let nudge = serde_json::json!({ "action": "nudge" });
+        assert!(
+            check_with(&events(
+                pattern("intervention", nudge.clone(), exact(2)),
+                None
+            ))
+            .is_empty()
+        );
+        let failed = check_with(&events(
+            pattern("intervention", nudge.clone(), exact(3)),
+            None,
+        ));
+        assert_eq!(
+            failed,
+            [
+                r#"events: `intervention` where {"action":"nudge"} in iteration 3: expected >= 1, got 0"#
+            ]
+        );
+        let later = Some(Bound {
+            min: Some(2),
+            max: None,
+        });
+        assert!(
+            check_with(&events(
+                pattern("intervention", serde_json::json!({}), later),
+                exact(2)
+            ))
+            .is_empty()
+        );
+        // Events before the first iteration are in iteration 0.
+        assert!(
+            check_with(&events(
+                pattern("run_start", serde_json::json!({}), exact(0)),
+                exact(1)
+            ))
+            .is_empty()
+        );
+    }
+
+    #[test]
+    fn sequences_hold_in_order_with_other_events_between() {
+        let seq = |steps: Vec<EventPattern>| Expect {
+            sequence: steps,
+            ..Expect::default()
+        };
+        let nudge = pattern("intervention", serde_json::json!({ "stage": 1 }), None);
+        let strip = pattern("intervention", serde_json::json!({ "stage": 2 }), exact(3));
+        assert!(check_with(&seq(vec![nudge.clone(), strip.clone()])).is_empty());
+        // Out of order.
+        let failed = check_with(&seq(vec![strip.clone(), nudge.clone()]));
+        assert_eq!(
+            failed,
+            [
+                r#"sequence: step 2 of 2, `intervention` where {"stage":1}, did not occur after step 1 (event 7 at 6.000s, iteration 3)"#
+            ]
+        );
+        // A step that never occurs.
+        let failed = check_with(&seq(vec![pattern(
+            "compaction",
+            serde_json::json!({}),
+            None,
+        )]));
+        assert_eq!(
+            failed,
+            ["sequence: step 1 of 1, `compaction`, did not occur"]
+        );
+        // One event cannot serve two steps.
+        let failed = check_with(&seq(vec![nudge.clone(), nudge]));
+        assert_eq!(failed.len(), 1, "{failed:?}");
+    }
 }

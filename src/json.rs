@@ -97,6 +97,17 @@ pub fn contains(value: &Value, subset: &Value) -> bool {
     }
 }
 
+/// The text in a JSON value, for size limits: its strings and keys, and a byte for every
+/// other scalar (a walk, no rendering).
+pub fn text_bytes(v: &Value) -> usize {
+    match v {
+        Value::String(s) => s.len(),
+        Value::Array(a) => a.iter().map(text_bytes).sum(),
+        Value::Object(o) => o.iter().map(|(k, v)| k.len() + text_bytes(v)).sum(),
+        Value::Null | Value::Bool(_) | Value::Number(_) => 1,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -60,3 +60,47 @@ impl OutcomeKind {
         }
     }
 }
+
+/// Every defence that leaves `intervention`, `message_injected` or `notice` events, by the id
+/// those events carry (`policy` / `source`): the engine's policies, the plan/step loop
+/// (`plan-step`), and `agent`, a black-box agent's own interventions as `harness exec` infers
+/// them. Expectations naming another id could never match, so the scenario validator refuses
+/// them; the engine checks (in debug builds) that it emits no id missing here.
+pub const INTERVENTION_SOURCES: &[&str] = &[
+    "moltis-reflex",
+    "moltis-auto-continue",
+    "ironclaw-intent",
+    "ironclaw-truncation",
+    "ironclaw-duplicate",
+    "ironclaw-budget",
+    "ironclaw-recovery",
+    "cost-guard",
+    "agentloop-continuation",
+    "agentloop-loop-detector",
+    "agentloop-citations",
+    "plan-step",
+    "agent",
+];
+
+/// Every `action` an `intervention` event can carry: stage 1 advice (`nudge`, `warn`,
+/// `limit_nudge`, `discard`, `continue`, `unverified_citations`, `lenient_envelope`), stage 2
+/// restriction (`strip_tools`, `force_text`, `skip_batch`, `infer_done`, `force_done`,
+/// `stutter_guard`) and stage 3 ends (`stop`, `fail`). Kept with [`INTERVENTION_SOURCES`] for
+/// the same reason.
+pub const INTERVENTION_ACTIONS: &[&str] = &[
+    "nudge",
+    "warn",
+    "limit_nudge",
+    "discard",
+    "continue",
+    "unverified_citations",
+    "lenient_envelope",
+    "strip_tools",
+    "force_text",
+    "skip_batch",
+    "infer_done",
+    "force_done",
+    "stutter_guard",
+    "stop",
+    "fail",
+];

@@ -4,13 +4,16 @@
 //! profiles; each run becomes a deterministic trace, compared with a reviewed golden and folded
 //! into metrics.
 //!
-//! Layers (dependencies point down only; no module imports one above it):
+//! Layers (dependencies point down only, test modules included; no module imports one above
+//! it, and the test `mapping::the_module_layers_have_no_cycle` checks the graph has no cycle):
 //!
 //! ```text
 //! cli → {serve → gate, sweep} → run → {record, report} → {engine, expect, results, store}
 //!     → {mock, tool, select, metrics, snapshot} → scenario → {policy, trace, provider} → llm
-//!     → {kinds, json, limits}
-//! sweep → {detector, import} → {policy, trace, scenario}
+//!     → {kinds, json, limits, text}
+//! sweep → import → detector → {policy, trace, scenario}   (import's tests read runs through
+//!   detector's view; neither's code uses the other)
+//! cli → project → {store, scenario, policy}
 //! ```
 //!
 //! `kinds` is the vocabulary the scenario format, the policies and the trace share (how a run
@@ -18,6 +21,10 @@
 //! the [`results::Reporter`] that consumes them, `--repeat` folding, exit codes), below both
 //! the runner and every output; `select` is the case selection and sharding both `run` and
 //! `gate` use; `mock` is the scripted model, a scenario's script as an [`llm::Model`].
+//!
+//! `project` reads the project file, `harness.toml`, found by walking up from the current
+//! folder: the scenarios root, goldens folder, baseline and run defaults every command resolves
+//! its paths from.
 //!
 //! The engine and everything below it are pure: no files, clocks, threads or network. Only
 //! `store` (files), `run` and `sweep` (files, threads), `record` (network, files), `report`
@@ -29,16 +36,20 @@
 //! and the outputs made from collected results — JSON results, JUnit, GitHub annotations and
 //! job summary (`report::{json, junit, github}`) — which `harness merge` rebuilds from shards.
 //!
-//! `limits` holds every size and count harness accepts (file sizes, nesting, trace length,
-//! virtual time, iteration caps, tool output, request bodies, cassette exchanges, stream
-//! events), pure and shared by all formats; the scenario validator, the engine (trace length,
-//! virtual time), `store` (file sizes), the baseline, results and cassette readers, the
-//! recorder and `serve` (request bodies) enforce them. `run::interrupt` turns Ctrl-C into a
-//! stop between scenario files (exit code [`results::EXIT_INTERRUPTED`], 130); every file is
-//! written atomically by `store` (write, then rename). `fuzz/` (outside the build) fuzzes the
-//! readers: scenarios, baselines, results, cassettes (with a strict replay), transcripts, SSE
-//! streams and served requests; each target's body is a function of `fuzzing`, which the normal
-//! test suite runs on every seed and finding.
+//! `limits` holds every size and count harness accepts (file sizes, nesting, trace length and
+//! text, conversation size, virtual time, iteration caps, tool output, prices, request bodies
+//! and session bytes, read timeouts, recorded answers, cassette exchanges, stream events), pure
+//! and shared by all formats; the scenario validator, the engine (trace length and text,
+//! conversation, virtual time, counted as they grow), `store` (file sizes), the baseline,
+//! results and cassette readers, the recorder and `serve` enforce them. `run::interrupt` turns
+//! Ctrl-C into a stop between scenario files (exit code [`results::EXIT_INTERRUPTED`], 130);
+//! every file is written atomically by `store` (write, then rename), and `store::guard` decides
+//! what happens to links, FIFOs and devices where harness reads and writes. `text` spells out
+//! control characters wherever input text reaches a line-based output. `fuzz/` (outside the
+//! build) fuzzes the readers: scenarios, baselines, results, cassettes (with a strict replay),
+//! transcripts, SSE streams, served requests, and the scrubbing of streams assembled by index;
+//! each target's body is a function of `fuzzing`, which the normal test suite runs on every
+//! seed and finding.
 //!
 //! The engine has two loops: the agent loop (`engine`), whose defences are policies
 //! (`policy`, one file each) bundled into the profiles `none`, `ironclaw`, `moltis` and
@@ -77,6 +88,7 @@ pub mod llm;
 pub mod metrics;
 pub mod mock;
 pub mod policy;
+pub mod project;
 pub mod provider;
 pub mod record;
 pub mod report;
@@ -88,5 +100,6 @@ pub mod serve;
 pub mod snapshot;
 pub mod store;
 pub mod sweep;
+pub mod text;
 pub mod tool;
 pub mod trace;

@@ -13,6 +13,14 @@ use serde_json::Value;
 /// The mock.
 pub struct MockModel<'s> {
     script: &'s ModelScript,
+    state: MockState,
+}
+
+/// Where a mock is in its script: how often each rule fired, the turn and its repeats used,
+/// the calls made. A server keeps it between the requests of one conversation, so each answer
+/// costs one step, not a replay of the conversation so far.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MockState {
     fired: Vec<u32>,
     turn: usize,
     used_of_turn: u32,
@@ -22,13 +30,18 @@ pub struct MockModel<'s> {
 impl<'s> MockModel<'s> {
     /// A mock answering from `script`.
     pub fn new(script: &'s ModelScript) -> Self {
-        Self {
-            script,
-            fired: vec![0; script.rules.len()],
-            turn: 0,
-            used_of_turn: 0,
-            next_call_id: 0,
-        }
+        Self::resume(script, MockState::default())
+    }
+
+    /// A mock answering from `script` where `state` left it (a fresh state starts the script).
+    pub fn resume(script: &'s ModelScript, mut state: MockState) -> Self {
+        state.fired.resize(script.rules.len(), 0);
+        Self { script, state }
+    }
+
+    /// Where the mock is, to [`MockModel::resume`] it later.
+    pub fn into_state(self) -> MockState {
+        self.state
     }
 
     fn rule_matches(&self, when: &Conditions, fired: u32, req: &ModelRequest<'_>) -> bool {
@@ -59,11 +72,11 @@ impl<'s> MockModel<'s> {
     fn next_turn(&mut self, req: &ModelRequest<'_>) -> Option<&'s TurnDef> {
         let script = self.script;
         loop {
-            let turn = script.turns.get(self.turn)?;
-            self.used_of_turn += 1;
-            if self.used_of_turn >= turn.repeat {
-                self.turn += 1;
-                self.used_of_turn = 0;
+            let turn = script.turns.get(self.state.turn)?;
+            self.state.used_of_turn += 1;
+            if self.state.used_of_turn >= turn.repeat {
+                self.state.turn += 1;
+                self.state.used_of_turn = 0;
             }
             let skip = script.without_tools == WithoutTools::Skip
                 && req.tools.is_empty()
@@ -126,8 +139,8 @@ impl<'s> MockModel<'s> {
         let id = def
             .id
             .clone()
-            .unwrap_or_else(|| format!("call_{}", self.next_call_id));
-        self.next_call_id += 1;
+            .unwrap_or_else(|| format!("call_{}", self.state.next_call_id));
+        self.state.next_call_id += 1;
         let arguments = match (&def.raw_args, &def.args) {
             (Some(raw), _) => Arguments::Raw(raw.clone()),
             (None, Some(v)) => Arguments::Parsed(v.clone()),
@@ -228,12 +241,12 @@ impl Model for MockModel<'_> {
     fn respond(&mut self, req: &ModelRequest<'_>) -> Result<ModelResponse, ModelError> {
         let script = self.script;
         for (i, rule) in script.rules.iter().enumerate() {
-            let fired = self.fired[i];
+            let fired = self.state.fired[i];
             if rule.times.is_some_and(|t| fired >= t) {
                 continue;
             }
             if self.rule_matches(&rule.when, fired, req) {
-                self.fired[i] += 1;
+                self.state.fired[i] += 1;
                 return self.answer(&rule.reply, req);
             }
         }

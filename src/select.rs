@@ -7,9 +7,14 @@ use globset::{Glob, GlobMatcher};
 use std::collections::HashMap;
 use std::hash::Hasher as _;
 
+/// The kinds a `--filter` may name (`KIND:GLOB`); a filter without one is an id glob.
+pub const FILTER_KINDS: &[&str] = &["id", "family", "tag", "profile"];
+
 /// What to run: filters and a shard. The default runs everything.
 #[derive(Debug, Clone, Default)]
 pub struct Selection {
+    /// The filters as given, for messages.
+    filters: Vec<String>,
     ids: Vec<GlobMatcher>,
     families: Vec<GlobMatcher>,
     tags: Vec<GlobMatcher>,
@@ -75,6 +80,7 @@ impl Selection {
     pub fn new(filters: &[String], partition: Option<&str>) -> Result<Self, String> {
         let mut s = Self {
             partition: partition.map(Partition::parse).transpose()?,
+            filters: filters.to_vec(),
             ..Self::default()
         };
         for f in filters {
@@ -83,7 +89,17 @@ impl Selection {
                 Some(("tag", p)) => (&mut s.tags, p),
                 Some(("profile", p)) => (&mut s.profiles, p),
                 Some(("id", p)) => (&mut s.ids, p),
-                _ => (&mut s.ids, f.as_str()),
+                // Ids are paths without colons, so `famly:reflex` is a misspelt kind, never
+                // an id glob that would silently match nothing.
+                Some((kind, _)) => {
+                    let hint = crate::scenario::suggest(kind, FILTER_KINDS, || {
+                        format!("filter kinds: {}", FILTER_KINDS.join(", "))
+                    });
+                    return Err(format!(
+                        "unknown filter kind `{kind}` in `{f}`\n  hint: {hint} (an id glob has no `:`, e.g. `reflex/*`)"
+                    ));
+                }
+                None => (&mut s.ids, f.as_str()),
             };
             let glob = Glob::new(pattern).map_err(|e| {
                 format!(
@@ -94,6 +110,21 @@ impl Selection {
             list.push(glob.compile_matcher());
         }
         Ok(s)
+    }
+
+    /// What narrows the selection, for a message: `--filter tag:x --partition count:1/3`, or
+    /// empty when everything is selected.
+    pub fn describe(&self) -> String {
+        let mut parts: Vec<String> = self
+            .filters
+            .iter()
+            .map(|f| format!("--filter {f}"))
+            .collect();
+        if let Some(p) = self.partition {
+            let kind = if p.by_hash { "hash" } else { "count" };
+            parts.push(format!("--partition {kind}:{}/{}", p.m, p.n));
+        }
+        parts.join(" ")
     }
 
     /// The partition, if any.
@@ -214,5 +245,19 @@ mod tests {
         }
         let e = Selection::new(&["family:[".to_owned()], None).unwrap_err();
         assert!(e.contains("invalid filter `family:[`"), "{e}");
+        // A misspelt kind is an error, not an id glob that matches nothing.
+        let e = Selection::new(&["famly:reflex".to_owned()], None).unwrap_err();
+        assert!(e.contains("unknown filter kind `famly`"), "{e}");
+        assert!(e.contains("did you mean `family`?"), "{e}");
+        let e = Selection::new(&["colour:red".to_owned()], None).unwrap_err();
+        assert!(e.contains("filter kinds: id, family, tag, profile"), "{e}");
+        let s = Selection::new(
+            &["tag:x".to_owned(), "reflex/*".to_owned()],
+            Some("hash:2/3"),
+        );
+        assert_eq!(
+            s.unwrap().describe(),
+            "--filter tag:x --filter reflex/* --partition hash:2/3"
+        );
     }
 }

@@ -44,8 +44,8 @@ pub(super) struct SweepArgs {
     /// Read every transcript as this format instead of detecting it.
     #[arg(long, value_name = "FORMAT", value_parser = format_name)]
     format: Option<Format>,
-    /// Worker threads (default: the machine's cores).
-    #[arg(short, long, value_name = "N")]
+    /// Worker threads (default: the machine's cores; at most 256).
+    #[arg(short, long, value_name = "N", value_parser = super::jobs_parser())]
     jobs: Option<usize>,
 }
 
@@ -88,6 +88,20 @@ fn report_error(err: &mut impl Write, path: &Path, e: &ImportError) -> std::io::
 
 pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<u8> {
     let mut err = anstream::stderr();
+    // A path that is not there is bad usage: nothing is scored and no output written, so a
+    // mistyped corpus never leaves a result that looks like a sweep of it.
+    if let Some(missing) = args.paths.iter().find(|p| std::fs::metadata(p).is_err()) {
+        writeln!(
+            err,
+            "error: cannot read {}: no such file or folder",
+            missing.display()
+        )?;
+        writeln!(
+            err,
+            "  hint: give transcript, trace, scenario or cassette files and folders that exist; nothing was written"
+        )?;
+        return Ok(EXIT_BAD_INPUT);
+    }
     let mut settings: Vec<Setting> = Vec::new();
     for spec in &args.detectors {
         match detector::spec(spec) {

@@ -1,4 +1,4 @@
-//! `agentloop-similarity`: the book's `LoopDetector` (`seeds/002`, chapter 63; the engine's
+//! `agentloop-similarity`: the book's `LoopDetector` (runtimes.md AgentLoop, chapter 63; the engine's
 //! `policy/similarity.rs`, whose detector this reuses unchanged): `repeats` similar calls of one
 //! tool, where two argument objects are similar when at least `similarity` of their keys hold
 //! equal values.

@@ -1,4 +1,4 @@
-//! `cline-identical`: Cline's repeated-tool-call detection (`spec/detectors.md` §4.1, PR #9933;
+//! `cline-identical`: Cline's repeated-tool-call detection (runtimes.md Detectors §4.1, PR #9933;
 //! SDK `LoopDetectionTracker` §4.2).
 //!
 //! **Why.** Users lost money to identical-call loops; Cline warns the model softly first and

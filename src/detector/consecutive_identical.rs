@@ -2,7 +2,7 @@
 //! same parsed arguments), whatever their results.
 //!
 //! **Why.** It is the common core of Cline's, Roo's, Goose's REP-001 and OpenCode's guards
-//! (`spec/detectors.md` §3, §4, §5) and the measure the bundled corpus is annotated with
+//! (runtimes.md Detectors §3, §4, §5) and the measure the bundled corpus is annotated with
 //! (`max_identical_run_callseq`), so it is the yardstick the others are read against.
 //!
 //! **Semantics.** Tool calls only: text turns between calls do not break a streak (the

@@ -1,4 +1,4 @@
-//! `gemini-chanting`: Gemini CLI's content "chanting" check (`spec/detectors.md` §2.2,
+//! `gemini-chanting`: Gemini CLI's content "chanting" check (runtimes.md Detectors §2.2,
 //! `CONTENT_CHANTING_LOOP`): the model repeating the same text over and over.
 //!
 //! **Why.** Text-only doom loops ("I'll write the schema… Actually, I'll write the schema") are

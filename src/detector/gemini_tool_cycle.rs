@@ -1,4 +1,4 @@
-//! `gemini-tool-cycle`: Gemini CLI's tool-call loop check (`spec/detectors.md` §2.1,
+//! `gemini-tool-cycle`: Gemini CLI's tool-call loop check (runtimes.md Detectors §2.1,
 //! `CONSECUTIVE_IDENTICAL_TOOL_CALLS`, cycles since #28429).
 //!
 //! **Why.** Consecutive-identical detectors miss A-B-A-B loops (§8 family 6); Gemini checks

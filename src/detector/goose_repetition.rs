@@ -1,4 +1,4 @@
-//! `goose-repetition`: Goose's `RepetitionInspector` (`spec/detectors.md` §3): REP-001, consecutive
+//! `goose-repetition`: Goose's `RepetitionInspector` (runtimes.md Detectors §3): REP-001, consecutive
 //! identical calls over a limit, and REP-002, the same tool returning the same error again and
 //! again whatever the arguments.
 //!

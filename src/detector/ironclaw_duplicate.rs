@@ -1,4 +1,4 @@
-//! `ironclaw-duplicate`: IronClaw's duplicate-failure tracker (`spec/ironclaw.md` §2.2, the
+//! `ironclaw-duplicate`: IronClaw's duplicate-failure tracker (runtimes.md IronClaw §2.2, the
 //! engine's `policy/duplicate.rs`, whose counter this reuses): consecutive identical **batches**
 //! in which every call failed.
 //!

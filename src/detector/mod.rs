@@ -3,7 +3,7 @@
 //! them against labelled runs; nothing here touches files or threads.
 //!
 //! One file per detector, each opening with what it detects, why, an example and its known
-//! false positives, citing `spec/detectors.md` (or the engine policy it reuses). Detectors read
+//! false positives, citing `docs/runtimes.md` Detectors (or the engine policy it reuses). Detectors read
 //! a [`View`] derived from a trace: the agent's calls (name, parsed arguments and their
 //! canonical form, failed flag, result text, the response they came in) and the text turns
 //! between them. Positions are 0-based **call indices**: a detector "fires at call i" when it
@@ -587,16 +587,57 @@ mod tests {
 
     #[test]
     fn view_matches_results_to_calls_and_counts_tokens() {
-        let mut b = crate::import::TraceBuilder::new("openai", "m");
-        b.user("go");
-        b.response(
-            "looking",
-            vec![("a".into(), "ls".into(), serde_json::json!({"p": "/"}))],
-            (5, 5),
-        );
-        b.result("a", "Error: nope", true);
-        b.response("done", vec![], (7, 3));
-        let v = View::from_events(&b.finish(crate::scenario::OutcomeKind::Response, None));
+        use crate::llm::Finish;
+        use crate::trace::CallSummary;
+        let args = serde_json::json!({"p": "/"});
+        let response =
+            |text: &str, calls: Vec<CallSummary>, tokens: (u64, u64)| Event::ModelResponse {
+                finish: if calls.is_empty() {
+                    Finish::Stop
+                } else {
+                    Finish::ToolUse
+                },
+                text: Some(text.to_owned()),
+                calls,
+                input_tokens: tokens.0,
+                output_tokens: tokens.1,
+                latency_ms: 0,
+                anomaly: None,
+                chunks: 0,
+            };
+        let events: Vec<TimedEvent> = [
+            Event::UserTurn {
+                turn: 1,
+                text: "go".to_owned(),
+            },
+            response(
+                "looking",
+                vec![CallSummary {
+                    id: "a".to_owned(),
+                    name: "ls".to_owned(),
+                    args: crate::json::compact(&args),
+                }],
+                (5, 5),
+            ),
+            Event::ToolCallStart {
+                id: "a".to_owned(),
+                name: "ls".to_owned(),
+                args,
+            },
+            Event::ToolCallEnd {
+                id: "a".to_owned(),
+                name: "ls".to_owned(),
+                ok: false,
+                output: None,
+                error: Some("Error: nope".to_owned()),
+                latency_ms: 0,
+            },
+            response("done", vec![], (7, 3)),
+        ]
+        .into_iter()
+        .map(|event| TimedEvent { t_ms: 0, event })
+        .collect();
+        let v = View::from_events(&events);
         assert_eq!(v.calls.len(), 1);
         assert!(v.calls[0].failed);
         assert_eq!(v.calls[0].thought, "looking");

@@ -1,4 +1,4 @@
-//! `moltis-reflex`: Moltis' reflex-loop detector (`spec/moltis.md`, PR #664; the engine's
+//! `moltis-reflex`: Moltis' reflex-loop detector (`docs/runtimes.md` Moltis, PR #664; the engine's
 //! `policy/reflex.rs`, whose state machine this reuses unchanged).
 //!
 //! **Why.** The reflex loop — `exec({})` with empty arguments on every turn — fails the same way

@@ -1,5 +1,5 @@
 //! `openhands-stuck`: OpenHands' `StuckDetector`, V0 (`openhands/controller/stuck.py`) and V1 SDK
-//! patterns (`spec/detectors.md` §1.1, §1.2).
+//! patterns (runtimes.md Detectors §1.1, §1.2).
 //!
 //! **Why.** The most-used stuck detector in coding agents; its thresholds moved (4 → 3 → 4) and
 //! became configurable after polling false alarms (SDK #762), so they are worth sweeping.

@@ -12,7 +12,7 @@ fn events(toml: &str) -> Vec<Event> {
     events.into_iter().map(|e| e.event).collect()
 }
 
-/// A later turn's context holds the earlier turns' answers (spec ironclaw.md §7, D7: the
+/// A later turn's context holds the earlier turns' answers (runtimes.md IronClaw §7, D7: the
 /// thread's history is question/answer pairs), so the model sees them and the overflow
 /// compaction has history to drop.
 #[test]

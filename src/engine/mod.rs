@@ -119,6 +119,8 @@ struct Loop<'a> {
     policies: Vec<Box<dyn Policy>>,
     events: Vec<TimedEvent>,
     messages: Vec<Message>,
+    /// What the run used of the per-run byte limits.
+    budget: crate::limits::Budget,
     clock: u64,
     force_text: bool,
     strip_this_call: bool,
@@ -187,6 +189,7 @@ pub fn run(input: RunInput<'_>, model: &mut dyn Model, tools: &mut dyn ToolRunne
         policies: policy::build(input.config, input.workspace),
         events: Vec::with_capacity(64),
         messages: Vec::with_capacity(32),
+        budget: crate::limits::Budget::default(),
         clock: 0,
         force_text: false,
         strip_this_call: false,
@@ -211,9 +214,9 @@ pub fn run(input: RunInput<'_>, model: &mut dyn Model, tools: &mut dyn ToolRunne
         tools: tool_names,
     });
     if !input.system.is_empty() {
-        lp.messages.push(Message::new(Role::System, input.system));
+        lp.remember(Message::new(Role::System, input.system));
     }
-    lp.messages.push(Message::new(Role::User, input.user));
+    lp.remember(Message::new(Role::User, input.user));
     match lp.turns(model, tools) {
         Ok(()) => Ok(lp.events),
         Err(gap) => Err((lp.events, gap)),
@@ -222,10 +225,26 @@ pub fn run(input: RunInput<'_>, model: &mut dyn Model, tools: &mut dyn ToolRunne
 
 impl Loop<'_> {
     fn emit(&mut self, event: Event) {
-        self.events.push(TimedEvent {
-            t_ms: self.clock,
-            event,
-        });
+        // Past a byte limit nothing more is kept; the next check ends the run.
+        if self.budget.event(event.text_bytes()) {
+            self.events.push(TimedEvent {
+                t_ms: self.clock,
+                event,
+            });
+        }
+    }
+
+    /// The conversation was replaced (compaction): count it afresh.
+    fn recount_history(&mut self) {
+        let bytes = self.messages.iter().map(Message::text_bytes).sum();
+        self.budget.history_is(bytes);
+    }
+
+    /// Add a message to the conversation, within the per-run byte limit.
+    fn remember(&mut self, message: Message) {
+        if self.budget.message(message.text_bytes()) {
+            self.messages.push(message);
+        }
     }
 
     /// Fresh per-loop state: IronClaw starts a new `run_agentic_loop` (new counters, new
@@ -264,14 +283,14 @@ impl Loop<'_> {
                             // The answer stays in the conversation: the next turn's context is
                             // the thread's history, which holds every earlier turn's response.
                             if let Some(answer) = answer {
-                                self.messages.push(Message::new(Role::Assistant, answer));
+                                self.remember(Message::new(Role::Assistant, answer));
                             }
                             turn += 1;
                             self.emit(Event::UserTurn {
                                 turn,
                                 text: text.clone(),
                             });
-                            self.messages.push(Message::new(Role::User, text.clone()));
+                            self.remember(Message::new(Role::User, text.clone()));
                             self.fresh();
                         }
                         _ => return Ok(()),
@@ -310,20 +329,32 @@ impl Loop<'_> {
 
     /// Apply a policy's actions in order, recording each in the trace.
     fn apply(&mut self, source: &'static str, actions: Vec<Action>, calls_in_batch: usize) {
+        // Expectations are validated against these catalogues: an id or action missing there
+        // could never be asked for.
+        debug_assert!(
+            crate::kinds::INTERVENTION_SOURCES.contains(&source) || actions.is_empty(),
+            "policy `{source}` is missing from kinds::INTERVENTION_SOURCES"
+        );
         for action in actions {
             match action {
                 Action::Intervene {
                     stage,
                     action,
                     tool,
-                } => self.emit(Event::Intervention {
-                    policy: source.to_owned(),
-                    stage,
-                    action: action.to_owned(),
-                    tool,
-                }),
+                } => {
+                    debug_assert!(
+                        crate::kinds::INTERVENTION_ACTIONS.contains(&action),
+                        "action `{action}` is missing from kinds::INTERVENTION_ACTIONS"
+                    );
+                    self.emit(Event::Intervention {
+                        policy: source.to_owned(),
+                        stage,
+                        action: action.to_owned(),
+                        tool,
+                    });
+                }
                 Action::Inject { role, text } => {
-                    self.messages.push(Message::new(role, text.clone()));
+                    self.remember(Message::new(role, text.clone()));
                     self.emit(Event::MessageInjected {
                         source: source.to_owned(),
                         role,
@@ -402,7 +433,7 @@ impl Loop<'_> {
             self.emit(Event::Iteration { n });
             for s in signals.iter().filter(|s| s.at_iteration == g) {
                 if let Some(text) = &s.inject {
-                    self.messages.push(Message::new(Role::User, text.clone()));
+                    self.remember(Message::new(Role::User, text.clone()));
                     self.emit(Event::Signal {
                         signal: "inject".to_owned(),
                         text: Some(text.clone()),
@@ -468,8 +499,7 @@ impl Loop<'_> {
             }
             if let Some((id, actions)) = discarded {
                 if let Some(text) = &response.text {
-                    self.messages
-                        .push(Message::new(Role::Assistant, text.clone()));
+                    self.remember(Message::new(Role::Assistant, text.clone()));
                 }
                 self.apply(id, actions, batch_len);
                 if let Some(end) = self.ended_by_policy(iterations) {
@@ -509,7 +539,7 @@ impl Loop<'_> {
             p.after_text(&text, continued.is_some());
         }
         if let Some((id, actions)) = continued {
-            self.messages.push(Message::new(Role::Assistant, text));
+            self.remember(Message::new(Role::Assistant, text));
             self.apply(id, actions, 0);
             return self.ended_by_policy(iterations);
         }
@@ -521,7 +551,7 @@ impl Loop<'_> {
         if last {
             return Some(self.finish(OutcomeKind::Response, iterations, Some(text), None));
         }
-        self.messages.push(Message::new(Role::Assistant, text));
+        self.remember(Message::new(Role::Assistant, text));
         None
     }
 
@@ -590,6 +620,7 @@ impl Loop<'_> {
         ));
         messages.extend(recent);
         self.messages = messages;
+        self.recount_history();
         self.emit(Event::Compaction {
             reason: "threshold".to_owned(),
             before,
@@ -621,7 +652,7 @@ impl Loop<'_> {
     ) -> Result<Called, ScriptGap> {
         let mut compacted = false;
         loop {
-            crate::limits::check_run(self.events.len(), self.clock)?;
+            self.budget.check(self.events.len(), self.clock)?;
             let offered: &[ToolSpec] = if self.force_text || self.strip_this_call {
                 &[]
             } else {
@@ -680,6 +711,7 @@ impl Loop<'_> {
                     &self.messages,
                     &self.config.compaction.overflow_note,
                 );
+                self.recount_history();
                 self.emit(Event::Compaction {
                     reason: "overflow".to_owned(),
                     before,
@@ -741,7 +773,7 @@ impl Loop<'_> {
         }
         self.total_tool_calls += calls.len() as u64;
         self.auth_prompt = None;
-        self.messages.push(Message {
+        self.remember(Message {
             role: Role::Assistant,
             content: response.text.clone().unwrap_or_default(),
             tool_calls: calls.clone(),
@@ -1034,7 +1066,7 @@ impl Loop<'_> {
     }
 
     fn push_tool(&mut self, content: String, failed: bool) {
-        self.messages.push(Message {
+        self.remember(Message {
             role: Role::Tool,
             content,
             tool_calls: Vec::new(),

@@ -1,5 +1,5 @@
-//! The plan/step loop (profile `plan-step`): clude_code's step executor (spec `ironclaw.md` §13,
-//! analysis `seeds/003`). A plan's steps run in order; each step gets `max_step_calls` model
+//! The plan/step loop (profile `plan-step`): clude_code's step executor and its infinite-loop
+//! analysis (runtimes.md plan-step). A plan's steps run in order; each step gets `max_step_calls` model
 //! calls, and before every call the step prompt is appended again. A reply is one action read
 //! from its *text*: a control envelope (`{"control":"step_done"}` / `{"control":"replan"}`), a
 //! legacy marker (`STEP_DONE` / `REPLAN`), a tool call (`{"tool": …, "args": {…}}`, whose result
@@ -273,6 +273,8 @@ struct PlanLoop<'a> {
     ps: &'a PlanStepConfig,
     events: Vec<TimedEvent>,
     messages: Vec<Message>,
+    /// What the run used of the per-run byte limits.
+    budget: crate::limits::Budget,
     clock: u64,
     /// Model calls so far: every call, turn or replan, is one iteration.
     iterations: u32,
@@ -291,6 +293,7 @@ pub(super) fn run(
         ps: &input.config.plan_step,
         events: Vec::with_capacity(64),
         messages: Vec::with_capacity(32),
+        budget: crate::limits::Budget::default(),
         clock: 0,
         iterations: 0,
         tool_calls: 0,
@@ -303,9 +306,9 @@ pub(super) fn run(
         tools: tools.specs().iter().map(|t| t.name.clone()).collect(),
     });
     if !input.system.is_empty() {
-        lp.messages.push(Message::new(Role::System, input.system));
+        lp.remember(Message::new(Role::System, input.system));
     }
-    lp.messages.push(Message::new(Role::User, input.user));
+    lp.remember(Message::new(Role::User, input.user));
     match lp.drive(&input, model, tools) {
         Ok(()) => Ok(lp.events),
         Err(gap) => Err((lp.events, gap)),
@@ -314,10 +317,13 @@ pub(super) fn run(
 
 impl PlanLoop<'_> {
     fn emit(&mut self, event: Event) {
-        self.events.push(TimedEvent {
-            t_ms: self.clock,
-            event,
-        });
+        // Past a byte limit nothing more is kept; the next check ends the run.
+        if self.budget.event(event.text_bytes()) {
+            self.events.push(TimedEvent {
+                t_ms: self.clock,
+                event,
+            });
+        }
     }
 
     fn finish(&mut self, outcome: OutcomeKind, text: Option<String>, detail: Option<String>) {
@@ -330,6 +336,7 @@ impl PlanLoop<'_> {
     }
 
     fn intervene(&mut self, stage: u8, action: &str) {
+        debug_assert!(crate::kinds::INTERVENTION_ACTIONS.contains(&action));
         self.emit(Event::Intervention {
             policy: SOURCE.to_owned(),
             stage,
@@ -339,8 +346,18 @@ impl PlanLoop<'_> {
     }
 
     fn push(&mut self, role: Role, content: String) {
-        self.messages.push(Message::new(role, content));
-        self.trim();
+        if self.remember(Message::new(role, content)) {
+            self.trim();
+        }
+    }
+
+    /// Add a message within the per-run byte limit; whether it was kept.
+    fn remember(&mut self, message: Message) -> bool {
+        let kept = self.budget.message(message.text_bytes());
+        if kept {
+            self.messages.push(message);
+        }
+        kept
     }
 
     /// Keep at most `history_limit` messages: the oldest go first, a leading system prompt
@@ -354,7 +371,8 @@ impl PlanLoop<'_> {
         let limit = self.ps.history_limit.max(keep);
         if self.messages.len() > limit {
             let excess = self.messages.len() - limit;
-            self.messages.drain(keep..keep + excess);
+            let dropped = self.messages.drain(keep..keep + excess);
+            self.budget.forget(dropped.map(|m| m.text_bytes()).sum());
         }
     }
 
@@ -498,7 +516,7 @@ impl PlanLoop<'_> {
         offered: &[ToolSpec],
         model: &mut dyn Model,
     ) -> Result<Flow<String>, ScriptGap> {
-        crate::limits::check_run(self.events.len(), self.clock)?;
+        self.budget.check(self.events.len(), self.clock)?;
         let call = self.iterations;
         self.emit(Event::ModelRequest {
             purpose,

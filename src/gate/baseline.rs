@@ -133,16 +133,21 @@ impl Allowance {
     fn amount(&self, old: f64) -> Result<f64, String> {
         match self {
             Self::Count(n) => Ok(*n as f64),
-            Self::Absolute(a) if *a >= 0.0 => Ok(*a),
+            Self::Absolute(a) if a.is_finite() && *a >= 0.0 => Ok(*a),
             Self::Percent(p) => p
                 .strip_suffix('%')
                 .and_then(|n| n.trim().parse::<f64>().ok())
-                .filter(|n| *n >= 0.0)
+                .filter(|n| n.is_finite() && *n >= 0.0)
                 .map(|n| old * n / 100.0)
                 .ok_or_else(|| {
                     format!("tolerance `{p}`: write a number or a percentage like \"5%\"")
                 }),
-            Self::Absolute(a) => Err(format!("tolerance {a}: must not be negative")),
+            Self::Absolute(a) if a.is_finite() => {
+                Err(format!("tolerance {a}: must not be negative"))
+            }
+            Self::Absolute(a) => Err(format!(
+                "tolerance {a}: must be a finite number (an unbounded tolerance would let every regression through)"
+            )),
         }
     }
 
@@ -208,6 +213,15 @@ pub fn parse(text: &str) -> Result<Baseline, String> {
     for (name, allowance) in b.tolerance.entries() {
         if let Some(e) = allowance.and_then(|a| a.amount(1.0).err()) {
             return Err(format!("{}: {e}", at(&["tolerance", name])));
+        }
+    }
+    for (id, m) in &b.cases {
+        if !(m.cost_usd.is_finite() && m.cost_usd >= 0.0) {
+            return Err(format!(
+                "{}: the cost {} of `{id}` is not a number of dollars (nothing compares greater than it, so no regression would show)",
+                at(&["cases", id, "cost_usd"]),
+                m.cost_usd
+            ));
         }
     }
     Ok(b)

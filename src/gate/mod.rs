@@ -11,7 +11,6 @@ pub mod baseline;
 use crate::report::{self, Collected, Fanout, MetricsCsv, Terminal, github, html, json, junit};
 use crate::results::{EXIT_BAD_INPUT, EXIT_METRIC_REGRESSION, EXIT_OK, Reporter};
 use crate::run::{self, Options};
-use crate::scenario;
 use crate::store::{self, Layout};
 use anyhow::Context as _;
 use std::io::{self, Write};
@@ -38,6 +37,16 @@ pub struct Outputs {
     pub pending_dir: Option<PathBuf>,
     /// The HTML report.
     pub html: Option<PathBuf>,
+    /// What to say when no case ran: an empty run is bad input (exit 2) with this message;
+    /// `None` lets it pass (`--allow-empty`).
+    pub require_cases: Option<String>,
+    /// Failing cases shown in full (`--diff-limit`; default [`report::DEFAULT_DIFF_LIMIT`]).
+    pub diff_limit: Option<usize>,
+    /// Failing cases in one line each and no summary tables (`--quiet`).
+    pub quiet: bool,
+    /// The command whose verdict this is: `run` (also for `merge`, which reports a run) or
+    /// `exec`, which has no ad-hoc profiles.
+    pub command: Command,
 }
 
 impl Outputs {
@@ -48,14 +57,29 @@ impl Outputs {
     }
 }
 
+/// The command a report's verdict names.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Command {
+    /// `harness run` (and `merge`).
+    #[default]
+    Run,
+    /// `harness exec`.
+    Exec,
+}
+
 /// Read and parse a baseline file; a bad one is a located error.
 pub fn load_baseline(path: &Path) -> anyhow::Result<baseline::Baseline> {
+    store::guard::check_regular(path, "baseline")?;
     let text = store::read_input_text(path, "baseline", crate::limits::MAX_BASELINE_BYTES)
         .map_err(|e| match e.kind() {
             io::ErrorKind::InvalidData => anyhow::anyhow!(
                 "{}:{e}\n  hint: {}",
                 path.display(),
                 input_hint(&e.to_string(), "`harness bless`")
+            ),
+            io::ErrorKind::NotFound => anyhow::anyhow!(
+                "cannot read baseline {}: there is no such file\n  hint: `harness bless` writes it from a passing run; `--no-baseline` runs without comparing metrics",
+                path.display()
             ),
             _ => anyhow::Error::new(e).context(format!("cannot read baseline {}", path.display())),
         })?;
@@ -88,6 +112,10 @@ fn input_hint(message: &str, writer: &str) -> String {
         "remove or correct the key: the message lists the keys allowed here".to_owned()
     } else if has("missing field") {
         format!("add the field named above, or write the file again with {writer}")
+    } else if has("is not a number") || has("over the limit of") {
+        format!(
+            "write the figures a run gives, as {writer} does: finite, not negative, within the limits"
+        )
     } else if has(" runs passed, but its verdict") || has(" passes of ") {
         format!("the counts of this case do not fit together; write the file again with {writer}")
     } else if has("invalid type") || has("invalid value") || has("tolerance") {
@@ -107,8 +135,14 @@ pub fn report(
 ) -> anyhow::Result<u8> {
     let base = outputs.baseline.as_deref().map(load_baseline).transpose()?;
     let stdout = anstream::stdout();
-    let mut terminal =
-        Terminal::new(stdout.lock(), outputs.ci).with_pending_dir(outputs.pending_dir.clone());
+    let mut terminal = Terminal::new(stdout.lock(), outputs.ci)
+        .with_pending_dir(outputs.pending_dir.clone())
+        .require_cases(outputs.require_cases.clone())
+        .with_detail(
+            outputs.diff_limit.unwrap_or(report::DEFAULT_DIFF_LIMIT),
+            outputs.quiet,
+        )
+        .for_exec(outputs.command == Command::Exec);
     let mut csv = match &outputs.metrics {
         Some(path) => Some(
             MetricsCsv::create(path).with_context(|| format!("cannot write {}", path.display()))?,
@@ -145,6 +179,10 @@ pub fn report(
         }
     }
     let mut code = terminal.tally.exit_code();
+    if let Some(message) = &terminal.tally.nothing_selected {
+        // Also on stderr, where a CI log's errors are looked for.
+        let _ = writeln!(anstream::stderr(), "error: {message}");
+    }
     if terminal.tally.interrupted.is_some() {
         // A partial run makes no report files (the metrics CSV discarded its own).
         return Ok(code);
@@ -309,58 +347,64 @@ pub fn html_report(
 }
 
 /// `harness list`: the cases a run with this selection would take, one per line
-/// (`id  profile  family`), to `out`; bad files are reported and make the exit code 2.
-pub fn list(options: &Options, out: &mut dyn Write) -> anyhow::Result<u8> {
-    let (files, unreadable) = store::discover(&options.paths);
-    let ids: Vec<String> = files.iter().map(|f| options.layout.id_of(f)).collect();
-    let takes = options.selection.shard(&ids);
+/// (`id  profile  family`), to `out`; files that cannot load are reported to `err` (as a run
+/// reports them) and make the exit code 2. It reads the same files and keeps the same cases as
+/// `harness run` ([`run::plan`], [`run::selected_cases`]) without replaying them.
+pub fn list(
+    options: &Options,
+    require_cases: Option<&str>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<u8> {
+    let plan = run::plan(options);
     let mut code = EXIT_OK;
-    for (path, e) in unreadable {
-        if options.selection.first_shard() {
-            writeln!(out, "error: {}:1:1: cannot read: {e}", path.display())?;
-            code = EXIT_BAD_INPUT;
-        }
+    for r in &plan.unreadable {
+        located_errors(err, r)?;
+        code = EXIT_BAD_INPUT;
     }
-    for ((path, id), take) in files.iter().zip(&ids).zip(takes) {
-        if !take {
+    let mut listed = 0usize;
+    for path in &plan.files {
+        if let Some(r) = plan.refused(path) {
+            located_errors(err, &r)?;
+            code = EXIT_BAD_INPUT;
             continue;
         }
-        let loaded = store::read_input_text(path, "scenario", crate::limits::MAX_SCENARIO_BYTES)
-            .map_err(|e| match e.kind() {
-                io::ErrorKind::InvalidData => vec![e.to_string()],
-                _ => vec![format!("1:1: cannot read: {e}")],
-            })
-            .and_then(|text| {
-                scenario::load(&text, run::format_of(path), id).map_err(|ds| {
-                    ds.iter()
-                        .map(|d| format!("{}:{}: {}", d.line, d.col, d.message))
-                        .collect()
-                })
-            });
-        match loaded {
-            Ok(mut cases) => {
-                for profile in &options.also_profiles {
-                    if !cases.iter().any(|c| &c.profile == profile) {
-                        if let Some(extra) =
-                            cases.first().and_then(|c| scenario::ad_hoc(c, profile))
-                        {
-                            cases.push(extra);
-                        }
-                    }
+        match run::selected_cases(options, path) {
+            Ok((cases, _)) => {
+                for c in &cases {
+                    let shown = crate::text::escape_controls;
+                    writeln!(
+                        out,
+                        "{:<60} {:<10} {}",
+                        shown(&c.id),
+                        c.profile,
+                        shown(&c.scenario.family)
+                    )?;
                 }
-                for c in cases.iter().filter(|c| options.selection.keeps(c, id)) {
-                    writeln!(out, "{:<60} {:<10} {}", c.id, c.profile, c.scenario.family)?;
-                }
+                listed += cases.len();
             }
-            Err(errors) => {
-                for e in errors {
-                    writeln!(out, "error: {}:{e}", path.display())?;
-                }
+            Err(r) => {
+                located_errors(err, &r)?;
                 code = EXIT_BAD_INPUT;
             }
         }
     }
+    if listed == 0 && code == EXIT_OK {
+        if let Some(message) = require_cases {
+            writeln!(err, "error: {message}")?;
+            code = EXIT_BAD_INPUT;
+        }
+    }
     Ok(code)
+}
+
+/// The located errors of a file that could not load, as `error: FILE:LINE:COL: …` lines with
+/// their hints.
+fn located_errors(err: &mut dyn Write, r: &crate::results::FileResult) -> io::Result<()> {
+    for d in r.outcome.as_ref().err().into_iter().flatten() {
+        writeln!(err, "error: {}", d.located(&r.path))?;
+    }
+    Ok(())
 }
 
 /// `harness bless`: run the selection and record its metrics in the baseline file (every
@@ -369,6 +413,7 @@ pub fn bless(
     options: &Options,
     file: &Path,
     full: bool,
+    require_cases: Option<&str>,
     out: &mut dyn Write,
 ) -> anyhow::Result<u8> {
     let mut base = if file.exists() {
@@ -400,6 +445,11 @@ pub fn bless(
     }
     let rows: Vec<_> = collected.cases().map(|(_, c)| &c.row).collect();
     let n = rows.len();
+    if let (0, Some(message)) = (n, require_cases) {
+        let _ = writeln!(anstream::stderr(), "error: {message}");
+        writeln!(out, "harness bless: not written: no case ran")?;
+        return Ok(EXIT_BAD_INPUT);
+    }
     baseline::bless(&mut base, rows, full);
     store::write_atomic(file, baseline::render(&base).as_bytes())
         .with_context(|| format!("cannot write {}", file.display()))?;
@@ -435,30 +485,52 @@ pub fn pending(
         .collect()
 }
 
-/// `harness diff`: the unified diff of each pending golden against its golden (colored on a
-/// terminal only).
+/// `harness diff`: the unified diff of each pending golden against its golden, a new one
+/// against nothing (colored on a terminal only). A pending golden or golden that is a link or
+/// a special file is refused (exit 2) and never shown; the others still are.
 pub fn diff(layout: &Layout, pending_dir: Option<&Path>, paths: &[PathBuf]) -> anyhow::Result<u8> {
     let mut out = anstream::stdout().lock();
     let found = pending(layout, pending_dir, paths);
+    let from = pending_dir.unwrap_or(&layout.snapshots);
+    let mut code = EXIT_OK;
     for (p, golden) in &found {
-        let new =
-            std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
-        let old = store::read_optional(golden)
-            .with_context(|| format!("cannot read {}", golden.display()))?;
+        let read = |root: &Path, path: &Path, what: &str| {
+            store::read_inside(root, path, what, crate::limits::MAX_GOLDEN_BYTES)
+        };
+        let (new, old) = match (
+            read(from, p, "pending golden"),
+            read(&layout.snapshots, golden, "golden"),
+        ) {
+            (Ok(Some(new)), Ok(old)) => (new, old),
+            (Ok(None), _) => continue,
+            (Err(e), _) | (_, Err(e)) => {
+                let _ = writeln!(
+                    anstream::stderr(),
+                    "error: {}",
+                    crate::text::escape_controls(&e.to_string())
+                );
+                code = EXIT_BAD_INPUT;
+                continue;
+            }
+        };
         match old {
             Some(old) => {
                 writeln!(out, "{} \u{2192} {}", p.display(), golden.display())?;
                 report::paint_diff(&mut out, &crate::snapshot::diff(&old, &new))?;
             }
-            None => writeln!(
-                out,
-                "{}: new golden ({} lines; no {} yet)",
-                p.display(),
-                new.lines().count(),
-                golden.display()
-            )?,
+            // A new golden is shown whole, as a diff against nothing.
+            None => {
+                writeln!(
+                    out,
+                    "{} \u{2192} {} (new golden, {} lines)",
+                    p.display(),
+                    golden.display(),
+                    new.lines().count()
+                )?;
+                report::paint_diff(&mut out, &crate::snapshot::diff("", &new))?;
+            }
         }
     }
     writeln!(out, "{} pending golden(s)", found.len())?;
-    Ok(EXIT_OK)
+    Ok(code)
 }

@@ -48,6 +48,24 @@ pub struct Message {
 }
 
 impl Message {
+    /// Its size in bytes of text (content, call ids, names and arguments), for
+    /// [`crate::limits::MAX_HISTORY_BYTES`].
+    pub fn text_bytes(&self) -> usize {
+        self.content.len()
+            + self
+                .tool_calls
+                .iter()
+                .map(|c| {
+                    c.id.len()
+                        + c.name.len()
+                        + match &c.arguments {
+                            Arguments::Parsed(v) => crate::json::text_bytes(v),
+                            Arguments::Raw(s) => s.len(),
+                        }
+                })
+                .sum::<usize>()
+    }
+
     /// A plain message.
     pub fn new(role: Role, content: impl Into<String>) -> Self {
         Self {

@@ -1,5 +1,5 @@
 //! Streaming assembly: folding a provider's chunk stream into one response's text, tool calls
-//! and finish reason, as Moltis' accumulator does at its PR #664 baseline (spec: moltis §4.6).
+//! and finish reason, as Moltis' accumulator does at its PR #664 baseline (runtimes.md Moltis §4.6).
 //!
 //! Owns the chunk vocabulary and the folding rules only. It does not decode argument strings
 //! (whether an unparsable string becomes `{}`, is repaired or is rejected differs per profile, so

@@ -246,6 +246,35 @@ fn covered(mut ranges: Vec<(u32, u32)>) -> u32 {
     total
 }
 
+/// Check a row read back from a results file (`harness merge`): figures a run can give, so
+/// sums over any number of rows stay numbers (no `NaN` cost, no token count that wraps).
+pub fn check_row(r: &Row) -> Result<(), String> {
+    use crate::limits::{MAX_RUN_TOKENS, MAX_VIRTUAL_MS};
+    if !(r.cost_usd.is_finite() && r.cost_usd >= 0.0) {
+        return Err(format!(
+            "the cost {} is not a number of dollars",
+            r.cost_usd
+        ));
+    }
+    for (what, n) in [
+        ("input_tokens", r.input_tokens),
+        ("output_tokens", r.output_tokens),
+    ] {
+        if n > MAX_RUN_TOKENS {
+            return Err(format!(
+                "{what} is {n}, over the limit of {MAX_RUN_TOKENS} for one run"
+            ));
+        }
+    }
+    if r.virtual_ms > MAX_VIRTUAL_MS {
+        return Err(format!(
+            "virtual_ms is {}, over the limit of {MAX_VIRTUAL_MS} for one run",
+            r.virtual_ms
+        ));
+    }
+    Ok(())
+}
+
 fn six_decimals<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&format!("{v:.6}"))
 }

@@ -1,4 +1,4 @@
-//! Context compaction helpers: IronClaw's retry compaction (spec: ironclaw §7 `call_llm` step 3,
+//! Context compaction helpers: IronClaw's retry compaction (runtimes.md IronClaw §7 `call_llm` step 3,
 //! §9.4 D7/D8) and the book's size estimate and summary split (chapter 63, `compact`).
 //!
 //! Owns how a message list is cut and measured, nothing more: it never calls a model (the book

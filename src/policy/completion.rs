@@ -1,4 +1,4 @@
-//! IronClaw's completion classifier `llm_signals_completion` (spec: ironclaw §4.2).
+//! IronClaw's completion classifier `llm_signals_completion` (runtimes.md IronClaw §4.2).
 //!
 //! Owns the phrase lists and the matching rule only: lower-case the whole text, let any negative
 //! phrase win, then look for a positive phrase. It deliberately does not strip code or quotes
@@ -58,7 +58,7 @@ pub fn signals_completion(text: &str) -> bool {
     POSITIVES.iter().any(|p| lower.contains(p))
 }
 
-/// IronClaw §9.2 completion classifier cases, named after the upstream tests.
+/// The completion classifier cases of runtimes.md IronClaw §9.2, named after the upstream tests.
 #[cfg(test)]
 mod tests {
     use super::signals_completion as completion;
@@ -66,7 +66,7 @@ mod tests {
     #[test]
     fn signals_completion_positive() {
         let cases = [
-            // The four quoted in the spec.
+            // Four of the upstream test's 13 cases.
             "The job is complete.",
             "All done, here are the results.",
             "I've done all the work. The work is done.",

@@ -655,7 +655,7 @@ impl Config {
         c
     }
 
-    /// The book's TypeScript AgentLoop (`seeds/002`): stop reasons with max_tokens
+    /// The book's TypeScript AgentLoop (runtimes.md AgentLoop): stop reasons with max_tokens
     /// continuation, retryable errors after 2 s (each retry uses an iteration), per-model
     /// prices with a warning past 80 % of a $5 session cap and a stop at the cap, compaction
     /// at 80 % of 180k tokens keeping the last 3 messages, the similarity LoopDetector

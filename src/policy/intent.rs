@@ -140,7 +140,7 @@ impl Policy for IntentNudge {
     }
 }
 
-/// IronClaw §9.2 classifier cases.
+/// The classifier cases of runtimes.md IronClaw §9.2.
 #[cfg(test)]
 mod tests {
     use super::signals_tool_intent as intent;

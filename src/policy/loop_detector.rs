@@ -1,4 +1,4 @@
-//! The book's defences as policies (`seeds/002`): the similarity LoopDetector, checked on each
+//! The book's defences as policies (runtimes.md AgentLoop): the similarity LoopDetector, checked on each
 //! call before it runs — an info notice one repeat before the limit, then at the limit a
 //! warning to the model, a reset, and the rest of the batch skipped — and the optional check
 //! that sends back a final answer whose `file:line` citations mostly cannot be verified.

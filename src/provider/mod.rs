@@ -74,12 +74,17 @@ impl Provider {
 
     /// The endpoint below the base URL.
     pub fn endpoint(self, base_url: &str) -> String {
-        let base = base_url.trim_end_matches('/');
+        // A query (Azure's `?api-version=…`) stays after the path the SDKs append.
+        let (base, query) = match base_url.split_once('?') {
+            Some((b, q)) => (b, format!("?{q}")),
+            None => (base_url, String::new()),
+        };
+        let base = base.trim_end_matches('/');
         match self {
-            Self::Openai => format!("{base}/chat/completions"),
+            Self::Openai => format!("{base}/chat/completions{query}"),
             // The Anthropic SDK's base URL has no `/v1`; accept one anyway.
-            Self::Anthropic if base.ends_with("/v1") => format!("{base}/messages"),
-            Self::Anthropic => format!("{base}/v1/messages"),
+            Self::Anthropic if base.ends_with("/v1") => format!("{base}/messages{query}"),
+            Self::Anthropic => format!("{base}/v1/messages{query}"),
         }
     }
 
@@ -548,6 +553,20 @@ mod tests {
         assert_eq!(
             Provider::Openai.endpoint("http://127.0.0.1:9/v1"),
             "http://127.0.0.1:9/v1/chat/completions"
+        );
+    }
+
+    #[test]
+    fn a_query_in_the_base_url_stays_after_the_path() {
+        assert_eq!(
+            Provider::Openai.endpoint(
+                "https://x.openai.azure.com/openai/deployments/d/?api-version=2024-10-21"
+            ),
+            "https://x.openai.azure.com/openai/deployments/d/chat/completions?api-version=2024-10-21"
+        );
+        assert_eq!(
+            Provider::Anthropic.endpoint("http://127.0.0.1:9?beta=1"),
+            "http://127.0.0.1:9/v1/messages?beta=1"
         );
     }
 }

@@ -58,10 +58,11 @@ pub fn lint(paths: &[PathBuf], scrubber: &Scrubber) -> (Vec<Hit>, Vec<(PathBuf, 
             }
         };
         let text = String::from_utf8_lossy(&bytes);
+        let mut file_hits = Vec::new();
         for (n, line) in text.lines().enumerate() {
             for finding in scrubber.find(line) {
                 let s = &line[finding.range.clone()];
-                hits.push(Hit {
+                file_hits.push(Hit {
                     path: f.clone(),
                     line: n + 1,
                     col: line[..finding.range.start].chars().count() + 1,
@@ -74,8 +75,81 @@ pub fn lint(paths: &[PathBuf], scrubber: &Scrubber) -> (Vec<Hit>, Vec<(PathBuf, 
                 });
             }
         }
+        if super::is_cassette(&f) {
+            for h in assembled_hits(&f, &text, scrubber) {
+                if !file_hits.iter().any(|x| x.line == h.line) {
+                    file_hits.push(h);
+                }
+            }
+            file_hits.sort_by_key(|h| (h.line, h.col));
+        }
+        hits.extend(file_hits);
     }
     (hits, errors)
+}
+
+/// Secrets a line-by-line scan cannot see in a cassette: split across the events of a stream
+/// (assembled as clients assemble them, see [`Scrubber::find_in_events`]) or spelled with JSON
+/// escapes inside a string that is itself JSON (tool arguments). Each is reported at the event
+/// or string where it starts.
+fn assembled_hits(path: &Path, text: &str, scrubber: &Scrubber) -> Vec<Hit> {
+    let Ok(c) = super::cassette::parse(text) else {
+        return Vec::new();
+    };
+    // The line and column of a string value as the cassette spells it.
+    let locate = |value: &str| -> (usize, usize) {
+        let quoted = serde_json::to_string(value).unwrap_or_default();
+        text.find(&quoted)
+            .map_or((1, 1), |at| crate::scenario::line_col(text, at))
+    };
+    let mut out = Vec::new();
+    for (n, ex) in c.exchanges.iter().enumerate() {
+        if let Some(chunks) = &ex.chunks {
+            for (event, kind) in scrubber.find_in_events(chunks) {
+                let (line, col) = locate(&chunks[event].data);
+                out.push(Hit {
+                    path: path.to_owned(),
+                    line,
+                    col,
+                    kind,
+                    preview: format!(
+                        "split across stream events of exchange {} (assembled as clients do)",
+                        n + 1
+                    ),
+                });
+            }
+        }
+        let mut decoded = Vec::new();
+        for v in [Some(&ex.request), ex.body.as_ref()].into_iter().flatten() {
+            strings(v, &mut |s| {
+                if scrubber.find(s).is_empty() {
+                    if let Some(kind) = scrubber.find_decoded(s) {
+                        decoded.push((s.to_owned(), kind));
+                    }
+                }
+            });
+        }
+        for (s, kind) in decoded {
+            let (line, col) = locate(&s);
+            out.push(Hit {
+                path: path.to_owned(),
+                line,
+                col,
+                kind,
+                preview: format!("spelled with JSON escapes in exchange {}", n + 1),
+            });
+        }
+    }
+    out
+}
+
+fn strings(v: &serde_json::Value, f: &mut dyn FnMut(&str)) {
+    match v {
+        serde_json::Value::String(s) => f(s),
+        serde_json::Value::Array(a) => a.iter().for_each(|x| strings(x, f)),
+        serde_json::Value::Object(o) => o.values().for_each(|x| strings(x, f)),
+        _ => {}
+    }
 }
 
 fn wanted(p: &Path) -> bool {

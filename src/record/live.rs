@@ -53,7 +53,18 @@ pub struct LiveModel {
     /// The exchanges so far, scrubbed.
     pub exchanges: Vec<Exchange>,
     /// A failure no loop answers; recording stops.
-    pub fatal: Option<String>,
+    pub fatal: Option<Fatal>,
+}
+
+/// Why a recording stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fatal {
+    /// No provider was reached at all (nothing listens, a wrong host).
+    Unreachable(String),
+    /// An answer went past [`crate::limits::MAX_RESPONSE_BYTES`].
+    TooLarge(String),
+    /// The provider answered with a refusal no loop retries (401, 403, a bad request).
+    Refused(String),
 }
 
 impl LiveModel {
@@ -86,8 +97,10 @@ impl LiveModel {
         })
     }
 
-    /// Send one request body; the raw exchange (not yet scrubbed) and the elapsed time.
-    async fn send(&self, body: &Value) -> (Exchange, u64) {
+    /// Send one request body; the raw exchange (not yet scrubbed), the elapsed time, and
+    /// whether the answer went past [`crate::limits::MAX_RESPONSE_BYTES`] (then it is not kept).
+    async fn send(&self, body: &Value) -> (Exchange, u64, bool) {
+        let max = crate::limits::MAX_RESPONSE_BYTES;
         let started = Instant::now();
         let ms = |s: Instant| s.elapsed().as_millis() as u64;
         let mut ex = Exchange {
@@ -120,7 +133,7 @@ impl LiveModel {
                         self.endpoint.timeout.as_millis()
                     ),
                 });
-                return (ex, ms(started));
+                return (ex, ms(started), false);
             }
             Ok(Err(e)) => {
                 ex.error = Some(TransportError {
@@ -131,10 +144,13 @@ impl LiveModel {
                     },
                     message: error_chain(&e),
                 });
-                return (ex, ms(started));
+                return (ex, ms(started), false);
             }
             Ok(Ok(r)) => r,
         };
+        if response.content_length().is_some_and(|n| n > max) {
+            return (ex, ms(started), true);
+        }
         ex.status = Some(response.status().as_u16());
         for (name, value) in response.headers() {
             if HEADER_ALLOW_LIST.contains(&name.as_str()) {
@@ -150,6 +166,7 @@ impl LiveModel {
             .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
         if self.endpoint.options.stream && response.status().is_success() && is_sse {
             let mut chunks = Vec::new();
+            let mut bytes = 0u64;
             let mut events = response.bytes_stream().eventsource();
             loop {
                 match tokio::time::timeout_at(deadline, events.next()).await {
@@ -174,11 +191,17 @@ impl LiveModel {
                         });
                         break;
                     }
-                    Ok(Some(Ok(e))) => chunks.push(TimedEvent {
-                        t_ms: ms(started),
-                        event: crate::provider::SseEvent::wire_name(e.event),
-                        data: e.data,
-                    }),
+                    Ok(Some(Ok(e))) => {
+                        bytes = bytes.saturating_add((e.data.len() + e.event.len()) as u64);
+                        if bytes > max {
+                            return (ex, ms(started), true);
+                        }
+                        chunks.push(TimedEvent {
+                            t_ms: ms(started),
+                            event: crate::provider::SseEvent::wire_name(e.event),
+                            data: e.data,
+                        });
+                    }
                     Ok(Some(Err(e))) => {
                         ex.error = Some(TransportError {
                             kind: TransportKind::Cut,
@@ -190,7 +213,19 @@ impl LiveModel {
             }
             ex.chunks = Some(chunks);
         } else {
-            match tokio::time::timeout_at(deadline, response.bytes()).await {
+            let mut response = response;
+            let read = async {
+                let mut bytes: Vec<u8> = Vec::new();
+                while let Some(chunk) = response.chunk().await? {
+                    if bytes.len() as u64 + chunk.len() as u64 > max {
+                        return Ok(None);
+                    }
+                    bytes.extend_from_slice(&chunk);
+                }
+                Ok::<_, reqwest::Error>(Some(bytes))
+            };
+            match tokio::time::timeout_at(deadline, read).await {
+                Ok(Ok(None)) => return (ex, ms(started), true),
                 Err(_) => {
                     ex.error = Some(TransportError {
                         kind: TransportKind::Timeout,
@@ -206,14 +241,14 @@ impl LiveModel {
                         message: error_chain(&e),
                     });
                 }
-                Ok(Ok(bytes)) => {
+                Ok(Ok(Some(bytes))) => {
                     ex.body = Some(serde_json::from_slice(&bytes).unwrap_or_else(|_| {
                         Value::String(String::from_utf8_lossy(&bytes).into_owned())
                     }));
                 }
             }
         }
-        (ex, ms(started))
+        (ex, ms(started), false)
     }
 
     /// The real wait before retrying after this fault, as the engine computes its virtual one.
@@ -302,7 +337,15 @@ impl Model for LiveModel {
             .endpoint
             .provider
             .render_request(request, &self.endpoint.options);
-        let (mut ex, elapsed) = self.rt.block_on(self.send(&body));
+        let (mut ex, elapsed, too_large) = self.rt.block_on(self.send(&body));
+        if too_large {
+            self.fatal = Some(Fatal::TooLarge(format!(
+                "the provider's answer to model call {} is over the limit of {} bytes a recording keeps",
+                request.call,
+                crate::limits::MAX_RESPONSE_BYTES
+            )));
+            return Err(stop(request));
+        }
         ex.call = request.call;
         ex.purpose = request.purpose;
         ex.request = body;
@@ -313,11 +356,12 @@ impl Model for LiveModel {
             // A provider never reached is a wrong URL or a server that is down, not a fault
             // to record and retry.
             Some(e) if e.kind == TransportKind::Connect && never_reached => {
-                Outcome::Fatal(format!(
+                self.fatal = Some(Fatal::Unreachable(format!(
                     "cannot connect to {}: {}",
                     self.scrubber.scrub(&self.url),
                     e.message
-                ))
+                )));
+                return Err(stop(request));
             }
             _ => ex.outcome(self.endpoint.provider, elapsed),
         };
@@ -328,7 +372,7 @@ impl Model for LiveModel {
             Outcome::Response(_) if !self.retry.per_run => self.faults = [0; 4],
             Outcome::Response(_) => {}
             Outcome::Fault(f) => self.plan_wait(f.kind, f.retry_after_ms),
-            Outcome::Fatal(m) => self.fatal = Some(self.scrubber.scrub(m)),
+            Outcome::Fatal(m) => self.fatal = Some(Fatal::Refused(self.scrubber.scrub(m))),
         }
         answer(outcome, request)
     }
@@ -372,12 +416,12 @@ mod tests {
             force_text: false,
         };
         assert!(matches!(live.respond(&request), Err(ModelError::Script(_))));
-        let fatal = live.fatal.clone().unwrap_or_default();
+        let Some(Fatal::Unreachable(fatal)) = live.fatal.clone() else {
+            panic!("not unreachable: {:?}", live.fatal);
+        };
         assert!(
             fatal.starts_with("cannot connect to https://127.0.0.1:9/v1/messages"),
             "{fatal}"
         );
-        assert_eq!(live.exchanges.len(), 1);
-        assert!(live.exchanges[0].status.is_none());
     }
 }

@@ -280,10 +280,17 @@ pub struct Replayed {
     pub drift_within_golden: bool,
 }
 
-/// The scenario a cassette names, as a path: relative to the cassette's folder, resolved
-/// lexically, and refused when it is absolute, climbs above the folder the cassette was named
-/// from (`../../../../etc/passwd` is never read), is not a scenario file or is not there.
-fn scenario_path(cassette_path: &Path, c: &Cassette, text: &str) -> Result<PathBuf, Refusal> {
+/// The scenario a cassette names, as a path: relative to the cassette's folder, and refused
+/// when it is absolute, lies outside the cassette's project ([`store::project_root`]: a
+/// cassette given by any path, from any folder, can never make harness read
+/// `../../../../etc/passwd`; links are resolved before the check), is not a scenario file or
+/// is not there — at its place in the cassette, before anything is read.
+fn scenario_path(
+    cassette_path: &Path,
+    c: &Cassette,
+    text: &str,
+    scenarios: Option<&Path>,
+) -> Result<PathBuf, Refusal> {
     let at = text.find("\"scenario\"").map_or((1, 1), |i| {
         let value = text[i + "\"scenario\"".len()..]
             .find('"')
@@ -304,37 +311,40 @@ fn scenario_path(cassette_path: &Path, c: &Cassette, text: &str) -> Result<PathB
             "the scenario reference `{name}` is not a relative path"
         )));
     }
-    let dir = cassette_path.parent().unwrap_or(Path::new(""));
-    let mut p = dir.to_path_buf();
-    for part in name.split(['/', '\\']) {
-        // Resolve `..` lexically, so ids and messages name the scenario as the user would.
-        if part == ".." {
-            if !matches!(p.components().next_back(), Some(Component::Normal(_))) {
-                return Err(refused(format!(
-                    "the scenario reference `{name}` climbs above the folder the cassette was named from"
-                )));
-            }
-            p.pop();
-        } else if part != "." && !part.is_empty() {
-            p.push(part);
-        }
+    let dir = cassette_path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let relative: PathBuf = name.split(['/', '\\']).collect();
+    // As the user would name it (ids and messages), and as the file system has it.
+    let p = store::normalise(&dir.join(&relative));
+    let roots = store::reference_roots(dir, scenarios);
+    let real_dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let outside = |p: &Path| !roots.iter().any(|r| p.starts_with(r));
+    if outside(&store::normalise(&real_dir.join(&relative))) {
+        return Err(refused(format!(
+            "the scenario reference `{name}` lies outside the project"
+        )));
     }
     if !(name.ends_with(".toml") || name.ends_with(".json")) {
         return Err(refused(format!(
             "the scenario reference `{name}` does not name a scenario file (`.toml` or `.json`)"
         )));
     }
-    if !p.is_file() {
-        return Err(refused(format!(
+    match std::fs::canonicalize(&p) {
+        Ok(real) if outside(&real) => Err(refused(format!(
+            "the scenario reference `{name}` leads through a link outside the project"
+        ))),
+        Ok(_) if p.is_file() => Ok(p),
+        _ => Err(refused(format!(
             "the scenario `{name}` the cassette names is not there ({})",
             p.display()
-        )));
+        ))),
     }
-    Ok(p)
 }
 
 /// Read a cassette (within [`crate::limits::MAX_CASSETTE_BYTES`]) and resolve its scenario.
-fn read_cassette(path: &Path) -> Result<(Cassette, PathBuf), Refusal> {
+fn read_cassette(path: &Path, scenarios: Option<&Path>) -> Result<(Cassette, PathBuf), Refusal> {
     let text = store::read_input_text(path, "cassette", crate::limits::MAX_CASSETTE_BYTES)
         .map_err(|e| {
             let message = e.to_string();
@@ -365,7 +375,7 @@ fn read_cassette(path: &Path) -> Result<(Cassette, PathBuf), Refusal> {
         message: e.message,
         hint: e.hint.into(),
     })?;
-    let scenario = scenario_path(path, &c, &text)?;
+    let scenario = scenario_path(path, &c, &text, scenarios)?;
     Ok((c, scenario))
 }
 
@@ -383,15 +393,32 @@ fn located_io(message: &str) -> (usize, usize, &str) {
     }
 }
 
-/// Replay a cassette strictly through the engine (no network).
-pub fn replay(layout: &Layout, path: &Path) -> Result<Replayed, Refusal> {
-    let (c, scenario_file) = read_cassette(path)?;
+/// The case a cassette replays (its id, its scenario retargeted to the recorded model),
+/// without replaying it: what `harness list` shows for a cassette.
+pub fn cassette_case(layout: &Layout, path: &Path) -> Result<Case, Refusal> {
+    read_cassette(path, Some(&layout.scenarios))
+        .and_then(|(c, scenario_file)| case_of(layout, path, &c, &scenario_file))
+}
+
+fn case_of(
+    layout: &Layout,
+    path: &Path,
+    c: &Cassette,
+    scenario_file: &Path,
+) -> Result<Case, Refusal> {
     let mut case = load_case(
-        &scenario_file,
-        &layout.id_of(&scenario_file),
+        scenario_file,
+        &layout.id_of(scenario_file),
         Some(&c.profile),
     )?;
     retarget(&mut case, layout.id_of(path), &c.model);
+    Ok(case)
+}
+
+/// Replay a cassette strictly through the engine (no network).
+pub fn replay(layout: &Layout, path: &Path) -> Result<Replayed, Refusal> {
+    let (c, scenario_file) = read_cassette(path, Some(&layout.scenarios))?;
+    let case = case_of(layout, path, &c, &scenario_file)?;
     let Replay {
         events,
         miss,
@@ -403,7 +430,8 @@ pub fn replay(layout: &Layout, path: &Path) -> Result<Replayed, Refusal> {
     if let Some(miss) = miss {
         failures.push(miss);
         let partial = crate::trace::render_golden(&case.id, &events);
-        drift_within_golden = store::read_optional(&layout.golden(&case.id))
+        drift_within_golden = layout
+            .read_golden(&case.id)
             .ok()
             .flatten()
             .is_some_and(|g| g.starts_with(&partial));
@@ -536,6 +564,7 @@ pub fn record(args: &RecordArgs, layout: &Layout, ci: bool) -> Result<Recorded, 
         .out
         .clone()
         .unwrap_or_else(|| default_out(&args.scenario));
+    check_out(&out, &args.scenario, &layout.scenarios)?;
     let mode = if ci {
         RecordMode::None
     } else {
@@ -561,7 +590,10 @@ pub fn record(args: &RecordArgs, layout: &Layout, ci: bool) -> Result<Recorded, 
     };
     if replay_only {
         let r = replay(layout, &out)?;
-        let exchanges = read_cassette(&out)?.0.exchanges.len();
+        let exchanges = read_cassette(&out, Some(&layout.scenarios))?
+            .0
+            .exchanges
+            .len();
         return Ok(Recorded {
             out,
             case: r.case,
@@ -575,7 +607,8 @@ pub fn record(args: &RecordArgs, layout: &Layout, ci: bool) -> Result<Recorded, 
         .api_key_env
         .clone()
         .unwrap_or_else(|| args.provider.key_env().to_owned());
-    let key = std::env::var(&var).ok().filter(|k| !k.is_empty()).ok_or_else(|| {
+    // Surrounding whitespace (a pasted newline) is no part of a key.
+    let key = std::env::var(&var).ok().map(|k| k.trim().to_owned()).filter(|k| !k.is_empty()).ok_or_else(|| {
         refuse(
             format!("`{var}` is not set"),
             "export the provider key in that variable (or name another with --api-key-env); local servers that need none accept any value",
@@ -586,6 +619,7 @@ pub fn record(args: &RecordArgs, layout: &Layout, ci: bool) -> Result<Recorded, 
         .base_url
         .clone()
         .unwrap_or_else(|| args.provider.default_base_url().to_owned());
+    check_base_url(&base_url)?;
     let mut case = load_case(
         &args.scenario,
         &layout.id_of(&args.scenario),
@@ -612,7 +646,10 @@ pub fn record(args: &RecordArgs, layout: &Layout, ci: bool) -> Result<Recorded, 
             "report this as a bug",
         )
     })?;
-    let out_dir = out.parent().unwrap_or(Path::new(""));
+    let out_dir = out
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     let mut cassette = Cassette {
         version: cassette::VERSION,
         scenario: relative(out_dir, &args.scenario),
@@ -630,7 +667,7 @@ pub fn record(args: &RecordArgs, layout: &Layout, ci: bool) -> Result<Recorded, 
         exchanges: Vec::new(),
     };
     let old = if mode == RecordMode::New && exists {
-        Some(read_cassette(&out)?.0)
+        Some(read_cassette(&out, Some(&layout.scenarios))?.0)
     } else {
         None
     };
@@ -653,10 +690,20 @@ pub fn record(args: &RecordArgs, layout: &Layout, ci: bool) -> Result<Recorded, 
         }
     };
     if let Some(f) = fatal {
-        return Err(refuse(
-            format!("the provider refused the request: {f}"),
-            "check the key, the model name and the base URL; nothing was written",
-        ));
+        return Err(match f {
+            live::Fatal::Unreachable(m) => refuse(
+                format!("cannot reach the provider: {m}"),
+                "nothing answered at the base URL: check --base-url and that the server is running; nothing was written",
+            ),
+            live::Fatal::TooLarge(m) => refuse(
+                m,
+                "a cassette must stay small enough for `harness run` to replay (README \"Limits\"); ask for a shorter answer (--max-tokens); nothing was written",
+            ),
+            live::Fatal::Refused(m) => refuse(
+                format!("the provider refused the request: {m}"),
+                "check the key, the model name and the base URL; nothing was written",
+            ),
+        });
     }
     if let Some(gap) = gap {
         return Err(refuse(
@@ -666,6 +713,16 @@ pub fn record(args: &RecordArgs, layout: &Layout, ci: bool) -> Result<Recorded, 
     }
     cassette.exchanges = exchanges;
     let text = cassette::render(&cassette);
+    if let Some(m) = crate::limits::file_too_large(
+        "cassette",
+        text.len() as u64,
+        crate::limits::MAX_CASSETTE_BYTES,
+    ) {
+        return Err(refuse(
+            format!("{m}, which `harness run` would refuse to replay"),
+            "record a shorter run (lower max_iterations, or --max-tokens); nothing was written",
+        ));
+    }
     store::write_atomic(&out, text.as_bytes()).map_err(|e| {
         refuse(
             format!("cannot write {}: {e}", out.display()),
@@ -682,9 +739,88 @@ pub fn record(args: &RecordArgs, layout: &Layout, ci: bool) -> Result<Recorded, 
     })
 }
 
+/// Refuse an `--out` that is not a cassette (by its name, which is how `harness run` finds
+/// cassettes) or is the scenario itself: a recording never replaces a scenario, and a cassette
+/// must name a scenario inside its own project.
+fn check_out(out: &Path, scenario: &Path, scenarios: &Path) -> Result<(), Refusal> {
+    if !is_cassette(out) {
+        return Err(refuse(
+            format!(
+                "--out must name a cassette (`*{CASSETTE_SUFFIX}`), not {}",
+                out.display()
+            ),
+            "`harness run` recognises cassettes by that suffix; e.g. --out fixtures/cassettes/NAME.cassette.json",
+        ));
+    }
+    let same = |a: &Path, b: &Path| match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    if same(out, scenario) {
+        return Err(refuse(
+            format!("--out {} is the scenario being recorded", out.display()),
+            "name another file for the cassette",
+        ));
+    }
+    let dir = out
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let roots = store::reference_roots(dir, Some(scenarios));
+    let inside =
+        std::fs::canonicalize(scenario).is_ok_and(|s| roots.iter().any(|r| s.starts_with(r)));
+    if !inside && scenario.is_file() {
+        return Err(refuse(
+            format!(
+                "the scenario {} lies outside the project of the cassette {}",
+                scenario.display(),
+                out.display()
+            ),
+            "keep the cassette inside the scenario's project (a cassette may only name a scenario there)",
+        ));
+    }
+    Ok(())
+}
+
+/// Refuse a base URL the client would misread: no `http`/`https` scheme, no host, or
+/// credentials in it (they would be stored in the cassette and sent as Basic auth).
+fn check_base_url(base: &str) -> Result<(), Refusal> {
+    let hint = "write it as the official SDKs take it, e.g. http://127.0.0.1:8000/v1 or https://api.openai.com/v1";
+    if !base.contains("://") {
+        return Err(refuse(format!("the base URL `{base}` has no scheme"), hint));
+    }
+    let url = reqwest::Url::parse(base)
+        .map_err(|e| refuse(format!("the base URL is not a URL: {e}"), hint))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(refuse(
+            format!(
+                "the base URL's scheme `{}` is not http or https",
+                url.scheme()
+            ),
+            hint,
+        ));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        let mut shown = url.clone();
+        let _ = shown.set_username("");
+        let _ = shown.set_password(None);
+        return Err(refuse(
+            format!(
+                "the base URL holds credentials (user:password@ before {}); they would be stored in the cassette and sent as Basic auth",
+                shown.host_str().unwrap_or_default()
+            ),
+            "remove them: the key is read from the environment (--api-key-env), never from the URL",
+        ));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(refuse(format!("the base URL `{base}` has no host"), hint));
+    }
+    Ok(())
+}
+
 /// `harness promote`: write the promoted scenario; its path.
 pub fn promote_command(args: &PromoteArgs) -> Result<PathBuf, Refusal> {
-    let (c, scenario_file) = read_cassette(&args.cassette)?;
+    let (c, scenario_file) = read_cassette(&args.cassette, None)?;
     let text = store::read_input_text(
         &scenario_file,
         "scenario",

@@ -55,11 +55,20 @@ pub struct Scrubber {
 }
 
 impl Scrubber {
-    /// A scrubber for secret shapes and these known values (values shorter than 8 characters
-    /// are ignored: they would redact ordinary words).
+    /// A scrubber for secret shapes and these known values, each also without surrounding
+    /// whitespace (the form a server echoes); values shorter than 8 characters are ignored:
+    /// they would redact ordinary words.
     pub fn new(keys: impl IntoIterator<Item = String>) -> Self {
-        let mut keys: Vec<String> = keys.into_iter().filter(|k| k.trim().len() >= 8).collect();
-        keys.sort();
+        let mut keys: Vec<String> = keys
+            .into_iter()
+            .filter(|k| k.trim().len() >= 8)
+            .flat_map(|k| {
+                let trimmed = k.trim().to_owned();
+                [k, trimmed]
+            })
+            .collect();
+        // Longest first, so a padded key is replaced whole before its trimmed form.
+        keys.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         keys.dedup();
         Self { keys }
     }
@@ -114,10 +123,17 @@ impl Scrubber {
         out
     }
 
-    /// Scrub every string (keys of objects too) of a JSON value.
+    /// Scrub every string (keys of objects too) of a JSON value; a string that is itself JSON
+    /// (tool arguments) is also scrubbed decoded, so JSON escapes hide nothing.
     pub fn scrub_value(&self, v: &mut Value) {
         match v {
             Value::String(s) if !self.find(s).is_empty() => *s = self.scrub(s),
+            Value::String(s) if self.find_decoded(s).is_some() => {
+                if let Ok(mut inner) = serde_json::from_str::<Value>(s) {
+                    self.scrub_value(&mut inner);
+                    *s = serde_json::to_string(&inner).unwrap_or_default();
+                }
+            }
             Value::Array(a) => a.iter_mut().for_each(|x| self.scrub_value(x)),
             Value::Object(o) => {
                 let dirty = o.keys().any(|k| !self.find(k).is_empty());
@@ -133,70 +149,21 @@ impl Scrubber {
 
     /// Scrub a stream's events in place, secrets split across events included. Events whose
     /// data changes are re-serialized compactly; the others keep their bytes.
+    ///
+    /// Pieces are joined as clients assemble them, in two passes: by place with array
+    /// positions replaced by the `index` the providers give each choice, tool call and content
+    /// block (so the arguments of call 0 are one value however the calls interleave), then by
+    /// field name across the whole stream (so Anthropic's text blocks, which clients
+    /// concatenate, are one text). An assembled value that is itself JSON (tool arguments) is
+    /// also scrubbed after decoding, so a key spelled with JSON escapes is found too.
     pub fn scrub_events(&self, events: &mut [TimedEvent]) {
-        // Each string leaf: (event, JSON pointer or None for a non-JSON payload, text).
         let mut parsed: Vec<Option<Value>> = events
             .iter()
             .map(|e| serde_json::from_str::<Value>(&e.data).ok())
             .collect();
-        let mut channels: BTreeMap<String, Vec<(usize, Option<String>, String)>> = BTreeMap::new();
-        for (i, p) in parsed.iter().enumerate() {
-            match p {
-                Some(v) => leaves(v, &mut String::new(), &mut |pointer, channel, text| {
-                    channels
-                        .entry(channel)
-                        .or_default()
-                        .push((i, Some(pointer), text.to_owned()));
-                }),
-                None => channels.entry(String::new()).or_default().push((
-                    i,
-                    None,
-                    events[i].data.clone(),
-                )),
-            }
-        }
         let mut dirty = vec![false; events.len()];
-        for pieces in channels.values() {
-            let joined: String = pieces.iter().map(|p| p.2.as_str()).collect();
-            let findings = self.find(&joined);
-            if findings.is_empty() {
-                continue;
-            }
-            let mut start = 0;
-            for (event, pointer, text) in pieces {
-                let span = start..start + text.len();
-                start = span.end;
-                let mut new = String::with_capacity(text.len());
-                let mut at = span.start;
-                let mut changed = false;
-                for f in findings
-                    .iter()
-                    .filter(|f| f.range.start < span.end && f.range.end > span.start)
-                {
-                    let from = f.range.start.max(span.start);
-                    let to = f.range.end.min(span.end);
-                    new.push_str(&joined[at..from]);
-                    // The piece where the secret starts says so; the others just lose their part.
-                    if from == f.range.start {
-                        new.push_str(REDACTED);
-                    }
-                    at = to;
-                    changed = true;
-                }
-                if !changed {
-                    continue;
-                }
-                new.push_str(&joined[at..span.end]);
-                dirty[*event] = true;
-                match (pointer, parsed[*event].as_mut()) {
-                    (Some(ptr), Some(v)) => {
-                        if let Some(slot) = v.pointer_mut(ptr) {
-                            *slot = Value::String(new);
-                        }
-                    }
-                    _ => events[*event].data = new,
-                }
-            }
+        for by_name in [false, true] {
+            self.scrub_channels(events, &mut parsed, &mut dirty, by_name);
         }
         for (i, e) in events.iter_mut().enumerate() {
             if dirty[i] {
@@ -209,6 +176,197 @@ impl Scrubber {
             }
         }
     }
+
+    /// The secrets found in a stream's assembled values (see [`Self::scrub_events`]), as the
+    /// 0-based event each starts in and what it looks like; for `harness lint`.
+    pub fn find_in_events(&self, events: &[TimedEvent]) -> Vec<(usize, &'static str)> {
+        let parsed: Vec<Option<Value>> = events
+            .iter()
+            .map(|e| serde_json::from_str::<Value>(&e.data).ok())
+            .collect();
+        let mut found = Vec::new();
+        for by_name in [false, true] {
+            for (_, pieces) in channels(events, &parsed, by_name) {
+                let joined: String = pieces.iter().map(|p| p.text.as_str()).collect();
+                let mut start = 0;
+                let starts: Vec<(usize, usize)> = pieces
+                    .iter()
+                    .map(|p| {
+                        let at = (start, p.event);
+                        start += p.text.len();
+                        at
+                    })
+                    .collect();
+                let event_at = |offset: usize| {
+                    starts
+                        .iter()
+                        .rev()
+                        .find(|(s, _)| *s <= offset)
+                        .map_or(0, |(_, e)| *e)
+                };
+                let mut hits: Vec<(usize, &'static str)> = self
+                    .find(&joined)
+                    .into_iter()
+                    .map(|f| (event_at(f.range.start), f.kind))
+                    .collect();
+                if hits.is_empty() {
+                    if let Some(kind) = self.find_decoded(&joined) {
+                        hits.push((pieces[0].event, kind));
+                    }
+                }
+                found.extend(hits);
+            }
+        }
+        found.sort_unstable();
+        found.dedup_by_key(|f| f.0);
+        found
+    }
+
+    /// A secret in `text` read as JSON (strings decoded), when `text` is JSON: what a reader
+    /// that decodes it (tool arguments) would see.
+    pub fn find_decoded(&self, text: &str) -> Option<&'static str> {
+        let trimmed = text.trim_start();
+        if !(trimmed.starts_with('{') || trimmed.starts_with('[') || trimmed.starts_with('"')) {
+            return None;
+        }
+        let v: Value = serde_json::from_str(text).ok()?;
+        let mut kind = None;
+        visit_strings(&v, &mut |s| {
+            if kind.is_none() {
+                kind = self.find(s).first().map(|f| f.kind);
+            }
+        });
+        kind
+    }
+
+    /// One pass of [`Self::scrub_events`]: join each channel's pieces, redact what is found,
+    /// write the pieces back.
+    fn scrub_channels(
+        &self,
+        events: &mut [TimedEvent],
+        parsed: &mut [Option<Value>],
+        dirty: &mut [bool],
+        by_name: bool,
+    ) {
+        for (_, pieces) in channels(events, parsed, by_name) {
+            let joined: String = pieces.iter().map(|p| p.text.as_str()).collect();
+            let findings = self.find(&joined);
+            let mut new_texts: Vec<Option<String>> = vec![None; pieces.len()];
+            if !findings.is_empty() {
+                let mut start = 0;
+                for (k, piece) in pieces.iter().enumerate() {
+                    let span = start..start + piece.text.len();
+                    start = span.end;
+                    let mut new = String::with_capacity(piece.text.len());
+                    let mut at = span.start;
+                    let mut changed = false;
+                    for f in findings
+                        .iter()
+                        .filter(|f| f.range.start < span.end && f.range.end > span.start)
+                    {
+                        let from = f.range.start.max(span.start);
+                        let to = f.range.end.min(span.end);
+                        new.push_str(&joined[at..from]);
+                        // The piece where the secret starts says so; the others lose their part.
+                        if from == f.range.start {
+                            new.push_str(REDACTED);
+                        }
+                        at = to;
+                        changed = true;
+                    }
+                    if changed {
+                        new.push_str(&joined[at..span.end]);
+                        new_texts[k] = Some(new);
+                    }
+                }
+            }
+            // Arguments spelled with JSON escapes: decoded, they may hold a key the raw text
+            // does not show. Then the whole value is replaced by its scrubbed form.
+            let assembled: String = pieces
+                .iter()
+                .zip(&new_texts)
+                .map(|(p, n)| n.as_deref().unwrap_or(&p.text))
+                .collect();
+            if self.find_decoded(&assembled).is_some() {
+                if let Ok(mut v) = serde_json::from_str::<Value>(&assembled) {
+                    self.scrub_value(&mut v);
+                    let whole = serde_json::to_string(&v).unwrap_or_default();
+                    for (k, slot) in new_texts.iter_mut().enumerate() {
+                        *slot = Some(if k == 0 { whole.clone() } else { String::new() });
+                    }
+                }
+            }
+            for (piece, new) in pieces.iter().zip(new_texts) {
+                let Some(new) = new else { continue };
+                dirty[piece.event] = true;
+                match (&piece.pointer, parsed[piece.event].as_mut()) {
+                    (Some(ptr), Some(v)) => {
+                        if let Some(slot) = v.pointer_mut(ptr) {
+                            *slot = Value::String(new);
+                        }
+                    }
+                    _ => events[piece.event].data = new,
+                }
+            }
+        }
+    }
+}
+
+/// One string of a stream: the event it is in, where in that event's JSON (`None`: the whole
+/// non-JSON payload), and the text.
+struct Piece {
+    event: usize,
+    pointer: Option<String>,
+    text: String,
+}
+
+/// The pieces of each channel, in event order: by `index`-keyed place, or (`by_name`) by the
+/// name of the field that holds them.
+fn channels(
+    events: &[TimedEvent],
+    parsed: &[Option<Value>],
+    by_name: bool,
+) -> BTreeMap<String, Vec<Piece>> {
+    let mut out: BTreeMap<String, Vec<Piece>> = BTreeMap::new();
+    for (i, p) in parsed.iter().enumerate() {
+        match p {
+            Some(v) => {
+                let mut place = String::new();
+                if let Some(n) = v.get("index").and_then(Value::as_u64) {
+                    place.push_str(&format!("#{n}"));
+                }
+                leaves(
+                    v,
+                    &mut String::new(),
+                    &mut place,
+                    &mut |pointer, place, name, text| {
+                        let channel = if by_name { name.to_owned() } else { place };
+                        out.entry(channel).or_default().push(Piece {
+                            event: i,
+                            pointer: Some(pointer),
+                            text: text.to_owned(),
+                        });
+                    },
+                );
+            }
+            None => out.entry(String::new()).or_default().push(Piece {
+                event: i,
+                pointer: None,
+                text: events[i].data.clone(),
+            }),
+        }
+    }
+    out
+}
+
+/// Call `f` on every string of `v`, object keys excluded.
+fn visit_strings(v: &Value, f: &mut dyn FnMut(&str)) {
+    match v {
+        Value::String(s) => f(s),
+        Value::Array(a) => a.iter().for_each(|x| visit_strings(x, f)),
+        Value::Object(o) => o.values().for_each(|x| visit_strings(x, f)),
+        _ => {}
+    }
 }
 
 /// Shape checks a regex cannot express: a bearer token has a digit (so "Bearer authentication"
@@ -220,27 +378,58 @@ fn plausible(kind: &str, m: &str) -> bool {
             .is_some_and(|t| t.chars().any(|c| c.is_ascii_digit()))
 }
 
-/// Call `f(pointer, channel, text)` for every string leaf of `v`. The channel is the pointer
-/// with array indices kept, so the same field of consecutive events forms one channel.
-fn leaves(v: &Value, pointer: &mut String, f: &mut dyn FnMut(String, String, &str)) {
+/// Call `f(pointer, place, name, text)` for every string leaf of `v`: its JSON pointer, its
+/// place (the pointer with each array position replaced by the element's `index` field when
+/// it has one, as providers number choices, tool calls and content blocks), and the name of
+/// the field holding it. Anthropic's `content_block` (a block's start) and `delta` (its
+/// increments) are one place, as clients join them.
+fn leaves(
+    v: &Value,
+    pointer: &mut String,
+    place: &mut String,
+    f: &mut dyn FnMut(String, String, &str, &str),
+) {
+    leaf_walk(v, pointer, place, "", f);
+}
+
+fn leaf_walk(
+    v: &Value,
+    pointer: &mut String,
+    place: &mut String,
+    name: &str,
+    f: &mut dyn FnMut(String, String, &str, &str),
+) {
     match v {
-        Value::String(s) => f(pointer.clone(), pointer.clone(), s),
+        Value::String(s) => f(pointer.clone(), place.clone(), name, s),
         Value::Array(a) => {
             for (i, x) in a.iter().enumerate() {
-                let len = pointer.len();
+                let (len, plen) = (pointer.len(), place.len());
                 pointer.push('/');
                 pointer.push_str(&i.to_string());
-                leaves(x, pointer, f);
+                match x.get("index").and_then(Value::as_u64) {
+                    Some(n) => place.push_str(&format!("/#{n}")),
+                    None => place.push_str(&format!("/{i}")),
+                }
+                leaf_walk(x, pointer, place, name, f);
                 pointer.truncate(len);
+                place.truncate(plen);
             }
         }
         Value::Object(o) => {
             for (k, x) in o {
-                let len = pointer.len();
+                let (len, plen) = (pointer.len(), place.len());
+                let escaped = k.replace('~', "~0").replace('/', "~1");
                 pointer.push('/');
-                pointer.push_str(&k.replace('~', "~0").replace('/', "~1"));
-                leaves(x, pointer, f);
+                pointer.push_str(&escaped);
+                place.push('/');
+                place.push_str(if k == "content_block" {
+                    "delta"
+                } else {
+                    &escaped
+                });
+                leaf_walk(x, pointer, place, k, f);
                 pointer.truncate(len);
+                place.truncate(plen);
             }
         }
         _ => {}
@@ -309,5 +498,170 @@ mod tests {
         assert!(!events[2].data.contains(REDACTED));
         assert_eq!(events.len(), 5);
         assert_eq!(events[4].data, "[DONE]");
+    }
+
+    fn key_scrubber() -> Scrubber {
+        Scrubber::new(["CANARYKEY0123456789zz".to_owned()])
+    }
+
+    fn data(v: Value) -> TimedEvent {
+        TimedEvent {
+            t_ms: 0,
+            event: None,
+            data: v.to_string(),
+        }
+    }
+
+    /// Assemble an OpenAI stream's tool-call arguments and text as the provider reader does.
+    fn assembled(events: &[TimedEvent], provider: crate::provider::Provider) -> String {
+        let wire: Vec<crate::provider::SseEvent> = events
+            .iter()
+            .map(|e| crate::provider::SseEvent {
+                event: e.event.clone(),
+                data: e.data.clone(),
+            })
+            .collect();
+        let r = provider.parse_stream(&wire).expect("the stream reads");
+        let r = crate::llm::stream::assemble(&r.stream).expect("the stream assembles");
+        let mut all = r.text.clone().unwrap_or_default();
+        for c in &r.tool_calls {
+            all.push_str(&c.arguments.text());
+        }
+        all
+    }
+
+    #[test]
+    fn a_key_split_across_interleaved_tool_calls_is_redacted_as_clients_assemble_it() {
+        let mut events = vec![
+            data(json!({"choices": [{"index": 0, "delta": {"tool_calls": [
+                {"index": 0, "id": "a", "function": {"name": "exec", "arguments": "{\"command\": \"CANARYKEY0"}}
+            ]}}]})),
+            data(json!({"choices": [{"index": 0, "delta": {"tool_calls": [
+                {"index": 1, "id": "b", "function": {"name": "exec", "arguments": "{}"}},
+                {"index": 0, "function": {"arguments": "123456789zz\"}"}}
+            ]}}]})),
+            data(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})),
+        ];
+        let before = assembled(&events, crate::provider::Provider::Openai);
+        assert!(before.contains("CANARYKEY0123456789zz"), "{before}");
+        key_scrubber().scrub_events(&mut events);
+        let after = assembled(&events, crate::provider::Provider::Openai);
+        assert!(
+            !after.contains("123456789zz") && after.contains(REDACTED),
+            "{after}"
+        );
+        let all: String = events.iter().map(|e| e.data.as_str()).collect();
+        assert!(!all.contains("123456789zz"), "{all}");
+    }
+
+    #[test]
+    fn anthropic_blocks_interleaved_and_text_across_blocks_are_assembled() {
+        let ev = |name: &str, v: Value| TimedEvent {
+            t_ms: 0,
+            event: Some(name.to_owned()),
+            data: v.to_string(),
+        };
+        let delta = |i: u64, d: Value| {
+            ev(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": i, "delta": d}),
+            )
+        };
+        let mut events = vec![
+            ev(
+                "message_start",
+                json!({"type": "message_start", "message": {"id": "m", "usage": {"input_tokens": 1, "output_tokens": 1}}}),
+            ),
+            ev(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": "key: CANARY"}}),
+            ),
+            ev(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "t", "name": "exec", "input": {}}}),
+            ),
+            delta(
+                1,
+                json!({"type": "input_json_delta", "partial_json": "{\"c\": \"CANARYKEY01"}),
+            ),
+            delta(0, json!({"type": "text_delta", "text": "KEY0123"})),
+            delta(
+                1,
+                json!({"type": "input_json_delta", "partial_json": "23456789zz\"}"}),
+            ),
+            ev(
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": 1}),
+            ),
+            delta(0, json!({"type": "text_delta", "text": "456789zz"})),
+            ev(
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": 0}),
+            ),
+            ev(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 2, "content_block": {"type": "text", "text": ""}}),
+            ),
+            ev(
+                "message_delta",
+                json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 3}}),
+            ),
+            ev("message_stop", json!({"type": "message_stop"})),
+        ];
+        let provider = crate::provider::Provider::Anthropic;
+        assert_eq!(
+            assembled(&events, provider)
+                .matches("CANARYKEY0123456789zz")
+                .count(),
+            2
+        );
+        key_scrubber().scrub_events(&mut events);
+        let after = assembled(&events, provider);
+        assert!(
+            !after.contains("6789zz") && !after.contains("CANARY"),
+            "{after}"
+        );
+    }
+
+    #[test]
+    fn a_key_spelled_with_json_escapes_in_arguments_is_found_decoded() {
+        // `\u0030` is `0`: the raw text never shows the key, the parsed arguments do.
+        let args = "{\"command\": \"CANARYKEY\\u0030123456789zz\"}";
+        let mut events = vec![
+            data(
+                json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "a", "function": {"name": "exec", "arguments": &args[..20]}}]}}]}),
+            ),
+            data(
+                json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": &args[20..]}}]}}]}),
+            ),
+            data(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})),
+        ];
+        let s = key_scrubber();
+        assert_eq!(s.find_in_events(&events).len(), 1);
+        s.scrub_events(&mut events);
+        let r = crate::provider::Provider::Openai
+            .parse_stream(
+                &events
+                    .iter()
+                    .map(|e| crate::provider::SseEvent {
+                        event: None,
+                        data: e.data.clone(),
+                    })
+                    .collect::<Vec<_>>(),
+            )
+            .unwrap();
+        let r = crate::llm::stream::assemble(&r.stream).unwrap();
+        let parsed: Value = serde_json::from_str(&r.tool_calls[0].arguments.text()).unwrap();
+        assert_eq!(parsed, json!({"command": REDACTED}));
+        let mut body = json!({"arguments": args});
+        s.scrub_value(&mut body);
+        assert_eq!(body, json!({"arguments": "{\"command\":\"[REDACTED]\"}"}));
+    }
+
+    #[test]
+    fn a_key_with_surrounding_whitespace_is_scrubbed_as_sent_and_as_echoed() {
+        let s = Scrubber::new(["  padded-secret-0123 \n".to_owned()]);
+        assert_eq!(s.scrub("echo: padded-secret-0123."), "echo: [REDACTED].");
+        assert_eq!(s.scrub("raw:  padded-secret-0123 \n"), "raw:[REDACTED]");
     }
 }

@@ -10,11 +10,22 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::path::Path;
 
-/// A workflow command's message, escaped as GitHub's runner reads it back.
+/// A workflow command's message, escaped as GitHub's runner reads it back (other control
+/// characters spelled out).
 pub fn escape_data(s: &str) -> String {
-    s.replace('%', "%25")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A")
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '\r' => out.push_str("%0D"),
+            '\n' => out.push_str("%0A"),
+            c if crate::text::is_unsafe(c) => {
+                out.push_str(&crate::text::escape_controls(&c.to_string()))
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// A workflow command's property value (also `:` and `,` are escaped).
@@ -108,9 +119,9 @@ impl<W: Write> Reporter for Annotations<W> {
     }
 }
 
-/// Markdown cell text: pipes escaped, one line.
+/// Markdown cell text: pipes escaped, one line, control characters spelled out.
 fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
+    crate::text::escape_controls(&s.replace('|', "\\|").replace('\n', " ")).into_owned()
 }
 
 /// The job summary: verdict and counts, failing cases, the metrics table per family and

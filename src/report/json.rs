@@ -26,6 +26,7 @@ pub const VERSION: u32 = 1;
 struct Results {
     version: u32,
     files: Vec<File>,
+    #[serde(serialize_with = "lossy_paths")]
     orphans: Vec<PathBuf>,
     /// Derived from the rest; not read back.
     #[serde(default, skip_deserializing)]
@@ -35,6 +36,7 @@ struct Results {
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct File {
+    #[serde(serialize_with = "lossy_path")]
     path: PathBuf,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     unreadable: bool,
@@ -42,6 +44,16 @@ struct File {
     cases: Option<Vec<Case>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     errors: Option<Vec<Error>>,
+}
+
+/// A path as JSON text: one that is not UTF-8 is written with U+FFFD for what is not (JSON
+/// has no other way), never left out.
+fn lossy_path<S: serde::Serializer>(p: &std::path::Path, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&p.to_string_lossy())
+}
+
+fn lossy_paths<S: serde::Serializer>(ps: &[PathBuf], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(ps.iter().map(|p| p.to_string_lossy()))
 }
 
 #[derive(Serialize, Deserialize)]
@@ -53,6 +65,8 @@ struct Case {
     status: String,
     /// `match`, `missing`, `differs` or `ungated`.
     golden: String,
+    /// The unified diff golden → actual when `differs`; when `missing`, the new golden as a
+    /// diff against nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     diff: Option<String>,
     pending_written: bool,
@@ -102,7 +116,7 @@ struct Summary {
 fn case_json(c: &CaseResult) -> Case {
     let (golden, diff) = match &c.golden {
         Comparison::Match => ("match", None),
-        Comparison::Missing => ("missing", None),
+        Comparison::Missing(d) => ("missing", Some(d.clone())),
         Comparison::Differs(d) => ("differs", Some(d.clone())),
         Comparison::Ungated => ("ungated", None),
     };
@@ -142,7 +156,8 @@ fn case_json(c: &CaseResult) -> Case {
 fn case_back(c: Case) -> Result<CaseResult, String> {
     let golden = match (c.golden.as_str(), c.diff) {
         ("match", _) => Comparison::Match,
-        ("missing", _) => Comparison::Missing,
+        // Results written before new goldens carried their text have no diff.
+        ("missing", d) => Comparison::Missing(d.unwrap_or_default()),
         ("differs", Some(d)) => Comparison::Differs(d),
         ("ungated", _) => Comparison::Ungated,
         ("differs", None) => {
@@ -155,6 +170,7 @@ fn case_back(c: Case) -> Result<CaseResult, String> {
     };
     let row: Row =
         serde_json::from_value(c.metrics).map_err(|e| format!("case `{}`: metrics: {e}", c.id))?;
+    crate::metrics::check_row(&row).map_err(|e| format!("case `{}`: metrics: {e}", c.id))?;
     if c.runs == 0 || c.passes > c.runs {
         return Err(format!(
             "case `{}`: {} passes of {} runs",

@@ -30,7 +30,7 @@ pub fn failure_summary(c: &CaseResult) -> String {
                 count('-', "---")
             ));
         }
-        Comparison::Missing => parts.push("no golden yet".to_owned()),
+        Comparison::Missing(_) => parts.push("no golden yet".to_owned()),
         Comparison::Match | Comparison::Ungated => {}
     }
     match c.expectation_failures.as_slice() {
@@ -47,7 +47,7 @@ pub fn failure_summary(c: &CaseResult) -> String {
 /// The failing run's details as text: the diff, then each failed expectation.
 fn failure_text(c: &CaseResult) -> String {
     let mut text = String::new();
-    if let Comparison::Differs(d) = &c.golden {
+    if let Comparison::Differs(d) | Comparison::Missing(d) = &c.golden {
         text.push_str(d);
     }
     for e in &c.expectation_failures {
@@ -62,7 +62,7 @@ fn failure_text(c: &CaseResult) -> String {
 fn failure_kind(c: &CaseResult) -> &'static str {
     match c.golden {
         Comparison::Differs(_) => "golden-mismatch",
-        Comparison::Missing => "missing-golden",
+        Comparison::Missing(_) => "missing-golden",
         _ if !c.expectation_failures.is_empty() => "expectation",
         _ => "io-error",
     }

@@ -11,7 +11,7 @@ pub mod junit;
 mod terminal;
 
 pub use collect::Collected;
-pub use terminal::Terminal;
+pub use terminal::{DEFAULT_DIFF_LIMIT, Terminal};
 pub(crate) use terminal::{change, duration, paint_diff};
 
 use crate::metrics::{CsvSink, Row};
@@ -79,13 +79,19 @@ impl Sums {
     }
 
     fn add(&mut self, r: &Row) {
-        self.runs += 1;
-        self.iterations += u64::from(r.iterations);
-        self.wasted += u64::from(r.wasted_iterations);
-        self.interventions +=
-            u64::from(r.interventions_stage1 + r.interventions_stage2 + r.interventions_stage3);
-        self.tokens += r.input_tokens + r.output_tokens;
-        self.virtual_ms += r.virtual_ms;
+        // Saturating: merged results of any size never wrap.
+        self.runs = self.runs.saturating_add(1);
+        self.iterations = self.iterations.saturating_add(u64::from(r.iterations));
+        self.wasted = self.wasted.saturating_add(u64::from(r.wasted_iterations));
+        self.interventions = self.interventions.saturating_add(
+            u64::from(r.interventions_stage1)
+                + u64::from(r.interventions_stage2)
+                + u64::from(r.interventions_stage3),
+        );
+        self.tokens = self
+            .tokens
+            .saturating_add(r.input_tokens.saturating_add(r.output_tokens));
+        self.virtual_ms = self.virtual_ms.saturating_add(r.virtual_ms);
         self.cost_usd += r.cost_usd;
     }
 }
@@ -127,6 +133,8 @@ pub struct Tally {
     pub groups: BTreeMap<(String, String), Sums>,
     /// The run was interrupted, with this many files not run.
     pub interrupted: Option<usize>,
+    /// No case ran although some had to: why, naming the paths and filters (bad input).
+    pub nothing_selected: Option<String>,
     /// Per (family, profile): the profile's runs and the same scenarios under `none` (every
     /// case of a scenario that also ran under `none`: its own profile, `compare` and
     /// `--profile` cases alike).
@@ -158,7 +166,7 @@ impl Tally {
                 match c.golden {
                     Comparison::Match => {}
                     Comparison::Ungated => self.ungated += 1,
-                    Comparison::Missing => self.missing += 1,
+                    Comparison::Missing(_) => self.missing += 1,
                     Comparison::Differs(_) => self.mismatched += 1,
                 }
                 if !c.expectation_failures.is_empty() {
@@ -193,7 +201,7 @@ impl Tally {
     pub fn exit_code(&self) -> u8 {
         if self.interrupted.is_some() {
             EXIT_INTERRUPTED
-        } else if self.invalid_files > 0 {
+        } else if self.invalid_files > 0 || self.nothing_selected.is_some() {
             EXIT_BAD_INPUT
         } else if self.passed + self.flaky < self.cases || !self.orphans.is_empty() {
             EXIT_FAILED
@@ -204,27 +212,17 @@ impl Tally {
 }
 
 /// Writes the metrics CSV atomically: rows stream into a temporary file beside the target,
-/// renamed over it when the run finishes.
+/// renamed over it when the run finishes (see [`crate::store::Output`] for links and devices).
 pub struct MetricsCsv {
-    target: PathBuf,
-    sink: Option<CsvSink<io::BufWriter<tempfile::NamedTempFile>>>,
+    sink: Option<CsvSink<io::BufWriter<crate::store::Output>>>,
 }
 
 impl MetricsCsv {
     /// A CSV reporter writing to `target`.
     pub fn create(target: &Path) -> io::Result<Self> {
-        let dir = target
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir)?;
-        let tmp = tempfile::Builder::new()
-            .prefix(crate::store::TEMP_PREFIX)
-            .suffix(crate::store::TEMP_SUFFIX)
-            .tempfile_in(dir)?;
+        let out = crate::store::Output::create(target)?;
         Ok(Self {
-            target: target.to_owned(),
-            sink: Some(CsvSink::new(io::BufWriter::new(tmp))),
+            sink: Some(CsvSink::new(io::BufWriter::new(out))),
         })
     }
 }
@@ -251,9 +249,7 @@ impl Reporter for MetricsCsv {
         let Some(sink) = self.sink.take() else {
             return Ok(());
         };
-        let tmp = sink.finish()?.into_inner().map_err(|e| e.into_error())?;
-        tmp.as_file().sync_all()?;
-        tmp.persist(&self.target).map_err(|e| e.error)?;
-        Ok(())
+        let out = sink.finish()?.into_inner().map_err(|e| e.into_error())?;
+        out.commit()
     }
 }

@@ -1,14 +1,26 @@
 //! The terminal reporter: failing cases with their colored diffs and failed expectations,
 //! located errors for bad input, then the summary per family and what each defence saved
 //! against the bare loop. Colors follow the terminal (`NO_COLOR`, pipes) via anstream.
+//!
+//! Output scales with the failures, not the corpus: the first `--diff-limit` failing cases are
+//! shown in full (a new golden as a diff against nothing), the rest one line each, and when
+//! anything failed the verdict is printed first as well as last, so the head and the tail of a
+//! long log both say how the run went. What the run shows about cases is collected until the
+//! end for that, which also keeps it clear of a progress bar on the terminal.
 
 use super::{Sums, Tally};
 use crate::results::FileResult;
 use crate::results::Reporter;
 use crate::snapshot::Comparison;
+use crate::text::{escape_controls as shown, escape_in_lines};
 use anstyle::{AnsiColor, Style};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+
+/// A path as the terminal shows it: control characters spelled out.
+fn path(p: &Path) -> String {
+    shown(&p.to_string_lossy()).into_owned()
+}
 
 const RED: Style = AnsiColor::Red.on_default();
 const GREEN: Style = AnsiColor::Green.on_default();
@@ -24,7 +36,23 @@ pub struct Terminal<W: Write> {
     pub tally: Tally,
     ci: bool,
     pending_dir: Option<PathBuf>,
+    require_cases: Option<String>,
+    /// Failing cases and bad files as shown, printed under the first verdict at the end.
+    shown: Vec<u8>,
+    /// Failing cases shown in full, and one line each.
+    in_full: usize,
+    in_brief: usize,
+    /// Failing cases shown in full at most.
+    diff_limit: usize,
+    /// No summary table or savings: failing cases one line each, then the verdict.
+    quiet: bool,
+    /// The verdict is `harness exec`'s: a case there without a golden to compare is a
+    /// conversation that never happened (failed with its own reason), not an ad-hoc profile.
+    exec: bool,
 }
+
+/// Failing cases a run shows in full unless told otherwise (`--diff-limit`).
+pub const DEFAULT_DIFF_LIMIT: usize = 10;
 
 impl<W: Write> Terminal<W> {
     /// A reporter writing to `out`; `ci` says pending goldens were not written because `CI` is set.
@@ -34,7 +62,38 @@ impl<W: Write> Terminal<W> {
             tally: Tally::default(),
             ci,
             pending_dir: None,
+            require_cases: None,
+            shown: Vec::new(),
+            in_full: 0,
+            in_brief: 0,
+            diff_limit: DEFAULT_DIFF_LIMIT,
+            quiet: false,
+            exec: false,
         }
+    }
+
+    /// Name the verdict `harness exec` and leave out what only a run can have.
+    #[must_use]
+    pub fn for_exec(mut self, exec: bool) -> Self {
+        self.exec = exec;
+        self
+    }
+
+    /// Show at most `diff_limit` failing cases in full, the rest one line each; `quiet` shows
+    /// every failing case in one line and leaves out the summary tables.
+    #[must_use]
+    pub fn with_detail(mut self, diff_limit: usize, quiet: bool) -> Self {
+        self.diff_limit = diff_limit;
+        self.quiet = quiet;
+        self
+    }
+
+    /// A run in which no case ran fails with this message (no silent green); `None` lets an
+    /// empty run pass (`--allow-empty`).
+    #[must_use]
+    pub fn require_cases(mut self, message: Option<String>) -> Self {
+        self.require_cases = message;
+        self
     }
 
     /// Pending goldens go to this folder (`--pending-dir`), CI or not.
@@ -46,6 +105,7 @@ impl<W: Write> Terminal<W> {
 
     fn sums_line(&mut self, family: &str, profile: &str, s: &Sums) -> io::Result<()> {
         let [runs, iterations, wasted, interventions, tokens, time, cost] = s.cells();
+        let (family, profile) = (shown(family), shown(profile));
         writeln!(
             self.out,
             "  {family:<22} {profile:<10} {runs:>5} {iterations:>10} {wasted:>7} {interventions:>13} {tokens:>10} {time:>12} {cost:>10}",
@@ -67,7 +127,7 @@ pub(crate) fn paint_diff(out: &mut impl Write, diff: &str) -> io::Result<()> {
         } else {
             DIM
         };
-        writeln!(out, "    {style}{line}{style:#}")?;
+        writeln!(out, "    {style}{}{style:#}", shown(line))?;
     }
     Ok(())
 }
@@ -105,57 +165,76 @@ impl<W: Write> Reporter for Terminal<W> {
 
     fn file(&mut self, result: &FileResult) -> io::Result<()> {
         self.tally.add(result);
+        let out = &mut self.shown;
         let cases = match &result.outcome {
             Ok(cases) => cases,
             Err(diags) => {
                 for d in diags {
                     writeln!(
-                        self.out,
+                        out,
                         "{RED}error{RED:#}{BOLD}: {}:{}:{}: {}{BOLD:#}",
-                        result.path.display(),
+                        path(&result.path),
                         d.line,
                         d.col,
-                        d.message
+                        shown(&d.message)
                     )?;
                     if let Some(h) = &d.hint {
-                        writeln!(self.out, "  {CYAN}hint{CYAN:#}: {h}")?;
+                        writeln!(out, "  {CYAN}hint{CYAN:#}: {}", shown(h))?;
                     }
                 }
                 return Ok(());
             }
         };
         for c in cases.iter().filter(|c| !c.passed()) {
+            let path = path(&result.path);
+            if self.quiet || self.in_full >= self.diff_limit {
+                self.in_brief += 1;
+                let (label, style) = if c.flaky() {
+                    ("FLAKY", YELLOW)
+                } else {
+                    ("FAIL", RED)
+                };
+                writeln!(
+                    out,
+                    "{style}{label}{style:#} {BOLD}{}{BOLD:#}  {}  ({path})",
+                    shown(&c.id),
+                    shown(&super::junit::failure_summary(c))
+                )?;
+                continue;
+            }
+            self.in_full += 1;
             if c.flaky() {
                 writeln!(
-                    self.out,
-                    "{YELLOW}FLAKY{YELLOW:#} {BOLD}{}{BOLD:#}  passed {} of {} runs  ({}); the failing run:",
-                    c.id,
+                    out,
+                    "{YELLOW}FLAKY{YELLOW:#} {BOLD}{}{BOLD:#}  passed {} of {} runs  ({path}); the failing run:",
+                    shown(&c.id),
                     c.passes,
                     c.runs,
-                    result.path.display()
                 )?;
             }
             let what = match &c.golden {
+                Comparison::Match | Comparison::Ungated if c.expectation_failures.is_empty() => {
+                    "its files could not be written"
+                }
                 Comparison::Match | Comparison::Ungated => "expectations failed",
-                Comparison::Missing => "no golden yet",
+                Comparison::Missing(_) => "no golden yet",
                 Comparison::Differs(_) => "golden differs",
             };
             if !c.flaky() {
                 writeln!(
-                    self.out,
-                    "{RED}FAIL{RED:#} {BOLD}{}{BOLD:#}  {what}  ({})",
-                    c.id,
-                    result.path.display()
+                    out,
+                    "{RED}FAIL{RED:#} {BOLD}{}{BOLD:#}  {what}  ({path})",
+                    shown(&c.id)
                 )?;
             }
-            if let Comparison::Differs(d) = &c.golden {
-                paint_diff(&mut self.out, d)?;
+            if let Comparison::Differs(d) | Comparison::Missing(d) = &c.golden {
+                paint_diff(out, d)?;
             }
             for e in &c.expectation_failures {
-                writeln!(self.out, "    {RED}expected{RED:#} {e}")?;
+                writeln!(out, "    {RED}expected{RED:#} {}", escape_in_lines(e))?;
             }
             for e in &c.io_errors {
-                writeln!(self.out, "    {RED}io error{RED:#} {e}")?;
+                writeln!(out, "    {RED}io error{RED:#} {}", shown(e))?;
             }
         }
         Ok(())
@@ -163,12 +242,12 @@ impl<W: Write> Reporter for Terminal<W> {
 
     fn orphan(&mut self, path: &Path) -> io::Result<()> {
         writeln!(
-            self.out,
+            self.shown,
             "{RED}FAIL{RED:#} {BOLD}{}{BOLD:#}  golden without a scenario",
-            path.display()
+            self::path(path)
         )?;
         writeln!(
-            self.out,
+            self.shown,
             "  {CYAN}hint{CYAN:#}: restore its scenario, or delete the golden (git rm)"
         )?;
         self.tally.orphans.push(path.to_owned());
@@ -176,9 +255,53 @@ impl<W: Write> Reporter for Terminal<W> {
     }
 
     fn finish(&mut self) -> io::Result<()> {
+        if self.tally.cases == 0
+            && self.tally.invalid_files == 0
+            && self.tally.orphans.is_empty()
+            && self.tally.interrupted.is_none()
+        {
+            self.tally.nothing_selected = self.require_cases.clone();
+        }
         let t = self.tally.clone();
-        writeln!(self.out)?;
-        if !t.groups.is_empty() {
+        let failed = t.cases - t.passed - t.flaky;
+        let verdict = if t.interrupted.is_some() {
+            format!("{RED}INTERRUPTED{RED:#}")
+        } else if t.exit_code() == 0 {
+            format!("{GREEN}ok{GREEN:#}")
+        } else {
+            format!("{RED}FAILED{RED:#}")
+        };
+        let command = if self.exec { "exec" } else { "run" };
+        let verdict = format!(
+            "harness {command}: {verdict}. {} cases from {} files: {} passed, {failed} failed \
+             ({} golden mismatches, {} missing goldens, {} expectation failures), \
+             {} invalid files, {} orphaned goldens",
+            t.cases,
+            t.files,
+            t.passed,
+            t.mismatched,
+            t.missing,
+            t.expectation_failures,
+            t.invalid_files,
+            t.orphans.len()
+        );
+        if !self.shown.is_empty() {
+            writeln!(self.out, "{verdict}")?;
+            writeln!(self.out)?;
+            self.out.write_all(&self.shown)?;
+            self.shown = Vec::new();
+        }
+        if self.in_brief > 0 && !self.quiet {
+            writeln!(
+                self.out,
+                "{} failing case(s) shown in full, {} more in one line each (--diff-limit N shows more; `harness diff` prints every pending golden)",
+                self.in_full, self.in_brief
+            )?;
+        }
+        if !self.quiet || self.in_brief + self.in_full > 0 {
+            writeln!(self.out)?;
+        }
+        if !t.groups.is_empty() && !self.quiet {
             writeln!(
                 self.out,
                 "{BOLD}  {:<22} {:<10} {:>5} {:>10} {:>7} {:>13} {:>10} {:>12} {:>10}{BOLD:#}",
@@ -197,12 +320,13 @@ impl<W: Write> Reporter for Terminal<W> {
             }
             writeln!(self.out)?;
         }
-        if !t.savings.is_empty() {
+        if !t.savings.is_empty() && !self.quiet {
             writeln!(
                 self.out,
                 "{BOLD}Each defence against profile none on the same scenarios (none \u{2192} defence):{BOLD:#}"
             )?;
             for ((family, profile), (own, none)) in &t.savings {
+                let (family, profile) = (shown(family), shown(profile));
                 writeln!(
                     self.out,
                     "  {family:<22} {profile:<10} iterations {}, virtual time {}, tokens {}, over {} scenarios",
@@ -214,28 +338,7 @@ impl<W: Write> Reporter for Terminal<W> {
             }
             writeln!(self.out)?;
         }
-        let failed = t.cases - t.passed - t.flaky;
-        let verdict = if t.interrupted.is_some() {
-            format!("{RED}INTERRUPTED{RED:#}")
-        } else if t.exit_code() == 0 {
-            format!("{GREEN}ok{GREEN:#}")
-        } else {
-            format!("{RED}FAILED{RED:#}")
-        };
-        writeln!(
-            self.out,
-            "harness run: {verdict}. {} cases from {} files: {} passed, {failed} failed \
-             ({} golden mismatches, {} missing goldens, {} expectation failures), \
-             {} invalid files, {} orphaned goldens",
-            t.cases,
-            t.files,
-            t.passed,
-            t.mismatched,
-            t.missing,
-            t.expectation_failures,
-            t.invalid_files,
-            t.orphans.len()
-        )?;
+        writeln!(self.out, "{verdict}")?;
         if let Some(not_run) = t.interrupted {
             writeln!(
                 self.out,
@@ -260,7 +363,7 @@ impl<W: Write> Reporter for Terminal<W> {
                 t.flaky
             )?;
         }
-        if t.ungated > 0 {
+        if t.ungated > 0 && !self.exec {
             writeln!(
                 self.out,
                 "{} ad-hoc run(s) under --profile are reported above but not gated (no golden, no expectations)",
@@ -283,9 +386,14 @@ impl<W: Write> Reporter for Terminal<W> {
                     "pending goldens were not written because CI is set; run `harness run` locally to review them"
                 )?;
             } else if t.pending_written > 0 {
+                let review = if self.in_brief > 0 {
+                    "review them with `harness diff` (which prints every one)"
+                } else {
+                    "review the diffs above"
+                };
                 writeln!(
                     self.out,
-                    "{} pending golden(s) written beside the goldens (.snap.new): review the diffs above, then run `harness accept` to keep them or `harness reject` to discard them",
+                    "{} pending golden(s) written beside the goldens (.snap.new): {review}, then run `harness accept` to keep them or `harness reject` to discard them",
                     t.pending_written
                 )?;
             }

@@ -48,9 +48,31 @@ pub struct Options {
     pub keep_traces: bool,
 }
 
-/// Run everything `options` names, reporting each file's results, then orphaned goldens.
-pub fn run(options: &Options, reporter: &mut dyn Reporter) -> io::Result<()> {
+/// The files a run takes: discovered under its paths, sorted, this shard's share.
+pub struct Plan {
+    /// Scenario and cassette files this shard runs, sorted.
+    pub files: Vec<PathBuf>,
+    /// Paths that could not be read, as results (reported by the first shard only).
+    pub unreadable: Vec<FileResult>,
+    /// Every discovered scenario id, and whether this shard runs it.
+    owner: HashMap<String, bool>,
+    /// Files refused because their ids collide with another's, and why.
+    conflicts: HashMap<PathBuf, String>,
+}
+
+impl Plan {
+    /// The refusal of a file whose id collides with another file's, if it does.
+    pub fn refused(&self, path: &Path) -> Option<FileResult> {
+        self.conflicts.get(path).map(|why| refused_file(path, why))
+    }
+}
+
+/// Discover the files `options` names and take this shard's share.
+pub fn plan(options: &Options) -> Plan {
     let (files, unreadable) = store::discover(&options.paths);
+    let conflicts: HashMap<PathBuf, String> = store::id_conflicts(&options.layout, &files)
+        .into_iter()
+        .collect();
     // Shards: each takes its share of the scenario ids; what belongs to no file goes to the first.
     let scenario_ids: Vec<String> = files.iter().map(|f| options.layout.id_of(f)).collect();
     let takes = options.selection.shard(&scenario_ids);
@@ -65,27 +87,59 @@ pub fn run(options: &Options, reporter: &mut dyn Reporter) -> io::Result<()> {
     } else {
         Vec::new()
     };
-    for (path, e) in unreadable {
-        reporter.unreadable(&FileResult {
+    let unreadable = unreadable
+        .into_iter()
+        .map(|(path, e)| FileResult {
             path,
             outcome: Err(vec![Diagnostic {
                 line: 1,
                 col: 1,
-                message: format!("cannot read: {e}"),
-                hint: Some(
-                    "check the path; `harness run` takes scenario files and folders".to_owned(),
-                ),
+                message: store::describe(&e),
+                hint: Some(store::hint_for(&e, "harness run")),
             }]),
-        })?;
+        })
+        .collect();
+    Plan {
+        files,
+        unreadable,
+        owner,
+        conflicts,
     }
-    if options.write_pending {
-        // Leftovers of a killed run (SIGKILL) in the folders pending goldens go to.
-        store::clean_stale_temps(
-            options
-                .pending_dir
-                .as_ref()
-                .unwrap_or(&options.layout.snapshots),
-        );
+}
+
+/// Told how many files a run takes, then of each one done, then that the run is over (before
+/// the reporters finish): a progress bar on a terminal. Nothing it does reaches the results.
+pub trait Progress: Sync {
+    /// The run takes `files` files.
+    fn start(&self, files: u64);
+    /// One more file is done.
+    fn file_done(&self);
+    /// The run is over; the reporters print next.
+    fn finish(&self);
+}
+
+/// Run everything `options` names, reporting each file's results, then orphaned goldens.
+pub fn run(options: &Options, reporter: &mut dyn Reporter) -> io::Result<()> {
+    run_with(options, reporter, None)
+}
+
+/// [`run`], telling `progress` how it goes.
+pub fn run_with(
+    options: &Options,
+    reporter: &mut dyn Reporter,
+    progress: Option<&dyn Progress>,
+) -> io::Result<()> {
+    let Plan {
+        files,
+        unreadable,
+        owner,
+        conflicts,
+    } = plan(options);
+    if let Some(p) = progress {
+        p.start(files.len() as u64);
+    }
+    for r in &unreadable {
+        reporter.unreadable(r)?;
     }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(options.jobs.max(1))
@@ -98,7 +152,16 @@ pub fn run(options: &Options, reporter: &mut dyn Reporter) -> io::Result<()> {
         let results: Vec<Option<(Option<FileResult>, Vec<String>)>> = pool.install(|| {
             chunk
                 .par_iter()
-                .map(|f| (!interrupt::requested()).then(|| run_file(options, f)))
+                .map(|f| {
+                    let r = (!interrupt::requested()).then(|| match conflicts.get(f) {
+                        Some(why) => (Some(refused_file(f, why)), Vec::new()),
+                        None => run_file(options, f),
+                    });
+                    if let Some(p) = progress {
+                        p.file_done();
+                    }
+                    r
+                })
                 .collect()
         });
         for result in results {
@@ -112,6 +175,9 @@ pub fn run(options: &Options, reporter: &mut dyn Reporter) -> io::Result<()> {
                 reporter.file(&r)?;
             }
         }
+    }
+    if let Some(p) = progress {
+        p.finish();
     }
     if interrupt::requested() {
         // Goldens of files not run would look orphaned: none are reported.
@@ -172,6 +238,22 @@ fn golden_id(options: &Options, golden: &Path) -> String {
     id.strip_suffix(".snap").unwrap_or(&id).to_owned()
 }
 
+/// A file refused before it is read (its id collides with another's), at its first line.
+fn refused_file(path: &Path, why: &str) -> FileResult {
+    FileResult {
+        path: path.to_owned(),
+        outcome: Err(vec![Diagnostic {
+            line: 1,
+            col: 1,
+            message: why.to_owned(),
+            hint: Some(
+                "rename one of the files (ids are paths below the scenarios root, without extension)"
+                    .to_owned(),
+            ),
+        }]),
+    }
+}
+
 /// The format of a scenario file, by its extension.
 pub fn format_of(path: &Path) -> SourceFormat {
     if path.extension().is_some_and(|e| e == "json") {
@@ -193,11 +275,43 @@ fn run_file(options: &Options, path: &Path) -> (Option<FileResult>, Vec<String>)
     }
 }
 
-/// Run one file's selected cases; a file that cannot run is the error.
-fn run_selected(options: &Options, path: &Path) -> Result<(FileResult, Vec<String>), FileResult> {
+/// A scenario file read and expanded: its text and format (to locate problems found while
+/// replaying), the cases the selection keeps, in run order, and the ids of all its cases.
+struct Loaded {
+    text: String,
+    format: SourceFormat,
+    cases: Vec<Case>,
+    all_ids: Vec<String>,
+}
+
+/// The cases of one file (scenario or cassette) a run with `options` takes, in run order, and
+/// the ids of all its cases, kept or not; a file that cannot load is its result. `harness
+/// list` shows exactly these, so it and `harness run` agree on every path.
+pub fn selected_cases(
+    options: &Options,
+    path: &Path,
+) -> Result<(Vec<Case>, Vec<String>), FileResult> {
     if crate::record::is_cassette(path) {
-        return cassette_file(options, path);
+        let id = options.layout.id_of(path);
+        let case =
+            crate::record::cassette_case(&options.layout, path).map_err(|refusal| FileResult {
+                path: path.to_owned(),
+                outcome: Err(vec![refusal.diagnostic(path)]),
+            })?;
+        let all_ids = vec![case.id.clone()];
+        let cases = if options.selection.keeps(&case, &id) {
+            vec![case]
+        } else {
+            Vec::new()
+        };
+        return Ok((cases, all_ids));
     }
+    load_scenario(options, path).map(|l| (l.cases, l.all_ids))
+}
+
+/// Read, validate and expand a scenario file, adding the `--profile` cases and keeping those
+/// the selection takes.
+fn load_scenario(options: &Options, path: &Path) -> Result<Loaded, FileResult> {
     let bad = |message: String, hint: &str| FileResult {
         path: path.to_owned(),
         outcome: Err(vec![Diagnostic {
@@ -261,6 +375,43 @@ fn run_selected(options: &Options, path: &Path) -> Result<(FileResult, Vec<Strin
     }
     let all_ids = cases.iter().map(|c| c.id.clone()).collect();
     cases.retain(|c| options.selection.keeps(c, &id));
+    Ok(Loaded {
+        text,
+        format,
+        cases,
+        all_ids,
+    })
+}
+
+/// Run one file's selected cases; a file that cannot run is the error.
+fn run_selected(options: &Options, path: &Path) -> Result<(FileResult, Vec<String>), FileResult> {
+    if crate::record::is_cassette(path) {
+        return cassette_file(options, path);
+    }
+    let Loaded {
+        text,
+        format,
+        cases,
+        all_ids,
+    } = load_scenario(options, path)?;
+    // A golden or pending golden that is a link or a special file is refused before anything
+    // runs: never read, never written through, its contents never shown.
+    for case in cases.iter().filter(|c| c.gated) {
+        if let Err(e) = check_golden_paths(options, &case.id) {
+            return Err(FileResult {
+                path: path.to_owned(),
+                outcome: Err(vec![Diagnostic {
+                    line: case_line(&text, format, case),
+                    col: 1,
+                    message: e.to_string(),
+                    hint: Some(
+                        "put back the regular file harness wrote (`git checkout` it), or delete it and run again"
+                            .to_owned(),
+                    ),
+                }]),
+            });
+        }
+    }
     // Replay every case before writing anything, so a file that turns out incomplete leaves
     // no pending golden or trace behind.
     let mut replays = Vec::with_capacity(cases.len());
@@ -414,7 +565,9 @@ pub fn judge(options: &Options, case: &Case, events: &[TimedEvent]) -> CaseResul
     };
     if let Some(dir) = &options.traces {
         let path = dir.join(format!("{}.jsonl", case.id));
-        if let Err(e) = store::write_atomic(&path, trace::render_jsonl(events).as_bytes()) {
+        if let Err(e) =
+            store::write_inside(dir, &path, "trace", trace::render_jsonl(events).as_bytes())
+        {
             io_errors.push(format!("cannot write {}: {e}", path.display()));
         }
     }
@@ -439,6 +592,26 @@ pub fn judge(options: &Options, case: &Case, events: &[TimedEvent]) -> CaseResul
     r
 }
 
+/// Where a case's pending golden goes, and the folder it must stay inside.
+fn pending_path<'a>(options: &'a Options, case_id: &str) -> (PathBuf, &'a Path) {
+    match &options.pending_dir {
+        Some(dir) => (dir.join(format!("{case_id}.{}", store::PENDING_EXT)), dir),
+        None => (options.layout.pending(case_id), &options.layout.snapshots),
+    }
+}
+
+/// Refuse a case whose golden or pending golden is a link or a special file (or lies below a
+/// linked folder).
+fn check_golden_paths(options: &Options, case_id: &str) -> io::Result<()> {
+    let layout = &options.layout;
+    store::guard::check_inside(&layout.snapshots, &layout.golden(case_id), "golden")?;
+    if options.write_pending {
+        let (pending, root) = pending_path(options, case_id);
+        store::guard::check_inside(root, &pending, "pending golden")?;
+    }
+    Ok(())
+}
+
 /// Compare the case's golden text with its golden file and write (or clear) its pending
 /// golden; whether a pending golden was written.
 fn compare_golden(
@@ -449,24 +622,21 @@ fn compare_golden(
 ) -> (Comparison, bool) {
     let layout = &options.layout;
     let golden_text = trace::render_golden(&case.id, events);
-    let golden = match store::read_optional(&layout.golden(&case.id)) {
+    let golden = match layout.read_golden(&case.id) {
         Ok(g) => snapshot::compare(g.as_deref(), &golden_text),
         Err(e) => {
-            io_errors.push(format!("cannot read golden: {e}"));
-            Comparison::Missing
+            io_errors.push(format!("cannot read the golden: {e}"));
+            snapshot::compare(None, &golden_text)
         }
     };
     let mut pending_written = false;
     if options.write_pending {
-        let pending = match &options.pending_dir {
-            Some(dir) => dir.join(format!("{}.{}", case.id, store::PENDING_EXT)),
-            None => layout.pending(&case.id),
-        };
+        let (pending, root) = pending_path(options, &case.id);
         let res = if golden == Comparison::Match {
             store::remove_optional(&pending)
         } else {
-            pending_written = true;
-            store::write_atomic(&pending, golden_text.as_bytes())
+            store::write_inside(root, &pending, "pending golden", golden_text.as_bytes())
+                .map(|()| pending_written = true)
         };
         if let Err(e) = res {
             io_errors.push(format!("cannot write {}: {e}", pending.display()));

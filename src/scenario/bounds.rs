@@ -67,6 +67,25 @@ pub(super) fn check(s: &Scenario, cases: &[(String, Config, Expect)]) -> Vec<Pro
         vec![key("model"), key("latency_ms")],
         Some(m.latency_ms),
     );
+    for (name, price) in [
+        ("input_per_mtok", m.prices.input_per_mtok),
+        ("output_per_mtok", m.prices.output_per_mtok),
+    ] {
+        if !(0.0..=crate::limits::MAX_PRICE_PER_MTOK).contains(&price) {
+            out.push(Problem {
+                path: vec![key("model"), key("prices"), key(name)],
+                at_key: false,
+                message: format!(
+                    "the price {price} is not a number from 0 to {} dollars per million tokens",
+                    crate::limits::MAX_PRICE_PER_MTOK
+                ),
+                hint: Some(
+                    "write the provider's price in dollars per million tokens, e.g. `input_per_mtok = 1.0`; `nan` and `inf` would make every cost meaningless"
+                        .to_owned(),
+                ),
+            });
+        }
+    }
     for (path, turn, _) in replies(m) {
         latency(&mut out, at(&path, &["latency_ms"]), turn.latency_ms);
         reply(&mut out, &path, turn);

@@ -6,9 +6,10 @@
 mod bounds;
 pub use bounds::MAX_USAGE_TOKENS;
 mod locate;
-pub use locate::{Seg, json_token_start, line_col};
+pub use locate::{Seg, did_you_mean, json_token_start, line_col, suggest};
 mod model;
 mod validate;
+mod values;
 
 pub use model::*;
 
@@ -35,6 +36,25 @@ pub struct Diagnostic {
     pub message: String,
     /// How to fix it.
     pub hint: Option<String>,
+}
+
+impl Diagnostic {
+    /// `FILE:LINE:COL: message`, then `  hint: …` on a line of its own when there is one: a
+    /// located error as the commands print it (after `error: `).
+    pub fn located(&self, file: &std::path::Path) -> String {
+        use crate::text::{escape_controls, escape_in_lines};
+        let mut out = format!(
+            "{}:{}:{}: {}",
+            escape_controls(&file.display().to_string()),
+            self.line,
+            self.col,
+            escape_in_lines(&self.message)
+        );
+        if let Some(h) = &self.hint {
+            out.push_str(&format!("\n  hint: {}", escape_in_lines(h)));
+        }
+        out
+    }
 }
 
 /// One run to replay: a scenario under one profile.
@@ -65,6 +85,7 @@ impl Case {
 
 /// Parse, validate and expand a scenario text into its cases.
 pub fn load(text: &str, format: SourceFormat, id: &str) -> Result<Vec<Case>, Vec<Diagnostic>> {
+    let text = without_bom(text);
     let scenario = parse(text, format).map_err(|d| vec![d])?;
     let configs = validate::check(&scenario).map_err(|problems| {
         problems
@@ -110,6 +131,7 @@ pub fn ad_hoc(own: &Case, profile: &str) -> Option<Case> {
 
 /// Deserialize without cross-field checks.
 pub fn parse(text: &str, format: SourceFormat) -> Result<Scenario, Diagnostic> {
+    let text = without_bom(text);
     match format {
         SourceFormat::Toml => toml::from_str(text).map_err(|e| {
             let (line, col) = e.span().map_or((1, 1), |s| locate::line_col(text, s.start));
@@ -128,6 +150,12 @@ pub fn parse(text: &str, format: SourceFormat) -> Result<Scenario, Diagnostic> {
             locate::from_serde(line, json_token_start(text, line, col), msg)
         }),
     }
+}
+
+/// `text` without a leading UTF-8 byte order mark, which editors on some systems write and
+/// do not show: read the same in TOML and JSON, and positions counted without it.
+pub fn without_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
 }
 
 /// JSON Schema of the scenario format.

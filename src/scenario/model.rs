@@ -27,7 +27,8 @@ pub struct Scenario {
     /// Free tags for selection and grouping.
     #[serde(default)]
     pub tags: Vec<String>,
-    /// Defence profile the scenario runs under: `none`, `ironclaw`, `moltis` or `plan-step`.
+    /// Defence profile the scenario runs under: `none`, `ironclaw`, `moltis`, `agentloop` or
+    /// `plan-step` (`harness profile` lists them).
     #[serde(default = "default_profile")]
     pub profile: String,
     /// Overrides of the profile's configuration (same keys as `harness profile NAME` prints).
@@ -161,8 +162,10 @@ pub struct ModelScript {
     /// Ordered turns, consumed one per call when no rule answers.
     #[serde(default)]
     pub turns: Vec<TurnDef>,
-    /// What to do with a scripted tool-call turn when the request offers no tools:
-    /// `as_scripted` (return it anyway) or `skip` (skip tool-call turns until a text turn).
+    /// What to do with a scripted tool-call turn when the request offers no tools (stripped
+    /// tools, force-text, a budget of none): `as_scripted`, the default, returns it anyway (the
+    /// runtime then sees calls to tools it did not offer); `skip` skips tool-call turns until
+    /// a text turn, as a provider that cannot call tools without them would.
     #[serde(default)]
     pub without_tools: WithoutTools,
     /// Tool names the model may call although no tool of that name is declared (to script
@@ -376,9 +379,13 @@ pub struct Expect {
     /// Event kinds that must not appear.
     #[serde(default)]
     pub must_not: Vec<String>,
-    /// Finer event expectations: kind, field values, count bounds.
+    /// Finer event expectations: kind, field values, iteration, count bounds.
     #[serde(default)]
     pub events: Vec<EventExpect>,
+    /// Event patterns that must occur in this order; other events may come between them. Each
+    /// pattern matches the first event after the previous pattern's match.
+    #[serde(default)]
+    pub sequence: Vec<EventPattern>,
 }
 
 /// An expectation over the events of a kind.
@@ -387,12 +394,69 @@ pub struct Expect {
 pub struct EventExpect {
     /// Event kind (`intervention`, `tool_call_rejected`, …).
     pub kind: String,
-    /// Field values the event must have (compared with the event's JSON form).
+    /// Field values the event must have (compared with the event's JSON form). The values of
+    /// `policy` (interventions) and `source` (injected messages, notices) are defence ids:
+    /// `moltis-reflex`, `moltis-auto-continue`, `ironclaw-intent`, `ironclaw-truncation`,
+    /// `ironclaw-duplicate`, `ironclaw-budget`, `ironclaw-recovery`, `cost-guard`,
+    /// `agentloop-continuation`, `agentloop-loop-detector`, `agentloop-citations`, `plan-step`,
+    /// and `agent` (a black-box agent under `harness exec`). An intervention's `action` is one
+    /// of `nudge`, `warn`, `limit_nudge`, `discard`, `continue`, `unverified_citations`,
+    /// `lenient_envelope` (stage 1), `strip_tools`, `force_text`, `skip_batch`, `infer_done`,
+    /// `force_done`, `stutter_guard` (stage 2), `stop`, `fail` (stage 3). A value no event can
+    /// carry is an error.
     #[serde(default, rename = "where")]
     pub where_: Map<String, Value>,
+    /// Only events of these iterations: an exact iteration (`3`) or a range
+    /// (`{ min = 3 }`), counted over the whole run as `iterations` is; events before the
+    /// first iteration are in iteration 0.
+    #[serde(default)]
+    pub iteration: Option<Bound>,
     /// How many matching events; default at least one.
     #[serde(default)]
     pub count: Option<Bound>,
+}
+
+/// One step of an ordered `sequence`: an event of this kind, with these field values, in these
+/// iterations.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EventPattern {
+    /// Event kind (`intervention`, `tool_call_rejected`, …).
+    pub kind: String,
+    /// Field values the event must have, as in `events`.
+    #[serde(default, rename = "where")]
+    pub where_: Map<String, Value>,
+    /// The event's iteration: exact (`3`) or a range (`{ min = 3, max = 5 }`), as in `events`.
+    #[serde(default)]
+    pub iteration: Option<Bound>,
+}
+
+impl EventExpect {
+    /// What the expectation counts, for messages (see [`EventPattern::describe`]).
+    pub fn describe(&self) -> String {
+        describe_pattern(&self.kind, &self.where_, self.iteration)
+    }
+}
+
+impl EventPattern {
+    /// `` `intervention` where {"stage":2} in iteration 3 ``, for messages.
+    pub fn describe(&self) -> String {
+        describe_pattern(&self.kind, &self.where_, self.iteration)
+    }
+}
+
+fn describe_pattern(kind: &str, where_: &Map<String, Value>, iteration: Option<Bound>) -> String {
+    let mut out = format!("`{kind}`");
+    if !where_.is_empty() {
+        out.push_str(&format!(" where {}", Value::Object(where_.clone())));
+    }
+    if let Some(b) = iteration {
+        out.push_str(&match (b.min, b.max) {
+            (Some(a), Some(z)) if a == z => format!(" in iteration {a}"),
+            _ => format!(" in iterations {}", b.describe()),
+        });
+    }
+    out
 }
 
 /// A count bound: an exact number (`3`) or a range (`{ min = 1, max = 5 }`).

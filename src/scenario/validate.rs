@@ -25,6 +25,32 @@ impl Checker {
         });
     }
 
+    /// A name that appears in goldens, reports and CI logs: not empty, and without control
+    /// characters (a line break would forge a golden line or a GitHub workflow command).
+    fn name(&mut self, what: &str, value: &str, path: Vec<Seg>) {
+        if value.trim().is_empty() {
+            self.report(
+                path,
+                format!("the {what} is empty"),
+                Some(format!(
+                    "write one: the {what} appears in traces, goldens and reports"
+                )),
+            );
+        } else if let Some(c) = crate::text::first_unsafe(value) {
+            self.report(
+                path,
+                format!(
+                    "the {what} contains a control character ({})",
+                    crate::text::escape_controls(&c.to_string())
+                ),
+                Some(
+                    "names appear in goldens, reports and CI logs one line each: remove line breaks, escapes and other control characters"
+                        .to_owned(),
+                ),
+            );
+        }
+    }
+
     fn profile(&mut self, name: &str, path: Vec<Seg>, at_key: bool) -> Option<Config> {
         let config = Config::profile(name);
         if config.is_none() {
@@ -115,7 +141,7 @@ impl Checker {
         }
     }
 
-    fn expect(&mut self, e: &Expect, path: &[Seg]) {
+    fn expect(&mut self, e: &Expect, path: &[Seg], tools: Option<&[&str]>) {
         let catalogue = Event::catalogue();
         let kinds: Vec<&str> = catalogue.iter().map(|(k, _)| k.as_str()).collect();
         let check_kind = |this: &mut Self, kind: &str, at: Vec<Seg>| -> Option<&'static [String]> {
@@ -135,24 +161,40 @@ impl Checker {
                 check_kind(self, kind, [path, &[key(name), Seg::Index(i)]].concat());
             }
         }
-        for (i, ev) in e.events.iter().enumerate() {
-            let at = [path, &[key("events"), Seg::Index(i)]].concat();
-            let Some(fields) = check_kind(self, &ev.kind, [at.clone(), vec![key("kind")]].concat())
+        let patterns = e
+            .events
+            .iter()
+            .enumerate()
+            .map(|(i, ev)| (key("events"), i, &ev.kind, &ev.where_))
+            .chain(
+                e.sequence
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| (key("sequence"), i, &p.kind, &p.where_)),
+            );
+        for (list, i, kind, where_) in patterns {
+            let at = [path, &[list, Seg::Index(i)]].concat();
+            let Some(fields) = check_kind(self, kind, [at.clone(), vec![key("kind")]].concat())
             else {
                 continue;
             };
             let names: Vec<&str> = fields.iter().map(String::as_str).collect();
-            for field in ev.where_.keys() {
+            for (field, value) in where_ {
+                let at = [at.clone(), vec![key("where"), key(field)]].concat();
                 if !fields.contains(field) {
                     let hint = suggest(field, &names, || {
-                        format!("`{}` events have: {}", ev.kind, names.join(", "))
+                        format!("`{kind}` events have: {}", names.join(", "))
                     });
                     self.problems.push(Problem {
-                        path: [at.clone(), vec![key("where"), key(field)]].concat(),
+                        path: at,
                         at_key: true,
-                        message: format!("`{}` events have no field `{field}`", ev.kind),
+                        message: format!("`{kind}` events have no field `{field}`"),
                         hint: Some(hint),
                     });
+                } else if let Some((message, hint)) =
+                    super::values::check(kind, field, value, tools)
+                {
+                    self.report(at, message, Some(hint));
                 }
             }
         }
@@ -181,6 +223,19 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
             )),
         );
         return Err(c.problems);
+    }
+
+    c.name("family", &s.family, vec![key("family")]);
+    for (i, tag) in s.tags.iter().enumerate() {
+        c.name("tag", tag, vec![key("tags"), Seg::Index(i)]);
+    }
+    c.name("model name", &s.model.name, vec![key("model"), key("name")]);
+    for (i, t) in s.model.unregistered_tools.iter().enumerate() {
+        c.name(
+            "tool name",
+            t,
+            vec![key("model"), key("unregistered_tools"), Seg::Index(i)],
+        );
     }
 
     let mut cases = Vec::new();
@@ -246,6 +301,11 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
             );
         }
         names.push(&tool.name);
+        c.name(
+            "tool name",
+            &tool.name,
+            [at.clone(), vec![key("name")]].concat(),
+        );
         if !tool.schema.is_object() {
             c.report(
                 [at.clone(), vec![key("schema")]].concat(),
@@ -328,6 +388,9 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
         }
         for (j, call) in turn.tool_calls.iter().enumerate() {
             let cat = [at.clone(), vec![key("tool_calls"), Seg::Index(j)]].concat();
+            if let Some(id) = &call.id {
+                c.name("call id", id, [cat.clone(), vec![key("id")]].concat());
+            }
             if call.args.is_some() && call.raw_args.is_some() {
                 c.report(
                     cat.clone(),
@@ -407,9 +470,12 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
         c.plan(s, path.clone(), *at_key);
     }
 
-    c.expect(&s.expect, &[key("expect")]);
+    // Tool names an event can carry: the declared tools and the unregistered ones the script
+    // calls. The plan/step loop reads calls from reply text, so any name can occur there.
+    let tools = plan_cases.is_empty().then_some(known.as_slice());
+    c.expect(&s.expect, &[key("expect")], tools);
     for (name, e) in &s.compare {
-        c.expect(e, &[key("compare"), key(name)]);
+        c.expect(e, &[key("compare"), key(name)], tools);
     }
 
     c.problems.extend(super::bounds::check(s, &cases));

@@ -50,6 +50,9 @@ pub struct ServeArgs {
     /// Also stop when standard input ends (Ctrl-D; for scripts that pipe into it).
     #[arg(long)]
     pub until_eof: bool,
+    /// How long a client may take to send a request's headers, and then its body.
+    #[arg(long, value_name = "MS", default_value_t = crate::limits::READ_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..))]
+    pub read_timeout_ms: u64,
 }
 
 /// `harness exec` arguments.
@@ -185,9 +188,28 @@ pub fn serve(args: &ServeArgs, layout: &Layout) -> anyhow::Result<u8> {
             return Ok(EXIT_BAD_INPUT);
         }
     };
+    if let Some(dir) = &args.traces {
+        // Checked now: the traces are written at the end, when nothing can be done about it.
+        if let Err(e) = store::writable_folder(dir) {
+            return Ok(bad_usage(&format!(
+                "cannot write traces into {}: {e}\n  hint: name a folder harness may create and write",
+                dir.display()
+            )));
+        }
+    }
     let scenario_id = case.id.clone();
-    let server = Server::start(Session::new(case), args.addr, Signals::Stop)
-        .with_context(|| format!("cannot listen on {}", args.addr))?;
+    let timeouts = super::http::Timeouts {
+        read: Duration::from_millis(args.read_timeout_ms),
+        ..Default::default()
+    };
+    let server = Server::start_with(
+        Session::new(case),
+        args.addr,
+        Signals::Stop,
+        timeouts,
+        crate::limits::MAX_SESSION_REQUEST_BYTES,
+    )
+    .with_context(|| format!("cannot listen on {}", args.addr))?;
     let addr = server.addr();
     {
         let mut out = io::stdout().lock();
@@ -218,8 +240,17 @@ pub fn serve(args: &ServeArgs, layout: &Layout) -> anyhow::Result<u8> {
     let session = server.stop()?;
     let all = traces(&session, &args.label);
     let mut out = io::stdout().lock();
+    let mut code = EXIT_OK;
     for (i, events) in all.iter().enumerate() {
         let id = conversation_id(&scenario_id, &args.label, i);
+        if let Err(e) = trace::check_limits(events) {
+            let _ = writeln!(
+                anstream::stderr(),
+                "error: {id}: {e}\n  hint: the agent sent more than a run may hold; see README \"Limits\""
+            );
+            code = EXIT_BAD_INPUT;
+            continue;
+        }
         match &args.traces {
             Some(dir) => {
                 let path = dir.join(format!("{id}.jsonl"));
@@ -240,7 +271,7 @@ pub fn serve(args: &ServeArgs, layout: &Layout) -> anyhow::Result<u8> {
             .map(|c| c.exchanges.len())
             .sum::<usize>()
     )?;
-    Ok(EXIT_OK)
+    Ok(code)
 }
 
 /// `harness exec`.
@@ -276,17 +307,22 @@ pub fn exec(args: &ExecArgs, layout: &Layout, outputs: &Outputs) -> anyhow::Resu
                 outcome: Err(vec![Diagnostic {
                     line: 1,
                     col: 1,
-                    message: format!("cannot read: {e}"),
-                    hint: Some(
-                        "check the path; `harness exec` takes scenario files and folders"
-                            .to_owned(),
-                    ),
+                    message: store::describe(&e),
+                    hint: Some(store::hint_for(&e, "harness exec")),
                 }]),
             })?;
         }
-        for path in files {
+        let total = files.len();
+        for (done, path) in files.into_iter().enumerate() {
+            if crate::run::interrupt::requested() {
+                r.interrupted(total - done)?;
+                break;
+            }
             let result = exec_file(args, &options, &path)?;
             r.file(&result)?;
+        }
+        if crate::run::interrupt::requested() {
+            r.interrupted(0)?;
         }
         r.finish()
     })
@@ -296,6 +332,8 @@ pub fn exec(args: &ExecArgs, layout: &Layout, outputs: &Outputs) -> anyhow::Resu
 enum Ended {
     Exited(ExitStatus),
     Killed,
+    /// Ctrl-C: the command (and its process group) was ended.
+    Interrupted,
 }
 
 /// Serve one scenario to one run of the command and judge what it sent.
@@ -340,10 +378,29 @@ fn exec_file(args: &ExecArgs, options: &Options, path: &Path) -> io::Result<File
     )?;
     let ended = run_command(args, server.addr(), &chosen, path);
     let session = server.stop()?;
-    let ended = ended?;
+    let ended = match ended {
+        Ok(e) => e,
+        // What the scenario holds cannot be handed to the command (a NUL in a prompt).
+        Err(e) if e.kind() == io::ErrorKind::InvalidInput => {
+            return Ok(FileResult {
+                path: path.to_owned(),
+                outcome: Err(vec![Diagnostic {
+                    line: 1,
+                    col: 1,
+                    message: e.to_string(),
+                    hint: Some(
+                        "environment variables cannot hold NUL bytes: remove it from the scenario"
+                            .to_owned(),
+                    ),
+                }]),
+            });
+        }
+        Err(e) => return Err(e),
+    };
     let note = match &ended {
         Ended::Exited(s) => format!("ended with {s}"),
         Ended::Killed => format!("killed after {} ms", args.timeout_ms),
+        Ended::Interrupted => "ended by Ctrl-C".to_owned(),
     };
     let _ = writeln!(
         anstream::stderr(),
@@ -354,11 +411,30 @@ fn exec_file(args: &ExecArgs, options: &Options, path: &Path) -> io::Result<File
     let mut failures = Vec::new();
     if matches!(ended, Ended::Killed) {
         failures.push(format!(
-            "the command did not finish within {} ms and was killed (raise --timeout-ms if it needs longer)",
+            "the command to finish within {} ms; it was killed (raise --timeout-ms if it needs longer)",
             args.timeout_ms
         ));
     }
     let all = traces(&session, &args.label);
+    for (i, events) in all.iter().enumerate() {
+        if let Err(e) = trace::check_limits(events) {
+            return Ok(FileResult {
+                path: path.to_owned(),
+                outcome: Err(vec![Diagnostic {
+                    line: 1,
+                    col: 1,
+                    message: format!(
+                        "the trace inferred for `{}`: {e}",
+                        conversation_id(&scenario_id, &args.label, i)
+                    ),
+                    hint: Some(
+                        "the agent sent more than a run may hold (README \"Limits\"); its conversation is not judged"
+                            .to_owned(),
+                    ),
+                }]),
+            });
+        }
+    }
     let case_of = |i: usize| Case {
         id: conversation_id(&scenario_id, &args.label, i),
         profile: args.label.clone(),
@@ -380,7 +456,7 @@ fn exec_file(args: &ExecArgs, options: &Options, path: &Path) -> io::Result<File
         let mut r = run::judge(&quiet, &case_of(0), &[]);
         r.golden = Comparison::Ungated;
         failures.push(
-            "the command made no model request: it must take its base URL from OPENAI_BASE_URL or ANTHROPIC_BASE_URL, which harness exec sets".to_owned(),
+            "a model request; the command made none: it must take its base URL from OPENAI_BASE_URL or ANTHROPIC_BASE_URL, which harness exec sets".to_owned(),
         );
         r.expectation_failures.append(&mut failures);
         results.push(r);
@@ -412,6 +488,22 @@ fn run_command(args: &ExecArgs, addr: SocketAddr, case: &Case, path: &Path) -> i
         .iter()
         .map(|t| serde_json::json!({"name": t.name, "description": t.description, "schema": t.schema}))
         .collect();
+    let tools = serde_json::Value::Array(tools).to_string();
+    for (var, what, value) in [
+        ("HARNESS_SCENARIO", "path", path.to_string_lossy().as_ref()),
+        ("HARNESS_SYSTEM", "system prompt", s.system.as_str()),
+        ("HARNESS_USER", "user message", s.user.as_str()),
+        ("HARNESS_TOOLS", "tools", tools.as_str()),
+    ] {
+        if value.contains('\0') {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "the scenario's {what} holds a NUL byte, which the environment variable {var} cannot carry to the command"
+                ),
+            ));
+        }
+    }
     let mut cmd = Command::new(program);
     cmd.args(rest)
         .env("OPENAI_BASE_URL", format!("{base}/v1"))
@@ -421,7 +513,7 @@ fn run_command(args: &ExecArgs, addr: SocketAddr, case: &Case, path: &Path) -> i
         .env("HARNESS_SCENARIO", path)
         .env("HARNESS_SYSTEM", &s.system)
         .env("HARNESS_USER", &s.user)
-        .env("HARNESS_TOOLS", serde_json::Value::Array(tools).to_string())
+        .env("HARNESS_TOOLS", tools)
         .stdin(Stdio::null())
         // The command's output goes to stderr: stdout is the report's.
         .stdout(Stdio::from(io::stderr()));
@@ -430,19 +522,41 @@ fn run_command(args: &ExecArgs, addr: SocketAddr, case: &Case, path: &Path) -> i
             cmd.env(var, DUMMY_KEY);
         }
     }
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| io::Error::new(e.kind(), format!("cannot run `{program}`: {e}")))?;
+    // Its own process group, so a timeout or Ctrl-C ends what it started too.
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let mut child = cmd.spawn().map_err(|e| {
+        // Not InvalidInput: that kind means the scenario could not be handed over.
+        io::Error::other(format!("cannot run `{program}`: {e}"))
+    })?;
     let deadline = Instant::now() + Duration::from_millis(args.timeout_ms);
     loop {
         if let Some(status) = child.try_wait()? {
             return Ok(Ended::Exited(status));
         }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Ok(Ended::Killed);
+        let interrupted = crate::run::interrupt::requested();
+        if interrupted || Instant::now() >= deadline {
+            end_group(&mut child);
+            return Ok(if interrupted {
+                Ended::Interrupted
+            } else {
+                Ended::Killed
+            });
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// Kill the command and every process of its group, and reap it.
+fn end_group(child: &mut std::process::Child) {
+    #[cfg(unix)]
+    if let Ok(pid) = i32::try_from(child.id()) {
+        // SAFETY: kill(2) with a negative pid signals the process group the child leads
+        // (`process_group(0)` made it); it touches no memory.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }

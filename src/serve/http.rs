@@ -1,28 +1,61 @@
-//! The HTTP side of `harness serve`: an axum server on its own thread (a current-thread tokio
-//! runtime) routing `POST /v1/chat/completions` (also `/chat/completions`) and
-//! `POST /v1/messages` to a shared [`Session`]; `GET /v1/models` lists the scenario's model.
-//! Bodies above [`MAX_REQUEST_BYTES`] are answered 413; other paths 404 with a hint. Answers
-//! are immediate: latency is virtual.
+//! The HTTP side of `harness serve`: an axum router served by hyper on its own thread (a
+//! current-thread tokio runtime) routing `POST /v1/chat/completions` (also
+//! `/chat/completions`) and `POST /v1/messages` to a shared [`Session`]; `GET /v1/models` lists
+//! the scenario's model. Bodies above [`MAX_REQUEST_BYTES`] are answered 413, and so is every
+//! request once the session has read [`crate::limits::MAX_SESSION_REQUEST_BYTES`]; other paths
+//! 404 with a hint. Answers are immediate: latency is virtual.
+//!
+//! A client has [`Timeouts::read`] to send a request's headers, and again its body (408 past
+//! it). Stopping (a signal, [`Server::stop`]) closes the listener, lets open connections finish
+//! for [`Timeouts::grace`] and cuts the rest, so a stalled client never holds a stop.
 
 use super::{Body, MAX_REQUEST_BYTES, Served, Session};
 use crate::provider::Provider;
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{DefaultBodyLimit, State as AxumState};
 use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderName};
 use axum::http::{HeaderMap, HeaderValue, Response, StatusCode, Uri};
 use axum::routing::{get, post};
 use std::io;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
-type Shared = Arc<Mutex<Session>>;
+/// What the handlers share: the session, and what the session has read so far.
+struct State {
+    session: Mutex<Session>,
+    read_bytes: AtomicU64,
+    max_read_bytes: u64,
+    read_timeout: Duration,
+}
+
+type Shared = Arc<State>;
+
+/// The server's time limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// How long a client may take to send a request's headers, and then its body.
+    pub read: Duration,
+    /// How long a stop waits for open connections before it cuts them.
+    pub grace: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            read: Duration::from_millis(crate::limits::READ_TIMEOUT_MS),
+            grace: Duration::from_millis(crate::limits::SHUTDOWN_GRACE_MS),
+        }
+    }
+}
 
 /// A running server.
 pub struct Server {
     addr: SocketAddr,
-    session: Shared,
+    state: Shared,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<JoinHandle<io::Result<()>>>,
 }
@@ -37,42 +70,62 @@ pub enum Signals {
 }
 
 impl Server {
-    /// Bind `addr` and serve `session` until stopped.
+    /// Bind `addr` and serve `session` until stopped, with the default [`Timeouts`] and
+    /// session limit.
     pub fn start(session: Session, addr: SocketAddr, signals: Signals) -> io::Result<Self> {
+        Self::start_with(
+            session,
+            addr,
+            signals,
+            Timeouts::default(),
+            crate::limits::MAX_SESSION_REQUEST_BYTES,
+        )
+    }
+
+    /// Bind `addr` and serve `session` until stopped, reading at most `max_read_bytes` of
+    /// request bodies in all.
+    pub fn start_with(
+        session: Session,
+        addr: SocketAddr,
+        signals: Signals,
+        timeouts: Timeouts,
+        max_read_bytes: u64,
+    ) -> io::Result<Self> {
         let listener = std::net::TcpListener::bind(addr)?;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
-        let session = Arc::new(Mutex::new(session));
+        let state = Arc::new(State {
+            session: Mutex::new(session),
+            read_bytes: AtomicU64::new(0),
+            max_read_bytes,
+            read_timeout: timeouts.read,
+        });
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let state = Arc::clone(&session);
+        let app = router(Arc::clone(&state));
         let thread = std::thread::Builder::new()
             .name("harness-serve".to_owned())
             .spawn(move || {
                 let rt = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()?;
-                rt.block_on(async move {
-                    let listener = tokio::net::TcpListener::from_std(listener)?;
-                    let shutdown = async move {
-                        match signals {
-                            Signals::Ignore => {
-                                let _ = stopped.await;
-                            }
-                            Signals::Stop => {
-                                let stopped = std::pin::pin!(stopped);
-                                let signal = std::pin::pin!(signal());
-                                let _ = futures_util::future::select(stopped, signal).await;
-                            }
+                let shutdown = async move {
+                    match signals {
+                        Signals::Ignore => {
+                            let _ = stopped.await;
                         }
-                    };
-                    axum::serve(listener, router(state))
-                        .with_graceful_shutdown(shutdown)
-                        .await
-                })
+                        Signals::Stop => {
+                            let stopped = std::pin::pin!(stopped);
+                            let signal = std::pin::pin!(signal());
+                            let _ = futures_util::future::select(stopped, signal).await;
+                        }
+                    }
+                };
+                // Dropping the runtime at the end drops the connections the grace cut.
+                rt.block_on(serve(listener, app, shutdown, timeouts))
             })?;
         Ok(Self {
             addr,
-            session,
+            state,
             stop: Some(stop),
             thread: Some(thread),
         })
@@ -88,7 +141,8 @@ impl Server {
         self.thread.as_ref().is_none_or(JoinHandle::is_finished)
     }
 
-    /// Stop serving (open connections finish first) and hand back the session.
+    /// Stop serving (open connections get [`Timeouts::grace`] to finish) and hand back the
+    /// session.
     pub fn stop(mut self) -> io::Result<Session> {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
@@ -97,10 +151,68 @@ impl Server {
             t.join()
                 .map_err(|_| io::Error::other("the server thread panicked"))??;
         }
-        let session = Arc::try_unwrap(self.session)
+        let state = Arc::try_unwrap(self.state)
             .map_err(|_| io::Error::other("the session is still shared"))?;
-        Ok(session.into_inner().unwrap_or_else(PoisonError::into_inner))
+        Ok(state
+            .session
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner))
     }
+}
+
+/// Accept connections until `shutdown`, each served by hyper with a header read timeout;
+/// then close the listener, ask every connection to finish, and cut those still open after
+/// the grace period.
+async fn serve(
+    listener: std::net::TcpListener,
+    app: Router,
+    shutdown: impl std::future::Future<Output = ()>,
+    timeouts: Timeouts,
+) -> io::Result<()> {
+    let listener = tokio::net::TcpListener::from_std(listener)?;
+    let (close, closing) = tokio::sync::watch::channel(false);
+    let mut connections = tokio::task::JoinSet::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        tokio::select! {
+            () = &mut shutdown => break,
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            accepted = listener.accept() => {
+                let stream = match accepted {
+                    Ok((stream, _)) => stream,
+                    // Out of descriptors and the like: wait a little rather than spin.
+                    Err(_) => {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let service = hyper_util::service::TowerToHyperService::new(app.clone());
+                let mut closing = closing.clone();
+                connections.spawn(async move {
+                    let mut builder = hyper::server::conn::http1::Builder::new();
+                    builder
+                        .timer(hyper_util::rt::TokioTimer::new())
+                        .header_read_timeout(timeouts.read);
+                    let conn =
+                        builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+                    let mut conn = std::pin::pin!(conn);
+                    tokio::select! {
+                        _ = conn.as_mut() => {}
+                        _ = closing.changed() => {
+                            conn.as_mut().graceful_shutdown();
+                            let _ = conn.await;
+                        }
+                    }
+                });
+            }
+        }
+    }
+    drop(listener);
+    let _ = close.send(true);
+    let finished = async { while connections.join_next().await.is_some() {} };
+    let _ = tokio::time::timeout(timeouts.grace, finished).await;
+    connections.abort_all();
+    Ok(())
 }
 
 async fn signal() {
@@ -131,32 +243,67 @@ fn router(state: Shared) -> Router {
 }
 
 async fn openai(
-    State(s): State<Shared>,
+    AxumState(s): AxumState<Shared>,
     headers: HeaderMap,
     body: axum::body::Body,
 ) -> Response<axum::body::Body> {
-    match read(&headers, body).await {
+    match read(&s, &headers, body).await {
         Ok(bytes) => answer(&s, Provider::Openai, &bytes),
         Err(r) => r,
     }
 }
 
 async fn anthropic(
-    State(s): State<Shared>,
+    AxumState(s): AxumState<Shared>,
     headers: HeaderMap,
     body: axum::body::Body,
 ) -> Response<axum::body::Body> {
-    match read(&headers, body).await {
+    match read(&s, &headers, body).await {
         Ok(bytes) => answer(&s, Provider::Anthropic, &bytes),
         Err(r) => r,
     }
 }
 
-/// The body, at most [`MAX_REQUEST_BYTES`]: a larger declared length is refused before any
-/// byte is read, a longer body once it passes the bound.
+/// An error answer in the providers' shape.
+fn refusal(status: StatusCode, message: &str) -> Response<axum::body::Body> {
+    let body = serde_json::json!({"error": {"message": format!("harness serve: {message}")}});
+    let mut r = Response::new(axum::body::Body::from(body.to_string()));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
+/// The body, at most [`MAX_REQUEST_BYTES`] (a larger declared length is refused before any
+/// byte is read, a longer body once it passes the bound), within the read timeout (408), and
+/// within what the session may still read (413).
 async fn read(
+    s: &State,
     headers: &HeaderMap,
     body: axum::body::Body,
+) -> Result<Bytes, Response<axum::body::Body>> {
+    let bytes = read_body(headers, body, s.read_timeout).await?;
+    let total = s
+        .read_bytes
+        .fetch_add(bytes.len() as u64, Ordering::SeqCst)
+        .saturating_add(bytes.len() as u64);
+    if total > s.max_read_bytes {
+        return Err(refusal(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &format!(
+                "this session has read {total} bytes of requests, past its limit of {} bytes; start a new session",
+                s.max_read_bytes
+            ),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// The body of one request, bounded in size and time.
+async fn read_body(
+    headers: &HeaderMap,
+    body: axum::body::Body,
+    timeout: Duration,
 ) -> Result<Bytes, Response<axum::body::Body>> {
     let declared = headers
         .get(CONTENT_LENGTH)
@@ -174,14 +321,22 @@ async fn read(
     if declared.is_some_and(|n| n > MAX_REQUEST_BYTES as u64) {
         return Err(too_large());
     }
-    axum::body::to_bytes(body, MAX_REQUEST_BYTES)
-        .await
-        .map_err(|_| too_large())
+    match tokio::time::timeout(timeout, axum::body::to_bytes(body, MAX_REQUEST_BYTES)).await {
+        Ok(read) => read.map_err(|_| too_large()),
+        Err(_) => Err(refusal(
+            StatusCode::REQUEST_TIMEOUT,
+            &format!(
+                "the request body did not arrive within {} ms",
+                timeout.as_millis()
+            ),
+        )),
+    }
 }
 
 /// The one model there is (some clients list models before they call one).
-async fn models(State(s): State<Shared>) -> Response<axum::body::Body> {
+async fn models(AxumState(s): AxumState<Shared>) -> Response<axum::body::Body> {
     let name = s
+        .session
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .case()
@@ -210,6 +365,7 @@ async fn not_found(uri: Uri) -> (StatusCode, [(HeaderName, &'static str); 1], St
 
 fn answer(s: &Shared, provider: Provider, body: &[u8]) -> Response<axum::body::Body> {
     let served = s
+        .session
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .handle(provider, body);
@@ -235,4 +391,67 @@ fn render(served: Served) -> Response<axum::body::Body> {
         *r.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
         r
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read as _, Write as _};
+
+    fn session() -> Session {
+        let text = include_str!("../../scenarios/serve/reflex-black-box.toml");
+        let mut cases = crate::scenario::load(
+            text,
+            crate::scenario::SourceFormat::Toml,
+            "serve/reflex-black-box",
+        )
+        .expect("the bundled scenario loads");
+        Session::new(cases.remove(0))
+    }
+
+    /// POST `body` to `path` on `addr`; the status line of the answer.
+    fn post(addr: SocketAddr, body: &str) -> String {
+        let mut s = std::net::TcpStream::connect(addr).expect("connect");
+        write!(
+            s,
+            "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .expect("send");
+        let mut answer = String::new();
+        s.read_to_string(&mut answer).expect("read the answer");
+        answer.lines().next().unwrap_or_default().to_owned()
+    }
+
+    #[test]
+    fn a_session_reads_at_most_its_byte_limit_of_requests() {
+        let body = format!(
+            "{{\"model\": \"m\", \"messages\": [{{\"role\": \"user\", \"content\": \"{}\"}}]}}",
+            "x".repeat(500)
+        );
+        let server = Server::start_with(
+            session(),
+            SocketAddr::from(([127, 0, 0, 1], 0)),
+            Signals::Ignore,
+            Timeouts::default(),
+            1000,
+        )
+        .expect("start");
+        let addr = server.addr();
+        assert!(post(addr, &body).contains(" 200 "));
+        assert!(
+            post(addr, &body).contains(" 413 "),
+            "the second is past 1000 bytes"
+        );
+        let session = server.stop().expect("stop");
+        assert_eq!(
+            session
+                .conversations()
+                .iter()
+                .map(|c| c.exchanges.len())
+                .sum::<usize>(),
+            1,
+            "the refused request is not kept"
+        );
+    }
 }

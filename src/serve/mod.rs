@@ -28,7 +28,7 @@ use crate::llm::stream::{self, Chunk};
 use crate::llm::{
     Finish, Model, ModelError, ModelRequest, ModelResponse, ProviderFault, Purpose, Role,
 };
-use crate::mock::MockModel;
+use crate::mock::{MockModel, MockState};
 use crate::provider::{Provider, SseEvent, WireRequest};
 use crate::scenario::Case;
 use serde_json::{Value, json};
@@ -71,6 +71,11 @@ pub struct Conversation {
     key: String,
     /// Its exchanges, in arrival order.
     pub exchanges: Vec<Exchange>,
+    /// Where its mock is in the script, kept between requests: an answer costs one step of
+    /// the script, whatever the conversation's length.
+    mock: MockState,
+    /// Model calls answered so far (answers and faults), as the engine counts `call`.
+    calls: u32,
 }
 
 impl Conversation {
@@ -206,6 +211,8 @@ impl Session {
                 self.conversations.push(Conversation {
                     key,
                     exchanges: Vec::new(),
+                    mock: MockState::default(),
+                    calls: 0,
                 });
                 Some(self.conversations.len() - 1)
             }
@@ -249,25 +256,23 @@ fn model_request(request: &WireRequest, iteration: u32, call: u32) -> ModelReque
     }
 }
 
-/// Answer from the script: a fresh mock is fed the conversation's earlier requests (so rule
-/// counts, turns and call ids continue), then this one.
+/// Answer from the script where the conversation's mock left it (so rule counts, turns and
+/// call ids continue), and keep where it is now.
 fn answer(
     case: &Case,
-    conversation: &Conversation,
+    conversation: &mut Conversation,
     provider: Provider,
     request: &WireRequest,
     iteration: u32,
 ) -> (Reply, Served) {
-    let mut mock = MockModel::new(&case.scenario.model);
-    let mut call = 0;
-    for e in &conversation.exchanges {
-        if matches!(e.reply, Reply::Answer(_) | Reply::Fault(_)) {
-            call += 1;
-            let _ = mock.respond(&model_request(&e.request, e.iteration, call));
-        }
+    let mut mock = MockModel::resume(&case.scenario.model, std::mem::take(&mut conversation.mock));
+    let answered = mock.respond(&model_request(request, iteration, conversation.calls + 1));
+    conversation.mock = mock.into_state();
+    if matches!(answered, Ok(_) | Err(ModelError::Provider(_))) {
+        conversation.calls += 1;
     }
     let model = request.options.model.clone();
-    match mock.respond(&model_request(request, iteration, call + 1)) {
+    match answered {
         Ok(r) => match served_answer(r, request.options.stream) {
             Ok((whole, chunks)) => {
                 let body = match chunks {

@@ -8,8 +8,8 @@ use similar::TextDiff;
 pub enum Comparison {
     /// Identical.
     Match,
-    /// No golden yet.
-    Missing,
+    /// No golden yet; the new trace as a unified diff against nothing (every line added).
+    Missing(String),
     /// Different; the unified diff (golden → actual).
     Differs(String),
     /// Not compared: an ad-hoc run under a profile the scenario does not declare
@@ -20,7 +20,7 @@ pub enum Comparison {
 /// Compare `actual` with the golden, if any.
 pub fn compare(golden: Option<&str>, actual: &str) -> Comparison {
     match golden {
-        None => Comparison::Missing,
+        None => Comparison::Missing(diff("", actual)),
         Some(g) if g == actual => Comparison::Match,
         Some(g) => Comparison::Differs(diff(g, actual)),
     }
@@ -47,6 +47,10 @@ mod tests {
         assert!(d.contains("--- golden\n+++ actual\n"), "{d}");
         assert!(d.contains("-b\n+B\n"), "{d}");
         assert_eq!(compare(Some("x\n"), "x\n"), Comparison::Match);
-        assert_eq!(compare(None, "x\n"), Comparison::Missing);
+        // A new golden shows as a diff against nothing.
+        let Comparison::Missing(d) = compare(None, "x\ny\n") else {
+            panic!("expected a missing golden");
+        };
+        assert_eq!(d, "--- golden\n+++ actual\n@@ -0,0 +1,2 @@\n+x\n+y\n");
     }
 }

@@ -1,9 +1,21 @@
 //! The file edge: discover scenario files, map scenario ids to golden paths, read goldens and
 //! write files atomically (write a temporary file beside the target, then rename), so an
-//! interrupted run never leaves a half-written golden, pending file or report.
+//! interrupted run never leaves a half-written golden, pending file or report. `guard` decides
+//! what happens when a link, a device or a FIFO stands where a file is read or written.
+//!
+//! [`Layout::id_of`] is the one place a scenario file becomes its id: `run`, `list`, `exec`
+//! and `record` all call it, and [`id_conflicts`] refuses files whose ids collide.
 
-use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+pub mod guard;
+
+pub use guard::{
+    Output, STALE_TEMP_SECS, TEMP_PREFIX, TEMP_SUFFIX, clean_stale_temps, read_inside,
+    write_inside, write_output,
+};
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Component, Path, PathBuf};
 
 /// Extension of reviewed goldens.
 pub const GOLDEN_EXT: &str = "snap";
@@ -21,13 +33,15 @@ pub struct Layout {
 
 impl Layout {
     /// The scenario id of a file: its path below the scenarios root (or as given, when outside
-    /// it), without extension, with `/` separators.
+    /// it), without extension, with `/` separators. The path is first resolved lexically
+    /// (`a/../b.toml` is `b.toml`), and an absolute path and a relative root (or the other way
+    /// round) are compared from the current folder, so every spelling of one file gives one id.
     pub fn id_of(&self, file: &Path) -> String {
-        let rel = strip_prefix_lenient(file, &self.scenarios).unwrap_or(file);
+        let rel = strip_prefix_lenient(file, &self.scenarios).unwrap_or_else(|| normalise(file));
         let rel = rel.with_extension("");
         rel.components()
             .filter_map(|c| match c {
-                std::path::Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
+                Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
                 _ => None,
             })
             .collect::<Vec<_>>()
@@ -44,6 +58,17 @@ impl Layout {
         self.snapshots.join(format!("{case_id}.{PENDING_EXT}"))
     }
 
+    /// Read the golden of a case: a regular file inside the goldens folder (see
+    /// [`guard::read_inside`]), at most [`crate::limits::MAX_GOLDEN_BYTES`]; `None` when absent.
+    pub fn read_golden(&self, case_id: &str) -> io::Result<Option<String>> {
+        read_inside(
+            &self.snapshots,
+            &self.golden(case_id),
+            "golden",
+            crate::limits::MAX_GOLDEN_BYTES,
+        )
+    }
+
     /// The goldens folder that mirrors a scenarios folder, if the folder is inside the root.
     pub fn mirror(&self, dir: &Path) -> Option<PathBuf> {
         let rel = strip_prefix_lenient(dir, &self.scenarios)?;
@@ -51,21 +76,172 @@ impl Layout {
     }
 }
 
-fn strip_prefix_lenient<'a>(path: &'a Path, root: &Path) -> Option<&'a Path> {
-    let clean = |p: &'a Path| -> &'a Path { p.strip_prefix(".").unwrap_or(p) };
-    clean(path)
-        .strip_prefix(root.strip_prefix(".").unwrap_or(root))
+/// `target` as a path from `base` (both absolute, or both relative to the same folder),
+/// lexically: `..` for each folder of `base` not shared, then the rest of `target`; `.` for
+/// the same folder.
+pub fn relative_to(target: &Path, base: &Path) -> PathBuf {
+    let target = normalise(target);
+    let base = normalise(base);
+    let shared = target
+        .components()
+        .zip(base.components())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let mut out = PathBuf::new();
+    for _ in base.components().skip(shared) {
+        out.push("..");
+    }
+    for c in target.components().skip(shared) {
+        out.push(c);
+    }
+    if out.as_os_str().is_empty() {
+        out.push(".");
+    }
+    out
+}
+
+/// `path` with `.` dropped and `..` resolved against the components before it (lexically: links
+/// are not followed).
+pub fn normalise(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if matches!(out.components().next_back(), Some(Component::Normal(_))) {
+                    out.pop();
+                } else if !out.has_root() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// `path` and `root` normalised, both absolute when one of them is.
+fn comparable(path: &Path, root: &Path) -> (PathBuf, PathBuf) {
+    if path.is_absolute() == root.is_absolute() {
+        return (normalise(path), normalise(root));
+    }
+    let abs = |p: &Path| normalise(&std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()));
+    (abs(path), abs(root))
+}
+
+/// `path` below `root` (both resolved as [`Layout::id_of`] does), if it is there. Two
+/// relative paths that do not nest as written (a root such as `../scenarios` that a project
+/// file above the current folder gives, and a path given from inside it) are compared again
+/// made absolute from the current folder.
+pub(crate) fn strip_prefix_lenient(path: &Path, root: &Path) -> Option<PathBuf> {
+    let (p, r) = comparable(path, root);
+    if let Ok(rel) = p.strip_prefix(&r) {
+        return Some(rel.to_path_buf());
+    }
+    if path.is_absolute() || root.is_absolute() {
+        return None;
+    }
+    let abs = |p: &Path| std::path::absolute(p).ok().map(|a| normalise(&a));
+    abs(path)?
+        .strip_prefix(abs(root)?)
         .ok()
+        .map(Path::to_path_buf)
+}
+
+/// The project a path belongs to, as a canonical folder: the nearest folder at or above `dir`
+/// holding `harness.toml` or `.git`, else the current folder. References between files (a
+/// cassette's scenario) must stay inside it.
+pub fn project_root(dir: &Path) -> PathBuf {
+    // A folder not made yet (a cassette about to be written) belongs where its nearest
+    // existing ancestor does.
+    let abs = normalise(&std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()));
+    let start = abs
+        .ancestors()
+        .find_map(|d| std::fs::canonicalize(d).ok())
+        .unwrap_or(abs);
+    start
+        .ancestors()
+        .find(|d| d.join("harness.toml").is_file() || d.join(".git").exists())
+        .map(Path::to_path_buf)
+        .or_else(|| {
+            std::env::current_dir()
+                .ok()
+                .and_then(|c| std::fs::canonicalize(c).ok())
+        })
+        .unwrap_or(start)
+}
+
+/// The folders a reference made from `dir` may lead into: its project ([`project_root`]) and
+/// the scenarios root in use, when there is one (a run from a subfolder without a project file
+/// names it), both canonical.
+pub fn reference_roots(dir: &Path, scenarios: Option<&Path>) -> Vec<PathBuf> {
+    let mut roots = vec![project_root(dir)];
+    roots.extend(scenarios.and_then(|s| std::fs::canonicalize(s).ok()));
+    roots
 }
 
 /// Is this a scenario file by its name?
 pub fn is_scenario_file(path: &Path) -> bool {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    (name.ends_with(".toml") || name.ends_with(".json")) && !name.ends_with(".schema.json")
+    let name = path.file_name().map_or(&[][..], |n| n.as_encoded_bytes());
+    (name.ends_with(b".toml") || name.ends_with(b".json")) && !name.ends_with(b".schema.json")
 }
 
-/// Every scenario file under `paths` (files as given, folders walked), sorted, deduplicated,
-/// and the paths that could not be read (the others are still discovered).
+/// An error of kind [`io::ErrorKind::InvalidInput`]: a path harness refuses to read, and why.
+fn refused(message: impl Into<String>) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, message.into())
+}
+
+/// A path found inside a scenarios folder that harness will not read, or `None` to take it
+/// (or skip it quietly: a file that is no scenario).
+fn refused_entry(entry: &walkdir::DirEntry) -> Option<io::Error> {
+    let t = entry.file_type();
+    let scenario_like = is_scenario_file(entry.path());
+    if t.is_symlink() {
+        let to_folder = std::fs::metadata(entry.path()).is_ok_and(|m| m.is_dir());
+        return (scenario_like || to_folder).then(|| {
+            refused("is a symbolic link; harness does not follow links inside a scenarios folder (one could make it read any file on the machine): copy the file in, or name the link's target on the command line")
+        });
+    }
+    if !scenario_like || t.is_dir() {
+        return None;
+    }
+    if !t.is_file() {
+        let kind = entry
+            .metadata()
+            .map_or("not a regular file", |m| guard::kind_of(&m));
+        return Some(refused(format!("is {kind}, not a scenario file")));
+    }
+    unnamable(entry.path())
+}
+
+/// Longest scenario file name (without its extension), in bytes: its goldens' names add
+/// `@PROFILE.snap.new`, and file systems allow 255 bytes.
+pub const MAX_SCENARIO_NAME_BYTES: usize = 200;
+
+/// Why a scenario's path cannot name it, if it cannot: not UTF-8, a control character (a line
+/// break in a path would forge lines of reports and CI logs), or a name too long for its
+/// goldens' names.
+fn unnamable(path: &Path) -> Option<io::Error> {
+    let stem = path.file_stem().map_or(0, |s| s.len());
+    if stem > MAX_SCENARIO_NAME_BYTES {
+        return Some(refused(format!(
+            "the file name is {stem} bytes, too long for the names of its goldens (`NAME@PROFILE.snap.new`; at most {MAX_SCENARIO_NAME_BYTES} bytes before the extension)"
+        )));
+    }
+    match path.to_str() {
+        None => Some(refused(
+            "the path is not valid UTF-8; scenario ids, goldens and reports name files by their path, so rename it",
+        )),
+        Some(s) => crate::text::first_unsafe(s).map(|_| {
+            refused("the path holds a control character; ids and paths appear in goldens, reports and CI logs one line each, so rename it")
+        }),
+    }
+}
+
+/// Every scenario file under `paths` (files as given, folders walked without following links),
+/// sorted, deduplicated, and the paths that could not be read or were refused (the others are
+/// still discovered): links, FIFOs, devices and undecodable names inside a folder are refused
+/// rather than skipped, and so is a path given that is neither a file nor a folder.
 pub fn discover(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, io::Error)>) {
     let mut out = Vec::new();
     let mut errors = Vec::new();
@@ -78,15 +254,31 @@ pub fn discover(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, io::Error)>) 
             }
         };
         if meta.is_file() {
-            out.push(p.clone());
+            match unnamable(p) {
+                Some(e) => errors.push((p.clone(), e)),
+                None => out.push(p.clone()),
+            }
+            continue;
+        }
+        if !meta.is_dir() {
+            let kind = guard::kind_of(&meta);
+            errors.push((
+                p.clone(),
+                refused(format!(
+                    "is {kind}; `harness run` reads scenario files and folders"
+                )),
+            ));
             continue;
         }
         for entry in walkdir::WalkDir::new(p).sort_by_file_name() {
             match entry {
-                Ok(entry) if entry.file_type().is_file() && is_scenario_file(entry.path()) => {
-                    out.push(entry.into_path());
+                Ok(entry) => {
+                    if let Some(e) = refused_entry(&entry) {
+                        errors.push((entry.into_path(), e));
+                    } else if entry.file_type().is_file() && is_scenario_file(entry.path()) {
+                        out.push(entry.into_path());
+                    }
                 }
-                Ok(_) => {}
                 Err(e) => {
                     let at = e.path().map_or_else(|| p.clone(), Path::to_path_buf);
                     errors.push((at, io::Error::other(e.to_string())));
@@ -96,17 +288,76 @@ pub fn discover(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, io::Error)>) 
     }
     out.sort();
     out.dedup();
+    errors.sort_by(|a, b| a.0.cmp(&b.0));
     (out, errors)
 }
 
-/// Every file with extension `ext` under `dir`, sorted (none if `dir` does not exist).
+/// The message for a path [`discover`] could not take: its refusal, or `cannot read: …`.
+pub fn describe(e: &io::Error) -> String {
+    if e.kind() == io::ErrorKind::InvalidInput {
+        e.to_string()
+    } else {
+        format!("cannot read: {e}")
+    }
+}
+
+/// The hint for a path [`discover`] could not take, for `command` (`harness run`, …).
+pub fn hint_for(e: &io::Error, command: &str) -> String {
+    if e.kind() == io::ErrorKind::InvalidInput {
+        "harness reads regular scenario files with plain names (README \"Robustness\"): rename or replace it, or name a link's target on the command line".to_owned()
+    } else {
+        format!("check the path; `{command}` takes scenario files and folders")
+    }
+}
+
+/// Scenario files whose ids cannot be told apart, each with why: two files with one id
+/// (`dup.toml` and `dup.json`), or a name with `@`, which separates a scenario id from a
+/// profile in case ids and golden names (`foo@none.toml` would be `foo.toml`'s
+/// `[compare.none]`). Both files of a collision are refused, so neither wins by sort order.
+pub fn id_conflicts(layout: &Layout, files: &[PathBuf]) -> Vec<(PathBuf, String)> {
+    let mut by_id: BTreeMap<String, Vec<&PathBuf>> = BTreeMap::new();
+    let mut out = Vec::new();
+    for f in files {
+        let id = layout.id_of(f);
+        let name = id.rsplit('/').next().unwrap_or(&id);
+        if name.contains('@') {
+            out.push((
+                f.clone(),
+                format!("a scenario file name cannot contain `@` (id `{id}`): `@` separates a scenario id from a profile or label in case ids and golden names"),
+            ));
+            continue;
+        }
+        by_id.entry(id).or_default().push(f);
+    }
+    for (id, same) in by_id.into_iter().filter(|(_, v)| v.len() > 1) {
+        for f in &same {
+            let others: Vec<String> = same
+                .iter()
+                .filter(|o| o != &f)
+                .map(|o| o.display().to_string())
+                .collect();
+            out.push((
+                (*f).clone(),
+                format!(
+                    "scenario id `{id}` is also the id of {}; ids name goldens and cases, so each must be one file's",
+                    others.join(", ")
+                ),
+            ));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Every entry (not a folder) with extension `ext` under `dir`, links and special files
+/// included (whoever reads them refuses those), sorted; none if `dir` does not exist.
 pub fn files_with_ext(dir: &Path, ext: &str) -> Vec<PathBuf> {
     let suffix = format!(".{ext}");
     let mut out: Vec<PathBuf> = walkdir::WalkDir::new(dir)
         .sort_by_file_name()
         .into_iter()
         .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_file())
+        .filter(|e| !e.file_type().is_dir())
         .filter(|e| e.file_name().to_string_lossy().ends_with(&suffix))
         .map(walkdir::DirEntry::into_path)
         .collect();
@@ -114,20 +365,13 @@ pub fn files_with_ext(dir: &Path, ext: &str) -> Vec<PathBuf> {
     out
 }
 
-/// Read a file that may be absent.
-pub fn read_optional(path: &Path) -> io::Result<Option<String>> {
-    match std::fs::read_to_string(path) {
-        Ok(s) => Ok(Some(s)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
 /// Read an input file of at most `max` bytes ([`crate::limits`]); a larger one is an error of
 /// kind [`io::ErrorKind::FileTooLarge`] that names the `what` and the limit, read no further.
+/// A FIFO, device or folder is refused (kind [`io::ErrorKind::InvalidInput`]) without waiting
+/// on it.
 pub fn read_input(path: &Path, what: &str, max: u64) -> io::Result<Vec<u8>> {
     use std::io::Read as _;
-    let file = std::fs::File::open(path)?;
+    let file = guard::open_regular(path, what)?;
     let mut bytes = Vec::new();
     file.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
     let len = std::fs::metadata(path).map_or(bytes.len() as u64, |m| m.len());
@@ -152,53 +396,21 @@ pub fn read_input_text(path: &Path, what: &str, max: u64) -> io::Result<String> 
     })
 }
 
-/// Write `contents` to `path` atomically, creating parent folders.
+/// Write a file the user named atomically, creating parent folders (see [`guard::Output`]:
+/// links are written through, devices and FIFOs in place, a replaced file keeps its mode).
 pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(TEMP_PREFIX)
-        .suffix(TEMP_SUFFIX)
-        .tempfile_in(dir)?;
-    tmp.write_all(contents)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    write_output(path, contents)
 }
 
-/// Name prefix of the temporary files [`write_atomic`] and the metrics CSV write before the
-/// rename; with [`TEMP_SUFFIX`], no other file harness reads or writes looks like one.
-pub const TEMP_PREFIX: &str = ".harness-";
-/// Name suffix of those temporary files.
-pub const TEMP_SUFFIX: &str = ".tmp";
-/// Age past which a temporary file under a goldens folder is a leftover: only a killed process
-/// (SIGKILL, power loss) leaves one, and a live write renames its file within milliseconds.
-pub const STALE_TEMP_SECS: u64 = 60;
-
-/// Remove the temporary files a killed run left under `dir` (older than [`STALE_TEMP_SECS`]);
-/// how many were removed. Nothing else reads them: discovery takes `.toml` and `.json`,
-/// goldens end in `.snap` and `.snap.new`.
-pub fn clean_stale_temps(dir: &Path) -> usize {
-    let stale = |e: &walkdir::DirEntry| {
-        let name = e.file_name().to_string_lossy();
-        e.file_type().is_file()
-            && name.starts_with(TEMP_PREFIX)
-            && name.ends_with(TEMP_SUFFIX)
-            && e.metadata()
-                .ok()
-                .and_then(|m| m.modified().ok())
-                .and_then(|t| t.elapsed().ok())
-                .is_some_and(|age| age.as_secs() >= STALE_TEMP_SECS)
-    };
-    walkdir::WalkDir::new(dir)
-        .into_iter()
-        .filter_map(Result::ok)
-        .filter(stale)
-        .filter(|e| std::fs::remove_file(e.path()).is_ok())
-        .count()
+/// Can files be written into `dir` (created if need be)? A probe file is made and removed;
+/// commands check their output folders with it before they run, not when the results are in.
+pub fn writable_folder(dir: &Path) -> io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    tempfile::Builder::new()
+        .prefix(TEMP_PREFIX)
+        .suffix(TEMP_SUFFIX)
+        .tempfile_in(dir)
+        .map(drop)
 }
 
 /// Remove a file that may be absent.
@@ -210,7 +422,8 @@ pub fn remove_optional(path: &Path) -> io::Result<()> {
 }
 
 /// Pending goldens selected by `paths` (all of them when `paths` is empty): scenario files and
-/// folders select their cases' pending files; golden files and folders select themselves.
+/// folders select their cases' pending files; golden files select their own case's (by case id,
+/// never by a string prefix: `a.snap` does not select `a-b.snap.new`), golden folders theirs.
 pub fn select_pending(layout: &Layout, paths: &[PathBuf]) -> Vec<PathBuf> {
     let all = files_with_ext(&layout.snapshots, PENDING_EXT);
     if paths.is_empty() {
@@ -221,22 +434,28 @@ pub fn select_pending(layout: &Layout, paths: &[PathBuf]) -> Vec<PathBuf> {
         let s = rel.to_string_lossy().replace('\\', "/");
         Some(s.strip_suffix(".snap.new")?.to_owned())
     };
+    let under = |id: &str, folder: &str| folder.is_empty() || id.starts_with(&format!("{folder}/"));
     all.into_iter()
         .filter(|pending| {
             let Some(id) = case_id(pending) else {
                 return false;
             };
             paths.iter().any(|p| {
-                if strip_prefix_lenient(p, &layout.snapshots).is_some() {
-                    let p = p.to_string_lossy();
-                    let p = p.trim_end_matches(".new").trim_end_matches(".snap");
-                    let pending = pending.to_string_lossy();
-                    return pending.starts_with(p.trim_end_matches('/'));
+                if let Some(rel) = strip_prefix_lenient(p, &layout.snapshots) {
+                    let s = rel.to_string_lossy().replace('\\', "/");
+                    return match s
+                        .strip_suffix(".snap.new")
+                        .or_else(|| s.strip_suffix(".snap"))
+                    {
+                        Some(golden) => id == golden,
+                        None => under(&id, &s),
+                    };
                 }
                 if p.is_dir() {
-                    return layout.mirror(p).is_some_and(|m| pending.starts_with(m))
-                        || (strip_prefix_lenient(p, &layout.scenarios).is_none()
-                            && id.starts_with(&layout.id_of(p)));
+                    return match strip_prefix_lenient(p, &layout.scenarios) {
+                        Some(rel) => under(&id, &rel.to_string_lossy().replace('\\', "/")),
+                        None => under(&id, &layout.id_of(p)),
+                    };
                 }
                 let scenario = layout.id_of(p);
                 id == scenario || id.starts_with(&format!("{scenario}@"))
@@ -248,34 +467,6 @@ pub fn select_pending(layout: &Layout, paths: &[PathBuf]) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn stale_temporary_files_are_cleaned_and_fresh_ones_kept() {
-        let dir = tempfile::tempdir().unwrap();
-        let old = dir.path().join("a/.harness-x1.tmp");
-        let fresh = dir.path().join("a/.harness-x2.tmp");
-        let golden = dir.path().join("a/b.snap");
-        write_atomic(&old, b"half").unwrap();
-        write_atomic(&fresh, b"half").unwrap();
-        write_atomic(&golden, b"whole").unwrap();
-        let past =
-            std::time::SystemTime::now() - std::time::Duration::from_secs(STALE_TEMP_SECS + 5);
-        std::fs::File::options()
-            .write(true)
-            .open(&old)
-            .unwrap()
-            .set_modified(past)
-            .unwrap();
-        std::fs::File::options()
-            .write(true)
-            .open(&golden)
-            .unwrap()
-            .set_modified(past)
-            .unwrap();
-        assert_eq!(clean_stale_temps(dir.path()), 1);
-        assert!(!old.exists() && fresh.exists() && golden.exists());
-        assert_eq!(files_with_ext(dir.path(), GOLDEN_EXT), vec![golden]);
-    }
 
     #[test]
     fn ids_are_relative_to_the_scenarios_root() {
@@ -306,6 +497,87 @@ mod tests {
         assert_eq!(
             l.mirror(Path::new("scenarios")),
             Some(PathBuf::from("snapshots"))
+        );
+        // Every spelling of one file is one id.
+        assert_eq!(l.id_of(Path::new("scenarios/a/../b.toml")), "b");
+        assert_eq!(l.id_of(Path::new("scenarios/./a/./b.toml")), "a/b");
+        let abs = std::path::absolute("scenarios/reflex/exec.toml").unwrap();
+        assert_eq!(l.id_of(&abs), "reflex/exec");
+        let abs_root = Layout {
+            scenarios: std::path::absolute("scenarios").unwrap(),
+            snapshots: PathBuf::from("snapshots"),
+        };
+        assert_eq!(
+            abs_root.id_of(Path::new("scenarios/reflex/exec.toml")),
+            "reflex/exec"
+        );
+        assert_eq!(
+            normalise(Path::new("../a/../../b")),
+            PathBuf::from("../../b")
+        );
+        assert_eq!(normalise(Path::new("/../a")), PathBuf::from("/a"));
+    }
+
+    #[test]
+    fn colliding_ids_and_at_signs_are_refused_in_both_files() {
+        let l = Layout {
+            scenarios: PathBuf::from("scenarios"),
+            snapshots: PathBuf::from("snapshots"),
+        };
+        let files: Vec<PathBuf> = [
+            "scenarios/dup.json",
+            "scenarios/dup.toml",
+            "scenarios/x@none.toml",
+            "scenarios/y.toml",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+        let c = id_conflicts(&l, &files);
+        let refused: Vec<&str> = c.iter().map(|(p, _)| p.to_str().unwrap()).collect();
+        assert_eq!(
+            refused,
+            [
+                "scenarios/dup.json",
+                "scenarios/dup.toml",
+                "scenarios/x@none.toml"
+            ]
+        );
+        assert!(
+            c[0].1.contains("also the id of scenarios/dup.toml"),
+            "{}",
+            c[0].1
+        );
+    }
+
+    #[test]
+    fn pending_goldens_are_selected_by_case_not_by_prefix() {
+        let dir = tempfile::tempdir().unwrap();
+        let l = Layout {
+            scenarios: dir.path().join("scenarios"),
+            snapshots: dir.path().join("snapshots"),
+        };
+        for id in ["a/x", "a/x@none", "a/x-y", "a/x-y@none", "ab/z"] {
+            std::fs::create_dir_all(l.pending(id).parent().unwrap()).unwrap();
+            std::fs::write(l.pending(id), "t").unwrap();
+        }
+        let pick = |p: &Path| -> Vec<String> {
+            select_pending(&l, &[p.to_path_buf()])
+                .iter()
+                .map(|f| {
+                    f.strip_prefix(&l.snapshots)
+                        .unwrap()
+                        .to_string_lossy()
+                        .into_owned()
+                })
+                .collect()
+        };
+        assert_eq!(pick(&l.golden("a/x")), ["a/x.snap.new"]);
+        assert_eq!(pick(&l.pending("a/x-y@none")), ["a/x-y@none.snap.new"]);
+        assert_eq!(pick(&l.snapshots.join("a")).len(), 4);
+        assert_eq!(
+            pick(&l.scenarios.join("a/x.toml")),
+            ["a/x.snap.new", "a/x@none.snap.new"]
         );
     }
 }

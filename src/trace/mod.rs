@@ -390,6 +390,69 @@ impl Event {
         }
     }
 
+    /// The bytes of text the event carries (its strings, names and arguments): what the
+    /// per-run limit [`crate::limits::MAX_TRACE_BYTES`] counts. Lengths only, no rendering.
+    pub fn text_bytes(&self) -> usize {
+        let opt = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+        let all = |v: &[String]| v.iter().map(String::len).sum::<usize>();
+        match self {
+            Event::RunStart {
+                profile,
+                model,
+                tools,
+                ..
+            } => profile.len() + model.len() + all(tools),
+            Event::Iteration { .. } | Event::TruncationDiscarded { .. } | Event::TurnEnd { .. } => {
+                0
+            }
+            Event::Signal { signal, text } => signal.len() + opt(text),
+            Event::ModelRequest { tools, .. } => all(tools),
+            Event::ModelResponse { text, calls, .. } => {
+                opt(text)
+                    + calls
+                        .iter()
+                        .map(|c| c.id.len() + c.name.len() + c.args.len())
+                        .sum::<usize>()
+            }
+            Event::ToolCallStart { id, name, args } => {
+                id.len() + name.len() + crate::json::text_bytes(args)
+            }
+            Event::ToolCallEnd {
+                id,
+                name,
+                output,
+                error,
+                ..
+            } => id.len() + name.len() + opt(output) + opt(error),
+            Event::ToolCallRejected {
+                id,
+                name,
+                args,
+                error,
+            } => id.len() + name.len() + crate::json::text_bytes(args) + error.len(),
+            Event::Intervention {
+                policy,
+                action,
+                tool,
+                ..
+            } => policy.len() + action.len() + opt(tool),
+            Event::MessageInjected { source, text, .. } | Event::Notice { source, text } => {
+                source.len() + text.len()
+            }
+            Event::ForceText { cause, .. } => cause.len(),
+            Event::Outcome { text, detail, .. } => opt(text) + opt(detail),
+            Event::ProviderError { message, .. } => message.len(),
+            Event::Compaction { reason, .. } => reason.len(),
+            Event::ToolCallSkipped { id, name, reason } => id.len() + name.len() + reason.len(),
+            Event::ApprovalRequested { id, name, auth, .. } => id.len() + name.len() + opt(auth),
+            Event::ApprovalDecision { id, name, .. } => id.len() + name.len(),
+            Event::UserTurn { text, .. } => text.len(),
+            Event::StepStart { title, .. } => title.len(),
+            Event::StepEnd { reason, detail, .. } => reason.len() + opt(detail),
+            Event::Replan { steps, .. } => all(steps),
+        }
+    }
+
     /// Every event kind with its field names, read off the event schema (so expectations can
     /// be checked against what events really carry).
     pub fn catalogue() -> &'static [(String, Vec<String>)] {
@@ -656,7 +719,12 @@ pub fn render_event(event: &Event) -> String {
             write!(s, " {n} kept={kept} steps={}", list(&titles))
         }
     };
-    s
+    // Names are written as they are (text fields are quoted above): a control character in
+    // one (a model or tool name an agent sent) is spelled out, so a line stays one line.
+    match crate::text::escape_controls(&s) {
+        std::borrow::Cow::Owned(escaped) => escaped,
+        std::borrow::Cow::Borrowed(_) => s,
+    }
 }
 
 /// `12.345s`, right-aligned: the golden's time column.
@@ -675,6 +743,14 @@ pub fn render_golden(case_id: &str, events: &[TimedEvent]) -> String {
         out.push('\n');
     }
     out
+}
+
+/// Check a trace made outside the engine (inferred from what an agent sent) against the
+/// per-run limits the engine keeps as it goes: its length, text and virtual time.
+pub fn check_limits(events: &[TimedEvent]) -> Result<(), crate::limits::Exceeded> {
+    let mut budget = crate::limits::Budget::default();
+    budget.event(events.iter().map(|e| e.event.text_bytes()).sum());
+    budget.check(events.len(), events.last().map_or(0, |e| e.t_ms))
 }
 
 /// The run as JSON lines, one event per line.
@@ -719,6 +795,25 @@ mod tests {
         );
         let back: TimedEvent = serde_json::from_str(line.trim()).unwrap();
         assert_eq!(back, e);
+    }
+
+    #[test]
+    fn names_with_control_characters_cannot_forge_golden_lines() {
+        let e = TimedEvent {
+            t_ms: 0,
+            event: Event::RunStart {
+                profile: "agent".into(),
+                model: "m\n        9.999s  outcome response iterations=1".into(),
+                max_iterations: 3,
+                tools: vec!["exec\u{1b}[2J".into()],
+            },
+        };
+        let g = render_golden("x", &[e]);
+        assert_eq!(g.lines().count(), 2, "{g}");
+        assert!(
+            g.contains("model=m\\n        9.999s") && g.contains("exec\\u{1b}[2J"),
+            "{g}"
+        );
     }
 
     #[test]

@@ -127,8 +127,13 @@ fn trace_of_an_invalid_scenario_exits_2_with_a_located_error() {
         "unknown-profile.toml",
     );
     let run = p.harness(&["trace", "unknown-profile.toml"]);
-    run.expect_code(2)
-        .expect_stdout("error: unknown-profile.toml:4:11: unknown profile `moltys`\n  hint: did you mean `moltis`?");
+    run.expect_code(2);
+    // Errors go to stderr, so `harness trace … | tool` reads only traces.
+    assert!(
+        run.stderr.contains("error: unknown-profile.toml:4:11: unknown profile `moltys`\n  hint: did you mean `moltis`?"),
+        "{run}"
+    );
+    assert!(run.stdout.is_empty(), "{run}");
 }
 
 #[test]

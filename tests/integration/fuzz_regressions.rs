@@ -64,6 +64,18 @@ fn the_wire_format_seeds_and_findings_go_through_their_targets() {
         eprintln!("sse: {name}");
         fuzzing::sse(&data);
     }
+    let seeds = inputs("fuzz/seeds/stream_scrub");
+    assert!(seeds.len() >= 6);
+    for (name, data) in &seeds {
+        assert!(
+            fuzzing::stream_scrub(data),
+            "stream_scrub seed {name} does not read"
+        );
+    }
+    for (name, data) in inputs("fuzz/regressions/stream_scrub") {
+        eprintln!("stream_scrub: {name}");
+        fuzzing::stream_scrub(&data);
+    }
     let seeds = inputs("fuzz/seeds/serve_request");
     for (name, data) in &seeds {
         assert!(

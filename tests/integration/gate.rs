@@ -271,6 +271,19 @@ fn a_detector_firing_one_iteration_later_fails_only_the_baseline() {
     p.write(EXAMPLE, text);
     p.harness(&["run"]).expect_code(1);
     p.harness(&["accept"]).expect_code(0);
+    // The example pins the iterations of the nudge and the answer, so its expectations see
+    // the later firing too; a reviewer who accepts it moves those pins.
+    p.harness(&["run"])
+        .expect_code(1)
+        .expect_stdout("in iteration 3: expected 1, got 0");
+    let text = p
+        .read(EXAMPLE)
+        .replace("stage = 1 }, iteration = 3,", "stage = 1 }, iteration = 4,")
+        .replace(
+            "{ kind = \"model_request\", iteration = 4 }",
+            "{ kind = \"model_request\", iteration = 5 }",
+        );
+    p.write(EXAMPLE, text);
     let run = p.harness(&["run", "--baseline", "baselines/scenarios.toml"]);
     run.expect_code(3)
         .expect_stdout("harness run: ok.")
@@ -345,7 +358,7 @@ fn github_actions_get_annotations_and_a_markdown_job_summary() {
         &["run"],
     );
     run.expect_code(1).expect_stdout(&format!(
-        "::error file={EXAMPLE},line=48,title=harness%3A {EXAMPLE_ID}@none failed::golden differs: 1 lines added, 1 removed\n"
+        "::error file={EXAMPLE},line=53,title=harness%3A {EXAMPLE_ID}@none failed::golden differs: 1 lines added, 1 removed\n"
     ));
     let md = p.read("summary.md");
     assert!(
@@ -369,7 +382,7 @@ fn github_actions_get_annotations_and_a_markdown_job_summary() {
     assert!(md.contains("| reflex | moltis | 25 → 4 (-84%) |"), "{md}");
     assert!(
         md.contains(&format!(
-            "- `{EXAMPLE_ID}@none` ({EXAMPLE}:48): golden differs"
+            "- `{EXAMPLE_ID}@none` ({EXAMPLE}:53): golden differs"
         )),
         "{md}"
     );
@@ -394,7 +407,8 @@ fn pending_goldens_on_ci_go_only_to_the_pending_dir_then_diff_and_accept() {
     );
     p.harness(&["diff", "--pending-dir", "out/pending"])
         .expect_code(0)
-        .expect_stdout("new golden (")
+        .expect_stdout("(new golden, ")
+        .expect_stdout(&format!("    +# harness trace v1: {EXAMPLE_ID}\n"))
         .expect_stdout("2 pending golden(s)");
     p.harness(&["accept", "--pending-dir", "out/pending", EXAMPLE])
         .expect_code(0)

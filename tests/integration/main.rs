@@ -10,13 +10,17 @@
 //! - `gate`: the CI gate: JUnit structure, merged shards = one run, metric baselines, GitHub
 //!   annotations and job summary, `--pending-dir` on CI, `--filter` and `list`.
 //! - `record`: record against stub providers on 127.0.0.1, replay offline, secrets, drift.
-//! - `sweep`: `harness sweep` / `harness import` over `fixtures/transcripts/` and, when present,
-//!   the public corpus in `../shared/transcripts`.
+//! - `sweep`: `harness sweep` / `harness import` over `fixtures/transcripts/` and
+//!   the public corpus in `corpus/`.
 //! - `serve`: `harness exec` and `harness serve` with a reference agent on 127.0.0.1.
 //! - `fuzz_regressions`: the fuzz seeds and every fuzz finding through their targets' code
 //!   (through the library, as the fuzzers call it).
 //! - `browser` (ignored unless `--ignored`; `.ci/browser` runs them): the HTML reports in
 //!   Debian's headless Chromium, driven over the DevTools protocol by `cdp`.
+//! - `project_file`: `harness.toml` found from any subfolder, its paths and run defaults used by
+//!   every command, its mistakes located; the repository's own keeps the README commands.
+//! - `trust`: what a new user hit (issue 17): `list` and `run` agree on every bundled path;
+//!   selections of nothing, misspelt filters and missing paths are errors, not greens.
 //! - `robust`: Ctrl-C (partial summary, exit 130), SIGKILL at random moments (no half-written
 //!   file), outputs independent of locale, timezone, folder, environment and file order.
 
@@ -29,10 +33,13 @@ mod determinism;
 mod fuzz_regressions;
 mod gate;
 mod golden_workflow;
+mod harden;
 mod invalid;
 mod mapping;
+mod project_file;
 mod record;
 mod robust;
 mod schema;
 mod serve;
 mod sweep;
+mod trust;

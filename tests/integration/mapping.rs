@@ -80,3 +80,182 @@ fn every_upstream_scenario_is_in_the_mapping() {
         }
     }
 }
+
+/// The parts of `docs/runtimes.md` and the section numbers each holds (`### §2.3 …`, or a
+/// list item `- **§9.1 …**` for the groups of upstream tests).
+fn runtime_sections() -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(repo().join("docs/runtimes.md")).expect("docs/runtimes.md");
+    let mut part = String::new();
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if let Some(h) = line.strip_prefix("## ") {
+            part = h.split_whitespace().next().unwrap_or_default().to_owned();
+        } else if line.starts_with("###") || line.starts_with("- **§") {
+            let word = line.split_whitespace().nth(1).unwrap_or_default();
+            if let Some(n) = word.trim_start_matches("**").strip_prefix('§') {
+                out.push((part.clone(), n.to_owned()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_runtimes_reference_names_a_section_that_exists() {
+    let sections = runtime_sections();
+    for part in ["Moltis", "IronClaw", "Detectors"] {
+        assert!(
+            sections.iter().filter(|(p, _)| p == part).count() > 10,
+            "docs/runtimes.md has few sections in {part}: {sections:?}"
+        );
+    }
+    let has = |part: &str, n: &str| {
+        let n = n.trim_end_matches('.');
+        sections.iter().any(|(p, s)| p == part && s == n)
+    };
+    let mut checked = 0;
+    for (path, text) in text_files(&["rs", "toml", "md"]) {
+        for (part, n) in citations(&text) {
+            checked += 1;
+            assert!(
+                has(&part, &n),
+                "{} cites runtimes.md {part} §{n}, which docs/runtimes.md does not have",
+                path.display()
+            );
+        }
+    }
+    assert!(
+        checked > 100,
+        "only {checked} citations of docs/runtimes.md"
+    );
+}
+
+/// The repository's text files with these extensions (builds and the corpus left out), each
+/// with its contents.
+fn text_files(extensions: &[&str]) -> Vec<(std::path::PathBuf, String)> {
+    walkdir::WalkDir::new(repo())
+        .into_iter()
+        .filter_entry(|e| !matches!(e.file_name().to_str(), Some("target" | ".git" | "corpus")))
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .filter(|e| {
+            e.path()
+                .extension()
+                .and_then(|x| x.to_str())
+                .is_some_and(|x| extensions.contains(&x))
+        })
+        .filter_map(|e| Some((e.path().to_owned(), std::fs::read_to_string(e.path()).ok()?)))
+        .collect()
+}
+
+/// The (part, section) of every citation `runtimes.md PART §N` in `text`.
+fn citations(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (i, _) in text.match_indices("runtimes.md") {
+        let rest = text[i + "runtimes.md".len()..].trim_start_matches(['`', ')']);
+        let Some((part, after)) = rest.strip_prefix(' ').and_then(|r| r.split_once(' ')) else {
+            continue;
+        };
+        let Some(num) = after.strip_prefix('§') else {
+            continue;
+        };
+        if matches!(part, "Moltis" | "IronClaw" | "Detectors") {
+            let n = num
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == '.')
+                .collect();
+            out.push((part.to_owned(), n));
+        }
+    }
+    out
+}
+
+#[test]
+fn nothing_points_outside_the_repository() {
+    // The transcript corpus lives in `corpus/`; nothing refers to material beside the repository.
+    for (path, text) in text_files(&["rs", "toml", "md", "py", "yml", "json"]) {
+        for (n, line) in text.lines().enumerate() {
+            let outside = ["../shared", "shared/spec", "shared/seeds", "DESIGN.md"]
+                .iter()
+                .any(|s| line.contains(s));
+            assert!(
+                !outside || path.ends_with("mapping.rs"),
+                "{}:{}: points outside the repository: {line}",
+                path.display(),
+                n + 1
+            );
+        }
+    }
+}
+
+/// The top-level modules of `src/` that each one names (`crate::X`, `use crate::{X, …}`),
+/// code and test modules alike, comment lines left out.
+fn module_edges() -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+    let src = repo().join("src");
+    let mut edges: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+        Default::default();
+    for (path, text) in text_files(&["rs"]) {
+        let Ok(rel) = path.strip_prefix(&src) else {
+            continue;
+        };
+        let Some(top) = rel.components().next().and_then(|c| c.as_os_str().to_str()) else {
+            continue;
+        };
+        let top = top.trim_end_matches(".rs").to_owned();
+        if matches!(top.as_str(), "lib" | "main") {
+            continue;
+        }
+        let targets = edges.entry(top.clone()).or_default();
+        for line in text.lines().filter(|l| !l.trim_start().starts_with("//")) {
+            let mut rest = line;
+            while let Some(at) = rest.find("crate::") {
+                rest = &rest[at + "crate::".len()..];
+                let names: Vec<&str> = match rest.strip_prefix('{') {
+                    // `crate::{a::B, c}`: the first segment of each item.
+                    Some(group) => group
+                        .split('}')
+                        .next()
+                        .unwrap_or("")
+                        .split(',')
+                        .map(|item| item.trim().split("::").next().unwrap_or(""))
+                        .collect(),
+                    None => vec![
+                        rest.split(|c: char| !c.is_alphanumeric() && c != '_')
+                            .next()
+                            .unwrap_or(""),
+                    ],
+                };
+                for name in names.into_iter().filter(|n| !n.is_empty() && *n != top) {
+                    targets.insert(name.to_owned());
+                }
+            }
+        }
+    }
+    edges
+}
+
+/// `src/lib.rs` promises layers whose dependencies point down only, test modules included: the
+/// module graph has no cycle (a module on one would reach itself).
+#[test]
+fn the_module_layers_have_no_cycle() {
+    let edges = module_edges();
+    assert!(edges.len() > 20, "too few modules found: {edges:?}");
+    for start in edges.keys() {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut stack: Vec<(String, Vec<String>)> = vec![(start.clone(), vec![start.clone()])];
+        while let Some((at, path)) = stack.pop() {
+            for next in edges.get(&at).into_iter().flatten() {
+                assert!(
+                    next != start,
+                    "import cycle: {} -> {next} (see the layers in src/lib.rs)",
+                    path.join(" -> ")
+                );
+                if seen.insert(next.clone()) {
+                    let mut p = path.clone();
+                    p.push(next.clone());
+                    stack.push((next.clone(), p));
+                }
+            }
+        }
+    }
+}

@@ -5,35 +5,10 @@
 use crate::support::{EXAMPLE, EXAMPLE_ID, Project, repo};
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-/// The `harness` command in `dir`, as `Project` runs it (no CI, no color).
-fn harness_in(dir: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_harness"));
-    cmd.args(args)
-        .current_dir(dir)
-        .env_remove("CI")
-        .env_remove("GITHUB_ACTIONS")
-        .env_remove("GITHUB_STEP_SUMMARY")
-        .env("NO_COLOR", "1");
-    cmd
-}
-
-/// Wait for a child, at most `limit`.
-fn wait_at_most(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().expect("wait for harness") {
-            return status;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            panic!("harness did not end within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
+use crate::support::{harness_command as harness_in, wait_at_most};
 
 /// The example's golden text under another scenario id.
 fn golden_as(reference: &str, id: &str) -> String {

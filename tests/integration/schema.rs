@@ -57,3 +57,54 @@ fn schema_describes_the_scenario_format() {
         assert!(!description.is_empty(), "`{key}` has no description");
     }
 }
+
+#[test]
+fn schema_documents_time_and_order_and_the_names_values_take() {
+    let schema: Value = serde_json::from_str(&printed()).expect("`harness schema` prints JSON");
+    let defs = &schema["$defs"];
+    let expect = &defs["Expect"]["properties"];
+    assert!(
+        expect["sequence"]["description"]
+            .as_str()
+            .is_some_and(|d| d.contains("in this order")),
+        "{expect:#}"
+    );
+    for def in ["EventExpect", "EventPattern"] {
+        let props = &defs[def]["properties"];
+        assert!(
+            props["iteration"]["description"]
+                .as_str()
+                .is_some_and(|d| d.contains("{ min = 3")),
+            "{def}: {props:#}"
+        );
+    }
+    // The intervention ids a `where` may name, every profile, and both `without_tools` values.
+    let where_ = defs["EventExpect"]["properties"]["where"]["description"]
+        .as_str()
+        .unwrap_or_default();
+    for id in harness::kinds::INTERVENTION_SOURCES
+        .iter()
+        .chain(harness::kinds::INTERVENTION_ACTIONS)
+    {
+        assert!(
+            where_.contains(&format!("`{id}`")),
+            "`{id}` undocumented: {where_}"
+        );
+    }
+    let profile = schema["properties"]["profile"]["description"]
+        .as_str()
+        .unwrap_or_default();
+    for p in harness::policy::PROFILES {
+        assert!(
+            profile.contains(&format!("`{p}`")),
+            "profile `{p}` undocumented"
+        );
+    }
+    let without = defs["ModelScript"]["properties"]["without_tools"]["description"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        without.contains("`as_scripted`") && without.contains("`skip`"),
+        "{without}"
+    );
+}

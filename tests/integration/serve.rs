@@ -144,6 +144,32 @@ fn exec_reports_the_bare_agent_at_the_cap_and_the_detector_recovering() {
         .expect_stdout("0 orphaned goldens");
 }
 
+/// A command that ends without asking anything fails with that one reason, under an `exec`
+/// verdict: no timeout, no ad-hoc profile, no baseline it could never be blessed into.
+#[test]
+fn exec_of_a_command_that_asks_nothing_gives_one_reason() {
+    let p = project();
+    p.write(
+        "harness.toml",
+        "format = 1\nbaseline = \"baselines/scenarios.toml\"\n",
+    );
+    p.write("baselines/scenarios.toml", "");
+    let run = p.harness(&["exec", SCENARIO, "--", "true"]);
+    run.expect_code(1)
+        .expect_stdout("harness exec: FAILED. 1 cases from 1 files")
+        .expect_stdout("expected a model request; the command made none");
+    for wrong in [
+        "harness run",
+        "ad-hoc",
+        "--profile",
+        "killed",
+        "harness baseline",
+        "bless",
+    ] {
+        assert!(!run.stdout.contains(wrong), "`{wrong}` in:\n{run}");
+    }
+}
+
 #[test]
 fn exec_fails_a_silent_or_hung_command_and_refuses_a_missing_one() {
     let p = project();
@@ -158,8 +184,8 @@ fn exec_fails_a_silent_or_hung_command_and_refuses_a_missing_one() {
         "import time; time.sleep(30)",
     ]);
     run.expect_code(1)
-        .expect_stdout("did not finish within 300 ms and was killed")
-        .expect_stdout("made no model request");
+        .expect_stdout("expected the command to finish within 300 ms; it was killed")
+        .expect_stdout("expected a model request; the command made none");
     let run = p.harness(&["exec", SCENARIO, "--", "no-such-agent-command"]);
     run.expect_code(2);
     assert!(

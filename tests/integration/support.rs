@@ -24,12 +24,20 @@ pub struct Project {
 impl Project {
     /// An empty project.
     pub fn new() -> Self {
-        Self {
-            dir: tempfile::Builder::new()
-                .prefix("harness-it-")
-                .tempdir()
-                .expect("create a temporary project"),
+        let dir = tempfile::Builder::new()
+            .prefix("harness-it-")
+            .tempdir()
+            .expect("create a temporary project");
+        // harness walks up to the nearest project file: one above the temporary folder would
+        // be every test's project.
+        if let Some(file) = dir.path().parent().and_then(harness::project::find) {
+            panic!(
+                "{} is above the temporary folder {}: move TMPDIR out of that project",
+                file.display(),
+                dir.path().display()
+            );
         }
+        Self { dir }
     }
 
     /// A project holding the example scenario (without goldens).
@@ -77,9 +85,24 @@ impl Project {
         copy_tree(&repo().join(from), &self.join(to));
     }
 
+    /// `harness ARGS` run in `dir` (a folder of a project), with `CI` removed.
+    pub fn run_in(dir: &Path, args: &[&str]) -> Run {
+        let out = harness_command(dir, args)
+            .output()
+            .expect("spawn the harness binary");
+        Run::from_output(format!("{args:?} in {}", dir.display()), &out)
+    }
+
     /// `harness ARGS` in the project, with `CI` removed.
     pub fn harness(&self, args: &[&str]) -> Run {
         self.run_command(self.command(args))
+    }
+
+    /// `harness ARGS` in the project's folder `rel` (`.` for the project), with `CI` removed.
+    pub fn harness_in(&self, rel: &str, args: &[&str]) -> Run {
+        let mut cmd = self.command(args);
+        cmd.current_dir(self.join(rel));
+        self.run_command(cmd)
     }
 
     /// `harness ARGS` in the project, with `CI` set to `ci`.
@@ -100,32 +123,12 @@ impl Project {
     }
 
     fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_harness"));
-        cmd.args(args)
-            .current_dir(self.path())
-            .env_remove("CI")
-            .env_remove("GITHUB_ACTIONS")
-            .env_remove("GITHUB_STEP_SUMMARY")
-            .env_remove("CLICOLOR_FORCE")
-            .env("NO_COLOR", "1");
-        cmd
+        harness_command(self.path(), args)
     }
 
     fn run_command(&self, mut cmd: Command) -> Run {
         let out = cmd.output().expect("spawn the harness binary");
-        let run = Run {
-            args: format!("{:?}", cmd.get_args().collect::<Vec<_>>()),
-            code: out.status.code(),
-            stdout: String::from_utf8(out.stdout).expect("stdout is UTF-8"),
-            stderr: String::from_utf8(out.stderr).expect("stderr is UTF-8"),
-        };
-        assert!(run.code.is_some(), "harness was killed by a signal\n{run}");
-        assert!(!run.stderr.contains("panicked"), "harness panicked\n{run}");
-        assert!(
-            !run.stdout.contains('\u{1b}') && !run.stderr.contains('\u{1b}'),
-            "NO_COLOR is set, yet the output has escape codes\n{run}"
-        );
-        run
+        Run::from_output(format!("{:?}", cmd.get_args().collect::<Vec<_>>()), &out)
     }
 
     /// Project-relative paths (with `/`) of the files under `rel` whose names end with
@@ -142,6 +145,39 @@ impl Project {
         let mut out = BTreeMap::new();
         collect(self.path(), &self.join(rel), &mut out);
         out
+    }
+}
+
+/// The `harness` command in `dir` as every test runs it: `CI`, the GitHub variables and
+/// forced color removed, `NO_COLOR` set.
+pub fn harness_command(dir: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_harness"));
+    cmd.args(args)
+        .current_dir(dir)
+        .env_remove("CI")
+        .env_remove("GITHUB_ACTIONS")
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .env_remove("CLICOLOR_FORCE")
+        .env("NO_COLOR", "1");
+    cmd
+}
+
+/// Wait for `child` to end, failing the test (and killing it) past `limit`: a guard against a
+/// hang, not a measurement.
+pub fn wait_at_most(
+    child: &mut std::process::Child,
+    limit: std::time::Duration,
+) -> std::process::ExitStatus {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("wait for a child") {
+            return status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            panic!("the child did not end within {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }
 
@@ -190,6 +226,22 @@ pub struct Run {
 }
 
 impl Run {
+    /// The run of `harness ARGS` that gave `out`, checked for a signal, a panic and color.
+    pub fn from_output(args: String, out: &std::process::Output) -> Self {
+        let run = Run {
+            args,
+            code: out.status.code(),
+            stdout: String::from_utf8(out.stdout.clone()).expect("stdout is UTF-8"),
+            stderr: String::from_utf8(out.stderr.clone()).expect("stderr is UTF-8"),
+        };
+        assert!(run.code.is_some(), "harness was killed by a signal\n{run}");
+        assert!(!run.stderr.contains("panicked"), "harness panicked\n{run}");
+        assert!(
+            !run.stdout.contains('\u{1b}') && !run.stderr.contains('\u{1b}'),
+            "NO_COLOR is set, yet the output has escape codes\n{run}"
+        );
+        run
+    }
     /// Assert the exit code; the panic message shows the whole output.
     #[track_caller]
     pub fn expect_code(&self, code: i32) -> &Self {
@@ -217,13 +269,13 @@ impl Run {
         self
     }
 
-    /// The last line starting with `harness run:` (the summary).
+    /// The last line starting with `harness run:` or `harness exec:` (the summary).
     #[track_caller]
     pub fn summary(&self) -> &str {
         self.stdout
             .lines()
             .rev()
-            .find(|l| l.starts_with("harness run:"))
+            .find(|l| l.starts_with("harness run:") || l.starts_with("harness exec:"))
             .unwrap_or_else(|| panic!("no summary line\n{self}"))
     }
 }

@@ -1,6 +1,7 @@
 //! `harness sweep` and `harness import` over the hand-written transcripts of
-//! `fixtures/transcripts/` (one folder per format; broken files in `fixtures/invalid/transcript/`), and, when the
-//! public corpus is beside the repository (`../shared/transcripts`, as in CI), over all of it.
+//! `fixtures/transcripts/` (one folder per format; broken files in `fixtures/invalid/transcript/`), and
+//! over the public corpus the repository carries (`corpus/`, 730 runs): the committed
+//! `docs/tuning/` must come out of it byte for byte.
 
 use crate::support::{Project, repo};
 use std::collections::BTreeMap;
@@ -338,17 +339,116 @@ fn bad_detector_specs_are_usage_errors() {
     );
 }
 
-/// The public corpus (CI has it beside the repository): `consecutive-identical` at k = 2, 3, 4
+/// The corpus the repository carries; a clone without it is broken, and the tests say so
+/// rather than pass on nothing.
+fn corpus() -> PathBuf {
+    let corpus = repo().join("corpus");
+    assert!(
+        corpus.join("manifest.json").is_file(),
+        "the transcript corpus is missing: {} must hold the 730 public runs (see corpus/README.md)",
+        corpus.display()
+    );
+    corpus
+}
+
+/// Every transcript `corpus/manifest.json` lists is there with its recorded size, and no
+/// transcript is there that it does not list.
+#[test]
+fn corpus_matches_its_manifest() {
+    let corpus = corpus();
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(corpus.join("manifest.json")).expect("read"))
+            .expect("the manifest is JSON");
+    let listed: BTreeMap<String, u64> = manifest["files"]
+        .as_array()
+        .expect("a files array")
+        .iter()
+        .map(|f| {
+            (
+                f["file"].as_str().expect("a file").to_owned(),
+                f["bytes"].as_u64().expect("a size"),
+            )
+        })
+        .collect();
+    assert_eq!(listed.len(), 50);
+    let mut found = BTreeMap::new();
+    let mut stack = vec![corpus.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read the corpus") {
+            let path = entry.expect("an entry").path();
+            let rel = path
+                .strip_prefix(&corpus)
+                .expect("below")
+                .to_string_lossy()
+                .into_owned();
+            if path.is_dir() {
+                if !matches!(rel.as_str(), "LICENSES" | "annotations") {
+                    stack.push(path);
+                }
+            } else if !matches!(rel.as_str(), "README.md" | "manifest.json") {
+                found.insert(rel, std::fs::metadata(&path).expect("stat").len());
+            }
+        }
+    }
+    assert_eq!(found, listed);
+}
+
+/// The committed sweep (`docs/tuning/`) comes out of the corpus byte for byte with the
+/// README's two commands.
+#[test]
+fn docs_tuning_is_reproduced_from_the_corpus() {
+    let corpus = corpus().to_string_lossy().into_owned();
+    let p = Project::new();
+    let labels = repo().join("docs/tuning/labels.jsonl");
+    sweep(
+        &p,
+        std::slice::from_ref(&corpus),
+        &[
+            "--detector",
+            "all",
+            "--detector",
+            "openhands-stuck:version=0:ao=2..6",
+            "--detector",
+            "consecutive-identical:text_breaks=1:k=2..6",
+            "--labels",
+            &labels.to_string_lossy(),
+            "--out",
+            "sweep.csv",
+            "--plot",
+            "sweep.svg",
+            "--fires",
+            "fires.csv",
+        ],
+    )
+    .expect_code(0);
+    sweep(
+        &p,
+        &[corpus],
+        &[
+            "--detector",
+            "consecutive-identical",
+            "--write-labels",
+            "labels.jsonl",
+        ],
+    )
+    .expect_code(0);
+    for file in ["sweep.csv", "sweep.svg", "fires.csv", "labels.jsonl"] {
+        let committed = std::fs::read_to_string(repo().join("docs/tuning").join(file))
+            .expect("the committed file");
+        assert!(
+            p.read(file) == committed,
+            "docs/tuning/{file} is not what the README's command makes from corpus/: rerun it and review the change"
+        );
+    }
+}
+
+/// The corpus: `consecutive-identical` at k = 2, 3, 4
 /// fires on exactly the successful runs whose longest run of identical consecutive calls
 /// (`max_identical_run_callseq`, counted independently in `annotations/repetition_scan.jsonl`)
 /// is at least k.
 #[test]
 fn corpus_consecutive_identical_agrees_with_the_repetition_scan() {
-    let corpus: PathBuf = repo().join("../shared/transcripts");
-    if !corpus.is_dir() {
-        eprintln!("skipped: {} is not there", corpus.display());
-        return;
-    }
+    let corpus = corpus();
     let scan = std::fs::read_to_string(corpus.join("annotations/repetition_scan.jsonl"))
         .expect("the scan");
     let entries: Vec<serde_json::Value> = scan
@@ -386,11 +486,7 @@ fn corpus_consecutive_identical_agrees_with_the_repetition_scan() {
 /// run for run, except labels changed by a reviewer, whose note must start with `reviewed`.
 #[test]
 fn shipped_labels_are_the_heuristics_or_reviewed() {
-    let corpus: PathBuf = repo().join("../shared/transcripts");
-    if !corpus.is_dir() {
-        eprintln!("skipped: {} is not there", corpus.display());
-        return;
-    }
+    let corpus = corpus();
     let p = Project::new();
     sweep(
         &p,

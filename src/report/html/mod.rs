@@ -172,7 +172,7 @@ fn status_mark(status: &str) -> &'static str {
 fn golden_name(c: &Comparison) -> &'static str {
     match c {
         Comparison::Match => "match",
-        Comparison::Missing => "missing",
+        Comparison::Missing(_) => "missing",
         Comparison::Differs(_) => "differs",
         Comparison::Ungated => "ungated",
     }
@@ -456,9 +456,15 @@ fn case_detail(case: &CaseResult, file: &str, compared: Option<usize>) -> Html {
             h.push_str("<h4>Golden diff</h4>");
             h.push_str(&diff::side_by_side(d).0);
         }
-        Comparison::Missing => h.push_str(
-            "<p class=\"note\"><b>\u{2717} no golden yet</b>: the timeline below is what this run produced; <code>harness accept</code> makes it the golden after review.</p>",
-        ),
+        Comparison::Missing(d) => {
+            h.push_str(
+                "<p class=\"note\"><b>\u{2717} no golden yet</b>: the timeline below is what this run produced; <code>harness accept</code> makes it the golden after review.</p>",
+            );
+            if !d.is_empty() {
+                h.push_str("<h4>New golden (against nothing)</h4>");
+                h.push_str(&diff::side_by_side(d).0);
+            }
+        }
         Comparison::Match | Comparison::Ungated => {}
     }
     if let Some(fi) = compared {

@@ -122,7 +122,7 @@ fn case(g: &mut Gen, id: String, profile: &str) -> CaseResult {
     row.virtual_ms = g.below(300_000);
     let golden = match g.below(4) {
         0 => Comparison::Match,
-        1 => Comparison::Missing,
+        1 => Comparison::Missing(crate::snapshot::diff("", &format!("{}\n", g.text()))),
         2 => Comparison::Ungated,
         _ => Comparison::Differs(crate::snapshot::diff(
             &format!("a\n{}\nc\n", g.text()),

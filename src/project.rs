@@ -1,0 +1,335 @@
+//! The project file, `harness.toml`: where a project's scenarios, goldens and metric baseline
+//! live, and the defaults of `harness run`. Found by walking up from the current folder (as
+//! cargo finds `Cargo.toml`), so every command run anywhere inside the project resolves the
+//! same paths; its paths are relative to its own folder. Without one, paths are relative to
+//! the current folder, as they always were.
+//!
+//! It owns reading, validating (format version, unknown keys with a suggestion, located
+//! errors) and resolving the file, and nothing else: the commands take the resolved paths.
+//! The format's reference is [`ProjectFile`], whose docs become `schema/harness.schema.json`.
+
+use crate::scenario::{Diagnostic, Seg, SourceFormat};
+use crate::store::relative_to;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The file name looked for.
+pub const FILE_NAME: &str = "harness.toml";
+
+/// The newest project-file format this build reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// `harness.toml`: a project's layout and run defaults. Paths are relative to the folder the
+/// file is in; command-line flags override every value.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "harness project file (harness.toml)")]
+pub struct ProjectFile {
+    /// Format version; must be 1.
+    pub format: u32,
+    /// Root of scenario ids (a scenario's id is its path below it), and what `harness run`,
+    /// `list` and `bless` take when given no path. Default `scenarios`.
+    #[serde(default = "default_scenarios")]
+    pub scenarios: String,
+    /// Folder of the reviewed goldens, mirroring the scenario ids. Default `snapshots`.
+    #[serde(default = "default_snapshots")]
+    pub snapshots: String,
+    /// The metric baseline: what `harness bless` writes, and what `harness run`, `merge` and
+    /// `exec` compare with when given no `--baseline` (`--no-baseline` skips it). Default:
+    /// none (`bless` writes `baselines/scenarios.toml`, and runs compare with nothing).
+    #[serde(default)]
+    pub baseline: Option<String>,
+    /// Defaults of `harness run` (and of `merge` and `exec` where they apply).
+    #[serde(default)]
+    pub run: RunDefaults,
+}
+
+/// Defaults of `harness run`; the command line overrides each.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunDefaults {
+    /// Worker threads (`--jobs`); default: the machine's cores. Results do not depend on it.
+    #[serde(default)]
+    pub jobs: Option<usize>,
+    /// Failing cases shown in full before the rest get one line each (`--diff-limit`): a
+    /// number, or `"all"`. Default 10.
+    #[serde(default)]
+    pub diff_limit: Option<DiffLimit>,
+    /// Profiles every scenario also runs under, ad hoc and not gated (`--profile`), e.g.
+    /// `["none"]` to see what each defence saves in every run.
+    #[serde(default)]
+    pub profile: Vec<String>,
+}
+
+/// A number of cases, or all of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum DiffLimit {
+    /// This many.
+    Cases(usize),
+    /// `"all"`.
+    All(AllCases),
+}
+
+/// The word `all`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AllCases {
+    /// Every failing case in full.
+    All,
+}
+
+impl DiffLimit {
+    /// The limit as a count (`all` is unbounded).
+    pub fn cases(self) -> usize {
+        match self {
+            Self::Cases(n) => n,
+            Self::All(_) => usize::MAX,
+        }
+    }
+}
+
+fn default_scenarios() -> String {
+    "scenarios".to_owned()
+}
+
+fn default_snapshots() -> String {
+    "snapshots".to_owned()
+}
+
+/// A project file found and read: where it is, and its paths made relative to the current
+/// folder (so messages name them as a user in that folder would).
+#[derive(Debug, Clone)]
+pub struct Project {
+    /// The file, as found (absolute).
+    pub file: PathBuf,
+    /// Its contents.
+    pub config: ProjectFile,
+    /// The scenarios root, from the current folder.
+    pub scenarios: PathBuf,
+    /// The goldens folder, from the current folder.
+    pub snapshots: PathBuf,
+    /// The baseline, from the current folder.
+    pub baseline: Option<PathBuf>,
+    /// The project's root folder, from the current folder.
+    pub root: PathBuf,
+}
+
+/// Why a project file could not be used.
+#[derive(Debug, Clone)]
+pub struct ProjectError {
+    /// The file.
+    pub file: PathBuf,
+    /// Where in it, what, and a hint.
+    pub diagnostic: Diagnostic,
+}
+
+impl std::fmt::Display for ProjectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.diagnostic.located(&self.file))
+    }
+}
+
+/// The nearest `harness.toml` in `dir` or a folder above it.
+pub fn find(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors()
+        .map(|d| d.join(FILE_NAME))
+        .find(|f| f.is_file())
+}
+
+/// Find the project file above the current folder `cwd` and read it; `Ok(None)` when there is
+/// none.
+pub fn discover(cwd: &Path) -> Result<Option<Project>, ProjectError> {
+    let Some(file) = find(cwd) else {
+        return Ok(None);
+    };
+    let located = |line, col, message: String, hint: &str| ProjectError {
+        file: file.clone(),
+        diagnostic: Diagnostic {
+            line,
+            col,
+            message,
+            hint: Some(hint.to_owned()),
+        },
+    };
+    let text =
+        crate::store::read_input_text(&file, "project file", crate::limits::MAX_SCENARIO_BYTES)
+            .map_err(|e| {
+                located(
+                    1,
+                    1,
+                    format!("cannot read: {e}"),
+                    "check the file's permissions; it must be UTF-8 TOML",
+                )
+            })?;
+    let config = parse(&text).map_err(|diagnostic| ProjectError {
+        file: file.clone(),
+        diagnostic,
+    })?;
+    let root = file.parent().unwrap_or(Path::new("/"));
+    let from_cwd = |rel: &str| relative_to(&root.join(rel), cwd);
+    Ok(Some(Project {
+        scenarios: from_cwd(&config.scenarios),
+        snapshots: from_cwd(&config.snapshots),
+        baseline: config.baseline.as_deref().map(from_cwd),
+        root: relative_to(root, cwd),
+        file: file.clone(),
+        config,
+    }))
+}
+
+/// Parse and validate a project file's text.
+pub fn parse(text: &str) -> Result<ProjectFile, Diagnostic> {
+    let config: ProjectFile = toml::from_str(text).map_err(|e| {
+        let (line, col) = e
+            .span()
+            .map_or((1, 1), |s| crate::scenario::line_col(text, s.start));
+        let message = e.message().trim().to_owned();
+        let hint = hint_for(&message);
+        Diagnostic {
+            line,
+            col,
+            message,
+            hint: Some(hint),
+        }
+    })?;
+    let at = |path: &[&str], message: String, hint: String| {
+        let path = path.iter().map(|k| Seg::Key((*k).to_owned())).collect();
+        crate::scenario::diagnose_at(text, SourceFormat::Toml, path, message, Some(hint))
+    };
+    if config.format != FORMAT_VERSION {
+        return Err(at(
+            &["format"],
+            format!(
+                "project file format {} is not one this harness reads ({FORMAT_VERSION})",
+                config.format
+            ),
+            format!("write `format = {FORMAT_VERSION}`, or upgrade harness"),
+        ));
+    }
+    let paths = [
+        ("scenarios", Some(&config.scenarios)),
+        ("snapshots", Some(&config.snapshots)),
+        ("baseline", config.baseline.as_ref()),
+    ];
+    for (key, value) in paths {
+        let Some(value) = value else { continue };
+        if value.is_empty() || Path::new(value).is_absolute() || value.starts_with('\\') {
+            return Err(at(
+                &[key],
+                format!("`{key}` must be a path relative to the project file, not `{value}`"),
+                "write it relative to the folder harness.toml is in, e.g. `scenarios`, so the project works wherever it is cloned".to_owned(),
+            ));
+        }
+    }
+    if config.run.jobs == Some(0) {
+        return Err(at(
+            &["run", "jobs"],
+            "`jobs = 0` would run nothing".to_owned(),
+            "use 1 or more, or drop the key to use every core".to_owned(),
+        ));
+    }
+    for (i, p) in config.run.profile.iter().enumerate() {
+        if crate::policy::Config::profile(p).is_none() {
+            let profiles = crate::policy::PROFILES;
+            let hint = crate::scenario::suggest(p, profiles, || {
+                format!("known profiles: {}", profiles.join(", "))
+            });
+            let path = vec![
+                Seg::Key("run".to_owned()),
+                Seg::Key("profile".to_owned()),
+                Seg::Index(i),
+            ];
+            return Err(crate::scenario::diagnose_at(
+                text,
+                SourceFormat::Toml,
+                path,
+                format!("unknown profile `{p}`"),
+                Some(hint),
+            ));
+        }
+    }
+    Ok(config)
+}
+
+/// A hint for a deserializer message about the project file.
+fn hint_for(message: &str) -> String {
+    let quoted: Vec<&str> = message.split('`').skip(1).step_by(2).collect();
+    if message.starts_with("unknown field") {
+        if let Some((found, expected)) = quoted.split_first() {
+            return crate::scenario::suggest(found, expected, || {
+                format!("allowed keys here: {}", expected.join(", "))
+            });
+        }
+    }
+    if message.starts_with("missing field `format`") {
+        return format!("start the file with `format = {FORMAT_VERSION}`");
+    }
+    if message.contains("did not match any variant") {
+        return "write a whole number of cases, or \"all\"".to_owned();
+    }
+    "the project file's keys are described in README.md (Project file) and schema/harness.schema.json".to_owned()
+}
+
+/// The JSON Schema of the project file (shipped as `schema/harness.schema.json`).
+pub fn json_schema() -> String {
+    let schema = schemars::schema_for!(ProjectFile);
+    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_made_relative_to_the_current_folder() {
+        let r = |t: &str, b: &str| relative_to(Path::new(t), Path::new(b));
+        assert_eq!(r("/p/scenarios", "/p"), PathBuf::from("scenarios"));
+        assert_eq!(r("/p/scenarios", "/p/scenarios"), PathBuf::from("."));
+        assert_eq!(
+            r("/p/snapshots", "/p/scenarios/reflex"),
+            PathBuf::from("../../snapshots")
+        );
+        assert_eq!(r("/p/./a/../b", "/p"), PathBuf::from("b"));
+    }
+
+    #[test]
+    fn the_file_is_versioned_and_its_mistakes_located() {
+        let ok = parse("format = 1\n").unwrap();
+        assert_eq!(
+            (ok.scenarios.as_str(), ok.snapshots.as_str()),
+            ("scenarios", "snapshots")
+        );
+        assert_eq!(ok.baseline, None);
+        let full = parse(
+            "format = 1\nscenarios = \"s\"\nsnapshots = \"g\"\nbaseline = \"b.toml\"\n[run]\njobs = 2\ndiff_limit = \"all\"\nprofile = [\"none\"]\n",
+        )
+        .unwrap();
+        assert_eq!(full.run.diff_limit.map(DiffLimit::cases), Some(usize::MAX));
+        assert_eq!(full.run.jobs, Some(2));
+
+        let e = parse("format = 1\nscenario = \"s\"\n").unwrap_err();
+        assert_eq!((e.line, e.col), (2, 1));
+        assert!(e.message.starts_with("unknown field `scenario`"), "{e:?}");
+        assert_eq!(e.hint.as_deref(), Some("did you mean `scenarios`?"));
+        let e = parse("format = 2\n").unwrap_err();
+        assert!(e.message.contains("format 2 is not one"), "{e:?}");
+        assert_eq!((e.line, e.col), (1, 1));
+        let e = parse("scenarios = \"s\"\n").unwrap_err();
+        assert_eq!(e.hint.as_deref(), Some("start the file with `format = 1`"));
+        let e = parse("format = 1\n[run]\nprofile = [\"none\", \"moltys\"]\n").unwrap_err();
+        assert_eq!(
+            (e.line, e.col, e.hint.as_deref()),
+            (3, 20, Some("did you mean `moltis`?"))
+        );
+        let e = parse("format = 1\nsnapshots = \"/abs\"\n").unwrap_err();
+        assert!(e.message.contains("relative to the project file"), "{e:?}");
+        let e = parse("format = 1\n[run]\njobs = 0\n").unwrap_err();
+        assert_eq!((e.line, e.col), (3, 1));
+        let e = parse("format = 1\n[run]\ndiff_limit = \"some\"\n").unwrap_err();
+        assert_eq!(e.line, 3, "{e:?}");
+    }
+}

@@ -1,0 +1,65 @@
+//! Text from inputs shown where one line means one thing — golden lines, the terminal, CI
+//! logs (where a line starting with `::` is a GitHub workflow command): control characters
+//! (line breaks, escapes, bell, NUL, C1 controls) and the bidirectional overrides that make a
+//! line read differently from what it holds are spelled out (`\n`, `\r`, `\u{1b}`). Tabs stay.
+//! Pure; owns no format of its own.
+
+use std::borrow::Cow;
+
+/// Must `c` be spelled out?
+pub fn is_unsafe(c: char) -> bool {
+    (c.is_control() && c != '\t')
+        || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `s` with every unsafe character spelled out; borrowed when there is none.
+pub fn escape_controls(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(is_unsafe) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            c if is_unsafe(c) => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Like [`escape_controls`], but line breaks stay: for text that is several lines on purpose.
+pub fn escape_in_lines(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(|c| c != '\n' && is_unsafe(c)) {
+        return Cow::Borrowed(s);
+    }
+    Cow::Owned(
+        s.split('\n')
+            .map(escape_controls)
+            .collect::<Vec<_>>()
+            .join("\n"),
+    )
+}
+
+/// The first unsafe character of `s`, if any.
+pub fn first_unsafe(s: &str) -> Option<char> {
+    s.chars().find(|c| is_unsafe(*c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn controls_are_spelled_out_and_plain_text_is_borrowed() {
+        assert!(matches!(escape_controls("plain\ttext é"), Cow::Borrowed(_)));
+        assert_eq!(
+            escape_controls("a\n::error::x\r\u{1b}[2J\u{7}\0\u{9b}\u{202e}"),
+            "a\\n::error::x\\r\\u{1b}[2J\\u{7}\\u{0}\\u{9b}\\u{202e}"
+        );
+        assert_eq!(escape_in_lines("one\r\ntwo\u{1b}"), "one\\r\ntwo\\u{1b}");
+        assert_eq!(first_unsafe("ok"), None);
+        assert_eq!(first_unsafe("a\u{7}"), Some('\u{7}'));
+    }
+}

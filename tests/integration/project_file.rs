@@ -1,0 +1,211 @@
+//! The project file, `harness.toml`: found by walking up from the current folder, its paths
+//! used by every command wherever it runs, its mistakes located, and the repository's own.
+
+use crate::support::{EXAMPLE, EXAMPLE_ID, Project, repo};
+
+/// The repository's layout: its project file, scenarios, goldens and baseline.
+fn repository() -> Project {
+    let p = Project::new();
+    for rel in ["harness.toml", "scenarios", "snapshots", "baselines"] {
+        p.copy_from_repo(rel, rel);
+    }
+    p
+}
+
+#[test]
+fn the_readme_commands_work_unchanged_with_the_committed_project_file() {
+    let p = repository();
+    let main_job = p.harness(&[
+        "run",
+        "scenarios/",
+        "--baseline",
+        "baselines/scenarios.toml",
+    ]);
+    main_job.expect_code(0);
+    assert!(
+        main_job.stdout.contains("harness baseline: ok."),
+        "{main_job}"
+    );
+    // The project file names the same scenarios and baseline: a bare run is the main job.
+    let bare = p.harness(&["run"]);
+    bare.expect_code(0);
+    assert_eq!(
+        bare.stdout.replace("scenarios/", "scenarios"),
+        main_job.stdout.replace("scenarios/", "scenarios")
+    );
+    let committed = std::fs::read_to_string(repo().join("harness.toml")).expect("harness.toml");
+    assert!(
+        committed.contains("baseline = \"baselines/scenarios.toml\""),
+        "{committed}"
+    );
+}
+
+#[test]
+fn a_run_from_a_subfolder_finds_the_project() {
+    let p = repository();
+    let from_root = p.harness(&["run", "scenarios/reflex"]);
+    from_root.expect_code(0);
+    // From inside the scenarios: the same cases, goldens and baseline, nothing created there.
+    let inside = p.harness_in("scenarios/reflex", &["run", "."]);
+    inside.expect_code(0);
+    assert_eq!(inside.summary(), from_root.summary());
+    assert!(
+        inside
+            .stdout
+            .contains("compared with ../../baselines/scenarios.toml"),
+        "{inside}"
+    );
+    let deeper = p.harness_in("scenarios/reflex", &["run", "exec-empty-args.toml"]);
+    deeper.expect_code(0);
+    assert!(
+        deeper.summary().contains(" 2 cases from 1 files"),
+        "{deeper}"
+    );
+    // No path: the whole project, as from its root.
+    let all = p.harness_in("scenarios/reflex", &["run"]);
+    assert_eq!(all.summary(), p.harness(&["run"]).summary());
+    assert!(!p.exists("scenarios/snapshots") && !p.exists("scenarios/reflex/snapshots"));
+    assert_eq!(
+        p.harness_in("scenarios", &["list", "reflex"]).stdout,
+        p.harness(&["list", "scenarios/reflex"]).stdout
+    );
+
+    // A new scenario written and reviewed from its folder: the golden lands in the project's.
+    let text = std::fs::read_to_string(repo().join(EXAMPLE)).expect("the example");
+    p.write("scenarios/mine/new.toml", &text);
+    let run = p.harness_in("scenarios/mine", &["run", "new.toml", "--no-baseline"]);
+    run.expect_code(1)
+        .expect_stdout("FAIL mine/new  no golden yet");
+    assert!(p.exists("snapshots/mine/new.snap.new"), "{run}");
+    p.harness_in("scenarios/mine", &["diff", "new.toml"])
+        .expect_code(0)
+        .expect_stdout("+# harness trace v1: mine/new\n");
+    p.harness_in("scenarios/mine", &["accept", "new.toml"])
+        .expect_code(0)
+        .expect_stdout("accepted ../../snapshots/mine/new.snap");
+    p.harness_in("scenarios/mine", &["run", "new.toml", "--no-baseline"])
+        .expect_code(0);
+    p.harness_in("scenarios/mine", &["trace", "new.toml"])
+        .expect_code(0)
+        .expect_stdout("# harness trace v1: mine/new\n");
+}
+
+#[test]
+fn verbose_says_which_project_file_was_used() {
+    let p = repository();
+    let run = p.harness_in("scenarios/reflex", &["-v", "list"]);
+    run.expect_code(0);
+    let file = p.join("harness.toml");
+    assert!(
+        run.stderr.contains(&format!(
+            "harness: project file {} (scenarios .., snapshots ../../snapshots, baseline ../../baselines/scenarios.toml)",
+            file.display()
+        )),
+        "{run}"
+    );
+    let none = Project::new();
+    let run = none.harness(&["--verbose", "list", "--allow-empty"]);
+    assert!(run.stderr.contains("harness: no harness.toml in "), "{run}");
+}
+
+#[test]
+fn a_project_file_sets_paths_and_run_defaults() {
+    let p = Project::new();
+    p.copy_from_repo(EXAMPLE, "specs/reflex/exec-empty-args.toml");
+    p.write(
+        "harness.toml",
+        "format = 1\nscenarios = \"specs\"\nsnapshots = \"goldens\"\nbaseline = \"ci/base.toml\"\n\
+         [run]\nprofile = [\"agentloop\"]\ndiff_limit = 1\njobs = 1\n",
+    );
+    // One case in full (the limit), the others in a line; the ad-hoc agentloop case runs too.
+    let run = p.harness_in("specs", &["run", "--no-baseline"]);
+    run.expect_code(1);
+    assert_eq!(run.stdout.matches("    @@ -0,0 +1,").count(), 1, "{run}");
+    assert!(run.summary().contains("3 cases from 1 files"), "{run}");
+    assert!(
+        run.stdout.contains("1 ad-hoc run(s) under --profile"),
+        "{run}"
+    );
+    p.harness(&["accept"]).expect_code(0);
+    assert!(p.exists(&format!("goldens/{EXAMPLE_ID}.snap")));
+    // A baseline is named but not written yet: a run says so; bless writes it where named.
+    let run = p.harness(&["run"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr
+            .contains("cannot read baseline ci/base.toml: there is no such file")
+            && run.stderr.contains("`harness bless` writes it"),
+        "{run}"
+    );
+    p.harness(&["run", "--no-baseline"]).expect_code(0);
+    p.harness_in("specs/reflex", &["bless"])
+        .expect_code(0)
+        .expect_stdout("wrote ../../ci/base.toml");
+    p.harness(&["run"])
+        .expect_code(0)
+        .expect_stdout("compared with ci/base.toml");
+    // The command line wins.
+    let run = p.harness(&["list", "--profile", "none"]);
+    assert!(
+        run.stdout.contains("@none") && !run.stdout.contains("@agentloop"),
+        "{run}"
+    );
+}
+
+#[test]
+fn mistakes_in_the_project_file_are_located_with_a_suggestion() {
+    let p = Project::with_example();
+    for (text, location, hint) in [
+        (
+            "format = 1\nscenario = \"s\"\n",
+            "harness.toml:2:1: unknown field `scenario`",
+            "did you mean `scenarios`?",
+        ),
+        (
+            "format = 3\n",
+            "harness.toml:1:1: project file format 3",
+            "write `format = 1`",
+        ),
+        (
+            "format = 1\n[run]\nprofile = [\"moltys\"]\n",
+            "harness.toml:3:12: unknown profile `moltys`",
+            "did you mean `moltis`?",
+        ),
+        (
+            "format = 1\n[run]\ndiff_limt = 3\n",
+            "harness.toml:3:1: unknown field `diff_limt`",
+            "did you mean `diff_limit`?",
+        ),
+    ] {
+        p.write("harness.toml", text);
+        for args in [&["run"][..], &["list"], &["accept"]] {
+            let run = p.harness_in("scenarios", args);
+            run.expect_code(2);
+            assert!(run.stderr.contains(location), "{text}\n{run}");
+            assert!(
+                run.stderr.contains(&format!("  hint: {hint}")),
+                "{text}\n{run}"
+            );
+        }
+    }
+}
+
+#[test]
+fn committed_project_schema_matches_harness_schema_project() {
+    let committed = std::fs::read_to_string(repo().join("schema/harness.schema.json"))
+        .expect("schema/harness.schema.json");
+    let run = Project::new().harness(&["schema", "project"]);
+    run.expect_code(0);
+    assert_eq!(
+        committed, run.stdout,
+        "schema/harness.schema.json is out of date; regenerate it with `cargo run -q -- schema project > schema/harness.schema.json`"
+    );
+    let schema: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
+    assert_eq!(schema["additionalProperties"], false);
+    for key in ["format", "scenarios", "snapshots", "baseline", "run"] {
+        assert!(
+            schema["properties"][key]["description"].is_string(),
+            "`{key}` undocumented"
+        );
+    }
+}
