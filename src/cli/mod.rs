@@ -86,6 +86,20 @@ enum Command {
         #[arg(long)]
         allow_empty: bool,
     },
+    /// Make the HTML report of saved JSON results (`run --json`, or the shards of one run).
+    ///
+    /// Exit codes: 0 the report was written (whatever the results say); 2 bad input.
+    Report {
+        /// JSON results (`harness run --json FILE`); shards of one run are joined.
+        #[arg(required = true)]
+        results: Vec<PathBuf>,
+        /// The HTML report to write.
+        #[arg(long, value_name = "FILE", required = true)]
+        html: PathBuf,
+        /// Show the regressions and improvements against this metric baseline.
+        #[arg(long, value_name = "FILE")]
+        baseline: Option<PathBuf>,
+    },
     /// Run scenarios and record their metrics as the baseline `--baseline` compares with.
     Bless {
         /// Scenario files or folders (given, or with --filter: only those cases are updated).
@@ -259,6 +273,9 @@ struct OutputArgs {
     /// Write pending goldens into this folder (mirroring ids), even when `CI` is set.
     #[arg(long, value_name = "DIR")]
     pending_dir: Option<PathBuf>,
+    /// Write a self-contained HTML report: every case's timeline, diffs, metrics charts.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
     /// Show the first N failing cases in full (diff, expectations), the rest one line each;
     /// `all` shows every one in full [default: 10].
     #[arg(long, value_name = "N", value_parser = diff_limit)]
@@ -300,6 +317,7 @@ impl OutputArgs {
                 .map(PathBuf::from),
             ci: ci(),
             pending_dir: self.pending_dir,
+            html: self.html,
             require_cases: None,
             diff_limit: self.diff_limit.or(diff_limit),
             quiet: self.quiet,
@@ -553,6 +571,7 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
                     traces,
                     repeat,
                     pending_dir: outputs.pending_dir.clone(),
+                    keep_traces: outputs.keeps_traces(),
                     ..o
                 },
                 Err(code) => return Ok(code),
@@ -601,6 +620,16 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
             };
             gate::report(&outputs, &layout, |r| merged.replay(r))
         }
+        Command::Report {
+            results,
+            html,
+            baseline,
+        } => gate::html_report(
+            &results,
+            &html,
+            baseline.as_deref(),
+            &mut anstream::stdout().lock(),
+        ),
         Command::Bless {
             paths,
             baseline,
@@ -771,6 +800,7 @@ fn options(
         selection: select.selection().map_err(|e| bad_usage(&e))?,
         repeat: 1,
         pending_dir: None,
+        keep_traces: false,
     })
 }
 

@@ -54,6 +54,7 @@ pub fn record(args: &RecordArgs, layout: &Layout, ci: bool) -> anyhow::Result<u8
                 line: 1,
                 runs: 1,
                 passes: u32::from(r.failures.is_empty()),
+                detail: None,
             }]),
         })?;
         csv.finish()?;

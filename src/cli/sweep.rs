@@ -37,6 +37,10 @@ pub(super) struct SweepArgs {
     /// Write every run's heuristic label (JSON lines) for review.
     #[arg(long, value_name = "FILE")]
     write_labels: Option<PathBuf>,
+    /// Write the sweep as a page: the plot per detector, each point opening the runs it fired
+    /// on.
+    #[arg(long, value_name = "FILE.html")]
+    html: Option<PathBuf>,
     /// Read every transcript as this format instead of detecting it.
     #[arg(long, value_name = "FORMAT", value_parser = format_name)]
     format: Option<Format>,
@@ -175,6 +179,14 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<u8> {
     let mut fires_out = fires_tmp
         .as_mut()
         .map(|t| std::io::BufWriter::new(t.as_file_mut()));
+    // The page lists the runs each setting fired on: the fires rows are kept for it too.
+    let mut fires_kept = args.html.as_ref().map(|_| Vec::new());
+    let mut fires_to = (fires_out.is_some() || fires_kept.is_some()).then(|| {
+        sweep::html::Tee(
+            fires_out.as_mut().map(|w| w as &mut dyn Write),
+            fires_kept.as_mut(),
+        )
+    });
     let report = sweep::sweep(
         Options {
             paths: args.paths.clone(),
@@ -185,7 +197,7 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<u8> {
             keep_labels: args.write_labels.is_some(),
             on_file: tick.map(|b| Box::new(move || b.inc(1)) as Box<dyn Fn() + Sync>),
         },
-        fires_out.as_mut().map(|w| w as &mut dyn Write),
+        fires_to.as_mut().map(|w| w as &mut dyn Write),
     )?;
     fires_out
         .map(|w| w.into_inner().map(drop).map_err(|e| e.into_error()))
@@ -212,6 +224,17 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<u8> {
         );
         let svg = sweep::plot::svg(&report.rows, &title).map_err(anyhow::Error::msg)?;
         store::write_atomic(path, svg.as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        written.push(path.display().to_string());
+    }
+    if let Some(path) = &args.html {
+        let title = format!(
+            "harness sweep: {} runs, {} settings",
+            report.runs,
+            report.rows.len()
+        );
+        let page = sweep::html::render(&report, fires_kept.as_deref().unwrap_or_default(), &title);
+        store::write_atomic(path, page.as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;
         written.push(path.display().to_string());
     }

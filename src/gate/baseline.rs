@@ -297,6 +297,28 @@ pub fn check<'a>(b: &Baseline, rows: impl IntoIterator<Item = &'a Row>) -> Resul
 }
 
 impl Verdict {
+    /// The check as the HTML report shows it, against the baseline named `file`.
+    pub fn for_html(&self, file: &str) -> crate::report::html::BaselineCheck {
+        let moved = |list: &[Change]| {
+            list.iter()
+                .map(|c| crate::report::html::Moved {
+                    case: c.case.clone(),
+                    metric: c.metric.to_owned(),
+                    old: c.old.clone(),
+                    new: c.new.clone(),
+                    allowed: c.allowed.clone(),
+                })
+                .collect()
+        };
+        crate::report::html::BaselineCheck {
+            file: file.to_owned(),
+            compared: self.compared,
+            new_cases: self.new_cases.len(),
+            regressions: moved(&self.regressions),
+            improvements: moved(&self.improvements),
+        }
+    }
+
     /// The terminal report: each regression and improvement, then a verdict line.
     pub fn render(&self, file: &str) -> String {
         let mut out = String::new();

@@ -8,7 +8,7 @@
 
 pub mod baseline;
 
-use crate::report::{self, Collected, Fanout, MetricsCsv, Terminal, github, json, junit};
+use crate::report::{self, Collected, Fanout, MetricsCsv, Terminal, github, html, json, junit};
 use crate::results::{EXIT_BAD_INPUT, EXIT_METRIC_REGRESSION, EXIT_OK, Reporter};
 use crate::run::{self, Options};
 use crate::store::{self, Layout};
@@ -35,6 +35,8 @@ pub struct Outputs {
     pub ci: bool,
     /// Pending goldens go to this folder.
     pub pending_dir: Option<PathBuf>,
+    /// The HTML report.
+    pub html: Option<PathBuf>,
     /// What to say when no case ran: an empty run is bad input (exit 2) with this message;
     /// `None` lets it pass (`--allow-empty`).
     pub require_cases: Option<String>,
@@ -45,6 +47,14 @@ pub struct Outputs {
     /// The command whose verdict this is: `run` (also for `merge`, which reports a run) or
     /// `exec`, which has no ad-hoc profiles.
     pub command: Command,
+}
+
+impl Outputs {
+    /// Do the requested outputs show each case's trace (`--json`, `--html`)? Only then does
+    /// a run keep them.
+    pub fn keeps_traces(&self) -> bool {
+        self.json.is_some() || self.html.is_some()
+    }
 }
 
 /// The command a report's verdict names.
@@ -145,6 +155,7 @@ pub fn report(
     let collect = base.is_some()
         || outputs.junit.is_some()
         || outputs.json.is_some()
+        || outputs.html.is_some()
         || outputs.step_summary.is_some();
     let mut collected = Collected::default();
     {
@@ -177,6 +188,7 @@ pub fn report(
         return Ok(code);
     }
     let mut extra = String::new();
+    let mut checked = None;
     if let (Some(base), Some(path)) = (&base, &outputs.baseline) {
         let rows = collected.cases().map(|(_, c)| &c.row);
         let verdict =
@@ -212,6 +224,11 @@ pub fn report(
         if code == EXIT_OK && !verdict.regressions.is_empty() {
             code = EXIT_METRIC_REGRESSION;
         }
+        checked = Some(verdict.for_html(&name));
+    }
+    if let Some(path) = &outputs.html {
+        store::write_atomic(path, html::render(&collected, checked.as_ref()).as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?;
     }
     if let Some(path) = &outputs.junit {
         let xml = junit::render(&collected, |p| layout.id_of(p));
@@ -275,6 +292,58 @@ pub fn merge_shards(shards: &[PathBuf]) -> Result<Collected, String> {
     all.orphans.sort();
     all.orphans.dedup();
     Ok(all)
+}
+
+/// `harness report RESULTS.json… --html FILE`: the HTML report of saved JSON results (the
+/// shards of one run are joined as `merge` joins them), checked against `baseline` when given;
+/// prints what it wrote. The exit code says whether the report was written (0) or the input was
+/// bad (2), not how the run went: the page says that.
+pub fn html_report(
+    results: &[PathBuf],
+    target: &Path,
+    baseline: Option<&Path>,
+    out: &mut dyn Write,
+) -> anyhow::Result<u8> {
+    let collected = match merge_shards(results) {
+        Ok(c) => c,
+        Err(e) => {
+            writeln!(anstream::stderr(), "error: {e}")?;
+            return Ok(EXIT_BAD_INPUT);
+        }
+    };
+    let checked = match baseline {
+        Some(path) => {
+            let base = load_baseline(path)?;
+            let rows = collected.cases().map(|(_, c)| &c.row);
+            let verdict = baseline::check(&base, rows)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            Some(verdict.for_html(&path.display().to_string()))
+        }
+        None => None,
+    };
+    store::write_atomic(
+        target,
+        html::render(&collected, checked.as_ref()).as_bytes(),
+    )
+    .with_context(|| format!("cannot write {}", target.display()))?;
+    let cases = collected.cases().count();
+    let traced = collected
+        .cases()
+        .filter(|(_, c)| c.detail.is_some())
+        .count();
+    writeln!(
+        out,
+        "harness report: wrote {} ({cases} cases, {traced} with their trace)",
+        target.display()
+    )?;
+    if traced < cases {
+        writeln!(
+            out,
+            "note: {} cases have no trace in the results (written before results kept traces); their timelines are missing",
+            cases - traced
+        )?;
+    }
+    Ok(EXIT_OK)
 }
 
 /// `harness list`: the cases a run with this selection would take, one per line

@@ -2,13 +2,21 @@
 //! verdicts, diffs and expectation failures, located errors, orphaned goldens and the counts.
 //! It holds everything the other outputs are made from, so `harness merge` rebuilds from the
 //! shards' files exactly what a single run writes.
+//!
+//! Each case also carries its scenario's `tags` and its `trace` (the events, one per line, as
+//! `--traces` writes them), so `harness report` and `harness merge` can draw the HTML report
+//! from saved results. Both fields are optional: files written before them still read (their
+//! report says the trace is not there), and readers that do not know them skip them, so the
+//! version stays 1.
 
 use super::{Collected, Tally};
 use crate::metrics::Row;
 use crate::results::{CaseResult, FileResult};
 use crate::scenario::Diagnostic;
 use crate::snapshot::Comparison;
+use crate::trace::TimedEvent;
 use serde::{Deserialize, Serialize};
+use std::io;
 use std::path::PathBuf;
 
 /// Version of the JSON results; readers refuse others.
@@ -73,6 +81,12 @@ struct Case {
     #[serde(default)]
     pass_all_k: bool,
     metrics: serde_json::Value,
+    /// The scenario's tags (with the trace).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    tags: Vec<String>,
+    /// The run's events, when the run kept them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    trace: Option<Vec<TimedEvent>>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -130,6 +144,12 @@ fn case_json(c: &CaseResult) -> Case {
         pass_at_k: crate::results::repeat::pass_at_k(c),
         pass_all_k: crate::results::repeat::pass_all_k(c),
         metrics,
+        tags: c
+            .detail
+            .as_ref()
+            .map(|d| d.tags.clone())
+            .unwrap_or_default(),
+        trace: c.detail.as_ref().map(|d| d.events.clone()),
     }
 }
 
@@ -167,6 +187,12 @@ fn case_back(c: Case) -> Result<CaseResult, String> {
         line: c.line,
         runs: c.runs,
         passes: c.passes,
+        detail: c.trace.map(|events| {
+            Box::new(crate::results::Detail {
+                tags: c.tags,
+                events,
+            })
+        }),
     };
     // A run writes a case whose runs did not all pass with a failing run's verdict.
     if r.passed() != (r.passes == r.runs) {
@@ -264,9 +290,113 @@ pub fn render(c: &Collected) -> String {
         orphans: c.orphans.clone(),
         summary: Some(summary(&c.tally())),
     };
-    let mut text = serde_json::to_string_pretty(&results).unwrap_or_default();
+    let mut out = Vec::with_capacity(4096);
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, Layout::default());
+    if results.serialize(&mut ser).is_err() {
+        return String::new();
+    }
+    let mut text = String::from_utf8(out).unwrap_or_default();
     text.push('\n');
     text
+}
+
+/// Containers nested this deep (the root is 1) are written on one line: each trace event is
+/// one line, as in `--traces`, while everything above is pretty-printed as before traces
+/// were kept.
+const ONE_LINE_FROM: usize = 7;
+
+/// serde_json's pretty layout down to [`ONE_LINE_FROM`], compact below it.
+#[derive(Default)]
+struct Layout {
+    pretty: serde_json::ser::PrettyFormatter<'static>,
+    /// Containers open.
+    depth: usize,
+}
+
+impl Layout {
+    fn inline(&self) -> bool {
+        self.depth >= ONE_LINE_FROM
+    }
+}
+
+impl serde_json::ser::Formatter for Layout {
+    fn begin_array<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.depth += 1;
+        if self.inline() {
+            w.write_all(b"[")
+        } else {
+            self.pretty.begin_array(w)
+        }
+    }
+    fn end_array<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        let inline = self.inline();
+        self.depth -= 1;
+        if inline {
+            w.write_all(b"]")
+        } else {
+            self.pretty.end_array(w)
+        }
+    }
+    fn begin_array_value<W: ?Sized + io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        if self.inline() {
+            if first { Ok(()) } else { w.write_all(b",") }
+        } else {
+            self.pretty.begin_array_value(w, first)
+        }
+    }
+    fn end_array_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        if self.inline() {
+            Ok(())
+        } else {
+            self.pretty.end_array_value(w)
+        }
+    }
+    fn begin_object<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.depth += 1;
+        if self.inline() {
+            w.write_all(b"{")
+        } else {
+            self.pretty.begin_object(w)
+        }
+    }
+    fn end_object<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        let inline = self.inline();
+        self.depth -= 1;
+        if inline {
+            w.write_all(b"}")
+        } else {
+            self.pretty.end_object(w)
+        }
+    }
+    fn begin_object_key<W: ?Sized + io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        if self.inline() {
+            if first { Ok(()) } else { w.write_all(b",") }
+        } else {
+            self.pretty.begin_object_key(w, first)
+        }
+    }
+    fn begin_object_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        if self.inline() {
+            w.write_all(b":")
+        } else {
+            self.pretty.begin_object_value(w)
+        }
+    }
+    fn end_object_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        if self.inline() {
+            Ok(())
+        } else {
+            self.pretty.end_object_value(w)
+        }
+    }
 }
 
 /// Read JSON results back (for `harness merge`); the error says what is wrong and where.

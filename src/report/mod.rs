@@ -1,10 +1,11 @@
 //! Reporters: every output of a run consumes the same stream of file results — the terminal
 //! (diffs, errors, the per-family summary), the metrics CSV, GitHub annotations, and the
-//! [`Collected`] results that the JSON, JUnit and job-summary outputs are made from — and
-//! [`Tally`] keeps the counts that decide the exit code.
+//! [`Collected`] results that the JSON, JUnit, job-summary and HTML outputs are made from —
+//! and [`Tally`] keeps the counts that decide the exit code.
 
 mod collect;
 pub mod github;
+pub mod html;
 pub mod json;
 pub mod junit;
 mod terminal;

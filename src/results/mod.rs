@@ -10,6 +10,7 @@ pub mod repeat;
 use crate::metrics::Row;
 use crate::scenario::Diagnostic;
 use crate::snapshot::Comparison;
+use crate::trace::TimedEvent;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -64,6 +65,19 @@ pub struct CaseResult {
     pub runs: u32,
     /// Runs that passed.
     pub passes: u32,
+    /// What a reviewer sees besides the verdict (the trace, the scenario's tags); kept only
+    /// when an output asks for it (`--json`, `--html`), so a plain run holds no traces.
+    pub detail: Option<Box<Detail>>,
+}
+
+/// A case's run as a reviewer looks at it: the trace of the run shown (the first failing
+/// one under `--repeat`) and the scenario's tags.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Detail {
+    /// The scenario's tags.
+    pub tags: Vec<String>,
+    /// The trace.
+    pub events: Vec<TimedEvent>,
 }
 
 impl CaseResult {

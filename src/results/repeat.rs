@@ -55,6 +55,7 @@ pub(crate) fn fake_result(id: &str, pass: bool) -> CaseResult {
         line: 1,
         runs: 1,
         passes: u32::from(pass),
+        detail: None,
     }
 }
 

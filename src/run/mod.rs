@@ -43,6 +43,9 @@ pub struct Options {
     pub repeat: u32,
     /// Write pending goldens here (mirroring ids) instead of beside the goldens, even on CI.
     pub pending_dir: Option<PathBuf>,
+    /// Keep each case's trace and tags in its result ([`crate::results::Detail`]), for the
+    /// outputs that show them (`--json`, `--html`); off, a run holds no traces.
+    pub keep_traces: bool,
 }
 
 /// The files a run takes: discovered under its paths, sorted, this shard's share.
@@ -578,6 +581,12 @@ pub fn judge(options: &Options, case: &Case, events: &[TimedEvent]) -> CaseResul
         line: 1,
         runs: 1,
         passes: 0,
+        detail: options.keep_traces.then(|| {
+            Box::new(crate::results::Detail {
+                tags: case.scenario.tags.clone(),
+                events: events.to_vec(),
+            })
+        }),
     };
     r.passes = u32::from(r.passed());
     r

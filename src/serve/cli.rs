@@ -298,6 +298,7 @@ pub fn exec(args: &ExecArgs, layout: &Layout, outputs: &Outputs) -> anyhow::Resu
         selection: Selection::default(),
         repeat: 1,
         pending_dir: outputs.pending_dir.clone(),
+        keep_traces: outputs.keeps_traces(),
     };
     gate::report(outputs, layout, |r| {
         for (path, e) in unreadable {

@@ -16,6 +16,7 @@
 //!   **tokens saved**: model tokens after it, where the source records tokens;
 //! - **precision** = caught / (caught + false alarms); **recall** = caught / stuck runs.
 
+pub mod html;
 pub mod labels;
 pub mod plot;
 pub mod source;

@@ -24,9 +24,9 @@ const PALETTE: [RGBColor; 12] = [
 
 /// One line of the plot: a detector with its fixed parameters, and its points in row order,
 /// each named by the value of the detector's swept parameter.
-struct Series<'a> {
-    label: String,
-    points: Vec<(&'a Row, String)>,
+pub(super) struct Series<'a> {
+    pub(super) label: String,
+    pub(super) points: Vec<(&'a Row, String)>,
 }
 
 fn pairs(params: &str) -> Vec<(&str, &str)> {
@@ -39,7 +39,7 @@ fn pairs(params: &str) -> Vec<(&str, &str)> {
 /// Group rows into lines. Per detector, the swept parameter is the one with the most distinct
 /// values (a parameter a row does not name is at its default); the others name the line, e.g.
 /// `openhands-stuck version=0` through `ao=2…6`.
-fn series(rows: &[Row]) -> Vec<Series<'_>> {
+pub(super) fn series(rows: &[Row]) -> Vec<Series<'_>> {
     let mut out: Vec<Series<'_>> = Vec::new();
     let mut start = 0;
     while start < rows.len() {

@@ -1,6 +1,7 @@
 //! Runs are deterministic: the bundled scenarios (plus generated variants, so that several
 //! workers have work) give byte-identical pending goldens, metrics CSV, JSON-lines traces,
-//! JSON results, JUnit and terminal output for `--jobs 1` and `--jobs 2`, run twice each.
+//! JSON results, JUnit, the HTML report and terminal output for `--jobs 1` and `--jobs 2`, run
+//! twice each.
 
 use crate::support::{EXAMPLE, Project, repo};
 use std::collections::BTreeMap;
@@ -46,6 +47,8 @@ fn run_corpus(jobs: &'static str) -> Outputs {
         "out/results.json",
         "--junit",
         "out/junit.xml",
+        "--html",
+        "out/report.html",
     ]);
     let scenario_files = p
         .tree("scenarios")

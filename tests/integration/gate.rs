@@ -146,8 +146,10 @@ fn merged_shards_give_exactly_the_single_run_outputs() {
             "one/r.xml",
             "--metrics",
             "one/r.csv",
+            "--html",
+            "one/r.html",
         ],
-        &["one/r.json", "one/r.xml", "one/r.csv"],
+        &["one/r.json", "one/r.xml", "one/r.csv", "one/r.html"],
     );
     assert_eq!(single.0, Some(2), "{}", single.1);
     let all: serde_json::Value = serde_json::from_str(&p.read("one/r.json")).unwrap();
@@ -175,11 +177,27 @@ fn merged_shards_give_exactly_the_single_run_outputs() {
             "m/r.xml",
             "--metrics",
             "m/r.csv",
+            "--html",
+            "m/r.html",
         ]);
         let merged = p.harness_ci("true", &args);
         assert_eq!(merged.code, single.0, "{kind}\n{merged}");
         assert_eq!(merged.stdout, single.1, "{kind}: terminal output");
-        for (i, f) in ["m/r.json", "m/r.xml", "m/r.csv"].into_iter().enumerate() {
+        // `harness report` makes the same page from the same shards.
+        let mut args = vec!["report"];
+        args.extend(shard_files.iter().map(String::as_str));
+        args.extend(["--html", "m/report.html"]);
+        p.harness(&args).expect_code(0).expect_stdout(&format!(
+            "harness report: wrote m/report.html ({all} cases, {all} with their trace)"
+        ));
+        assert!(
+            std::fs::read(p.join("m/report.html")).unwrap() == single.2[3],
+            "{kind}: harness report differs from the single run's --html"
+        );
+        for (i, f) in ["m/r.json", "m/r.xml", "m/r.csv", "m/r.html"]
+            .into_iter()
+            .enumerate()
+        {
             assert!(
                 std::fs::read(p.join(f)).unwrap() == single.2[i],
                 "{kind}: {f} differs from the single run's"
@@ -202,6 +220,29 @@ fn merged_shards_give_exactly_the_single_run_outputs() {
         v9.stderr.contains("results version 9 is not supported"),
         "{v9}"
     );
+
+    let report = p.harness(&["report", "v9.json", "--html", "v9.html"]);
+    report.expect_code(2);
+    assert!(
+        report.stderr.contains("results version 9 is not supported"),
+        "{report}"
+    );
+    assert!(!p.exists("v9.html"), "nothing written from bad input");
+
+    // Results written before they kept traces still make a report, which says what is missing.
+    let mut old: serde_json::Value = serde_json::from_str(&p.read("one/r.json")).unwrap();
+    for f in old["files"].as_array_mut().unwrap() {
+        for c in f["cases"].as_array_mut().into_iter().flatten() {
+            let c = c.as_object_mut().unwrap();
+            c.remove("trace");
+            c.remove("tags");
+        }
+    }
+    p.write("old.json", serde_json::to_string_pretty(&old).unwrap());
+    p.harness(&["report", "old.json", "--html", "old.html"])
+        .expect_code(0)
+        .expect_stdout(&format!("({all} cases, 0 with their trace)"))
+        .expect_stdout(&format!("note: {all} cases have no trace in the results"));
 
     // A shard given twice is refused.
     let twice = p.harness(&["merge", "count/shard-1.json", "count/shard-1.json"]);

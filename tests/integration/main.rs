@@ -15,6 +15,8 @@
 //! - `serve`: `harness exec` and `harness serve` with a reference agent on 127.0.0.1.
 //! - `fuzz_regressions`: the fuzz seeds and every fuzz finding through their targets' code
 //!   (through the library, as the fuzzers call it).
+//! - `browser` (ignored unless `--ignored`; `.ci/browser` runs them): the HTML reports in
+//!   Debian's headless Chromium, driven over the DevTools protocol by `cdp`.
 //! - `project_file`: `harness.toml` found from any subfolder, its paths and run defaults used by
 //!   every command, its mistakes located; the repository's own keeps the README commands.
 //! - `trust`: what a new user hit (issue 17): `list` and `run` agree on every bundled path;
@@ -24,6 +26,8 @@
 
 mod support;
 
+mod browser;
+mod cdp;
 mod cli;
 mod determinism;
 mod fuzz_regressions;
