@@ -249,11 +249,18 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<u8> {
         written.push(path.display().to_string());
     }
     let mut out = anstream::stdout().lock();
+    // Files with no run (noted above) are counted apart: they are never scored.
+    let skipped = report.notes.len();
+    let skipped = if skipped == 0 {
+        String::new()
+    } else {
+        format!(", {skipped} file(s) with no run skipped")
+    };
     writeln!(
         out,
-        "harness sweep: {} runs from {} files ({} successful, {} stuck; labels: {} from the file, {} by the heuristic); {n_settings} setting(s) of {n_detectors} detector(s)",
+        "harness sweep: {} runs from {} files{skipped} ({} successful, {} stuck; labels: {} from the file, {} by the heuristic); {n_settings} setting(s) of {n_detectors} detector(s)",
         report.runs,
-        report.files,
+        report.files - report.notes.len(),
         report.successful,
         report.stuck,
         report.labelled_from_file,

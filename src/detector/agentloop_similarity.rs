@@ -10,6 +10,9 @@
 //! in between do not break it; results are not looked at. At `repeats` the book stops and asks
 //! the user (verdict stop; the notice one call earlier is not counted as firing).
 //!
+//! **Lifecycle.** One detector for the whole run (`reset=run`): the book's loop keeps its
+//! detector across the conversation and clears it only after it fires.
+//!
 //! **Example.** `fetch({"url":"u","ts":1})`, `fetch({"url":"u","ts":2})`,
 //! `fetch({"url":"u","ts":3})` with `similarity=0.5` fires at the third.
 //!
@@ -17,7 +20,7 @@
 //! (family 11: the same tool on 20 files with 4 of 5 keys equal); sporadic repeats of one tool
 //! across a long session, since other tools do not break the streak (family 12).
 
-use super::{Detector, Fire, Kind, Param, Params, Verdict, View};
+use super::{Detector, Fire, Kind, Param, Params, Reset, Verdict, View};
 use crate::policy::similarity::{Detection, SimilarityDetector};
 
 /// The kind.
@@ -39,6 +42,7 @@ pub const KIND: Kind = Kind {
         },
     ],
     build,
+    reset: Reset::run,
 };
 
 fn build(p: &Params) -> Result<Box<dyn Detector>, String> {

@@ -10,12 +10,15 @@
 //! warn); at `hard` the mistake limit is forced (verdict stop). Upstream: soft 3, hard 5, chosen
 //! high "to avoid false positives on tools that may legitimately repeat".
 //!
+//! **Lifecycle.** One tracker for the task (`reset=run`); upstream clears it when the user
+//! continues after the mistake-limit question, which transcripts do not record.
+//!
 //! **Example.** `browser_screenshot({})` three times in a row warns at the third.
 //!
 //! **Known false positives.** Screenshots and polling (the reason hard is 5); paged reads with
 //! identical arguments.
 
-use super::{Detector, Fire, Kind, Param, Params, Verdict, View};
+use super::{Detector, Fire, Kind, Param, Params, Reset, Verdict, View};
 use crate::json::canonical;
 use serde_json::Value;
 
@@ -38,6 +41,7 @@ pub const KIND: Kind = Kind {
         },
     ],
     build,
+    reset: Reset::run,
 };
 
 fn build(p: &Params) -> Result<Box<dyn Detector>, String> {

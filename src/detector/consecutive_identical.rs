@@ -9,13 +9,16 @@
 //! annotation's `callseq`), unless `text_breaks=1` (its `strict` variant: any user or agent text
 //! turn in between does). Fires after the `k`-th identical call; verdict stop.
 //!
+//! **Lifecycle.** Not an upstream detector: one streak for the whole run (`reset=run`);
+//! `reset=message` sweeps the alternative.
+//!
 //! **Example.** `search({"q":"x"})`, `search({"q":"x"})`, `search({"q":"x"})` fires at call 2
 //! with `k=3`; `search({"q":"x"})`, `search({"q":"y"})` never does.
 //!
 //! **Known false positives.** Polling with identical arguments whose output changes (§8 family
 //! 1), paged reads with identical arguments (Roo #9502), legitimate transient retries (§8 9b).
 
-use super::{Detector, Fire, Item, Kind, Param, Params, Verdict, View};
+use super::{Detector, Fire, Item, Kind, Param, Params, Reset, Verdict, View};
 
 /// The kind.
 pub const KIND: Kind = Kind {
@@ -36,6 +39,7 @@ pub const KIND: Kind = Kind {
         },
     ],
     build,
+    reset: Reset::run,
 };
 
 fn build(p: &Params) -> Result<Box<dyn Detector>, String> {

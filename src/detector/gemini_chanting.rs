@@ -14,11 +14,14 @@
 //! The transcripts hold whole responses, so the "stream" is each response in turn. Strike 1 is
 //! hidden feedback (verdict warn); it fires at the index of the next call.
 //!
+//! **Lifecycle.** Per prompt (`reset=message`): Gemini resets all loop state when a new user
+//! prompt arrives.
+//!
 //! **Example.** "I'll do it now. " repeated 40 times in one response fires.
 //!
 //! **Known false positives.** Repetitive prose outside code blocks (quoted log lines).
 
-use super::{Detector, Fire, Item, Kind, Param, Params, Verdict, View};
+use super::{Detector, Fire, Item, Kind, Param, Params, Reset, Verdict, View};
 use std::collections::HashMap;
 
 /// Base of the rolling hash.
@@ -46,6 +49,7 @@ pub const KIND: Kind = Kind {
         },
     ],
     build,
+    reset: Reset::message,
 };
 
 fn build(p: &Params) -> Result<Box<dyn Detector>, String> {

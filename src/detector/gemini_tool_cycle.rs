@@ -11,11 +11,14 @@
 //! new user prompt; results are not looked at. Strike 1 sends hidden feedback (verdict warn);
 //! upstream threshold 5.
 //!
+//! **Lifecycle.** Per prompt (`reset=message`): Gemini resets all loop state when a new user
+//! prompt arrives; `reset=run` keeps the history across prompts.
+//!
 //! **Example.** `check()`, `sleep()` alternating five times each (10 calls) fires at call 9.
 //!
 //! **Known false positives.** Polling and status checks ×5; identical retries.
 
-use super::{Detector, Fire, Item, Kind, Param, Params, Verdict, View};
+use super::{Detector, Fire, Item, Kind, Param, Params, Reset, Verdict, View};
 
 /// Longest cycle checked.
 const MAX_CYCLE: usize = 5;
@@ -31,6 +34,7 @@ pub const KIND: Kind = Kind {
         help: "repetitions of a cycle that fire it",
     }],
     build,
+    reset: Reset::message,
 };
 
 fn build(p: &Params) -> Result<Box<dyn Detector>, String> {
@@ -53,8 +57,8 @@ impl Detector for GeminiToolCycle {
         let mut keys: std::collections::VecDeque<usize> = std::collections::VecDeque::new();
         for item in &view.items {
             match item {
-                Item::User(_) => keys.clear(),
-                Item::Agent(_) => {}
+                // A new prompt starts afresh through the lifecycle (`reset`), not here.
+                Item::User(_) | Item::Agent(_) => {}
                 Item::Call(i) => {
                     keys.push_back(*i);
                     if keys.len() > cap {
@@ -113,7 +117,17 @@ mod tests {
             .user("again")
             .repeat(3, "ls", &json!({}), false, "")
             .0;
-        assert_eq!(GeminiToolCycle { threshold: 4 }.first_fire(&v), None);
+        let first = |spec: &str| {
+            crate::detector::spec(spec).unwrap()[0]
+                .detector
+                .first_fire(&v)
+        };
+        assert_eq!(first("gemini-tool-cycle:threshold=4"), None);
+        assert_eq!(
+            first("gemini-tool-cycle:threshold=4:reset=run"),
+            Some(Fire::new(3, Verdict::Warn)),
+            "one detector for the whole run sees 6 in a row"
+        );
     }
 
     #[test]

@@ -12,13 +12,16 @@
 //! count goes back to 0; a success clears it. A denial withholds the tool for that call
 //! (verdict strip-tools). Checked before execution, so the fire position is the denied call.
 //!
+//! **Lifecycle.** One inspector for the session (`reset=run`): no reset at a user message is
+//! known upstream.
+//!
 //! **Example.** `ssh({"flags":"-v"})`, `ssh({"flags":"-4"})`, `ssh({"flags":"-6"})`, each
 //! `Permission denied`, then any `ssh(…)`: REP-002 denies the fourth call.
 //!
 //! **Known false positives.** Legitimate retries where a tool keeps failing the same way while
 //! the agent varies its input for good reason.
 
-use super::{Detector, Fire, Kind, Param, Params, Verdict, View};
+use super::{Detector, Fire, Kind, Param, Params, Reset, Verdict, View};
 
 /// The kind.
 pub const KIND: Kind = Kind {
@@ -39,6 +42,7 @@ pub const KIND: Kind = Kind {
         },
     ],
     build,
+    reset: Reset::run,
 };
 
 fn build(p: &Params) -> Result<Box<dyn Detector>, String> {

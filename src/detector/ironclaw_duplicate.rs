@@ -11,12 +11,15 @@
 //! the streak. Fires at `warn` (verdict warn: the warning message) or at `force` if that comes
 //! first (verdict strip-tools: force-text mode). Upstream: warn 3, force 5.
 //!
+//! **Lifecycle.** Per turn (`reset=message`): IronClaw's chat delegate makes a new reasoning
+//! context, and with it a new tracker, for every user message.
+//!
 //! **Example.** `pay({"amount":5})` → `Error: …` three responses in a row fires at the third.
 //!
 //! **Known false positives.** A transient failure retried unchanged that would have succeeded
 //! next time (§8 family 9b). It misses "creative retries" with changing arguments (family 8).
 
-use super::{Detector, Fire, Item, Kind, Param, Params, Verdict, View};
+use super::{Detector, Fire, Item, Kind, Param, Params, Reset, Verdict, View};
 use crate::policy::Tracker;
 
 /// The kind.
@@ -38,6 +41,7 @@ pub const KIND: Kind = Kind {
         },
     ],
     build,
+    reset: Reset::message,
 };
 
 fn build(p: &Params) -> Result<Box<dyn Detector>, String> {

@@ -213,6 +213,30 @@ impl View {
         )
     }
 
+    /// The items in `range`, whose first call is call `offset`, as a view of their own (calls
+    /// numbered from 0).
+    fn part(&self, range: std::ops::Range<usize>, offset: usize) -> View {
+        let mut part = View::default();
+        for item in &self.items[range] {
+            part.items.push(match item {
+                Item::Call(c) => {
+                    part.calls.push(self.calls[*c].clone());
+                    Item::Call(c - offset)
+                }
+                Item::Agent(t) => Item::Agent(t.clone()),
+                Item::User(t) => Item::User(t.clone()),
+            });
+        }
+        let end = offset + part.calls.len();
+        part.responses = self
+            .responses
+            .iter()
+            .filter(|(before, _)| (offset..=end).contains(before))
+            .map(|(before, t)| (before - offset, *t))
+            .collect();
+        part
+    }
+
     /// The calls grouped by the response that carried them: (first call, end) ranges.
     pub fn batches(&self) -> Vec<std::ops::Range<usize>> {
         let mut out: Vec<std::ops::Range<usize>> = Vec::new();
@@ -255,6 +279,70 @@ pub struct Kind {
     pub params: &'static [Param],
     /// Build one with these parameter values (in `params` order).
     pub build: fn(&Params) -> Result<Box<dyn Detector>, String>,
+    /// When its state starts over upstream (the default of the `reset` parameter every
+    /// detector takes), for these parameter values.
+    pub reset: fn(&Params) -> Reset,
+}
+
+/// When a detector's state starts over: at each user message (the runtime makes a new
+/// detector per user message, or clears it at a new prompt) or never within a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reset {
+    /// Each user message starts the detector afresh.
+    Message,
+    /// One detector for the whole run.
+    Run,
+}
+
+impl Reset {
+    /// `message` or `run`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Message => "message",
+            Self::Run => "run",
+        }
+    }
+
+    fn parse(text: &str) -> Result<Self, String> {
+        match text {
+            "message" => Ok(Self::Message),
+            "run" => Ok(Self::Run),
+            other => Err(format!("`reset={other}`: `message` or `run`")),
+        }
+    }
+
+    /// For kinds whose lifecycle does not depend on their parameters.
+    pub fn message(_: &Params) -> Self {
+        Self::Message
+    }
+
+    /// For kinds whose lifecycle does not depend on their parameters.
+    pub fn run(_: &Params) -> Self {
+        Self::Run
+    }
+}
+
+/// A detector run afresh on each stretch of the run that starts at a user message: what the
+/// runtimes whose detector lives for one user message see. Its positions are the run's.
+struct PerMessage(Box<dyn Detector>);
+
+impl Detector for PerMessage {
+    fn first_fire(&self, view: &View) -> Option<Fire> {
+        let (mut start, mut offset) = (0, 0);
+        while start < view.items.len() {
+            let end = view.items[start + 1..]
+                .iter()
+                .position(|i| matches!(i, Item::User(_)))
+                .map_or(view.items.len(), |p| start + 1 + p);
+            let part = view.part(start..end, offset);
+            if let Some(f) = self.0.first_fire(&part) {
+                return Some(Fire::new(f.at + offset, f.verdict));
+            }
+            offset += part.calls.len();
+            start = end;
+        }
+        None
+    }
 }
 
 /// Parameter values of one setting, in the kind's order.
@@ -384,15 +472,25 @@ pub fn spec(text: &str) -> Result<Vec<Setting>, String> {
         ));
     };
     let mut given: Vec<(&'static str, Vec<String>)> = Vec::new();
+    let mut resets: Option<Vec<Reset>> = None;
     for part in parts {
         let Some((name, list)) = part.split_once('=') else {
             return Err(format!("`{part}`: expected `param=v1,v2,…`"));
         };
         let name = name.trim();
+        if name == "reset" {
+            resets = Some(
+                values(list)?
+                    .iter()
+                    .map(|v| Reset::parse(v))
+                    .collect::<Result<_, _>>()?,
+            );
+            continue;
+        }
         let Some(p) = kind.params.iter().find(|p| p.name == name) else {
             let known: Vec<&str> = kind.params.iter().map(|p| p.name).collect();
             return Err(format!(
-                "`{id}` has no parameter `{name}`; its parameters: {}",
+                "`{id}` has no parameter `{name}`; its parameters: {}, and `reset` (every detector's)",
                 known.join(", ")
             ));
         };
@@ -431,25 +529,48 @@ pub fn spec(text: &str) -> Result<Vec<Setting>, String> {
             })
             .collect();
     }
-    grid.into_iter()
-        .map(|values| {
-            let shown = kind
+    let resets: Vec<Option<Reset>> = match resets {
+        Some(r) => r.into_iter().map(Some).collect(),
+        None => vec![None],
+    };
+    let mut out = Vec::new();
+    for values in grid {
+        for reset in &resets {
+            let mut shown: Vec<bool> = kind
                 .params
                 .iter()
                 .zip(&values)
                 .zip(&axes)
                 .map(|((p, (_, v)), (_, _, named))| *named || v != p.default)
                 .collect();
-            let params = Params { values, shown };
+            let mut params = Params {
+                values: values.clone(),
+                shown: shown.clone(),
+            };
             let detector =
                 (kind.build)(&params).map_err(|e| format!("{id}:{}: {e}", params.render()))?;
-            Ok(Setting {
+            // `reset` is named only when given: the upstream lifecycle is the default.
+            let reset = match reset {
+                Some(r) => {
+                    params.values.push(("reset", r.as_str().to_owned()));
+                    shown.push(true);
+                    params.shown = shown;
+                    *r
+                }
+                None => (kind.reset)(&params),
+            };
+            let detector: Box<dyn Detector> = match reset {
+                Reset::Message => Box::new(PerMessage(detector)),
+                Reset::Run => detector,
+            };
+            out.push(Setting {
                 id: kind.id,
                 params,
                 detector,
-            })
-        })
-        .collect()
+            });
+        }
+    }
+    Ok(out)
 }
 
 /// Order settings by detector id, then parameter values (numerically where both are numbers).

@@ -10,12 +10,16 @@
 //! warn), a second strips all tools for one call (strip-tools). `window` was 3 at PR #664 and 2
 //! later, with no reason given; 0 disables.
 //!
+//! **Lifecycle.** Per user message (`reset=message`): Moltis creates the detector when an agent
+//! run starts and starts a run for each user message, so a failure window never spans one;
+//! `reset=run` feeds the whole transcript to one detector.
+//!
 //! **Example.** `exec({})` → `missing 'command'` three times fires at the third (window 3).
 //!
 //! **Known false positives.** The same error text from a tool called with *different* arguments
 //! for a good reason (a search that finds nothing for several queries: "no results").
 
-use super::{Detector, Fire, Kind, Param, Params, Verdict, View};
+use super::{Detector, Fire, Kind, Param, Params, Reset, Verdict, View};
 use crate::policy::{DetectorAction, Fingerprint, ReflexDetector};
 
 /// The kind.
@@ -29,6 +33,7 @@ pub const KIND: Kind = Kind {
         help: "identical failures that fire it (0 disables)",
     }],
     build,
+    reset: Reset::message,
 };
 
 fn build(p: &Params) -> Result<Box<dyn Detector>, String> {

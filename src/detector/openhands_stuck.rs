@@ -17,17 +17,23 @@
 //!
 //! Action equality includes the thought in both versions (so narration that changes hides a
 //! loop). Observation equality: V0 compares a command's *command and exit code*, not its output
-//! — the transcripts have no exit codes, so V0 here compares the call and its failed flag; V1
-//! compares the whole result. History: V0 headless drops user messages and scans everything;
-//! V1 scans the last 20 events after the last user message. The context-window pattern needs
+//! — the transcripts have no exit codes, so V0 here compares a shell call (one whose arguments
+//! carry a string `command`) by the call and its failed flag — and every other observation by
+//! its content and failed flag, as upstream compares non-command observations whole; V1
+//! compares every result whole. History: V0 headless drops user messages and scans everything
+//! (lifecycle `reset=run`); V1 scans the last 20 events after the last user message
+//! (`reset=message`, its default; the 20-event window is its own). The context-window pattern needs
 //! condensation events, which transcripts do not record, so it is not checked.
+//!
+//! **Lifecycle.** V1 per user message (`reset=message`, its default: it scans after the last
+//! user message); V0 as run headless, one history for the run (`reset=run`, its default).
 //!
 //! **Example.** `ls` → `a.txt` four times in a row: stop at the fourth (`ao=4`).
 //!
-//! **Known false positives.** Polling the same command with changing output (V0 ignores the
-//! output); empty "wait" commands (#10750); V1 monologue on three different chatty messages.
+//! **Known false positives.** Polling the same shell command with changing output (V0 ignores
+//! a command's output); empty "wait" commands (#10750); V1 monologue on three different chatty messages.
 
-use super::{Detector, Fire, Item, Kind, Param, Params, Verdict, View};
+use super::{Detector, Fire, Item, Kind, Param, Params, Reset, Verdict, View};
 
 /// V1's scan window.
 const V1_WINDOW: usize = 20;
@@ -69,7 +75,18 @@ pub const KIND: Kind = Kind {
         },
     ],
     build,
+    reset: openhands_reset,
 };
+
+/// V1 scans the events after the last user message; V0 as run headless (the corpus's agents
+/// run unattended) scans the whole history, user messages dropped.
+fn openhands_reset(p: &Params) -> Reset {
+    if p.text("version") == "1" {
+        Reset::Message
+    } else {
+        Reset::Run
+    }
+}
 
 fn build(p: &Params) -> Result<Box<dyn Detector>, String> {
     let v1 = match p.count("version")? {
@@ -120,10 +137,12 @@ impl OpenhandsStuck {
 
     fn obs_eq(&self, view: &View, a: usize, b: usize) -> bool {
         let (x, y) = (&view.calls[a], &view.calls[b]);
-        if self.v1 {
-            x.failed == y.failed && x.result == y.result
-        } else {
+        if !self.v1 && is_shell(x) && is_shell(y) {
+            // V0 compares a command's observation by command and exit code (the failed flag
+            // stands for it), not its output.
             x.same_call(y) && x.failed == y.failed
+        } else {
+            x.failed == y.failed && x.result == y.result
         }
     }
 
@@ -230,6 +249,14 @@ impl OpenhandsStuck {
     }
 }
 
+/// Is the call a shell command (a string `command` argument, as SWE-agent's actions and
+/// OpenHands' command runs carry)? Only those observations V0 compares without their output.
+fn is_shell(call: &crate::detector::Call) -> bool {
+    call.args
+        .get("command")
+        .is_some_and(serde_json::Value::is_string)
+}
+
 fn msg(view: &View, item: usize) -> &str {
     match &view.items[item] {
         Item::Agent(t) | Item::User(t) => t,
@@ -243,12 +270,8 @@ impl Detector for OpenhandsStuck {
         let mut calls = 0;
         for (idx, item) in view.items.iter().enumerate() {
             let at = match item {
-                Item::User(_) => {
-                    if self.v1 {
-                        hist.clear();
-                    }
-                    continue;
-                }
+                // The lifecycle (`reset`) decides whether a user message starts afresh.
+                Item::User(_) => continue,
                 Item::Agent(_) => {
                     hist.push(Ev::Msg(idx));
                     calls
@@ -295,11 +318,36 @@ mod tests {
         assert_eq!(d(false, 4).first_fire(&v), None);
     }
 
+    /// A successful tau2 telecom run (gpt-4.1, telecom default) toggles mobile data twice: the
+    /// same call, "Data is now OFF" then "Data is now ON". V0 compares a function tool's
+    /// observation by its content, so it does not fire; only shell commands lose their output.
+    #[test]
+    fn v0_compares_a_function_tools_observations_by_content() {
+        let v = V::default()
+            .call("toggle_data", json!({}), false, "Data is now OFF")
+            .call("toggle_data", json!({}), false, "Data is now ON")
+            .0;
+        assert_eq!(d(false, 2).first_fire(&v), None);
+        let v = V::default()
+            .call("toggle_data", json!({}), false, "Data is now OFF")
+            .call("toggle_data", json!({}), false, "Data is now OFF")
+            .0;
+        assert_eq!(
+            d(false, 2).first_fire(&v),
+            Some(Fire::new(1, Verdict::Stop))
+        );
+    }
+
     #[test]
     fn polling_with_changing_output_fires_v0_not_v1() {
         let mut b = V::default();
         for pct in [10, 40, 70, 90, 99] {
-            b = b.call("status", json!({"job": 1}), false, &format!("{pct}%"));
+            b = b.call(
+                "bash",
+                json!({"command": "make status"}),
+                false,
+                &format!("{pct}%"),
+            );
         }
         assert!(
             d(false, 4).first_fire(&b.0).is_some(),
@@ -346,10 +394,17 @@ mod tests {
             .user("hm")
             .repeat(2, "ls", &json!({}), false, "a")
             .0;
-        assert_eq!(d(true, 4).first_fire(&v), None);
+        let first = |spec: &str| {
+            crate::detector::spec(spec).unwrap()[0]
+                .detector
+                .first_fire(&v)
+        };
+        assert_eq!(first("openhands-stuck:version=1:ao=4"), None);
         assert!(
-            d(false, 4).first_fire(&v).is_some(),
+            first("openhands-stuck:version=0:ao=4").is_some(),
             "V0 headless ignores user messages"
         );
+        assert!(first("openhands-stuck:version=1:ao=4:reset=run").is_some());
+        assert_eq!(first("openhands-stuck:version=0:ao=4:reset=message"), None);
     }
 }

@@ -140,6 +140,13 @@ pub fn detect(doc: &Value) -> Option<Format> {
         Value::Object(o) => o.get("messages").and_then(detect_messages),
         Value::Array(items) => match items.first()? {
             Value::Object(first) if first.contains_key("traj") => Some(Format::TauBench),
+            // A bare list of tau2 simulations (some leaderboard submissions): runs with a
+            // `termination_reason` and their own `messages`.
+            Value::Object(first)
+                if first.contains_key("termination_reason") && first.contains_key("messages") =>
+            {
+                Some(Format::Tau2)
+            }
             Value::Object(first) if first.contains_key("messages") => {
                 first.get("messages").and_then(detect_messages)
             }
@@ -320,7 +327,9 @@ fn without_position(e: &serde_json::Error) -> String {
 fn convert(fmt: Format, doc: Value, rel: &str, text: &str) -> Result<Vec<Run>, ImportError> {
     let root = match fmt {
         Format::TauBench => Some("an array of runs"),
-        Format::Tau2 | Format::SweAgent | Format::Toolbench => Some("an object"),
+        // tau2: a results object, or a bare array of simulations.
+        Format::Tau2 => (!doc.is_array()).then_some("an object or an array of simulations"),
+        Format::SweAgent | Format::Toolbench => Some("an object"),
         Format::Openai | Format::Anthropic => None,
     };
     if let Some(want) = root {
@@ -342,7 +351,7 @@ fn convert(fmt: Format, doc: Value, rel: &str, text: &str) -> Result<Vec<Run>, I
         Format::TauBench => tau_bench::convert(doc, rel, text),
         Format::Tau2 => tau2::convert(doc, rel, text),
         Format::SweAgent => swe_agent::convert(doc, rel, text).map(|r| r.into_iter().collect()),
-        Format::Toolbench => toolbench::convert(doc, rel, text).map(|r| vec![r]),
+        Format::Toolbench => toolbench::convert(doc, rel, text).map(|r| r.into_iter().collect()),
         Format::Openai => openai::convert(doc, rel, text),
         Format::Anthropic => anthropic::convert(doc, rel, text),
     }
@@ -688,10 +697,16 @@ mod tests {
 
     #[test]
     fn a_forced_format_of_the_wrong_shape_says_so() {
-        let got = import_text("[{\"traj\": []}]", "t.json", false, Some(Format::Tau2));
+        let got = import_text("[{\"traj\": []}]", "t.json", false, Some(Format::Toolbench));
         assert_eq!(
             got.errors[0].message,
-            "the document is an array; a tau2 file is an object"
+            "the document is an array; a toolbench file is an object"
+        );
+        // tau2 takes a bare array of simulations; a string is neither.
+        let got = import_text("\"x\"", "t.json", false, Some(Format::Tau2));
+        assert_eq!(
+            got.errors[0].message,
+            "the document is a string; a tau2 file is an object or an array of simulations"
         );
         let got = import_text("{}", "t.json", false, Some(Format::TauBench));
         assert!(

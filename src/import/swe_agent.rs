@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use std::sync::OnceLock;
 
 /// Observation text that marks a failed step.
-pub const FAILURE: &str = r"(?m)Traceback \(most recent call last\)|^\w*Error:|command not found|No such file or directory|Your proposed edit has introduced new syntax error|Wrong flag|^Usage: |Permission denied|syntax error";
+pub const FAILURE: &str = r"(?m)Traceback \(most recent call last\)|^\w*Error:|command not found|No such file|EXECUTION TIMED OUT|base64: invalid input|Your proposed edit has introduced new syntax error|Wrong flag|^Usage: |Permission denied|syntax error";
 
 fn failure() -> &'static regex_lite::Regex {
     static RE: OnceLock<regex_lite::Regex> = OnceLock::new();

@@ -80,6 +80,11 @@ fn flag(v: &Value) -> Option<bool> {
 
 /// Convert a parsed tau2 file.
 pub fn convert(doc: Value, rel: &str, text: &str) -> Result<Vec<Run>, ImportError> {
+    // A bare array of simulations reads as a results file holding only them.
+    let doc = match doc {
+        Value::Array(simulations) => serde_json::json!({ "simulations": simulations }),
+        doc => doc,
+    };
     let d: Doc = typed(doc, text, Format::Tau2)?;
     Ok(d.simulations
         .into_iter()

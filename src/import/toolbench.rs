@@ -5,7 +5,8 @@
 //! Calls use the legacy `function_call`; results are `{role: "function", name, content}` whose
 //! content is a JSON string `{"error": "...", "response": "..."}`: the call failed when `error`
 //! is not empty. Success: `win`. Termination: `finish_type` (`give_answer`,
-//! `give_up_and_restart`). Run id: the file path.
+//! `give_up_and_restart`). Run id: the file path. A file whose `train_messages` is empty holds
+//! no run (some keep only the search tree): it is reported, not scored as an empty run.
 
 use super::openai::{Message, fill};
 use super::{Format, ImportError, Run, TraceBuilder, typed};
@@ -40,18 +41,21 @@ pub fn failed(content: &str) -> bool {
         })
 }
 
-/// Convert a parsed ToolBench file.
-pub fn convert(doc: Value, rel: &str, text: &str) -> Result<Run, ImportError> {
+/// Convert a parsed ToolBench file: its run, or none when the file keeps no chosen path
+/// (`train_messages` empty; its search tree alone cannot say which branch was the run), which
+/// the importer reports as a file with no run rather than a run without calls.
+pub fn convert(doc: Value, rel: &str, text: &str) -> Result<Option<Run>, ImportError> {
     let d: Doc = typed(doc, text, Format::Toolbench)?;
     let mut b = TraceBuilder::new(Format::Toolbench.as_str(), "gpt-3.5-turbo");
-    if let Some(last) = d.answer_generation.train_messages.last() {
-        fill(&mut b, last, &failed);
-    }
-    Ok(Run {
+    let Some(last) = d.answer_generation.train_messages.last() else {
+        return Ok(None);
+    };
+    fill(&mut b, last, &failed);
+    Ok(Some(Run {
         id: rel.to_owned(),
         source: Format::Toolbench.as_str().to_owned(),
         success: d.win,
         termination: d.answer_generation.finish_type,
         events: b.finish(OutcomeKind::Response, None),
-    })
+    }))
 }

@@ -14,7 +14,7 @@
 //! - the first call of a streak always answers [`Detection::None`], even when `max_repeats` is 1
 //!   or 2, because the book returns before comparing the count on a new record.
 
-use crate::json::canonical;
+use crate::json::compact;
 use serde_json::Value;
 
 /// What one [`SimilarityDetector::check`] concluded.
@@ -107,12 +107,13 @@ impl SimilarityDetector {
 
 /// The book's `isSimilarInput`: equal as a whole, or enough equal top-level keys.
 ///
-/// The whole-equality shortcut compares canonical forms because our objects keep insertion
-/// order: the book's `JSON.stringify` would call `{"a":1,"b":2}` and `{"b":2,"a":1}` different
-/// there, but its key-by-key pass would then find them equal anyway, so canonical comparison
-/// changes no outcome and keeps non-object inputs (which have no keys) comparable.
+/// Values compare as the book's `JSON.stringify` writes them, in their own key order (our
+/// objects keep the order they were written in): `{"opts":{"a":1,"b":2}}` and
+/// `{"opts":{"b":2,"a":1}}` differ at `opts`. Top-level keys are matched by name, so their
+/// order does not matter: the whole-equality shortcut misses a reordered object, and the
+/// key-by-key pass then finds every key equal.
 fn similar(a: &Value, b: &Value, threshold: f64) -> bool {
-    if canonical(a) == canonical(b) {
+    if compact(a) == compact(b) {
         return true;
     }
     let (Value::Object(a), Value::Object(b)) = (a, b) else {
@@ -131,7 +132,7 @@ fn similar(a: &Value, b: &Value, threshold: f64) -> bool {
     let same = union
         .iter()
         .filter(|key| match (a.get(key.as_str()), b.get(key.as_str())) {
-            (Some(x), Some(y)) => canonical(x) == canonical(y),
+            (Some(x), Some(y)) => compact(x) == compact(y),
             // A missing key never equals a present one (`undefined` vs a JSON string).
             _ => false,
         })
@@ -256,14 +257,20 @@ mod tests {
     }
 
     #[test]
-    fn key_order_does_not_matter() {
+    fn top_level_key_order_does_not_matter_nested_does() {
         let mut d = SimilarityDetector::new(2, 1.0);
         d.check(1, "t", &json!({"a": 1, "b": {"x": 1, "y": 2}}));
         assert!(is_loop(d.check(
             2,
             "t",
-            &json!({"b": {"y": 2, "x": 1}, "a": 1})
+            &json!({"b": {"x": 1, "y": 2}, "a": 1})
         )));
+        let mut d = SimilarityDetector::new(2, 1.0);
+        d.check(1, "t", &json!({"a": 1, "b": {"x": 1, "y": 2}}));
+        assert_eq!(
+            d.check(2, "t", &json!({"a": 1, "b": {"y": 2, "x": 1}})),
+            Detection::None
+        );
     }
 
     #[test]
@@ -358,5 +365,19 @@ mod tests {
                 first_turn: 1
             }
         );
+    }
+
+    /// `JSON.stringify` keeps a nested object's key order, so the book finds
+    /// `{"opts":{"a":1,"b":2}}` and `{"opts":{"b":2,"a":1}}` different at `opts`; top-level keys
+    /// are matched by name, so their order never matters.
+    #[test]
+    fn nested_values_compare_in_their_own_key_order() {
+        let parse = |s: &str| -> serde_json::Value { serde_json::from_str(s).unwrap() };
+        let a = parse(r#"{"q":"x","opts":{"a":1,"b":2}}"#);
+        let nested = parse(r#"{"q":"x","opts":{"b":2,"a":1}}"#);
+        let top = parse(r#"{"opts":{"a":1,"b":2},"q":"x"}"#);
+        assert!(!super::similar(&a, &nested, 0.8), "1 of 2 keys equal");
+        assert!(super::similar(&a, &nested, 0.5));
+        assert!(super::similar(&a, &top, 1.0));
     }
 }

@@ -897,11 +897,21 @@ fn sigint_to_exec_ends_the_agent_too() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    // The agent writes its pid; wait until the whole number is there (the file may exist
+    // before it is written).
     let start = std::time::Instant::now();
-    while !p.exists("agent.pid") && start.elapsed() < Duration::from_secs(60) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let agent: i32 = p.read("agent.pid").trim().parse().unwrap();
+    let agent: i32 = loop {
+        let pid = std::fs::read_to_string(p.join("agent.pid"))
+            .ok()
+            .and_then(|t| t.trim().parse().ok());
+        match pid {
+            Some(pid) => break pid,
+            None if start.elapsed() < Duration::from_secs(60) => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            None => panic!("the agent never wrote its pid"),
+        }
+    };
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let status = ended_within_a_minute(&mut child);
     assert_eq!(status.code(), Some(130));

@@ -5,7 +5,7 @@
 
 use crate::support::{Project, repo};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The well-formed fixture folders, one per format.
 const FORMATS: [&str; 6] = [
@@ -339,6 +339,115 @@ fn bad_detector_specs_are_usage_errors() {
     );
 }
 
+/// The detectors' lifecycles and observations as upstream has them, on two real runs cut from
+/// the corpus (`fixtures/real-excerpts/README.md`): moltis-reflex starts afresh at each user
+/// message (window 2 fires across one only with `reset=run`), and openhands-stuck V0 compares
+/// a function tool's observations by content.
+#[test]
+fn detectors_follow_their_upstream_lifecycle_on_real_runs() {
+    let p = Project::new();
+    let dir = repo().join("fixtures/real-excerpts");
+    let fixtures: Vec<String> = [
+        "tau2-retail-retry-after-user.json",
+        "tau2-telecom-toggle-data.json",
+    ]
+    .iter()
+    .map(|f| dir.join(f).to_string_lossy().into_owned())
+    .collect();
+    sweep(
+        &p,
+        &fixtures,
+        &[
+            "--detector",
+            "moltis-reflex:window=2:reset=message,run",
+            "--detector",
+            "moltis-reflex:window=2",
+            "--detector",
+            "openhands-stuck:version=0:ao=2",
+            "--out",
+            "l.csv",
+            "--fires",
+            "f.csv",
+        ],
+    )
+    .expect_code(0);
+    let rows = rows(&p.read("l.csv"));
+    let fa = |key: &str| rows[key]["false_alarms"].clone();
+    assert_eq!(rows["moltis-reflex window=2"]["runs"], "2");
+    assert_eq!(
+        fa("moltis-reflex window=2"),
+        "0",
+        "the default is per message"
+    );
+    assert_eq!(fa("moltis-reflex window=2 reset=message"), "0");
+    assert_eq!(fa("moltis-reflex window=2 reset=run"), "1");
+    assert_eq!(fa("openhands-stuck version=0 ao=2"), "0");
+    let fires = p.read("f.csv");
+    assert!(
+        fires.contains("tau2-retail-retry-after-user.json#27|trial0|e7d583ab,moltis-reflex,window=2 reset=run,9,warn"),
+        "{fires}"
+    );
+    assert_eq!(fires.lines().count(), 2, "{fires}");
+}
+
+/// The importer fixes, each on a real file cut from the corpus (`fixtures/real-excerpts/`): a
+/// ToolBench answer without `train_messages` is a file with no run (not an empty run); SWE-agent
+/// observations `No such file` (without "or directory"), `EXECUTION TIMED OUT` and
+/// `base64: invalid input` are failures; a bare array of tau2 simulations reads as tau2.
+#[test]
+fn importer_fixes_hold_on_real_files() {
+    let p = Project::new();
+    let dir = repo().join("fixtures/real-excerpts");
+    let run = p.harness(&["import", &dir.to_string_lossy(), "--out", "out"]);
+    run.expect_code(0);
+    assert!(
+        run.stderr.contains(
+            "toolbench-G1-69-no-train-messages.json: skipped: a toolbench file with no run"
+        ),
+        "{run}"
+    );
+    assert!(
+        !p.join("out")
+            .join("toolbench-G1-69-no-train-messages.json.jsonl")
+            .exists()
+    );
+    for (file, failing) in [
+        ("swe-agent-flash.traj.jsonl", "No such file"),
+        ("swe-agent-katy.traj.jsonl", "EXECUTION TIMED OUT"),
+        ("swe-agent-eps.traj.jsonl", "base64: invalid input"),
+    ] {
+        let trace = p.read(&format!("out/{file}"));
+        let last_end = trace
+            .lines()
+            .rfind(|l| l.contains("\"kind\":\"tool_call_end\""))
+            .unwrap_or_else(|| panic!("{file}: no tool result"));
+        assert!(
+            last_end.contains("\"ok\":false") && last_end.contains(failing),
+            "{file}: {last_end}"
+        );
+    }
+    let bare = p.read("out/tau2-bare-array.json_23_trial0_a77b4d53.jsonl");
+    assert!(bare.contains("\"source\":\"tau2\""), "{bare}");
+    let forced = p.harness(&[
+        "import",
+        &dir.join("tau2-bare-array.json").to_string_lossy(),
+        "--format",
+        "tau2",
+        "--out",
+        "forced",
+    ]);
+    forced.expect_code(0);
+    let swept = p.harness(&[
+        "sweep",
+        &dir.to_string_lossy(),
+        "--detector",
+        "consecutive-identical:k=3",
+    ]);
+    swept
+        .expect_code(0)
+        .expect_stdout("harness sweep: 6 runs from 6 files, 1 file(s) with no run skipped (");
+}
+
 /// The corpus the repository carries; a clone without it is broken, and the tests say so
 /// rather than pass on nothing.
 fn corpus() -> PathBuf {
@@ -451,12 +560,6 @@ fn corpus_consecutive_identical_agrees_with_the_repetition_scan() {
     let corpus = corpus();
     let scan = std::fs::read_to_string(corpus.join("annotations/repetition_scan.jsonl"))
         .expect("the scan");
-    let entries: Vec<serde_json::Value> = scan
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a scan line"))
-        .collect();
-    let successful: Vec<&serde_json::Value> =
-        entries.iter().filter(|e| e["success"] == true).collect();
     let p = Project::new();
     let run = sweep(
         &p,
@@ -469,6 +572,30 @@ fn corpus_consecutive_identical_agrees_with_the_repetition_scan() {
         ],
     );
     run.expect_code(0);
+    // The scan lists every file's run; the sweep skips files with no run (and says so), such
+    // as ToolBench answers that keep only their search tree.
+    let skipped: Vec<String> = run
+        .stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("note: ")?.split_once(": skipped: "))
+        .filter_map(|(path, _)| {
+            Some(
+                Path::new(path)
+                    .strip_prefix(&corpus)
+                    .ok()?
+                    .to_string_lossy()
+                    .into_owned(),
+            )
+        })
+        .collect();
+    let entries: Vec<serde_json::Value> = scan
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("a scan line"))
+        .filter(|e| !skipped.iter().any(|f| e["file"] == f.as_str()))
+        .collect();
+    assert_eq!(entries.len(), 728, "{skipped:?}");
+    let successful: Vec<&serde_json::Value> =
+        entries.iter().filter(|e| e["success"] == true).collect();
     let rows = rows(&p.read("c.csv"));
     for k in [2u64, 3, 4] {
         let row = &rows[&format!("consecutive-identical k={k}")];
