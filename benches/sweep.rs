@@ -2,7 +2,10 @@
 //! full grid (every detector's default sweep), in process through the library, and peak memory
 //! as the corpus grows.
 //!
-//! The corpus is the public one the repository carries (`corpus/`, 730 runs). Each measurement
+//! The corpus is the public one the repository carries (`corpus/`, 728 runs scored). Besides
+//! one built-in setting and the full grid, it times the external-detector protocol with the
+//! Python example (`examples/detectors/consecutive_identical.py`, which re-implements
+//! `consecutive-identical:k=3`) and prints its overhead per run. Each measurement
 //! is one warm-up and `SWEEP_BENCH_REPS` (default 5) timed sweeps at the machine's cores; rates
 //! use the median. Memory: the corpus is copied 1× and 4× into a temporary folder and swept
 //! with the full grid; the process's peak RSS (`VmHWM`) after each shows whether memory grows
@@ -34,7 +37,11 @@ fn corpus() -> (PathBuf, &'static str) {
 
 /// One sweep over `paths` with the settings of `spec`: (runs, settings, wall time).
 fn once(paths: &[PathBuf], spec: &str, jobs: usize) -> Result<(u64, usize, Duration)> {
-    let settings = detector::spec(spec)?;
+    let settings = if spec.starts_with(sweep::external::PREFIX) {
+        sweep::external::spec(spec)?
+    } else {
+        detector::spec(spec)?
+    };
     let n = settings.len();
     let t = Instant::now();
     let report = sweep::sweep(
@@ -115,7 +122,11 @@ fn bench() -> Result<()> {
     println!(
         "|---------------------------------|-----:|-----------:|---------:|--------------:|----------------------:|"
     );
-    for spec in ["consecutive-identical:k=3", "all"] {
+    let example =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/detectors/consecutive_identical.py");
+    let external = format!("exec:{}:k=3", example.display());
+    let mut medians = Vec::new();
+    for spec in ["consecutive-identical:k=3", external.as_str(), "all"] {
         let mut walls = Vec::with_capacity(reps);
         let (mut runs, mut n) = (0, 0);
         for rep in 0..=reps {
@@ -126,10 +137,23 @@ fn bench() -> Result<()> {
             }
         }
         let med = median(walls).as_secs_f64();
+        let shown = if spec == external {
+            "exec: the Python example, k=3"
+        } else {
+            spec
+        };
         println!(
-            "| {spec:<31} | {runs:>4} | {n:>10} | {med:>8.3} | {:>13.0} | {:>21.0} |",
+            "| {shown:<31} | {runs:>4} | {n:>10} | {med:>8.3} | {:>13.0} | {:>21.0} |",
             runs as f64 / med,
             (runs as f64 * n as f64) / med
+        );
+        medians.push((runs, med));
+    }
+    if let [(runs, builtin), (_, external), ..] = medians[..] {
+        println!(
+            "The external detector (a Python process, the run sent as one JSON line and one answer read back) costs {:.0} µs a run more than the built-in it re-implements ({:.1}× the time).",
+            (external - builtin) * 1e6 / runs as f64,
+            external / builtin
         );
     }
     let tmp = tempfile::Builder::new()

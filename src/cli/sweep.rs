@@ -104,7 +104,12 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<u8> {
     }
     let mut settings: Vec<Setting> = Vec::new();
     for spec in &args.detectors {
-        match detector::spec(spec) {
+        let parsed = if spec.trim().starts_with(sweep::external::PREFIX) {
+            sweep::external::spec(spec)
+        } else {
+            detector::spec(spec)
+        };
+        match parsed {
             Ok(s) => settings.extend(s),
             Err(e) => {
                 writeln!(err, "error: --detector {spec}: {e}")?;
@@ -211,6 +216,13 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<u8> {
     for (path, note) in &report.notes {
         writeln!(err, "note: {}: skipped: {note}", path.display())?;
     }
+    for (setting, run, why) in &report.failed {
+        writeln!(err, "error: detector {setting}: run {run}: {why}")?;
+        writeln!(
+            err,
+            "  hint: the setting is left out of the results; see README \"Your own detector\" for the protocol"
+        )?;
+    }
     let mut written = Vec::new();
     if let Some(path) = &args.out {
         store::write_atomic(path, &sweep::csv(&report.rows))
@@ -295,6 +307,14 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<u8> {
             report.errors.len()
         )?;
         return Ok(EXIT_BAD_INPUT);
+    }
+    if !report.failed.is_empty() {
+        writeln!(
+            out,
+            "{} setting(s) failed and have no row (see stderr); the other settings were scored",
+            report.failed.len()
+        )?;
+        return Ok(crate::results::EXIT_FAILED);
     }
     Ok(EXIT_OK)
 }

@@ -254,6 +254,12 @@ impl View {
 pub trait Detector: Send + Sync {
     /// Where it first fires on `view`, if anywhere.
     fn first_fire(&self, view: &View) -> Option<Fire>;
+
+    /// [`Detector::first_fire`], or why it could not say (a detector outside the process that
+    /// failed); the built-in detectors always can.
+    fn check(&self, view: &View) -> Result<Option<Fire>, String> {
+        Ok(self.first_fire(view))
+    }
 }
 
 /// One parameter a detector takes.

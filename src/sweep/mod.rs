@@ -16,6 +16,7 @@
 //!   **tokens saved**: model tokens after it, where the source records tokens;
 //! - **precision** = caught / (caught + false alarms); **recall** = caught / stuck runs.
 
+pub mod external;
 pub mod html;
 pub mod labels;
 pub mod plot;
@@ -116,10 +117,15 @@ pub struct Report {
     pub notes: Vec<(PathBuf, String)>,
     /// Every run's label (when asked for).
     pub labels: Vec<Label>,
+    /// Settings that could not score every run (an external detector that failed): the
+    /// setting as `id params`, the first run it failed on, and why. They have no row.
+    pub failed: Vec<(String, String, String)>,
 }
 
 #[derive(Default, Clone)]
 struct Acc {
+    /// The first run the setting could not score, and why.
+    failed: Option<(String, String)>,
     false_alarms: u64,
     caught: u64,
     delays: Vec<usize>,
@@ -136,6 +142,8 @@ struct RunScore {
     calls: usize,
     /// Per setting: where it fired, and the tokens after that.
     fires: Vec<Option<(Fire, Option<u64>)>>,
+    /// Settings that could not score this run, and why.
+    errors: Vec<(usize, String)>,
 }
 
 /// The header of the `--fires` CSV: one row per (run, setting) that fired.
@@ -169,13 +177,17 @@ fn score_file(options: &Options, input: Input) -> FileScore {
                 Some(l) => (l.clone(), true),
                 None => (labels::heuristic(&run.id, &view, run.success), false),
             };
+            let mut errors = Vec::new();
             let fires = options
                 .settings
                 .iter()
-                .map(|s| {
-                    s.detector
-                        .first_fire(&view)
-                        .map(|f| (f, view.tokens_after(f.at)))
+                .enumerate()
+                .map(|(i, s)| match s.detector.check(&view) {
+                    Ok(fire) => fire.map(|f| (f, view.tokens_after(f.at))),
+                    Err(e) => {
+                        errors.push((i, e));
+                        None
+                    }
                 })
                 .collect();
             RunScore {
@@ -185,6 +197,7 @@ fn score_file(options: &Options, input: Input) -> FileScore {
                 from_file,
                 calls: view.calls.len(),
                 fires,
+                errors,
             }
         })
         .collect();
@@ -259,12 +272,21 @@ pub fn sweep(
     if let Some(w) = &mut fires {
         w.flush()?;
     }
-    report.rows = options
-        .settings
-        .iter()
-        .zip(accs)
-        .map(|(s, a)| row(s, a, &report))
-        .collect();
+    let mut rows = Vec::with_capacity(accs.len());
+    for (s, mut a) in options.settings.iter().zip(accs) {
+        match a.failed.take() {
+            // A setting that could not score every run has no honest row.
+            Some((run, why)) => report.failed.push((
+                format!("{} {}", s.id, s.params.render())
+                    .trim_end()
+                    .to_owned(),
+                run,
+                why,
+            )),
+            None => rows.push(row(s, a, &report)),
+        }
+    }
+    report.rows = rows;
     Ok(report)
 }
 
@@ -304,6 +326,11 @@ fn write_fires<W: std::io::Write>(
 }
 
 fn fold(report: &mut Report, accs: &mut [Acc], r: RunScore, keep: bool) {
+    for (i, e) in &r.errors {
+        accs[*i]
+            .failed
+            .get_or_insert_with(|| (r.id.clone(), e.clone()));
+    }
     report.runs += 1;
     let success = r.success == Some(true);
     report.successful += u64::from(success);
@@ -466,6 +493,7 @@ mod tests {
             from_file: false,
             calls: 3,
             fires: vec![Some((Fire::new(3, crate::detector::Verdict::Warn), None))],
+            errors: Vec::new(),
         };
         let mut report = Report::default();
         let mut accs = vec![Acc::default()];

@@ -448,6 +448,102 @@ fn importer_fixes_hold_on_real_files() {
         .expect_stdout("harness sweep: 6 runs from 6 files, 1 file(s) with no run skipped (");
 }
 
+/// The external-detector protocol: the Python example (`examples/detectors/`) re-implements
+/// `consecutive-identical`, and over the whole corpus its rows and fires equal the built-in's
+/// for every k given.
+#[test]
+fn an_external_detector_scores_like_the_builtin_it_reimplements() {
+    let corpus = corpus().to_string_lossy().into_owned();
+    let example = repo().join("examples/detectors/consecutive_identical.py");
+    let p = Project::new();
+    let spec = format!("exec:{}:k=2,3,4", example.display());
+    sweep(
+        &p,
+        &[corpus],
+        &[
+            "--detector",
+            &spec,
+            "--detector",
+            "consecutive-identical:k=2,3,4",
+            "--out",
+            "c.csv",
+            "--fires",
+            "f.csv",
+        ],
+    )
+    .expect_code(0);
+    let rows = rows(&p.read("c.csv"));
+    let external = format!("exec:{}", example.display());
+    for k in 2..=4 {
+        let mut builtin = rows[&format!("consecutive-identical k={k}")].clone();
+        let mut theirs = rows[&format!("{external} k={k}")].clone();
+        builtin.remove("detector");
+        theirs.remove("detector");
+        assert_eq!(theirs, builtin, "k={k}");
+        assert_eq!(builtin["runs"], "728");
+    }
+    let fires = p.read("f.csv");
+    let of = |detector: &str| -> Vec<String> {
+        fires
+            .lines()
+            .filter(|l| l.split(',').nth(1) == Some(detector))
+            .map(|l| l.replacen(&format!(",{detector},"), ",", 1))
+            .collect()
+    };
+    let builtin = of("consecutive-identical");
+    assert!(builtin.len() > 50, "{} fires", builtin.len());
+    assert_eq!(of(&external), builtin);
+}
+
+/// A detector that answers nonsense, or dies, is an error naming the program and the run; its
+/// setting has no row and the others are still scored (exit 1).
+#[test]
+fn a_failing_external_detector_is_named_and_the_others_still_scored() {
+    let p = Project::new();
+    p.write(
+        "nonsense.py",
+        "import sys\nfor line in sys.stdin:\n    print('maybe', flush=True)\n",
+    );
+    p.write("dies.py", "import sys\nsys.stdin.readline()\nsys.exit(3)\n");
+    let fixtures = repo()
+        .join("fixtures/transcripts")
+        .to_string_lossy()
+        .into_owned();
+    let mut args: Vec<String> = vec!["sweep".into(), fixtures];
+    for script in ["nonsense.py", "dies.py"] {
+        p.write(
+            &format!("{script}.sh"),
+            format!(
+                "#!/bin/sh\nexec python3 {} \"$@\"\n",
+                p.join(script).display()
+            ),
+        );
+        std::fs::set_permissions(
+            p.join(&format!("{script}.sh")),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        args.push("--detector".into());
+        args.push(format!(
+            "exec:{}",
+            p.join(&format!("{script}.sh")).display()
+        ));
+    }
+    args.extend(["--detector", "consecutive-identical:k=3", "--out", "c.csv"].map(String::from));
+    let run = p.harness(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    run.expect_code(1)
+        .expect_stdout("2 setting(s) failed and have no row");
+    assert!(
+        run.stderr.contains("nonsense.py.sh: run ")
+            && run.stderr.contains("its answer `maybe` is not JSON"),
+        "{run}"
+    );
+    assert!(run.stderr.contains("without answering"), "{run}");
+    let rows = rows(&p.read("c.csv"));
+    assert_eq!(rows.len(), 1, "only the built-in setting has a row");
+    assert!(rows.contains_key("consecutive-identical k=3"));
+}
+
 /// The corpus the repository carries; a clone without it is broken, and the tests say so
 /// rather than pass on nothing.
 fn corpus() -> PathBuf {

@@ -1,0 +1,319 @@
+//! Detectors written in any language: `--detector exec:PATH[:name=v1,v2:other=v3]`.
+//!
+//! Each setting (one combination of the values given) is one process, `PATH name=value …`,
+//! started at its first run and kept for the sweep. For every run, harness writes one line on
+//! its stdin, `{"events": [...]}`, the run as the built-in detectors see it in the event shape
+//! `harness import` writes: `user_turn` (`text`), `model_response` for a text answer (`text`),
+//! and for each tool call a `tool_call_start` (`id`, `name`, `args`) and its `tool_call_end`
+//! (`ok`, and `output` or `error`). The process answers with one line, `{"fired": null}` or
+//! `{"fired": N, "verdict": "warn" | "strip-tools" | "stop"}` (verdict `stop` when left out),
+//! where N is the 0-based index of the tool call it would act on (the number of calls when it
+//! fires after the last one). Runs come in the sweep's order, one at a time per process;
+//! different settings run side by side. When stdin closes, the process should exit.
+//!
+//! An answer that is not that line, an index past the run, or a process that cannot start,
+//! exits or closes its stdout is the setting's error: the sweep names the program and the run,
+//! leaves that setting out and scores the others. This is the edge of the sweep (processes);
+//! the detectors in `detector/` stay pure.
+
+use crate::detector::{Detector, Fire, Item, Params, Setting, Verdict, View};
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The prefix that names an external detector in `--detector`.
+pub const PREFIX: &str = "exec:";
+
+/// Parse `exec:PATH[:name=v1,v2…]` into its grid of settings (one process each).
+pub fn spec(text: &str) -> Result<Vec<Setting>, String> {
+    let rest = text.trim().strip_prefix(PREFIX).unwrap_or(text);
+    let mut parts = rest.split(':');
+    let program = PathBuf::from(parts.next().unwrap_or("").trim());
+    if program.as_os_str().is_empty() {
+        return Err("`exec:` names no program; write `exec:PATH[:name=v1,v2]`".to_owned());
+    }
+    if !program.is_file() {
+        return Err(format!(
+            "`{}` is not a file; `exec:PATH` runs that program once per setting",
+            program.display()
+        ));
+    }
+    let mut axes: Vec<(&'static str, Vec<String>)> = Vec::new();
+    for part in parts {
+        let Some((name, list)) = part.split_once('=') else {
+            return Err(format!("`{part}`: expected `name=v1,v2,…`"));
+        };
+        let name = name.trim();
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(format!(
+                "`{name}`: a parameter name is letters, digits and `_`"
+            ));
+        }
+        let values: Vec<String> = list
+            .split(',')
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned)
+            .collect();
+        if values.is_empty() {
+            return Err(format!("`{part}`: no values"));
+        }
+        // Names live as long as the sweep: a handful per command line.
+        axes.push((Box::leak(name.to_owned().into_boxed_str()), values));
+    }
+    let id: &'static str = Box::leak(format!("{PREFIX}{}", program.display()).into_boxed_str());
+    let mut grid: Vec<Vec<(&'static str, String)>> = vec![Vec::new()];
+    for (name, values) in &axes {
+        grid = grid
+            .into_iter()
+            .flat_map(|prefix| {
+                values.iter().map(move |v| {
+                    let mut p = prefix.clone();
+                    p.push((*name, v.clone()));
+                    p
+                })
+            })
+            .collect();
+    }
+    Ok(grid
+        .into_iter()
+        .map(|values| {
+            let detector = External::new(&program, &values);
+            Setting {
+                id,
+                params: Params {
+                    shown: vec![true; values.len()],
+                    values,
+                },
+                detector: Box::new(detector),
+            }
+        })
+        .collect())
+}
+
+/// One setting's process.
+struct External {
+    program: PathBuf,
+    args: Vec<String>,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    running: Option<Running>,
+    /// Once it failed, every later run gets the same error without asking again.
+    failed: Option<String>,
+}
+
+struct Running {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl External {
+    fn new(program: &Path, values: &[(&'static str, String)]) -> Self {
+        Self {
+            program: program.to_owned(),
+            args: values.iter().map(|(n, v)| format!("{n}={v}")).collect(),
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    fn start(&self) -> Result<Running, String> {
+        let mut child = Command::new(&self.program)
+            .args(&self.args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("cannot start `{}`: {e}", self.program.display()))?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err("its stdin and stdout could not be connected".to_owned());
+        };
+        Ok(Running {
+            child,
+            stdin: Some(stdin),
+            stdout: BufReader::new(stdout),
+        })
+    }
+
+    fn ask(running: &mut Running, line: &str, calls: usize) -> Result<Option<Fire>, String> {
+        let stdin = running
+            .stdin
+            .as_mut()
+            .ok_or_else(|| "its stdin is closed".to_owned())?;
+        stdin
+            .write_all(line.as_bytes())
+            .and_then(|()| stdin.write_all(b"\n"))
+            .and_then(|()| stdin.flush())
+            .map_err(|e| format!("it stopped reading its input ({e})"))?;
+        let mut answer = String::new();
+        let n = running
+            .stdout
+            .read_line(&mut answer)
+            .map_err(|e| format!("cannot read its answer: {e}"))?;
+        if n == 0 {
+            let status = running.child.try_wait().ok().flatten().map_or_else(
+                || "closed its stdout".to_owned(),
+                |s| format!("ended ({s})"),
+            );
+            return Err(format!("it {status} without answering"));
+        }
+        parse_answer(answer.trim(), calls)
+    }
+}
+
+/// Read one answer line: where it fired (a call index up to `calls`), if anywhere.
+fn parse_answer(answer: &str, calls: usize) -> Result<Option<Fire>, String> {
+    let shown: String = answer.chars().take(120).collect();
+    let bad = |why: &str| {
+        format!(
+            "its answer `{shown}` {why}; answer one line, {{\"fired\": null}} or {{\"fired\": N, \"verdict\": \"warn|strip-tools|stop\"}}"
+        )
+    };
+    let value: Value = serde_json::from_str(answer).map_err(|_| bad("is not JSON"))?;
+    let Some(object) = value.as_object() else {
+        return Err(bad("is not an object"));
+    };
+    let at = match object.get("fired") {
+        None => return Err(bad("has no `fired`")),
+        Some(Value::Null) => return Ok(None),
+        Some(v) => v
+            .as_u64()
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or_else(|| bad("has a `fired` that is not a call index"))?,
+    };
+    if at > calls {
+        return Err(bad(&format!(
+            "names call {at} of a run with {calls} call(s)"
+        )));
+    }
+    let verdict = match object.get("verdict").and_then(Value::as_str) {
+        None | Some("stop") => Verdict::Stop,
+        Some("warn") => Verdict::Warn,
+        Some("strip-tools") => Verdict::StripTools,
+        Some(_) => return Err(bad("has an unknown `verdict`")),
+    };
+    Ok(Some(Fire::new(at, verdict)))
+}
+
+/// The run as one line of events, in `harness import`'s event shape.
+fn run_line(view: &View) -> String {
+    let mut events = Vec::with_capacity(view.items.len() * 2);
+    for item in &view.items {
+        match item {
+            Item::User(text) => events.push(json!({"kind": "user_turn", "text": text})),
+            Item::Agent(text) => {
+                events.push(json!({"kind": "model_response", "finish": "stop", "text": text}));
+            }
+            Item::Call(i) => {
+                let c = &view.calls[*i];
+                let id = format!("call_{i}");
+                events.push(
+                    json!({"kind": "tool_call_start", "id": id, "name": c.name, "args": c.args}),
+                );
+                let end = if c.failed {
+                    json!({"kind": "tool_call_end", "id": id, "name": c.name, "ok": false, "error": c.result})
+                } else {
+                    json!({"kind": "tool_call_end", "id": id, "name": c.name, "ok": true, "output": c.result})
+                };
+                events.push(end);
+            }
+        }
+    }
+    json!({ "events": events }).to_string()
+}
+
+impl Detector for External {
+    fn first_fire(&self, view: &View) -> Option<Fire> {
+        self.check(view).ok().flatten()
+    }
+
+    fn check(&self, view: &View) -> Result<Option<Fire>, String> {
+        let mut state = self
+            .state
+            .lock()
+            .map_err(|_| "an earlier run of this setting panicked".to_owned())?;
+        if let Some(e) = &state.failed {
+            return Err(e.clone());
+        }
+        if state.running.is_none() {
+            match self.start() {
+                Ok(r) => state.running = Some(r),
+                Err(e) => {
+                    state.failed = Some(e.clone());
+                    return Err(e);
+                }
+            }
+        }
+        let line = run_line(view);
+        let answered = match state.running.as_mut() {
+            Some(running) => Self::ask(running, &line, view.calls.len()),
+            None => Err("it is not running".to_owned()),
+        };
+        if let Err(e) = &answered {
+            state.failed = Some(e.clone());
+            if let Some(mut r) = state.running.take() {
+                let _ = r.child.kill();
+                let _ = r.child.wait();
+            }
+        }
+        answered
+    }
+}
+
+impl Drop for External {
+    fn drop(&mut self) {
+        let Ok(state) = self.state.get_mut() else {
+            return;
+        };
+        if let Some(mut r) = state.running.take() {
+            // End of input asks it to exit; one that does not is ended.
+            drop(r.stdin.take());
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = r.child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let _ = r.child.kill();
+            let _ = r.child.wait();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_answer;
+    use crate::detector::{Fire, Verdict};
+
+    #[test]
+    fn answers_are_read_strictly() {
+        assert_eq!(parse_answer(r#"{"fired": null}"#, 3), Ok(None));
+        assert_eq!(
+            parse_answer(r#"{"fired": 2}"#, 3),
+            Ok(Some(Fire::new(2, Verdict::Stop)))
+        );
+        assert_eq!(
+            parse_answer(r#"{"fired": 3, "verdict": "warn"}"#, 3),
+            Ok(Some(Fire::new(3, Verdict::Warn)))
+        );
+        for bad in [
+            "",
+            "yes",
+            "[]",
+            "{}",
+            r#"{"fired": -1}"#,
+            r#"{"fired": 4}"#,
+            r#"{"fired": 1, "verdict": "halt"}"#,
+        ] {
+            let e = parse_answer(bad, 3).unwrap_err();
+            assert!(e.contains("answer one line"), "{bad}: {e}");
+        }
+    }
+}
