@@ -1,7 +1,8 @@
 //! Importers: recorded agent transcripts in public formats mapped onto the trace model, so the
 //! post-hoc detectors (`detector/`) and the sweep (`sweep/`) read them like any replayed run.
 //!
-//! One file per format (`tau_bench`, `tau2`, `swe_agent`, `toolbench`, `openai`, `anthropic`);
+//! One file per format (`tau_bench`, `tau2`, `swe_agent`, `toolbench`, `openai`, `anthropic`,
+//! `openhands`);
 //! this module owns the shared pieces: the imported [`Run`] (id, source, success label,
 //! termination, events), the [`TraceBuilder`] every format fills, format detection
 //! ([`detect`]) and the located errors of malformed files ([`ImportError`]). It reads no files:
@@ -13,13 +14,15 @@
 //! - ToolBench: the result's JSON `error` field is not empty;
 //! - SWE-agent: the observation matches a failure pattern ([`swe_agent::FAILURE`]);
 //! - OpenAI / Anthropic lists: an explicit flag (`is_error`, `error: true`), else the `Error`
-//!   prefix.
+//!   prefix;
+//! - OpenHands: an `error` observation, or a command whose `exit_code` is not 0.
 //!
 //! Arguments are always parsed (JSON strings decoded); an argument string that is not JSON is
 //! kept as a JSON string, so it still compares by value.
 
 pub mod anthropic;
 pub mod openai;
+pub mod openhands;
 pub mod swe_agent;
 pub mod tau2;
 pub mod tau_bench;
@@ -47,17 +50,20 @@ pub enum Format {
     Openai,
     /// Anthropic message lists (JSON or JSON lines).
     Anthropic,
+    /// OpenHands trajectories (an event stream: a JSON array of events, or `{history}`).
+    Openhands,
 }
 
 impl Format {
     /// Every format, in CLI order.
-    pub const ALL: [Format; 6] = [
+    pub const ALL: [Format; 7] = [
         Self::TauBench,
         Self::Tau2,
         Self::SweAgent,
         Self::Toolbench,
         Self::Openai,
         Self::Anthropic,
+        Self::Openhands,
     ];
 
     /// The CLI name.
@@ -69,6 +75,7 @@ impl Format {
             Self::Toolbench => "toolbench",
             Self::Openai => "openai",
             Self::Anthropic => "anthropic",
+            Self::Openhands => "openhands",
         }
     }
 
@@ -134,12 +141,22 @@ pub fn detect(doc: &Value) -> Option<Format> {
     match doc {
         Value::Object(o) if o.contains_key("simulations") => Some(Format::Tau2),
         Value::Object(o) if o.contains_key("answer_generation") => Some(Format::Toolbench),
+        // An OpenHands evaluation row: its `history` is an event stream (SWE-agent's is chat).
+        Value::Object(o)
+            if o.get("history")
+                .and_then(Value::as_array)
+                .and_then(|h| h.first())
+                .is_some_and(openhands::is_event) =>
+        {
+            Some(Format::Openhands)
+        }
         Value::Object(o) if o.contains_key("trajectory") || o.contains_key("history") => {
             Some(Format::SweAgent)
         }
         Value::Object(o) => o.get("messages").and_then(detect_messages),
         Value::Array(items) => match items.first()? {
             Value::Object(first) if first.contains_key("traj") => Some(Format::TauBench),
+            first if openhands::is_event(first) => Some(Format::Openhands),
             // A bare list of tau2 simulations (some leaderboard submissions): runs with a
             // `termination_reason` and their own `messages`.
             Value::Object(first)
@@ -330,7 +347,7 @@ fn convert(fmt: Format, doc: Value, rel: &str, text: &str) -> Result<Vec<Run>, I
         // tau2: a results object, or a bare array of simulations.
         Format::Tau2 => (!doc.is_array()).then_some("an object or an array of simulations"),
         Format::SweAgent | Format::Toolbench => Some("an object"),
-        Format::Openai | Format::Anthropic => None,
+        Format::Openai | Format::Anthropic | Format::Openhands => None,
     };
     if let Some(want) = root {
         if doc.is_array() != (fmt == Format::TauBench) || !(doc.is_array() || doc.is_object()) {
@@ -354,6 +371,7 @@ fn convert(fmt: Format, doc: Value, rel: &str, text: &str) -> Result<Vec<Run>, I
         Format::Toolbench => toolbench::convert(doc, rel, text).map(|r| r.into_iter().collect()),
         Format::Openai => openai::convert(doc, rel, text),
         Format::Anthropic => anthropic::convert(doc, rel, text),
+        Format::Openhands => openhands::convert(doc, rel, text),
     }
 }
 

@@ -8,13 +8,14 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The well-formed fixture folders, one per format.
-const FORMATS: [&str; 6] = [
+const FORMATS: [&str; 7] = [
     "tau-bench",
     "tau2",
     "swe-agent",
     "toolbench",
     "openai",
     "anthropic",
+    "openhands",
 ];
 
 fn fixture(rel: &str) -> String {
@@ -52,8 +53,8 @@ fn sweep(p: &Project, paths: &[String], extra: &[&str]) -> crate::support::Run {
     p.harness(&args)
 }
 
-/// The fixtures are built so that (by design, see each file): 11 runs, 5 successful; four
-/// failed or unlabelled runs repeat one call 3 or 4 times (stuck); one successful run repeats
+/// The fixtures are built so that (by design, see each file): 14 runs, 5 successful; five
+/// failed or unlabelled runs repeat one call 3 or 4 times (stuck; two of them 4 times); one successful run repeats
 /// a poll twice with changing output (the false alarm at k=2); one unlabelled run repeats a
 /// failing call twice (fired on at k=2, neither a catch nor a false alarm).
 #[test]
@@ -74,7 +75,7 @@ fn sweep_scores_the_fixture_transcripts_of_every_format() {
         ],
     );
     run.expect_code(0)
-        .expect_stdout("harness sweep: 11 runs from 7 files (5 successful, 4 stuck")
+        .expect_stdout("harness sweep: 14 runs from 10 files (5 successful, 5 stuck")
         .expect_stdout("Best setting per detector");
     let rows = rows(&p.read("out.csv"));
     let get = |k: &str, col: &str| rows[&format!("consecutive-identical k={k}")][col].clone();
@@ -85,22 +86,22 @@ fn sweep_scores_the_fixture_transcripts_of_every_format() {
             get("2", "successful_runs"),
             get("2", "stuck_runs")
         ),
-        ("11".into(), "5".into(), "4".into())
+        ("14".into(), "5".into(), "5".into())
     );
     assert_eq!(
         (get("2", "false_alarms"), get("2", "caught")),
-        ("1".into(), "4".into())
+        ("1".into(), "5".into())
     );
     assert_eq!(
         (get("3", "false_alarms"), get("3", "caught")),
-        ("0".into(), "4".into())
+        ("0".into(), "5".into())
     );
     assert_eq!(
         (get("4", "false_alarms"), get("4", "caught")),
-        ("0".into(), "1".into())
+        ("0".into(), "2".into())
     );
     assert_eq!(get("3", "recall"), "1.000");
-    assert_eq!(get("2", "precision"), "0.800");
+    assert_eq!(get("2", "precision"), "0.833");
     assert!(p.read("out.svg").starts_with("<svg"));
     // The per-run rows agree with the totals, and name the run each alarm was on.
     let fires = p.read("fires.csv");
@@ -173,7 +174,7 @@ fn malformed_transcripts_are_located_and_the_others_still_scored() {
     assert_eq!(run.stderr.matches("  hint: ").count(), 3, "{}", run.stderr);
     // The good files and the good lines of the JSON-lines file were still scored.
     let rows = rows(&p.read("out.csv"));
-    assert_eq!(rows["consecutive-identical k=3"]["runs"], "13");
+    assert_eq!(rows["consecutive-identical k=3"]["runs"], "16");
 }
 
 #[test]
@@ -185,8 +186,8 @@ fn imported_traces_sweep_like_the_transcripts() {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     p.harness(&args)
         .expect_code(0)
-        .expect_stdout("harness import: 11 run(s) written to traces");
-    assert_eq!(p.files("traces", ".jsonl").len(), 11);
+        .expect_stdout("harness import: 14 run(s) written to traces");
+    assert_eq!(p.files("traces", ".jsonl").len(), 14);
     let first = p.read("traces/airline.json_task1_trial0.jsonl");
     assert!(first.starts_with(r#"{"format":"harness-import","version":1,"run":"airline.json#task1_trial0","source":"tau-bench","success":false"#), "{first}");
     let spec = ["--detector", "all", "--out"];
@@ -268,13 +269,13 @@ fn a_labels_file_overrides_the_heuristic() {
     )
     .expect_code(0);
     let labels = p.read("labels.jsonl");
-    assert_eq!(labels.lines().count(), 11);
+    assert_eq!(labels.lines().count(), 14);
     assert_eq!(
         labels
             .lines()
             .filter(|l| l.contains(r#""stuck":true"#))
             .count(),
-        4
+        5
     );
     // Review: the SWE-agent run's repeated command is called not stuck after all.
     let edited: String = labels
@@ -302,10 +303,10 @@ fn a_labels_file_overrides_the_heuristic() {
         ],
     )
     .expect_code(0)
-    .expect_stdout("3 stuck; labels: 11 from the file, 0 by the heuristic");
+    .expect_stdout("4 stuck; labels: 14 from the file, 0 by the heuristic");
     assert_eq!(
         rows(&p.read("b.csv"))["consecutive-identical k=3"]["caught"],
-        "3"
+        "4"
     );
     p.write("bad.jsonl", "{\"run\": \"x\", \"stuck\": true}\n");
     let run = sweep(&p, &formats(), &["--labels", "bad.jsonl"]);
