@@ -187,8 +187,8 @@ enum Command {
     /// Exit codes: 0 every input was read; 2 an input was malformed (reported as
     /// file:line:col; the others are still scored and the outputs written) or bad usage.
     Sweep(sweep::SweepArgs),
-    /// Convert transcripts (tau-bench, tau2, swe-agent, toolbench, openai, anthropic, openhands) into
-    /// traces, one JSON-lines file per run.
+    /// Convert transcripts (tau-bench, tau2, swe-agent, toolbench, openai, anthropic,
+    /// openhands) into traces, one JSON-lines file per run.
     Import(sweep::ImportArgs),
 }
 
