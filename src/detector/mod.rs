@@ -522,19 +522,7 @@ pub fn spec(text: &str) -> Result<Vec<Setting>, String> {
             (p.name, vals, named)
         })
         .collect();
-    let mut grid: Vec<Vec<(&'static str, String)>> = vec![Vec::new()];
-    for (name, vals, _) in &axes {
-        grid = grid
-            .into_iter()
-            .flat_map(|prefix| {
-                vals.iter().map(move |v| {
-                    let mut p = prefix.clone();
-                    p.push((*name, v.clone()));
-                    p
-                })
-            })
-            .collect();
-    }
+    let grid = grid(axes.iter().map(|(name, vals, _)| (*name, vals.as_slice())));
     let resets: Vec<Option<Reset>> = match resets {
         Some(r) => r.into_iter().map(Some).collect(),
         None => vec![None],
@@ -577,6 +565,27 @@ pub fn spec(text: &str) -> Result<Vec<Setting>, String> {
         }
     }
     Ok(out)
+}
+
+/// Every combination of the axes' values, in order (the first axis slowest): the settings a
+/// spec's lists give.
+pub fn grid<'a>(
+    axes: impl IntoIterator<Item = (&'static str, &'a [String])>,
+) -> Vec<Vec<(&'static str, String)>> {
+    let mut grid: Vec<Vec<(&'static str, String)>> = vec![Vec::new()];
+    for (name, values) in axes {
+        grid = grid
+            .into_iter()
+            .flat_map(|prefix| {
+                values.iter().map(move |v| {
+                    let mut p = prefix.clone();
+                    p.push((name, v.clone()));
+                    p
+                })
+            })
+            .collect();
+    }
+    grid
 }
 
 /// Order settings by detector id, then parameter values (numerically where both are numbers).

@@ -65,33 +65,22 @@ pub fn spec(text: &str) -> Result<Vec<Setting>, String> {
         axes.push((Box::leak(name.to_owned().into_boxed_str()), values));
     }
     let id: &'static str = Box::leak(format!("{PREFIX}{}", program.display()).into_boxed_str());
-    let mut grid: Vec<Vec<(&'static str, String)>> = vec![Vec::new()];
-    for (name, values) in &axes {
-        grid = grid
+    Ok(
+        crate::detector::grid(axes.iter().map(|(name, values)| (*name, values.as_slice())))
             .into_iter()
-            .flat_map(|prefix| {
-                values.iter().map(move |v| {
-                    let mut p = prefix.clone();
-                    p.push((*name, v.clone()));
-                    p
-                })
+            .map(|values| {
+                let detector = External::new(&program, &values);
+                Setting {
+                    id,
+                    params: Params {
+                        shown: vec![true; values.len()],
+                        values,
+                    },
+                    detector: Box::new(detector),
+                }
             })
-            .collect();
-    }
-    Ok(grid
-        .into_iter()
-        .map(|values| {
-            let detector = External::new(&program, &values);
-            Setting {
-                id,
-                params: Params {
-                    shown: vec![true; values.len()],
-                    values,
-                },
-                detector: Box::new(detector),
-            }
-        })
-        .collect())
+            .collect(),
+    )
 }
 
 /// One setting's process.
