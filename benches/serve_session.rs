@@ -15,8 +15,8 @@
 //! SERVE_BENCH_REPS=5 cargo bench --bench serve_session
 //! ```
 
-use harness::provider::Provider;
 use harness::scenario::{self, SourceFormat};
+use harness::serve::Api;
 use harness::serve::{Body, Session};
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -64,7 +64,7 @@ fn conversation(n: usize) -> Duration {
     let start = Instant::now();
     for _ in 0..n {
         let body = json!({"model": "m", "messages": messages, "tools": tools}).to_string();
-        let served = session.handle(Provider::Openai, body.as_bytes());
+        let served = session.handle(Api::ChatCompletions, body.as_bytes());
         assert_eq!(served.status, 200, "the script answers every request");
         let Body::Json(answer) = served.body else {
             panic!("a whole answer")

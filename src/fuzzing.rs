@@ -400,23 +400,24 @@ static SERVED: LazyLock<Case> = LazyLock::new(|| {
     cases.remove(0)
 });
 
-/// `serve_request`: request bodies cut at NUL bytes (at most 16), each read by both wire
-/// formats and answered in turn by one serving session of the bundled serve scenario. The
+/// `serve_request`: request bodies cut at NUL bytes (at most 16), each read by the three
+/// APIs and answered in turn by one serving session of the bundled serve scenario. The
 /// requests answered 200.
 pub fn serve_request(data: &[u8]) -> usize {
     let mut session = crate::serve::Session::new(SERVED.clone());
     let mut ok = 0;
     for (i, body) in data.split(|b| *b == 0).take(16).enumerate() {
-        let provider = if i % 2 == 0 {
-            Provider::Openai
-        } else {
-            Provider::Anthropic
+        let api = match i % 3 {
+            0 => crate::serve::Api::ChatCompletions,
+            1 => crate::serve::Api::Messages,
+            _ => crate::serve::Api::Responses,
         };
         if let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) {
             let _ = Provider::Openai.parse_request(&value);
             let _ = Provider::Anthropic.parse_request(&value);
+            let _ = crate::provider::responses::parse_request(&value);
         }
-        let served = session.handle(provider, body);
+        let served = session.handle(api, body);
         assert!(
             (200..600).contains(&served.status),
             "status {}",

@@ -174,8 +174,16 @@ fn tokens(chars: usize) -> u64 {
 }
 
 fn estimate_input(req: &ModelRequest<'_>) -> u64 {
-    let messages: usize = req
-        .messages
+    estimate_input_tokens(req.messages, req.tools)
+}
+
+/// The input tokens the script charges for a conversation and its tools (about four bytes a
+/// token), as `harness serve` also counts them for `count_tokens`.
+pub fn estimate_input_tokens(
+    messages: &[crate::llm::Message],
+    tools: &[crate::llm::ToolSpec],
+) -> u64 {
+    let messages: usize = messages
         .iter()
         .map(|m| {
             m.content.len()
@@ -185,8 +193,7 @@ fn estimate_input(req: &ModelRequest<'_>) -> u64 {
                     .sum::<usize>()
         })
         .sum();
-    let tools: usize = req
-        .tools
+    let tools: usize = tools
         .iter()
         .map(|t| t.name.len() + t.description.len() + t.schema.to_string().len())
         .sum();

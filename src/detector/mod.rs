@@ -767,6 +767,7 @@ mod tests {
                 output: None,
                 error: Some("Error: nope".to_owned()),
                 latency_ms: 0,
+                rule: None,
             },
             response("done", vec![], (7, 3)),
         ]

@@ -983,6 +983,7 @@ impl Loop<'_> {
                         output: Some(output.clone()),
                         error: None,
                         latency_ms,
+                        rule: None,
                     });
                     self.push_tool(output, false);
                     (a, CallResult::Ok)
@@ -1010,6 +1011,7 @@ impl Loop<'_> {
                         output: None,
                         error: error.clone(),
                         latency_ms,
+                        rule: None,
                     });
                     self.push_tool(self.error_message(&call.name, error.as_deref()), true);
                     let args = match p {

@@ -679,6 +679,7 @@ impl PlanLoop<'_> {
             output,
             error,
             latency_ms,
+            rule: None,
         });
         // The history holds the call re-serialised, in a fixed key order, as upstream stores it.
         let mut call = Map::new();

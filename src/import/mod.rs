@@ -536,6 +536,7 @@ impl TraceBuilder {
             output: (!failed).then(|| text.to_owned()),
             error: failed.then(|| text.to_owned()),
             latency_ms: 0,
+            rule: None,
         });
     }
 

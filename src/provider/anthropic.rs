@@ -13,8 +13,8 @@
 
 use super::StrField as _;
 use super::{
-    SseEvent, WireError, WireOptions, WireRequest, empty_response, malformed, options_of, streamed,
-    tool_result_ids,
+    AnswerMeta, Asks, ResultRef, SseEvent, ToolChoice, WireError, WireOptions, WireRequest,
+    bad_request, empty_response, malformed, options_of, streamed, tool_result_ids,
 };
 use crate::llm::{
     Arguments, FaultKind, Finish, Message, ModelRequest, ModelResponse, Role, ToolCall, ToolSpec,
@@ -147,7 +147,14 @@ pub fn error_type(kind: FaultKind) -> &'static str {
 /// `tool_result` as a tool message).
 pub fn parse_request(body: &Value) -> Result<WireRequest, WireError> {
     let options = options_of(body, NAME)?;
+    if body.get("max_tokens").and_then(Value::as_u64).is_none() {
+        return Err(bad_request(
+            NAME,
+            "max_tokens: Field required (the Messages API needs an output token limit)",
+        ));
+    }
     let mut messages = Vec::new();
+    let mut results = Vec::new();
     match body.get("system") {
         Some(Value::String(s)) => messages.push(Message::new(Role::System, s.clone())),
         Some(Value::Array(blocks)) => messages.push(Message::new(
@@ -162,14 +169,28 @@ pub fn parse_request(body: &Value) -> Result<WireRequest, WireError> {
     for (i, m) in body
         .get("messages")
         .and_then(Value::as_array)
-        .ok_or_else(|| malformed(NAME, "request has no `messages` array"))?
+        .ok_or_else(|| bad_request(NAME, "the request has no `messages` array"))?
         .iter()
         .enumerate()
     {
         let assistant = match m.get("role").and_then(Value::as_str) {
             Some("assistant") => true,
             Some("user") => false,
-            other => return Err(malformed(NAME, format!("message {i} has role {other:?}"))),
+            Some("system") => {
+                return Err(bad_request(
+                    NAME,
+                    format!(
+                        "messages[{i}].role is `system`, which the Messages API does not have: the system prompt is the top-level `system`"
+                    ),
+                ));
+            }
+            Some(other) => {
+                return Err(bad_request(
+                    NAME,
+                    format!("messages[{i}].role is `{other}`; it must be `user` or `assistant`"),
+                ));
+            }
+            None => return Err(bad_request(NAME, format!("messages[{i}] has no `role`"))),
         };
         let blocks = match m.get("content") {
             Some(Value::String(s)) => vec![json!({"type": "text", "text": s})],
@@ -205,9 +226,14 @@ pub fn parse_request(body: &Value) -> Result<WireRequest, WireError> {
                             .collect(),
                         _ => String::new(),
                     };
+                    let is_error = b.get("is_error").and_then(Value::as_bool);
                     let mut message = Message::new(Role::Tool, content);
-                    message.failed = b.get("is_error").and_then(Value::as_bool).unwrap_or(false);
+                    message.failed = is_error.unwrap_or(false);
                     messages.push(message);
+                    results.push(ResultRef {
+                        id: b.str_or_empty("tool_use_id").to_owned(),
+                        is_error,
+                    });
                 }
                 Some("text") => messages.push(Message::new(Role::User, b.str_or_empty("text"))),
                 _ => {}
@@ -215,7 +241,13 @@ pub fn parse_request(body: &Value) -> Result<WireRequest, WireError> {
         }
     }
     // Tools declared only to be forbidden (`tool_choice: none`) are not on offer.
-    let forbidden = body.pointer("/tool_choice/type").and_then(Value::as_str) == Some("none");
+    let tool_choice = match body.pointer("/tool_choice/type").and_then(Value::as_str) {
+        Some("none") => ToolChoice::None,
+        Some("any") => ToolChoice::Required,
+        Some("tool") => ToolChoice::Named(body.str_or_empty("/tool_choice/name").to_owned()),
+        _ => ToolChoice::Auto,
+    };
+    let forbidden = tool_choice == ToolChoice::None;
     let tools = body
         .get("tools")
         .and_then(Value::as_array)
@@ -232,6 +264,11 @@ pub fn parse_request(body: &Value) -> Result<WireRequest, WireError> {
         options,
         messages,
         tools,
+        results,
+        asks: Asks {
+            tool_choice,
+            ..Asks::default()
+        },
     })
 }
 
@@ -242,8 +279,13 @@ fn input_of(args: &Arguments) -> Value {
     }
 }
 
+fn usage_json(input: u64, output: u64) -> Value {
+    json!({"input_tokens": input, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
+        "output_tokens": output, "service_tier": "standard"})
+}
+
 /// A `message` body for an answer.
-pub fn render_body(r: &ModelResponse, model: &str) -> Value {
+pub fn render_body(r: &ModelResponse, meta: &AnswerMeta) -> Value {
     let mut content = Vec::new();
     if let Some(t) = &r.text {
         content.push(json!({"type": "text", "text": t}));
@@ -252,27 +294,34 @@ pub fn render_body(r: &ModelResponse, model: &str) -> Value {
         content.push(json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input_of(&c.arguments)}));
     }
     json!({
-        "id": "msg_harness",
+        "id": meta.id,
         "type": "message",
         "role": "assistant",
-        "model": model,
+        "model": meta.model,
         "content": content,
         "stop_reason": finish_name(r.finish),
         "stop_sequence": null,
-        "usage": {"input_tokens": r.usage.input, "output_tokens": r.usage.output},
+        "usage": usage_json(r.usage.input, r.usage.output),
     })
 }
 
-/// The event stream for an answer given as chunks: a run of text pieces is one text block, each
-/// tool call a `tool_use` block (its stream index becomes a block index), closed at its
-/// completion or when the message ends.
-pub fn render_stream(chunks: &[Chunk], usage: Usage, model: &str) -> Vec<SseEvent> {
+/// The event stream for an answer given as chunks, in the API's order: `message_start` (its
+/// usage counts the input and the first output token), `ping`, then a run of text pieces as
+/// one text block and each tool call as a `tool_use` block (its stream index becomes a block
+/// index), closed at its completion or when the message ends, then `message_delta` with the
+/// stop reason and the output tokens, and `message_stop`. A stream cut before its finish
+/// (`meta.complete` false) stops after its last block event.
+pub fn render_stream(chunks: &[Chunk], usage: Usage, meta: &AnswerMeta) -> Vec<SseEvent> {
     let ev = |name: &str, v: Value| SseEvent::named(name, v.to_string());
-    let mut out = vec![ev(
-        "message_start",
-        json!({"type": "message_start", "message": {"id": "msg_harness", "type": "message", "role": "assistant",
-            "model": model, "content": [], "stop_reason": null, "usage": {"input_tokens": usage.input, "output_tokens": 0}}}),
-    )];
+    let mut out = vec![
+        ev(
+            "message_start",
+            json!({"type": "message_start", "message": {"id": meta.id, "type": "message", "role": "assistant",
+                "model": meta.model, "content": [], "stop_reason": null, "stop_sequence": null,
+                "usage": usage_json(usage.input, usage.output.min(1))}}),
+        ),
+        ev("ping", json!({"type": "ping"})),
+    ];
     let mut next_block = 0u32;
     let mut text_block: Option<u32> = None;
     let mut tool_blocks: std::collections::BTreeMap<u32, u32> = Default::default();
@@ -319,6 +368,12 @@ pub fn render_stream(chunks: &[Chunk], usage: Usage, model: &str) -> Vec<SseEven
             }
             Chunk::Finish { reason: r } => reason = *r,
         }
+    }
+    if !meta.complete {
+        return out;
+    }
+    if let Some(b) = text_block.take() {
+        out.push(stop(b));
     }
     out.extend(std::mem::take(&mut tool_blocks).into_values().map(stop));
     out.push(ev(

@@ -15,6 +15,7 @@
 
 pub mod anthropic;
 pub mod openai;
+pub mod responses;
 pub mod sse;
 
 use crate::llm::{
@@ -134,39 +135,87 @@ impl Provider {
     }
 
     /// A whole response body for an answer (the serving direction).
-    pub fn render_body(self, response: &ModelResponse, model: &str) -> Value {
+    pub fn render_body(self, response: &ModelResponse, meta: &AnswerMeta) -> Value {
         match self {
-            Self::Openai => openai::render_body(response, model),
-            Self::Anthropic => anthropic::render_body(response, model),
+            Self::Openai => openai::render_body(response, meta),
+            Self::Anthropic => anthropic::render_body(response, meta),
         }
     }
 
     /// An event stream for an answer given as chunks (the serving direction).
-    pub fn render_stream(self, chunks: &[Chunk], usage: Usage, model: &str) -> Vec<SseEvent> {
+    pub fn render_stream(self, chunks: &[Chunk], usage: Usage, meta: &AnswerMeta) -> Vec<SseEvent> {
         match self {
-            Self::Openai => openai::render_stream(chunks, usage, model),
-            Self::Anthropic => anthropic::render_stream(chunks, usage, model),
+            Self::Openai => openai::render_stream(chunks, usage, meta),
+            Self::Anthropic => anthropic::render_stream(chunks, usage, meta),
         }
     }
 
     /// The status and body a provider answers a fault with (the serving direction); a
-    /// retry-after hint goes in headers, which are the caller's.
+    /// retry-after hint goes in headers, which are the caller's. Anthropic answers a server
+    /// fault whose message speaks of overload as 529 `overloaded_error`, as its API does.
     pub fn render_fault(self, kind: FaultKind, message: &str) -> (u16, Value) {
+        let overloaded = kind == FaultKind::ServerError
+            && self == Self::Anthropic
+            && message.to_lowercase().contains("overload");
         let status = match kind {
             FaultKind::RateLimit => 429,
+            FaultKind::ServerError if overloaded => 529,
             FaultKind::ServerError => 500,
             FaultKind::ContextOverflow => 400,
             FaultKind::Timeout => 408,
         };
         let body = match self {
             Self::Openai => {
-                serde_json::json!({"error": {"message": message, "type": kind.as_str()}})
+                let (kind, code, param) = match kind {
+                    FaultKind::RateLimit => ("requests", Some("rate_limit_exceeded"), None),
+                    FaultKind::ServerError => ("server_error", None, None),
+                    FaultKind::ContextOverflow => (
+                        "invalid_request_error",
+                        Some("context_length_exceeded"),
+                        Some("messages"),
+                    ),
+                    FaultKind::Timeout => ("timeout", Some("timeout"), None),
+                };
+                serde_json::json!({"error": {"message": message, "type": kind, "param": param, "code": code}})
             }
             Self::Anthropic => {
-                serde_json::json!({"type": "error", "error": {"type": anthropic::error_type(kind), "message": message}})
+                let kind = if overloaded {
+                    "overloaded_error"
+                } else {
+                    anthropic::error_type(kind)
+                };
+                serde_json::json!({"type": "error", "error": {"type": kind, "message": message}})
             }
         };
         (status, body)
+    }
+
+    /// An error body in the provider's own shape for a request it refuses: `status` picks the
+    /// error type (400 invalid request, 404 not found, 408 timeout, 413 too large, 529
+    /// overloaded).
+    pub fn error_body(self, status: u16, message: &str) -> Value {
+        match self {
+            Self::Openai => {
+                let (kind, code) = match status {
+                    404 => ("invalid_request_error", Some("unknown_url")),
+                    408 => ("timeout", Some("timeout")),
+                    413 => ("invalid_request_error", Some("request_too_large")),
+                    _ => ("invalid_request_error", None),
+                };
+                serde_json::json!({"error": {"message": message, "type": kind, "param": null, "code": code}})
+            }
+            Self::Anthropic => {
+                let kind = match status {
+                    404 => "not_found_error",
+                    408 => "timeout_error",
+                    413 => "request_too_large",
+                    529 => "overloaded_error",
+                    500..=599 => "api_error",
+                    _ => "invalid_request_error",
+                };
+                serde_json::json!({"type": "error", "error": {"type": kind, "message": message}})
+            }
+        }
     }
 
     /// An error status and body as a provider fault, or `None` when the status is not one the
@@ -211,6 +260,88 @@ pub struct WireRequest {
     pub messages: Vec<Message>,
     /// Tools offered.
     pub tools: Vec<crate::llm::ToolSpec>,
+    /// What each tool message of `messages` said on the wire besides its text, in order.
+    pub results: Vec<ResultRef>,
+    /// What the request asks of its answer's form.
+    pub asks: Asks,
+}
+
+/// A tool result as the wire carries it: the call it answers and the provider's failure flag.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ResultRef {
+    /// The id of the call it answers (`tool_call_id`, `tool_use_id`, `call_id`).
+    pub id: String,
+    /// The provider's flag (Anthropic `is_error`), when the request set one.
+    pub is_error: Option<bool>,
+}
+
+/// What a request asks of its answer besides the model and the stream flag.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Asks {
+    /// A final usage chunk in the stream (OpenAI `stream_options.include_usage`).
+    pub usage_chunk: bool,
+    /// How many choices (OpenAI `n`).
+    pub choices: u32,
+    /// What it says of tool use.
+    pub tool_choice: ToolChoice,
+    /// The response it continues (Responses API `previous_response_id`).
+    pub previous: Option<String>,
+}
+
+impl Default for Asks {
+    fn default() -> Self {
+        Self {
+            usage_chunk: false,
+            choices: 1,
+            tool_choice: ToolChoice::Auto,
+            previous: None,
+        }
+    }
+}
+
+/// A request's `tool_choice`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum ToolChoice {
+    /// The model decides.
+    #[default]
+    Auto,
+    /// No tool may be called.
+    None,
+    /// Some tool must be called (OpenAI `required`, Anthropic `any`).
+    Required,
+    /// This tool must be called.
+    Named(String),
+}
+
+/// What a served answer says besides its content (the serving direction).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnswerMeta {
+    /// Its id (`chatcmpl-…`, `msg_…`, `resp_…`).
+    pub id: String,
+    /// Its creation time, in Unix seconds (virtual: the served answers' own clock).
+    pub created: u64,
+    /// The model it names (the request's).
+    pub model: String,
+    /// End an OpenAI stream with a usage chunk.
+    pub usage_chunk: bool,
+    /// How many identical choices (OpenAI `n`).
+    pub choices: u32,
+    /// The stream reaches its finish; `false` serves a stream cut before it.
+    pub complete: bool,
+}
+
+impl AnswerMeta {
+    /// The form a request asks for, with this id and time.
+    pub fn for_request(request: &WireRequest, id: String, created: u64) -> Self {
+        Self {
+            id,
+            created,
+            model: request.options.model.clone(),
+            usage_chunk: request.asks.usage_chunk,
+            choices: request.asks.choices,
+            complete: true,
+        }
+    }
 }
 
 /// Arguments text as the engine keeps it: parsed when it is JSON, raw otherwise.
@@ -243,7 +374,7 @@ fn options_of(body: &Value, provider: &'static str) -> Result<WireOptions, WireE
         model: body
             .get("model")
             .and_then(Value::as_str)
-            .ok_or_else(|| malformed(provider, "request has no `model`"))?
+            .ok_or_else(|| bad_request(provider, "the request has no `model`"))?
             .to_owned(),
         stream: body.get("stream").and_then(Value::as_bool).unwrap_or(false),
         max_tokens: body
@@ -253,9 +384,17 @@ fn options_of(body: &Value, provider: &'static str) -> Result<WireOptions, WireE
     })
 }
 
-/// A provider answer that does not have the expected shape.
+/// A provider answer (or, serving, a request) that does not have the expected shape.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WireError {
+    /// A request a server reads lacks something required or holds something the API refuses.
+    #[error("bad {provider} request: {detail}")]
+    BadRequest {
+        /// Which format.
+        provider: &'static str,
+        /// What is wrong.
+        detail: String,
+    },
     /// The body or an event lacks something required.
     #[error("malformed {provider} response: {detail}")]
     Malformed {
@@ -286,7 +425,9 @@ impl WireError {
         let (kind, message) = match self {
             Self::StreamError { kind, message } => (*kind, message.clone()),
             Self::Truncated { .. } => (FaultKind::ServerError, format!("connection cut: {self}")),
-            Self::Malformed { .. } => (FaultKind::ServerError, self.to_string()),
+            Self::Malformed { .. } | Self::BadRequest { .. } => {
+                (FaultKind::ServerError, self.to_string())
+            }
         };
         ProviderFault {
             kind,
@@ -317,6 +458,13 @@ fn empty_response() -> ModelResponse {
         anomaly: None,
         chunks: 0,
         stream: Vec::new(),
+    }
+}
+
+fn bad_request(provider: &'static str, detail: impl Into<String>) -> WireError {
+    WireError::BadRequest {
+        provider,
+        detail: detail.into(),
     }
 }
 
@@ -489,7 +637,15 @@ mod tests {
         };
         let want = assemble(&chunks).expect("folds");
         for p in [Provider::Openai, Provider::Anthropic] {
-            let events = p.render_stream(&chunks, usage, "m");
+            let meta = AnswerMeta {
+                id: "id-1".into(),
+                created: 1,
+                model: "m".into(),
+                usage_chunk: true,
+                choices: 1,
+                complete: true,
+            };
+            let events = p.render_stream(&chunks, usage, &meta);
             let got = p
                 .parse_stream(&events)
                 .unwrap_or_else(|e| panic!("{p:?}: {e}"));
@@ -512,7 +668,7 @@ mod tests {
                 usage,
                 ..empty_response()
             };
-            let back = p.parse_body(&p.render_body(&whole, "m")).expect("parses");
+            let back = p.parse_body(&p.render_body(&whole, &meta)).expect("parses");
             assert_eq!(
                 (back.text, back.finish, back.usage),
                 (whole.text, whole.finish, whole.usage),

@@ -9,8 +9,8 @@
 
 use super::StrField as _;
 use super::{
-    SseEvent, WireError, WireOptions, WireRequest, arguments, empty_response, malformed,
-    options_of, streamed, tool_result_ids,
+    AnswerMeta, Asks, ResultRef, SseEvent, ToolChoice, WireError, WireOptions, WireRequest,
+    arguments, bad_request, empty_response, malformed, options_of, streamed, tool_result_ids,
 };
 use crate::llm::{
     Finish, Message, ModelRequest, ModelResponse, Role, ToolCall, ToolSpec, Usage, stream::Chunk,
@@ -76,14 +76,15 @@ fn finish_name(f: Finish) -> &'static str {
     }
 }
 
-/// A request body as the engine's conversation.
+/// A request body as the engine's conversation, with what it asks of the answer's form.
 pub fn parse_request(body: &Value) -> Result<WireRequest, WireError> {
     let options = options_of(body, NAME)?;
     let mut messages = Vec::new();
+    let mut results = Vec::new();
     for (i, m) in body
         .get("messages")
         .and_then(Value::as_array)
-        .ok_or_else(|| malformed(NAME, "request has no `messages` array"))?
+        .ok_or_else(|| bad_request(NAME, "the request has no `messages` array"))?
         .iter()
         .enumerate()
     {
@@ -91,8 +92,18 @@ pub fn parse_request(body: &Value) -> Result<WireRequest, WireError> {
             Some("system" | "developer") => Role::System,
             Some("user") => Role::User,
             Some("assistant") => Role::Assistant,
-            Some("tool") => Role::Tool,
-            other => return Err(malformed(NAME, format!("message {i} has role {other:?}"))),
+            Some("tool" | "function") => Role::Tool,
+            Some(other) => {
+                return Err(bad_request(
+                    NAME,
+                    format!(
+                        "messages[{i}].role is `{other}`; it must be one of `system`, `developer`, `user`, `assistant`, `tool`"
+                    ),
+                ));
+            }
+            None => {
+                return Err(bad_request(NAME, format!("messages[{i}] has no `role`")));
+            }
         };
         let content = match m.get("content") {
             Some(Value::String(s)) => s.clone(),
@@ -116,6 +127,12 @@ pub fn parse_request(body: &Value) -> Result<WireRequest, WireError> {
                 arguments: arguments(c.str_or_empty("/function/arguments")),
             });
         }
+        if role == Role::Tool {
+            results.push(ResultRef {
+                id: m.str_or_empty("tool_call_id").to_owned(),
+                is_error: None,
+            });
+        }
         messages.push(message);
     }
     let tools = body
@@ -132,20 +149,63 @@ pub fn parse_request(body: &Value) -> Result<WireRequest, WireError> {
                 .unwrap_or_else(|| json!({})),
         })
         .collect();
+    let tool_choice = match body.get("tool_choice") {
+        Some(Value::String(s)) if s == "none" => ToolChoice::None,
+        Some(Value::String(s)) if s == "required" => ToolChoice::Required,
+        Some(v @ Value::Object(_)) => match v.pointer("/function/name").and_then(Value::as_str) {
+            Some(name) => ToolChoice::Named(name.to_owned()),
+            None => ToolChoice::Auto,
+        },
+        _ => ToolChoice::Auto,
+    };
+    let choices = match body.get("n") {
+        None | Some(Value::Null) => 1,
+        Some(v) => v
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .filter(|n| (1..=128).contains(n))
+            .ok_or_else(|| {
+                bad_request(
+                    NAME,
+                    format!("`n` is {v}; it must be an integer from 1 to 128"),
+                )
+            })?,
+    };
     Ok(WireRequest {
         options,
         messages,
         tools,
+        results,
+        asks: Asks {
+            usage_chunk: body
+                .pointer("/stream_options/include_usage")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            choices,
+            tool_choice,
+            previous: None,
+        },
     })
 }
 
 fn usage_json(u: Usage) -> Value {
-    json!({"prompt_tokens": u.input, "completion_tokens": u.output, "total_tokens": u.input + u.output})
+    json!({
+        "prompt_tokens": u.input,
+        "completion_tokens": u.output,
+        "total_tokens": u.input + u.output,
+        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
+            "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0},
+    })
 }
 
-/// A `chat.completion` body for an answer.
-pub fn render_body(r: &ModelResponse, model: &str) -> Value {
-    let mut message = json!({"role": "assistant", "content": r.text});
+/// The fingerprint every served answer carries (one backend configuration: the script).
+const FINGERPRINT: &str = "fp_harness";
+
+/// A `chat.completion` body for an answer: `meta.choices` identical choices.
+pub fn render_body(r: &ModelResponse, meta: &AnswerMeta) -> Value {
+    let mut message =
+        json!({"role": "assistant", "content": r.text, "refusal": null, "annotations": []});
     if !r.tool_calls.is_empty() {
         message["tool_calls"] = r
             .tool_calls
@@ -153,37 +213,68 @@ pub fn render_body(r: &ModelResponse, model: &str) -> Value {
             .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments.text()}}))
             .collect();
     }
+    let choices: Vec<Value> = (0..meta.choices.max(1))
+        .map(|index| json!({"index": index, "message": message, "logprobs": null, "finish_reason": finish_name(r.finish)}))
+        .collect();
     json!({
-        "id": "chatcmpl-harness",
+        "id": meta.id,
         "object": "chat.completion",
-        "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": finish_name(r.finish)}],
+        "created": meta.created,
+        "model": meta.model,
+        "choices": choices,
         "usage": usage_json(r.usage),
+        "service_tier": "default",
+        "system_fingerprint": FINGERPRINT,
     })
 }
 
-/// A `chat.completion.chunk` stream for an answer given as chunks: one event per chunk (a
-/// call's completion has no event of its own: the finish reason completes every call), then
-/// the usage and `[DONE]`.
-pub fn render_stream(chunks: &[Chunk], usage: Usage, model: &str) -> Vec<SseEvent> {
-    let event = |choice: Value| {
-        SseEvent::data(json!({"id": "chatcmpl-harness", "object": "chat.completion.chunk", "model": model, "choices": [choice]}).to_string())
+/// A `chat.completion.chunk` stream for an answer given as chunks, as OpenAI sends one: a
+/// first chunk with the role, one event per chunk (a call's completion has no event of its
+/// own: the finish reason completes every call), the finish reason, the usage chunk only when
+/// the request asked for it (`stream_options.include_usage`; every chunk then carries
+/// `usage: null`), and `[DONE]`. With `n` > 1 each choice is streamed in turn. A stream cut
+/// before its finish (`meta.complete` false) stops there, with neither usage nor `[DONE]`.
+pub fn render_stream(chunks: &[Chunk], usage: Usage, meta: &AnswerMeta) -> Vec<SseEvent> {
+    let event = |choices: Value| {
+        let mut v = json!({"id": meta.id, "object": "chat.completion.chunk", "created": meta.created,
+            "model": meta.model, "service_tier": "default", "system_fingerprint": FINGERPRINT, "choices": choices});
+        if meta.usage_chunk {
+            v["usage"] = Value::Null;
+        }
+        SseEvent::data(v.to_string())
     };
-    let mut out: Vec<SseEvent> = chunks
-        .iter()
-        .filter_map(|c| match c {
-            Chunk::Text { text } => Some(event(json!({"index": 0, "delta": {"content": text}}))),
-            Chunk::ToolCallStart { index, id, name } => Some(event(json!({"index": 0, "delta": {"tool_calls": [
-                {"index": index, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]}}))),
-            Chunk::ArgsDelta { index, text } => Some(event(json!({"index": 0, "delta": {"tool_calls": [
-                {"index": index, "function": {"arguments": text}}]}}))),
-            Chunk::ToolCallComplete { .. } => None,
-            Chunk::Finish { reason } => Some(event(json!({"index": 0, "delta": {}, "finish_reason": finish_name(*reason)}))),
-        })
-        .collect();
-    out.push(SseEvent::data(
-        json!({"id": "chatcmpl-harness", "object": "chat.completion.chunk", "model": model, "choices": [], "usage": usage_json(usage)}).to_string(),
-    ));
+    let choice = |index: u32, delta: Value, finish: Option<&str>| {
+        event(json!([{"index": index, "delta": delta, "logprobs": null, "finish_reason": finish}]))
+    };
+    let mut out = Vec::new();
+    for n in 0..meta.choices.max(1) {
+        let first_text = matches!(chunks.first(), Some(Chunk::Text { .. }));
+        out.push(choice(
+            n,
+            json!({"role": "assistant", "content": if first_text { json!("") } else { Value::Null }, "refusal": null}),
+            None,
+        ));
+        for c in chunks {
+            match c {
+                Chunk::Text { text } => out.push(choice(n, json!({"content": text}), None)),
+                Chunk::ToolCallStart { index, id, name } => out.push(choice(n, json!({"tool_calls": [
+                    {"index": index, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]}), None)),
+                Chunk::ArgsDelta { index, text } => out.push(choice(n, json!({"tool_calls": [
+                    {"index": index, "function": {"arguments": text}}]}), None)),
+                Chunk::ToolCallComplete { .. } => {}
+                Chunk::Finish { reason } => out.push(choice(n, json!({}), Some(finish_name(*reason)))),
+            }
+        }
+    }
+    if !meta.complete {
+        return out;
+    }
+    if meta.usage_chunk {
+        let mut v = json!({"id": meta.id, "object": "chat.completion.chunk", "created": meta.created,
+            "model": meta.model, "service_tier": "default", "system_fingerprint": FINGERPRINT, "choices": []});
+        v["usage"] = usage_json(usage);
+        out.push(SseEvent::data(v.to_string()));
+    }
     out.push(SseEvent::data("[DONE]"));
     out
 }

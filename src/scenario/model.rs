@@ -70,6 +70,36 @@ pub struct Scenario {
     /// The initial plan, for profiles with the plan/step loop (`plan-step`), which need one.
     #[serde(default)]
     pub plan: Option<PlanDef>,
+    /// How `harness serve` and `harness exec` read a black-box agent's requests.
+    #[serde(default)]
+    pub serve: ServeDef,
+}
+
+/// How `harness serve` and `harness exec` read a black-box agent's requests.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ServeDef {
+    /// Regular expressions that mark a tool result the agent sends back as failed, searched
+    /// anywhere in its text; checked in order after the provider's flag (`is_error`) and
+    /// before the built-in shapes (README "Serving black-box agents").
+    #[serde(default)]
+    pub failure: Vec<String>,
+    /// Also read the built-in failure shapes (`Error: …`, tracebacks, JSON error objects, …).
+    #[serde(default = "yes")]
+    pub builtin_failures: bool,
+}
+
+impl Default for ServeDef {
+    fn default() -> Self {
+        Self {
+            failure: Vec::new(),
+            builtin_failures: true,
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// A plan for the plan/step loop: the titles of its steps, run in order.

@@ -226,6 +226,15 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
     }
 
     c.name("family", &s.family, vec![key("family")]);
+    for (i, p) in s.serve.failure.iter().enumerate() {
+        if let Err(e) = regex_lite::Regex::new(p) {
+            c.report(
+                vec![key("serve"), key("failure"), Seg::Index(i)],
+                format!("the failure pattern is not a regular expression: {e}"),
+                Some("write a regular expression (Rust `regex` syntax); escape literal brackets and dots with `\\`".to_owned()),
+            );
+        }
+    }
     for (i, tag) in s.tags.iter().enumerate() {
         c.name("tag", tag, vec![key("tags"), Seg::Index(i)]);
     }

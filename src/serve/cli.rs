@@ -9,6 +9,7 @@
 //! scenario states for that profile (its own, or a `[compare.PROFILE]`), whose
 //! `max_iterations` is also the cap.
 
+use super::failure::FailureRules;
 use super::http::{Server, Signals};
 use super::infer::{self, Context};
 use super::{Conversation, Session};
@@ -53,6 +54,17 @@ pub struct ServeArgs {
     /// How long a client may take to send a request's headers, and then its body.
     #[arg(long, value_name = "MS", default_value_t = crate::limits::READ_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..))]
     pub read_timeout_ms: u64,
+    /// Also read a tool result as failed when it matches this regular expression (repeatable;
+    /// checked after the scenario's `[serve] failure` patterns).
+    #[arg(long = "failure", value_name = "REGEX")]
+    pub failure: Vec<String>,
+    /// Read failures only by the provider's flag and the patterns, not the built-in shapes.
+    #[arg(long)]
+    pub no_builtin_failures: bool,
+    /// Pace streamed answers on the wall clock: F wall seconds per scripted second of latency
+    /// (0: every event at once). The traces' virtual time is the same either way.
+    #[arg(long, value_name = "F", default_value_t = 0.0, value_parser = pace)]
+    pub pace: f64,
 }
 
 /// `harness exec` arguments.
@@ -77,6 +89,34 @@ pub struct ExecArgs {
     /// Write each run's trace as JSON lines into this folder.
     #[arg(long, value_name = "DIR")]
     pub traces: Option<PathBuf>,
+    /// Also read a tool result as failed when it matches this regular expression (repeatable;
+    /// checked after the scenario's `[serve] failure` patterns).
+    #[arg(long = "failure", value_name = "REGEX")]
+    pub failure: Vec<String>,
+    /// Read failures only by the provider's flag and the patterns, not the built-in shapes.
+    #[arg(long)]
+    pub no_builtin_failures: bool,
+    /// Pace streamed answers on the wall clock: F wall seconds per scripted second of latency
+    /// (0: every event at once). The traces' virtual time is the same either way.
+    #[arg(long, value_name = "F", default_value_t = 0.0, value_parser = pace)]
+    pub pace: f64,
+}
+
+/// A pace: a finite number from 0 to 100.
+fn pace(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(f) if f.is_finite() && (0.0..=100.0).contains(&f) => Ok(f),
+        _ => Err(format!(
+            "`{s}` is not a pace from 0 to 100 (wall seconds per scripted second)"
+        )),
+    }
+}
+
+/// The failure rules of a case: the scenario's patterns, then the command line's.
+fn failure_rules(case: &Case, extra: &[String], no_builtin: bool) -> Result<FailureRules, String> {
+    let s = &case.scenario.serve;
+    let patterns: Vec<String> = s.failure.iter().chain(extra).cloned().collect();
+    FailureRules::new(&patterns, s.builtin_failures && !no_builtin)
 }
 
 /// The case id of the `index`-th (0-based) conversation.
@@ -149,7 +189,9 @@ fn bad_usage(message: &str) -> u8 {
     EXIT_BAD_INPUT
 }
 
-/// The inferred traces of a session's conversations.
+/// The inferred traces of a session's conversations, in an order that depends on what they
+/// hold, never on when they came: by first user message, then by the trace itself (parallel
+/// agents get the same case ids on every run).
 fn traces(session: &Session, label: &str) -> Vec<Vec<TimedEvent>> {
     let tool_latency = session
         .case()
@@ -163,11 +205,16 @@ fn traces(session: &Session, label: &str) -> Vec<Vec<TimedEvent>> {
         cap: session.cap(),
         tool_latency,
     };
-    session
+    let mut all: Vec<(String, String, Vec<TimedEvent>)> = session
         .conversations()
         .iter()
-        .map(|c: &Conversation| infer::infer(&ctx, &c.exchanges))
-        .collect()
+        .map(|c: &Conversation| {
+            let events = infer::infer(&ctx, &c.exchanges);
+            (c.key.clone(), trace::render_golden("", &events), events)
+        })
+        .collect();
+    all.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+    all.into_iter().map(|(_, _, e)| e).collect()
 }
 
 /// `harness serve`.
@@ -198,12 +245,17 @@ pub fn serve(args: &ServeArgs, layout: &Layout) -> anyhow::Result<u8> {
         }
     }
     let scenario_id = case.id.clone();
+    let rules = match failure_rules(&case, &args.failure, args.no_builtin_failures) {
+        Ok(r) => r,
+        Err(e) => return Ok(bad_usage(&e)),
+    };
     let timeouts = super::http::Timeouts {
         read: Duration::from_millis(args.read_timeout_ms),
+        pace: args.pace,
         ..Default::default()
     };
     let server = Server::start_with(
-        Session::new(case),
+        Session::with_rules(case, rules),
         args.addr,
         Signals::Stop,
         timeouts,
@@ -371,10 +423,29 @@ fn exec_file(args: &ExecArgs, options: &Options, path: &Path) -> io::Result<File
         },
     };
     let scenario_id = cases[0].id.clone();
-    let server = Server::start(
-        Session::new(chosen.clone()),
+    let rules = match failure_rules(&chosen, &args.failure, args.no_builtin_failures) {
+        Ok(r) => r,
+        Err(e) => {
+            return Ok(FileResult {
+                path: path.to_owned(),
+                outcome: Err(vec![Diagnostic {
+                    line: 1,
+                    col: 1,
+                    message: e,
+                    hint: Some("fix the --failure pattern (Rust `regex` syntax)".to_owned()),
+                }]),
+            });
+        }
+    };
+    let server = Server::start_with(
+        Session::with_rules(chosen.clone(), rules),
         SocketAddr::from(([127, 0, 0, 1], 0)),
         Signals::Ignore,
+        super::http::Timeouts {
+            pace: args.pace,
+            ..Default::default()
+        },
+        crate::limits::MAX_SESSION_REQUEST_BYTES,
     )?;
     let ended = run_command(args, server.addr(), &chosen, path);
     let session = server.stop()?;
@@ -438,11 +509,8 @@ fn exec_file(args: &ExecArgs, options: &Options, path: &Path) -> io::Result<File
     let case_of = |i: usize| Case {
         id: conversation_id(&scenario_id, &args.label, i),
         profile: args.label.clone(),
-        expect: if i == 0 {
-            chosen.expect.clone()
-        } else {
-            Expect::default()
-        },
+        // Every conversation is one run of the agent: each must show what the profile asks.
+        expect: chosen.expect.clone(),
         gated: true,
         ..chosen.clone()
     };
@@ -456,7 +524,7 @@ fn exec_file(args: &ExecArgs, options: &Options, path: &Path) -> io::Result<File
         let mut r = run::judge(&quiet, &case_of(0), &[]);
         r.golden = Comparison::Ungated;
         failures.push(
-            "a model request; the command made none: it must take its base URL from OPENAI_BASE_URL or ANTHROPIC_BASE_URL, which harness exec sets".to_owned(),
+            "a model request; the command made none: it must take its base URL from OPENAI_BASE_URL or ANTHROPIC_BASE_URL, which harness exec sets (the server answers POST /v1/chat/completions, /v1/responses and /v1/messages)".to_owned(),
         );
         r.expectation_failures.append(&mut failures);
         results.push(r);

@@ -1,21 +1,30 @@
 //! The HTTP side of `harness serve`: an axum router served by hyper on its own thread (a
-//! current-thread tokio runtime) routing `POST /v1/chat/completions` (also
-//! `/chat/completions`) and `POST /v1/messages` to a shared [`Session`]; `GET /v1/models` lists
-//! the scenario's model. Bodies above [`MAX_REQUEST_BYTES`] are answered 413, and so is every
-//! request once the session has read [`crate::limits::MAX_SESSION_REQUEST_BYTES`]; other paths
-//! 404 with a hint. Answers are immediate: latency is virtual.
+//! current-thread tokio runtime) routing `POST /v1/chat/completions`, `POST /v1/responses`
+//! (each also without `/v1`) and `POST /v1/messages` to a shared [`Session`];
+//! `GET /v1/models` and `GET /v1/models/{id}` name the scenario's model in the shape of the
+//! API the path belongs to; `POST /v1/messages/count_tokens` counts a request's input tokens
+//! as the script's token estimate does. Bodies above [`MAX_REQUEST_BYTES`] are answered 413,
+//! and so is every request once the session has read
+//! [`crate::limits::MAX_SESSION_REQUEST_BYTES`]; other paths 404 with a hint; every error body
+//! is in the shape of the API its path belongs to.
+//!
+//! Streams are streamed: each event is its own chunk of a chunked body, written as it is
+//! produced. With a pace (`--pace F`), the events of an answer are spread over F times its
+//! scripted latency on the wall clock (the virtual clock of the trace is unchanged); by default
+//! they go out at once. A stream the script cuts before its finish ends by dropping the
+//! connection, as a network cut does.
 //!
 //! A client has [`Timeouts::read`] to send a request's headers, and again its body (408 past
 //! it). Stopping (a signal, [`Server::stop`]) closes the listener, lets open connections finish
 //! for [`Timeouts::grace`] and cuts the rest, so a stalled client never holds a stop.
 
-use super::{Body, MAX_REQUEST_BYTES, Served, Session};
+use super::{Api, Body, Hints, MAX_REQUEST_BYTES, Served, Session, refusal};
 use crate::provider::Provider;
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, State as AxumState};
-use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderName};
-use axum::http::{HeaderMap, HeaderValue, Response, StatusCode, Uri};
+use axum::extract::{DefaultBodyLimit, Path, State as AxumState};
+use axum::http::header::CONTENT_LENGTH;
+use axum::http::{HeaderMap, Response, StatusCode, Uri};
 use axum::routing::{get, post};
 use std::io;
 use std::net::SocketAddr;
@@ -30,17 +39,20 @@ struct State {
     read_bytes: AtomicU64,
     max_read_bytes: u64,
     read_timeout: Duration,
+    pace: f64,
 }
 
 type Shared = Arc<State>;
 
-/// The server's time limits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The server's time limits and pacing.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Timeouts {
     /// How long a client may take to send a request's headers, and then its body.
     pub read: Duration,
     /// How long a stop waits for open connections before it cuts them.
     pub grace: Duration,
+    /// Wall-clock seconds per virtual second of a streamed answer's latency (0: no pacing).
+    pub pace: f64,
 }
 
 impl Default for Timeouts {
@@ -48,6 +60,7 @@ impl Default for Timeouts {
         Self {
             read: Duration::from_millis(crate::limits::READ_TIMEOUT_MS),
             grace: Duration::from_millis(crate::limits::SHUTDOWN_GRACE_MS),
+            pace: 0.0,
         }
     }
 }
@@ -99,6 +112,7 @@ impl Server {
             read_bytes: AtomicU64::new(0),
             max_read_bytes,
             read_timeout: timeouts.read,
+            pace: timeouts.pace,
         });
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let app = router(Arc::clone(&state));
@@ -231,47 +245,124 @@ async fn signal() {
 
 fn router(state: Shared) -> Router {
     Router::new()
-        .route("/v1/chat/completions", post(openai))
-        .route("/chat/completions", post(openai))
-        .route("/v1/messages", post(anthropic))
+        .route("/v1/chat/completions", post(chat_completions))
+        .route("/chat/completions", post(chat_completions))
+        .route("/v1/responses", post(responses))
+        .route("/responses", post(responses))
+        .route("/v1/messages", post(messages))
+        .route("/v1/messages/count_tokens", post(count_tokens))
         .route("/v1/models", get(models))
         .route("/models", get(models))
+        .route("/v1/models/{id}", get(model))
+        .route("/models/{id}", get(model))
         .fallback(not_found)
         // The handlers bound their bodies themselves (`read`).
         .layer(DefaultBodyLimit::disable())
         .with_state(state)
 }
 
-async fn openai(
+/// Is this request Anthropic's (its headers say so)? For the paths both APIs share.
+fn anthropic_headers(headers: &HeaderMap) -> bool {
+    headers.contains_key("anthropic-version") || headers.contains_key("x-api-key")
+}
+
+fn hints(headers: &HeaderMap) -> Hints {
+    Hints {
+        retry_count: headers
+            .get("x-stainless-retry-count")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse().ok()),
+    }
+}
+
+async fn chat_completions(
     AxumState(s): AxumState<Shared>,
     headers: HeaderMap,
     body: axum::body::Body,
 ) -> Response<axum::body::Body> {
-    match read(&s, &headers, body).await {
-        Ok(bytes) => answer(&s, Provider::Openai, &bytes),
-        Err(r) => r,
-    }
+    handle(&s, Api::ChatCompletions, &headers, body).await
 }
 
-async fn anthropic(
+async fn responses(
     AxumState(s): AxumState<Shared>,
     headers: HeaderMap,
     body: axum::body::Body,
 ) -> Response<axum::body::Body> {
-    match read(&s, &headers, body).await {
-        Ok(bytes) => answer(&s, Provider::Anthropic, &bytes),
+    handle(&s, Api::Responses, &headers, body).await
+}
+
+async fn messages(
+    AxumState(s): AxumState<Shared>,
+    headers: HeaderMap,
+    body: axum::body::Body,
+) -> Response<axum::body::Body> {
+    handle(&s, Api::Messages, &headers, body).await
+}
+
+async fn handle(
+    s: &Shared,
+    api: Api,
+    headers: &HeaderMap,
+    body: axum::body::Body,
+) -> Response<axum::body::Body> {
+    match read(s, api.provider(), headers, body).await {
+        Ok(bytes) => {
+            let served = s
+                .session
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .handle_with(api, &bytes, hints(headers));
+            render(served, s.pace)
+        }
         Err(r) => r,
     }
 }
 
-/// An error answer in the providers' shape.
-fn refusal(status: StatusCode, message: &str) -> Response<axum::body::Body> {
-    let body = serde_json::json!({"error": {"message": format!("harness serve: {message}")}});
-    let mut r = Response::new(axum::body::Body::from(body.to_string()));
-    *r.status_mut() = status;
-    r.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    r
+/// `POST /v1/messages/count_tokens`: the request's input tokens, counted as the script counts
+/// them (about four bytes a token).
+async fn count_tokens(
+    AxumState(s): AxumState<Shared>,
+    headers: HeaderMap,
+    body: axum::body::Body,
+) -> Response<axum::body::Body> {
+    let bytes = match read(&s, Provider::Anthropic, &headers, body).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let counted = serde_json::from_slice::<serde_json::Value>(&bytes)
+        .map_err(|e| format!("the request body is not JSON: {e}"))
+        .and_then(|mut v| {
+            // The endpoint takes a Messages request without `max_tokens`.
+            if let Some(o) = v.as_object_mut() {
+                o.entry("max_tokens").or_insert(serde_json::json!(1));
+            }
+            Provider::Anthropic
+                .parse_request(&v)
+                .map_err(|e| e.to_string())
+        });
+    let served = match counted {
+        Ok(r) => Served {
+            status: 200,
+            headers: Vec::new(),
+            body: Body::Json(serde_json::json!({
+                "input_tokens": crate::mock::estimate_input_tokens(&r.messages, &r.tools)
+            })),
+        },
+        Err(e) => refusal(Provider::Anthropic, 400, &format!("harness serve: {e}")),
+    };
+    render(served, 0.0)
+}
+
+/// An error answer in the shape of `provider`'s API.
+fn refused(provider: Provider, status: StatusCode, message: &str) -> Response<axum::body::Body> {
+    render(
+        refusal(
+            provider,
+            status.as_u16(),
+            &format!("harness serve: {message}"),
+        ),
+        0.0,
+    )
 }
 
 /// The body, at most [`MAX_REQUEST_BYTES`] (a larger declared length is refused before any
@@ -279,16 +370,18 @@ fn refusal(status: StatusCode, message: &str) -> Response<axum::body::Body> {
 /// within what the session may still read (413).
 async fn read(
     s: &State,
+    provider: Provider,
     headers: &HeaderMap,
     body: axum::body::Body,
 ) -> Result<Bytes, Response<axum::body::Body>> {
-    let bytes = read_body(headers, body, s.read_timeout).await?;
+    let bytes = read_body(provider, headers, body, s.read_timeout).await?;
     let total = s
         .read_bytes
         .fetch_add(bytes.len() as u64, Ordering::SeqCst)
         .saturating_add(bytes.len() as u64);
     if total > s.max_read_bytes {
-        return Err(refusal(
+        return Err(refused(
+            provider,
             StatusCode::PAYLOAD_TOO_LARGE,
             &format!(
                 "this session has read {total} bytes of requests, past its limit of {} bytes; start a new session",
@@ -301,6 +394,7 @@ async fn read(
 
 /// The body of one request, bounded in size and time.
 async fn read_body(
+    provider: Provider,
     headers: &HeaderMap,
     body: axum::body::Body,
     timeout: Duration,
@@ -310,20 +404,19 @@ async fn read_body(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     let too_large = || {
-        let mut r = Response::new(axum::body::Body::from(format!(
-            "{{\"error\": {{\"message\": \"harness serve: the request body exceeds {MAX_REQUEST_BYTES} bytes\"}}}}"
-        )));
-        *r.status_mut() = StatusCode::PAYLOAD_TOO_LARGE;
-        r.headers_mut()
-            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        r
+        refused(
+            provider,
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &format!("the request body exceeds {MAX_REQUEST_BYTES} bytes"),
+        )
     };
     if declared.is_some_and(|n| n > MAX_REQUEST_BYTES as u64) {
         return Err(too_large());
     }
     match tokio::time::timeout(timeout, axum::body::to_bytes(body, MAX_REQUEST_BYTES)).await {
         Ok(read) => read.map_err(|_| too_large()),
-        Err(_) => Err(refusal(
+        Err(_) => Err(refused(
+            provider,
             StatusCode::REQUEST_TIMEOUT,
             &format!(
                 "the request body did not arrive within {} ms",
@@ -333,60 +426,121 @@ async fn read_body(
     }
 }
 
-/// The one model there is (some clients list models before they call one).
-async fn models(AxumState(s): AxumState<Shared>) -> Response<axum::body::Body> {
-    let name = s
-        .session
+fn model_name(s: &State) -> String {
+    s.session
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .case()
         .scenario
         .model
         .name
-        .clone();
-    let body = serde_json::json!({"object": "list", "data": [{"id": name, "object": "model", "owned_by": "harness"}]});
-    render(Served {
-        status: 200,
-        headers: Vec::new(),
-        body: Body::Json(body),
-    })
+        .clone()
 }
 
-async fn not_found(uri: Uri) -> (StatusCode, [(HeaderName, &'static str); 1], String) {
-    (
+/// A model object in the shape of the API asking: Anthropic's (`type: model`) when its
+/// headers say so, OpenAI's otherwise.
+fn model_object(name: &str, anthropic: bool) -> serde_json::Value {
+    if anthropic {
+        serde_json::json!({"type": "model", "id": name, "display_name": name, "created_at": "2026-01-01T00:00:00Z"})
+    } else {
+        serde_json::json!({"id": name, "object": "model", "created": super::EPOCH_S, "owned_by": "harness"})
+    }
+}
+
+/// The one model there is (some clients list models before they call one).
+async fn models(AxumState(s): AxumState<Shared>, headers: HeaderMap) -> Response<axum::body::Body> {
+    let name = model_name(&s);
+    let anthropic = anthropic_headers(&headers);
+    let body = if anthropic {
+        serde_json::json!({"data": [model_object(&name, true)], "has_more": false, "first_id": name, "last_id": name})
+    } else {
+        serde_json::json!({"object": "list", "data": [model_object(&name, false)]})
+    };
+    render(
+        Served {
+            status: 200,
+            headers: Vec::new(),
+            body: Body::Json(body),
+        },
+        0.0,
+    )
+}
+
+/// `GET /v1/models/{id}`: the scenario's model under whatever name the agent asks for (the
+/// script answers every model name the same).
+async fn model(
+    AxumState(_s): AxumState<Shared>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response<axum::body::Body> {
+    render(
+        Served {
+            status: 200,
+            headers: Vec::new(),
+            body: Body::Json(model_object(&id, anthropic_headers(&headers))),
+        },
+        0.0,
+    )
+}
+
+async fn not_found(uri: Uri, headers: HeaderMap) -> Response<axum::body::Body> {
+    let provider = if anthropic_headers(&headers) {
+        Provider::Anthropic
+    } else {
+        Provider::Openai
+    };
+    refused(
+        provider,
         StatusCode::NOT_FOUND,
-        [(CONTENT_TYPE, "application/json")],
-        format!(
-            "{{\"error\": {{\"message\": \"harness serve has no {}: it serves POST /v1/chat/completions (OpenAI base URL http://HOST/v1) and POST /v1/messages (Anthropic base URL http://HOST)\"}}}}",
+        &format!(
+            "there is no {}: harness serves POST /v1/chat/completions and POST /v1/responses (OpenAI base URL http://HOST/v1) and POST /v1/messages (Anthropic base URL http://HOST)",
             uri.path().escape_default()
         ),
     )
 }
 
-fn answer(s: &Shared, provider: Provider, body: &[u8]) -> Response<axum::body::Body> {
-    let served = s
-        .session
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .handle(provider, body);
-    render(served)
-}
-
-fn render(served: Served) -> Response<axum::body::Body> {
+/// A served answer as an HTTP response; an event stream goes out event by event, paced when
+/// `pace` is above 0, and a cut one ends by dropping the connection.
+fn render(served: Served, pace: f64) -> Response<axum::body::Body> {
     let (content_type, body) = match served.body {
-        Body::Json(v) => ("application/json", v.to_string()),
-        Body::Events(events) => (
-            "text/event-stream",
-            events.iter().map(|e| e.render()).collect::<String>(),
-        ),
+        Body::Json(v) => ("application/json", axum::body::Body::from(v.to_string())),
+        Body::Events {
+            events,
+            latency_ms,
+            cut,
+        } => {
+            let gap = if pace > 0.0 && !events.is_empty() {
+                Duration::from_secs_f64(latency_ms as f64 / 1000.0 * pace / events.len() as f64)
+            } else {
+                Duration::ZERO
+            };
+            let frames = events
+                .into_iter()
+                .map(|e| Ok::<_, io::Error>(Bytes::from(e.render())))
+                .chain(cut.then(|| Err(io::Error::other("the script cuts the stream here"))));
+            let stream = futures_util::stream::unfold(
+                (frames, true),
+                move |(mut frames, first)| async move {
+                    let next = frames.next()?;
+                    if !first && !gap.is_zero() {
+                        tokio::time::sleep(gap).await;
+                    }
+                    Some((next, (frames, false)))
+                },
+            );
+            ("text/event-stream", axum::body::Body::from_stream(stream))
+        }
     };
     let mut r = Response::builder()
         .status(served.status)
         .header("content-type", content_type);
+    if content_type == "text/event-stream" {
+        r = r.header("cache-control", "no-cache");
+    }
     for (k, v) in served.headers {
         r = r.header(k, v);
     }
-    r.body(axum::body::Body::from(body)).unwrap_or_else(|e| {
+    r.body(body).unwrap_or_else(|e| {
         let mut r = Response::new(axum::body::Body::from(e.to_string()));
         *r.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
         r

@@ -34,6 +34,9 @@ use std::collections::BTreeMap;
 /// The policy name of what the agent did on its own.
 pub const AGENT: &str = "agent";
 
+/// The source of what the server notes about how it read the agent.
+pub const SERVE: &str = "serve";
+
 /// What the trace needs besides the exchanges.
 #[derive(Debug, Clone)]
 pub struct Context<'a> {
@@ -76,6 +79,8 @@ pub fn infer(ctx: &Context<'_>, exchanges: &[Exchange]) -> Vec<TimedEvent> {
         tools: offered.clone(),
     });
     let mut stripped_before = false;
+    let mut text_noted = false;
+    let mut unread_noted = false;
     let mut faults = 0u32;
     let mut call = 0u32;
     let mut prev: Option<&Exchange> = None;
@@ -90,10 +95,56 @@ pub fn infer(ctx: &Context<'_>, exchanges: &[Exchange]) -> Vec<TimedEvent> {
                 Reply::Answer(r) => r.tool_calls.as_slice(),
                 _ => &[],
             };
-            let appended = &msgs[start.min(msgs.len())..];
-            let results: Vec<&Message> = appended.iter().filter(|m| m.role == Role::Tool).collect();
+            let from = start.min(msgs.len());
+            let appended = &msgs[from..];
+            // Our calls came back as an assistant message without calls, and no result
+            // followed: the agent speaks a text protocol we do not read.
+            let unread = !calls.is_empty()
+                && msgs[..from]
+                    .iter()
+                    .rev()
+                    .find(|m| m.role == Role::Assistant)
+                    .is_some_and(|m| m.tool_calls.is_empty())
+                && !appended.iter().any(|m| m.role == Role::Tool);
+            if unread {
+                if !unread_noted {
+                    unread_noted = true;
+                    c.push(Event::Notice {
+                        source: SERVE.to_owned(),
+                        text: "the agent sent our tool calls back as text and their results as messages in a shape harness does not read (a text protocol): its calls are not shown as run, and its messages are not counted as nudges".to_owned(),
+                    });
+                }
+                prev = Some(e);
+                stripped_before = stripped;
+                if !push_request(
+                    &mut c,
+                    ctx,
+                    e,
+                    retry,
+                    &mut call,
+                    &mut faults,
+                    stripped,
+                    tools,
+                ) {
+                    return c.events;
+                }
+                continue;
+            }
+            if e.text_protocol && !text_noted {
+                text_noted = true;
+                c.push(Event::Notice {
+                    source: SERVE.to_owned(),
+                    text: "the agent carries tool calls and results as text (`Calling tools:` / `Observation:`); they are read as its calls and results".to_owned(),
+                });
+            }
+            let results: Vec<(usize, &Message)> = appended
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| m.role == Role::Tool)
+                .map(|(i, m)| (from + i, m))
+                .collect();
             for (i, call) in calls.iter().enumerate() {
-                let Some(result) = results.get(i) else {
+                let Some(&(at, result)) = results.get(i) else {
                     c.push(Event::ToolCallSkipped {
                         id: call.id.clone(),
                         name: call.name.clone(),
@@ -116,9 +167,10 @@ pub fn infer(ctx: &Context<'_>, exchanges: &[Exchange]) -> Vec<TimedEvent> {
                     output: ok.then(|| result.content.clone()),
                     error: (!ok).then(|| result.content.clone()),
                     latency_ms,
+                    rule: e.rules.get(at).cloned().flatten(),
                 });
             }
-            for extra in results.iter().skip(calls.len()) {
+            for (_, extra) in results.iter().skip(calls.len()) {
                 c.push(Event::Notice {
                     source: AGENT.to_owned(),
                     text: format!("a tool result answering no call: {}", extra.content),
@@ -151,54 +203,17 @@ pub fn infer(ctx: &Context<'_>, exchanges: &[Exchange]) -> Vec<TimedEvent> {
         }
         stripped_before = stripped;
         prev = Some(e);
-        match &e.reply {
-            Reply::Cap => {
-                c.push(Event::Outcome {
-                    outcome: OutcomeKind::MaxIterations,
-                    iterations: ctx.cap,
-                    text: None,
-                    detail: Some(format!(
-                        "iteration cap reached ({}): the agent called again and was refused",
-                        ctx.cap
-                    )),
-                });
-                return c.events;
-            }
-            Reply::Answer(_) | Reply::Fault(_) | Reply::NoAnswer(_) => {}
-        }
-        if !retry {
-            c.push(Event::Iteration { n: e.iteration });
-        }
-        call += 1;
-        c.push(Event::ModelRequest {
-            purpose: crate::llm::Purpose::Turn,
-            call,
-            messages: msgs.len(),
-            tools,
-            force_text: false,
+        if !push_request(
+            &mut c,
+            ctx,
+            e,
+            retry,
+            &mut call,
+            &mut faults,
             stripped,
-        });
-        match &e.reply {
-            Reply::Answer(r) => {
-                faults = 0;
-                c.t += r.latency_ms;
-                c.push(Event::model_response(r));
-            }
-            Reply::Fault(f) => {
-                faults += 1;
-                c.t += f.latency_ms;
-                c.push(Event::provider_error(f, faults, f.retry_after_ms));
-            }
-            Reply::NoAnswer(why) => {
-                c.push(Event::Outcome {
-                    outcome: OutcomeKind::Error,
-                    iterations: e.iteration,
-                    text: None,
-                    detail: Some(why.clone()),
-                });
-                return c.events;
-            }
-            Reply::Cap => {}
+            tools,
+        ) {
+            return c.events;
         }
     }
     let last = exchanges.last().map_or(0, |e| e.iteration);
@@ -206,6 +221,15 @@ pub fn infer(ctx: &Context<'_>, exchanges: &[Exchange]) -> Vec<TimedEvent> {
         Some(Reply::Answer(r)) if r.tool_calls.is_empty() => {
             (OutcomeKind::Response, r.text.clone(), None)
         }
+        // The agent's own cap is the scenario's: it ran every iteration there was.
+        Some(Reply::Answer(_)) if last >= ctx.cap => (
+            OutcomeKind::MaxIterations,
+            None,
+            Some(format!(
+                "iteration cap reached ({}): the agent stopped there with its last calls unanswered",
+                ctx.cap
+            )),
+        ),
         Some(Reply::Answer(_)) => (
             OutcomeKind::Stopped,
             None,
@@ -225,6 +249,71 @@ pub fn infer(ctx: &Context<'_>, exchanges: &[Exchange]) -> Vec<TimedEvent> {
         detail,
     });
     c.events
+}
+
+/// The request's own events: the iteration (not for a retry), the model request, and what was
+/// served. `false` when the reply ended the conversation (its outcome is pushed).
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the inference loop's running state, passed as is"
+)]
+fn push_request(
+    c: &mut Clock,
+    ctx: &Context<'_>,
+    e: &Exchange,
+    retry: bool,
+    call: &mut u32,
+    faults: &mut u32,
+    stripped: bool,
+    tools: Vec<String>,
+) -> bool {
+    if let Reply::Cap = e.reply {
+        c.push(Event::Outcome {
+            outcome: OutcomeKind::MaxIterations,
+            iterations: ctx.cap,
+            text: None,
+            detail: Some(format!(
+                "iteration cap reached ({}): the agent called again and was refused",
+                ctx.cap
+            )),
+        });
+        return false;
+    }
+    if !retry {
+        c.push(Event::Iteration { n: e.iteration });
+    }
+    *call += 1;
+    c.push(Event::ModelRequest {
+        purpose: crate::llm::Purpose::Turn,
+        call: *call,
+        messages: e.request.messages.len(),
+        tools,
+        force_text: false,
+        stripped,
+    });
+    match &e.reply {
+        Reply::Answer(r) => {
+            *faults = 0;
+            c.t += r.latency_ms;
+            c.push(Event::model_response(r));
+        }
+        Reply::Fault(f) => {
+            *faults += 1;
+            c.t += f.latency_ms;
+            c.push(Event::provider_error(f, *faults, f.retry_after_ms));
+        }
+        Reply::NoAnswer(why) => {
+            c.push(Event::Outcome {
+                outcome: OutcomeKind::Error,
+                iterations: e.iteration,
+                text: None,
+                detail: Some(why.clone()),
+            });
+            return false;
+        }
+        Reply::Cap => {}
+    }
+    true
 }
 
 /// Where the messages this request added begin: after the last assistant message (our answer,

@@ -1,37 +1,50 @@
-//! Black-box agents: a scenario's scripted model served as an OpenAI Chat Completions and
-//! Anthropic Messages endpoint (`harness serve`), and a command run against it and judged by
-//! what it sent (`harness exec`).
+//! Black-box agents: a scenario's scripted model served as the OpenAI Chat Completions,
+//! OpenAI Responses and Anthropic Messages APIs (`harness serve`), and a command run against it
+//! and judged by what it sent (`harness exec`).
 //!
 //! This module owns the serving state ([`Session`]): which conversation a request belongs to,
 //! the scripted mock answering the real request (so the reactive rules see the tools the agent
 //! offered and the messages it appended), and what was answered. It is pure: bytes in, a reply
 //! out. The wire formats are `provider/`'s (serving direction); the HTTP server is `http.rs`;
-//! the trace inferred from the exchanges is `infer.rs` (pure); the commands and the process
-//! they run are `cli.rs`.
+//! how tool results are read as failed is `failure.rs`; the trace inferred from the exchanges
+//! is `infer.rs` (pure); the commands and the process they run are `cli.rs`.
 //!
-//! **Conversations.** A request whose messages hold no assistant message starts a conversation
-//! (an agent's first call), unless the latest conversation with the same first user message
-//! ended on a provider fault (then it is the retry). Any other request continues the latest
-//! conversation whose first user message is the same; one we have not seen starts a
-//! conversation of its own. Each conversation is one scenario run: its own mock, its own
-//! iteration cap (the case's `max_iterations`), its own inferred trace.
+//! **Conversations** are told apart by what the agent sends back, never by timing. Every id
+//! served is unique in the session and shaped as the provider's (`call_…`, `toolu_…`,
+//! `chatcmpl-…`, `msg_…`, `resp_…`), so a request belongs to the conversation that served the
+//! latest id it echoes: a call id in an assistant message or a tool result, or the Responses
+//! API's `previous_response_id`. A request that echoes none and holds no assistant message
+//! starts a conversation, unless it is the retry of one that ended on a provider fault (the
+//! SDKs' `x-stainless-retry-count` header says so when present; otherwise the oldest such
+//! conversation with the same first user message takes it). A request with assistant messages
+//! but no id we served (an agent that rewrote its history) continues the latest conversation
+//! with the same first user message. Each conversation is one scenario run: its own mock, its
+//! own iteration cap, its own inferred trace; the traces carry the script's own call ids
+//! (`call_0`, …), so N identical agents in parallel give N identical traces.
 //!
-//! **Failed tool results.** Anthropic's `tool_result` blocks say so (`is_error`). OpenAI's tool
-//! messages cannot: by convention a tool message whose text starts with `error` (any case) is a
-//! failed call, for the reactive rules (`last_tool_failed`) and the trace alike.
+//! **Text protocols.** An agent that re-sends our tool calls as assistant text
+//! (`Calling tools:\n[{'id': …, 'function': {'name': …}}]`) and their results as user
+//! messages (`Observation:\n…`, or `Call id: …\nError:\n…`), as smolagents does, is read as if
+//! it had used the wire's own call and result messages; the trace notes it once.
 
 pub mod cli;
+pub mod failure;
 pub mod http;
 pub mod infer;
 
 use crate::llm::stream::{self, Chunk};
 use crate::llm::{
-    Finish, Model, ModelError, ModelRequest, ModelResponse, ProviderFault, Purpose, Role,
+    Finish, Message, Model, ModelError, ModelRequest, ModelResponse, ProviderFault, Purpose, Role,
+    ToolCall,
 };
 use crate::mock::{MockModel, MockState};
-use crate::provider::{Provider, SseEvent, WireRequest};
+use crate::provider::{
+    AnswerMeta, Provider, ResultRef, SseEvent, ToolChoice, WireRequest, responses,
+};
 use crate::scenario::Case;
-use serde_json::{Value, json};
+use failure::FailureRules;
+use serde_json::Value;
+use std::collections::BTreeMap;
 
 pub use cli::{ExecArgs, ServeArgs};
 
@@ -39,10 +52,51 @@ pub use cli::{ExecArgs, ServeArgs};
 /// [`crate::limits::MAX_REQUEST_BODY_BYTES`].
 pub const MAX_REQUEST_BYTES: usize = crate::limits::MAX_REQUEST_BODY_BYTES as usize;
 
+/// The Unix time of a session's first answer (2026-01-01T00:00:00Z): served answers carry
+/// virtual times from here, never the wall clock.
+pub const EPOCH_S: u64 = 1_767_225_600;
+
+/// Which API a request came in on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    /// OpenAI Chat Completions (`POST /v1/chat/completions`).
+    ChatCompletions,
+    /// OpenAI Responses (`POST /v1/responses`).
+    Responses,
+    /// Anthropic Messages (`POST /v1/messages`).
+    Messages,
+}
+
+impl Api {
+    /// Whose error shapes and ids it uses.
+    pub fn provider(self) -> Provider {
+        match self {
+            Self::ChatCompletions | Self::Responses => Provider::Openai,
+            Self::Messages => Provider::Anthropic,
+        }
+    }
+
+    fn parse_request(self, body: &Value) -> Result<WireRequest, crate::provider::WireError> {
+        match self {
+            Self::ChatCompletions => Provider::Openai.parse_request(body),
+            Self::Responses => responses::parse_request(body),
+            Self::Messages => Provider::Anthropic.parse_request(body),
+        }
+    }
+}
+
+/// What the HTTP layer read besides the body.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Hints {
+    /// The SDK's retry count of this request (`x-stainless-retry-count`), when it sent one.
+    pub retry_count: Option<u32>,
+}
+
 /// What the server answered one request with.
 #[derive(Debug, Clone)]
 pub enum Reply {
-    /// The scripted answer, whole (a streamed one counts its chunks in `chunks`).
+    /// The scripted answer, whole (a streamed one counts its chunks in `chunks`), with the
+    /// script's own call ids (the wire got ids of the session's own).
     Answer(ModelResponse),
     /// A scripted provider fault.
     Fault(ProviderFault),
@@ -55,10 +109,14 @@ pub enum Reply {
 /// One request of a conversation and its reply.
 #[derive(Debug, Clone)]
 pub struct Exchange {
-    /// The wire format it came in.
-    pub provider: Provider,
-    /// The request as read.
+    /// The API it came in on.
+    pub api: Api,
+    /// The request as read (tool messages marked failed by the [`FailureRules`]).
     pub request: WireRequest,
+    /// For each message of the request: the failure rule that read it as failed.
+    pub rules: Vec<Option<String>>,
+    /// The request carried tool calls and results as text (see the module doc).
+    pub text_protocol: bool,
     /// The loop iteration it belongs to (a retry after a fault keeps the iteration).
     pub iteration: u32,
     /// What was answered.
@@ -111,7 +169,16 @@ pub enum Body {
     /// `application/json`.
     Json(Value),
     /// `text/event-stream`.
-    Events(Vec<SseEvent>),
+    Events {
+        /// The events, in order.
+        events: Vec<SseEvent>,
+        /// The answer's virtual latency, which a server pacing the events on the wall clock
+        /// spreads over them.
+        latency_ms: u64,
+        /// The script cuts the stream after these events: the connection is to be dropped
+        /// rather than ended.
+        cut: bool,
+    },
 }
 
 /// The serving state of one scenario case.
@@ -119,17 +186,31 @@ pub enum Body {
 pub struct Session {
     case: Case,
     cap: u32,
+    rules: FailureRules,
     conversations: Vec<Conversation>,
+    /// Every id served (calls, answers) and the conversation it was served in.
+    ids: BTreeMap<String, usize>,
+    /// Ids served so far: the next id's seed.
+    minted: u64,
 }
 
 impl Session {
-    /// Serve `case`'s scripted model, each conversation capped at its `max_iterations`.
+    /// Serve `case`'s scripted model, each conversation capped at its `max_iterations`, tool
+    /// results read by the default [`FailureRules`].
     pub fn new(case: Case) -> Self {
+        Self::with_rules(case, FailureRules::default())
+    }
+
+    /// Serve `case`'s scripted model, reading tool results with `rules`.
+    pub fn with_rules(case: Case, rules: FailureRules) -> Self {
         let cap = case.config.max_iterations;
         Self {
             case,
             cap,
+            rules,
             conversations: Vec::new(),
+            ids: BTreeMap::new(),
+            minted: 0,
         }
     }
 
@@ -148,24 +229,41 @@ impl Session {
         &self.conversations
     }
 
-    /// Answer one request body in `provider`'s format.
-    pub fn handle(&mut self, provider: Provider, body: &[u8]) -> Served {
+    /// Answer one request body that came in on `api`.
+    pub fn handle(&mut self, api: Api, body: &[u8]) -> Served {
+        self.handle_with(api, body, Hints::default())
+    }
+
+    /// Answer one request body that came in on `api`, with what its headers said.
+    pub fn handle_with(&mut self, api: Api, body: &[u8], hints: Hints) -> Served {
+        let provider = api.provider();
         let value: Value = match serde_json::from_slice(body) {
             Ok(v) => v,
-            Err(e) => return refusal(provider, &format!("the request body is not JSON: {e}")),
+            Err(e) => {
+                return refusal(
+                    provider,
+                    400,
+                    &format!("harness serve: the request body is not JSON: {e}"),
+                );
+            }
         };
-        let mut request = match provider.parse_request(&value) {
+        let mut request = match api.parse_request(&value) {
             Ok(r) => r,
-            Err(e) => return refusal(provider, &format!("harness serve: {e}")),
+            Err(e) => return refusal(provider, 400, &format!("harness serve: {e}")),
         };
-        normalise(provider, &value, &mut request);
-        let Some(at) = self.conversation_for(&request) else {
+        if request.asks.tool_choice == ToolChoice::None {
+            request.tools.clear();
+        }
+        let text_protocol = read_text_protocol(&mut request);
+        let rules = self.read_failures(&mut request);
+        let Some(at) = self.conversation_for(&request, hints) else {
             return refusal(
                 provider,
+                400,
                 "harness serve: this conversation has ended (iteration cap or script exhausted)",
             );
         };
-        let conversation = &mut self.conversations[at];
+        let conversation = &self.conversations[at];
         let retry = conversation.after_fault();
         let done = conversation
             .exchanges
@@ -179,35 +277,97 @@ impl Session {
                 "harness serve: the scenario's iteration cap ({}) is reached; no more answers in this conversation",
                 self.cap
             );
-            (Reply::Cap, refusal(provider, &message))
+            (Reply::Cap, refusal(provider, 400, &message))
         } else {
-            answer(&self.case, conversation, provider, &request, iteration)
+            self.answer(at, api, &value, &request, iteration)
         };
-        conversation.exchanges.push(Exchange {
-            provider,
+        self.conversations[at].exchanges.push(Exchange {
+            api,
             request,
+            rules,
+            text_protocol,
             iteration,
             reply,
         });
         served
     }
 
+    /// Mark each tool message failed or not by the rules; the rule per message.
+    fn read_failures(&self, request: &mut WireRequest) -> Vec<Option<String>> {
+        let mut refs = request.results.iter();
+        request
+            .messages
+            .iter_mut()
+            .map(|m| {
+                if m.role != Role::Tool {
+                    return None;
+                }
+                let flag = refs.next().and_then(|r| r.is_error);
+                let rule = self.rules.classify(flag, &m.content);
+                m.failed = rule.is_some();
+                rule
+            })
+            .collect()
+    }
+
+    /// A new id, unique in the session, in a provider's shape: `prefix` and `len` characters
+    /// of base 62 (hex when `hex`).
+    fn mint(&mut self, prefix: &str, len: usize, hex: bool) -> String {
+        const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+        let radix = if hex { 16 } else { 62 };
+        self.minted += 1;
+        let mut state = self.minted;
+        let mut out = String::with_capacity(prefix.len() + len);
+        out.push_str(prefix);
+        let mut word = 0u64;
+        for i in 0..len {
+            if i % 8 == 0 {
+                // splitmix64: every id differs from every other, and from run to run none does.
+                state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+                let mut z = state;
+                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+                word = z ^ (z >> 31);
+            }
+            out.push(char::from(ALPHABET[(word % radix) as usize]));
+            word /= radix;
+        }
+        out
+    }
+
     /// The index of the conversation a request belongs to (a new one if need be); `None` when
     /// it continues a conversation that has ended.
-    fn conversation_for(&mut self, request: &WireRequest) -> Option<usize> {
+    fn conversation_for(&mut self, request: &WireRequest, hints: Hints) -> Option<usize> {
         let key = request
             .messages
             .iter()
             .find(|m| m.role == Role::User)
             .map(|m| m.content.clone())
             .unwrap_or_default();
+        let echoed = request.asks.previous.iter().chain(
+            request
+                .messages
+                .iter()
+                .rev()
+                .flat_map(|m| m.tool_calls.iter().rev().map(|c| &c.id))
+                .chain(request.results.iter().rev().map(|r| &r.id)),
+        );
+        let known = echoed.filter_map(|id| self.ids.get(id)).next().copied();
         let fresh = !request.messages.iter().any(|m| m.role == Role::Assistant);
-        let latest = self.conversations.iter().rposition(|c| c.key == key);
-        match latest {
-            Some(i) if !fresh || self.conversations[i].after_fault() => {
-                (!self.conversations[i].ended()).then_some(i)
+        let found = match known {
+            Some(i) => Some(i),
+            None if fresh => {
+                let may_retry = hints.retry_count.is_none_or(|n| n > 0);
+                self.conversations
+                    .iter()
+                    .position(|c| c.key == key && c.after_fault())
+                    .filter(|_| may_retry)
             }
-            _ => {
+            None => self.conversations.iter().rposition(|c| c.key == key),
+        };
+        match found {
+            Some(i) => (!self.conversations[i].ended()).then_some(i),
+            None => {
                 self.conversations.push(Conversation {
                     key,
                     exchanges: Vec::new(),
@@ -218,30 +378,239 @@ impl Session {
             }
         }
     }
-}
 
-/// What the reactive rules and the trace read that the wire formats leave implicit: OpenAI's
-/// `tool_choice: "none"` withholds the tools, and its failed tool results are marked by
-/// convention (see the module doc).
-fn normalise(provider: Provider, body: &Value, request: &mut WireRequest) {
-    if provider == Provider::Openai {
-        if body.get("tool_choice").and_then(Value::as_str) == Some("none") {
-            request.tools.clear();
+    /// Answer from the script where the conversation's mock left it (so rule counts, turns and
+    /// call ids continue), keep where it is now, and serve it with ids of the session's own.
+    fn answer(
+        &mut self,
+        at: usize,
+        api: Api,
+        body: &Value,
+        request: &WireRequest,
+        iteration: u32,
+    ) -> (Reply, Served) {
+        let provider = api.provider();
+        let conversation = &mut self.conversations[at];
+        let mut mock = MockModel::resume(
+            &self.case.scenario.model,
+            std::mem::take(&mut conversation.mock),
+        );
+        let answered = mock.respond(&model_request(request, iteration, conversation.calls + 1));
+        conversation.mock = mock.into_state();
+        if matches!(answered, Ok(_) | Err(ModelError::Provider(_))) {
+            conversation.calls += 1;
         }
-        for m in &mut request.messages {
-            if m.role == Role::Tool {
-                m.failed = looks_failed(&m.content);
+        let served_count = conversation.exchanges.len() as u64;
+        match answered {
+            Ok(r) => {
+                let (whole, chunks) = match served_answer(r, request.options.stream) {
+                    Ok(a) => a,
+                    Err(message) => {
+                        return (
+                            Reply::NoAnswer(message.clone()),
+                            refusal(provider, 400, &message),
+                        );
+                    }
+                };
+                if let Some(message) = refused_choice(&request.asks.tool_choice, &whole) {
+                    return (
+                        Reply::NoAnswer(message.clone()),
+                        refusal(provider, 400, &message),
+                    );
+                }
+                let (id_prefix, id_len, call_prefix, call_len) = match api {
+                    Api::ChatCompletions => ("chatcmpl-", 29, "call_", 24),
+                    Api::Responses => ("resp_", 48, "call_", 24),
+                    Api::Messages => ("msg_01", 22, "toolu_01", 22),
+                };
+                let id = self.mint(id_prefix, id_len, api == Api::Responses);
+                self.ids.insert(id.clone(), at);
+                // The wire's call ids, by the script's.
+                let mut wire: BTreeMap<String, String> = BTreeMap::new();
+                for c in &whole.tool_calls {
+                    let w = self.mint(call_prefix, call_len, false);
+                    self.ids.insert(w.clone(), at);
+                    wire.insert(c.id.clone(), w);
+                }
+                let rename = |id: &str| wire.get(id).cloned().unwrap_or_else(|| id.to_owned());
+                let mut meta = AnswerMeta::for_request(request, id, EPOCH_S + served_count);
+                let mut on_wire = whole.clone();
+                for c in &mut on_wire.tool_calls {
+                    c.id = rename(&c.id);
+                }
+                let body = match chunks {
+                    Some(chunks) => {
+                        meta.complete = chunks.iter().any(|c| matches!(c, Chunk::Finish { .. }));
+                        let chunks: Vec<Chunk> = chunks
+                            .into_iter()
+                            .map(|c| match c {
+                                Chunk::ToolCallStart { index, id, name } => Chunk::ToolCallStart {
+                                    index,
+                                    id: rename(&id),
+                                    name,
+                                },
+                                other => other,
+                            })
+                            .collect();
+                        let events = match api {
+                            Api::Responses => {
+                                responses::render_stream(&chunks, &on_wire, &meta, body)
+                            }
+                            _ => provider.render_stream(&chunks, whole.usage, &meta),
+                        };
+                        Body::Events {
+                            events,
+                            latency_ms: whole.latency_ms,
+                            cut: !meta.complete,
+                        }
+                    }
+                    None => Body::Json(match api {
+                        Api::Responses => responses::render_body(&on_wire, &meta, body),
+                        _ => provider.render_body(&on_wire, &meta),
+                    }),
+                };
+                (
+                    Reply::Answer(whole),
+                    Served {
+                        status: 200,
+                        headers: Vec::new(),
+                        body,
+                    },
+                )
+            }
+            Err(ModelError::Provider(f)) => {
+                let (status, body) = provider.render_fault(f.kind, &f.message);
+                let mut headers = Vec::new();
+                if let Some(ms) = f.retry_after_ms {
+                    headers.push(("retry-after-ms", ms.to_string()));
+                    headers.push(("retry-after", ms.div_ceil(1000).to_string()));
+                }
+                (
+                    Reply::Fault(f),
+                    Served {
+                        status,
+                        headers,
+                        body: Body::Json(body),
+                    },
+                )
+            }
+            Err(ModelError::Script(e)) => {
+                let message = format!("harness serve: {e}");
+                (
+                    Reply::NoAnswer(message.clone()),
+                    refusal(provider, 400, &message),
+                )
             }
         }
     }
 }
 
-/// Does an OpenAI tool result read as a failure (`Error: …`, `error …`)?
-pub fn looks_failed(content: &str) -> bool {
-    content
-        .trim_start()
-        .get(..5)
-        .is_some_and(|p| p.eq_ignore_ascii_case("error"))
+/// Why an answer cannot be served under the request's `tool_choice` (a provider never answers
+/// in text when a call is required, nor calls another tool than the one named).
+fn refused_choice(choice: &ToolChoice, r: &ModelResponse) -> Option<String> {
+    match choice {
+        ToolChoice::Required if r.tool_calls.is_empty() => Some(
+            "harness serve: the request requires a tool call (tool_choice `required` / `any`), but the script answers in text here\n  hint: script a tool call for this request, or have the agent leave tool_choice at `auto`"
+                .to_owned(),
+        ),
+        ToolChoice::Named(name) if r.tool_calls.is_empty() || r.tool_calls.iter().any(|c| &c.name != name) => {
+            Some(format!(
+                "harness serve: the request requires a call of `{name}` (tool_choice), but the script answers otherwise here\n  hint: script a call of `{name}` for this request"
+            ))
+        }
+        ToolChoice::None if !r.tool_calls.is_empty() => Some(
+            "harness serve: the request forbids tool calls (tool_choice `none`), but the script calls a tool here".to_owned(),
+        ),
+        _ => None,
+    }
+}
+
+/// Read calls and results an agent carries as text (smolagents' shape, see the module doc)
+/// as the wire's own: the assistant message gets the calls, the observation becomes one tool
+/// result per call. Whether the request held any.
+fn read_text_protocol(request: &mut WireRequest) -> bool {
+    const CALLING: &str = "Calling tools:\n[";
+    let mut found = false;
+    let mut out: Vec<Message> = Vec::with_capacity(request.messages.len());
+    let mut results: Vec<ResultRef> = Vec::new();
+    let mut wire_results = request.results.iter().cloned();
+    let mut pending: Vec<ToolCall> = Vec::new();
+    for m in std::mem::take(&mut request.messages) {
+        match m.role {
+            Role::Assistant if m.tool_calls.is_empty() && m.content.contains(CALLING) => {
+                let at = m.content.find(CALLING).unwrap_or(0);
+                let calls = calls_in_text(&m.content[at + CALLING.len() - 1..]);
+                if calls.is_empty() {
+                    pending.clear();
+                    out.push(m);
+                    continue;
+                }
+                found = true;
+                let mut message = Message::new(Role::Assistant, m.content[..at].trim_end());
+                message.tool_calls = calls.clone();
+                pending = calls;
+                out.push(message);
+            }
+            Role::User if !pending.is_empty() => {
+                let text = m.content.trim_start();
+                let (id, result) = if let Some(rest) = text.strip_prefix("Observation:") {
+                    (None, rest.trim_start_matches([' ', '\n']).to_owned())
+                } else if let Some(rest) = text.strip_prefix("Call id: ") {
+                    let (id, rest) = rest.split_once('\n').unwrap_or((rest, ""));
+                    (Some(id.trim().to_owned()), rest.to_owned())
+                } else {
+                    pending.clear();
+                    out.push(m);
+                    continue;
+                };
+                for c in std::mem::take(&mut pending) {
+                    out.push(Message::new(Role::Tool, result.clone()));
+                    results.push(ResultRef {
+                        id: id.clone().unwrap_or(c.id),
+                        is_error: None,
+                    });
+                }
+            }
+            Role::Tool => {
+                pending.clear();
+                out.push(m);
+                results.extend(wire_results.next());
+            }
+            _ => {
+                pending.clear();
+                out.push(m);
+            }
+        }
+    }
+    request.messages = out;
+    request.results = results;
+    found
+}
+
+/// The calls of a `Calling tools:` list (a Python repr of the OpenAI call objects): each
+/// `'id'` with the `'name'` after it.
+fn calls_in_text(list: &str) -> Vec<ToolCall> {
+    let field = |text: &str, key: &str| -> Option<(usize, String)> {
+        let pat = format!("'{key}': '");
+        let at = text.find(&pat)? + pat.len();
+        let end = text[at..].find('\'')? + at;
+        Some((end, text[at..end].to_owned()))
+    };
+    let mut calls = Vec::new();
+    let mut rest = list;
+    while let Some((after_id, id)) = field(rest, "id") {
+        rest = &rest[after_id..];
+        let Some((after_name, name)) = field(rest, "name") else {
+            break;
+        };
+        rest = &rest[after_name..];
+        calls.push(ToolCall {
+            id,
+            name,
+            arguments: crate::llm::Arguments::Raw(String::new()),
+        });
+    }
+    calls
 }
 
 /// The engine request a wire request stands for.
@@ -253,71 +622,6 @@ fn model_request(request: &WireRequest, iteration: u32, call: u32) -> ModelReque
         messages: &request.messages,
         tools: &request.tools,
         force_text: false,
-    }
-}
-
-/// Answer from the script where the conversation's mock left it (so rule counts, turns and
-/// call ids continue), and keep where it is now.
-fn answer(
-    case: &Case,
-    conversation: &mut Conversation,
-    provider: Provider,
-    request: &WireRequest,
-    iteration: u32,
-) -> (Reply, Served) {
-    let mut mock = MockModel::resume(&case.scenario.model, std::mem::take(&mut conversation.mock));
-    let answered = mock.respond(&model_request(request, iteration, conversation.calls + 1));
-    conversation.mock = mock.into_state();
-    if matches!(answered, Ok(_) | Err(ModelError::Provider(_))) {
-        conversation.calls += 1;
-    }
-    let model = request.options.model.clone();
-    match answered {
-        Ok(r) => match served_answer(r, request.options.stream) {
-            Ok((whole, chunks)) => {
-                let body = match chunks {
-                    Some(chunks) => {
-                        Body::Events(provider.render_stream(&chunks, whole.usage, &model))
-                    }
-                    None => Body::Json(provider.render_body(&whole, &model)),
-                };
-                (
-                    Reply::Answer(whole),
-                    Served {
-                        status: 200,
-                        headers: Vec::new(),
-                        body,
-                    },
-                )
-            }
-            Err(message) => (
-                Reply::NoAnswer(message.clone()),
-                refusal(provider, &message),
-            ),
-        },
-        Err(ModelError::Provider(f)) => {
-            let (status, body) = provider.render_fault(f.kind, &f.message);
-            let mut headers = Vec::new();
-            if let Some(ms) = f.retry_after_ms {
-                headers.push(("retry-after-ms", ms.to_string()));
-                headers.push(("retry-after", ms.div_ceil(1000).to_string()));
-            }
-            (
-                Reply::Fault(f),
-                Served {
-                    status,
-                    headers,
-                    body: Body::Json(body),
-                },
-            )
-        }
-        Err(ModelError::Script(e)) => {
-            let message = format!("harness serve: {e}");
-            (
-                Reply::NoAnswer(message.clone()),
-                refusal(provider, &message),
-            )
-        }
     }
 }
 
@@ -396,20 +700,13 @@ fn chunks_of(r: &ModelResponse) -> Vec<Chunk> {
     out
 }
 
-/// A 400 answer the SDKs do not retry, with `message` in the provider's error shape.
-fn refusal(provider: Provider, message: &str) -> Served {
-    let body = match provider {
-        Provider::Openai => {
-            json!({"error": {"message": message, "type": "invalid_request_error"}})
-        }
-        Provider::Anthropic => {
-            json!({"type": "error", "error": {"type": "invalid_request_error", "message": message}})
-        }
-    };
+/// An error answer with `message` in the provider's error shape (a 400 is one the SDKs do
+/// not retry).
+pub fn refusal(provider: Provider, status: u16, message: &str) -> Served {
     Served {
-        status: 400,
+        status,
         headers: Vec::new(),
-        body: Body::Json(body),
+        body: Body::Json(provider.error_body(status, message)),
     }
 }
 
@@ -419,6 +716,7 @@ mod tests {
     use super::*;
     use crate::scenario::SourceFormat;
     use crate::trace::render_event;
+    use serde_json::json;
 
     const SCENARIO: &str = r#"
 format = 1
@@ -486,7 +784,7 @@ reply = { tool_calls = [{ name = "exec", args = {} }] }
     fn json_of(s: &Served) -> &Value {
         match &s.body {
             Body::Json(v) => v,
-            Body::Events(_) => panic!("expected a JSON body"),
+            Body::Events { .. } => panic!("expected a JSON body"),
         }
     }
 
@@ -505,12 +803,12 @@ reply = { tool_calls = [{ name = "exec", args = {} }] }
     #[test]
     fn the_rules_see_the_real_request_and_the_trace_shows_the_nudge() {
         let mut s = session(SCENARIO);
-        let r = s.handle(Provider::Openai, &openai(0, "", None, true));
+        let r = s.handle(Api::ChatCompletions, &openai(0, "", None, true));
         assert_eq!(r.status, 200);
         let call = &json_of(&r)["choices"][0]["message"]["tool_calls"][0];
         assert_eq!(call["function"]["name"], "exec");
         let r = s.handle(
-            Provider::Openai,
+            Api::ChatCompletions,
             &openai(1, "Error: no", Some("LOOP!"), true),
         );
         assert_eq!(json_of(&r)["choices"][0]["message"]["content"], "Sorry.");
@@ -523,7 +821,7 @@ reply = { tool_calls = [{ name = "exec", args = {} }] }
                 "0 model_request call=1 messages=2 tools=[exec]",
                 "1000 model_response finish=tool_use calls=[call_0 exec({})] tokens=11/2 latency=1000ms",
                 "1000 tool_call_start call_0 exec({})",
-                "1200 tool_call_end call_0 exec failed error=\"Error: no\" latency=200ms",
+                "1200 tool_call_end call_0 exec failed error=\"Error: no\" latency=200ms rule=\"error-prefix\"",
                 "1200 intervention policy=agent stage=1 action=nudge",
                 "1200 message_injected source=agent role=user text=\"LOOP!\"",
                 "1200 iteration 2",
@@ -536,12 +834,10 @@ reply = { tool_calls = [{ name = "exec", args = {} }] }
 
     #[test]
     fn openai_failures_follow_the_error_convention_and_stripped_tools_are_seen() {
-        assert!(looks_failed("  ERROR: boom") && looks_failed("error"));
-        assert!(!looks_failed("no errors") && !looks_failed("Err"));
         let mut s = session(SCENARIO);
-        s.handle(Provider::Openai, &openai(0, "", None, true));
+        s.handle(Api::ChatCompletions, &openai(0, "", None, true));
         // Tools withheld and the last result failed: the second rule answers.
-        let r = s.handle(Provider::Openai, &openai(1, "Error: no", None, false));
+        let r = s.handle(Api::ChatCompletions, &openai(1, "Error: no", None, false));
         assert_eq!(
             json_of(&r)["choices"][0]["message"]["content"],
             "Failed, no tools."
@@ -551,22 +847,22 @@ reply = { tool_calls = [{ name = "exec", args = {} }] }
         assert!(l.contains(&"1200 model_request call=2 messages=4 tools=[] stripped".into()));
         // The same text as a success does not count as failed for the rule.
         let mut s = session(SCENARIO);
-        s.handle(Provider::Openai, &openai(0, "", None, true));
-        let r = s.handle(Provider::Openai, &openai(1, "fine", None, false));
+        s.handle(Api::ChatCompletions, &openai(0, "", None, true));
+        let r = s.handle(Api::ChatCompletions, &openai(1, "fine", None, false));
         assert!(json_of(&r)["choices"][0]["message"]["tool_calls"].is_array());
     }
 
     #[test]
     fn unanswered_calls_are_skipped_and_a_dropped_answer_still_shows_the_nudge() {
         let mut s = session(SCENARIO);
-        s.handle(Provider::Openai, &openai(0, "", None, true));
+        s.handle(Api::ChatCompletions, &openai(0, "", None, true));
         // The agent keeps our call but sends no result, only a note of its own.
         let mut body: Value = serde_json::from_slice(&openai(1, "x", Some("Stop looping."), true))
             .unwrap_or_default();
         if let Some(m) = body["messages"].as_array_mut() {
             m.remove(3);
         }
-        s.handle(Provider::Openai, body.to_string().as_bytes());
+        s.handle(Api::ChatCompletions, body.to_string().as_bytes());
         let l = lines(&s, 0);
         assert!(l.contains(
             &"1000 tool_call_skipped call_0 exec reason=\"the agent sent no result for this call\"".into()
@@ -577,9 +873,12 @@ reply = { tool_calls = [{ name = "exec", args = {} }] }
         // Another agent drops our latest answer and re-sends its list with a note appended:
         // the note is what it added, not a replay of the earlier messages.
         let mut s = session(SCENARIO);
-        s.handle(Provider::Openai, &openai(0, "", None, true));
-        s.handle(Provider::Openai, &openai(1, "Error: x", None, true));
-        s.handle(Provider::Openai, &openai(1, "Error: x", Some("LOOP"), true));
+        s.handle(Api::ChatCompletions, &openai(0, "", None, true));
+        s.handle(Api::ChatCompletions, &openai(1, "Error: x", None, true));
+        s.handle(
+            Api::ChatCompletions,
+            &openai(1, "Error: x", Some("LOOP"), true),
+        );
         assert_eq!(s.conversations().len(), 1);
         let l = lines(&s, 0);
         let injected: Vec<&String> = l
@@ -595,18 +894,18 @@ reply = { tool_calls = [{ name = "exec", args = {} }] }
         let mut s = session(SCENARIO);
         for turns in 0..3 {
             assert_eq!(
-                s.handle(Provider::Openai, &openai(turns, "x", None, true))
+                s.handle(Api::ChatCompletions, &openai(turns, "x", None, true))
                     .status,
                 200
             );
         }
-        let r = s.handle(Provider::Openai, &openai(3, "x", None, true));
+        let r = s.handle(Api::ChatCompletions, &openai(3, "x", None, true));
         assert_eq!(r.status, 400);
         let msg = json_of(&r)["error"]["message"].as_str().unwrap_or_default();
         assert!(msg.contains("iteration cap (3)"), "{msg}");
         // Further calls in that conversation are refused and not recorded.
         assert_eq!(
-            s.handle(Provider::Openai, &openai(4, "x", None, true))
+            s.handle(Api::ChatCompletions, &openai(4, "x", None, true))
                 .status,
             400
         );
@@ -623,21 +922,21 @@ reply = { tool_calls = [{ name = "exec", args = {} }] }
     #[test]
     fn conversations_are_keyed_by_their_first_user_message() {
         let mut s = session(SCENARIO);
-        s.handle(Provider::Openai, &openai(0, "", None, true));
+        s.handle(Api::ChatCompletions, &openai(0, "", None, true));
         // A fresh message list starts another run, even with the same prompt.
-        s.handle(Provider::Openai, &openai(0, "", None, true));
+        s.handle(Api::ChatCompletions, &openai(0, "", None, true));
         assert_eq!(s.conversations().len(), 2);
         // A continuation goes to the latest conversation with that prompt.
-        s.handle(Provider::Openai, &openai(1, "x", None, true));
+        s.handle(Api::ChatCompletions, &openai(1, "x", None, true));
         assert_eq!(s.conversations()[1].exchanges.len(), 2);
         // Another prompt's continuation we never saw starts its own.
         let other = String::from_utf8(openai(1, "x", None, true))
             .unwrap_or_default()
             .replace("List the files.", "Something else.");
-        s.handle(Provider::Openai, other.as_bytes());
+        s.handle(Api::ChatCompletions, other.as_bytes());
         assert_eq!(s.conversations().len(), 3);
         // Bad input is refused with the provider's error shape.
-        let r = s.handle(Provider::Anthropic, b"{not json");
+        let r = s.handle(Api::Messages, b"{not json");
         assert_eq!(r.status, 400);
         assert_eq!(json_of(&r)["type"], "error");
         assert_eq!(s.conversations().len(), 3);
@@ -650,11 +949,11 @@ reply = { tool_calls = [{ name = "exec", args = {} }] }
             "[[model.rules]]\ntimes = 1\nreply = { fault = { kind = \"rate_limit\", retry_after_ms = 1500 } }\n\n[[model.rules]]\nwhen = { any_message_contains = \"LOOP\" }",
         );
         let mut s = session(&text);
-        let r = s.handle(Provider::Openai, &openai(0, "", None, true));
+        let r = s.handle(Api::ChatCompletions, &openai(0, "", None, true));
         assert_eq!(r.status, 429);
         assert!(r.headers.contains(&("retry-after-ms", "1500".to_owned())));
         assert!(r.headers.contains(&("retry-after", "2".to_owned())));
-        let r = s.handle(Provider::Openai, &openai(0, "", None, true));
+        let r = s.handle(Api::ChatCompletions, &openai(0, "", None, true));
         assert_eq!(r.status, 200);
         assert_eq!(s.conversations().len(), 1);
         let l = lines(&s, 0);
@@ -681,10 +980,10 @@ reply = { tool_calls = [{ name = "exec", args = {} }] }
             .into_bytes()
         };
         let r = s.handle(
-            Provider::Anthropic,
+            Api::Messages,
             &body(json!([{"role": "user", "content": "List the files."}])),
         );
-        let Body::Events(events) = &r.body else {
+        let Body::Events { events, .. } = &r.body else {
             panic!("expected a stream")
         };
         let back = Provider::Anthropic.parse_stream(events).expect("parses");
@@ -692,7 +991,7 @@ reply = { tool_calls = [{ name = "exec", args = {} }] }
         assert_eq!(folded.tool_calls[0].name, "exec");
         assert_eq!(folded.finish, Some(Finish::ToolUse));
         s.handle(
-            Provider::Anthropic,
+            Api::Messages,
             &body(json!([
                 {"role": "user", "content": "List the files."},
                 {"role": "assistant", "content": [{"type": "tool_use", "id": "call_0", "name": "exec", "input": {}}]},
@@ -705,12 +1004,293 @@ reply = { tool_calls = [{ name = "exec", args = {} }] }
                 .any(|l| l.contains("model_response finish=tool_use chunks=4"))
         );
         assert!(
-            l.contains(&"1200 tool_call_end call_0 exec failed error=\"no\" latency=200ms".into())
+            l.contains(&"1200 tool_call_end call_0 exec failed error=\"no\" latency=200ms rule=\"is_error\"".into())
         );
         assert!(
             !l.iter().any(|l| l.contains("intervention")),
             "a tool result is no nudge: {l:?}"
         );
         assert_eq!(s.conversations().len(), 1);
+    }
+
+    /// The OpenAI request an agent sends after `answers` (its own served answers, in order):
+    /// each answer's calls appended with `result` as their results.
+    fn continuing(answers: &[Value], result: &str) -> Vec<u8> {
+        let mut messages = vec![json!({"role": "user", "content": "List the files."})];
+        for a in answers {
+            let m = &a["choices"][0]["message"];
+            messages.push(m.clone());
+            for c in m["tool_calls"].as_array().into_iter().flatten() {
+                messages.push(json!({"role": "tool", "tool_call_id": c["id"], "content": result}));
+            }
+        }
+        json!({"model": "gpt", "messages": messages, "tools": tool()})
+            .to_string()
+            .into_bytes()
+    }
+
+    #[test]
+    fn parallel_agents_are_told_apart_by_the_ids_they_echo() {
+        let mut s = session(SCENARIO);
+        let fresh = openai(0, "", None, true);
+        // Three agents start at once, then continue interleaved in every order.
+        let mut answers: Vec<Vec<Value>> = (0..3)
+            .map(|_| vec![json_of(&s.handle(Api::ChatCompletions, &fresh)).clone()])
+            .collect();
+        for order in [[2, 0, 1], [1, 2, 0]] {
+            for a in order {
+                let r = s.handle(Api::ChatCompletions, &continuing(&answers[a], "x"));
+                assert_eq!(r.status, 200);
+                answers[a].push(json_of(&r).clone());
+            }
+        }
+        assert_eq!(s.conversations().len(), 3);
+        for c in s.conversations() {
+            assert_eq!(c.exchanges.len(), 3, "each agent's requests stay together");
+        }
+        let traces: Vec<Vec<String>> = (0..3).map(|i| lines(&s, i)).collect();
+        assert_eq!(traces[0], traces[1]);
+        assert_eq!(traces[1], traces[2]);
+        // Ids are the provider's shape, unique across conversations.
+        let ids: std::collections::BTreeSet<String> = answers
+            .iter()
+            .flatten()
+            .flat_map(|a| {
+                [
+                    a["id"].as_str().unwrap_or_default().to_owned(),
+                    a["choices"][0]["message"]["tool_calls"][0]["id"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                ]
+            })
+            .collect();
+        assert_eq!(ids.len(), 18);
+        assert!(ids.iter().all(|i| (i.starts_with("call_") && i.len() == 29)
+            || (i.starts_with("chatcmpl-") && i.len() == 38)));
+        // The scripted ids stay in the traces.
+        assert!(
+            traces[0]
+                .iter()
+                .any(|l| l.contains("calls=[call_1 exec({})]"))
+        );
+    }
+
+    #[test]
+    fn the_usage_chunk_comes_only_when_asked_for_and_the_role_comes_first() {
+        let mut s = session(SCENARIO);
+        let ask = |usage: bool| {
+            let mut body = json!({"model": "gpt", "stream": true, "tools": tool(),
+                "messages": [{"role": "user", "content": "List the files."}]});
+            if usage {
+                body["stream_options"] = json!({"include_usage": true});
+            }
+            body.to_string().into_bytes()
+        };
+        for usage in [false, true] {
+            let r = s.handle(Api::ChatCompletions, &ask(usage));
+            let Body::Events { events, cut, .. } = &r.body else {
+                panic!("expected a stream")
+            };
+            assert!(!cut);
+            let data: Vec<Value> = events
+                .iter()
+                .filter(|e| e.data != "[DONE]")
+                .map(|e| serde_json::from_str(&e.data).unwrap_or_default())
+                .collect();
+            assert_eq!(data[0]["choices"][0]["delta"]["role"], "assistant");
+            assert!(data.iter().all(|d| d["created"].as_u64() >= Some(EPOCH_S)));
+            let empty = data.iter().filter(|d| d["choices"] == json!([])).count();
+            assert_eq!(empty, usize::from(usage), "usage chunk asked: {usage}");
+            assert_eq!(events.last().map(|e| e.data.as_str()), Some("[DONE]"));
+        }
+    }
+
+    #[test]
+    fn tool_choice_and_n_are_honoured_or_refused() {
+        let text = SCENARIO.replace(
+            "[[model.rules]]\nreply = { tool_calls",
+            "[[model.rules]]\nwhen = { any_message_contains = \"TEXT\" }\nreply = { text = \"Plain.\" }\n\n[[model.rules]]\nreply = { tool_calls",
+        );
+        let mut s = session(&text);
+        let body = |user: &str, extra: Value| {
+            let mut b = json!({"model": "gpt", "tools": tool(),
+                "messages": [{"role": "user", "content": user}]});
+            for (k, v) in extra.as_object().into_iter().flatten() {
+                b[k] = v.clone();
+            }
+            b.to_string().into_bytes()
+        };
+        let r = s.handle(Api::ChatCompletions, &body("List.", json!({"n": 3})));
+        assert_eq!(json_of(&r)["choices"].as_array().map(Vec::len), Some(3));
+        let r = s.handle(
+            Api::ChatCompletions,
+            &body("TEXT", json!({"tool_choice": "required"})),
+        );
+        assert_eq!(r.status, 400);
+        assert!(
+            json_of(&r)["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("requires a tool call"))
+        );
+        let r = s.handle(
+            Api::ChatCompletions,
+            &body(
+                "List.",
+                json!({"tool_choice": {"type": "function", "function": {"name": "exec"}}}),
+            ),
+        );
+        assert_eq!(r.status, 200);
+        let r = s.handle(Api::ChatCompletions, &body("List.", json!({"n": 0})));
+        assert_eq!(r.status, 400);
+    }
+
+    #[test]
+    fn anthropic_wire_details_are_the_apis() {
+        let mut s = session(SCENARIO);
+        let no_max = json!({"model": "claude", "messages": [{"role": "user", "content": "List the files."}]});
+        let r = s.handle(Api::Messages, no_max.to_string().as_bytes());
+        assert_eq!(r.status, 400);
+        assert_eq!(json_of(&r)["error"]["type"], "invalid_request_error");
+        assert!(
+            json_of(&r)["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("max_tokens: Field required")),
+            "{:?}",
+            json_of(&r)
+        );
+        let system = json!({"model": "claude", "max_tokens": 10, "messages": [{"role": "system", "content": "x"}]});
+        let r = s.handle(Api::Messages, system.to_string().as_bytes());
+        let m = json_of(&r)["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(
+            m.contains("messages[0].role is `system`") && !m.contains("Some("),
+            "{m}"
+        );
+        let ok = json!({"model": "claude", "max_tokens": 10, "stream": true,
+            "tools": [{"name": "exec", "description": "Run", "input_schema": {"type": "object"}}],
+            "messages": [{"role": "user", "content": "List the files."}]});
+        let r = s.handle(Api::Messages, ok.to_string().as_bytes());
+        let Body::Events { events, .. } = &r.body else {
+            panic!("expected a stream")
+        };
+        let names: Vec<&str> = events.iter().filter_map(|e| e.event.as_deref()).collect();
+        assert_eq!(&names[..2], ["message_start", "ping"]);
+        let start: Value = serde_json::from_str(&events[0].data).unwrap_or_default();
+        assert!(
+            start["message"]["id"]
+                .as_str()
+                .is_some_and(|i| i.starts_with("msg_01"))
+        );
+        assert_eq!(start["message"]["stop_sequence"], Value::Null);
+        assert!(start["message"]["usage"]["output_tokens"].as_u64() >= Some(1));
+        let block: Value = serde_json::from_str(&events[2].data).unwrap_or_default();
+        assert!(
+            block["content_block"]["id"]
+                .as_str()
+                .is_some_and(|i| i.starts_with("toolu_01") && i.len() == 30)
+        );
+        let (status, body) =
+            Provider::Anthropic.render_fault(crate::llm::FaultKind::ServerError, "Overloaded");
+        assert_eq!(
+            (status, &body["error"]["type"]),
+            (529, &json!("overloaded_error"))
+        );
+    }
+
+    #[test]
+    fn responses_api_whole_and_streamed_continues_by_call_id() {
+        let mut s = session(SCENARIO);
+        let first = json!({"model": "gpt", "instructions": "sys", "input": "List the files.",
+            "tools": [{"type": "function", "name": "exec", "parameters": {"type": "object"}}]});
+        let r = s.handle(Api::Responses, first.to_string().as_bytes());
+        assert_eq!(r.status, 200);
+        let v = json_of(&r).clone();
+        assert_eq!(v["object"], "response");
+        assert_eq!(v["status"], "completed");
+        let call = v["output"][0].clone();
+        assert_eq!(call["type"], "function_call");
+        // A second agent starts too; the first continues by its call id.
+        s.handle(Api::Responses, first.to_string().as_bytes());
+        let next = json!({"model": "gpt", "stream": true, "input": [
+            {"role": "user", "content": "List the files."},
+            call,
+            {"type": "function_call_output", "call_id": call["call_id"], "output": "An error occurred while running the tool. Please try again."},
+            {"role": "user", "content": "LOOP"},
+        ], "tools": first["tools"]});
+        let r = s.handle(Api::Responses, next.to_string().as_bytes());
+        let Body::Events { events, .. } = &r.body else {
+            panic!("expected a stream")
+        };
+        assert_eq!(
+            events.last().and_then(|e| e.event.as_deref()),
+            Some("response.completed")
+        );
+        assert_eq!(s.conversations()[0].exchanges.len(), 2);
+        assert_eq!(s.conversations()[1].exchanges.len(), 1);
+        let l = lines(&s, 0);
+        assert!(
+            l.iter()
+                .any(|l| l.contains("exec failed") && l.ends_with("rule=\"tool-error-notice\"")),
+            "{l:?}"
+        );
+        assert!(l.last().is_some_and(|l| l.contains("outcome response")));
+    }
+
+    #[test]
+    fn smolagents_text_protocol_is_read_as_calls_and_results() {
+        let mut s = session(SCENARIO);
+        let r = s.handle(Api::ChatCompletions, &openai(0, "", None, true));
+        let id = json_of(&r)["choices"][0]["message"]["tool_calls"][0]["id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let mut turn = |result: &str, id: &str| {
+            let body = json!({"model": "gpt", "tools": tool(), "messages": [
+                {"role": "system", "content": [{"type": "text", "text": "sys"}]},
+                {"role": "user", "content": [{"type": "text", "text": "List the files."}]},
+                {"role": "assistant", "content": [{"type": "text", "text": format!(
+                    "Calling tools:\n[{{'id': '{id}', 'type': 'function', 'function': {{'name': 'exec', 'arguments': {{}}}}}}]")}]},
+                {"role": "user", "content": [{"type": "text", "text": result}]},
+            ]});
+            s.handle(Api::ChatCompletions, body.to_string().as_bytes())
+        };
+        turn(
+            &format!("Call id: {id}\nError:\nmissing 'command'\nNow let's retry"),
+            &id,
+        );
+        let l = lines(&s, 0);
+        assert_eq!(s.conversations().len(), 1);
+        assert!(
+            l.iter()
+                .any(|l| l.contains("notice source=serve") && l.contains("as text")),
+            "{l:?}"
+        );
+        assert!(
+            l.iter().any(|l| l.contains("tool_call_end call_0 exec failed error=\"Error:\\nmissing 'command'\\nNow let's retry\"")),
+            "{l:?}"
+        );
+        assert!(!l.iter().any(|l| l.contains("nudge")), "{l:?}");
+    }
+
+    #[test]
+    fn an_unreadable_text_protocol_is_said_not_counted_as_nudges() {
+        let mut s = session(SCENARIO);
+        s.handle(Api::ChatCompletions, &openai(0, "", None, true));
+        let body = json!({"model": "gpt", "tools": tool(), "messages": [
+            {"role": "user", "content": "List the files."},
+            {"role": "assistant", "content": "<tool>exec {}</tool>"},
+            {"role": "user", "content": "<result>Error: no</result>"},
+        ]});
+        s.handle(Api::ChatCompletions, body.to_string().as_bytes());
+        let l = lines(&s, 0);
+        assert!(l.iter().any(|l| l.contains("a text protocol")), "{l:?}");
+        assert!(
+            !l.iter()
+                .any(|l| l.contains(" intervention ") || l.contains("message_injected")),
+            "{l:?}"
+        );
     }
 }

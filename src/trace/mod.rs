@@ -128,6 +128,10 @@ pub enum Event {
         error: Option<String>,
         /// Virtual latency.
         latency_ms: u64,
+        /// Which rule read the result as failed, when the trace was inferred from a black-box
+        /// agent's requests (`harness exec`): `is_error`, `pattern N`, `error-prefix`, ….
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rule: Option<String>,
     },
     /// A tool call was rejected before dispatch (it never ran).
     ToolCallRejected {
@@ -569,6 +573,7 @@ pub fn render_event(event: &Event) -> String {
             output,
             error,
             latency_ms,
+            rule,
         } => {
             let _ = write!(s, " {id} {name} {}", if *ok { "ok" } else { "failed" });
             if let Some(o) = output {
@@ -577,7 +582,11 @@ pub fn render_event(event: &Event) -> String {
             if let Some(e) = error {
                 let _ = write!(s, " error={}", q(e));
             }
-            write!(s, " latency={latency_ms}ms")
+            let _ = write!(s, " latency={latency_ms}ms");
+            match rule {
+                Some(r) => write!(s, " rule={}", q(r)),
+                None => Ok(()),
+            }
         }
         Event::ToolCallRejected {
             id,

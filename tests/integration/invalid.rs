@@ -17,6 +17,7 @@ const POINTS_AT: &[(&str, &str)] = &[
     ("absurd-usage-tokens.toml", "18446744073709551615"),
     ("approval-for-unknown-tool.toml", "\"deploi\""),
     ("approval-tool-mismatch.toml", "[[approvals]]"),
+    ("bad-failure-pattern.toml", "\"exit code (1\""),
     ("bad-iteration-range.toml", "{ min = 5"),
     ("bad-sequence-count.toml", "count = 2"),
     ("bad-sequence-kind.toml", "\"interventon\""),

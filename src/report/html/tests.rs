@@ -101,6 +101,7 @@ fn events(g: &mut Gen) -> Vec<TimedEvent> {
                     output: None,
                     error: Some(g.text()),
                     latency_ms: 5,
+                    rule: None,
                 },
             },
         });

@@ -1,0 +1,240 @@
+//! Which tool results a black-box agent sent back as failures. The wire formats say little:
+//! Anthropic's `tool_result` has `is_error`, OpenAI's tool messages and Responses'
+//! `function_call_output` have nothing, and frameworks report a failed call in text of their
+//! own. A result is read as failed by the first rule that matches, in this order:
+//!
+//! 1. `is_error`: the provider's flag is set (Anthropic `is_error: true`). A flag set to
+//!    `false` decides nothing: frameworks send "Error: …" with it false.
+//! 2. `pattern N`: the N-th pattern of the scenario's `[serve] failure` list, then of the
+//!    command line's `--failure` (regular expressions, searched anywhere in the text).
+//! 3. The built-in shapes (unless turned off, `[serve] builtin_failures = false` or
+//!    `--no-builtin-failures`):
+//!    - `error-prefix`: the text starts with `error` in any case (`Error: …`, `ERROR …`);
+//!    - `exception`: a Python traceback, or a first line `SomeError: …` / `SomeException: …`;
+//!    - `tool-error-notice`: "An error occurred while running the tool" (openai-agents);
+//!    - `json-error`: a JSON object with a non-empty `error` or `errors` member, or a JSON
+//!      array of validation errors (objects with `type` and `msg` or `loc`), as pydantic-ai
+//!      and others send;
+//!    - `retry-prompt`: "Fix the errors and try again." (pydantic-ai's retry prompt).
+//!
+//! The inferred trace names the rule on each failed result (`rule=…`).
+
+use regex_lite::Regex;
+use serde_json::Value;
+
+/// The ordered failure rules of one served case.
+#[derive(Debug, Clone)]
+pub struct FailureRules {
+    patterns: Vec<Regex>,
+    builtin: bool,
+}
+
+impl Default for FailureRules {
+    fn default() -> Self {
+        Self {
+            patterns: Vec::new(),
+            builtin: true,
+        }
+    }
+}
+
+/// A built-in shape: its name and its test.
+type Shape = (&'static str, fn(&str) -> bool);
+
+/// The built-in shapes, in order.
+const BUILTIN: [Shape; 5] = [
+    ("error-prefix", error_prefix),
+    ("exception", exception),
+    ("tool-error-notice", tool_error_notice),
+    ("json-error", json_error),
+    ("retry-prompt", retry_prompt),
+];
+
+impl FailureRules {
+    /// Rules with these extra patterns (checked in order, after the provider's flag and before
+    /// the built-in shapes), and the built-in shapes unless `builtin` is false. A pattern that
+    /// is not a regular expression is the error, naming it.
+    pub fn new(patterns: &[String], builtin: bool) -> Result<Self, String> {
+        let patterns = patterns
+            .iter()
+            .map(|p| {
+                Regex::new(p).map_err(|e| {
+                    format!("the failure pattern `{p}` is not a regular expression: {e}")
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Self { patterns, builtin })
+    }
+
+    /// The rule that reads this result as failed, or `None` when it reads as a success.
+    pub fn classify(&self, is_error: Option<bool>, text: &str) -> Option<String> {
+        if is_error == Some(true) {
+            return Some("is_error".to_owned());
+        }
+        if let Some(i) = self.patterns.iter().position(|p| p.is_match(text)) {
+            return Some(format!("pattern {}", i + 1));
+        }
+        if !self.builtin {
+            return None;
+        }
+        BUILTIN
+            .iter()
+            .find(|(_, test)| test(text))
+            .map(|(name, _)| (*name).to_owned())
+    }
+}
+
+fn error_prefix(text: &str) -> bool {
+    text.trim_start()
+        .get(..5)
+        .is_some_and(|p| p.eq_ignore_ascii_case("error"))
+}
+
+fn exception(text: &str) -> bool {
+    let text = text.trim_start();
+    if text.starts_with("Traceback (most recent call last)") {
+        return true;
+    }
+    let first = text.lines().next().unwrap_or("");
+    let Some((head, _)) = first.split_once(':') else {
+        return false;
+    };
+    let name = head.rsplit('.').next().unwrap_or(head);
+    !head.contains(' ')
+        && name.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+        && head
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+        && (name.ends_with("Error") || name.ends_with("Exception"))
+}
+
+fn tool_error_notice(text: &str) -> bool {
+    text.contains("An error occurred while running the tool")
+}
+
+fn json_error(text: &str) -> bool {
+    let t = text.trim();
+    if !(t.starts_with('{') || t.starts_with('[')) {
+        return false;
+    }
+    let Ok(v) = serde_json::from_str::<Value>(t) else {
+        return false;
+    };
+    let present = |v: Option<&Value>| {
+        v.is_some_and(|e| match e {
+            Value::Null | Value::Bool(false) => false,
+            Value::String(s) => !s.is_empty(),
+            Value::Array(a) => !a.is_empty(),
+            Value::Object(o) => !o.is_empty(),
+            Value::Bool(true) | Value::Number(_) => true,
+        })
+    };
+    match &v {
+        Value::Object(o) => present(o.get("error")) || present(o.get("errors")),
+        Value::Array(items) => {
+            !items.is_empty()
+                && items.iter().all(|i| {
+                    i.get("type").is_some() && (i.get("msg").is_some() || i.get("loc").is_some())
+                })
+        }
+        _ => false,
+    }
+}
+
+fn retry_prompt(text: &str) -> bool {
+    text.trim_end().ends_with("Fix the errors and try again.")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_framework_shape_is_read_by_its_rule() {
+        let r = FailureRules::default();
+        let cases = [
+            (
+                None,
+                "Error: missing 'command' parameter",
+                Some("error-prefix"),
+            ),
+            (
+                Some(false),
+                "Error: 1 validation error for exec",
+                Some("error-prefix"),
+            ),
+            (Some(true), "no such file", Some("is_error")),
+            (
+                None,
+                "Traceback (most recent call last):\n  File \"x\"",
+                Some("exception"),
+            ),
+            (
+                None,
+                "ToolException: command is required",
+                Some("exception"),
+            ),
+            (
+                None,
+                "pydantic_core.ValidationError: 1 validation error",
+                Some("exception"),
+            ),
+            (
+                None,
+                "An error occurred while running the tool. Please try again. Error: x",
+                Some("tool-error-notice"),
+            ),
+            (
+                None,
+                r#"{"error": [{"type": "missing", "loc": ["command"], "msg": "Field required"}]}"#,
+                Some("json-error"),
+            ),
+            (
+                None,
+                r#"[{"type": "missing", "loc": ["command"], "msg": "Field required", "input": {}}]"#,
+                Some("json-error"),
+            ),
+            (
+                None,
+                "1 validation errors: [...]\n\nFix the errors and try again.",
+                Some("retry-prompt"),
+            ),
+            (None, "a.txt\nb.txt", None),
+            (None, "no errors found", None),
+            (None, r#"{"error": null, "result": "ok"}"#, None),
+            (None, "Note: see the log", None),
+            (None, "The Error: is here", None),
+        ];
+        for (flag, text, want) in cases {
+            assert_eq!(r.classify(flag, text).as_deref(), want, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn patterns_come_after_the_flag_and_before_the_shapes() {
+        let r = FailureRules::new(&["(?i)^fail".into(), "exit code [1-9]".into()], true)
+            .expect("valid");
+        assert_eq!(r.classify(None, "FAILED").as_deref(), Some("pattern 1"));
+        assert_eq!(
+            r.classify(None, "done, exit code 2").as_deref(),
+            Some("pattern 2")
+        );
+        assert_eq!(
+            r.classify(Some(true), "FAILED").as_deref(),
+            Some("is_error")
+        );
+        assert_eq!(
+            r.classify(None, "Error: x").as_deref(),
+            Some("error-prefix")
+        );
+        let only = FailureRules::new(&["boom".into()], false).expect("valid");
+        assert_eq!(only.classify(None, "Error: x"), None);
+        assert_eq!(only.classify(None, "boom").as_deref(), Some("pattern 1"));
+        let bad = FailureRules::new(&["(".into()], true);
+        assert!(
+            bad.err().is_some_and(
+                |e| e.starts_with("the failure pattern `(` is not a regular expression")
+            )
+        );
+    }
+}
