@@ -103,12 +103,18 @@ impl<W: Write> Terminal<W> {
         self
     }
 
-    fn sums_line(&mut self, family: &str, profile: &str, s: &Sums) -> io::Result<()> {
+    fn sums_line(
+        &mut self,
+        (fw, pw): (usize, usize),
+        family: &str,
+        profile: &str,
+        s: &Sums,
+    ) -> io::Result<()> {
         let [runs, iterations, wasted, interventions, tokens, time, cost] = s.cells();
         let (family, profile) = (shown(family), shown(profile));
         writeln!(
             self.out,
-            "  {family:<22} {profile:<10} {runs:>5} {iterations:>10} {wasted:>7} {interventions:>13} {tokens:>10} {time:>12} {cost:>10}",
+            "  {family:<fw$} {profile:<pw$} {runs:>5} {iterations:>10} {wasted:>7} {interventions:>13} {tokens:>10} {time:>12} {cost:>10}",
         )
     }
 }
@@ -301,10 +307,18 @@ impl<W: Write> Reporter for Terminal<W> {
         if !self.quiet || self.in_brief + self.in_full > 0 {
             writeln!(self.out)?;
         }
+        // Columns as wide as their longest name (a long exec label stays aligned).
+        let widths = t.groups.keys().fold((22, 10), |(fw, pw), (f, p)| {
+            (
+                fw.max(shown(f).chars().count()),
+                pw.max(shown(p).chars().count()),
+            )
+        });
+        let (fw, pw) = widths;
         if !t.groups.is_empty() && !self.quiet {
             writeln!(
                 self.out,
-                "{BOLD}  {:<22} {:<10} {:>5} {:>10} {:>7} {:>13} {:>10} {:>12} {:>10}{BOLD:#}",
+                "{BOLD}  {:<fw$} {:<pw$} {:>5} {:>10} {:>7} {:>13} {:>10} {:>12} {:>10}{BOLD:#}",
                 "family",
                 "profile",
                 "runs",
@@ -316,7 +330,7 @@ impl<W: Write> Reporter for Terminal<W> {
                 "cost"
             )?;
             for ((family, profile), sums) in &t.groups {
-                self.sums_line(family, profile, sums)?;
+                self.sums_line(widths, family, profile, sums)?;
             }
             writeln!(self.out)?;
         }
@@ -329,7 +343,7 @@ impl<W: Write> Reporter for Terminal<W> {
                 let (family, profile) = (shown(family), shown(profile));
                 writeln!(
                     self.out,
-                    "  {family:<22} {profile:<10} iterations {}, virtual time {}, tokens {}, over {} scenarios",
+                    "  {family:<fw$} {profile:<pw$} iterations {}, virtual time {}, tokens {}, over {} scenarios",
                     change(own.iterations, none.iterations, |n| n.to_string()),
                     change(own.virtual_ms, none.virtual_ms, duration),
                     change(own.tokens, none.tokens, |n| n.to_string()),

@@ -134,7 +134,7 @@ pub fn infer(ctx: &Context<'_>, exchanges: &[Exchange]) -> Vec<TimedEvent> {
                 text_noted = true;
                 c.push(Event::Notice {
                     source: SERVE.to_owned(),
-                    text: "the agent carries tool calls and results as text (`Calling tools:` / `Observation:`); they are read as its calls and results".to_owned(),
+                    text: "the agent carries its tool calls and their results as text (smolagents' `Calling tools:`, `Observation:` and `Error:` steps); they are read as its calls and results".to_owned(),
                 });
             }
             let results: Vec<(usize, &Message)> = appended

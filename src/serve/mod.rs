@@ -134,6 +134,8 @@ pub struct Conversation {
     mock: MockState,
     /// Model calls answered so far (answers and faults), as the engine counts `call`.
     calls: u32,
+    /// The first user message of its latest request, as sent.
+    last_user: String,
 }
 
 impl Conversation {
@@ -141,6 +143,14 @@ impl Conversation {
         matches!(
             self.exchanges.last().map(|e| &e.reply),
             Some(Reply::Cap | Reply::NoAnswer(_))
+        )
+    }
+
+    /// Did its latest answer call tools?
+    fn answered_calls(&self) -> bool {
+        matches!(
+            self.exchanges.last().map(|e| &e.reply),
+            Some(Reply::Answer(r)) if !r.tool_calls.is_empty()
         )
     }
 
@@ -254,8 +264,8 @@ impl Session {
         if request.asks.tool_choice == ToolChoice::None {
             request.tools.clear();
         }
-        let text_protocol = read_text_protocol(&mut request);
-        let rules = self.read_failures(&mut request);
+        let mut text_protocol = read_text_protocol(&mut request);
+        let first_user = first_user(&request);
         let Some(at) = self.conversation_for(&request, hints) else {
             return refusal(
                 provider,
@@ -263,6 +273,10 @@ impl Session {
                 "harness serve: this conversation has ended (iteration cap or script exhausted)",
             );
         };
+        text_protocol |= unmerge_steps(&self.conversations[at], &mut request)
+            || restore_calls(&self.conversations[at], &mut request);
+        self.conversations[at].last_user = first_user;
+        let rules = self.read_failures(&mut request);
         let conversation = &self.conversations[at];
         let retry = conversation.after_fault();
         let done = conversation
@@ -362,6 +376,18 @@ impl Session {
                     .iter()
                     .position(|c| c.key == key && c.after_fault())
                     .filter(|_| may_retry)
+                    .or_else(|| {
+                        // An agent that folds each step into its first user message (the
+                        // text-protocol shape of `unmerge_steps`): its message grew by one step.
+                        self.conversations.iter().position(|c| {
+                            !c.ended()
+                                && c.answered_calls()
+                                && key.len() > c.last_user.len()
+                                && key.starts_with(c.last_user.as_str())
+                                && !c.last_user.is_empty()
+                                && steps_from_start(&key[c.last_user.len()..])
+                        })
+                    })
             }
             None => self.conversations.iter().rposition(|c| c.key == key),
         };
@@ -373,6 +399,7 @@ impl Session {
                     exchanges: Vec::new(),
                     mock: MockState::default(),
                     calls: 0,
+                    last_user: String::new(),
                 });
                 Some(self.conversations.len() - 1)
             }
@@ -585,6 +612,144 @@ fn read_text_protocol(request: &mut WireRequest) -> bool {
     request.messages = out;
     request.results = results;
     found
+}
+
+/// The first user message of a request, as sent.
+fn first_user(request: &WireRequest) -> String {
+    request
+        .messages
+        .iter()
+        .find(|m| m.role == Role::User)
+        .map(|m| m.content.clone())
+        .unwrap_or_default()
+}
+
+/// Where each step folded into a message begins: a line `Error:` or `Observation:` (and the
+/// text before the first one, if any, is not a step).
+fn step_starts(text: &str) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let l = line.trim_start_matches('\n');
+        if l.starts_with("Error:") || l.starts_with("Observation:") {
+            out.push(at);
+        }
+        at += line.len();
+    }
+    out
+}
+
+/// Does this text begin with a step (after blank lines)?
+fn steps_from_start(text: &str) -> bool {
+    step_starts(text)
+        .first()
+        .is_some_and(|&s| text[..s].trim().is_empty())
+}
+
+/// An agent that keeps no assistant messages and folds each step's outcome into its first
+/// user message (smolagents when a call fails before it runs: `New task: …\nError:\n…`): the
+/// request is rewritten as the steps it stands for, each our answer's calls (as we served
+/// them) and its outcome as their result. Whether it was.
+fn unmerge_steps(c: &Conversation, request: &mut WireRequest) -> bool {
+    if request.messages.iter().any(|m| m.role == Role::Assistant) || c.exchanges.is_empty() {
+        return false;
+    }
+    let Some(at) = request.messages.iter().position(|m| m.role == Role::User) else {
+        return false;
+    };
+    let text = request.messages[at].content.clone();
+    let Some(rest) = text.strip_prefix(c.key.as_str()) else {
+        return false;
+    };
+    let starts = step_starts(rest);
+    let answers: Vec<&ModelResponse> = c
+        .exchanges
+        .iter()
+        .filter_map(|e| match &e.reply {
+            Reply::Answer(r) if !r.tool_calls.is_empty() => Some(r),
+            _ => None,
+        })
+        .collect();
+    if !steps_from_start(rest) || starts.len() != answers.len() {
+        return false;
+    }
+    let mut steps: Vec<Message> = Vec::new();
+    for (k, r) in answers.iter().enumerate() {
+        let end = starts.get(k + 1).copied().unwrap_or(rest.len());
+        let outcome = rest[starts[k]..end].trim_matches('\n');
+        let outcome = outcome
+            .strip_prefix("Observation:")
+            .map_or(outcome, str::trim_start);
+        let mut call = Message::new(Role::Assistant, "");
+        call.tool_calls = r.tool_calls.clone();
+        steps.push(call);
+        for _ in &r.tool_calls {
+            steps.push(Message::new(Role::Tool, outcome));
+            request.results.push(ResultRef::default());
+        }
+    }
+    request.messages[at].content = c.key.clone();
+    request.messages.splice(at + 1..at + 1, steps);
+    true
+}
+
+/// An agent that re-sends our tool-call answers as assistant messages without their calls,
+/// each followed by a user message with the step's outcome (`Error:\n…` or `Observation:\n…`,
+/// smolagents when it streams): the k-th assistant message gets the calls of our k-th answer
+/// back, and the outcome becomes their results. Whether any did.
+fn restore_calls(c: &Conversation, request: &mut WireRequest) -> bool {
+    let answers: Vec<&ModelResponse> = c
+        .exchanges
+        .iter()
+        .filter_map(|e| match &e.reply {
+            Reply::Answer(r) => Some(r),
+            _ => None,
+        })
+        .collect();
+    let mut restored = false;
+    let mut answer = answers.iter();
+    let mut refs = std::mem::take(&mut request.results).into_iter();
+    let mut results = Vec::new();
+    let mut out: Vec<Message> = Vec::with_capacity(request.messages.len());
+    let mut messages = std::mem::take(&mut request.messages).into_iter().peekable();
+    while let Some(mut m) = messages.next() {
+        match m.role {
+            Role::Assistant => {
+                let served = answer.next();
+                let outcome = messages
+                    .peek()
+                    .filter(|n| n.role == Role::User && steps_from_start(&n.content))
+                    .map(|n| n.content.trim().to_owned());
+                if let (Some(r), Some(outcome)) = (served, outcome)
+                    && m.tool_calls.is_empty()
+                    && !r.tool_calls.is_empty()
+                {
+                    messages.next();
+                    m.tool_calls = r.tool_calls.clone();
+                    out.push(m);
+                    let outcome = outcome
+                        .strip_prefix("Observation:")
+                        .map_or(outcome.as_str(), str::trim_start)
+                        .to_owned();
+                    for _ in &r.tool_calls {
+                        out.push(Message::new(Role::Tool, outcome.clone()));
+                        results.push(ResultRef::default());
+                    }
+                    restored = true;
+                    continue;
+                }
+                out.push(m);
+            }
+            Role::Tool => {
+                results.extend(refs.next());
+                out.push(m);
+            }
+            _ => out.push(m),
+        }
+    }
+    request.messages = out;
+    request.results = results;
+    restored
 }
 
 /// The calls of a `Calling tools:` list (a Python repr of the OpenAI call objects): each

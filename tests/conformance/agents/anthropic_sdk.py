@@ -1,0 +1,48 @@
+"""A hand-written tool loop on the official anthropic SDK, whole or streamed.
+    anthropic_sdk.py [--stream]"""
+
+import argparse
+import sys
+
+import anthropic
+from common import DESCRIPTION, STEPS, SYSTEM, USER, refused, run_exec
+
+TOOLS = [{"name": "exec", "description": DESCRIPTION,
+          "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}]
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--stream", action="store_true")
+    a = p.parse_args()
+    client = anthropic.Anthropic(max_retries=2)
+    messages = [{"role": "user", "content": USER}]
+    try:
+        for _ in range(STEPS):
+            kwargs = dict(model="claude-haiku-4-5", max_tokens=1024, system=SYSTEM, messages=messages, tools=TOOLS)
+            if a.stream:
+                with client.messages.stream(**kwargs) as s:
+                    for _text in s.text_stream:
+                        pass
+                    message = s.get_final_message()
+            else:
+                message = client.messages.create(**kwargs)
+            messages.append({"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in message.content]})
+            uses = [b for b in message.content if b.type == "tool_use"]
+            if not uses:
+                print("".join(b.text for b in message.content if b.type == "text"))
+                return 0
+            results = []
+            for u in uses:
+                try:
+                    results.append({"type": "tool_result", "tool_use_id": u.id, "content": run_exec(u.input.get("command", ""))})
+                except Exception as e:
+                    results.append({"type": "tool_result", "tool_use_id": u.id, "content": str(e), "is_error": True})
+            messages.append({"role": "user", "content": results})
+    except anthropic.BadRequestError as e:
+        return refused(e)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

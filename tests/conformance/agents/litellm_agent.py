@@ -1,0 +1,49 @@
+"""A hand-written tool loop over litellm.completion, to OpenAI or Anthropic, whole or streamed.
+    litellm_agent.py [--api openai|anthropic] [--stream]"""
+
+import argparse
+import json
+import os
+import sys
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network for the price list
+import litellm  # noqa: E402
+from common import DESCRIPTION, STEPS, SYSTEM, USER, refused, run_exec
+
+TOOLS = [{"type": "function", "function": {"name": "exec", "description": DESCRIPTION, "parameters": {
+    "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}}]
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--api", choices=["openai", "anthropic"], default="openai")
+    p.add_argument("--stream", action="store_true")
+    a = p.parse_args()
+    if a.api == "openai":
+        model, base = "openai/gpt-4o-mini", os.environ["OPENAI_BASE_URL"]
+    else:
+        model, base = "anthropic/claude-haiku-4-5", os.environ["ANTHROPIC_BASE_URL"]
+    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": USER}]
+    try:
+        for _ in range(STEPS):
+            r = litellm.completion(model=model, api_base=base, messages=messages, tools=TOOLS, stream=a.stream, max_tokens=1024)
+            if a.stream:
+                r = litellm.stream_chunk_builder(list(r), messages=messages)
+            message = r.choices[0].message
+            messages.append(message.model_dump(exclude_none=True))
+            if not message.tool_calls:
+                print(message.content)
+                return 0
+            for c in message.tool_calls:
+                try:
+                    out = run_exec(json.loads(c.function.arguments or "{}").get("command", ""))
+                except Exception as e:
+                    out = f"Error: {e}"
+                messages.append({"role": "tool", "tool_call_id": c.id, "content": out})
+    except litellm.exceptions.BadRequestError as e:
+        return refused(e)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,50 @@
+"""An openai-agents Agent with one function tool, run by Runner: the Responses API (the SDK's
+default) or Chat Completions, whole or streamed.
+    openai_agents.py [--api responses|chat] [--stream]"""
+
+import argparse
+import asyncio
+import sys
+
+from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool, set_tracing_disabled
+from agents.exceptions import AgentsException, MaxTurnsExceeded
+from common import STEPS, SYSTEM, USER, refused, run_exec
+from openai import APIStatusError, AsyncOpenAI
+
+
+@function_tool(name_override="exec")
+def exec_tool(command: str) -> str:
+    """Run a shell command.
+
+    Args:
+        command: The command line.
+    """
+    return run_exec(command)
+
+
+async def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--api", choices=["responses", "chat"], default="responses")
+    p.add_argument("--stream", action="store_true")
+    a = p.parse_args()
+    set_tracing_disabled(True)
+    client = AsyncOpenAI(max_retries=2)
+    model = "gpt-4o-mini" if a.api == "responses" else OpenAIChatCompletionsModel("gpt-4o-mini", client)
+    agent = Agent(name="coder", instructions=SYSTEM, tools=[exec_tool], model=model)
+    try:
+        if a.stream:
+            result = Runner.run_streamed(agent, USER, max_turns=STEPS)
+            async for _event in result.stream_events():
+                pass
+        else:
+            result = await Runner.run(agent, USER, max_turns=STEPS)
+        print(result.final_output)
+    except (APIStatusError, MaxTurnsExceeded, AgentsException) as e:
+        return refused(e)
+    return 0
+
+
+if __name__ == "__main__":
+    from agents import set_default_openai_client
+    set_default_openai_client(AsyncOpenAI(max_retries=2), use_for_tracing=False)
+    sys.exit(asyncio.run(main()))

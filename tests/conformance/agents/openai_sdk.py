@@ -1,0 +1,75 @@
+"""A hand-written tool loop on the official openai SDK: Chat Completions or Responses, whole
+or streamed.    openai_sdk.py [--api chat|responses] [--stream]"""
+
+import argparse
+import json
+import sys
+
+import openai
+from common import DESCRIPTION, STEPS, SYSTEM, USER, refused, run_exec
+
+SCHEMA = {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}
+
+
+def call_tool(name, arguments):
+    try:
+        args = json.loads(arguments or "{}")
+        return run_exec(args.get("command", ""))
+    except Exception as e:  # the tool's failure goes back to the model, as text
+        return f"Error: {e}"
+
+
+def chat(client, stream):
+    tools = [{"type": "function", "function": {"name": "exec", "description": DESCRIPTION, "parameters": SCHEMA}}]
+    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": USER}]
+    for _ in range(STEPS):
+        if stream:
+            with client.chat.completions.stream(model="gpt-4o-mini", messages=messages, tools=tools) as s:
+                for _event in s:
+                    pass
+                message = s.get_final_completion().choices[0].message
+        else:
+            message = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=tools).choices[0].message
+        messages.append(message.model_dump(exclude_none=True, exclude={"parsed"}))
+        if not message.tool_calls:
+            print(message.content)
+            return
+        for c in message.tool_calls:
+            messages.append({"role": "tool", "tool_call_id": c.id, "content": call_tool(c.function.name, c.function.arguments)})
+
+
+def responses(client, stream):
+    tools = [{"type": "function", "name": "exec", "description": DESCRIPTION, "parameters": SCHEMA}]
+    items = [{"role": "user", "content": USER}]
+    for _ in range(STEPS):
+        if stream:
+            with client.responses.stream(model="gpt-4o-mini", instructions=SYSTEM, input=items, tools=tools) as s:
+                for _event in s:
+                    pass
+                response = s.get_final_response()
+        else:
+            response = client.responses.create(model="gpt-4o-mini", instructions=SYSTEM, input=items, tools=tools)
+        calls = [o for o in response.output if o.type == "function_call"]
+        items += [o.model_dump(exclude_none=True) for o in response.output]
+        if not calls:
+            print(response.output_text)
+            return
+        for c in calls:
+            items.append({"type": "function_call_output", "call_id": c.call_id, "output": call_tool(c.name, c.arguments)})
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--api", choices=["chat", "responses"], default="chat")
+    p.add_argument("--stream", action="store_true")
+    a = p.parse_args()
+    client = openai.OpenAI(max_retries=2)
+    try:
+        (chat if a.api == "chat" else responses)(client, a.stream)
+    except openai.BadRequestError as e:
+        return refused(e)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,38 @@
+"""A pydantic-ai Agent with one tool, on OpenAI Chat Completions or Anthropic, whole or
+streamed.    pydantic_ai_agent.py [--api openai|anthropic] [--stream]"""
+
+import argparse
+import sys
+
+from common import STEPS, SYSTEM, USER, refused, run_exec
+from pydantic_ai import Agent
+from pydantic_ai.usage import UsageLimits
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--api", choices=["openai", "anthropic"], default="openai")
+    p.add_argument("--stream", action="store_true")
+    a = p.parse_args()
+    model = "openai-chat:gpt-4o-mini" if a.api == "openai" else "anthropic:claude-haiku-4-5"
+    agent = Agent(model, instructions=SYSTEM)
+
+    @agent.tool_plain(name="exec")
+    def exec_tool(command: str) -> str:
+        """Run a shell command."""
+        return run_exec(command)
+
+    limits = UsageLimits(request_limit=STEPS)
+    try:
+        if a.stream:
+            with agent.run_stream_sync(USER, usage_limits=limits) as result:
+                print("".join(result.stream_text(delta=True)))
+        else:
+            print(agent.run_sync(USER, usage_limits=limits).output)
+    except Exception as e:  # the refusal, or pydantic-ai giving up on the tool's retries
+        return refused(e)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
