@@ -1458,4 +1458,42 @@ reply = { tool_calls = [{ name = "exec", args = {} }] }
             "{l:?}"
         );
     }
+
+    #[test]
+    fn steps_folded_into_the_task_message_continue_their_conversation() {
+        let mut s = session(SCENARIO);
+        let ask = |text: &str| {
+            json!({"model": "gpt", "tools": tool(), "tool_choice": "required", "messages": [
+                {"role": "system", "content": "sys"},
+                {"role": "user", "content": [{"type": "text", "text": text}]},
+            ]})
+            .to_string()
+            .into_bytes()
+        };
+        let task = "New task:\nList the files.";
+        let error = "\nError:\nArgument command is required\nNow let's retry.\n";
+        // Two agents at once, each folding its failed step into its task message.
+        for _ in 0..2 {
+            s.handle(Api::ChatCompletions, &ask(task));
+        }
+        for _ in 0..2 {
+            s.handle(Api::ChatCompletions, &ask(&format!("{task}{error}")));
+        }
+        s.handle(Api::ChatCompletions, &ask(&format!("{task}{error}{error}")));
+        let sizes: Vec<usize> = s
+            .conversations()
+            .iter()
+            .map(|c| c.exchanges.len())
+            .collect();
+        assert_eq!(sizes, [3, 2]);
+        let l = lines(&s, 0);
+        assert_eq!(
+            l.iter()
+                .filter(|l| l.contains("exec failed") && l.ends_with("rule=\"error-prefix\""))
+                .count(),
+            2,
+            "{l:?}"
+        );
+        assert!(!l.iter().any(|l| l.contains(" intervention ")), "{l:?}");
+    }
 }

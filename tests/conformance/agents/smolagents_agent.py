@@ -1,12 +1,15 @@
-"""A smolagents ToolCallingAgent with one tool, on an OpenAI-compatible server, whole or
-streamed.    smolagents_agent.py [--stream]"""
+"""A smolagents ToolCallingAgent with one tool, on an OpenAI-compatible server (OpenAIServerModel)
+or on Anthropic through LiteLLMModel, whole or streamed.
+    smolagents_agent.py [--api openai|anthropic] [--stream]"""
 
 import argparse
 import os
 import sys
 
-from common import STEPS, USER, refused, run_exec
-from smolagents import OpenAIServerModel, Tool, ToolCallingAgent
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network for the price list
+
+from common import STEPS, USER, refused, run_exec  # noqa: E402
+from smolagents import LiteLLMModel, OpenAIServerModel, Tool, ToolCallingAgent  # noqa: E402
 
 
 class Exec(Tool):
@@ -21,10 +24,15 @@ class Exec(Tool):
 
 def main():
     p = argparse.ArgumentParser()
+    p.add_argument("--api", choices=["openai", "anthropic"], default="openai")
     p.add_argument("--stream", action="store_true")
     a = p.parse_args()
-    model = OpenAIServerModel(model_id="gpt-4o-mini", api_base=os.environ["OPENAI_BASE_URL"],
-                              api_key=os.environ["OPENAI_API_KEY"])
+    if a.api == "openai":
+        model = OpenAIServerModel(model_id="gpt-4o-mini", api_base=os.environ["OPENAI_BASE_URL"],
+                                  api_key=os.environ["OPENAI_API_KEY"])
+    else:
+        model = LiteLLMModel(model_id="anthropic/claude-haiku-4-5", api_base=os.environ["ANTHROPIC_BASE_URL"],
+                             api_key=os.environ["ANTHROPIC_API_KEY"])
     agent = ToolCallingAgent(tools=[Exec()], model=model, max_steps=STEPS, stream_outputs=a.stream, verbosity_level=0)
     try:
         print(agent.run(USER))
