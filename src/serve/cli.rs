@@ -54,17 +54,9 @@ pub struct ServeArgs {
     /// How long a client may take to send a request's headers, and then its body.
     #[arg(long, value_name = "MS", default_value_t = crate::limits::READ_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..))]
     pub read_timeout_ms: u64,
-    /// Also read a tool result as failed when it matches this regular expression (repeatable;
-    /// checked after the scenario's `[serve] failure` patterns).
-    #[arg(long = "failure", value_name = "REGEX")]
-    pub failure: Vec<String>,
-    /// Read failures only by the provider's flag and the patterns, not the built-in shapes.
-    #[arg(long)]
-    pub no_builtin_failures: bool,
-    /// Pace streamed answers on the wall clock: F wall seconds per scripted second of latency
-    /// (0: every event at once). The traces' virtual time is the same either way.
-    #[arg(long, value_name = "F", default_value_t = 0.0, value_parser = pace)]
-    pub pace: f64,
+    /// How requests are read and answers paced.
+    #[command(flatten)]
+    pub reading: ReadArgs,
 }
 
 /// `harness exec` arguments.
@@ -89,6 +81,14 @@ pub struct ExecArgs {
     /// Write each run's trace as JSON lines into this folder.
     #[arg(long, value_name = "DIR")]
     pub traces: Option<PathBuf>,
+    /// How requests are read and answers paced.
+    #[command(flatten)]
+    pub reading: ReadArgs,
+}
+
+/// How `serve` and `exec` read the agent's requests and pace their answers.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ReadArgs {
     /// Also read a tool result as failed when it matches this regular expression (repeatable;
     /// checked after the scenario's `[serve] failure` patterns).
     #[arg(long = "failure", value_name = "REGEX")]
@@ -113,10 +113,13 @@ fn pace(s: &str) -> Result<f64, String> {
 }
 
 /// The failure rules of a case: the scenario's patterns, then the command line's.
-fn failure_rules(case: &Case, extra: &[String], no_builtin: bool) -> Result<FailureRules, String> {
+fn failure_rules(case: &Case, reading: &ReadArgs) -> Result<FailureRules, String> {
     let s = &case.scenario.serve;
-    let patterns: Vec<String> = s.failure.iter().chain(extra).cloned().collect();
-    FailureRules::new(&patterns, s.builtin_failures && !no_builtin)
+    let patterns: Vec<String> = s.failure.iter().chain(&reading.failure).cloned().collect();
+    FailureRules::new(
+        &patterns,
+        s.builtin_failures && !reading.no_builtin_failures,
+    )
 }
 
 /// The case id of the `index`-th (0-based) conversation.
@@ -245,13 +248,13 @@ pub fn serve(args: &ServeArgs, layout: &Layout) -> anyhow::Result<u8> {
         }
     }
     let scenario_id = case.id.clone();
-    let rules = match failure_rules(&case, &args.failure, args.no_builtin_failures) {
+    let rules = match failure_rules(&case, &args.reading) {
         Ok(r) => r,
         Err(e) => return Ok(bad_usage(&e)),
     };
     let timeouts = super::http::Timeouts {
         read: Duration::from_millis(args.read_timeout_ms),
-        pace: args.pace,
+        pace: args.reading.pace,
         ..Default::default()
     };
     let server = Server::start_with(
@@ -423,7 +426,7 @@ fn exec_file(args: &ExecArgs, options: &Options, path: &Path) -> io::Result<File
         },
     };
     let scenario_id = cases[0].id.clone();
-    let rules = match failure_rules(&chosen, &args.failure, args.no_builtin_failures) {
+    let rules = match failure_rules(&chosen, &args.reading) {
         Ok(r) => r,
         Err(e) => {
             return Ok(FileResult {
@@ -442,7 +445,7 @@ fn exec_file(args: &ExecArgs, options: &Options, path: &Path) -> io::Result<File
         SocketAddr::from(([127, 0, 0, 1], 0)),
         Signals::Ignore,
         super::http::Timeouts {
-            pace: args.pace,
+            pace: args.reading.pace,
             ..Default::default()
         },
         crate::limits::MAX_SESSION_REQUEST_BYTES,
