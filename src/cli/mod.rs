@@ -165,6 +165,14 @@ enum Command {
     Record(crate::record::RecordArgs),
     /// Turn a cassette into an editable scenario (TOML) that scripts the recorded turns.
     Promote(crate::record::PromoteArgs),
+    /// Record any agent's real session: forward its model requests to the provider, pass the
+    /// answers back unchanged, and write each conversation into a cassette.
+    ///
+    /// Exit codes: 0 the cassettes were written (whatever the agent's own exit status, which
+    /// is printed); 1 the agent made no model request, or an answer was too large to keep;
+    /// 2 bad usage (an existing cassette without --replace, a bad upstream URL, a command that
+    /// cannot start); 130 Ctrl-C (the cassettes are still written).
+    Proxy(crate::serve::ProxyArgs),
     /// Serve a scenario's scripted model as an OpenAI- and Anthropic-compatible endpoint;
     /// Ctrl-C ends it and prints the trace inferred from each conversation.
     Serve(crate::serve::ServeArgs),
@@ -721,6 +729,10 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
         Command::Record(args) => record::record(&args, &layout, ci()),
         Command::Promote(args) => record::promote(&args),
         Command::Serve(args) => crate::serve::cli::serve(&args, &layout),
+        Command::Proxy(args) => {
+            run::interrupt::install().context("cannot catch Ctrl-C")?;
+            crate::serve::cli::proxy(&args)
+        }
         Command::Exec { args, out } => {
             run::interrupt::install().context("cannot catch Ctrl-C")?;
             // `bless` never records exec's conversations, so the project's baseline would only

@@ -105,7 +105,14 @@ pub fn trace(layout: &Layout, path: &std::path::Path, jsonl: bool) -> anyhow::Re
 
 /// `harness promote`.
 pub fn promote(args: &PromoteArgs) -> anyhow::Result<u8> {
-    match crate::record::promote_command(args) {
+    let agent = crate::record::load_cassette(&args.cassette)
+        .ok()
+        .filter(|(c, _)| c.agent.is_some());
+    let written = match agent {
+        Some((c, _)) => promote_agent(args, &c),
+        None => crate::record::promote_command(args),
+    };
+    match written {
         Ok(path) => {
             let mut out = anstream::stdout().lock();
             writeln!(
@@ -118,4 +125,34 @@ pub fn promote(args: &PromoteArgs) -> anyhow::Result<u8> {
         }
         Err(e) => refused(&e, None),
     }
+}
+
+/// An agent's cassette (`harness proxy`) as a scenario beside it (`NAME.promoted.toml`).
+fn promote_agent(
+    args: &PromoteArgs,
+    c: &crate::record::cassette::Cassette,
+) -> Result<std::path::PathBuf, crate::record::Refusal> {
+    let source = args.cassette.display().to_string();
+    let promoted = crate::serve::replay::promote_agent(
+        c,
+        &source,
+        &crate::serve::failure::FailureRules::default(),
+    )
+    .ok_or_else(|| crate::record::Refusal {
+        at: Some((args.cassette.clone(), 1, 1)),
+        message: "the cassette's first request cannot be read as a model request".to_owned(),
+        hint: "re-record it with `harness proxy`".to_owned(),
+    })?;
+    let out = args.out.clone().unwrap_or_else(|| {
+        let name = args
+            .cassette
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(crate::record::CASSETTE_SUFFIX))
+            .unwrap_or("recorded");
+        args.cassette
+            .with_file_name(format!("{name}.promoted.toml"))
+    });
+    crate::record::write_promoted(&promoted, &out)?;
+    Ok(out)
 }

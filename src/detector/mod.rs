@@ -170,6 +170,7 @@ impl View {
                 | Event::ForceText { .. }
                 | Event::Outcome { .. }
                 | Event::Notice { .. }
+                | Event::Diverged { .. }
                 | Event::ProviderError { .. }
                 | Event::Compaction { .. }
                 | Event::ToolCallSkipped { .. }

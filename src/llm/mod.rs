@@ -78,7 +78,7 @@ impl Message {
 }
 
 /// A tool as offered to the model.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToolSpec {
     /// Name.
     pub name: String,
@@ -108,7 +108,7 @@ impl Arguments {
 }
 
 /// A tool call requested by the model.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToolCall {
     /// Call id.
     pub id: String,

@@ -61,6 +61,10 @@ pub struct Row {
     pub cost_usd: f64,
     /// Virtual milliseconds.
     pub virtual_ms: u64,
+    /// The request at which a replayed agent diverged from its recording (empty when it did
+    /// not, or when nothing was replayed).
+    #[serde(default)]
+    pub diverged_at: Option<u32>,
     /// Whether every expectation held.
     pub expectations_passed: bool,
 }
@@ -98,6 +102,7 @@ pub fn row(
         output_tokens: 0,
         cost_usd: 0.0,
         virtual_ms: events.last().map_or(0, |e| e.t_ms),
+        diverged_at: None,
         expectations_passed: true,
     };
     let mut iteration = 0u32;
@@ -136,6 +141,9 @@ pub fn row(
             | Event::TurnEnd { .. }
             | Event::UserTurn { .. } => {}
             Event::ToolCallSkipped { .. } => r.skipped_calls += 1,
+            Event::Diverged { request, .. } => {
+                r.diverged_at = r.diverged_at.or(Some(*request));
+            }
             Event::ProviderError { .. } => r.provider_errors += 1,
             Event::Compaction { .. } => r.compactions += 1,
             Event::ModelResponse {

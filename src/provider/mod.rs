@@ -36,6 +36,37 @@ pub enum Provider {
     Anthropic,
 }
 
+/// Which API a request came in on (the serving side tells Chat Completions and Responses apart).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Api {
+    /// OpenAI Chat Completions (`POST /v1/chat/completions`).
+    ChatCompletions,
+    /// OpenAI Responses (`POST /v1/responses`).
+    Responses,
+    /// Anthropic Messages (`POST /v1/messages`).
+    Messages,
+}
+
+impl Api {
+    /// Whose error shapes and ids it uses.
+    pub fn provider(self) -> Provider {
+        match self {
+            Self::ChatCompletions | Self::Responses => Provider::Openai,
+            Self::Messages => Provider::Anthropic,
+        }
+    }
+
+    /// Read a request body sent to this API.
+    pub fn parse_request(self, body: &Value) -> Result<WireRequest, WireError> {
+        match self {
+            Self::ChatCompletions => Provider::Openai.parse_request(body),
+            Self::Responses => responses::parse_request(body),
+            Self::Messages => Provider::Anthropic.parse_request(body),
+        }
+    }
+}
+
 impl std::str::FromStr for Provider {
     type Err = String;
 

@@ -1,16 +1,21 @@
-//! The cassette format (version 1): one recorded run of a scenario case against a live provider,
-//! exchange by exchange, and the single function that turns a recorded exchange into what the
-//! engine sees. The live model and the player both use [`Exchange::outcome`], so a recording and
+//! The cassette format: one recorded run against a live provider, exchange by exchange, and the
+//! single function that turns a recorded exchange into what the engine sees. Version 1 holds a
+//! scenario case run by harness's own engine (`harness record`); version 2 adds the cassette of
+//! one conversation of any agent, recorded over the wire by `harness proxy` (`agent`, and no
+//! scenario). The live model and the player both use [`Exchange::outcome`], so a recording and
 //! its replay parse the same bytes the same way.
 
 use crate::llm::{FaultKind, ModelResponse, ProviderFault, Purpose};
-use crate::provider::{Provider, SseEvent};
+use crate::provider::{Api, Provider, SseEvent};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// The newest cassette format this build reads.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
+
+/// The version `harness record` writes (a scenario's cassette needs nothing version 2 added).
+pub const SCENARIO_VERSION: u32 = 1;
 
 /// Response headers a cassette keeps; every other header is dropped when recording.
 pub const HEADER_ALLOW_LIST: &[&str] = &["content-type", "retry-after", "retry-after-ms"];
@@ -19,14 +24,21 @@ pub const HEADER_ALLOW_LIST: &[&str] = &["content-type", "retry-after", "retry-a
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Cassette {
-    /// Format version; must be 1.
+    /// Format version: 1, or 2 for an agent's cassette.
     pub version: u32,
-    /// The scenario, relative to the cassette's folder, with `/` separators.
+    /// The scenario, relative to the cassette's folder, with `/` separators (empty in an
+    /// agent's cassette).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub scenario: String,
     /// The scenario case recorded, as its id read when recording (for the reader).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub case: String,
     /// The profile of that case (selects it on replay).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub profile: String,
+    /// The agent whose conversation this is, when it was recorded through `harness proxy`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentRecord>,
     /// Wire format.
     pub provider: Provider,
     /// Model name sent.
@@ -43,6 +55,20 @@ pub struct Cassette {
     pub replay: ReplayOptions,
     /// The exchanges, in call order.
     pub exchanges: Vec<Exchange>,
+}
+
+/// Who was recorded through the proxy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentRecord {
+    /// The API the conversation was held on.
+    pub api: Api,
+    /// The command recorded (secrets scrubbed), for the reader; empty when the proxy ran
+    /// without one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub command: Vec<String>,
+    /// Which conversation of the recorded session this is (1-based, in the order they began).
+    pub conversation: u32,
 }
 
 /// Replay settings, editable in the cassette.
@@ -337,15 +363,39 @@ fn check_limits(text: &str, c: &Cassette) -> Result<(), LoadError> {
         message,
         hint,
     };
-    if c.version != VERSION {
+    if c.version == 0 || c.version > VERSION {
         return Err(error(
             at("\"version\""),
             format!(
-                "cassette format version {} is not one this build reads ({VERSION})",
+                "cassette format version {} is not one this build reads (1 to {VERSION})",
                 c.version
             ),
-            "cassettes are written by `harness record` with version 1; re-record it",
+            "cassettes are written by `harness record` (version 1) and `harness proxy` (version 2); re-record it",
         ));
+    }
+    match (&c.agent, c.scenario.is_empty()) {
+        (None, true) => {
+            return Err(error(
+                (1, 1),
+                "invalid cassette: it names no `scenario` and no `agent`".to_owned(),
+                "a cassette of `harness record` names its scenario; one of `harness proxy` describes its agent",
+            ));
+        }
+        (Some(_), false) => {
+            return Err(error(
+                at("\"agent\""),
+                "invalid cassette: it names both a `scenario` and an `agent`".to_owned(),
+                "an agent's cassette (`harness proxy`) has no scenario; remove one of them",
+            ));
+        }
+        (Some(_), true) if c.version < 2 => {
+            return Err(error(
+                at("\"version\""),
+                "an agent's cassette must be format version 2".to_owned(),
+                "`harness proxy` writes version 2; re-record it",
+            ));
+        }
+        _ => {}
     }
     if c.exchanges.len() > MAX_CASSETTE_EXCHANGES {
         return Err(error(
@@ -458,7 +508,7 @@ mod tests {
         assert_eq!(r.latency(120), 60);
         r.delay = Delay::Zero;
         assert_eq!(r.latency(120), 0);
-        let err = parse("{\n  \"version\": 2\n}").expect_err("refused");
+        let err = parse("{\n  \"version\": 3\n}").expect_err("refused");
         assert_eq!((err.line, err.col), (2, 3));
         assert!(
             parse("{\"version\": 1}")
@@ -473,10 +523,11 @@ mod tests {
 
     fn cassette(exchanges: Vec<Exchange>) -> Cassette {
         Cassette {
-            version: VERSION,
+            version: SCENARIO_VERSION,
             scenario: "s.toml".into(),
             case: "s".into(),
             profile: "moltis".into(),
+            agent: None,
             provider: Provider::Openai,
             model: "m".into(),
             base_url: "http://127.0.0.1".into(),

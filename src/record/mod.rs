@@ -343,8 +343,26 @@ fn scenario_path(
     }
 }
 
-/// Read a cassette (within [`crate::limits::MAX_CASSETTE_BYTES`]) and resolve its scenario.
+/// Read a cassette (within [`crate::limits::MAX_CASSETTE_BYTES`]) and resolve its scenario; an
+/// agent's cassette, which has none, is refused with the command that replays it.
 fn read_cassette(path: &Path, scenarios: Option<&Path>) -> Result<(Cassette, PathBuf), Refusal> {
+    let (c, text) = load_cassette(path)?;
+    if c.agent.is_some() {
+        let at = text
+            .find("\"agent\"")
+            .map_or((1, 1), |i| scenario::line_col(&text, i));
+        return Err(Refusal {
+            at: Some((path.to_owned(), at.0, at.1)),
+            message: "this cassette is an agent's conversation recorded by `harness proxy`: it has no scenario to run".into(),
+            hint: "replay it against the agent with `harness exec CASSETTE -- COMMAND`, or turn it into a scenario with `harness promote`; keep such cassettes outside the scenarios folder".into(),
+        });
+    }
+    let scenario = scenario_path(path, &c, &text, scenarios)?;
+    Ok((c, scenario))
+}
+
+/// Read and parse a cassette (within [`crate::limits::MAX_CASSETTE_BYTES`]), and its text.
+pub fn load_cassette(path: &Path) -> Result<(Cassette, String), Refusal> {
     let text = store::read_input_text(path, "cassette", crate::limits::MAX_CASSETTE_BYTES)
         .map_err(|e| {
             let message = e.to_string();
@@ -375,8 +393,7 @@ fn read_cassette(path: &Path, scenarios: Option<&Path>) -> Result<(Cassette, Pat
         message: e.message,
         hint: e.hint.into(),
     })?;
-    let scenario = scenario_path(path, &c, &text, scenarios)?;
-    Ok((c, scenario))
+    Ok((c, text))
 }
 
 /// Split `LINE:COL: message` (as [`store::read_input_text`] words a UTF-8 error) into its parts;
@@ -651,10 +668,11 @@ pub fn record(args: &RecordArgs, layout: &Layout, ci: bool) -> Result<Recorded, 
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     let mut cassette = Cassette {
-        version: cassette::VERSION,
+        version: cassette::SCENARIO_VERSION,
         scenario: relative(out_dir, &args.scenario),
         case: recorded_case,
         profile: case.profile.clone(),
+        agent: None,
         provider: args.provider,
         model: args.model.clone(),
         base_url: scrub.scrub(&base_url),
@@ -784,7 +802,7 @@ fn check_out(out: &Path, scenario: &Path, scenarios: &Path) -> Result<(), Refusa
 
 /// Refuse a base URL the client would misread: no `http`/`https` scheme, no host, or
 /// credentials in it (they would be stored in the cassette and sent as Basic auth).
-fn check_base_url(base: &str) -> Result<(), Refusal> {
+pub fn check_base_url(base: &str) -> Result<(), Refusal> {
     let hint = "write it as the official SDKs take it, e.g. http://127.0.0.1:8000/v1 or https://api.openai.com/v1";
     if !base.contains("://") {
         return Err(refuse(format!("the base URL `{base}` has no scheme"), hint));
@@ -849,7 +867,13 @@ pub fn promote_command(args: &PromoteArgs) -> Result<PathBuf, Refusal> {
             .unwrap_or("run");
         scenario_file.with_file_name(format!("{stem}.promoted.toml"))
     });
-    let mut value = serde_json::to_value(&promoted).unwrap_or_default();
+    write_promoted(&promoted, &out)?;
+    Ok(out)
+}
+
+/// Write a promoted scenario as TOML, in the hand-written shape (defaults left out).
+pub fn write_promoted(promoted: &scenario::Scenario, out: &Path) -> Result<(), Refusal> {
+    let mut value = serde_json::to_value(promoted).unwrap_or_default();
     prune(&mut value);
     let mut body = toml::to_string_pretty(&value).map_err(|e| {
         refuse(
@@ -861,13 +885,12 @@ pub fn promote_command(args: &PromoteArgs) -> Result<PathBuf, Refusal> {
         0,
         "# Promoted from a recording by `harness promote`: edit freely.\n",
     );
-    store::write_atomic(&out, body.as_bytes()).map_err(|e| {
+    store::write_atomic(out, body.as_bytes()).map_err(|e| {
         refuse(
             format!("cannot write {}: {e}", out.display()),
             "check the folder's permissions",
         )
-    })?;
-    Ok(out)
+    })
 }
 
 /// Drop what a hand-written scenario leaves out: empty lists and tables, and the defaults

@@ -28,17 +28,7 @@ pub struct Player<'a> {
 impl<'a> Player<'a> {
     /// A player at the cassette's first exchange.
     pub fn new(cassette: &'a Cassette, scrubber: Scrubber) -> Self {
-        let ignore = VOLATILE
-            .iter()
-            .map(|s| (*s).to_owned())
-            .chain(cassette.replay.ignore.iter().cloned())
-            .map(|p| {
-                p.split('/')
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .collect();
+        let ignore = ignore_paths(&cassette.replay.ignore);
         Self {
             cassette,
             options: WireOptions {
@@ -88,11 +78,7 @@ impl<'a> Player<'a> {
     }
 
     fn strip(&self, v: &Value) -> Value {
-        let mut v = canonical(v);
-        for path in &self.ignore {
-            remove(&mut v, path);
-        }
-        v
+        strip(v, &self.ignore)
     }
 
     /// Answer with the next exchange (the caller checked the match).
@@ -179,7 +165,7 @@ impl Model for Player<'_> {
 
 /// JSON equality where a recorded string holding [`REDACTED`] matches any text in its place: a
 /// request that carried a secret the replaying machine does not know still matches.
-fn same(recorded: &Value, actual: &Value) -> bool {
+pub fn same(recorded: &Value, actual: &Value) -> bool {
     match (recorded, actual) {
         (Value::String(r), Value::String(a)) if r.contains(REDACTED) => glob(r, a),
         (Value::Array(r), Value::Array(a)) => {
@@ -212,13 +198,13 @@ fn glob(pattern: &str, text: &str) -> bool {
     tail.is_empty()
 }
 
-fn pretty(v: &Value) -> String {
+pub fn pretty(v: &Value) -> String {
     let mut s = serde_json::to_string_pretty(v).unwrap_or_default();
     s.push('\n');
     s
 }
 
-fn changed_lines(a: &Value, b: &Value) -> usize {
+pub fn changed_lines(a: &Value, b: &Value) -> usize {
     let (a, b) = (pretty(a), pretty(b));
     similar::TextDiff::from_lines(&a, &b)
         .iter_all_changes()
@@ -227,7 +213,7 @@ fn changed_lines(a: &Value, b: &Value) -> usize {
 }
 
 /// The JSON path of the first difference (depth first), if any.
-fn first_difference(a: &Value, b: &Value, path: String) -> Option<String> {
+pub fn first_difference(a: &Value, b: &Value, path: String) -> Option<String> {
     match (a, b) {
         (Value::Object(x), Value::Object(y)) => {
             for (k, v) in x {
@@ -255,6 +241,30 @@ fn first_difference(a: &Value, b: &Value, path: String) -> Option<String> {
         }
         _ => (a != b).then_some(path),
     }
+}
+
+/// The paths the strict match ignores: the volatile fields and `extra` (`a/*/b`), split.
+pub fn ignore_paths(extra: &[String]) -> Vec<Vec<String>> {
+    VOLATILE
+        .iter()
+        .map(|s| (*s).to_owned())
+        .chain(extra.iter().cloned())
+        .map(|p| {
+            p.split('/')
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect()
+        })
+        .collect()
+}
+
+/// A request as the strict match compares it: canonical, the ignored paths removed.
+pub fn strip(v: &Value, ignore: &[Vec<String>]) -> Value {
+    let mut v = canonical(v);
+    for path in ignore {
+        remove(&mut v, path);
+    }
+    v
 }
 
 /// Remove what `path` names (`*` matches any key or index).

@@ -11,6 +11,25 @@ use crate::scenario::{
 
 /// The scenario a cassette promotes to, from the scenario it was recorded from.
 pub fn promote(cassette: &Cassette, mut scenario: Scenario, source: &str) -> Scenario {
+    scenario.description = format!(
+        "Promoted from {source} ({} {}, {} exchanges). {}",
+        cassette.provider.as_str(),
+        cassette.model,
+        cassette.exchanges.len(),
+        scenario.description
+    )
+    .trim_end()
+    .to_owned();
+    scenario.profile = cassette.profile.clone();
+    script_turns(cassette, &mut scenario);
+    scenario.expect = Expect::default();
+    scenario.compare.clear();
+    scenario
+}
+
+/// Script `scenario`'s model with the cassette's exchanges: the recorded model name, one turn
+/// per loop exchange, summary and replan calls as one-shot rules.
+pub fn script_turns(cassette: &Cassette, scenario: &mut Scenario) {
     let mut turns = Vec::new();
     let mut rules = Vec::new();
     for ex in &cassette.exchanges {
@@ -77,21 +96,8 @@ pub fn promote(cassette: &Cassette, mut scenario: Scenario, source: &str) -> Sce
             });
         }
     }
-    scenario.description = format!(
-        "Promoted from {source} ({} {}, {} exchanges). {}",
-        cassette.provider.as_str(),
-        cassette.model,
-        cassette.exchanges.len(),
-        scenario.description
-    )
-    .trim_end()
-    .to_owned();
-    scenario.profile = cassette.profile.clone();
     scenario.model.name = cassette.model.clone();
     scenario.model.latency_ms = 0;
     scenario.model.turns = turns;
     scenario.model.rules = rules;
-    scenario.expect = Expect::default();
-    scenario.compare.clear();
-    scenario
 }

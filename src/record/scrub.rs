@@ -73,6 +73,11 @@ impl Scrubber {
         Self { keys }
     }
 
+    /// The key values it knows (each also trimmed), longest first.
+    pub fn keys(&self) -> &[String] {
+        &self.keys
+    }
+
     /// A scrubber knowing the values of these environment variables (those set).
     pub fn from_env(vars: &[&str]) -> Self {
         Self::new(vars.iter().filter_map(|v| std::env::var(v).ok()))

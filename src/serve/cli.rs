@@ -14,6 +14,7 @@ use super::http::{Server, Signals};
 use super::infer::{self, Context};
 use super::{Conversation, Session};
 use crate::gate::{self, Outputs};
+use crate::provider::Provider;
 use crate::results::{CaseResult, EXIT_BAD_INPUT, EXIT_OK, FileResult};
 use crate::run::{self, Options};
 use crate::scenario::{self, Case, Diagnostic, Expect};
@@ -34,8 +35,13 @@ pub const DUMMY_KEY: &str = "harness-dummy-key";
 /// `harness serve` arguments.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeArgs {
-    /// The scenario whose scripted model answers.
-    pub scenario: PathBuf,
+    /// The scenario whose scripted model answers, or agent cassettes (files or folders) whose
+    /// recorded answers do.
+    #[arg(required = true, value_name = "SCENARIO|CASSETTE")]
+    pub scenario: Vec<PathBuf>,
+    /// With cassettes: what follows a divergence (as for `exec`).
+    #[arg(long, default_value = "fail", value_name = "POLICY")]
+    pub on_divergence: super::replay::OnDivergence,
     /// Address to listen on (port 0: any free port).
     #[arg(long, default_value = "127.0.0.1:0", value_name = "HOST:PORT")]
     pub addr: SocketAddr,
@@ -84,6 +90,12 @@ pub struct ExecArgs {
     /// How requests are read and answers paced.
     #[command(flatten)]
     pub reading: ReadArgs,
+    /// With cassettes: what follows the first request that differs from the recording:
+    /// `fail` (refuse it; the case fails), `stop` (refuse it; the golden judges), `continue`
+    /// (keep serving the recorded answers in order: the stubborn model) or
+    /// `script:SCENARIO` (the scenario's scripted model answers from there on).
+    #[arg(long, default_value = "fail", value_name = "POLICY")]
+    pub on_divergence: super::replay::OnDivergence,
 }
 
 /// How `serve` and `exec` read the agent's requests and pace their answers.
@@ -231,11 +243,44 @@ pub fn serve(args: &ServeArgs, layout: &Layout) -> anyhow::Result<u8> {
             args.addr
         )));
     }
-    let case = match load(layout, &args.scenario) {
-        Ok(mut cases) => cases.remove(0),
-        Err(diags) => {
-            print_diagnostics(&args.scenario, &diags);
-            return Ok(EXIT_BAD_INPUT);
+    let (files, unreadable) = store::discover(&args.scenario);
+    if let Some((path, e)) = unreadable.first() {
+        return Ok(bad_usage(&format!(
+            "{}: {}\n  hint: {}",
+            path.display(),
+            store::describe(e),
+            store::hint_for(e, "harness serve")
+        )));
+    }
+    let taped = files.iter().any(|f| crate::record::is_cassette(f));
+    let loaded = if taped {
+        match load_tapes(layout, &files, &args.on_divergence) {
+            Ok(l) => Some(l),
+            Err(errors) => {
+                for f in errors {
+                    if let Err(diags) = &f.outcome {
+                        print_diagnostics(&f.path, diags);
+                    }
+                }
+                return Ok(EXIT_BAD_INPUT);
+            }
+        }
+    } else {
+        None
+    };
+    let case = match (&loaded, files.as_slice()) {
+        (Some(l), _) => l.cases[0].clone(),
+        (None, [one]) => match load(layout, one) {
+            Ok(mut cases) => cases.remove(0),
+            Err(diags) => {
+                print_diagnostics(one, &diags);
+                return Ok(EXIT_BAD_INPUT);
+            }
+        },
+        (None, _) => {
+            return Ok(bad_usage(
+                "serve answers from one scenario, or from agent cassettes\n  hint: name one scenario file, or cassette files and folders",
+            ));
         }
     };
     if let Some(dir) = &args.traces {
@@ -257,8 +302,12 @@ pub fn serve(args: &ServeArgs, layout: &Layout) -> anyhow::Result<u8> {
         pace: args.reading.pace,
         ..Default::default()
     };
+    let session = match loaded {
+        Some(l) => Session::taped(case, rules, l.tapes),
+        None => Session::with_rules(case, rules),
+    };
     let server = Server::start_with(
-        Session::with_rules(case, rules),
+        session,
         args.addr,
         Signals::Stop,
         timeouts,
@@ -293,11 +342,26 @@ pub fn serve(args: &ServeArgs, layout: &Layout) -> anyhow::Result<u8> {
         }
     }
     let session = server.stop()?;
-    let all = traces(&session, &args.label);
+    let all: Vec<(String, Vec<TimedEvent>)> = match session.tapes() {
+        Some(_) => taped_traces(&session, &args.label)
+            .into_iter()
+            .map(|t| {
+                if let Some(report) = &t.report {
+                    let _ = writeln!(anstream::stderr(), "harness serve: {}: {report}", t.id);
+                }
+                (t.id, t.events)
+            })
+            .collect(),
+        None => traces(&session, &args.label)
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| (conversation_id(&scenario_id, &args.label, i), e))
+            .collect(),
+    };
     let mut out = io::stdout().lock();
     let mut code = EXIT_OK;
-    for (i, events) in all.iter().enumerate() {
-        let id = conversation_id(&scenario_id, &args.label, i);
+    for (id, events) in &all {
+        let id = id.clone();
         if let Err(e) = trace::check_limits(events) {
             let _ = writeln!(
                 anstream::stderr(),
@@ -343,6 +407,17 @@ pub fn exec(args: &ExecArgs, layout: &Layout, outputs: &Outputs) -> anyhow::Resu
         )));
     }
     let (files, unreadable) = store::discover(&args.scenarios);
+    let taped = files.iter().any(|f| crate::record::is_cassette(f));
+    if taped && files.iter().any(|f| !crate::record::is_cassette(f)) {
+        return Ok(bad_usage(
+            "exec was given scenarios and cassettes together\n  hint: run the scenarios and the cassettes in two commands: one session replays cassettes only",
+        ));
+    }
+    if taped && args.expect.is_some() {
+        return Ok(bad_usage(
+            "--expect judges a scenario's expectations, and cassettes state none\n  hint: a replayed conversation is judged by its golden and by whether it follows its recording (--on-divergence)",
+        ));
+    }
     let options = Options {
         paths: Vec::new(),
         layout: layout.clone(),
@@ -366,6 +441,15 @@ pub fn exec(args: &ExecArgs, layout: &Layout, outputs: &Outputs) -> anyhow::Resu
                     hint: Some(store::hint_for(&e, "harness exec")),
                 }]),
             })?;
+        }
+        if taped {
+            for result in exec_tapes(args, &options, &files)? {
+                r.file(&result)?;
+            }
+            if crate::run::interrupt::requested() {
+                r.interrupted(0)?;
+            }
+            return r.finish();
         }
         let total = files.len();
         for (done, path) in files.into_iter().enumerate() {
@@ -593,6 +677,12 @@ fn run_command(args: &ExecArgs, addr: SocketAddr, case: &Case, path: &Path) -> i
             cmd.env(var, DUMMY_KEY);
         }
     }
+    wait_for(cmd, program, Duration::from_millis(args.timeout_ms))
+}
+
+/// Start `cmd` in its own process group and wait for it; kill the group after `timeout` or
+/// on Ctrl-C.
+fn wait_for(mut cmd: Command, program: &str, timeout: Duration) -> io::Result<Ended> {
     // Its own process group, so a timeout or Ctrl-C ends what it started too.
     #[cfg(unix)]
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
@@ -600,7 +690,7 @@ fn run_command(args: &ExecArgs, addr: SocketAddr, case: &Case, path: &Path) -> i
         // Not InvalidInput: that kind means the scenario could not be handed over.
         io::Error::other(format!("cannot run `{program}`: {e}"))
     })?;
-    let deadline = Instant::now() + Duration::from_millis(args.timeout_ms);
+    let deadline = Instant::now() + timeout;
     loop {
         if let Some(status) = child.try_wait()? {
             return Ok(Ended::Exited(status));
@@ -630,4 +720,617 @@ fn end_group(child: &mut std::process::Child) {
     }
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// `harness proxy` arguments.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ProxyArgs {
+    /// Where the cassettes go: a folder (`conversation-N.cassette.json` in it), or a file
+    /// `NAME.cassette.json` (a further conversation goes to `NAME-N.cassette.json` beside it).
+    #[arg(long, value_name = "DIR|FILE")]
+    pub out: PathBuf,
+    /// The provider to forward to: `openai=URL` (the OpenAI SDK's base URL, with `/v1`),
+    /// `anthropic=URL` (the Anthropic SDK's), or a bare URL for both (default: the providers'
+    /// own APIs).
+    #[arg(long, value_name = "[openai=|anthropic=]URL")]
+    pub upstream: Vec<String>,
+    /// The agent command and its arguments, after `--`; without one, the proxy records until
+    /// Ctrl-C.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+    /// Replace the cassettes already at `--out` (else the proxy refuses to start).
+    #[arg(long)]
+    pub replace: bool,
+    /// Address to listen on (port 0: any free port).
+    #[arg(long, default_value = "127.0.0.1:0", value_name = "HOST:PORT")]
+    pub addr: SocketAddr,
+    /// Listen on a non-loopback address (the proxy spends your key for whoever reaches it).
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Kill the command after this long (the cassettes are still written).
+    #[arg(long, default_value_t = 3_600_000, value_name = "MS")]
+    pub timeout_ms: u64,
+    /// How long the provider may take to start an answer (502 to the agent past it).
+    #[arg(long, default_value_t = 600_000, value_name = "MS")]
+    pub upstream_timeout_ms: u64,
+    /// A request field the replay's match ignores, written into every cassette (repeatable;
+    /// `messages/*/name`).
+    #[arg(long, value_name = "PATH")]
+    pub ignore: Vec<String>,
+}
+
+/// The upstreams `--upstream` names, over the providers' defaults.
+fn upstreams(args: &ProxyArgs) -> Result<super::proxy::Upstreams, String> {
+    let mut openai = Provider::Openai.default_base_url().to_owned();
+    let mut anthropic = Provider::Anthropic.default_base_url().to_owned();
+    for u in &args.upstream {
+        let (which, url) = match u.split_once('=') {
+            Some((w @ ("openai" | "anthropic"), url)) => (Some(w), url),
+            _ => (None, u.as_str()),
+        };
+        crate::record::check_base_url(url)
+            .map_err(|r| format!("--upstream {u}: {}\n  hint: {}", r.message, r.hint))?;
+        match which {
+            Some("openai") => openai = url.to_owned(),
+            Some(_) => anthropic = url.to_owned(),
+            None => {
+                openai = url.to_owned();
+                anthropic = url.to_owned();
+            }
+        }
+    }
+    let key = |p: Provider| {
+        std::env::var(p.key_env())
+            .ok()
+            .map(|k| k.trim().to_owned())
+            .filter(|k| !k.is_empty() && k != DUMMY_KEY)
+    };
+    Ok(super::proxy::Upstreams {
+        openai,
+        anthropic,
+        openai_key: key(Provider::Openai),
+        anthropic_key: key(Provider::Anthropic),
+        timeout: Duration::from_millis(args.upstream_timeout_ms),
+    })
+}
+
+/// The cassette path of the `n`-th (1-based) conversation.
+fn cassette_path(out: &Path, n: usize) -> PathBuf {
+    let name = out.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    match name.strip_suffix(crate::record::CASSETTE_SUFFIX) {
+        Some(_) if n == 1 => out.to_owned(),
+        Some(stem) => out.with_file_name(format!("{stem}-{n}{}", crate::record::CASSETTE_SUFFIX)),
+        None => out.join(format!(
+            "conversation-{n}{}",
+            crate::record::CASSETTE_SUFFIX
+        )),
+    }
+}
+
+/// The cassettes already at `out` that a recording would replace.
+fn existing_cassettes(out: &Path) -> Vec<PathBuf> {
+    if crate::record::is_cassette(out) {
+        let mut found: Vec<PathBuf> = out.exists().then(|| out.to_owned()).into_iter().collect();
+        if let (Some(dir), Some(stem)) = (
+            out.parent(),
+            out.file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_suffix(crate::record::CASSETTE_SUFFIX)),
+        ) {
+            let dir = if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir
+            };
+            for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let numbered = name
+                    .strip_prefix(&format!("{stem}-"))
+                    .and_then(|r| r.strip_suffix(crate::record::CASSETTE_SUFFIX))
+                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+                if numbered {
+                    found.push(e.path());
+                }
+            }
+        }
+        found.sort();
+        return found;
+    }
+    let mut found: Vec<PathBuf> = std::fs::read_dir(out)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| crate::record::is_cassette(p))
+        .collect();
+    found.sort();
+    found
+}
+
+/// `harness proxy`.
+pub fn proxy(args: &ProxyArgs) -> anyhow::Result<u8> {
+    if !args.addr.ip().is_loopback() && !args.allow_remote {
+        return Ok(bad_usage(&format!(
+            "refusing to listen on {}, which is not a loopback address\n  hint: whoever reaches the proxy spends your key; pass --allow-remote to listen there anyway",
+            args.addr
+        )));
+    }
+    let upstreams = match upstreams(args) {
+        Ok(u) => u,
+        Err(e) => return Ok(bad_usage(&e)),
+    };
+    let old = existing_cassettes(&args.out);
+    if !old.is_empty() && !args.replace {
+        return Ok(bad_usage(&format!(
+            "{} already holds {} cassette(s) ({})\n  hint: pass --replace to record over them, or name another --out",
+            args.out.display(),
+            old.len(),
+            old[0].display()
+        )));
+    }
+    let folder = if crate::record::is_cassette(&args.out) {
+        args.out
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_owned()
+    } else {
+        args.out.clone()
+    };
+    if let Err(e) = store::writable_folder(&folder) {
+        return Ok(bad_usage(&format!(
+            "cannot write cassettes into {}: {e}\n  hint: name a folder harness may create and write",
+            folder.display()
+        )));
+    }
+    let scrubber = crate::record::scrub::Scrubber::new(
+        [
+            upstreams.openai_key.clone(),
+            upstreams.anthropic_key.clone(),
+        ]
+        .into_iter()
+        .flatten(),
+    );
+    let proxy = super::proxy::Proxy::start(
+        upstreams.clone(),
+        scrubber,
+        args.addr,
+        args.command.is_empty(),
+    )
+    .with_context(|| format!("cannot listen on {}", args.addr))?;
+    let addr = proxy.addr();
+    let base = format!("http://{addr}");
+    let mut err = anstream::stderr();
+    let ended = if let Some((program, rest)) = args.command.split_first() {
+        let mut cmd = Command::new(program);
+        cmd.args(rest)
+            .env("OPENAI_BASE_URL", format!("{base}/v1"))
+            .env("OPENAI_API_BASE", format!("{base}/v1"))
+            .env("ANTHROPIC_BASE_URL", &base)
+            .env("HARNESS_BASE_URL", &base)
+            .stdin(Stdio::inherit());
+        for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"] {
+            if std::env::var_os(var).is_none_or(|v| v.is_empty()) {
+                cmd.env(var, DUMMY_KEY);
+            }
+        }
+        match wait_for(cmd, program, Duration::from_millis(args.timeout_ms)) {
+            Ok(e) => Some(e),
+            Err(e) => {
+                let _ = proxy.stop();
+                return Ok(bad_usage(&e.to_string()));
+            }
+        }
+    } else {
+        writeln!(io::stdout().lock(), "listening on {base}")?;
+        let _ = writeln!(
+            err,
+            "harness proxy: OPENAI_BASE_URL={base}/v1 ANTHROPIC_BASE_URL={base}; Ctrl-C ends the recording and writes the cassettes"
+        );
+        while !proxy.finished() {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    };
+    let (slots, scrubber) = proxy.stop()?;
+    if let Some(ended) = &ended {
+        let note = match ended {
+            Ended::Exited(s) => format!("ended with {s}"),
+            Ended::Killed => format!("killed after {} ms", args.timeout_ms),
+            Ended::Interrupted => "ended by Ctrl-C".to_owned(),
+        };
+        let command: Vec<String> = args.command.iter().map(|a| scrubber.scrub(a)).collect();
+        let _ = writeln!(err, "harness proxy: `{}` {note}", command.join(" "));
+    }
+    let groups = super::proxy::conversations(&slots);
+    if groups.is_empty() {
+        let _ = writeln!(
+            err,
+            "error: the agent made no model request through the proxy, so nothing was recorded\n  hint: the agent must take its base URL from OPENAI_BASE_URL or ANTHROPIC_BASE_URL, which harness proxy sets"
+        );
+        return Ok(crate::results::EXIT_FAILED);
+    }
+    let mut code = EXIT_OK;
+    let mut written = Vec::new();
+    let mut out = io::stdout().lock();
+    for (i, members) in groups.iter().enumerate() {
+        let path = cassette_path(&args.out, i + 1);
+        if let Some(&big) = members.iter().find(|&&m| slots[m].too_large) {
+            let _ = writeln!(
+                err,
+                "error: {}: an answer of this conversation (request {}) went past the {} bytes a cassette keeps; not written\n  hint: ask the agent for shorter answers while recording (README \"Limits\")",
+                path.display(),
+                members.iter().position(|&m| m == big).unwrap_or(0) + 1,
+                crate::limits::MAX_RESPONSE_BYTES
+            );
+            code = crate::results::EXIT_FAILED;
+            continue;
+        }
+        let cassette = super::proxy::cassette_of(
+            &slots,
+            members,
+            u32::try_from(i + 1).unwrap_or(u32::MAX),
+            &args.command,
+            &upstreams,
+            &scrubber,
+            &args.ignore,
+        );
+        written.push((path, cassette));
+    }
+    // The cassettes of an earlier recording go only once the new ones are ready.
+    for p in &old {
+        if !written.iter().any(|(w, _)| w == p) {
+            std::fs::remove_file(p).with_context(|| format!("cannot remove {}", p.display()))?;
+        }
+    }
+    for (path, cassette) in &written {
+        let text = crate::record::cassette::render(cassette);
+        store::write_atomic(path, text.as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        writeln!(
+            out,
+            "recorded {}: {} request(s) on {} ({})",
+            path.display(),
+            cassette.exchanges.len(),
+            cassette.agent.as_ref().map_or("", |a| api_name(a.api)),
+            if cassette.model.is_empty() {
+                "no model named"
+            } else {
+                &cassette.model
+            },
+        )?;
+    }
+    if matches!(ended, Some(Ended::Interrupted)) {
+        return Ok(crate::results::EXIT_INTERRUPTED);
+    }
+    Ok(code)
+}
+
+/// The API's path, as the README names it.
+fn api_name(api: super::Api) -> &'static str {
+    match api {
+        super::Api::ChatCompletions => "/v1/chat/completions",
+        super::Api::Responses => "/v1/responses",
+        super::Api::Messages => "/v1/messages",
+    }
+}
+
+/// A replay session's cassettes, loaded: one case per cassette (its promoted scenario), in
+/// the order given.
+struct LoadedTapes {
+    cases: Vec<Case>,
+    paths: Vec<PathBuf>,
+    tapes: super::replay::Tapes,
+}
+
+/// Load the agent cassettes of a replay session, and the `script:` scenario; every file that
+/// cannot serve is its result.
+fn load_tapes(
+    layout: &Layout,
+    files: &[PathBuf],
+    policy: &super::replay::OnDivergence,
+) -> Result<LoadedTapes, Vec<FileResult>> {
+    let located =
+        |path: &Path, line: usize, col: usize, message: String, hint: String| FileResult {
+            path: path.to_owned(),
+            outcome: Err(vec![Diagnostic {
+                line,
+                col,
+                message,
+                hint: Some(hint),
+            }]),
+        };
+    let mut errors = Vec::new();
+    let mut cases = Vec::new();
+    let mut paths = Vec::new();
+    let mut tapes = Vec::new();
+    for path in files {
+        if !crate::record::is_cassette(path) {
+            errors.push(located(
+                path,
+                1,
+                1,
+                "a scenario among cassettes: a replay session serves cassettes only".to_owned(),
+                "give exec either scenarios or agent cassettes".to_owned(),
+            ));
+            continue;
+        }
+        let c = match crate::record::load_cassette(path) {
+            Ok((c, _)) => c,
+            Err(r) => {
+                let (line, col) = r.at.as_ref().map_or((1, 1), |(_, l, c)| (*l, *c));
+                errors.push(located(path, line, col, r.message, r.hint));
+                continue;
+            }
+        };
+        if c.agent.is_none() {
+            errors.push(located(
+                path,
+                1,
+                1,
+                "this cassette is a scenario's run recorded by `harness record`, not an agent's conversation".to_owned(),
+                "replay it with `harness run`; `harness proxy` records an agent's conversations for exec".to_owned(),
+            ));
+            continue;
+        }
+        let id = layout.id_of(path);
+        let promoted =
+            super::replay::promote_agent(&c, &path.display().to_string(), &FailureRules::default());
+        let case = promoted
+            .and_then(|s| serde_json::to_string(&s).ok())
+            .ok_or_else(|| "its first request cannot be read as a model request".to_owned())
+            .and_then(|json| {
+                scenario::load(&json, scenario::SourceFormat::Json, &id)
+                    .map_err(|d| d.first().map_or_else(String::new, |d| d.message.clone()))
+            });
+        match case {
+            Ok(mut cs) => {
+                cases.push(cs.remove(0));
+                paths.push(path.clone());
+                tapes.push(super::replay::Tape::new(id, c));
+            }
+            Err(m) => errors.push(located(
+                path,
+                1,
+                1,
+                format!("this cassette cannot be served: {m}"),
+                "re-record it with `harness proxy`".to_owned(),
+            )),
+        }
+    }
+    let script = match policy {
+        super::replay::OnDivergence::Script(p) => match load(layout, p) {
+            Ok(mut cs) => Some(cs.remove(0)),
+            Err(diags) => {
+                errors.push(FileResult {
+                    path: p.clone(),
+                    outcome: Err(diags),
+                });
+                None
+            }
+        },
+        _ => None,
+    };
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let keys: Vec<&str> = vec!["OPENAI_API_KEY", "ANTHROPIC_API_KEY"];
+    Ok(LoadedTapes {
+        cases,
+        paths,
+        tapes: super::replay::Tapes {
+            tapes,
+            on_divergence: policy.clone(),
+            script,
+            scrubber: crate::record::scrub::Scrubber::from_env(&keys),
+        },
+    })
+}
+
+/// One replayed conversation's trace.
+struct TapedTrace {
+    /// Its case id: the cassette's, with the label.
+    id: String,
+    /// Which cassette.
+    cassette: usize,
+    events: Vec<TimedEvent>,
+    /// The divergence report, if it diverged.
+    report: Option<String>,
+}
+
+/// The traces of a replay session: by cassette, and within one cassette by the trace itself
+/// (agents in parallel get the same ids on every run).
+fn taped_traces(session: &Session, label: &str) -> Vec<TapedTrace> {
+    let Some(tapes) = session.tapes() else {
+        return Vec::new();
+    };
+    let mut all: Vec<(usize, String, Vec<TimedEvent>, Option<String>)> = session
+        .conversations()
+        .iter()
+        .filter_map(|c| {
+            let pos = c.tape.as_ref()?;
+            let tape = &tapes.tapes[pos.cassette];
+            let ctx = Context {
+                profile: label,
+                cap: u32::try_from(tape.cassette.exchanges.len()).unwrap_or(u32::MAX),
+                tool_latency: Default::default(),
+            };
+            let events = infer::infer(&ctx, &c.exchanges);
+            let report = pos.diverged.as_ref().map(|d| d.report(&tape.id));
+            Some((
+                pos.cassette,
+                trace::render_golden("", &events),
+                events,
+                report,
+            ))
+        })
+        .collect();
+    all.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+    let mut seen = vec![0usize; tapes.tapes.len()];
+    all.into_iter()
+        .map(|(i, _, events, report)| {
+            let id = conversation_id(&tapes.tapes[i].id, label, seen[i]);
+            seen[i] += 1;
+            TapedTrace {
+                id,
+                cassette: i,
+                events,
+                report,
+            }
+        })
+        .collect()
+}
+
+/// Serve the cassettes to one run of the command (one session: each conversation the agent
+/// begins is answered from the cassette it binds to) and judge each conversation; a cassette
+/// no conversation played fails.
+fn exec_tapes(
+    args: &ExecArgs,
+    options: &Options,
+    files: &[PathBuf],
+) -> io::Result<Vec<FileResult>> {
+    let loaded = match load_tapes(&options.layout, files, &args.on_divergence) {
+        Ok(l) => l,
+        Err(errors) => return Ok(errors),
+    };
+    let rules = match FailureRules::new(&args.reading.failure, !args.reading.no_builtin_failures) {
+        Ok(r) => r,
+        Err(e) => {
+            return Ok(vec![FileResult {
+                path: loaded.paths[0].clone(),
+                outcome: Err(vec![Diagnostic {
+                    line: 1,
+                    col: 1,
+                    message: e,
+                    hint: Some("fix the --failure pattern (Rust `regex` syntax)".to_owned()),
+                }]),
+            }]);
+        }
+    };
+    let first = loaded.cases[0].clone();
+    let server = Server::start_with(
+        Session::taped(first.clone(), rules, loaded.tapes),
+        SocketAddr::from(([127, 0, 0, 1], 0)),
+        Signals::Ignore,
+        super::http::Timeouts {
+            pace: args.reading.pace,
+            ..Default::default()
+        },
+        crate::limits::MAX_SESSION_REQUEST_BYTES,
+    )?;
+    let ended = run_command(args, server.addr(), &first, &loaded.paths[0]);
+    let session = server.stop()?;
+    let ended = match ended {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::InvalidInput => {
+            return Ok(vec![FileResult {
+                path: loaded.paths[0].clone(),
+                outcome: Err(vec![Diagnostic {
+                    line: 1,
+                    col: 1,
+                    message: e.to_string(),
+                    hint: Some("environment variables cannot hold NUL bytes".to_owned()),
+                }]),
+            }]);
+        }
+        Err(e) => return Err(e),
+    };
+    let note = match &ended {
+        Ended::Exited(s) => format!("ended with {s}"),
+        Ended::Killed => format!("killed after {} ms", args.timeout_ms),
+        Ended::Interrupted => "ended by Ctrl-C".to_owned(),
+    };
+    let names: Vec<String> = loaded
+        .paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    let _ = writeln!(
+        anstream::stderr(),
+        "harness exec: {}: `{}` {note}",
+        names.join(", "),
+        args.command.join(" ")
+    );
+    let mut failures = Vec::new();
+    if matches!(ended, Ended::Killed) {
+        failures.push(format!(
+            "the command to finish within {} ms; it was killed (raise --timeout-ms if it needs longer)",
+            args.timeout_ms
+        ));
+    }
+    let traces = taped_traces(&session, &args.label);
+    let fail_on_divergence = args.on_divergence == super::replay::OnDivergence::Fail;
+    let case_of = |i: usize, id: String| Case {
+        id,
+        profile: args.label.clone(),
+        expect: Expect::default(),
+        gated: true,
+        ..loaded.cases[i].clone()
+    };
+    let mut per_file: Vec<Vec<CaseResult>> = vec![Vec::new(); loaded.paths.len()];
+    for t in &traces {
+        if let Err(e) = trace::check_limits(&t.events) {
+            return Ok(vec![FileResult {
+                path: loaded.paths[t.cassette].clone(),
+                outcome: Err(vec![Diagnostic {
+                    line: 1,
+                    col: 1,
+                    message: format!("the trace inferred for `{}`: {e}", t.id),
+                    hint: Some(
+                        "the agent sent more than a run may hold (README \"Limits\"); its conversation is not judged"
+                            .to_owned(),
+                    ),
+                }]),
+            }]);
+        }
+        let mut r = run::judge(options, &case_of(t.cassette, t.id.clone()), &t.events);
+        if let Some(report) = &t.report {
+            let _ = writeln!(anstream::stderr(), "harness exec: {}: {report}", t.id);
+            if fail_on_divergence {
+                r.expectation_failures.push(format!(
+                    "every request to match the recording (--on-divergence fail); {report}"
+                ));
+            }
+        }
+        r.expectation_failures.extend(failures.iter().cloned());
+        per_file[t.cassette].push(r);
+    }
+    let quiet = Options {
+        write_pending: false,
+        traces: None,
+        ..options.clone()
+    };
+    for (i, results) in per_file.iter_mut().enumerate() {
+        if !results.is_empty() {
+            continue;
+        }
+        let mut r = run::judge(
+            &quiet,
+            &case_of(i, conversation_id(&loaded.cases[i].id, &args.label, 0)),
+            &[],
+        );
+        r.golden = Comparison::Ungated;
+        r.expectation_failures.push(if traces.is_empty() {
+            "a model request; the command made none: it must take its base URL from OPENAI_BASE_URL or ANTHROPIC_BASE_URL, which harness exec sets".to_owned()
+        } else {
+            "the agent to begin this recorded conversation; none of its conversations began nearer to it than to another cassette".to_owned()
+        });
+        r.expectation_failures.extend(failures.iter().cloned());
+        results.push(r);
+    }
+    Ok(loaded
+        .paths
+        .into_iter()
+        .zip(per_file)
+        .map(|(path, mut results)| {
+            for r in &mut results {
+                r.row.expectations_passed = r.expectation_failures.is_empty();
+                r.passes = u32::from(r.passed());
+            }
+            FileResult {
+                path,
+                outcome: Ok(results),
+            }
+        })
+        .collect())
 }

@@ -177,7 +177,7 @@ impl Server {
 /// Accept connections until `shutdown`, each served by hyper with a header read timeout;
 /// then close the listener, ask every connection to finish, and cut those still open after
 /// the grace period.
-async fn serve(
+pub(super) async fn serve(
     listener: std::net::TcpListener,
     app: Router,
     shutdown: impl std::future::Future<Output = ()>,
@@ -229,7 +229,7 @@ async fn serve(
     Ok(())
 }
 
-async fn signal() {
+pub(super) async fn signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
@@ -393,7 +393,7 @@ async fn read(
 }
 
 /// The body of one request, bounded in size and time.
-async fn read_body(
+pub(super) async fn read_body(
     provider: Provider,
     headers: &HeaderMap,
     body: axum::body::Body,
@@ -501,7 +501,7 @@ async fn not_found(uri: Uri, headers: HeaderMap) -> Response<axum::body::Body> {
 
 /// A served answer as an HTTP response; an event stream goes out event by event, paced when
 /// `pace` is above 0, and a cut one ends by dropping the connection.
-fn render(served: Served, pace: f64) -> Response<axum::body::Body> {
+pub(super) fn render(served: Served, pace: f64) -> Response<axum::body::Body> {
     let (content_type, body) = match served.body {
         Body::Json(v) => ("application/json", axum::body::Body::from(v.to_string())),
         Body::Events {

@@ -267,6 +267,13 @@ fn push_request(
     stripped: bool,
     tools: Vec<String>,
 ) -> bool {
+    if let Some(d) = &e.divergence {
+        c.push(Event::Diverged {
+            request: d.request,
+            at: d.at.clone(),
+            reading: d.reading.clone(),
+        });
+    }
     if let Reply::Cap = e.reply {
         c.push(Event::Outcome {
             outcome: OutcomeKind::MaxIterations,

@@ -31,6 +31,8 @@ pub mod cli;
 pub mod failure;
 pub mod http;
 pub mod infer;
+pub mod proxy;
+pub mod replay;
 
 use crate::llm::stream::{self, Chunk};
 use crate::llm::{
@@ -38,6 +40,7 @@ use crate::llm::{
     ToolCall,
 };
 use crate::mock::{MockModel, MockState};
+pub use crate::provider::Api;
 use crate::provider::{
     AnswerMeta, Provider, ResultRef, SseEvent, ToolChoice, WireRequest, responses,
 };
@@ -46,7 +49,7 @@ use failure::FailureRules;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-pub use cli::{ExecArgs, ServeArgs};
+pub use cli::{ExecArgs, ProxyArgs, ServeArgs};
 
 /// Largest request body the server reads (larger ones are answered 413): the one figure of
 /// [`crate::limits::MAX_REQUEST_BODY_BYTES`].
@@ -55,35 +58,6 @@ pub const MAX_REQUEST_BYTES: usize = crate::limits::MAX_REQUEST_BODY_BYTES as us
 /// The Unix time of a session's first answer (2026-01-01T00:00:00Z): served answers carry
 /// virtual times from here, never the wall clock.
 pub const EPOCH_S: u64 = 1_767_225_600;
-
-/// Which API a request came in on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Api {
-    /// OpenAI Chat Completions (`POST /v1/chat/completions`).
-    ChatCompletions,
-    /// OpenAI Responses (`POST /v1/responses`).
-    Responses,
-    /// Anthropic Messages (`POST /v1/messages`).
-    Messages,
-}
-
-impl Api {
-    /// Whose error shapes and ids it uses.
-    pub fn provider(self) -> Provider {
-        match self {
-            Self::ChatCompletions | Self::Responses => Provider::Openai,
-            Self::Messages => Provider::Anthropic,
-        }
-    }
-
-    fn parse_request(self, body: &Value) -> Result<WireRequest, crate::provider::WireError> {
-        match self {
-            Self::ChatCompletions => Provider::Openai.parse_request(body),
-            Self::Responses => responses::parse_request(body),
-            Self::Messages => Provider::Anthropic.parse_request(body),
-        }
-    }
-}
 
 /// What the HTTP layer read besides the body.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -121,6 +95,8 @@ pub struct Exchange {
     pub iteration: u32,
     /// What was answered.
     pub reply: Reply,
+    /// A replayed conversation diverged from its recording at this request.
+    pub divergence: Option<replay::Divergence>,
 }
 
 /// The requests of one agent run.
@@ -136,6 +112,21 @@ pub struct Conversation {
     calls: u32,
     /// The first user message of its latest request, as sent.
     last_user: String,
+    /// Where it is in its recording, when a cassette answers it.
+    pub tape: Option<TapePosition>,
+}
+
+/// Where a replayed conversation is in its cassette.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TapePosition {
+    /// Which cassette of the session's [`replay::Tapes`].
+    pub cassette: usize,
+    /// The next recorded exchange.
+    pub next: usize,
+    /// Where it diverged, if it did.
+    pub diverged: Option<replay::Divergence>,
+    /// The divergence handed it to the `script:` scenario.
+    pub scripted: bool,
 }
 
 impl Conversation {
@@ -202,6 +193,8 @@ pub struct Session {
     ids: BTreeMap<String, usize>,
     /// Ids served so far: the next id's seed.
     minted: u64,
+    /// Recorded conversations answer instead of the script (`harness exec CASSETTE`).
+    tapes: Option<replay::Tapes>,
 }
 
 impl Session {
@@ -221,7 +214,29 @@ impl Session {
             conversations: Vec::new(),
             ids: BTreeMap::new(),
             minted: 0,
+            tapes: None,
         }
+    }
+
+    /// Serve recorded conversations: each conversation is answered from the cassette its
+    /// first request binds it to ([`replay`]); `case` (the first cassette promoted) names the
+    /// session and scripts nothing.
+    pub fn taped(case: Case, rules: FailureRules, tapes: replay::Tapes) -> Self {
+        let mut s = Self::with_rules(case, rules);
+        s.cap = tapes
+            .tapes
+            .iter()
+            .map(|t| t.cassette.exchanges.len())
+            .max()
+            .and_then(|n| u32::try_from(n).ok())
+            .unwrap_or(0);
+        s.tapes = Some(tapes);
+        s
+    }
+
+    /// The recorded conversations served, when the session replays cassettes.
+    pub fn tapes(&self) -> Option<&replay::Tapes> {
+        self.tapes.as_ref()
     }
 
     /// The case served.
@@ -286,14 +301,17 @@ impl Session {
             .max()
             .unwrap_or(0);
         let iteration = if retry { done.max(1) } else { done + 1 };
-        let (reply, served) = if iteration > self.cap {
+        let (reply, served, divergence) = if self.tapes.is_some() {
+            self.answer_taped(at, api, &value, &request, iteration)
+        } else if iteration > self.cap {
             let message = format!(
                 "harness serve: the scenario's iteration cap ({}) is reached; no more answers in this conversation",
                 self.cap
             );
-            (Reply::Cap, refusal(provider, 400, &message))
+            (Reply::Cap, refusal(provider, 400, &message), None)
         } else {
-            self.answer(at, api, &value, &request, iteration)
+            let (reply, served) = self.answer(at, api, &value, &request, iteration);
+            (reply, served, None)
         };
         self.conversations[at].exchanges.push(Exchange {
             api,
@@ -302,6 +320,7 @@ impl Session {
             text_protocol,
             iteration,
             reply,
+            divergence,
         });
         served
     }
@@ -400,6 +419,7 @@ impl Session {
                     mock: MockState::default(),
                     calls: 0,
                     last_user: String::new(),
+                    tape: None,
                 });
                 Some(self.conversations.len() - 1)
             }
@@ -417,11 +437,17 @@ impl Session {
         iteration: u32,
     ) -> (Reply, Served) {
         let provider = api.provider();
+        let scenario = match (&self.tapes, &self.conversations[at].tape) {
+            (
+                Some(replay::Tapes {
+                    script: Some(s), ..
+                }),
+                Some(p),
+            ) if p.scripted => std::sync::Arc::clone(&s.scenario),
+            _ => std::sync::Arc::clone(&self.case.scenario),
+        };
         let conversation = &mut self.conversations[at];
-        let mut mock = MockModel::resume(
-            &self.case.scenario.model,
-            std::mem::take(&mut conversation.mock),
-        );
+        let mut mock = MockModel::resume(&scenario.model, std::mem::take(&mut conversation.mock));
         let answered = mock.respond(&model_request(request, iteration, conversation.calls + 1));
         conversation.mock = mock.into_state();
         if matches!(answered, Ok(_) | Err(ModelError::Provider(_))) {
@@ -529,6 +555,130 @@ impl Session {
                 )
             }
         }
+    }
+}
+
+impl Session {
+    /// Answer from the conversation's recording (see [`replay`]): the recorded answer while
+    /// the request matches, then what the divergence policy says.
+    fn answer_taped(
+        &mut self,
+        at: usize,
+        api: Api,
+        body: &Value,
+        request: &WireRequest,
+        iteration: u32,
+    ) -> (Reply, Served, Option<replay::Divergence>) {
+        let provider = api.provider();
+        let Some(tapes) = &self.tapes else {
+            let (r, s) = self.answer(at, api, body, request, iteration);
+            return (r, s, None);
+        };
+        if self.conversations[at].tape.is_none() {
+            let mut used = vec![0; tapes.tapes.len()];
+            for c in &self.conversations {
+                if let Some(p) = &c.tape {
+                    used[p.cassette] += 1;
+                }
+            }
+            let cassette = tapes.bind(&used, body);
+            self.conversations[at].tape = Some(TapePosition {
+                cassette,
+                next: 0,
+                diverged: None,
+                scripted: false,
+            });
+        }
+        let Some(pos) = self.conversations[at].tape.clone() else {
+            return (
+                Reply::NoAnswer("no recording".to_owned()),
+                refusal(provider, 500, "harness: no recording"),
+                None,
+            );
+        };
+        if pos.scripted {
+            let (r, s) = self.answer(at, api, body, request, iteration);
+            return (r, s, None);
+        }
+        let tape = &tapes.tapes[pos.cassette];
+        let n = pos.next;
+        let mut divergence = None;
+        if pos.diverged.is_none() && !tape.matches(n, body) {
+            let d = tape.diverge(n, body, &tapes.scrubber);
+            divergence = Some(d.clone());
+            let policy = tapes.on_divergence.clone();
+            let scripted = matches!(policy, replay::OnDivergence::Script(_));
+            if let Some(p) = &mut self.conversations[at].tape {
+                p.diverged = Some(d.clone());
+                p.scripted = scripted;
+            }
+            match policy {
+                replay::OnDivergence::Fail | replay::OnDivergence::Stop => {
+                    let message = format!(
+                        "harness: request {} {}; the replay of {} ends here (--on-divergence {})",
+                        d.request,
+                        d.reading,
+                        tape.id,
+                        if policy == replay::OnDivergence::Fail {
+                            "fail"
+                        } else {
+                            "stop"
+                        }
+                    );
+                    return (
+                        Reply::NoAnswer(message.clone()),
+                        refusal(provider, 400, &message),
+                        divergence,
+                    );
+                }
+                replay::OnDivergence::Script(_) => {
+                    let (r, s) = self.answer(at, api, body, request, iteration);
+                    return (r, s, divergence);
+                }
+                replay::OnDivergence::Continue => {}
+            }
+        }
+        let Some(tapes) = &self.tapes else {
+            return (
+                Reply::Cap,
+                refusal(provider, 500, "harness: no recording"),
+                None,
+            );
+        };
+        let tape = &tapes.tapes[pos.cassette];
+        let Some(ex) = tape.cassette.exchanges.get(n) else {
+            let message = format!(
+                "harness: the recording {} has no answer left (it holds {} requests)",
+                tape.id,
+                tape.cassette.exchanges.len()
+            );
+            return (
+                Reply::NoAnswer(message.clone()),
+                refusal(provider, 400, &message),
+                divergence,
+            );
+        };
+        let latency = tape.cassette.replay.latency(ex.elapsed_ms);
+        let served = proxy::replayed(ex, tape.cassette.provider);
+        let reply = match ex.outcome(tape.cassette.provider, latency) {
+            crate::record::cassette::Outcome::Response(r) => {
+                // A stream as the agent assembled it: its text and calls.
+                match served_answer(r.clone(), ex.chunks.is_some()) {
+                    Ok((whole, _)) => Reply::Answer(whole),
+                    Err(_) => Reply::Answer(r),
+                }
+            }
+            crate::record::cassette::Outcome::Fault(f) => Reply::Fault(f),
+            crate::record::cassette::Outcome::Fatal(m) => Reply::NoAnswer(m),
+        };
+        let ids = proxy::served_ids(ex);
+        if let Some(p) = &mut self.conversations[at].tape {
+            p.next += 1;
+        }
+        for id in ids {
+            self.ids.insert(id, at);
+        }
+        (reply, served, divergence)
     }
 }
 

@@ -199,6 +199,16 @@ pub enum Event {
         /// The text.
         text: String,
     },
+    /// A replayed agent sent a request that differs from the one recorded (`harness exec
+    /// CASSETTE`): where, and what it reads as.
+    Diverged {
+        /// The request of the conversation (1-based).
+        request: u32,
+        /// The first differing JSON path of the request.
+        at: String,
+        /// The difference in plain words.
+        reading: String,
+    },
     /// The provider failed a model call.
     ProviderError {
         /// `rate_limit`, `server_error`, `context_overflow` or `timeout`.
@@ -381,6 +391,7 @@ impl Event {
             Event::ForceText { .. } => "force_text",
             Event::Outcome { .. } => "outcome",
             Event::Notice { .. } => "notice",
+            Event::Diverged { .. } => "diverged",
             Event::ProviderError { .. } => "provider_error",
             Event::Compaction { .. } => "compaction",
             Event::ToolCallSkipped { .. } => "tool_call_skipped",
@@ -446,6 +457,7 @@ impl Event {
             Event::ForceText { cause, .. } => cause.len(),
             Event::Outcome { text, detail, .. } => opt(text) + opt(detail),
             Event::ProviderError { message, .. } => message.len(),
+            Event::Diverged { at, reading, .. } => at.len() + reading.len(),
             Event::Compaction { reason, .. } => reason.len(),
             Event::ToolCallSkipped { id, name, reason } => id.len() + name.len() + reason.len(),
             Event::ApprovalRequested { id, name, auth, .. } => id.len() + name.len() + opt(auth),
@@ -641,6 +653,11 @@ pub fn render_event(event: &Event) -> String {
             }
         }
         Event::Notice { source, text } => write!(s, " source={source} text={}", q(text)),
+        Event::Diverged {
+            request,
+            at,
+            reading,
+        } => write!(s, " request={request} at={} reading={}", q(at), q(reading)),
         Event::ProviderError {
             fault,
             message,
@@ -779,7 +796,7 @@ mod tests {
     #[test]
     fn catalogue_lists_every_kind_with_its_fields() {
         let cat = Event::catalogue();
-        assert_eq!(cat.len(), 24);
+        assert_eq!(cat.len(), 25);
         let intervention = cat.iter().find(|(k, _)| k == "intervention").unwrap();
         for f in ["policy", "stage", "action", "tool"] {
             assert!(intervention.1.iter().any(|x| x == f), "{f}");

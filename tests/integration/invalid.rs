@@ -595,6 +595,9 @@ const WIRE_POINTS_AT: &[(&str, &str)] = &[
     ),
     // serde_json places a number too large at its last digit.
     ("cassette/absurd-elapsed.cassette.json", "0"),
+    ("cassette/agent-and-scenario.cassette.json", "\"agent\""),
+    ("cassette/agent-at-version-1.cassette.json", "\"version\""),
+    ("cassette/agent-replayed-by-run.cassette.json", "\"agent\""),
     (
         "cassette/dangling-scenario.cassette.json",
         "\"../../../scenarios/record/no-such",
@@ -618,7 +621,7 @@ const WIRE_POINTS_AT: &[(&str, &str)] = &[
     ("cassette/unknown-provider.cassette.json", "\"gemini\""),
     ("cassette/unknown-status-shape.cassette.json", " {"),
     ("cassette/version-0.cassette.json", "\"version\": 0"),
-    ("cassette/version-2.cassette.json", "\"version\": 2"),
+    ("cassette/version-3.cassette.json", "\"version\": 3"),
     ("cassette/wrong-type-stream.cassette.json", "\"yes\""),
     (
         "transcript/anthropic-invalid-utf8.json",
@@ -806,7 +809,7 @@ fn oversized_cassettes_and_transcripts_are_refused_with_the_limit_named() {
     p.copy_from_repo(RECORDED, RECORDED);
     let over = usize::try_from(harness::limits::MAX_CASSETTE_BYTES).unwrap() + 1;
     let mut big =
-        std::fs::read_to_string(repo().join("fixtures/invalid/cassette/version-2.cassette.json"))
+        std::fs::read_to_string(repo().join("fixtures/invalid/cassette/version-3.cassette.json"))
             .unwrap();
     big.push_str(&" ".repeat(over - big.len()));
     p.write("fixtures/invalid/cassette/big.cassette.json", &big);

@@ -13,6 +13,8 @@
 //! - `sweep`: `harness sweep` / `harness import` over `fixtures/transcripts/` and
 //!   the public corpus in `corpus/`.
 //! - `serve`: `harness exec` and `harness serve` with a reference agent on 127.0.0.1.
+//! - `proxy`: `harness proxy` records the reference agent against stub providers; `harness exec
+//!   CASSETTE` replays it offline, to the same agent and to its next version.
 //! - `fuzz_regressions`: the fuzz seeds and every fuzz finding through their targets' code
 //!   (through the library, as the fuzzers call it).
 //! - `browser` (ignored unless `--ignored`; `.ci/browser` runs them): the HTML reports in
@@ -37,6 +39,7 @@ mod harden;
 mod invalid;
 mod mapping;
 mod project_file;
+mod proxy;
 mod record;
 mod robust;
 mod schema;

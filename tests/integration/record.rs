@@ -889,7 +889,7 @@ fn a_broken_cassette_is_bad_input_with_its_location() {
     p.harness(&["run", "scenarios/x"])
         .expect_code(2)
         .expect_stdout("error: scenarios/x/bad.cassette.json:3:15: invalid cassette at `scenario`: invalid type: integer `7`, expected a string")
-        .expect_stdout("error: scenarios/x/new.cassette.json:2:3: cassette format version 9 is newer than this build reads (1)")
+        .expect_stdout("error: scenarios/x/new.cassette.json:2:3: cassette format version 9 is newer than this build reads (2)")
         .expect_stdout("hint: upgrade harness");
     // An exchange edited into a refusal fails the replay, saying so.
     let cassette = "scenarios/record/fixtures/cassettes/reflex-live.cassette.json";

@@ -158,6 +158,12 @@ pub(super) fn mark(event: &Event) -> Option<(Mark, String)> {
             format!("{source} injected a {} message", role.as_str()),
         ),
         Event::Notice { source, .. } => (Mark::Message, format!("notice from {source}")),
+        Event::Diverged {
+            request, reading, ..
+        } => (
+            Mark::Error,
+            format!("diverged from the recording at request {request}: {reading}"),
+        ),
         Event::Signal { signal, .. } => (Mark::Message, format!("signal {signal}")),
         Event::UserTurn { turn, .. } => (Mark::Message, format!("user turn {turn}")),
         Event::ProviderError { fault, attempt, .. } => (

@@ -1,0 +1,925 @@
+//! `harness proxy`: record any agent's real session. The proxy listens on loopback, forwards
+//! every request to the real provider (the key from harness's environment when it has one,
+//! never written), and passes the answer back as it comes: status, headers and body byte for
+//! byte, a stream chunk by chunk as the provider sends it, a provider's fault or a cut stream
+//! unchanged. Each model request (`/v1/chat/completions`, `/v1/responses`, `/v1/messages`) is
+//! teed, scrubbed, into the session; any other path (model lists, token counts) is forwarded
+//! and not recorded.
+//!
+//! When the session ends, its exchanges are split into conversations, by the rules `harness
+//! serve` tells conversations apart with, applied in arrival order once every answer is in
+//! (an answer's ids are known only when it has ended, and the next request may come first):
+//! a request belongs to the conversation whose answer served an id it echoes (a call id, the
+//! Responses API's `previous_response_id`); one with no assistant message starts a
+//! conversation, unless it retries one whose last answer was a fault, or grows its first user
+//! message by what a step adds; one whose history holds no id served continues the latest
+//! conversation with the same first user message. Each conversation becomes one cassette
+//! (format version 2, [`crate::record::cassette`]).
+
+use super::http::{Timeouts, read_body, render, serve, signal};
+use super::{Api, Body, Served, refusal};
+use crate::llm::Role;
+use crate::provider::{Provider, SseEvent};
+use crate::record::cassette::{
+    self, AgentRecord, Cassette, Exchange, HEADER_ALLOW_LIST, ReplayOptions, TimedEvent,
+    TransportError, TransportKind, canonical,
+};
+use crate::record::live::{scrub_exchange, usage_of};
+use crate::record::scrub::Scrubber;
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Response, Uri};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Where the proxy forwards to, and with which keys.
+#[derive(Debug, Clone)]
+pub struct Upstreams {
+    /// Base URL of the OpenAI APIs, as the SDK takes it (`https://api.openai.com/v1`).
+    pub openai: String,
+    /// Base URL of the Anthropic API, as the SDK takes it (`https://api.anthropic.com`).
+    pub anthropic: String,
+    /// The OpenAI key to send instead of the agent's, if any.
+    pub openai_key: Option<String>,
+    /// The Anthropic key to send instead of the agent's, if any.
+    pub anthropic_key: Option<String>,
+    /// How long the provider may take to start answering.
+    pub timeout: Duration,
+}
+
+/// One model request as it passed through, and its answer once it has ended.
+#[derive(Debug, Clone)]
+pub struct Slot {
+    /// The API it was sent to.
+    pub api: Api,
+    /// The exchange (scrubbed), complete once `done`.
+    pub exchange: Exchange,
+    /// The answer has ended (else the session ended first).
+    pub done: bool,
+    /// The answer went past [`crate::limits::MAX_RESPONSE_BYTES`]: passed on, not kept.
+    pub too_large: bool,
+}
+
+struct Shared {
+    client: reqwest::Client,
+    upstreams: Upstreams,
+    scrubber: Mutex<Scrubber>,
+    slots: Mutex<Vec<Slot>>,
+    read_timeout: Duration,
+}
+
+/// A running proxy.
+pub struct Proxy {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<JoinHandle<io::Result<()>>>,
+}
+
+impl Proxy {
+    /// Bind `addr` and forward to `upstreams` until stopped (or, with `on_signal`, until
+    /// Ctrl-C or SIGTERM). `scrubber` knows the keys in use; the keys agents send are added.
+    pub fn start(
+        upstreams: Upstreams,
+        scrubber: Scrubber,
+        addr: SocketAddr,
+        on_signal: bool,
+    ) -> io::Result<Self> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .map_err(io::Error::other)?;
+        let listener = std::net::TcpListener::bind(addr)?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        let timeouts = Timeouts::default();
+        let shared = Arc::new(Shared {
+            client,
+            upstreams,
+            scrubber: Mutex::new(scrubber),
+            slots: Mutex::new(Vec::new()),
+            read_timeout: timeouts.read,
+        });
+        let app = Router::new()
+            .fallback(forward)
+            .layer(DefaultBodyLimit::disable())
+            .with_state(Arc::clone(&shared));
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("harness-proxy".to_owned())
+            .spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()?;
+                let shutdown = async move {
+                    if on_signal {
+                        let stopped = std::pin::pin!(stopped);
+                        let signal = std::pin::pin!(signal());
+                        let _ = futures_util::future::select(stopped, signal).await;
+                    } else {
+                        let _ = stopped.await;
+                    }
+                };
+                rt.block_on(serve(listener, app, shutdown, timeouts))
+            })?;
+        Ok(Self {
+            addr,
+            shared,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Has it stopped on its own (a signal)?
+    pub fn finished(&self) -> bool {
+        self.thread.as_ref().is_none_or(JoinHandle::is_finished)
+    }
+
+    /// Stop, and the session's model requests in arrival order, with the scrubber that knows
+    /// every key seen.
+    pub fn stop(mut self) -> io::Result<(Vec<Slot>, Scrubber)> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            t.join()
+                .map_err(|_| io::Error::other("the proxy thread panicked"))??;
+        }
+        let slots = std::mem::take(&mut *lock(&self.shared.slots));
+        let scrubber = lock(&self.shared.scrubber).clone();
+        Ok((slots, scrubber))
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The API a path belongs to, when it is a model request.
+fn api_of(path: &str) -> Option<Api> {
+    let path = path.strip_prefix("/v1").unwrap_or(path);
+    match path {
+        "/chat/completions" => Some(Api::ChatCompletions),
+        "/responses" => Some(Api::Responses),
+        "/messages" => Some(Api::Messages),
+        _ => None,
+    }
+}
+
+/// Is this request for Anthropic (by its path, or its headers on a path both share)?
+fn for_anthropic(path: &str, headers: &HeaderMap) -> bool {
+    path.starts_with("/v1/messages")
+        || headers.contains_key("anthropic-version")
+        || headers.contains_key("x-api-key")
+}
+
+/// The upstream URL of a request path: below the OpenAI base (which holds the `/v1`), or the
+/// Anthropic base (which does not).
+fn upstream_url(base: &str, anthropic: bool, uri: &Uri) -> String {
+    let base = base.trim_end_matches('/');
+    let path = uri.path();
+    let url = if anthropic {
+        format!(
+            "{}{path}",
+            base.strip_suffix("/v1")
+                .filter(|_| path.starts_with("/v1/"))
+                .unwrap_or(base)
+        )
+    } else {
+        let below = path
+            .strip_prefix("/v1")
+            .filter(|p| p.starts_with('/') || p.is_empty());
+        format!("{base}{}", below.unwrap_or(path))
+    };
+    match uri.query() {
+        Some(q) => format!("{url}?{q}"),
+        None => url,
+    }
+}
+
+/// Headers that belong to one connection, not to the request or answer passed on.
+const HOP: &[&str] = &[
+    "host",
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "transfer-encoding",
+    "te",
+    "trailer",
+    "upgrade",
+    "content-length",
+    // Asked for plain bodies, so the recording can read them; the agent gets them plain.
+    "accept-encoding",
+];
+
+async fn forward(
+    State(s): State<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: axum::body::Body,
+) -> Response<axum::body::Body> {
+    let anthropic = for_anthropic(uri.path(), &headers);
+    let provider = if anthropic {
+        Provider::Anthropic
+    } else {
+        Provider::Openai
+    };
+    let bytes = match read_body(provider, &headers, body, s.read_timeout).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let (base, key) = if anthropic {
+        (&s.upstreams.anthropic, s.upstreams.anthropic_key.as_deref())
+    } else {
+        (&s.upstreams.openai, s.upstreams.openai_key.as_deref())
+    };
+    let url = upstream_url(base, anthropic, &uri);
+    let mut out = reqwest::header::HeaderMap::new();
+    for (name, value) in &headers {
+        if HOP.contains(&name.as_str()) {
+            continue;
+        }
+        if matches!(name.as_str(), "authorization" | "x-api-key" | "api-key") {
+            // The agent's own key is a secret too, whether it is sent on or replaced.
+            let text = String::from_utf8_lossy(value.as_bytes()).into_owned();
+            let bare = text.strip_prefix("Bearer ").unwrap_or(&text).to_owned();
+            let mut scrubber = lock(&s.scrubber);
+            *scrubber = Scrubber::new(scrubber.keys().iter().cloned().chain([text, bare]));
+            if key.is_some() {
+                continue;
+            }
+        }
+        out.append(name.clone(), value.clone());
+    }
+    if let Some(key) = key {
+        for (name, value) in provider.auth_headers(key) {
+            if name == "anthropic-version" && out.contains_key(name) {
+                continue;
+            }
+            if let Ok(v) = HeaderValue::from_str(&value) {
+                out.insert(HeaderName::from_static(name), v);
+            }
+        }
+    }
+    let api = api_of(uri.path()).filter(|_| method == Method::POST);
+    let slot = api.map(|api| {
+        let request = serde_json::from_slice::<Value>(&bytes)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+        let mut slots = lock(&s.slots);
+        slots.push(Slot {
+            api,
+            exchange: Exchange {
+                call: 0,
+                purpose: Default::default(),
+                request,
+                status: None,
+                headers: BTreeMap::new(),
+                body: None,
+                chunks: None,
+                error: None,
+                elapsed_ms: 0,
+                usage: None,
+            },
+            done: false,
+            too_large: false,
+        });
+        slots.len() - 1
+    });
+    let started = Instant::now();
+    let sent = s
+        .client
+        .request(method, &url)
+        .headers(out)
+        .body(bytes)
+        .send();
+    let failed = |kind: TransportKind, message: String| {
+        let message = format!("harness proxy: cannot reach the provider: {message}");
+        let served = refusal(provider, 502, &message);
+        let mut tee = Tee::new(&s, slot, started, false);
+        if let Body::Json(b) = &served.body {
+            tee.body = b.to_string().into_bytes();
+        }
+        tee.status = Some(502);
+        tee.finish(Some((kind, message)));
+        render(served, 0.0)
+    };
+    let response = match tokio::time::timeout(s.upstreams.timeout, sent).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => return failed(TransportKind::Connect, error_chain(&e)),
+        Err(_) => {
+            return failed(
+                TransportKind::Timeout,
+                format!(
+                    "no answer from {url} within {} ms",
+                    s.upstreams.timeout.as_millis()
+                ),
+            );
+        }
+    };
+    let status = response.status();
+    let mut builder = Response::builder().status(status.as_u16());
+    let mut kept = BTreeMap::new();
+    for (name, value) in response.headers() {
+        if HOP.contains(&name.as_str()) {
+            continue;
+        }
+        if HEADER_ALLOW_LIST.contains(&name.as_str()) {
+            kept.insert(
+                name.as_str().to_owned(),
+                String::from_utf8_lossy(value.as_bytes()).into_owned(),
+            );
+        }
+        builder = builder.header(name.as_str(), value.as_bytes());
+    }
+    let is_sse = response
+        .headers()
+        .get("content-type")
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    let mut tee = Tee::new(&s, slot, started, is_sse);
+    tee.status = Some(status.as_u16());
+    tee.headers = kept;
+    let stream = futures_util::stream::unfold(
+        (response.bytes_stream(), Some(tee)),
+        |(mut upstream, mut tee)| async move {
+            use futures_util::StreamExt as _;
+            let t = tee.as_mut()?;
+            match upstream.next().await {
+                Some(Ok(bytes)) => {
+                    t.push(&bytes);
+                    Some((Ok(bytes), (upstream, tee)))
+                }
+                Some(Err(e)) => {
+                    let message = error_chain(&e);
+                    if let Some(t) = tee.take() {
+                        t.finish(Some((TransportKind::Cut, message.clone())));
+                    }
+                    Some((Err(io::Error::other(message)), (upstream, None)))
+                }
+                None => {
+                    if let Some(t) = tee.take() {
+                        t.finish(None);
+                    }
+                    None
+                }
+            }
+        },
+    );
+    builder
+        .body(axum::body::Body::from_stream(stream))
+        .unwrap_or_else(|_| {
+            render(
+                refusal(
+                    provider,
+                    502,
+                    "harness proxy: the provider's answer has headers that cannot be passed on",
+                ),
+                0.0,
+            )
+        })
+}
+
+/// A reqwest error with its sources.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut source = e.source();
+    while let Some(inner) = source {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        source = inner.source();
+    }
+    s
+}
+
+/// What an answer has brought so far, written into its slot when it ends (or is dropped: the
+/// agent went away mid-answer, or the session ended).
+struct Tee {
+    shared: Arc<Shared>,
+    slot: Option<usize>,
+    started: Instant,
+    sse: bool,
+    status: Option<u16>,
+    headers: BTreeMap<String, String>,
+    body: Vec<u8>,
+    /// Stream text not yet closed by a blank line.
+    pending: String,
+    events: Vec<TimedEvent>,
+    bytes: u64,
+    too_large: bool,
+    finished: bool,
+}
+
+impl Tee {
+    fn new(shared: &Arc<Shared>, slot: Option<usize>, started: Instant, sse: bool) -> Self {
+        Self {
+            shared: Arc::clone(shared),
+            slot,
+            started,
+            sse,
+            status: None,
+            headers: BTreeMap::new(),
+            body: Vec::new(),
+            pending: String::new(),
+            events: Vec::new(),
+            bytes: 0,
+            too_large: false,
+            finished: false,
+        }
+    }
+
+    fn ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        if self.slot.is_none() || self.too_large {
+            return;
+        }
+        self.bytes = self.bytes.saturating_add(bytes.len() as u64);
+        if self.bytes > crate::limits::MAX_RESPONSE_BYTES {
+            self.too_large = true;
+            return;
+        }
+        if !self.sse {
+            self.body.extend_from_slice(bytes);
+            return;
+        }
+        self.pending.push_str(&String::from_utf8_lossy(bytes));
+        let t_ms = self.ms();
+        for block in take_blocks(&mut self.pending) {
+            if let Some(e) = parse_block(&block) {
+                self.events.push(TimedEvent {
+                    t_ms,
+                    event: e.event,
+                    data: e.data,
+                });
+            }
+        }
+    }
+
+    fn finish(mut self, error: Option<(TransportKind, String)>) {
+        self.finished = true;
+        self.write(error);
+    }
+
+    fn write(&mut self, error: Option<(TransportKind, String)>) {
+        let Some(at) = self.slot else {
+            return;
+        };
+        let elapsed = self.ms();
+        if self.sse && !self.pending.trim().is_empty() {
+            // A last event the provider did not close with a blank line.
+            let rest = std::mem::take(&mut self.pending);
+            if let Some(e) = parse_block(&rest) {
+                self.events.push(TimedEvent {
+                    t_ms: elapsed,
+                    event: e.event,
+                    data: e.data,
+                });
+            }
+        }
+        let scrubber = lock(&self.shared.scrubber).clone();
+        let mut slots = lock(&self.shared.slots);
+        let Some(slot) = slots.get_mut(at) else {
+            return;
+        };
+        let ex = &mut slot.exchange;
+        ex.status = self.status;
+        ex.headers = std::mem::take(&mut self.headers);
+        ex.elapsed_ms = elapsed;
+        if self.sse {
+            ex.chunks = Some(std::mem::take(&mut self.events));
+        } else if self.status.is_some() {
+            let bytes = std::mem::take(&mut self.body);
+            ex.body =
+                Some(serde_json::from_slice(&bytes).unwrap_or_else(|_| {
+                    Value::String(String::from_utf8_lossy(&bytes).into_owned())
+                }));
+        }
+        ex.error = error.map(|(kind, message)| TransportError { kind, message });
+        scrub_exchange(&scrubber, ex);
+        slot.done = true;
+        slot.too_large = self.too_large;
+    }
+}
+
+impl Drop for Tee {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.finished = true;
+            self.write(Some((
+                TransportKind::Cut,
+                "the agent closed the connection before the answer ended".to_owned(),
+            )));
+        }
+    }
+}
+
+/// The complete event blocks at the start of `pending` (ended by a blank line), removed.
+fn take_blocks(pending: &mut String) -> Vec<String> {
+    let normal = pending.replace("\r\n", "\n").replace('\r', "\n");
+    let mut blocks: Vec<String> = normal.split("\n\n").map(str::to_owned).collect();
+    // The last piece is not closed yet.
+    *pending = blocks.pop().unwrap_or_default();
+    blocks
+}
+
+/// One SSE block's event name and data, if it carries data.
+fn parse_block(block: &str) -> Option<SseEvent> {
+    let mut event = None;
+    let mut data: Option<String> = None;
+    for line in block.lines() {
+        let (field, value) = match line.split_once(':') {
+            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
+            None => (line, ""),
+        };
+        match field {
+            "event" => event = SseEvent::wire_name(value.to_owned()),
+            "data" => match &mut data {
+                Some(d) => {
+                    d.push('\n');
+                    d.push_str(value);
+                }
+                None => data = Some(value.to_owned()),
+            },
+            _ => {}
+        }
+    }
+    data.map(|data| SseEvent { event, data })
+}
+
+/// The ids an answer served (its own id, its call ids): what a later request echoes.
+pub fn served_ids(ex: &Exchange) -> Vec<String> {
+    let mut ids = Vec::new();
+    let values: Vec<Value> = match &ex.chunks {
+        Some(chunks) => chunks
+            .iter()
+            .filter_map(|c| serde_json::from_str::<Value>(&c.data).ok())
+            .collect(),
+        None => ex.body.iter().cloned().collect(),
+    };
+    for v in &values {
+        for p in ["/id", "/message/id", "/response/id"] {
+            if let Some(id) = v.pointer(p).and_then(Value::as_str) {
+                ids.push(id.to_owned());
+            }
+        }
+        // Call ids in bodies, stream deltas and Responses items.
+        collect_call_ids(v, &mut ids);
+    }
+    ids.retain(|i| !i.is_empty());
+    ids.sort();
+    ids.dedup();
+    ids
+}
+
+/// Every `id` and `call_id` of a tool call, tool use or function call item in `v`.
+fn collect_call_ids(v: &Value, ids: &mut Vec<String>) {
+    match v {
+        Value::Object(o) => {
+            let is_call = o.get("type").and_then(Value::as_str).is_some_and(|t| {
+                matches!(
+                    t,
+                    "function" | "tool_use" | "function_call" | "server_tool_use"
+                )
+            }) || o.contains_key("function");
+            if is_call {
+                for k in ["id", "call_id"] {
+                    if let Some(id) = o.get(k).and_then(Value::as_str) {
+                        ids.push(id.to_owned());
+                    }
+                }
+            }
+            o.values().for_each(|x| collect_call_ids(x, ids));
+        }
+        Value::Array(a) => a.iter().for_each(|x| collect_call_ids(x, ids)),
+        _ => {}
+    }
+}
+
+/// The session's model requests split into conversations: indices into `slots`, in arrival
+/// order within each, conversations in the order they began (see the module doc).
+pub fn conversations(slots: &[Slot]) -> Vec<Vec<usize>> {
+    struct Open {
+        key: String,
+        last_key: String,
+        faulted: bool,
+        members: Vec<usize>,
+    }
+    let mut open: Vec<Open> = Vec::new();
+    let mut ids: BTreeMap<String, usize> = BTreeMap::new();
+    for (i, slot) in slots.iter().enumerate() {
+        let parsed = slot.api.parse_request(&slot.exchange.request).ok();
+        let (key, echoed, fresh) = match &parsed {
+            Some(r) => {
+                let key = r
+                    .messages
+                    .iter()
+                    .find(|m| m.role == Role::User)
+                    .map(|m| m.content.clone())
+                    .unwrap_or_default();
+                let echoed: Vec<String> = r
+                    .asks
+                    .previous
+                    .iter()
+                    .cloned()
+                    .chain(
+                        r.messages
+                            .iter()
+                            .rev()
+                            .flat_map(|m| m.tool_calls.iter().rev().map(|c| c.id.clone())),
+                    )
+                    .chain(r.results.iter().rev().map(|x| x.id.clone()))
+                    .collect();
+                let fresh = !r.messages.iter().any(|m| m.role == Role::Assistant);
+                (key, echoed, fresh)
+            }
+            None => (String::new(), Vec::new(), true),
+        };
+        let known = echoed.iter().find_map(|id| ids.get(id)).copied();
+        let found = match known {
+            Some(c) => Some(c),
+            None if fresh => open
+                .iter()
+                .position(|c| c.key == key && c.faulted)
+                .or_else(|| {
+                    open.iter().rposition(|c| {
+                        !c.last_key.is_empty()
+                            && key.len() > c.last_key.len()
+                            && key.starts_with(c.last_key.as_str())
+                    })
+                }),
+            None => open.iter().rposition(|c| c.key == key),
+        };
+        let at = found.unwrap_or_else(|| {
+            open.push(Open {
+                key: key.clone(),
+                last_key: String::new(),
+                faulted: false,
+                members: Vec::new(),
+            });
+            open.len() - 1
+        });
+        let c = &mut open[at];
+        c.members.push(i);
+        c.last_key = key;
+        let ex = &slot.exchange;
+        c.faulted = ex.error.is_some() || !ex.status.is_some_and(|s| (200..300).contains(&s));
+        for id in served_ids(ex) {
+            ids.insert(id, at);
+        }
+    }
+    open.into_iter().map(|c| c.members).collect()
+}
+
+/// The cassette of one conversation: its exchanges numbered from 1, the model, stream flag and
+/// token limit of its first request.
+pub fn cassette_of(
+    slots: &[Slot],
+    members: &[usize],
+    conversation: u32,
+    command: &[String],
+    upstreams: &Upstreams,
+    scrubber: &Scrubber,
+    ignore: &[String],
+) -> Cassette {
+    let first = &slots[members[0]];
+    let api = first.api;
+    let provider = api.provider();
+    let request = &first.exchange.request;
+    let field = |k: &str| request.get(k);
+    let base = match provider {
+        Provider::Openai => &upstreams.openai,
+        Provider::Anthropic => &upstreams.anthropic,
+    };
+    let exchanges = members
+        .iter()
+        .enumerate()
+        .map(|(n, &i)| {
+            let mut ex = slots[i].exchange.clone();
+            ex.call = n as u32 + 1;
+            ex.request = canonical(&ex.request);
+            if !slots[i].done {
+                ex.error = Some(TransportError {
+                    kind: TransportKind::Cut,
+                    message: "the session ended before the answer did".to_owned(),
+                });
+            }
+            ex.usage = usage_of(&ex.outcome(provider, ex.elapsed_ms));
+            ex
+        })
+        .collect();
+    Cassette {
+        version: cassette::VERSION,
+        scenario: String::new(),
+        case: String::new(),
+        profile: String::new(),
+        agent: Some(AgentRecord {
+            api,
+            command: command.iter().map(|a| scrubber.scrub(a)).collect(),
+            conversation,
+        }),
+        provider,
+        model: field("model")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        base_url: scrubber.scrub(base),
+        stream: field("stream").and_then(Value::as_bool).unwrap_or(false),
+        max_tokens: ["max_tokens", "max_completion_tokens", "max_output_tokens"]
+            .iter()
+            .find_map(|k| field(k).and_then(Value::as_u64))
+            .and_then(|n| u32::try_from(n).ok()),
+        replay: ReplayOptions {
+            ignore: ignore.to_vec(),
+            ..ReplayOptions::default()
+        },
+        exchanges,
+    }
+}
+
+/// The served shape of a recorded exchange, as it was passed on: status, the kept headers,
+/// the body or the events (a cut stream is cut again).
+pub fn replayed(ex: &Exchange, provider: Provider) -> Served {
+    let mut headers = Vec::new();
+    for (name, value) in &ex.headers {
+        if let Some(n) = HEADER_ALLOW_LIST
+            .iter()
+            .find(|h| **h == name.as_str() && **h != "content-type")
+        {
+            headers.push((*n, value.clone()));
+        }
+    }
+    let status = ex.status.unwrap_or(502);
+    let body = match &ex.chunks {
+        Some(_) => Body::Events {
+            events: ex.events(),
+            latency_ms: ex.elapsed_ms,
+            cut: ex.error.is_some(),
+        },
+        None => match &ex.body {
+            Some(b) => Body::Json(b.clone()),
+            None => {
+                return refusal(
+                    provider,
+                    502,
+                    &ex.error
+                        .as_ref()
+                        .map_or("the recorded answer is empty".to_owned(), |e| {
+                            e.message.clone()
+                        }),
+                );
+            }
+        },
+    };
+    Served {
+        status,
+        headers,
+        body,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn upstream_urls_follow_the_sdks_base_urls() {
+        let uri = |s: &str| s.parse::<Uri>().expect("uri");
+        assert_eq!(
+            upstream_url(
+                "https://api.openai.com/v1",
+                false,
+                &uri("/v1/chat/completions")
+            ),
+            "https://api.openai.com/v1/chat/completions"
+        );
+        assert_eq!(
+            upstream_url(
+                "http://127.0.0.1:9/v1/",
+                false,
+                &uri("/chat/completions?x=1")
+            ),
+            "http://127.0.0.1:9/v1/chat/completions?x=1"
+        );
+        assert_eq!(
+            upstream_url("https://api.anthropic.com", true, &uri("/v1/messages")),
+            "https://api.anthropic.com/v1/messages"
+        );
+        assert_eq!(
+            upstream_url("http://h/v1", true, &uri("/v1/messages")),
+            "http://h/v1/messages"
+        );
+        assert_eq!(api_of("/v1/messages"), Some(Api::Messages));
+        assert_eq!(api_of("/responses"), Some(Api::Responses));
+        assert_eq!(api_of("/v1/models"), None);
+    }
+
+    #[test]
+    fn stream_blocks_are_cut_at_blank_lines_whatever_the_line_ends() {
+        let mut pending = "event: a\r\ndata: {\"x\":1}\r\n\r\ndata: [DO".to_owned();
+        let blocks = take_blocks(&mut pending);
+        assert_eq!(pending, "data: [DO");
+        assert_eq!(
+            parse_block(&blocks[0]),
+            Some(SseEvent::named("a", "{\"x\":1}"))
+        );
+        assert_eq!(parse_block(": comment"), None);
+        assert_eq!(parse_block("data: a\ndata:b"), Some(SseEvent::data("a\nb")));
+    }
+
+    fn slot(api: Api, request: Value, body: Value) -> Slot {
+        Slot {
+            api,
+            exchange: Exchange {
+                call: 0,
+                purpose: Default::default(),
+                request,
+                status: Some(200),
+                headers: BTreeMap::new(),
+                body: Some(body),
+                chunks: None,
+                error: None,
+                elapsed_ms: 5,
+                usage: None,
+            },
+            done: true,
+            too_large: false,
+        }
+    }
+
+    fn call_answer(id: &str) -> Value {
+        json!({"id": format!("chatcmpl-{id}"), "object": "chat.completion", "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "exec", "arguments": "{}"}}]}}]})
+    }
+
+    fn follow_up(user: &str, ids: &[&str]) -> Value {
+        let mut messages = vec![json!({"role": "user", "content": user})];
+        for id in ids {
+            messages.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "exec", "arguments": "{}"}}]}));
+            messages.push(json!({"role": "tool", "tool_call_id": id, "content": "Error: no"}));
+        }
+        json!({"model": "m", "messages": messages})
+    }
+
+    #[test]
+    fn interleaved_agents_are_told_apart_by_the_ids_they_echo() {
+        // Two agents with the same task, interleaved: A1 B1 A2 B2 A3.
+        let slots = vec![
+            slot(
+                Api::ChatCompletions,
+                follow_up("task", &[]),
+                call_answer("a1"),
+            ),
+            slot(
+                Api::ChatCompletions,
+                follow_up("task", &[]),
+                call_answer("b1"),
+            ),
+            slot(
+                Api::ChatCompletions,
+                follow_up("task", &["a1"]),
+                call_answer("a2"),
+            ),
+            slot(
+                Api::ChatCompletions,
+                follow_up("task", &["b1"]),
+                call_answer("b2"),
+            ),
+            slot(
+                Api::ChatCompletions,
+                follow_up("task", &["a1", "a2"]),
+                json!({}),
+            ),
+            slot(Api::ChatCompletions, follow_up("other", &[]), json!({})),
+        ];
+        assert_eq!(
+            conversations(&slots),
+            vec![vec![0, 2, 4], vec![1, 3], vec![5]]
+        );
+        // A retry after a 429 stays in its conversation.
+        let mut limited = slot(
+            Api::ChatCompletions,
+            follow_up("t", &[]),
+            json!({"error": {}}),
+        );
+        limited.exchange.status = Some(429);
+        let slots = vec![
+            limited,
+            slot(Api::ChatCompletions, follow_up("t", &[]), call_answer("c1")),
+            slot(Api::ChatCompletions, follow_up("t", &["c1"]), json!({})),
+        ];
+        assert_eq!(conversations(&slots), vec![vec![0, 1, 2]]);
+    }
+}

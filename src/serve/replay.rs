@@ -1,0 +1,536 @@
+//! Recorded conversations served back to an agent (`harness serve CASSETTE`, `harness exec
+//! CASSETTE… -- COMMAND`): each request is answered with the recorded answer while it matches
+//! the recorded request, under the strict match `harness run` replays cassettes with
+//! (canonical JSON; the volatile fields and the cassette's `replay.ignore` paths not counted;
+//! a `[REDACTED]` secret matching any text). The first request that does not match is the
+//! **divergence**: its number, the first differing JSON path, a diff against the nearest
+//! recorded request, and a plain reading when it has a known shape (tools withheld or removed,
+//! a message appended or inserted, a tool result changed). What follows is the
+//! [`OnDivergence`] policy's.
+//!
+//! A conversation is bound to a cassette by its first request: the first unused cassette
+//! whose first request it matches, else the nearest unused one (the conversation then
+//! diverges at request 1), else the nearest of all.
+//!
+//! [`promote_agent`] turns an agent's cassette into an editable scenario: the recorded
+//! answers as turns, the results the agent sent back as its tools' outcomes in call order.
+
+use super::failure::FailureRules;
+use crate::llm::{Message, Purpose, Role};
+use crate::provider::{Api, WireRequest};
+use crate::record::cassette::{Cassette, Outcome};
+use crate::record::player::{changed_lines, first_difference, ignore_paths, pretty, same, strip};
+use crate::record::scrub::Scrubber;
+use crate::scenario::{Bound, OutcomeDef, Scenario, ToolDef};
+use serde_json::Value;
+use std::path::PathBuf;
+
+/// What happens once a conversation diverges from its recording.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum OnDivergence {
+    /// The request is refused (the conversation ends) and the case fails.
+    #[default]
+    Fail,
+    /// The request is refused (the conversation ends); expectations and goldens judge.
+    Stop,
+    /// The recorded answers keep coming in order, whatever is asked: the stubborn model that
+    /// ignores the agent's intervention.
+    Continue,
+    /// The conversation is handed to this scenario's scripted model from that request on.
+    Script(PathBuf),
+}
+
+impl std::str::FromStr for OnDivergence {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "fail" => Ok(Self::Fail),
+            "stop" => Ok(Self::Stop),
+            "continue" => Ok(Self::Continue),
+            _ => match s.strip_prefix("script:") {
+                Some(p) if !p.is_empty() => Ok(Self::Script(PathBuf::from(p))),
+                _ => Err(format!(
+                    "`{s}` is not a policy: use fail, stop, continue or script:SCENARIO"
+                )),
+            },
+        }
+    }
+}
+
+/// Where a replayed conversation departed from its recording.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Divergence {
+    /// The request of the conversation (1-based).
+    pub request: u32,
+    /// The first differing JSON path (`/` when the whole request differs).
+    pub at: String,
+    /// The difference in plain words.
+    pub reading: String,
+    /// The nearest recorded exchange (1-based), which the diff is against.
+    pub nearest: usize,
+    /// A unified diff of the nearest recorded request against the one sent (secrets scrubbed).
+    pub diff: String,
+}
+
+impl Divergence {
+    /// The report: a headline and the diff.
+    pub fn report(&self, cassette: &str) -> String {
+        format!(
+            "diverged at request {} from {cassette}: {} (first difference at `{}`; diff against recorded request {}):\n{}",
+            self.request, self.reading, self.at, self.nearest, self.diff
+        )
+    }
+}
+
+/// One cassette ready to serve.
+#[derive(Debug)]
+pub struct Tape {
+    /// Its case id (the cassette's path id).
+    pub id: String,
+    /// The recording.
+    pub cassette: Cassette,
+    ignore: Vec<Vec<String>>,
+    /// Each recorded request as the match compares it.
+    stripped: Vec<Value>,
+}
+
+impl Tape {
+    /// A cassette to serve under case id `id`.
+    pub fn new(id: String, cassette: Cassette) -> Self {
+        let ignore = ignore_paths(&cassette.replay.ignore);
+        let stripped = cassette
+            .exchanges
+            .iter()
+            .map(|e| strip(&e.request, &ignore))
+            .collect();
+        Self {
+            id,
+            cassette,
+            ignore,
+            stripped,
+        }
+    }
+
+    /// The API it was recorded on.
+    pub fn api(&self) -> Api {
+        self.cassette.agent.as_ref().map_or(
+            match self.cassette.provider {
+                crate::provider::Provider::Openai => Api::ChatCompletions,
+                crate::provider::Provider::Anthropic => Api::Messages,
+            },
+            |a| a.api,
+        )
+    }
+
+    /// Does the `n`-th (0-based) recorded request match `actual`?
+    pub fn matches(&self, n: usize, actual: &Value) -> bool {
+        self.stripped
+            .get(n)
+            .is_some_and(|r| same(r, &strip(actual, &self.ignore)))
+    }
+
+    /// The divergence of `actual`, sent as request `n + 1`, from the recording.
+    pub fn diverge(&self, n: usize, actual: &Value, scrubber: &Scrubber) -> Divergence {
+        let actual = strip(actual, &self.ignore);
+        let request = u32::try_from(n + 1).unwrap_or(u32::MAX);
+        let nearest = self
+            .stripped
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (changed_lines(r, &actual), i != n, i))
+            .min()
+            .map(|(_, _, i)| i);
+        let Some(i) = nearest else {
+            return Divergence {
+                request,
+                at: "/".to_owned(),
+                reading: "the recording holds no request".to_owned(),
+                nearest: 0,
+                diff: String::new(),
+            };
+        };
+        if n >= self.stripped.len() {
+            let reading = format!(
+                "the recording ends after {} requests; the agent sent another",
+                self.stripped.len()
+            );
+            return Divergence {
+                request,
+                at: "/".to_owned(),
+                reading,
+                nearest: i + 1,
+                diff: String::new(),
+            };
+        }
+        // The reading compares with the request expected here; the diff with the nearest.
+        let expected = &self.stripped[n];
+        let at = first_difference(expected, &actual, String::new())
+            .map(|p| if p.is_empty() { "/".to_owned() } else { p })
+            .unwrap_or_else(|| "/".to_owned());
+        let reading = reading(self.api(), expected, &actual)
+            .unwrap_or_else(|| format!("the request differs at `{at}`"));
+        let (a, b) = (pretty(&self.stripped[i]), pretty(&actual));
+        let diff = similar::TextDiff::from_lines(&a, &b)
+            .unified_diff()
+            .context_radius(3)
+            .header(&format!("recorded request {}", i + 1), "sent")
+            .to_string();
+        Divergence {
+            request,
+            at,
+            reading,
+            nearest: i + 1,
+            diff: scrubber.scrub(&diff),
+        }
+    }
+
+    /// How far the first recorded request is from `actual` (0: it matches).
+    fn distance(&self, actual: &Value) -> usize {
+        match self.stripped.first() {
+            Some(_) if self.matches(0, actual) => 0,
+            Some(r) => 1 + changed_lines(r, &strip(actual, &self.ignore)),
+            None => usize::MAX,
+        }
+    }
+}
+
+/// The cassettes of a replay session and its divergence policy.
+#[derive(Debug)]
+pub struct Tapes {
+    /// The cassettes, in the order given.
+    pub tapes: Vec<Tape>,
+    /// What follows a divergence.
+    pub on_divergence: OnDivergence,
+    /// The scenario a diverged conversation goes to (`script:`), loaded.
+    pub script: Option<crate::scenario::Case>,
+    /// Scrubs the diffs reported.
+    pub scrubber: Scrubber,
+}
+
+impl Tapes {
+    /// The cassette a conversation starting with `first` plays: the first unused one it
+    /// matches, else the nearest unused, else the nearest; `used` counts each's conversations.
+    pub fn bind(&self, used: &[usize], first: &Value) -> usize {
+        let scored: Vec<(usize, usize)> = self
+            .tapes
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.distance(first), i))
+            .collect();
+        let unused = scored
+            .iter()
+            .filter(|(_, i)| used.get(*i).copied().unwrap_or(0) == 0)
+            .min();
+        unused
+            .or_else(|| scored.iter().min())
+            .map_or(0, |(_, i)| *i)
+    }
+}
+
+/// The difference between a recorded request and the one sent, in plain words, when it has a
+/// known shape.
+pub fn reading(api: Api, recorded: &Value, actual: &Value) -> Option<String> {
+    let r = api.parse_request(recorded).ok()?;
+    let a = api.parse_request(actual).ok()?;
+    let mut said = Vec::new();
+    let names =
+        |w: &WireRequest| -> Vec<String> { w.tools.iter().map(|t| t.name.clone()).collect() };
+    let (rt, at) = (names(&r), names(&a));
+    if at.is_empty() && !rt.is_empty() {
+        said.push(format!(
+            "the agent withheld its tools (the recording offered {})",
+            rt.join(", ")
+        ));
+    } else {
+        let removed: Vec<&String> = rt.iter().filter(|t| !at.contains(t)).collect();
+        let added: Vec<&String> = at.iter().filter(|t| !rt.contains(t)).collect();
+        if !removed.is_empty() {
+            said.push(format!(
+                "tools removed from the request: {}",
+                join(&removed)
+            ));
+        }
+        if !added.is_empty() {
+            said.push(format!("tools added to the request: {}", join(&added)));
+        }
+        if removed.is_empty() && added.is_empty() && r.tools != a.tools {
+            said.push("a tool's description or schema changed".to_owned());
+        }
+    }
+    let same_message = |x: &Message, y: &Message| {
+        x.role == y.role && x.content == y.content && x.tool_calls == y.tool_calls
+    };
+    let common = r
+        .messages
+        .iter()
+        .zip(&a.messages)
+        .take_while(|(x, y)| same_message(x, y))
+        .count();
+    let (rm, am) = (&r.messages, &a.messages);
+    if common == rm.len() && am.len() > common {
+        for m in &am[common..] {
+            said.push(format!(
+                "the agent appended {} message{}",
+                role_phrase(m.role),
+                quote(&m.content)
+            ));
+        }
+    } else if common < rm.len() && common < am.len() {
+        let (x, y) = (&rm[common], &am[common]);
+        let n = common + 1;
+        let inserted =
+            am.len() > rm.len() && am.get(common + 1).is_some_and(|m| same_message(x, m));
+        said.push(match (x.role, y.role) {
+            _ if inserted && matches!(y.role, Role::User | Role::System) => format!(
+                "the agent inserted {} message before message {n}{}",
+                role_phrase(y.role),
+                quote(&y.content)
+            ),
+            (Role::Tool, Role::Tool) => format!(
+                "a tool result changed (message {n}):{} became{}",
+                quote(&x.content),
+                quote(&y.content)
+            ),
+            (Role::System, Role::System) => "the system prompt changed".to_owned(),
+            (Role::User, Role::User) if common == 0 || rm[..common].iter().all(|m| m.role == Role::System) => {
+                format!("the task changed:{} became{}", quote(&x.content), quote(&y.content))
+            }
+            (Role::User, Role::User) => format!("a user message changed (message {n})"),
+            (Role::Assistant, Role::Assistant) => format!(
+                "the agent's history of the model's answers differs from what was served (message {n})"
+            ),
+            _ => format!(
+                "message {n} is {} message where the recording has {} message",
+                role_phrase(y.role),
+                role_phrase(x.role)
+            ),
+        });
+    } else if am.len() < rm.len() {
+        said.push(format!(
+            "the agent sent {} messages where the recording has {}",
+            am.len(),
+            rm.len()
+        ));
+    }
+    if r.options.model != a.options.model {
+        said.push(format!(
+            "the model changed: `{}` became `{}`",
+            r.options.model, a.options.model
+        ));
+    }
+    if r.options.stream != a.options.stream {
+        said.push(if a.options.stream {
+            "the agent asked for a stream".to_owned()
+        } else {
+            "the agent stopped asking for a stream".to_owned()
+        });
+    }
+    (!said.is_empty()).then(|| said.join("; "))
+}
+
+fn join(v: &[&String]) -> String {
+    v.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+}
+
+fn role_phrase(role: Role) -> &'static str {
+    match role {
+        Role::System => "a system",
+        Role::User => "a user",
+        Role::Assistant => "an assistant",
+        Role::Tool => "a tool",
+    }
+}
+
+/// ` «text»`, cut to 80 characters, or nothing for an empty text.
+fn quote(text: &str) -> String {
+    let text = text.trim();
+    if text.is_empty() {
+        return String::new();
+    }
+    let cut: String = text.chars().take(80).collect();
+    let more = if cut.len() < text.len() { "…" } else { "" };
+    format!(" «{}{more}»", cut.replace('\n', " "))
+}
+
+/// An agent's cassette as an editable scenario: its first request's system prompt, task and
+/// tools; the recorded answers as the model's turns (with `max_iterations` as many); each
+/// tool's outcomes the results the agent sent back, in call order (`on_call`), read as failed
+/// by `rules`. Its profile is `none`.
+pub fn promote_agent(c: &Cassette, source: &str, rules: &FailureRules) -> Option<Scenario> {
+    let agent = c.agent.as_ref()?;
+    let api = agent.api;
+    let requests: Vec<Option<WireRequest>> = c
+        .exchanges
+        .iter()
+        .map(|e| api.parse_request(&e.request).ok())
+        .collect();
+    let first = requests.first()?.as_ref()?;
+    let system = first
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::System)
+        .map(|m| m.content.as_str())
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    let user = first
+        .messages
+        .iter()
+        .find(|m| m.role == Role::User)
+        .map(|m| m.content.clone())
+        .unwrap_or_default();
+    let mut tools: Vec<ToolDef> = first
+        .tools
+        .iter()
+        .map(|t| ToolDef {
+            name: t.name.clone(),
+            description: t.description.clone(),
+            schema: t.schema.clone(),
+            latency_ms: 0,
+            outcomes: Vec::new(),
+            default: None,
+            needs_approval: false,
+        })
+        .collect();
+    let mut calls_so_far: std::collections::BTreeMap<String, u64> = Default::default();
+    for (k, ex) in c.exchanges.iter().enumerate() {
+        let Outcome::Response(r) = ex.outcome(c.provider, 0) else {
+            continue;
+        };
+        let Some(Some(next)) = requests.get(k + 1) else {
+            continue;
+        };
+        // The results the agent sent back for these calls: the tool messages after the ones
+        // this request already had.
+        let before = requests[k].as_ref().map_or(0, |q| {
+            q.messages.iter().filter(|m| m.role == Role::Tool).count()
+        });
+        let mut flags = next.results.iter().skip(before);
+        let results: Vec<&Message> = next
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::Tool)
+            .skip(before)
+            .collect();
+        for (call, result) in r.tool_calls.iter().zip(results) {
+            let n = calls_so_far.entry(call.name.clone()).or_insert(0);
+            *n += 1;
+            let flag = flags.next().and_then(|f| f.is_error);
+            let failed = rules.classify(flag, &result.content).is_some();
+            let outcome = OutcomeDef {
+                on_call: Some(Bound {
+                    min: Some(*n),
+                    max: Some(*n),
+                }),
+                ok: (!failed).then(|| result.content.clone()),
+                error: failed.then(|| result.content.clone()),
+                ..OutcomeDef::default()
+            };
+            let tool = match tools.iter().position(|t| t.name == call.name) {
+                Some(i) => &mut tools[i],
+                None => {
+                    tools.push(ToolDef {
+                        name: call.name.clone(),
+                        description: String::new(),
+                        schema: serde_json::json!({"type": "object"}),
+                        latency_ms: 0,
+                        outcomes: Vec::new(),
+                        default: None,
+                        needs_approval: false,
+                    });
+                    tools.last_mut()?
+                }
+            };
+            tool.outcomes.push(outcome);
+        }
+    }
+    for t in &mut tools {
+        // A call past the recording fails as an unknown one would.
+        t.default = Some(OutcomeDef {
+            error: Some("(no result was recorded for this call)".to_owned()),
+            ..OutcomeDef::default()
+        });
+    }
+    let turns = c
+        .exchanges
+        .iter()
+        .filter(|e| e.purpose == Purpose::Turn)
+        .count();
+    let mut config = serde_json::Map::new();
+    config.insert("max_iterations".to_owned(), serde_json::json!(turns.max(1)));
+    let command = if agent.command.is_empty() {
+        "an agent".to_owned()
+    } else {
+        format!("`{}`", agent.command.join(" "))
+    };
+    let mut scenario = Scenario {
+        format: 1,
+        description: format!(
+            "Promoted from {source}: conversation {} of {command} on {} ({} exchanges).",
+            agent.conversation,
+            c.model,
+            c.exchanges.len()
+        ),
+        family: "recorded".to_owned(),
+        tags: vec!["recorded".to_owned()],
+        profile: "none".to_owned(),
+        config,
+        system,
+        user,
+        tools,
+        model: serde_json::from_value(serde_json::json!({})).ok()?,
+        signals: Vec::new(),
+        approvals: Vec::new(),
+        followups: Vec::new(),
+        workspace: Default::default(),
+        expect: Default::default(),
+        compare: Default::default(),
+        plan: None,
+        serve: Default::default(),
+    };
+    crate::record::promote::script_turns(c, &mut scenario);
+    Some(scenario)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn req(messages: Value, tools: bool) -> Value {
+        let mut v = json!({"model": "m", "messages": messages});
+        if tools {
+            v["tools"] = json!([{"type": "function", "function": {"name": "exec", "description": "Run", "parameters": {"type": "object"}}}]);
+        }
+        v
+    }
+
+    #[test]
+    fn known_shapes_are_read_in_plain_words() {
+        let base = json!([{"role": "user", "content": "List the files."}, {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "exec", "arguments": "{}"}}]}, {"role": "tool", "tool_call_id": "c1", "content": "Error: missing"}]);
+        let recorded = req(base.clone(), true);
+        let api = Api::ChatCompletions;
+        assert_eq!(
+            reading(api, &recorded, &req(base.clone(), false)).as_deref(),
+            Some("the agent withheld its tools (the recording offered exec)")
+        );
+        let mut nudged = base.as_array().unwrap().clone();
+        nudged.push(json!({"role": "user", "content": "LOOP DETECTED: stop"}));
+        assert_eq!(
+            reading(api, &recorded, &req(json!(nudged), true)).as_deref(),
+            Some("the agent appended a user message «LOOP DETECTED: stop»")
+        );
+        let mut changed = base.as_array().unwrap().clone();
+        changed[2]["content"] = json!("a.txt");
+        assert_eq!(
+            reading(api, &recorded, &req(json!(changed), true)).as_deref(),
+            Some("a tool result changed (message 3): «Error: missing» became «a.txt»")
+        );
+        assert_eq!(reading(api, &recorded, &recorded), None);
+        assert_eq!(
+            "script:x.toml".parse::<OnDivergence>(),
+            Ok(OnDivergence::Script("x.toml".into()))
+        );
+        assert!("script:".parse::<OnDivergence>().is_err());
+    }
+}

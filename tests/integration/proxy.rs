@@ -1,0 +1,305 @@
+//! Record any agent's real session and replay it (issue 14): `harness proxy` records the
+//! reference agent (`fixtures/agents/reflex_agent.py`) against a stub provider on 127.0.0.1 —
+//! `harness serve` of the reflex scenario, or a raw stub that checks the key and serves a
+//! fault — and `harness exec CASSETTE` replays the recording offline, to the same agent and
+//! to its next version with a loop detector. A canary key appears nowhere in what is written
+//! or printed. Nothing but 127.0.0.1 is contacted.
+
+use crate::support::{Project, repo};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, Command, Stdio};
+
+const STUB: &str = "scenarios/serve/reflex-black-box.toml";
+const CANARY: &str = "sk-canary-proxy-0123456789abcdefXYZ";
+
+fn agent() -> String {
+    repo()
+        .join("fixtures/agents/reflex_agent.py")
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// `harness serve STUB` as the upstream provider: the child and its base URL.
+fn upstream(p: &Project) -> (Child, String) {
+    let mut server = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args(["serve", STUB, "--until-eof"])
+        .current_dir(p.path())
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the stub provider");
+    let mut first = String::new();
+    BufReader::new(server.stdout.as_mut().expect("stdout"))
+        .read_line(&mut first)
+        .expect("its address");
+    let base = first
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("first line: {first:?}"))
+        .to_owned();
+    (server, base)
+}
+
+/// The CSV row of the only case in `file` as column → value.
+fn row(p: &Project, file: &str) -> std::collections::BTreeMap<String, String> {
+    let text = p.read(file);
+    let mut lines = text.lines();
+    let header: Vec<String> = lines
+        .next()
+        .unwrap_or_default()
+        .split(',')
+        .map(str::to_owned)
+        .collect();
+    let values = lines.next().unwrap_or_else(|| panic!("no row in\n{text}"));
+    header
+        .into_iter()
+        .zip(values.split(',').map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn a_recorded_agent_replays_offline_and_its_next_version_diverges_where_it_intervenes() {
+    let p = Project::new();
+    p.copy_from_repo(STUB, STUB);
+    let agent = agent();
+    for api in ["openai", "anthropic"] {
+        for stream in [false, true] {
+            let tag = format!("{api}{}", if stream { "-stream" } else { "" });
+            let out = format!("recorded/{tag}");
+            let mut cmd = vec!["python3", agent.as_str(), "--api", api];
+            if stream {
+                cmd.push("--stream");
+            }
+            // Record: the stub caps the bare loop at 25 answers; the 26th request is refused.
+            let (mut stub, base) = upstream(&p);
+            let mut args = vec![
+                "proxy",
+                "--upstream",
+                base.as_str(),
+                "--out",
+                out.as_str(),
+                "--",
+            ];
+            args.extend(&cmd);
+            let rec = p.harness_env(
+                &[("OPENAI_API_KEY", CANARY), ("ANTHROPIC_API_KEY", CANARY)],
+                &args,
+            );
+            drop(stub.stdin.take());
+            let _ = stub.wait();
+            rec.expect_code(0).expect_stdout(&format!(
+                "recorded {out}/conversation-1.cassette.json: 26 request(s) on /v1/{}",
+                if api == "openai" {
+                    "chat/completions"
+                } else {
+                    "messages"
+                }
+            ));
+            let cassette = p.read(&format!("{out}/conversation-1.cassette.json"));
+            for text in [&cassette, &rec.stdout, &rec.stderr] {
+                assert!(!text.contains(CANARY), "the key leaked:\n{text}");
+            }
+            assert!(cassette.contains("\"version\": 2"), "{cassette}");
+            assert_eq!(cassette.contains("\"chunks\""), stream, "{tag}");
+            assert!(cassette.contains("iteration cap (25) is reached"), "{tag}");
+            // Replay to the same agent, offline: every request matches; the golden is new,
+            // then holds.
+            let mut replay = vec![
+                "exec",
+                out.as_str(),
+                "--label",
+                "v1",
+                "--metrics",
+                "v1.csv",
+                "--",
+            ];
+            replay.extend(&cmd);
+            let run = p.harness(&replay);
+            run.expect_code(1);
+            assert!(
+                run.summary()
+                    .contains("1 missing goldens, 0 expectation failures"),
+                "{run}"
+            );
+            let m = row(&p, "v1.csv");
+            assert_eq!(m["diverged_at"], "", "{tag}");
+            assert_eq!(m["tool_failures"], "25", "{tag}");
+            p.harness(&["accept"]).expect_code(0);
+            p.harness(&replay).expect_code(0);
+            // The next version warns after three identical failures: the replay diverges at
+            // request 4, and under `fail` the case fails with the reason and the diff.
+            let mut v2 = vec![
+                "exec",
+                out.as_str(),
+                "--label",
+                "v2",
+                "--metrics",
+                "v2.csv",
+                "--",
+            ];
+            v2.extend(&cmd);
+            v2.extend(["--detector", "escalate"]);
+            let run = p.harness(&v2);
+            run.expect_code(1)
+                .expect_stdout("diverged at request 4 from recorded/")
+                .expect_stdout("the agent appended a user message «LOOP DETECTED")
+                .expect_stdout("+++ sent");
+            assert!(run.summary().contains("1 expectation failures"), "{run}");
+            assert_eq!(row(&p, "v2.csv")["diverged_at"], "4", "{tag}");
+            // `continue`: the stubborn model keeps repeating itself, and the agent's
+            // escalation ends the loop after request 6, three answers after its warning.
+            let mut v2c = vec![
+                "exec",
+                out.as_str(),
+                "--label",
+                "v2-stubborn",
+                "--on-divergence",
+                "continue",
+                "--metrics",
+                "v2c.csv",
+                "--",
+            ];
+            v2c.extend(&cmd);
+            v2c.extend(["--detector", "escalate"]);
+            let run = p.harness(&v2c);
+            run.expect_code(1);
+            assert!(
+                run.summary()
+                    .contains("1 missing goldens, 0 expectation failures"),
+                "{run}"
+            );
+            let m = row(&p, "v2c.csv");
+            assert_eq!(m["diverged_at"], "4", "{tag}");
+            assert_eq!(m["iterations"], "6", "{tag}");
+            assert_eq!(m["outcome"], "stopped", "{tag}");
+            let id = format!("recorded/{tag}/conversation-1.cassette@v2-stubborn");
+            let golden = p.read(&format!("snapshots/{id}.snap.new"));
+            assert!(
+                golden.contains("diverged request=4 at=\"/messages/"),
+                "{golden}"
+            );
+            p.harness(&["accept"]).expect_code(0);
+        }
+    }
+}
+
+/// A stub provider on 127.0.0.1 that answers from a list, one connection per answer, and
+/// keeps what each request's headers said.
+fn raw_stub(answers: Vec<Vec<u8>>) -> (String, std::thread::JoinHandle<Vec<String>>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let base = format!("http://{}/v1", listener.local_addr().expect("addr"));
+    let handle = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        for answer in answers {
+            let (mut s, _) = listener.accept().expect("accept");
+            let mut reader = BufReader::new(s.try_clone().expect("clone"));
+            let mut head = String::new();
+            let mut length = 0usize;
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).expect("a header line");
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+                if line == "\r\n" || line.is_empty() {
+                    break;
+                }
+                head.push_str(&line);
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).expect("the body");
+            seen.push(head);
+            s.write_all(&answer).expect("answer");
+            // Dropping the socket ends the answer (or cuts a stream short).
+        }
+        seen
+    });
+    (base, handle)
+}
+
+#[test]
+fn faults_pass_through_unchanged_with_the_real_key_and_are_recorded() {
+    let p = Project::new();
+    let limited = "HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\nretry-after: 1\r\nx-ratelimit-remaining-requests: 0\r\nconnection: close\r\ncontent-length: 61\r\n\r\n{\"error\":{\"message\":\"Rate limit reached\",\"type\":\"requests\"}}\n";
+    let answer = r#"{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"done"},"finish_reason":"stop"}]}"#;
+    let ok = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{answer}",
+        answer.len()
+    );
+    // A stream cut after its first event: headers, one chunk, and the socket closes.
+    let cut = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n44\r\ndata: {\"id\":\"c2\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n\r\n";
+    let (base, stub) = raw_stub(vec![limited.into(), ok.into(), cut.into()]);
+    // The agent: three requests with its own key; it prints what came back.
+    let client = r#"
+import json, os, sys, urllib.request, urllib.error
+url = os.environ["OPENAI_BASE_URL"] + "/chat/completions"
+def post(body):
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+        headers={"content-type": "application/json", "authorization": "Bearer agent-own-key-0123456789"})
+    try:
+        with urllib.request.urlopen(req, timeout=20) as r:
+            return r.status, dict(r.headers), r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read().decode()
+    except Exception as e:
+        return "cut", {}, type(e).__name__
+task = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+for body in [task, task, dict(task, stream=True, messages=[{"role": "user", "content": "more"}])]:
+    status, headers, text = post(body)
+    print(status, headers.get("retry-after"), headers.get("x-ratelimit-remaining-requests"), text)
+"#;
+    p.write("client.py", client);
+    let run = p.harness_env(
+        &[("OPENAI_API_KEY", CANARY)],
+        &[
+            "proxy",
+            "--upstream",
+            &base,
+            "--out",
+            "faults",
+            "--",
+            "python3",
+            "client.py",
+        ],
+    );
+    run.expect_code(0);
+    let seen = stub.join().expect("the stub");
+    // The provider got harness's key, never the agent's.
+    for head in &seen {
+        assert!(
+            head.contains(&format!("authorization: Bearer {CANARY}")),
+            "{head}"
+        );
+        assert!(!head.contains("agent-own-key"), "{head}");
+    }
+    // The agent got the fault as the provider sent it, headers included.
+    let printed: Vec<&str> = run.stderr.lines().collect();
+    assert!(
+        printed
+            .iter()
+            .any(|l| l.starts_with("429 1 0 {\"error\":{\"message\":\"Rate limit reached\""))
+            || run.stdout.contains("429 1 0"),
+        "{run}"
+    );
+    // The retry joined its conversation; the cut stream is its own, recorded as cut.
+    let first = p.read("faults/conversation-1.cassette.json");
+    let second = p.read("faults/conversation-2.cassette.json");
+    assert!(
+        first.contains("\"status\": 429") && first.contains("\"retry-after\": \"1\""),
+        "{first}"
+    );
+    assert!(first.contains("\"content\": \"done\""), "{first}");
+    assert!(second.contains("\"kind\": \"cut\""), "{second}");
+    for text in [&first, &second, &run.stdout, &run.stderr] {
+        assert!(
+            !text.contains(CANARY) && !text.contains("agent-own-key-0123456789"),
+            "{text}"
+        );
+    }
+    // Without --replace the next recording refuses to write over these.
+    let again = p.harness(&["proxy", "--out", "faults", "--", "true"]);
+    again.expect_code(2);
+    assert!(again.stderr.contains("--replace"), "{again}");
+}
