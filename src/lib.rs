@@ -60,7 +60,10 @@
 //! request match. The providers' wire formats (`provider/`) are pure translation used both
 //! ways. Black-box agents (`serve/`): the scenario's mock answers real requests over HTTP in
 //! both formats (`harness serve`); the trace is inferred from what the agent sent
-//! (`serve::infer`, pure) and judged as a run's case, for a command `harness exec` starts.
+//! (`serve::infer`, pure) and judged as a run's case, for a command `harness exec` starts. Any
+//! agent's real session is recorded by `serve::proxy` (`harness proxy`: a forwarding proxy that
+//! writes one cassette per conversation) and replayed by `serve::replay` (`harness exec
+//! CASSETTE`: recorded answers while the requests match, then the divergence policy).
 //!
 //! The benchmarking side: `import` maps recorded transcripts (tau-bench, tau2, SWE-agent,
 //! ToolBench, OpenAI and Anthropic message lists) onto trace events; `detector` holds the

@@ -397,6 +397,8 @@ pub fn promote_agent(c: &Cassette, source: &str, rules: &FailureRules) -> Option
         let Outcome::Response(r) = ex.outcome(c.provider, 0) else {
             continue;
         };
+        // A stream's calls, as the agent assembled them.
+        let r = super::served_answer(r.clone(), false).map_or(r, |(whole, _)| whole);
         let Some(Some(next)) = requests.get(k + 1) else {
             continue;
         };

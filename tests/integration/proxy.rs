@@ -183,6 +183,36 @@ fn a_recorded_agent_replays_offline_and_its_next_version_diverges_where_it_inter
             p.harness(&["accept"]).expect_code(0);
         }
     }
+    // Promoted, the recording is a scenario: the recorded answers as turns, the results the
+    // agent sent back as its tool's outcomes in call order, runnable under any profile.
+    p.harness(&[
+        "promote",
+        "recorded/openai/conversation-1.cassette.json",
+        "--out",
+        "scenarios/real/tuesday.toml",
+    ])
+    .expect_code(0);
+    let promoted = p.read("scenarios/real/tuesday.toml");
+    assert_eq!(
+        promoted.matches("[[tools.outcomes]]").count(),
+        25,
+        "{promoted}"
+    );
+    assert!(promoted.contains("max_iterations = 26"), "{promoted}");
+    let run = p.harness(&[
+        "run",
+        "scenarios/real/tuesday.toml",
+        "--profile",
+        "ironclaw",
+    ]);
+    run.expect_code(1);
+    assert!(run.summary().contains("2 cases from 1 files"), "{run}");
+    let golden = p.read("snapshots/real/tuesday.snap.new");
+    // The stub's refusal of the 26th request stays visible as the last turn.
+    assert!(
+        golden.contains("outcome response iterations=26 text=\"(unanswerable exchange: HTTP 400"),
+        "{golden}"
+    );
 }
 
 /// A stub provider on 127.0.0.1 that answers from a list, one connection per answer, and
