@@ -266,7 +266,7 @@ impl LiveModel {
 }
 
 /// A reqwest error with its sources (the top line alone rarely says what happened).
-fn error_chain(e: &dyn std::error::Error) -> String {
+pub fn error_chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut source = e.source();
     while let Some(inner) = source {

@@ -555,24 +555,7 @@ fn exec_file(args: &ExecArgs, options: &Options, path: &Path) -> io::Result<File
         }
         Err(e) => return Err(e),
     };
-    let note = match &ended {
-        Ended::Exited(s) => format!("ended with {s}"),
-        Ended::Killed => format!("killed after {} ms", args.timeout_ms),
-        Ended::Interrupted => "ended by Ctrl-C".to_owned(),
-    };
-    let _ = writeln!(
-        anstream::stderr(),
-        "harness exec: {}: `{}` {note}",
-        path.display(),
-        args.command.join(" ")
-    );
-    let mut failures = Vec::new();
-    if matches!(ended, Ended::Killed) {
-        failures.push(format!(
-            "the command to finish within {} ms; it was killed (raise --timeout-ms if it needs longer)",
-            args.timeout_ms
-        ));
-    }
+    let mut failures = report_end(args, &path.display().to_string(), &ended);
     let all = traces(&session, &args.label);
     for (i, events) in all.iter().enumerate() {
         if let Err(e) = trace::check_limits(events) {
@@ -705,6 +688,27 @@ fn wait_for(mut cmd: Command, program: &str, timeout: Duration) -> io::Result<En
             });
         }
         std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Say on stderr how the command ended; the failure a killed command is, if it was.
+fn report_end(args: &ExecArgs, what: &str, ended: &Ended) -> Vec<String> {
+    let note = match ended {
+        Ended::Exited(s) => format!("ended with {s}"),
+        Ended::Killed => format!("killed after {} ms", args.timeout_ms),
+        Ended::Interrupted => "ended by Ctrl-C".to_owned(),
+    };
+    let _ = writeln!(
+        anstream::stderr(),
+        "harness exec: {what}: `{}` {note}",
+        args.command.join(" ")
+    );
+    match ended {
+        Ended::Killed => vec![format!(
+            "the command to finish within {} ms; it was killed (raise --timeout-ms if it needs longer)",
+            args.timeout_ms
+        )],
+        _ => Vec::new(),
     }
 }
 
@@ -1235,29 +1239,12 @@ fn exec_tapes(
         }
         Err(e) => return Err(e),
     };
-    let note = match &ended {
-        Ended::Exited(s) => format!("ended with {s}"),
-        Ended::Killed => format!("killed after {} ms", args.timeout_ms),
-        Ended::Interrupted => "ended by Ctrl-C".to_owned(),
-    };
     let names: Vec<String> = loaded
         .paths
         .iter()
         .map(|p| p.display().to_string())
         .collect();
-    let _ = writeln!(
-        anstream::stderr(),
-        "harness exec: {}: `{}` {note}",
-        names.join(", "),
-        args.command.join(" ")
-    );
-    let mut failures = Vec::new();
-    if matches!(ended, Ended::Killed) {
-        failures.push(format!(
-            "the command to finish within {} ms; it was killed (raise --timeout-ms if it needs longer)",
-            args.timeout_ms
-        ));
-    }
+    let failures = report_end(args, &names.join(", "), &ended);
     let traces = taped_traces(&session, &args.label);
     let fail_on_divergence = args.on_divergence == super::replay::OnDivergence::Fail;
     let case_of = |i: usize, id: String| Case {

@@ -24,7 +24,7 @@ use crate::record::cassette::{
     self, AgentRecord, Cassette, Exchange, HEADER_ALLOW_LIST, ReplayOptions, TimedEvent,
     TransportError, TransportKind, canonical,
 };
-use crate::record::live::{scrub_exchange, usage_of};
+use crate::record::live::{error_chain, scrub_exchange, usage_of};
 use crate::record::scrub::Scrubber;
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, State};
@@ -388,18 +388,6 @@ async fn forward(
                 0.0,
             )
         })
-}
-
-/// A reqwest error with its sources.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut source = e.source();
-    while let Some(inner) = source {
-        s.push_str(": ");
-        s.push_str(&inner.to_string());
-        source = inner.source();
-    }
-    s
 }
 
 /// What an answer has brought so far, written into its slot when it ends (or is dropped: the
