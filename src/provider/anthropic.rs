@@ -218,14 +218,7 @@ pub fn parse_request(body: &Value) -> Result<WireRequest, WireError> {
         for b in &blocks {
             match b.get("type").and_then(Value::as_str) {
                 Some("tool_result") => {
-                    let content = match b.get("content") {
-                        Some(Value::String(s)) => s.clone(),
-                        Some(Value::Array(parts)) => parts
-                            .iter()
-                            .filter_map(|p| p.get("text").and_then(Value::as_str))
-                            .collect(),
-                        _ => String::new(),
-                    };
+                    let content = super::content_text(b.get("content"));
                     let is_error = b.get("is_error").and_then(Value::as_bool);
                     let mut message = Message::new(Role::Tool, content);
                     message.failed = is_error.unwrap_or(false);

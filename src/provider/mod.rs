@@ -67,6 +67,18 @@ impl Api {
     }
 }
 
+/// The text of a message's content as the APIs send it: a string, or its text parts joined.
+pub(crate) fn content_text(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect(),
+        _ => String::new(),
+    }
+}
+
 impl std::str::FromStr for Provider {
     type Err = String;
 

@@ -105,15 +105,8 @@ pub fn parse_request(body: &Value) -> Result<WireRequest, WireError> {
                 return Err(bad_request(NAME, format!("messages[{i}] has no `role`")));
             }
         };
-        let content = match m.get("content") {
-            Some(Value::String(s)) => s.clone(),
-            // Content parts: the text ones, joined.
-            Some(Value::Array(parts)) => parts
-                .iter()
-                .filter_map(|p| p.get("text").and_then(Value::as_str))
-                .collect(),
-            _ => String::new(),
-        };
+        // Content parts: the text ones, joined.
+        let content = super::content_text(m.get("content"));
         let mut message = Message::new(role, content);
         for c in m
             .get("tool_calls")

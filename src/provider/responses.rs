@@ -25,18 +25,6 @@ use serde_json::{Value, json};
 
 const NAME: &str = "openai responses";
 
-/// The text of a message item's content: a string, or its text parts joined.
-fn text_of(content: Option<&Value>) -> String {
-    match content {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect(),
-        _ => String::new(),
-    }
-}
-
 /// A request body as the engine's conversation.
 pub fn parse_request(body: &Value) -> Result<WireRequest, WireError> {
     let model = body
@@ -85,7 +73,7 @@ pub fn parse_request(body: &Value) -> Result<WireRequest, WireError> {
                     }
                     None => return Err(bad_request(NAME, format!("input[{i}] has no `role`"))),
                 };
-                messages.push(Message::new(role, text_of(item.get("content"))));
+                messages.push(Message::new(role, super::content_text(item.get("content"))));
                 open_assistant = role == Role::Assistant;
             }
             "function_call" => {
@@ -105,7 +93,7 @@ pub fn parse_request(body: &Value) -> Result<WireRequest, WireError> {
             "function_call_output" => {
                 let output = match item.get("output") {
                     Some(Value::String(s)) => s.clone(),
-                    other => text_of(other),
+                    other => super::content_text(other),
                 };
                 messages.push(Message::new(Role::Tool, output));
                 results.push(ResultRef {

@@ -204,6 +204,22 @@ pub enum Outcome {
 }
 
 impl Exchange {
+    /// An exchange of this request, with no answer yet (call 0, a loop turn).
+    pub fn unanswered(request: Value) -> Self {
+        Self {
+            call: 0,
+            purpose: Purpose::Turn,
+            request,
+            status: None,
+            headers: BTreeMap::new(),
+            body: None,
+            chunks: None,
+            error: None,
+            elapsed_ms: 0,
+            usage: None,
+        }
+    }
+
     /// The provider's retry-after hint: `retry-after-ms`, else `retry-after` in seconds.
     fn retry_after_ms(&self) -> Option<u64> {
         if let Some(ms) = self.headers.get("retry-after-ms") {

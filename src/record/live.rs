@@ -18,7 +18,6 @@ use crate::provider::{Provider, WireOptions};
 use eventsource_stream::Eventsource as _;
 use futures_util::StreamExt as _;
 use serde_json::Value;
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 /// How to reach the provider.
@@ -103,18 +102,7 @@ impl LiveModel {
         let max = crate::limits::MAX_RESPONSE_BYTES;
         let started = Instant::now();
         let ms = |s: Instant| s.elapsed().as_millis() as u64;
-        let mut ex = Exchange {
-            call: 0,
-            purpose: Default::default(),
-            request: Value::Null,
-            status: None,
-            headers: BTreeMap::new(),
-            body: None,
-            chunks: None,
-            error: None,
-            elapsed_ms: 0,
-            usage: None,
-        };
+        let mut ex = Exchange::unanswered(Value::Null);
         let mut rb = self
             .client
             .post(&self.url)

@@ -50,21 +50,11 @@ impl<'a> Player<'a> {
 
     /// The request as the cassette would store it.
     pub fn wire_request(&self, request: &ModelRequest<'_>) -> Value {
-        let mut ex = Exchange {
-            call: request.call,
-            purpose: request.purpose,
-            request: self
-                .cassette
+        let mut ex = Exchange::unanswered(
+            self.cassette
                 .provider
                 .render_request(request, &self.options),
-            status: None,
-            headers: Default::default(),
-            body: None,
-            chunks: None,
-            error: None,
-            elapsed_ms: 0,
-            usage: None,
-        };
+        );
         scrub_exchange(&self.scrubber, &mut ex);
         ex.request
     }

@@ -73,9 +73,15 @@ impl Scrubber {
         Self { keys }
     }
 
-    /// The key values it knows (each also trimmed), longest first.
-    pub fn keys(&self) -> &[String] {
-        &self.keys
+    /// Also know `keys` (a scrubber learning the keys clients send); known ones change nothing.
+    pub fn learn(&mut self, keys: impl IntoIterator<Item = String>) {
+        let new: Vec<String> = keys
+            .into_iter()
+            .filter(|k| k.trim().len() >= 8 && !self.keys.contains(k))
+            .collect();
+        if !new.is_empty() {
+            *self = Self::new(self.keys.drain(..).chain(new));
+        }
     }
 
     /// A scrubber knowing the values of these environment variables (those set).

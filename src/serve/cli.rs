@@ -524,38 +524,21 @@ fn exec_file(args: &ExecArgs, options: &Options, path: &Path) -> io::Result<File
             });
         }
     };
-    let server = Server::start_with(
+    let (session, mut failures) = match serve_to_command(
+        args,
         Session::with_rules(chosen.clone(), rules),
-        SocketAddr::from(([127, 0, 0, 1], 0)),
-        Signals::Ignore,
-        super::http::Timeouts {
-            pace: args.reading.pace,
-            ..Default::default()
-        },
-        crate::limits::MAX_SESSION_REQUEST_BYTES,
-    )?;
-    let ended = run_command(args, server.addr(), &chosen, path);
-    let session = server.stop()?;
-    let ended = match ended {
-        Ok(e) => e,
-        // What the scenario holds cannot be handed to the command (a NUL in a prompt).
-        Err(e) if e.kind() == io::ErrorKind::InvalidInput => {
+        &chosen,
+        path,
+        &path.display().to_string(),
+    )? {
+        Ok(done) => done,
+        Err(d) => {
             return Ok(FileResult {
                 path: path.to_owned(),
-                outcome: Err(vec![Diagnostic {
-                    line: 1,
-                    col: 1,
-                    message: e.to_string(),
-                    hint: Some(
-                        "environment variables cannot hold NUL bytes: remove it from the scenario"
-                            .to_owned(),
-                    ),
-                }]),
+                outcome: Err(vec![d]),
             });
         }
-        Err(e) => return Err(e),
     };
-    let mut failures = report_end(args, &path.display().to_string(), &ended);
     let all = traces(&session, &args.label);
     for (i, events) in all.iter().enumerate() {
         if let Err(e) = trace::check_limits(events) {
@@ -642,25 +625,33 @@ fn run_command(args: &ExecArgs, addr: SocketAddr, case: &Case, path: &Path) -> i
             ));
         }
     }
-    let mut cmd = Command::new(program);
-    cmd.args(rest)
-        .env("OPENAI_BASE_URL", format!("{base}/v1"))
-        .env("OPENAI_API_BASE", format!("{base}/v1"))
-        .env("ANTHROPIC_BASE_URL", &base)
-        .env("HARNESS_BASE_URL", &base)
-        .env("HARNESS_SCENARIO", path)
+    let mut cmd = agent_command(program, rest, &base);
+    cmd.env("HARNESS_SCENARIO", path)
         .env("HARNESS_SYSTEM", &s.system)
         .env("HARNESS_USER", &s.user)
         .env("HARNESS_TOOLS", tools)
         .stdin(Stdio::null())
         // The command's output goes to stderr: stdout is the report's.
         .stdout(Stdio::from(io::stderr()));
-    for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"] {
-        if std::env::var_os(var).is_none_or(|v| v.is_empty()) {
-            cmd.env(var, DUMMY_KEY);
+    wait_for(cmd, program, Duration::from_millis(args.timeout_ms))
+}
+
+/// The agent command, pointed at `base` the way the SDKs read it (`OPENAI_BASE_URL` with
+/// `/v1`, `OPENAI_API_BASE`, `ANTHROPIC_BASE_URL`, `HARNESS_BASE_URL`), with [`DUMMY_KEY`] for
+/// a provider key the environment does not set (the SDKs refuse to start without one).
+fn agent_command(program: &str, args: &[String], base: &str) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .env("OPENAI_BASE_URL", format!("{base}/v1"))
+        .env("OPENAI_API_BASE", format!("{base}/v1"))
+        .env("ANTHROPIC_BASE_URL", base)
+        .env("HARNESS_BASE_URL", base);
+    for p in [Provider::Openai, Provider::Anthropic] {
+        if std::env::var_os(p.key_env()).is_none_or(|v| v.is_empty()) {
+            cmd.env(p.key_env(), DUMMY_KEY);
         }
     }
-    wait_for(cmd, program, Duration::from_millis(args.timeout_ms))
+    cmd
 }
 
 /// Start `cmd` in its own process group and wait for it; kill the group after `timeout` or
@@ -688,6 +679,44 @@ fn wait_for(mut cmd: Command, program: &str, timeout: Duration) -> io::Result<En
             });
         }
         std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Serve `session` to one run of the command (handed `case`'s prompt and tools, `path` as its
+/// scenario), say on stderr how it ended (`what` names what was served), and hand back the
+/// session and the failure a killed command is; what the case holds that cannot be handed to
+/// the command (a NUL in a prompt) is the diagnostic.
+fn serve_to_command(
+    args: &ExecArgs,
+    session: Session,
+    case: &Case,
+    path: &Path,
+    what: &str,
+) -> io::Result<Result<(Session, Vec<String>), Diagnostic>> {
+    let server = Server::start_with(
+        session,
+        SocketAddr::from(([127, 0, 0, 1], 0)),
+        Signals::Ignore,
+        super::http::Timeouts {
+            pace: args.reading.pace,
+            ..Default::default()
+        },
+        crate::limits::MAX_SESSION_REQUEST_BYTES,
+    )?;
+    let ended = run_command(args, server.addr(), case, path);
+    let session = server.stop()?;
+    match ended {
+        Ok(ended) => Ok(Ok((session, report_end(args, what, &ended)))),
+        Err(e) if e.kind() == io::ErrorKind::InvalidInput => Ok(Err(Diagnostic {
+            line: 1,
+            col: 1,
+            message: e.to_string(),
+            hint: Some(
+                "environment variables cannot hold NUL bytes: remove it from the scenario"
+                    .to_owned(),
+            ),
+        })),
+        Err(e) => Err(e),
     }
 }
 
@@ -899,25 +928,19 @@ pub fn proxy(args: &ProxyArgs) -> anyhow::Result<u8> {
         upstreams.clone(),
         scrubber,
         args.addr,
-        args.command.is_empty(),
+        if args.command.is_empty() {
+            Signals::Stop
+        } else {
+            Signals::Ignore
+        },
     )
     .with_context(|| format!("cannot listen on {}", args.addr))?;
     let addr = proxy.addr();
     let base = format!("http://{addr}");
     let mut err = anstream::stderr();
     let ended = if let Some((program, rest)) = args.command.split_first() {
-        let mut cmd = Command::new(program);
-        cmd.args(rest)
-            .env("OPENAI_BASE_URL", format!("{base}/v1"))
-            .env("OPENAI_API_BASE", format!("{base}/v1"))
-            .env("ANTHROPIC_BASE_URL", &base)
-            .env("HARNESS_BASE_URL", &base)
-            .stdin(Stdio::inherit());
-        for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"] {
-            if std::env::var_os(var).is_none_or(|v| v.is_empty()) {
-                cmd.env(var, DUMMY_KEY);
-            }
-        }
+        let mut cmd = agent_command(program, rest, &base);
+        cmd.stdin(Stdio::inherit());
         match wait_for(cmd, program, Duration::from_millis(args.timeout_ms)) {
             Ok(e) => Some(e),
             Err(e) => {
@@ -1118,7 +1141,6 @@ fn load_tapes(
     if !errors.is_empty() {
         return Err(errors);
     }
-    let keys: Vec<&str> = vec!["OPENAI_API_KEY", "ANTHROPIC_API_KEY"];
     Ok(LoadedTapes {
         cases,
         paths,
@@ -1126,7 +1148,10 @@ fn load_tapes(
             tapes,
             on_divergence: policy.clone(),
             script,
-            scrubber: crate::record::scrub::Scrubber::from_env(&keys),
+            scrubber: crate::record::scrub::Scrubber::from_env(&[
+                Provider::Openai.key_env(),
+                Provider::Anthropic.key_env(),
+            ]),
         },
     })
 }
@@ -1160,7 +1185,7 @@ fn taped_traces(session: &Session, label: &str) -> Vec<TapedTrace> {
                 tool_latency: Default::default(),
             };
             let events = infer::infer(&ctx, &c.exchanges);
-            let report = pos.diverged.as_ref().map(|d| d.report(&tape.id));
+            let report = c.divergence().map(|d| d.report(&tape.id));
             Some((
                 pos.cassette,
                 trace::render_golden("", &events),
@@ -1197,7 +1222,8 @@ fn exec_tapes(
         Ok(l) => l,
         Err(errors) => return Ok(errors),
     };
-    let rules = match FailureRules::new(&args.reading.failure, !args.reading.no_builtin_failures) {
+    let first = loaded.cases[0].clone();
+    let rules = match failure_rules(&first, &args.reading) {
         Ok(r) => r,
         Err(e) => {
             return Ok(vec![FileResult {
@@ -1211,40 +1237,26 @@ fn exec_tapes(
             }]);
         }
     };
-    let first = loaded.cases[0].clone();
-    let server = Server::start_with(
-        Session::taped(first.clone(), rules, loaded.tapes),
-        SocketAddr::from(([127, 0, 0, 1], 0)),
-        Signals::Ignore,
-        super::http::Timeouts {
-            pace: args.reading.pace,
-            ..Default::default()
-        },
-        crate::limits::MAX_SESSION_REQUEST_BYTES,
-    )?;
-    let ended = run_command(args, server.addr(), &first, &loaded.paths[0]);
-    let session = server.stop()?;
-    let ended = match ended {
-        Ok(e) => e,
-        Err(e) if e.kind() == io::ErrorKind::InvalidInput => {
-            return Ok(vec![FileResult {
-                path: loaded.paths[0].clone(),
-                outcome: Err(vec![Diagnostic {
-                    line: 1,
-                    col: 1,
-                    message: e.to_string(),
-                    hint: Some("environment variables cannot hold NUL bytes".to_owned()),
-                }]),
-            }]);
-        }
-        Err(e) => return Err(e),
-    };
     let names: Vec<String> = loaded
         .paths
         .iter()
         .map(|p| p.display().to_string())
         .collect();
-    let failures = report_end(args, &names.join(", "), &ended);
+    let (session, failures) = match serve_to_command(
+        args,
+        Session::taped(first.clone(), rules, loaded.tapes),
+        &first,
+        &loaded.paths[0],
+        &names.join(", "),
+    )? {
+        Ok(done) => done,
+        Err(d) => {
+            return Ok(vec![FileResult {
+                path: loaded.paths[0].clone(),
+                outcome: Err(vec![d]),
+            }]);
+        }
+    };
     let traces = taped_traces(&session, &args.label);
     let fail_on_divergence = args.on_divergence == super::replay::OnDivergence::Fail;
     let case_of = |i: usize, id: String| Case {

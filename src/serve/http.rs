@@ -67,10 +67,81 @@ impl Default for Timeouts {
 
 /// A running server.
 pub struct Server {
-    addr: SocketAddr,
+    running: Running,
     state: Shared,
+}
+
+/// A router served on a thread of its own (a current-thread tokio runtime) until stopped, or
+/// until a signal with [`Signals::Stop`]: what `harness serve` and `harness proxy` share.
+pub(super) struct Running {
+    addr: SocketAddr,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<JoinHandle<io::Result<()>>>,
+}
+
+impl Running {
+    /// Bind `addr` and serve `app` on a thread named `name`.
+    pub(super) fn start(
+        name: &str,
+        addr: SocketAddr,
+        signals: Signals,
+        timeouts: Timeouts,
+        app: Router,
+    ) -> io::Result<Self> {
+        let listener = std::net::TcpListener::bind(addr)?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name(name.to_owned())
+            .spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()?;
+                let shutdown = async move {
+                    match signals {
+                        Signals::Ignore => {
+                            let _ = stopped.await;
+                        }
+                        Signals::Stop => {
+                            let stopped = std::pin::pin!(stopped);
+                            let signal = std::pin::pin!(signal());
+                            let _ = futures_util::future::select(stopped, signal).await;
+                        }
+                    }
+                };
+                // Dropping the runtime at the end drops the connections the grace cut.
+                rt.block_on(serve(listener, app, shutdown, timeouts))
+            })?;
+        Ok(Self {
+            addr,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    /// The address it listens on.
+    pub(super) fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Has it stopped on its own (a signal, or a failure)?
+    pub(super) fn finished(&self) -> bool {
+        self.thread.as_ref().is_none_or(JoinHandle::is_finished)
+    }
+
+    /// Stop (open connections get [`Timeouts::grace`] to finish) and wait for the thread.
+    pub(super) fn stop(mut self) -> io::Result<()> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        match self.thread.take() {
+            Some(t) => t
+                .join()
+                .map_err(|_| io::Error::other("the server thread panicked"))?,
+            None => Ok(()),
+        }
+    }
 }
 
 /// Also end the server on Ctrl-C (and SIGTERM), for `harness serve`.
@@ -104,9 +175,6 @@ impl Server {
         timeouts: Timeouts,
         max_read_bytes: u64,
     ) -> io::Result<Self> {
-        let listener = std::net::TcpListener::bind(addr)?;
-        listener.set_nonblocking(true)?;
-        let addr = listener.local_addr()?;
         let state = Arc::new(State {
             session: Mutex::new(session),
             read_bytes: AtomicU64::new(0),
@@ -114,57 +182,25 @@ impl Server {
             read_timeout: timeouts.read,
             pace: timeouts.pace,
         });
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let app = router(Arc::clone(&state));
-        let thread = std::thread::Builder::new()
-            .name("harness-serve".to_owned())
-            .spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()?;
-                let shutdown = async move {
-                    match signals {
-                        Signals::Ignore => {
-                            let _ = stopped.await;
-                        }
-                        Signals::Stop => {
-                            let stopped = std::pin::pin!(stopped);
-                            let signal = std::pin::pin!(signal());
-                            let _ = futures_util::future::select(stopped, signal).await;
-                        }
-                    }
-                };
-                // Dropping the runtime at the end drops the connections the grace cut.
-                rt.block_on(serve(listener, app, shutdown, timeouts))
-            })?;
-        Ok(Self {
-            addr,
-            state,
-            stop: Some(stop),
-            thread: Some(thread),
-        })
+        let running = Running::start("harness-serve", addr, signals, timeouts, app)?;
+        Ok(Self { running, state })
     }
 
     /// The address it listens on.
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.running.addr()
     }
 
     /// Has it stopped on its own (a signal, or a failure)?
     pub fn finished(&self) -> bool {
-        self.thread.as_ref().is_none_or(JoinHandle::is_finished)
+        self.running.finished()
     }
 
     /// Stop serving (open connections get [`Timeouts::grace`] to finish) and hand back the
     /// session.
-    pub fn stop(mut self) -> io::Result<Session> {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            t.join()
-                .map_err(|_| io::Error::other("the server thread panicked"))??;
-        }
+    pub fn stop(self) -> io::Result<Session> {
+        self.running.stop()?;
         let state = Arc::try_unwrap(self.state)
             .map_err(|_| io::Error::other("the session is still shared"))?;
         Ok(state
@@ -177,7 +213,7 @@ impl Server {
 /// Accept connections until `shutdown`, each served by hyper with a header read timeout;
 /// then close the listener, ask every connection to finish, and cut those still open after
 /// the grace period.
-pub(super) async fn serve(
+async fn serve(
     listener: std::net::TcpListener,
     app: Router,
     shutdown: impl std::future::Future<Output = ()>,
@@ -229,7 +265,7 @@ pub(super) async fn serve(
     Ok(())
 }
 
-pub(super) async fn signal() {
+async fn signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};

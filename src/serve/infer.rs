@@ -89,7 +89,11 @@ pub fn infer(ctx: &Context<'_>, exchanges: &[Exchange]) -> Vec<TimedEvent> {
         let tools = names(&e.request.tools);
         let stripped = !offered.is_empty() && tools.len() < offered.len();
         let retry = prev.is_some_and(|p| matches!(p.reply, Reply::Fault(_)));
-        if let Some(p) = prev.filter(|_| !retry) {
+        // What the request appended after our previous answer: results, nudges, withheld tools.
+        'read: {
+            let Some(p) = prev.filter(|_| !retry) else {
+                break 'read;
+            };
             let start = appended_from(msgs, p.request.messages.len());
             let calls = match &p.reply {
                 Reply::Answer(r) => r.tool_calls.as_slice(),
@@ -114,21 +118,7 @@ pub fn infer(ctx: &Context<'_>, exchanges: &[Exchange]) -> Vec<TimedEvent> {
                         text: "the agent sent our tool calls back as text and their results as messages in a shape harness does not read (a text protocol): its calls are not shown as run, and its messages are not counted as nudges".to_owned(),
                     });
                 }
-                prev = Some(e);
-                stripped_before = stripped;
-                if !push_request(
-                    &mut c,
-                    ctx,
-                    e,
-                    retry,
-                    &mut call,
-                    &mut faults,
-                    stripped,
-                    tools,
-                ) {
-                    return c.events;
-                }
-                continue;
+                break 'read;
             }
             if e.text_protocol && !text_noted {
                 text_noted = true;

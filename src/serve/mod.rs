@@ -123,34 +123,113 @@ pub struct TapePosition {
     pub cassette: usize,
     /// The next recorded exchange.
     pub next: usize,
-    /// Where it diverged, if it did.
-    pub diverged: Option<replay::Divergence>,
-    /// The divergence handed it to the `script:` scenario.
-    pub scripted: bool,
 }
 
 impl Conversation {
-    fn ended(&self) -> bool {
-        matches!(
-            self.exchanges.last().map(|e| &e.reply),
-            Some(Reply::Cap | Reply::NoAnswer(_))
-        )
+    /// Where it diverged from its recording, if it did.
+    pub fn divergence(&self) -> Option<&replay::Divergence> {
+        self.exchanges.iter().find_map(|e| e.divergence.as_ref())
     }
 
-    /// Did its latest answer call tools?
-    fn answered_calls(&self) -> bool {
-        matches!(
-            self.exchanges.last().map(|e| &e.reply),
-            Some(Reply::Answer(r)) if !r.tool_calls.is_empty()
-        )
+    /// What the matcher knows of it.
+    fn thread(&self) -> Thread<'_> {
+        Thread {
+            key: &self.key,
+            last_user: &self.last_user,
+            last: self
+                .exchanges
+                .last()
+                .map_or(Last::Nothing, |e| Last::of(&e.reply)),
+        }
+    }
+
+    fn ended(&self) -> bool {
+        self.thread().last == Last::Ended
     }
 
     fn after_fault(&self) -> bool {
-        matches!(
-            self.exchanges.last().map(|e| &e.reply),
-            Some(Reply::Fault(_))
-        )
+        self.thread().last == Last::Fault
     }
+}
+
+/// How a conversation's latest request was answered, as the matcher reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Last {
+    /// Not yet.
+    Nothing,
+    /// With tool calls.
+    Calls,
+    /// In text.
+    Text,
+    /// With a provider fault (the next request may be its retry).
+    Fault,
+    /// With a refusal that ends it (a cap, no answer).
+    Ended,
+}
+
+impl Last {
+    /// How `reply` leaves a conversation.
+    pub fn of(reply: &Reply) -> Self {
+        match reply {
+            Reply::Answer(r) if r.tool_calls.is_empty() => Self::Text,
+            Reply::Answer(_) => Self::Calls,
+            Reply::Fault(_) => Self::Fault,
+            Reply::Cap | Reply::NoAnswer(_) => Self::Ended,
+        }
+    }
+}
+
+/// What the matcher knows of one conversation.
+#[derive(Debug, Clone, Copy)]
+pub struct Thread<'a> {
+    /// Its first user message, as its first request sent it.
+    pub key: &'a str,
+    /// The first user message of its latest request, as sent.
+    pub last_user: &'a str,
+    /// How its latest request was answered.
+    pub last: Last,
+}
+
+/// Which of `threads` a request continues (see the module doc), given `ids`, every id served
+/// and the conversation it was served in; `None` when it begins a new one. `serve` and
+/// `proxy` both decide by this.
+pub fn continues(
+    threads: &[Thread<'_>],
+    ids: &BTreeMap<String, usize>,
+    request: &WireRequest,
+    hints: Hints,
+) -> Option<usize> {
+    let key = first_user(request);
+    let echoed = request.asks.previous.iter().chain(
+        request
+            .messages
+            .iter()
+            .rev()
+            .flat_map(|m| m.tool_calls.iter().rev().map(|c| &c.id))
+            .chain(request.results.iter().rev().map(|r| &r.id)),
+    );
+    if let Some(i) = echoed.filter_map(|id| ids.get(id)).next() {
+        return Some(*i);
+    }
+    if request.messages.iter().any(|m| m.role == Role::Assistant) {
+        return threads.iter().rposition(|t| t.key == key);
+    }
+    let may_retry = hints.retry_count.is_none_or(|n| n > 0);
+    threads
+        .iter()
+        .position(|t| t.key == key && t.last == Last::Fault)
+        .filter(|_| may_retry)
+        .or_else(|| {
+            // An agent that folds each step into its first user message (the text-protocol
+            // shape of `unmerge_steps`): its message grew by one step.
+            threads.iter().position(|t| {
+                t.last == Last::Calls
+                    && !t.last_user.is_empty()
+                    && key.len() > t.last_user.len()
+                    && key.starts_with(t.last_user)
+                    && steps_from_start(&key[t.last_user.len()..])
+            })
+        })
 }
 
 /// An HTTP answer: status, extra headers, and a JSON body or an event stream.
@@ -223,13 +302,6 @@ impl Session {
     /// session and scripts nothing.
     pub fn taped(case: Case, rules: FailureRules, tapes: replay::Tapes) -> Self {
         let mut s = Self::with_rules(case, rules);
-        s.cap = tapes
-            .tapes
-            .iter()
-            .map(|t| t.cassette.exchanges.len())
-            .max()
-            .and_then(|n| u32::try_from(n).ok())
-            .unwrap_or(0);
         s.tapes = Some(tapes);
         s
     }
@@ -310,7 +382,8 @@ impl Session {
             );
             (Reply::Cap, refusal(provider, 400, &message), None)
         } else {
-            let (reply, served) = self.answer(at, api, &value, &request, iteration);
+            let script = std::sync::Arc::clone(&self.case.scenario);
+            let (reply, served) = self.answer(at, api, &value, &request, iteration, &script);
             (reply, served, None)
         };
         self.conversations[at].exchanges.push(Exchange {
@@ -371,50 +444,16 @@ impl Session {
     /// The index of the conversation a request belongs to (a new one if need be); `None` when
     /// it continues a conversation that has ended.
     fn conversation_for(&mut self, request: &WireRequest, hints: Hints) -> Option<usize> {
-        let key = request
-            .messages
+        let threads: Vec<Thread<'_>> = self
+            .conversations
             .iter()
-            .find(|m| m.role == Role::User)
-            .map(|m| m.content.clone())
-            .unwrap_or_default();
-        let echoed = request.asks.previous.iter().chain(
-            request
-                .messages
-                .iter()
-                .rev()
-                .flat_map(|m| m.tool_calls.iter().rev().map(|c| &c.id))
-                .chain(request.results.iter().rev().map(|r| &r.id)),
-        );
-        let known = echoed.filter_map(|id| self.ids.get(id)).next().copied();
-        let fresh = !request.messages.iter().any(|m| m.role == Role::Assistant);
-        let found = match known {
-            Some(i) => Some(i),
-            None if fresh => {
-                let may_retry = hints.retry_count.is_none_or(|n| n > 0);
-                self.conversations
-                    .iter()
-                    .position(|c| c.key == key && c.after_fault())
-                    .filter(|_| may_retry)
-                    .or_else(|| {
-                        // An agent that folds each step into its first user message (the
-                        // text-protocol shape of `unmerge_steps`): its message grew by one step.
-                        self.conversations.iter().position(|c| {
-                            !c.ended()
-                                && c.answered_calls()
-                                && key.len() > c.last_user.len()
-                                && key.starts_with(c.last_user.as_str())
-                                && !c.last_user.is_empty()
-                                && steps_from_start(&key[c.last_user.len()..])
-                        })
-                    })
-            }
-            None => self.conversations.iter().rposition(|c| c.key == key),
-        };
-        match found {
+            .map(Conversation::thread)
+            .collect();
+        match continues(&threads, &self.ids, request, hints) {
             Some(i) => (!self.conversations[i].ended()).then_some(i),
             None => {
                 self.conversations.push(Conversation {
-                    key,
+                    key: first_user(request),
                     exchanges: Vec::new(),
                     mock: MockState::default(),
                     calls: 0,
@@ -426,8 +465,9 @@ impl Session {
         }
     }
 
-    /// Answer from the script where the conversation's mock left it (so rule counts, turns and
-    /// call ids continue), keep where it is now, and serve it with ids of the session's own.
+    /// Answer from `scenario`'s script (the case's, or the `script:` one a replay diverged
+    /// into) where the conversation's mock left it (so rule counts, turns and call ids
+    /// continue), keep where it is now, and serve it with ids of the session's own.
     fn answer(
         &mut self,
         at: usize,
@@ -435,17 +475,9 @@ impl Session {
         body: &Value,
         request: &WireRequest,
         iteration: u32,
+        scenario: &crate::scenario::Scenario,
     ) -> (Reply, Served) {
         let provider = api.provider();
-        let scenario = match (&self.tapes, &self.conversations[at].tape) {
-            (
-                Some(replay::Tapes {
-                    script: Some(s), ..
-                }),
-                Some(p),
-            ) if p.scripted => std::sync::Arc::clone(&s.scenario),
-            _ => std::sync::Arc::clone(&self.case.scenario),
-        };
         let conversation = &mut self.conversations[at];
         let mut mock = MockModel::resume(&scenario.model, std::mem::take(&mut conversation.mock));
         let answered = mock.respond(&model_request(request, iteration, conversation.calls + 1));
@@ -558,9 +590,20 @@ impl Session {
     }
 }
 
+/// What answers a replayed request.
+enum Step {
+    /// The next recorded answer.
+    Recorded,
+    /// The `script:` scenario's model.
+    Script(std::sync::Arc<crate::scenario::Scenario>),
+    /// Nothing: the request is refused with this message and the conversation ends.
+    Refuse(String),
+}
+
 impl Session {
     /// Answer from the conversation's recording (see [`replay`]): the recorded answer while
-    /// the request matches, then what the divergence policy says.
+    /// the request matches, then what the divergence policy says; the divergence of this
+    /// request, if it is the first that differs.
     fn answer_taped(
         &mut self,
         at: usize,
@@ -571,113 +614,79 @@ impl Session {
     ) -> (Reply, Served, Option<replay::Divergence>) {
         let provider = api.provider();
         let Some(tapes) = &self.tapes else {
-            let (r, s) = self.answer(at, api, body, request, iteration);
-            return (r, s, None);
-        };
-        if self.conversations[at].tape.is_none() {
-            let mut used = vec![0; tapes.tapes.len()];
-            for c in &self.conversations {
-                if let Some(p) = &c.tape {
-                    used[p.cassette] += 1;
-                }
-            }
-            let cassette = tapes.bind(&used, body);
-            self.conversations[at].tape = Some(TapePosition {
-                cassette,
-                next: 0,
-                diverged: None,
-                scripted: false,
-            });
-        }
-        let Some(pos) = self.conversations[at].tape.clone() else {
-            return (
-                Reply::NoAnswer("no recording".to_owned()),
-                refusal(provider, 500, "harness: no recording"),
-                None,
-            );
-        };
-        if pos.scripted {
-            let (r, s) = self.answer(at, api, body, request, iteration);
-            return (r, s, None);
-        }
-        let tape = &tapes.tapes[pos.cassette];
-        let n = pos.next;
-        let mut divergence = None;
-        if pos.diverged.is_none() && !tape.matches(n, body) {
-            let d = tape.diverge(n, body, &tapes.scrubber);
-            divergence = Some(d.clone());
-            let policy = tapes.on_divergence.clone();
-            let scripted = matches!(policy, replay::OnDivergence::Script(_));
-            if let Some(p) = &mut self.conversations[at].tape {
-                p.diverged = Some(d.clone());
-                p.scripted = scripted;
-            }
-            match policy {
-                replay::OnDivergence::Fail | replay::OnDivergence::Stop => {
-                    let message = format!(
-                        "harness: request {} {}; the replay of {} ends here (--on-divergence {})",
-                        d.request,
-                        d.reading,
-                        tape.id,
-                        if policy == replay::OnDivergence::Fail {
-                            "fail"
-                        } else {
-                            "stop"
-                        }
-                    );
-                    return (
-                        Reply::NoAnswer(message.clone()),
-                        refusal(provider, 400, &message),
-                        divergence,
-                    );
-                }
-                replay::OnDivergence::Script(_) => {
-                    let (r, s) = self.answer(at, api, body, request, iteration);
-                    return (r, s, divergence);
-                }
-                replay::OnDivergence::Continue => {}
-            }
-        }
-        let Some(tapes) = &self.tapes else {
             return (
                 Reply::Cap,
                 refusal(provider, 500, "harness: no recording"),
                 None,
             );
         };
-        let tape = &tapes.tapes[pos.cassette];
-        let Some(ex) = tape.cassette.exchanges.get(n) else {
-            let message = format!(
-                "harness: the recording {} has no answer left (it holds {} requests)",
-                tape.id,
-                tape.cassette.exchanges.len()
-            );
-            return (
-                Reply::NoAnswer(message.clone()),
-                refusal(provider, 400, &message),
-                divergence,
-            );
-        };
-        let latency = tape.cassette.replay.latency(ex.elapsed_ms);
-        let served = proxy::replayed(ex, tape.cassette.provider);
-        let reply = match ex.outcome(tape.cassette.provider, latency) {
-            crate::record::cassette::Outcome::Response(r) => {
-                // A stream as the agent assembled it: its text and calls.
-                match served_answer(r.clone(), ex.chunks.is_some()) {
-                    Ok((whole, _)) => Reply::Answer(whole),
-                    Err(_) => Reply::Answer(r),
+        let conversation = &self.conversations[at];
+        let pos = match &conversation.tape {
+            Some(p) => p.clone(),
+            None => {
+                let mut used = vec![0; tapes.tapes.len()];
+                for p in self.conversations.iter().filter_map(|c| c.tape.as_ref()) {
+                    used[p.cassette] += 1;
+                }
+                TapePosition {
+                    cassette: tapes.bind(&used, body),
+                    next: 0,
                 }
             }
-            crate::record::cassette::Outcome::Fault(f) => Reply::Fault(f),
-            crate::record::cassette::Outcome::Fatal(m) => Reply::NoAnswer(m),
         };
-        let ids = proxy::served_ids(ex);
-        if let Some(p) = &mut self.conversations[at].tape {
-            p.next += 1;
-        }
-        for id in ids {
-            self.ids.insert(id, at);
-        }
+        let tape = &tapes.tapes[pos.cassette];
+        let earlier = conversation.divergence().is_some();
+        let divergence = (!earlier && !tape.matches(pos.next, body))
+            .then(|| tape.diverge(pos.next, body, &tapes.scrubber));
+        let step = match (&tapes.on_divergence, &divergence, &tapes.script) {
+            (replay::OnDivergence::Script(_), _, Some(script))
+                if earlier || divergence.is_some() =>
+            {
+                Step::Script(std::sync::Arc::clone(&script.scenario))
+            }
+            (policy @ (replay::OnDivergence::Fail | replay::OnDivergence::Stop), Some(d), _) => {
+                Step::Refuse(format!(
+                    "harness: request {} {}; the replay of {} ends here (--on-divergence {})",
+                    d.request,
+                    d.reading,
+                    tape.id,
+                    if *policy == replay::OnDivergence::Fail {
+                        "fail"
+                    } else {
+                        "stop"
+                    }
+                ))
+            }
+            _ => match tape.cassette.exchanges.get(pos.next) {
+                Some(_) => Step::Recorded,
+                None => Step::Refuse(format!(
+                    "harness: the recording {} has no answer left (it holds {} requests)",
+                    tape.id,
+                    tape.cassette.exchanges.len()
+                )),
+            },
+        };
+        let recorded = matches!(step, Step::Recorded);
+        self.conversations[at].tape = Some(TapePosition {
+            next: pos.next + usize::from(recorded),
+            ..pos
+        });
+        let (reply, served) = match step {
+            Step::Refuse(message) => (
+                Reply::NoAnswer(message.clone()),
+                refusal(provider, 400, &message),
+            ),
+            Step::Script(scenario) => self.answer(at, api, body, request, iteration, &scenario),
+            Step::Recorded => {
+                let ex = &tape.cassette.exchanges[pos.next];
+                let latency = tape.cassette.replay.latency(ex.elapsed_ms);
+                let reply = replay::reply_of(ex, tape.cassette.provider, latency);
+                for id in replay::served_ids(ex) {
+                    self.ids.insert(id, at);
+                }
+                (reply, replay::replayed(ex, tape.cassette.provider))
+            }
+        };
         (reply, served, divergence)
     }
 }

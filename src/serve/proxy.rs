@@ -6,19 +6,19 @@
 //! teed, scrubbed, into the session; any other path (model lists, token counts) is forwarded
 //! and not recorded.
 //!
-//! When the session ends, its exchanges are split into conversations, by the rules `harness
-//! serve` tells conversations apart with, applied in arrival order once every answer is in
+//! When the session ends, its exchanges are split into conversations by [`super::continues`],
+//! the matcher `harness serve` decides by, applied in arrival order once every answer is in
 //! (an answer's ids are known only when it has ended, and the next request may come first):
 //! a request belongs to the conversation whose answer served an id it echoes (a call id, the
 //! Responses API's `previous_response_id`); one with no assistant message starts a
 //! conversation, unless it retries one whose last answer was a fault, or grows its first user
-//! message by what a step adds; one whose history holds no id served continues the latest
-//! conversation with the same first user message. Each conversation becomes one cassette
+//! message by one text-protocol step; one whose history holds no id served continues the
+//! latest conversation with the same first user message. Each conversation becomes one cassette
 //! (format version 2, [`crate::record::cassette`]).
 
-use super::http::{Timeouts, read_body, render, serve, signal};
-use super::{Api, Body, Served, refusal};
-use crate::llm::Role;
+use super::http::{Running, Signals, Timeouts, read_body, render};
+use super::replay::{reply_of, served_ids};
+use super::{Api, Body, Hints, Last, Thread, continues, first_user, read_text_protocol, refusal};
 use crate::provider::{Provider, SseEvent};
 use crate::record::cassette::{
     self, AgentRecord, Cassette, Exchange, HEADER_ALLOW_LIST, ReplayOptions, TimedEvent,
@@ -34,7 +34,6 @@ use std::collections::BTreeMap;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Where the proxy forwards to, and with which keys.
@@ -75,29 +74,24 @@ struct Shared {
 
 /// A running proxy.
 pub struct Proxy {
-    addr: SocketAddr,
+    running: Running,
     shared: Arc<Shared>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<JoinHandle<io::Result<()>>>,
 }
 
 impl Proxy {
-    /// Bind `addr` and forward to `upstreams` until stopped (or, with `on_signal`, until
+    /// Bind `addr` and forward to `upstreams` until stopped (or, with [`Signals::Stop`], until
     /// Ctrl-C or SIGTERM). `scrubber` knows the keys in use; the keys agents send are added.
     pub fn start(
         upstreams: Upstreams,
         scrubber: Scrubber,
         addr: SocketAddr,
-        on_signal: bool,
+        signals: Signals,
     ) -> io::Result<Self> {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::builder()
             .no_proxy()
             .build()
             .map_err(io::Error::other)?;
-        let listener = std::net::TcpListener::bind(addr)?;
-        listener.set_nonblocking(true)?;
-        let addr = listener.local_addr()?;
         let timeouts = Timeouts::default();
         let shared = Arc::new(Shared {
             client,
@@ -110,52 +104,24 @@ impl Proxy {
             .fallback(forward)
             .layer(DefaultBodyLimit::disable())
             .with_state(Arc::clone(&shared));
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::Builder::new()
-            .name("harness-proxy".to_owned())
-            .spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()?;
-                let shutdown = async move {
-                    if on_signal {
-                        let stopped = std::pin::pin!(stopped);
-                        let signal = std::pin::pin!(signal());
-                        let _ = futures_util::future::select(stopped, signal).await;
-                    } else {
-                        let _ = stopped.await;
-                    }
-                };
-                rt.block_on(serve(listener, app, shutdown, timeouts))
-            })?;
-        Ok(Self {
-            addr,
-            shared,
-            stop: Some(stop),
-            thread: Some(thread),
-        })
+        let running = Running::start("harness-proxy", addr, signals, timeouts, app)?;
+        Ok(Self { running, shared })
     }
 
     /// The address it listens on.
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.running.addr()
     }
 
     /// Has it stopped on its own (a signal)?
     pub fn finished(&self) -> bool {
-        self.thread.as_ref().is_none_or(JoinHandle::is_finished)
+        self.running.finished()
     }
 
     /// Stop, and the session's model requests in arrival order, with the scrubber that knows
     /// every key seen.
-    pub fn stop(mut self) -> io::Result<(Vec<Slot>, Scrubber)> {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            t.join()
-                .map_err(|_| io::Error::other("the proxy thread panicked"))??;
-        }
+    pub fn stop(self) -> io::Result<(Vec<Slot>, Scrubber)> {
+        self.running.stop()?;
         let slots = std::mem::take(&mut *lock(&self.shared.slots));
         let scrubber = lock(&self.shared.scrubber).clone();
         Ok((slots, scrubber))
@@ -255,8 +221,7 @@ async fn forward(
             // The agent's own key is a secret too, whether it is sent on or replaced.
             let text = String::from_utf8_lossy(value.as_bytes()).into_owned();
             let bare = text.strip_prefix("Bearer ").unwrap_or(&text).to_owned();
-            let mut scrubber = lock(&s.scrubber);
-            *scrubber = Scrubber::new(scrubber.keys().iter().cloned().chain([text, bare]));
+            lock(&s.scrubber).learn([text, bare]);
             if key.is_some() {
                 continue;
             }
@@ -280,18 +245,7 @@ async fn forward(
         let mut slots = lock(&s.slots);
         slots.push(Slot {
             api,
-            exchange: Exchange {
-                call: 0,
-                purpose: Default::default(),
-                request,
-                status: None,
-                headers: BTreeMap::new(),
-                body: None,
-                chunks: None,
-                error: None,
-                elapsed_ms: 0,
-                usage: None,
-            },
+            exchange: Exchange::unanswered(request),
             done: false,
             too_large: false,
         });
@@ -547,124 +501,53 @@ fn parse_block(block: &str) -> Option<SseEvent> {
     data.map(|data| SseEvent { event, data })
 }
 
-/// The ids an answer served (its own id, its call ids): what a later request echoes.
-pub fn served_ids(ex: &Exchange) -> Vec<String> {
-    let mut ids = Vec::new();
-    let values: Vec<Value> = match &ex.chunks {
-        Some(chunks) => chunks
-            .iter()
-            .filter_map(|c| serde_json::from_str::<Value>(&c.data).ok())
-            .collect(),
-        None => ex.body.iter().cloned().collect(),
-    };
-    for v in &values {
-        for p in ["/id", "/message/id", "/response/id"] {
-            if let Some(id) = v.pointer(p).and_then(Value::as_str) {
-                ids.push(id.to_owned());
-            }
-        }
-        // Call ids in bodies, stream deltas and Responses items.
-        collect_call_ids(v, &mut ids);
-    }
-    ids.retain(|i| !i.is_empty());
-    ids.sort();
-    ids.dedup();
-    ids
-}
-
-/// Every `id` and `call_id` of a tool call, tool use or function call item in `v`.
-fn collect_call_ids(v: &Value, ids: &mut Vec<String>) {
-    match v {
-        Value::Object(o) => {
-            let is_call = o.get("type").and_then(Value::as_str).is_some_and(|t| {
-                matches!(
-                    t,
-                    "function" | "tool_use" | "function_call" | "server_tool_use"
-                )
-            }) || o.contains_key("function");
-            if is_call {
-                for k in ["id", "call_id"] {
-                    if let Some(id) = o.get(k).and_then(Value::as_str) {
-                        ids.push(id.to_owned());
-                    }
-                }
-            }
-            o.values().for_each(|x| collect_call_ids(x, ids));
-        }
-        Value::Array(a) => a.iter().for_each(|x| collect_call_ids(x, ids)),
-        _ => {}
-    }
-}
-
 /// The session's model requests split into conversations: indices into `slots`, in arrival
 /// order within each, conversations in the order they began (see the module doc).
 pub fn conversations(slots: &[Slot]) -> Vec<Vec<usize>> {
     struct Open {
         key: String,
-        last_key: String,
-        faulted: bool,
+        last_user: String,
+        last: Last,
         members: Vec<usize>,
     }
     let mut open: Vec<Open> = Vec::new();
     let mut ids: BTreeMap<String, usize> = BTreeMap::new();
     for (i, slot) in slots.iter().enumerate() {
-        let parsed = slot.api.parse_request(&slot.exchange.request).ok();
-        let (key, echoed, fresh) = match &parsed {
-            Some(r) => {
-                let key = r
-                    .messages
-                    .iter()
-                    .find(|m| m.role == Role::User)
-                    .map(|m| m.content.clone())
-                    .unwrap_or_default();
-                let echoed: Vec<String> = r
-                    .asks
-                    .previous
-                    .iter()
-                    .cloned()
-                    .chain(
-                        r.messages
-                            .iter()
-                            .rev()
-                            .flat_map(|m| m.tool_calls.iter().rev().map(|c| c.id.clone())),
-                    )
-                    .chain(r.results.iter().rev().map(|x| x.id.clone()))
-                    .collect();
-                let fresh = !r.messages.iter().any(|m| m.role == Role::Assistant);
-                (key, echoed, fresh)
-            }
-            None => (String::new(), Vec::new(), true),
-        };
-        let known = echoed.iter().find_map(|id| ids.get(id)).copied();
-        let found = match known {
-            Some(c) => Some(c),
-            None if fresh => open
+        // A body that is no model request begins a conversation of its own.
+        let request = slot
+            .api
+            .parse_request(&slot.exchange.request)
+            .ok()
+            .map(|mut r| {
+                read_text_protocol(&mut r);
+                r
+            });
+        let found = request.as_ref().and_then(|r| {
+            let threads: Vec<Thread<'_>> = open
                 .iter()
-                .position(|c| c.key == key && c.faulted)
-                .or_else(|| {
-                    open.iter().rposition(|c| {
-                        !c.last_key.is_empty()
-                            && key.len() > c.last_key.len()
-                            && key.starts_with(c.last_key.as_str())
-                    })
-                }),
-            None => open.iter().rposition(|c| c.key == key),
-        };
+                .map(|c| Thread {
+                    key: &c.key,
+                    last_user: &c.last_user,
+                    last: c.last,
+                })
+                .collect();
+            continues(&threads, &ids, r, Hints::default())
+        });
+        let user = request.as_ref().map(first_user).unwrap_or_default();
         let at = found.unwrap_or_else(|| {
             open.push(Open {
-                key: key.clone(),
-                last_key: String::new(),
-                faulted: false,
+                key: user.clone(),
+                last_user: String::new(),
+                last: Last::Nothing,
                 members: Vec::new(),
             });
             open.len() - 1
         });
         let c = &mut open[at];
         c.members.push(i);
-        c.last_key = key;
-        let ex = &slot.exchange;
-        c.faulted = ex.error.is_some() || !ex.status.is_some_and(|s| (200..300).contains(&s));
-        for id in served_ids(ex) {
+        c.last_user = user;
+        c.last = Last::of(&reply_of(&slot.exchange, slot.api.provider(), 0));
+        for id in served_ids(&slot.exchange) {
             ids.insert(id, at);
         }
     }
@@ -737,47 +620,6 @@ pub fn cassette_of(
     }
 }
 
-/// The served shape of a recorded exchange, as it was passed on: status, the kept headers,
-/// the body or the events (a cut stream is cut again).
-pub fn replayed(ex: &Exchange, provider: Provider) -> Served {
-    let mut headers = Vec::new();
-    for (name, value) in &ex.headers {
-        if let Some(n) = HEADER_ALLOW_LIST
-            .iter()
-            .find(|h| **h == name.as_str() && **h != "content-type")
-        {
-            headers.push((*n, value.clone()));
-        }
-    }
-    let status = ex.status.unwrap_or(502);
-    let body = match &ex.chunks {
-        Some(_) => Body::Events {
-            events: ex.events(),
-            latency_ms: ex.elapsed_ms,
-            cut: ex.error.is_some(),
-        },
-        None => match &ex.body {
-            Some(b) => Body::Json(b.clone()),
-            None => {
-                return refusal(
-                    provider,
-                    502,
-                    &ex.error
-                        .as_ref()
-                        .map_or("the recorded answer is empty".to_owned(), |e| {
-                            e.message.clone()
-                        }),
-                );
-            }
-        },
-    };
-    Served {
-        status,
-        headers,
-        body,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -832,16 +674,10 @@ mod tests {
         Slot {
             api,
             exchange: Exchange {
-                call: 0,
-                purpose: Default::default(),
-                request,
                 status: Some(200),
-                headers: BTreeMap::new(),
                 body: Some(body),
-                chunks: None,
-                error: None,
                 elapsed_ms: 5,
-                usage: None,
+                ..Exchange::unanswered(request)
             },
             done: true,
             too_large: false,

@@ -12,13 +12,19 @@
 //! whose first request it matches, else the nearest unused one (the conversation then
 //! diverges at request 1), else the nearest of all.
 //!
+//! What a recorded exchange serves ([`replayed`]: status, kept headers, the body or the events)
+//! and which ids it served ([`served_ids`], which `proxy` also groups conversations by) are
+//! read here, pure.
+//!
 //! [`promote_agent`] turns an agent's cassette into an editable scenario: the recorded
 //! answers as turns, the results the agent sent back as its tools' outcomes in call order.
 
 use super::failure::FailureRules;
+use super::{Body, Served, refusal};
 use crate::llm::{Message, Purpose, Role};
+use crate::provider::Provider;
 use crate::provider::{Api, WireRequest};
-use crate::record::cassette::{Cassette, Outcome};
+use crate::record::cassette::{Cassette, Exchange, HEADER_ALLOW_LIST, Outcome};
 use crate::record::player::{changed_lines, first_difference, ignore_paths, pretty, same, strip};
 use crate::record::scrub::Scrubber;
 use crate::scenario::{Bound, OutcomeDef, Scenario, ToolDef};
@@ -353,6 +359,19 @@ fn quote(text: &str) -> String {
     format!(" «{}{more}»", cut.replace('\n', " "))
 }
 
+/// A tool with no outcomes yet.
+fn tool(name: &str, description: &str, schema: Value) -> ToolDef {
+    ToolDef {
+        name: name.to_owned(),
+        description: description.to_owned(),
+        schema,
+        latency_ms: 0,
+        outcomes: Vec::new(),
+        default: None,
+        needs_approval: false,
+    }
+}
+
 /// An agent's cassette as an editable scenario: its first request's system prompt, task and
 /// tools; the recorded answers as the model's turns (with `max_iterations` as many); each
 /// tool's outcomes the results the agent sent back, in call order (`on_call`), read as failed
@@ -382,23 +401,13 @@ pub fn promote_agent(c: &Cassette, source: &str, rules: &FailureRules) -> Option
     let mut tools: Vec<ToolDef> = first
         .tools
         .iter()
-        .map(|t| ToolDef {
-            name: t.name.clone(),
-            description: t.description.clone(),
-            schema: t.schema.clone(),
-            latency_ms: 0,
-            outcomes: Vec::new(),
-            default: None,
-            needs_approval: false,
-        })
+        .map(|t| tool(&t.name, &t.description, t.schema.clone()))
         .collect();
     let mut calls_so_far: std::collections::BTreeMap<String, u64> = Default::default();
     for (k, ex) in c.exchanges.iter().enumerate() {
-        let Outcome::Response(r) = ex.outcome(c.provider, 0) else {
+        let super::Reply::Answer(r) = reply_of(ex, c.provider, 0) else {
             continue;
         };
-        // A stream's calls, as the agent assembled them.
-        let r = super::served_answer(r.clone(), false).map_or(r, |(whole, _)| whole);
         let Some(Some(next)) = requests.get(k + 1) else {
             continue;
         };
@@ -431,15 +440,7 @@ pub fn promote_agent(c: &Cassette, source: &str, rules: &FailureRules) -> Option
             let tool = match tools.iter().position(|t| t.name == call.name) {
                 Some(i) => &mut tools[i],
                 None => {
-                    tools.push(ToolDef {
-                        name: call.name.clone(),
-                        description: String::new(),
-                        schema: serde_json::json!({"type": "object"}),
-                        latency_ms: 0,
-                        outcomes: Vec::new(),
-                        default: None,
-                        needs_approval: false,
-                    });
+                    tools.push(tool(&call.name, "", serde_json::json!({"type": "object"})));
                     tools.last_mut()?
                 }
             };
@@ -492,6 +493,109 @@ pub fn promote_agent(c: &Cassette, source: &str, rules: &FailureRules) -> Option
     };
     crate::record::promote::script_turns(c, &mut scenario);
     Some(scenario)
+}
+
+/// What a recorded exchange answered, as the agent read it (a stream assembled into its text
+/// and calls), with this virtual latency.
+pub fn reply_of(ex: &Exchange, provider: Provider, latency_ms: u64) -> super::Reply {
+    match ex.outcome(provider, latency_ms) {
+        Outcome::Response(r) => match super::served_answer(r.clone(), ex.chunks.is_some()) {
+            Ok((whole, _)) => super::Reply::Answer(whole),
+            Err(_) => super::Reply::Answer(r),
+        },
+        Outcome::Fault(f) => super::Reply::Fault(f),
+        Outcome::Fatal(m) => super::Reply::NoAnswer(m),
+    }
+}
+
+/// The ids an answer served (its own id, its call ids): what a later request echoes.
+pub fn served_ids(ex: &Exchange) -> Vec<String> {
+    let mut ids = Vec::new();
+    let values: Vec<Value> = match &ex.chunks {
+        Some(chunks) => chunks
+            .iter()
+            .filter_map(|c| serde_json::from_str::<Value>(&c.data).ok())
+            .collect(),
+        None => ex.body.iter().cloned().collect(),
+    };
+    for v in &values {
+        for p in ["/id", "/message/id", "/response/id"] {
+            if let Some(id) = v.pointer(p).and_then(Value::as_str) {
+                ids.push(id.to_owned());
+            }
+        }
+        // Call ids in bodies, stream deltas and Responses items.
+        collect_call_ids(v, &mut ids);
+    }
+    ids.retain(|i| !i.is_empty());
+    ids.sort();
+    ids.dedup();
+    ids
+}
+
+/// Every `id` and `call_id` of a tool call, tool use or function call item in `v`.
+fn collect_call_ids(v: &Value, ids: &mut Vec<String>) {
+    match v {
+        Value::Object(o) => {
+            let is_call = o.get("type").and_then(Value::as_str).is_some_and(|t| {
+                matches!(
+                    t,
+                    "function" | "tool_use" | "function_call" | "server_tool_use"
+                )
+            }) || o.contains_key("function");
+            if is_call {
+                for k in ["id", "call_id"] {
+                    if let Some(id) = o.get(k).and_then(Value::as_str) {
+                        ids.push(id.to_owned());
+                    }
+                }
+            }
+            o.values().for_each(|x| collect_call_ids(x, ids));
+        }
+        Value::Array(a) => a.iter().for_each(|x| collect_call_ids(x, ids)),
+        _ => {}
+    }
+}
+
+/// The served shape of a recorded exchange, as it was passed on: status, the kept headers,
+/// the body or the events (a cut stream is cut again).
+pub fn replayed(ex: &Exchange, provider: Provider) -> Served {
+    let mut headers = Vec::new();
+    for (name, value) in &ex.headers {
+        if let Some(n) = HEADER_ALLOW_LIST
+            .iter()
+            .find(|h| **h == name.as_str() && **h != "content-type")
+        {
+            headers.push((*n, value.clone()));
+        }
+    }
+    let status = ex.status.unwrap_or(502);
+    let body = match &ex.chunks {
+        Some(_) => Body::Events {
+            events: ex.events(),
+            latency_ms: ex.elapsed_ms,
+            cut: ex.error.is_some(),
+        },
+        None => match &ex.body {
+            Some(b) => Body::Json(b.clone()),
+            None => {
+                return refusal(
+                    provider,
+                    502,
+                    &ex.error
+                        .as_ref()
+                        .map_or("the recorded answer is empty".to_owned(), |e| {
+                            e.message.clone()
+                        }),
+                );
+            }
+        },
+    };
+    Served {
+        status,
+        headers,
+        body,
+    }
 }
 
 #[cfg(test)]

@@ -183,6 +183,33 @@ fn a_recorded_agent_replays_offline_and_its_next_version_diverges_where_it_inter
             p.harness(&["accept"]).expect_code(0);
         }
     }
+    // `script:`: from the divergence on, the scenario's reactive rules answer: the warning
+    // gets the apology it scripts.
+    let run = p.harness(&[
+        "exec",
+        "recorded/openai",
+        "--label",
+        "v2-scripted",
+        "--on-divergence",
+        &format!("script:{STUB}"),
+        "--",
+        "python3",
+        &agent,
+        "--detector",
+        "nudge",
+    ]);
+    run.expect_code(1);
+    assert!(
+        run.summary()
+            .contains("1 missing goldens, 0 expectation failures"),
+        "{run}"
+    );
+    let golden = p.read("snapshots/recorded/openai/conversation-1.cassette@v2-scripted.snap.new");
+    assert!(golden.contains("diverged request=4"), "{golden}");
+    assert!(
+        golden.contains("outcome response iterations=4 text=\"Sorry"),
+        "{golden}"
+    );
     // Promoted, the recording is a scenario: the recorded answers as turns, the results the
     // agent sent back as its tool's outcomes in call order, runnable under any profile.
     p.harness(&[

@@ -1,20 +1,17 @@
 """A hand-written tool loop on the official anthropic SDK, whole or streamed.
     anthropic_sdk.py [--stream]"""
 
-import argparse
 import sys
 
 import anthropic
-from common import DESCRIPTION, STEPS, SYSTEM, USER, refused, run_exec
+from common import DESCRIPTION, STEPS, SYSTEM, USER, arguments, refused, run_exec
 
 TOOLS = [{"name": "exec", "description": DESCRIPTION,
           "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}]
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--stream", action="store_true")
-    a = p.parse_args()
+    a = arguments()
     client = anthropic.Anthropic(max_retries=2)
     messages = [{"role": "user", "content": USER}]
     try:

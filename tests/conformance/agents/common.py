@@ -1,6 +1,7 @@
 """What every conformance agent shares: the prompt and tool `harness exec` hands over, and the
 one tool, `exec`, which lists files for a command and fails without one."""
 
+import argparse
 import os
 import sys
 
@@ -8,6 +9,15 @@ SYSTEM = os.environ.get("HARNESS_SYSTEM", "You are a coding agent. Use tools to 
 USER = os.environ.get("HARNESS_USER", "List the files in the project.")
 DESCRIPTION = "Run a shell command"
 STEPS = 40
+
+
+def arguments(*apis: str) -> argparse.Namespace:
+    """The agent's command line: `--api` among `apis` (the first by default), and `--stream`."""
+    p = argparse.ArgumentParser()
+    if apis:
+        p.add_argument("--api", choices=list(apis), default=apis[0])
+    p.add_argument("--stream", action="store_true")
+    return p.parse_args()
 
 
 def run_exec(command: str) -> str:

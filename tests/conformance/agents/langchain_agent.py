@@ -1,10 +1,9 @@
 """A LangChain agent (`create_agent`, a LangGraph graph) with one tool, on ChatOpenAI or
 ChatAnthropic, whole or streamed.    langchain_agent.py [--api openai|anthropic] [--stream]"""
 
-import argparse
 import sys
 
-from common import STEPS, SYSTEM, USER, refused, run_exec
+from common import STEPS, SYSTEM, USER, arguments, refused, run_exec
 from langchain.agents import create_agent
 from langchain_core.tools import tool
 
@@ -16,10 +15,7 @@ def exec_tool(command: str) -> str:
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--api", choices=["openai", "anthropic"], default="openai")
-    p.add_argument("--stream", action="store_true")
-    a = p.parse_args()
+    a = arguments("openai", "anthropic")
     if a.api == "openai":
         from langchain_openai import ChatOpenAI
         model = ChatOpenAI(model="gpt-4o-mini", max_retries=2, streaming=a.stream)

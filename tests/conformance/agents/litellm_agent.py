@@ -1,24 +1,20 @@
 """A hand-written tool loop over litellm.completion, to OpenAI or Anthropic, whole or streamed.
     litellm_agent.py [--api openai|anthropic] [--stream]"""
 
-import argparse
 import json
 import os
 import sys
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network for the price list
 import litellm  # noqa: E402
-from common import DESCRIPTION, STEPS, SYSTEM, USER, refused, run_exec
+from common import DESCRIPTION, STEPS, SYSTEM, USER, arguments, refused, run_exec
 
 TOOLS = [{"type": "function", "function": {"name": "exec", "description": DESCRIPTION, "parameters": {
     "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}}]
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--api", choices=["openai", "anthropic"], default="openai")
-    p.add_argument("--stream", action="store_true")
-    a = p.parse_args()
+    a = arguments("openai", "anthropic")
     if a.api == "openai":
         model, base = "openai/gpt-4o-mini", os.environ["OPENAI_BASE_URL"]
     else:

@@ -2,13 +2,12 @@
 default) or Chat Completions, whole or streamed.
     openai_agents.py [--api responses|chat] [--stream]"""
 
-import argparse
 import asyncio
 import sys
 
 from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool, set_tracing_disabled
 from agents.exceptions import AgentsException, MaxTurnsExceeded
-from common import STEPS, SYSTEM, USER, refused, run_exec
+from common import STEPS, SYSTEM, USER, arguments, refused, run_exec
 from openai import APIStatusError, AsyncOpenAI
 
 
@@ -23,10 +22,7 @@ def exec_tool(command: str) -> str:
 
 
 async def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--api", choices=["responses", "chat"], default="responses")
-    p.add_argument("--stream", action="store_true")
-    a = p.parse_args()
+    a = arguments("responses", "chat")
     set_tracing_disabled(True)
     client = AsyncOpenAI(max_retries=2)
     model = "gpt-4o-mini" if a.api == "responses" else OpenAIChatCompletionsModel("gpt-4o-mini", client)

@@ -1,12 +1,11 @@
 """A hand-written tool loop on the official openai SDK: Chat Completions or Responses, whole
 or streamed.    openai_sdk.py [--api chat|responses] [--stream]"""
 
-import argparse
 import json
 import sys
 
 import openai
-from common import DESCRIPTION, STEPS, SYSTEM, USER, refused, run_exec
+from common import DESCRIPTION, STEPS, SYSTEM, USER, arguments, refused, run_exec
 
 SCHEMA = {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}
 
@@ -59,10 +58,7 @@ def responses(client, stream):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--api", choices=["chat", "responses"], default="chat")
-    p.add_argument("--stream", action="store_true")
-    a = p.parse_args()
+    a = arguments("chat", "responses")
     client = openai.OpenAI(max_retries=2)
     try:
         (chat if a.api == "chat" else responses)(client, a.stream)

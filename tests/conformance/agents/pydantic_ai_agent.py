@@ -1,19 +1,15 @@
 """A pydantic-ai Agent with one tool, on OpenAI Chat Completions or Anthropic, whole or
 streamed.    pydantic_ai_agent.py [--api openai|anthropic] [--stream]"""
 
-import argparse
 import sys
 
-from common import STEPS, SYSTEM, USER, refused, run_exec
+from common import STEPS, SYSTEM, USER, arguments, refused, run_exec
 from pydantic_ai import Agent
 from pydantic_ai.usage import UsageLimits
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--api", choices=["openai", "anthropic"], default="openai")
-    p.add_argument("--stream", action="store_true")
-    a = p.parse_args()
+    a = arguments("openai", "anthropic")
     model = "openai-chat:gpt-4o-mini" if a.api == "openai" else "anthropic:claude-haiku-4-5"
     agent = Agent(model, instructions=SYSTEM)
 

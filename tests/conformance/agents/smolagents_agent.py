@@ -2,13 +2,12 @@
 or on Anthropic through LiteLLMModel, whole or streamed.
     smolagents_agent.py [--api openai|anthropic] [--stream]"""
 
-import argparse
 import os
 import sys
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network for the price list
 
-from common import STEPS, USER, refused, run_exec  # noqa: E402
+from common import STEPS, USER, arguments, refused, run_exec  # noqa: E402
 from smolagents import LiteLLMModel, OpenAIServerModel, Tool, ToolCallingAgent  # noqa: E402
 
 
@@ -23,10 +22,7 @@ class Exec(Tool):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--api", choices=["openai", "anthropic"], default="openai")
-    p.add_argument("--stream", action="store_true")
-    a = p.parse_args()
+    a = arguments("openai", "anthropic")
     if a.api == "openai":
         model = OpenAIServerModel(model_id="gpt-4o-mini", api_base=os.environ["OPENAI_BASE_URL"],
                                   api_key=os.environ["OPENAI_API_KEY"])
