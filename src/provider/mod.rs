@@ -65,6 +65,33 @@ impl Api {
             Self::Messages => Provider::Anthropic.parse_request(body),
         }
     }
+
+    /// Read a whole success body this API answered.
+    pub fn parse_body(self, body: &Value) -> Result<ModelResponse, WireError> {
+        match self {
+            Self::Responses => responses::parse_body(body),
+            _ => self.provider().parse_body(body),
+        }
+    }
+
+    /// Read an event stream this API answered.
+    pub fn parse_stream(self, events: &[SseEvent]) -> Result<ModelResponse, WireError> {
+        match self {
+            Self::Responses => responses::parse_stream(events),
+            _ => self.provider().parse_stream(events),
+        }
+    }
+}
+
+/// A provider's own API: Chat Completions for OpenAI (what the engine speaks), Messages for
+/// Anthropic.
+impl From<Provider> for Api {
+    fn from(p: Provider) -> Self {
+        match p {
+            Provider::Openai => Self::ChatCompletions,
+            Provider::Anthropic => Self::Messages,
+        }
+    }
 }
 
 /// The text of a message's content as the APIs send it: a string, or its text parts joined.

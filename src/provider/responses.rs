@@ -1,6 +1,7 @@
-//! OpenAI Responses (`POST /v1/responses`), the serving direction only: a request's `input`
-//! items as the engine's conversation, and an answer as a `response` object or its event
-//! stream.
+//! OpenAI Responses (`POST /v1/responses`): serving, a request's `input` items as the engine's
+//! conversation and an answer as a `response` object or its event stream; reading, a recorded
+//! `response` object or event stream as the answer it gave (what the replay of an agent's
+//! recording infers its trace from).
 //!
 //! Requests: `instructions` is the system message; each `input` item is a message (a string,
 //! or `input_text` / `output_text` parts), a `function_call` (consecutive calls, and the
@@ -18,9 +19,11 @@
 use super::StrField as _;
 use super::{
     AnswerMeta, Asks, ResultRef, SseEvent, ToolChoice, WireError, WireOptions, WireRequest,
-    arguments, bad_request,
+    arguments, bad_request, empty_response, malformed, streamed,
 };
-use crate::llm::{Finish, Message, ModelResponse, Role, ToolCall, ToolSpec, stream::Chunk};
+use crate::llm::{
+    FaultKind, Finish, Message, ModelResponse, Role, ToolCall, ToolSpec, Usage, stream::Chunk,
+};
 use serde_json::{Value, json};
 
 const NAME: &str = "openai responses";
@@ -389,6 +392,183 @@ pub fn render_stream(
     out
 }
 
+/// The token counts of a `response` object's `usage`.
+fn usage_of(response: &Value) -> Usage {
+    let n = |k: &str| {
+        response
+            .pointer(&format!("/usage/{k}"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    };
+    Usage {
+        input: n("input_tokens"),
+        output: n("output_tokens"),
+    }
+}
+
+/// How an answer ended: cut at its token limit when `incomplete`, else by its calls.
+fn finish_of(response: &Value, calls: bool) -> Finish {
+    if response.get("status").and_then(Value::as_str) == Some("incomplete") {
+        Finish::Length
+    } else if calls {
+        Finish::ToolUse
+    } else {
+        Finish::Stop
+    }
+}
+
+/// A `failed` response as the fault it reports.
+fn failure(response: &Value) -> Option<WireError> {
+    (response.get("status").and_then(Value::as_str) == Some("failed")).then(|| {
+        WireError::StreamError {
+            kind: FaultKind::ServerError,
+            message: super::error_message(response)
+                .unwrap_or_else(|| "the response failed".to_owned()),
+        }
+    })
+}
+
+/// A whole `response` body (the reading direction): the text of its `message` items, its
+/// `function_call` items as calls (named by `call_id`, which the results echo).
+pub fn parse_body(body: &Value) -> Result<ModelResponse, WireError> {
+    if let Some(e) = failure(body) {
+        return Err(e);
+    }
+    let output = body
+        .get("output")
+        .and_then(Value::as_array)
+        .ok_or_else(|| malformed(NAME, "no `output` array"))?;
+    let mut text: Option<String> = None;
+    let mut tool_calls = Vec::new();
+    for (i, item) in output.iter().enumerate() {
+        match item.get("type").and_then(Value::as_str) {
+            Some("message") => {
+                let t = text.get_or_insert_with(String::new);
+                for part in item
+                    .get("content")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    if part.get("type").and_then(Value::as_str) == Some("output_text") {
+                        t.push_str(part.str_or_empty("text"));
+                    }
+                }
+            }
+            Some("function_call") => tool_calls.push(ToolCall {
+                id: item.str_or_empty("call_id").to_owned(),
+                name: item
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| malformed(NAME, format!("output[{i}] has no `name`")))?
+                    .to_owned(),
+                arguments: arguments(item.str_or_empty("arguments")),
+            }),
+            _ => {}
+        }
+    }
+    Ok(ModelResponse {
+        finish: finish_of(body, !tool_calls.is_empty()),
+        text,
+        tool_calls,
+        usage: usage_of(body),
+        ..empty_response()
+    })
+}
+
+/// A `response` event stream (the reading direction): text deltas, and each function call
+/// from its `output_item.added` through its argument deltas to its `output_item.done`, keyed
+/// by output index. Complete once `response.completed` or `response.incomplete` arrives.
+pub fn parse_stream(events: &[SseEvent]) -> Result<ModelResponse, WireError> {
+    let mut chunks = Vec::new();
+    let mut open: std::collections::BTreeSet<u32> = Default::default();
+    let mut calls = false;
+    for (n, e) in events.iter().enumerate() {
+        let v: Value = serde_json::from_str(&e.data)
+            .map_err(|err| malformed(NAME, format!("event {n} is not JSON: {err}")))?;
+        let kind = v
+            .get("type")
+            .and_then(Value::as_str)
+            .or(e.event.as_deref())
+            .unwrap_or("");
+        let index = v.get("output_index").and_then(Value::as_u64).unwrap_or(0) as u32;
+        let item = v.get("item").unwrap_or(&Value::Null);
+        let is_call = item.get("type").and_then(Value::as_str) == Some("function_call");
+        match kind {
+            "response.output_item.added" if is_call => {
+                open.insert(index);
+                calls = true;
+                chunks.push(Chunk::ToolCallStart {
+                    index,
+                    id: item.str_or_empty("call_id").to_owned(),
+                    name: item.str_or_empty("name").to_owned(),
+                });
+                let args = item.str_or_empty("arguments");
+                if !args.is_empty() {
+                    chunks.push(Chunk::ArgsDelta {
+                        index,
+                        text: args.to_owned(),
+                    });
+                }
+            }
+            "response.output_text.delta" => {
+                let delta = v.str_or_empty("delta");
+                if !delta.is_empty() {
+                    chunks.push(Chunk::Text {
+                        text: delta.to_owned(),
+                    });
+                }
+            }
+            "response.function_call_arguments.delta" if open.contains(&index) => {
+                let delta = v.str_or_empty("delta");
+                if !delta.is_empty() {
+                    chunks.push(Chunk::ArgsDelta {
+                        index,
+                        text: delta.to_owned(),
+                    });
+                }
+            }
+            "response.output_item.done" if open.remove(&index) => {
+                chunks.push(Chunk::ToolCallComplete { index });
+            }
+            "response.completed" | "response.incomplete" => {
+                let response = v.get("response").unwrap_or(&Value::Null);
+                chunks.extend(
+                    std::mem::take(&mut open)
+                        .into_iter()
+                        .map(|index| Chunk::ToolCallComplete { index }),
+                );
+                chunks.push(Chunk::Finish {
+                    reason: finish_of(response, calls),
+                });
+                return Ok(streamed(chunks, usage_of(response)));
+            }
+            "response.failed" => {
+                let response = v.get("response").unwrap_or(&Value::Null);
+                return Err(failure(response).unwrap_or(WireError::StreamError {
+                    kind: FaultKind::ServerError,
+                    message: "the response failed".to_owned(),
+                }));
+            }
+            "error" => {
+                return Err(WireError::StreamError {
+                    kind: FaultKind::ServerError,
+                    message: v
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                        .or_else(|| super::error_message(&v))
+                        .unwrap_or_else(|| "error event".to_owned()),
+                });
+            }
+            _ => {}
+        }
+    }
+    Err(WireError::Truncated {
+        events: events.len(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -520,5 +700,77 @@ mod tests {
             events.last().and_then(|e| e.event.as_deref()),
             Some("response.function_call_arguments.delta")
         );
+    }
+
+    #[test]
+    fn a_rendered_answer_reads_back_whole_and_streamed() {
+        let whole = ModelResponse {
+            text: Some("Let me.".into()),
+            tool_calls: vec![ToolCall {
+                id: "call_9".into(),
+                name: "exec".into(),
+                arguments: Arguments::Parsed(json!({"command": "ls"})),
+            }],
+            finish: Finish::ToolUse,
+            usage: Usage {
+                input: 3,
+                output: 4,
+            },
+            ..empty_response()
+        };
+        let body = render_body(&whole, &meta(), &json!({}));
+        let read = parse_body(&body).expect("reads");
+        assert_eq!(read.text.as_deref(), Some("Let me."));
+        assert_eq!(read.tool_calls, whole.tool_calls);
+        assert_eq!((read.finish, read.usage), (Finish::ToolUse, whole.usage));
+        let chunks = vec![
+            Chunk::Text {
+                text: "Let ".into(),
+            },
+            Chunk::Text { text: "me.".into() },
+            Chunk::ToolCallStart {
+                index: 0,
+                id: "call_9".into(),
+                name: "exec".into(),
+            },
+            Chunk::ArgsDelta {
+                index: 0,
+                text: "{\"command\":".into(),
+            },
+            Chunk::ArgsDelta {
+                index: 0,
+                text: "\"ls\"}".into(),
+            },
+            Chunk::ToolCallComplete { index: 0 },
+            Chunk::Finish {
+                reason: Finish::ToolUse,
+            },
+        ];
+        let events = render_stream(&chunks, &whole, &meta(), &json!({}));
+        let read = parse_stream(&events).expect("reads");
+        let folded = crate::llm::stream::assemble(&read.stream).expect("folds");
+        assert_eq!(folded.text.as_deref(), Some("Let me."));
+        let call = &folded.tool_calls[0];
+        assert_eq!((call.id.as_str(), call.name.as_str()), ("call_9", "exec"));
+        assert_eq!(call.arguments.text(), "{\"command\":\"ls\"}");
+        assert_eq!(
+            (folded.finish, read.usage),
+            (Some(Finish::ToolUse), whole.usage)
+        );
+        // Cut before `response.completed`: truncated.
+        let cut = parse_stream(&events[..events.len() - 1]);
+        assert!(matches!(cut, Err(WireError::Truncated { .. })), "{cut:?}");
+        // A failed response is a fault; an answer at its limit finishes by length.
+        let failed = json!({"status": "failed", "output": [], "error": {"message": "boom"}});
+        assert_eq!(
+            parse_body(&failed).err().map(|e| e.to_string()),
+            Some("boom".to_owned())
+        );
+        let limited = json!({"status": "incomplete", "output": []});
+        assert_eq!(
+            parse_body(&limited).map(|r| r.finish).ok(),
+            Some(Finish::Length)
+        );
+        assert!(parse_body(&json!({"status": "completed"})).is_err());
     }
 }

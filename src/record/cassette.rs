@@ -57,6 +57,14 @@ pub struct Cassette {
     pub exchanges: Vec<Exchange>,
 }
 
+impl Cassette {
+    /// The API its answers were given on: the agent's, or the provider's own for a recording
+    /// of harness's engine.
+    pub fn api(&self) -> Api {
+        self.agent.as_ref().map_or(self.provider.into(), |a| a.api)
+    }
+}
+
 /// Who was recorded through the proxy.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -250,8 +258,11 @@ impl Exchange {
             .collect()
     }
 
-    /// What the engine sees, with this virtual latency.
-    pub fn outcome(&self, provider: Provider, latency_ms: u64) -> Outcome {
+    /// What the engine sees, with this virtual latency, reading the answer as `api` sends it
+    /// (a provider stands for its own API).
+    pub fn outcome(&self, api: impl Into<Api>, latency_ms: u64) -> Outcome {
+        let api = api.into();
+        let provider = api.provider();
         let fault = |kind: FaultKind, message: String, retry_after_ms: Option<u64>| {
             Outcome::Fault(ProviderFault {
                 kind,
@@ -288,8 +299,8 @@ impl Exchange {
             };
         }
         let parsed = match &self.chunks {
-            Some(_) => provider.parse_stream(&self.events()),
-            None => provider.parse_body(self.body.as_ref().unwrap_or(&Value::Null)),
+            Some(_) => api.parse_stream(&self.events()),
+            None => api.parse_body(self.body.as_ref().unwrap_or(&Value::Null)),
         };
         match parsed {
             Ok(mut r) => {

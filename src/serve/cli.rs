@@ -790,6 +790,11 @@ pub struct ProxyArgs {
     /// `messages/*/name`).
     #[arg(long, value_name = "PATH")]
     pub ignore: Vec<String>,
+    /// The replay latency written into every cassette: `recorded` (each answer takes as long as
+    /// it took when recorded) or `zero` (the virtual clock stands still, so a trace does not
+    /// depend on the recording's timing and a re-recording keeps its golden).
+    #[arg(long, default_value = "recorded", value_parser = ["recorded", "zero"])]
+    pub delay: String,
 }
 
 /// The upstreams `--upstream` names, over the providers' defaults.
@@ -1000,7 +1005,15 @@ pub fn proxy(args: &ProxyArgs) -> anyhow::Result<u8> {
             &args.command,
             &upstreams,
             &scrubber,
-            &args.ignore,
+            &crate::record::cassette::ReplayOptions {
+                delay: if args.delay == "zero" {
+                    crate::record::cassette::Delay::Zero
+                } else {
+                    crate::record::cassette::Delay::Recorded
+                },
+                scale: None,
+                ignore: args.ignore.clone(),
+            },
         );
         written.push((path, cassette));
     }

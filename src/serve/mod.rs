@@ -680,7 +680,7 @@ impl Session {
             Step::Recorded => {
                 let ex = &tape.cassette.exchanges[pos.next];
                 let latency = tape.cassette.replay.latency(ex.elapsed_ms);
-                let reply = replay::reply_of(ex, tape.cassette.provider, latency);
+                let reply = replay::reply_of(ex, tape.cassette.api(), latency);
                 for id in replay::served_ids(ex) {
                     self.ids.insert(id, at);
                 }

@@ -546,7 +546,7 @@ pub fn conversations(slots: &[Slot]) -> Vec<Vec<usize>> {
         let c = &mut open[at];
         c.members.push(i);
         c.last_user = user;
-        c.last = Last::of(&reply_of(&slot.exchange, slot.api.provider(), 0));
+        c.last = Last::of(&reply_of(&slot.exchange, slot.api, 0));
         for id in served_ids(&slot.exchange) {
             ids.insert(id, at);
         }
@@ -563,7 +563,7 @@ pub fn cassette_of(
     command: &[String],
     upstreams: &Upstreams,
     scrubber: &Scrubber,
-    ignore: &[String],
+    replay: &ReplayOptions,
 ) -> Cassette {
     let first = &slots[members[0]];
     let api = first.api;
@@ -587,7 +587,7 @@ pub fn cassette_of(
                     message: "the session ended before the answer did".to_owned(),
                 });
             }
-            ex.usage = usage_of(&ex.outcome(provider, ex.elapsed_ms));
+            ex.usage = usage_of(&ex.outcome(api, ex.elapsed_ms));
             ex
         })
         .collect();
@@ -612,10 +612,7 @@ pub fn cassette_of(
             .iter()
             .find_map(|k| field(k).and_then(Value::as_u64))
             .and_then(|n| u32::try_from(n).ok()),
-        replay: ReplayOptions {
-            ignore: ignore.to_vec(),
-            ..ReplayOptions::default()
-        },
+        replay: replay.clone(),
         exchanges,
     }
 }

@@ -405,7 +405,7 @@ pub fn promote_agent(c: &Cassette, source: &str, rules: &FailureRules) -> Option
         .collect();
     let mut calls_so_far: std::collections::BTreeMap<String, u64> = Default::default();
     for (k, ex) in c.exchanges.iter().enumerate() {
-        let super::Reply::Answer(r) = reply_of(ex, c.provider, 0) else {
+        let super::Reply::Answer(r) = reply_of(ex, c.api(), 0) else {
             continue;
         };
         let Some(Some(next)) = requests.get(k + 1) else {
@@ -497,8 +497,8 @@ pub fn promote_agent(c: &Cassette, source: &str, rules: &FailureRules) -> Option
 
 /// What a recorded exchange answered, as the agent read it (a stream assembled into its text
 /// and calls), with this virtual latency.
-pub fn reply_of(ex: &Exchange, provider: Provider, latency_ms: u64) -> super::Reply {
-    match ex.outcome(provider, latency_ms) {
+pub fn reply_of(ex: &Exchange, api: Api, latency_ms: u64) -> super::Reply {
+    match ex.outcome(api, latency_ms) {
         Outcome::Response(r) => match super::served_answer(r.clone(), ex.chunks.is_some()) {
             Ok((whole, _)) => super::Reply::Answer(whole),
             Err(_) => super::Reply::Answer(r),
