@@ -236,6 +236,9 @@ async fn serve(
                         continue;
                     }
                 };
+                // Small writes (an event of a stream, the end of a chunked body) go out at
+                // once, not held back until the previous one is acknowledged.
+                let _ = stream.set_nodelay(true);
                 let service = hyper_util::service::TowerToHyperService::new(app.clone());
                 let mut closing = closing.clone();
                 connections.spawn(async move {

@@ -56,7 +56,7 @@ pub struct Upstreams {
 pub struct Slot {
     /// The API it was sent to.
     pub api: Api,
-    /// The exchange (scrubbed), complete once `done`.
+    /// The exchange, complete once `done` (scrubbed when the proxy stops).
     pub exchange: Exchange,
     /// The answer has ended (else the session ended first).
     pub done: bool,
@@ -122,8 +122,14 @@ impl Proxy {
     /// every key seen.
     pub fn stop(self) -> io::Result<(Vec<Slot>, Scrubber)> {
         self.running.stop()?;
-        let slots = std::mem::take(&mut *lock(&self.shared.slots));
+        let mut slots = std::mem::take(&mut *lock(&self.shared.slots));
         let scrubber = lock(&self.shared.scrubber).clone();
+        // Scrubbed once the session is over, not on the answer's way back to the agent: every
+        // key seen by then is scrubbed from every exchange, also one recorded before that key
+        // first came.
+        for slot in &mut slots {
+            scrub_exchange(&scrubber, &mut slot.exchange);
+        }
         Ok((slots, scrubber))
     }
 }
@@ -431,7 +437,6 @@ impl Tee {
                 });
             }
         }
-        let scrubber = lock(&self.shared.scrubber).clone();
         let mut slots = lock(&self.shared.slots);
         let Some(slot) = slots.get_mut(at) else {
             return;
@@ -450,7 +455,6 @@ impl Tee {
                 }));
         }
         ex.error = error.map(|(kind, message)| TransportError { kind, message });
-        scrub_exchange(&scrubber, ex);
         slot.done = true;
         slot.too_large = self.too_large;
     }
