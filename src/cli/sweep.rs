@@ -59,9 +59,24 @@ pub(super) struct ImportArgs {
     /// The format (detected per file when absent).
     #[arg(long, value_name = "FORMAT", value_parser = format_name)]
     format: Option<Format>,
-    /// Folder to write one trace per run into (`<run id>.jsonl`).
+    /// Folder to write one file per run into: `<run id>.jsonl` (a trace) or `<run id>.toml`
+    /// (a scenario).
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
+    /// What each run becomes: its trace (for `sweep` and `trace`), or a scenario that replays
+    /// it through the loop engine under any profile (the recorded answers as the model's
+    /// turns, the tool results as outcomes by call order, later user messages as follow-ups).
+    #[arg(long = "as", value_enum, default_value_t = ImportAs::Trace, value_name = "KIND")]
+    as_: ImportAs,
+}
+
+/// What `harness import` writes for each run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum ImportAs {
+    /// Its trace as JSON lines.
+    Trace,
+    /// An editable scenario (TOML).
+    Scenario,
 }
 
 fn format_name(s: &str) -> Result<Format, String> {
@@ -349,7 +364,11 @@ pub(super) fn import(args: ImportArgs) -> anyhow::Result<u8> {
             writeln!(err, "note: {}: skipped: {n}", input.path.display())?;
         }
         for run in &got.runs {
-            let name = format!("{}.jsonl", import::file_stem(&run.id));
+            let extension = match args.as_ {
+                ImportAs::Trace => "jsonl",
+                ImportAs::Scenario => "toml",
+            };
+            let name = format!("{}.{extension}", import::file_stem(&run.id));
             if let Some(other) = written.insert(name.clone(), run.id.clone()) {
                 writeln!(
                     err,
@@ -365,13 +384,31 @@ pub(super) fn import(args: ImportArgs) -> anyhow::Result<u8> {
                 continue;
             }
             let path = args.out.join(&name);
-            store::write_atomic(&path, import::render_imported(run).as_bytes())
-                .with_context(|| format!("cannot write {}", path.display()))?;
+            match args.as_ {
+                ImportAs::Trace => {
+                    store::write_atomic(&path, import::render_imported(run).as_bytes())
+                        .with_context(|| format!("cannot write {}", path.display()))?;
+                }
+                ImportAs::Scenario => {
+                    let file = input.path.to_string_lossy().replace('\\', "/");
+                    let scenario = import::scenario::scenario_of(run, &file);
+                    crate::record::write_scenario(
+                        &scenario,
+                        &path,
+                        "# Imported from a transcript by `harness import --as scenario`: edit freely.\n",
+                    )
+                    .map_err(|r| anyhow::anyhow!("{}", r.message))?;
+                }
+            }
         }
     }
+    let kind = match args.as_ {
+        ImportAs::Trace => "run(s)",
+        ImportAs::Scenario => "scenario(s)",
+    };
     writeln!(
         out,
-        "harness import: {} run(s) written to {}",
+        "harness import: {} {kind} written to {}",
         written.len(),
         args.out.display()
     )?;

@@ -23,6 +23,7 @@
 pub mod anthropic;
 pub mod openai;
 pub mod openhands;
+pub mod scenario;
 pub mod swe_agent;
 pub mod tau2;
 pub mod tau_bench;

@@ -873,6 +873,20 @@ pub fn promote_command(args: &PromoteArgs) -> Result<PathBuf, Refusal> {
 
 /// Write a promoted scenario as TOML, in the hand-written shape (defaults left out).
 pub fn write_promoted(promoted: &scenario::Scenario, out: &Path) -> Result<(), Refusal> {
+    write_scenario(
+        promoted,
+        out,
+        "# Promoted from a recording by `harness promote`: edit freely.\n",
+    )
+}
+
+/// Write a generated scenario as TOML in the hand-written style (defaults and empty tables
+/// left out), atomically, below a `header` comment.
+pub fn write_scenario(
+    promoted: &scenario::Scenario,
+    out: &Path,
+    header: &str,
+) -> Result<(), Refusal> {
     let mut value = serde_json::to_value(promoted).unwrap_or_default();
     prune(&mut value);
     let mut body = toml::to_string_pretty(&value).map_err(|e| {
@@ -881,10 +895,7 @@ pub fn write_promoted(promoted: &scenario::Scenario, out: &Path) -> Result<(), R
             "report this as a bug",
         )
     })?;
-    body.insert_str(
-        0,
-        "# Promoted from a recording by `harness promote`: edit freely.\n",
-    );
+    body.insert_str(0, header);
     store::write_atomic(out, body.as_bytes()).map_err(|e| {
         refuse(
             format!("cannot write {}: {e}", out.display()),

@@ -39,7 +39,7 @@ pub fn script_turns(cassette: &Cassette, scenario: &mut Scenario) {
             repeat: 1,
             ..TurnDef::default()
         };
-        match ex.outcome(cassette.provider, latency) {
+        match ex.outcome(cassette.api(), latency) {
             Outcome::Response(r) => {
                 turn.usage = Some(UsageDef {
                     input: r.usage.input,

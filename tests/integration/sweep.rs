@@ -783,3 +783,178 @@ fn cassettes_sweep_as_replayed_runs() {
     assert_eq!(b["consecutive-identical k=2"]["runs"], "1");
     assert_eq!(b["consecutive-identical k=2"]["successful_runs"], "0");
 }
+
+/// What a trace shows of the recording: each answer's calls (name and arguments), each tool
+/// result (name, failed or not, text), each later user message, in order, after the first user
+/// message (the task, which a replay does not print as a turn; answers before it are a
+/// greeting the scenario leaves out).
+fn recording_of(jsonl: &str, imported: bool) -> Vec<(String, serde_json::Value)> {
+    let events: Vec<serde_json::Value> = jsonl
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .filter(|e: &serde_json::Value| e.get("kind").is_some())
+        .collect();
+    let start = events
+        .iter()
+        .position(|e| e["kind"] == "user_turn")
+        .filter(|_| imported)
+        .map_or(0, |i| i + 1);
+    let mut seen = Vec::new();
+    for e in &events[start..] {
+        match e["kind"].as_str() {
+            Some("model_response") => {
+                // Arguments by value: a scenario keeps them as a table, not in their order.
+                for c in e["calls"].as_array().into_iter().flatten() {
+                    let args = c["args"].as_str().unwrap_or_default();
+                    let value = serde_json::from_str(args).unwrap_or_else(|_| args.into());
+                    seen.push((format!("call {}", c["name"]), value));
+                }
+            }
+            Some("tool_call_end") => seen.push((
+                format!("result {} ok={}", e["name"], e["ok"]),
+                if e["ok"] == true {
+                    e["output"].clone()
+                } else {
+                    e["error"].clone()
+                },
+            )),
+            Some("user_turn") => seen.push(("user".to_owned(), e["text"].clone())),
+            _ => {}
+        }
+    }
+    seen
+}
+
+/// `harness import --as scenario` on every format import reads: each run becomes a scenario
+/// whose replay under its own profile (`none`) makes the recorded calls, gets the recorded
+/// results and hears the recorded user messages, in the recorded order, and then ends with
+/// the end-of-recording answer (no script gap, no invented call).
+#[test]
+fn every_imported_run_becomes_a_scenario_that_replays_the_recording() {
+    let p = Project::new();
+    let inputs = formats();
+    let import = |out: &str, extra: &[&str]| {
+        let mut args = vec!["import"];
+        args.extend(inputs.iter().map(String::as_str));
+        args.extend(["--out", out]);
+        args.extend(extra);
+        p.harness(&args)
+    };
+    import("traces", &[]).expect_code(0);
+    import("scenarios", &["--as", "scenario"])
+        .expect_code(0)
+        .expect_stdout("harness import: 14 scenario(s) written to scenarios");
+    let files = p.files("scenarios", ".toml");
+    assert_eq!(files.len(), 14, "{files:?}");
+    let mut checked = 0;
+    for file in &files {
+        let stem = file
+            .trim_start_matches("scenarios/")
+            .trim_end_matches(".toml");
+        let recorded = recording_of(&p.read(&format!("traces/{stem}.jsonl")), true);
+        let replay = p.harness(&["trace", file, "--jsonl"]);
+        replay.expect_code(0);
+        let replayed = recording_of(&replay.stdout, false);
+        assert_eq!(
+            replayed, recorded,
+            "{file}: the replay differs from the recording"
+        );
+        // It ends with an answer: the recording's last one when that was a final text, else
+        // the end-of-recording answer; never at the cap or in a script gap.
+        let outcome: serde_json::Value = replay
+            .stdout
+            .lines()
+            .rfind(|l| l.contains(r#""kind":"outcome""#))
+            .and_then(|l| serde_json::from_str(l).ok())
+            .unwrap_or_default();
+        let final_text = p
+            .read(&format!("traces/{stem}.jsonl"))
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .rfind(|e| e["kind"] == "model_response")
+            .filter(|e| e["calls"].as_array().is_some_and(Vec::is_empty))
+            .map(|e| e["text"].clone());
+        assert_eq!(outcome["outcome"], "response", "{file}: {outcome}");
+        assert!(
+            outcome["text"] == "(The recorded run ends here.)"
+                || Some(&outcome["text"]) == final_text.as_ref(),
+            "{file} ends: {outcome}"
+        );
+        checked += usize::from(recorded.iter().any(|(s, _)| s.starts_with("result")));
+    }
+    assert!(checked >= 10, "only {checked} scenarios had tool results");
+}
+
+/// The real stuck runs of `scenarios/real/` are their corpus transcripts imported: the task,
+/// follow-ups, cap, tools with their outcomes and the scripted model are exactly what `harness
+/// import --as scenario` makes of them today (only the description, family, tags and
+/// expectations were written by hand).
+#[test]
+fn the_real_scenarios_are_their_transcripts_imported() {
+    let p = Project::new();
+    let corpus = repo().join("corpus");
+    let tau2 = corpus.join(
+        "tau2-bench/sierra-feature-gym/qwen2.5_7b_airline_default_gpt-4.1-2025-04-14_1trials.json",
+    );
+    let swe = corpus.join("swe-agent/demo__ctf__crypto__eps.traj");
+    p.harness(&[
+        "import",
+        &tau2.to_string_lossy(),
+        &swe.to_string_lossy(),
+        "--as",
+        "scenario",
+        "--out",
+        "imported",
+    ])
+    .expect_code(0);
+    let pairs = [
+        (
+            "tau2-qwen-airline-task-40.toml",
+            "qwen2.5_7b_airline_default_gpt-4.1-2025-04-14_1trials.json_40_trial0_8b4d82b4.toml",
+        ),
+        (
+            "tau2-qwen-airline-task-37.toml",
+            "qwen2.5_7b_airline_default_gpt-4.1-2025-04-14_1trials.json_37_trial0_85f9deab.toml",
+        ),
+        ("swe-agent-ctf-eps.toml", "demo__ctf__crypto__eps.traj.toml"),
+    ];
+    let committed_files = std::fs::read_dir(repo().join("scenarios/real"))
+        .expect("scenarios/real")
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "toml"))
+        })
+        .count();
+    assert_eq!(
+        committed_files,
+        pairs.len(),
+        "a real scenario without its check"
+    );
+    for (committed, imported) in pairs {
+        let text = std::fs::read_to_string(repo().join("scenarios/real").join(committed))
+            .expect("the committed scenario");
+        let ours: toml::Table = toml::from_str(&text).expect("it parses");
+        let fresh: toml::Table =
+            toml::from_str(&p.read(&format!("imported/{imported}"))).expect("the import parses");
+        for key in [
+            "profile",
+            "system",
+            "user",
+            "followups",
+            "config",
+            "tools",
+            "model",
+        ] {
+            assert_eq!(
+                ours.get(key),
+                fresh.get(key),
+                "{committed}: `{key}` differs"
+            );
+        }
+        assert_eq!(ours["family"].as_str(), Some("real"), "{committed}");
+        assert!(
+            ours.contains_key("expect") && ours.contains_key("compare"),
+            "{committed}"
+        );
+    }
+}

@@ -1,0 +1,347 @@
+//! A recorded run as an editable scenario (`harness import --as scenario`), for every format
+//! the importers read: the run's trace events are the recording, and the scenario replays it
+//! through the loop engine under any profile.
+//!
+//! - **Model.** Each recorded answer (`model_response`) is one scripted turn, in order: its
+//!   text, its calls (ids, names, arguments as recorded: a table, or the recorded text when
+//!   they hold a null, which TOML cannot), its token counts. The turns play
+//!   whatever the runtime sends: after an intervention the model goes on as it did in the
+//!   recording (the *stubborn model*; `without_tools = "as_scripted"` also keeps its calls
+//!   when a runtime withholds the tools). Past the recording's end a rule answers
+//!   [`END_OF_RECORDING`], so a runtime that asks for more gets a final text, not a gap.
+//! - **Tools.** One tool per name called, with an open object schema; its outcomes are the
+//!   recorded results, failed or not as the importer read them: by arguments where the same
+//!   arguments always got the same result (so a call a defence skips or rejects does not shift
+//!   the results of the others), else in call order (`on_call`: the n-th result for that tool,
+//!   with its arguments; a shifted call gets its arguments' last result). A call with other
+//!   arguments past the recorded ones fails with [`NO_RESULT`].
+//! - **Users.** The first user message is the task; each later one is a follow-up, which the
+//!   engine sends when a turn ends with a text answer, as the recording's user answered the
+//!   agent's text. Answers recorded before the first user message (a greeting) are left out.
+//! - **Cap.** `max_iterations` is one more than the longest loop recorded (answers between two
+//!   user messages), so the recording fits and the end-of-recording answer can come.
+//!
+//! Pure: the caller writes the file.
+
+use super::Run;
+use crate::scenario::{
+    Bound, CallDef, Conditions, ModelScript, OutcomeDef, RuleDef, Scenario, ToolDef, TurnDef,
+    UsageDef, WithoutTools,
+};
+use crate::trace::Event;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+/// The answer past the recording's end.
+pub const END_OF_RECORDING: &str = "(The recorded run ends here.)";
+
+/// The outcome of a call past the recorded results of its tool.
+pub const NO_RESULT: &str = "(no result was recorded for this call)";
+
+/// The scenario of an imported run; `file` names the transcript (in the description).
+pub fn scenario_of(run: &Run, file: &str) -> Scenario {
+    let events: Vec<&Event> = run.events.iter().map(|e| &e.event).collect();
+    // Answers before the first user message (a greeting) are not part of the task's loop.
+    let first_user = events
+        .iter()
+        .position(|e| matches!(e, Event::UserTurn { .. }));
+    let start = first_user.unwrap_or(0);
+    let greeting = events[..start]
+        .iter()
+        .filter(|e| matches!(e, Event::ModelResponse { .. }))
+        .count();
+    let model = events
+        .iter()
+        .find_map(|e| match e {
+            Event::RunStart { model, .. } if !model.is_empty() => Some(model.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| "recorded".to_owned());
+
+    let mut user: Option<String> = None;
+    let mut followups = Vec::new();
+    let mut turns = Vec::new();
+    let mut tools: Vec<ToolDef> = Vec::new();
+    // Each tool's recorded results in call order: the call's arguments (when they parse and
+    // hold no null) and what came back.
+    let mut results: BTreeMap<String, Vec<(Option<Value>, OutcomeDef)>> = BTreeMap::new();
+    let mut args_of: BTreeMap<&str, Option<Value>> = BTreeMap::new();
+    let (mut loop_len, mut longest) = (0u32, 0u32);
+    let (mut failed, mut calls) = (0usize, 0usize);
+    for event in &events[start..] {
+        match event {
+            Event::UserTurn { text, .. } => {
+                if user.is_none() {
+                    user = Some(text.clone());
+                } else {
+                    followups.push(text.clone());
+                }
+                loop_len = 0;
+            }
+            Event::ModelResponse {
+                finish,
+                text,
+                calls: summaries,
+                input_tokens,
+                output_tokens,
+                ..
+            } => {
+                loop_len += 1;
+                longest = longest.max(loop_len);
+                for c in summaries {
+                    tool_of(&mut tools, &c.name);
+                    let parsed = serde_json::from_str::<Value>(&c.args)
+                        .ok()
+                        .filter(|v| !has_null(v));
+                    args_of.insert(c.id.as_str(), parsed);
+                }
+                calls += summaries.len();
+                turns.push(TurnDef {
+                    text: text.clone().filter(|t| !t.is_empty()),
+                    tool_calls: summaries
+                        .iter()
+                        .map(|c| {
+                            // TOML has no null: arguments holding one keep their text.
+                            let (args, raw_args) = match serde_json::from_str::<Value>(&c.args) {
+                                Ok(v) if !has_null(&v) => (Some(v), None),
+                                _ => (None, Some(c.args.clone())),
+                            };
+                            CallDef {
+                                id: Some(c.id.clone()).filter(|i| !i.is_empty()),
+                                name: c.name.clone(),
+                                args,
+                                raw_args,
+                            }
+                        })
+                        .collect(),
+                    finish: Some(*finish),
+                    usage: (*input_tokens > 0 || *output_tokens > 0).then_some(UsageDef {
+                        input: *input_tokens,
+                        output: *output_tokens,
+                    }),
+                    repeat: 1,
+                    ..TurnDef::default()
+                });
+            }
+            Event::ToolCallEnd {
+                id,
+                name,
+                ok,
+                output,
+                error,
+                ..
+            } => {
+                let text = if *ok { output } else { error };
+                let args = args_of.get(id.as_str()).cloned().flatten();
+                results
+                    .entry(name.clone())
+                    .or_default()
+                    .push((args, result(*ok, text.clone())));
+                failed += usize::from(!ok);
+            }
+            Event::ToolCallRejected {
+                id, name, error, ..
+            } => {
+                let args = args_of.get(id.as_str()).cloned().flatten();
+                results
+                    .entry(name.clone())
+                    .or_default()
+                    .push((args, result(false, Some(error.clone()))));
+                failed += 1;
+            }
+            _ => {}
+        }
+    }
+    for (name, recorded) in results {
+        tool_of(&mut tools, &name).outcomes = outcomes(&recorded);
+    }
+    for t in &mut tools {
+        t.default = Some(OutcomeDef {
+            error: Some(NO_RESULT.to_owned()),
+            ..OutcomeDef::default()
+        });
+    }
+    let answers = turns.len();
+    let mut config = serde_json::Map::new();
+    config.insert("max_iterations".to_owned(), json!(longest + 1));
+    let ended = match (&run.termination, run.success) {
+        (Some(t), Some(s)) => format!(
+            " It ended with `{t}` and was labelled {}.",
+            if s { "a success" } else { "a failure" }
+        ),
+        (Some(t), None) => format!(" It ended with `{t}`."),
+        (None, Some(s)) => format!(
+            " It was labelled {}.",
+            if s { "a success" } else { "a failure" }
+        ),
+        (None, None) => String::new(),
+    };
+    let greeting = if greeting > 0 {
+        format!(" The {greeting} answer(s) recorded before the first user message are left out.")
+    } else {
+        String::new()
+    };
+    let task = if first_user.is_some() {
+        ""
+    } else {
+        " The transcript carries no user message: the task is a placeholder."
+    };
+    let description = format!(
+        "Imported from {file} ({source}), run `{id}`: {answers} model answers, {calls} tool \
+         calls ({failed} failed), {follow} follow-up user message(s).{ended}{greeting}{task}\n\n\
+         The model is the recording, answer by answer, whatever the runtime sends: a stubborn \
+         model that, after an intervention, goes on as it did when recorded (and keeps calling \
+         tools a runtime withholds). What a profile's defence saves here is what it saves on a \
+         model that ignores it. The tools give the recorded results, by arguments or in call \
+         order; past the recording the model answers `{END_OF_RECORDING}`.",
+        source = run.source,
+        id = run.id,
+        follow = followups.len(),
+    );
+    let rules = vec![RuleDef {
+        when: Conditions {
+            call: Some(Bound {
+                min: Some(answers as u64 + 1),
+                max: None,
+            }),
+            ..Conditions::default()
+        },
+        reply: TurnDef {
+            text: Some(END_OF_RECORDING.to_owned()),
+            repeat: 1,
+            ..TurnDef::default()
+        },
+        times: None,
+    }];
+    let model_script = ModelScript {
+        name: model,
+        latency_ms: 0,
+        prices: Default::default(),
+        rules,
+        turns,
+        without_tools: WithoutTools::AsScripted,
+        unregistered_tools: Vec::new(),
+    };
+    Scenario {
+        format: 1,
+        description,
+        family: "imported".to_owned(),
+        tags: vec!["imported".to_owned(), run.source.clone()],
+        profile: "none".to_owned(),
+        config,
+        system: String::new(),
+        user: user.unwrap_or_else(|| format!("(the task of run `{}`)", run.id)),
+        tools,
+        model: model_script,
+        signals: Vec::new(),
+        approvals: Vec::new(),
+        followups,
+        workspace: Default::default(),
+        expect: Default::default(),
+        compare: Default::default(),
+        plan: None,
+        serve: Default::default(),
+    }
+}
+
+/// Does `v` hold a null anywhere?
+fn has_null(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Array(a) => a.iter().any(has_null),
+        Value::Object(o) => o.values().any(has_null),
+        _ => false,
+    }
+}
+
+/// The tool named `name`, added when new.
+fn tool_of<'a>(tools: &'a mut Vec<ToolDef>, name: &str) -> &'a mut ToolDef {
+    let at = match tools.iter().position(|t| t.name == name) {
+        Some(i) => i,
+        None => {
+            tools.push(ToolDef {
+                name: name.to_owned(),
+                description: String::new(),
+                schema: json!({"type": "object"}),
+                latency_ms: 0,
+                outcomes: Vec::new(),
+                default: None,
+                needs_approval: false,
+            });
+            tools.len() - 1
+        }
+    };
+    &mut tools[at]
+}
+
+/// What one recorded result gives back.
+fn result(ok: bool, text: Option<String>) -> OutcomeDef {
+    match (ok, text) {
+        (true, t) => OutcomeDef {
+            ok: Some(t.unwrap_or_default()),
+            ..OutcomeDef::default()
+        },
+        (false, Some(t)) if !t.is_empty() => OutcomeDef {
+            error: Some(t),
+            ..OutcomeDef::default()
+        },
+        (false, _) => OutcomeDef {
+            fail: Some(true),
+            ..OutcomeDef::default()
+        },
+    }
+}
+
+fn same(a: &OutcomeDef, b: &OutcomeDef) -> bool {
+    (&a.ok, &a.error, a.fail) == (&b.ok, &b.error, b.fail)
+}
+
+/// A tool's outcomes from its recorded results. Arguments that always got the same result get
+/// it by argument (`args`), so a call a defence skipped or rejected does not shift the others'
+/// results; the calls of arguments that got different results, and of arguments a table
+/// cannot hold, get theirs by call order (`on_call`, with `args` when known), first.
+fn outcomes(recorded: &[(Option<Value>, OutcomeDef)]) -> Vec<OutcomeDef> {
+    let consistent = |args: &Value| {
+        let mut of_args = recorded
+            .iter()
+            .filter(|(a, _)| a.as_ref() == Some(args))
+            .map(|(_, o)| o);
+        let first = of_args.next();
+        first.is_some_and(|f| of_args.all(|o| same(o, f)))
+    };
+    let mut by_order = Vec::new();
+    let mut by_args: Vec<OutcomeDef> = Vec::new();
+    for (n, (args, outcome)) in recorded.iter().enumerate() {
+        match args {
+            Some(a) if consistent(a) => {
+                if !by_args.iter().any(|o| o.args.as_ref() == Some(a)) {
+                    by_args.push(OutcomeDef {
+                        args: Some(a.clone()),
+                        ..outcome.clone()
+                    });
+                }
+            }
+            _ => by_order.push(OutcomeDef {
+                args: args.clone(),
+                on_call: Some(Bound {
+                    min: Some(n as u64 + 1),
+                    max: Some(n as u64 + 1),
+                }),
+                ..outcome.clone()
+            }),
+        }
+    }
+    // A shifted call of such arguments gets their last recorded result.
+    for (args, outcome) in recorded.iter().rev() {
+        if let Some(a) = args {
+            if !by_args.iter().any(|o| o.args.as_ref() == Some(a)) {
+                by_args.push(OutcomeDef {
+                    args: Some(a.clone()),
+                    ..outcome.clone()
+                });
+            }
+        }
+    }
+    by_order.extend(by_args);
+    by_order
+}
