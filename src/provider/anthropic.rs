@@ -456,15 +456,9 @@ pub fn parse_stream(events: &[SseEvent]) -> Result<ModelResponse, WireError> {
     let mut reason = None;
     let mut stopped = false;
     for (n, e) in events.iter().enumerate() {
-        let v: Value = serde_json::from_str(&e.data)
-            .map_err(|err| malformed(NAME, format!("event {n} is not JSON: {err}")))?;
-        let kind = v
-            .get("type")
-            .and_then(Value::as_str)
-            .or(e.event.as_deref())
-            .unwrap_or("");
+        let (v, kind) = super::typed_event(e, n, NAME)?;
         let index = v.get("index").and_then(Value::as_u64).unwrap_or(0) as u32;
-        match kind {
+        match kind.as_str() {
             "message_start" => {
                 let u = v.pointer("/message/usage");
                 usage.input = tokens(u, "input_tokens").unwrap_or(0);

@@ -517,6 +517,24 @@ pub fn error_message(body: &Value) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// A stream event's JSON and its type: the `type` field, else the SSE event name (`n` is its
+/// position, for the error).
+fn typed_event(
+    e: &SseEvent,
+    n: usize,
+    provider: &'static str,
+) -> Result<(Value, String), WireError> {
+    let v: Value = serde_json::from_str(&e.data)
+        .map_err(|err| malformed(provider, format!("event {n} is not JSON: {err}")))?;
+    let kind = v
+        .get("type")
+        .and_then(Value::as_str)
+        .or(e.event.as_deref())
+        .unwrap_or("")
+        .to_owned();
+    Ok((v, kind))
+}
+
 /// A response with nothing in it yet.
 fn empty_response() -> ModelResponse {
     ModelResponse {

@@ -484,17 +484,11 @@ pub fn parse_stream(events: &[SseEvent]) -> Result<ModelResponse, WireError> {
     let mut open: std::collections::BTreeSet<u32> = Default::default();
     let mut calls = false;
     for (n, e) in events.iter().enumerate() {
-        let v: Value = serde_json::from_str(&e.data)
-            .map_err(|err| malformed(NAME, format!("event {n} is not JSON: {err}")))?;
-        let kind = v
-            .get("type")
-            .and_then(Value::as_str)
-            .or(e.event.as_deref())
-            .unwrap_or("");
+        let (v, kind) = super::typed_event(e, n, NAME)?;
         let index = v.get("output_index").and_then(Value::as_u64).unwrap_or(0) as u32;
         let item = v.get("item").unwrap_or(&Value::Null);
         let is_call = item.get("type").and_then(Value::as_str) == Some("function_call");
-        match kind {
+        match kind.as_str() {
             "response.output_item.added" if is_call => {
                 open.insert(index);
                 calls = true;
@@ -585,6 +579,32 @@ mod tests {
         }
     }
 
+    /// "Let me." and one `exec` call (id `call_9`) with these argument pieces, closed or not.
+    fn answer_chunks(args: &[&str], complete: bool) -> Vec<Chunk> {
+        let mut chunks = vec![
+            Chunk::Text {
+                text: "Let ".into(),
+            },
+            Chunk::Text { text: "me.".into() },
+            Chunk::ToolCallStart {
+                index: 0,
+                id: "call_9".into(),
+                name: "exec".into(),
+            },
+        ];
+        chunks.extend(args.iter().map(|a| Chunk::ArgsDelta {
+            index: 0,
+            text: (*a).into(),
+        }));
+        if complete {
+            chunks.push(Chunk::ToolCallComplete { index: 0 });
+        }
+        chunks.push(Chunk::Finish {
+            reason: Finish::ToolUse,
+        });
+        chunks
+    }
+
     #[test]
     fn input_items_become_the_conversation() {
         let body = json!({"model": "gpt", "instructions": "sys", "input": [
@@ -630,24 +650,7 @@ mod tests {
 
     #[test]
     fn a_streamed_answer_ends_with_the_whole_response() {
-        let chunks = vec![
-            Chunk::Text {
-                text: "Let ".into(),
-            },
-            Chunk::Text { text: "me.".into() },
-            Chunk::ToolCallStart {
-                index: 0,
-                id: "call_9".into(),
-                name: "exec".into(),
-            },
-            Chunk::ArgsDelta {
-                index: 0,
-                text: "{}".into(),
-            },
-            Chunk::Finish {
-                reason: Finish::ToolUse,
-            },
-        ];
+        let chunks = answer_chunks(&["{}"], false);
         let whole = ModelResponse {
             text: Some("Let me.".into()),
             tool_calls: vec![ToolCall {
@@ -723,29 +726,7 @@ mod tests {
         assert_eq!(read.text.as_deref(), Some("Let me."));
         assert_eq!(read.tool_calls, whole.tool_calls);
         assert_eq!((read.finish, read.usage), (Finish::ToolUse, whole.usage));
-        let chunks = vec![
-            Chunk::Text {
-                text: "Let ".into(),
-            },
-            Chunk::Text { text: "me.".into() },
-            Chunk::ToolCallStart {
-                index: 0,
-                id: "call_9".into(),
-                name: "exec".into(),
-            },
-            Chunk::ArgsDelta {
-                index: 0,
-                text: "{\"command\":".into(),
-            },
-            Chunk::ArgsDelta {
-                index: 0,
-                text: "\"ls\"}".into(),
-            },
-            Chunk::ToolCallComplete { index: 0 },
-            Chunk::Finish {
-                reason: Finish::ToolUse,
-            },
-        ];
+        let chunks = answer_chunks(&["{\"command\":", "\"ls\"}"], true);
         let events = render_stream(&chunks, &whole, &meta(), &json!({}));
         let read = parse_stream(&events).expect("reads");
         let folded = crate::llm::stream::assemble(&read.stream).expect("folds");
