@@ -65,7 +65,8 @@ pub(super) struct ImportArgs {
     out: PathBuf,
     /// What each run becomes: its trace (for `sweep` and `trace`), or a scenario that replays
     /// it through the loop engine under any profile (the recorded answers as the model's
-    /// turns, the tool results as outcomes by call order, later user messages as follow-ups).
+    /// turns, the tool results as outcomes by arguments or call order, later user messages as
+    /// follow-ups).
     #[arg(long = "as", value_enum, default_value_t = ImportAs::Trace, value_name = "KIND")]
     as_: ImportAs,
 }
@@ -77,6 +78,24 @@ pub(super) enum ImportAs {
     Trace,
     /// An editable scenario (TOML).
     Scenario,
+}
+
+impl ImportAs {
+    /// The extension of the file written for a run.
+    fn extension(self) -> &'static str {
+        match self {
+            Self::Trace => "jsonl",
+            Self::Scenario => "toml",
+        }
+    }
+
+    /// What the summary counts.
+    fn noun(self) -> &'static str {
+        match self {
+            Self::Trace => "run(s)",
+            Self::Scenario => "scenario(s)",
+        }
+    }
 }
 
 fn format_name(s: &str) -> Result<Format, String> {
@@ -364,11 +383,7 @@ pub(super) fn import(args: ImportArgs) -> anyhow::Result<u8> {
             writeln!(err, "note: {}: skipped: {n}", input.path.display())?;
         }
         for run in &got.runs {
-            let extension = match args.as_ {
-                ImportAs::Trace => "jsonl",
-                ImportAs::Scenario => "toml",
-            };
-            let name = format!("{}.{extension}", import::file_stem(&run.id));
+            let name = format!("{}.{}", import::file_stem(&run.id), args.as_.extension());
             if let Some(other) = written.insert(name.clone(), run.id.clone()) {
                 writeln!(
                     err,
@@ -402,14 +417,11 @@ pub(super) fn import(args: ImportArgs) -> anyhow::Result<u8> {
             }
         }
     }
-    let kind = match args.as_ {
-        ImportAs::Trace => "run(s)",
-        ImportAs::Scenario => "scenario(s)",
-    };
     writeln!(
         out,
-        "harness import: {} {kind} written to {}",
+        "harness import: {} {} written to {}",
         written.len(),
+        args.as_.noun(),
         args.out.display()
     )?;
     Ok(if bad { EXIT_BAD_INPUT } else { EXIT_OK })

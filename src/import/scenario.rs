@@ -14,7 +14,7 @@
 //!   arguments always got the same result (so a call a defence skips or rejects does not shift
 //!   the results of the others), else in call order (`on_call`: the n-th result for that tool,
 //!   with its arguments; a shifted call gets its arguments' last result). A call with other
-//!   arguments past the recorded ones fails with [`NO_RESULT`].
+//!   arguments past the recorded ones fails with [`crate::scenario::NO_RESULT`].
 //! - **Users.** The first user message is the task; each later one is a follow-up, which the
 //!   engine sends when a turn ends with a text answer, as the recording's user answered the
 //!   agent's text. Answers recorded before the first user message (a greeting) are left out.
@@ -26,7 +26,7 @@
 use super::Run;
 use crate::scenario::{
     Bound, CallDef, Conditions, ModelScript, OutcomeDef, RuleDef, Scenario, ToolDef, TurnDef,
-    UsageDef, WithoutTools,
+    UsageDef, WithoutTools, called_tool,
 };
 use crate::trace::Event;
 use serde_json::{Value, json};
@@ -34,9 +34,6 @@ use std::collections::BTreeMap;
 
 /// The answer past the recording's end.
 pub const END_OF_RECORDING: &str = "(The recorded run ends here.)";
-
-/// The outcome of a call past the recorded results of its tool.
-pub const NO_RESULT: &str = "(no result was recorded for this call)";
 
 /// The scenario of an imported run; `file` names the transcript (in the description).
 pub fn scenario_of(run: &Run, file: &str) -> Scenario {
@@ -67,7 +64,7 @@ pub fn scenario_of(run: &Run, file: &str) -> Scenario {
     let mut results: BTreeMap<String, Vec<(Option<Value>, OutcomeDef)>> = BTreeMap::new();
     let mut args_of: BTreeMap<&str, Option<Value>> = BTreeMap::new();
     let (mut loop_len, mut longest) = (0u32, 0u32);
-    let (mut failed, mut calls) = (0usize, 0usize);
+    let mut calls = 0usize;
     for event in &events[start..] {
         match event {
             Event::UserTurn { text, .. } => {
@@ -89,7 +86,7 @@ pub fn scenario_of(run: &Run, file: &str) -> Scenario {
                 loop_len += 1;
                 longest = longest.max(loop_len);
                 for c in summaries {
-                    tool_of(&mut tools, &c.name);
+                    called_tool(&mut tools, &c.name);
                     let parsed = serde_json::from_str::<Value>(&c.args)
                         .ok()
                         .filter(|v| !has_null(v));
@@ -132,48 +129,41 @@ pub fn scenario_of(run: &Run, file: &str) -> Scenario {
                 ..
             } => {
                 let text = if *ok { output } else { error };
-                let args = args_of.get(id.as_str()).cloned().flatten();
-                results
-                    .entry(name.clone())
-                    .or_default()
-                    .push((args, result(*ok, text.clone())));
-                failed += usize::from(!ok);
+                results.entry(name.clone()).or_default().push((
+                    args_of.get(id.as_str()).cloned().flatten(),
+                    result(*ok, text.clone()),
+                ));
             }
             Event::ToolCallRejected {
                 id, name, error, ..
-            } => {
-                let args = args_of.get(id.as_str()).cloned().flatten();
-                results
-                    .entry(name.clone())
-                    .or_default()
-                    .push((args, result(false, Some(error.clone()))));
-                failed += 1;
-            }
+            } => results.entry(name.clone()).or_default().push((
+                args_of.get(id.as_str()).cloned().flatten(),
+                result(false, Some(error.clone())),
+            )),
             _ => {}
         }
     }
+    let failed = results
+        .values()
+        .flatten()
+        .filter(|(_, o)| o.ok.is_none())
+        .count();
     for (name, recorded) in results {
-        tool_of(&mut tools, &name).outcomes = outcomes(&recorded);
+        called_tool(&mut tools, &name).outcomes = outcomes(&recorded);
     }
     for t in &mut tools {
-        t.default = Some(OutcomeDef {
-            error: Some(NO_RESULT.to_owned()),
-            ..OutcomeDef::default()
-        });
+        t.default = Some(OutcomeDef::no_result());
     }
     let answers = turns.len();
     let mut config = serde_json::Map::new();
     config.insert("max_iterations".to_owned(), json!(longest + 1));
-    let ended = match (&run.termination, run.success) {
-        (Some(t), Some(s)) => format!(
-            " It ended with `{t}` and was labelled {}.",
-            if s { "a success" } else { "a failure" }
-        ),
+    let label = run
+        .success
+        .map(|s| if s { "a success" } else { "a failure" });
+    let ended = match (&run.termination, label) {
+        (Some(t), Some(l)) => format!(" It ended with `{t}` and was labelled {l}."),
         (Some(t), None) => format!(" It ended with `{t}`."),
-        (None, Some(s)) => format!(
-            " It was labelled {}.",
-            if s { "a success" } else { "a failure" }
-        ),
+        (None, Some(l)) => format!(" It was labelled {l}."),
         (None, None) => String::new(),
     };
     let greeting = if greeting > 0 {
@@ -213,35 +203,23 @@ pub fn scenario_of(run: &Run, file: &str) -> Scenario {
         },
         times: None,
     }];
-    let model_script = ModelScript {
+    let mut scenario = Scenario::recorded(
+        "imported",
+        vec!["imported".to_owned(), run.source.clone()],
+        description,
+    );
+    scenario.config = config;
+    scenario.user = user.unwrap_or_else(|| format!("(the task of run `{}`)", run.id));
+    scenario.tools = tools;
+    scenario.followups = followups;
+    scenario.model = ModelScript {
         name: model,
-        latency_ms: 0,
-        prices: Default::default(),
         rules,
         turns,
         without_tools: WithoutTools::AsScripted,
-        unregistered_tools: Vec::new(),
+        ..ModelScript::default()
     };
-    Scenario {
-        format: 1,
-        description,
-        family: "imported".to_owned(),
-        tags: vec!["imported".to_owned(), run.source.clone()],
-        profile: "none".to_owned(),
-        config,
-        system: String::new(),
-        user: user.unwrap_or_else(|| format!("(the task of run `{}`)", run.id)),
-        tools,
-        model: model_script,
-        signals: Vec::new(),
-        approvals: Vec::new(),
-        followups,
-        workspace: Default::default(),
-        expect: Default::default(),
-        compare: Default::default(),
-        plan: None,
-        serve: Default::default(),
-    }
+    scenario
 }
 
 /// Does `v` hold a null anywhere?
@@ -252,26 +230,6 @@ fn has_null(v: &Value) -> bool {
         Value::Object(o) => o.values().any(has_null),
         _ => false,
     }
-}
-
-/// The tool named `name`, added when new.
-fn tool_of<'a>(tools: &'a mut Vec<ToolDef>, name: &str) -> &'a mut ToolDef {
-    let at = match tools.iter().position(|t| t.name == name) {
-        Some(i) => i,
-        None => {
-            tools.push(ToolDef {
-                name: name.to_owned(),
-                description: String::new(),
-                schema: json!({"type": "object"}),
-                latency_ms: 0,
-                outcomes: Vec::new(),
-                default: None,
-                needs_approval: false,
-            });
-            tools.len() - 1
-        }
-    };
-    &mut tools[at]
 }
 
 /// What one recorded result gives back.

@@ -419,13 +419,15 @@ fn finish_of(response: &Value, calls: bool) -> Finish {
 
 /// A `failed` response as the fault it reports.
 fn failure(response: &Value) -> Option<WireError> {
-    (response.get("status").and_then(Value::as_str) == Some("failed")).then(|| {
-        WireError::StreamError {
-            kind: FaultKind::ServerError,
-            message: super::error_message(response)
-                .unwrap_or_else(|| "the response failed".to_owned()),
-        }
-    })
+    (response.get("status").and_then(Value::as_str) == Some("failed")).then(|| failed(response))
+}
+
+/// The fault a failed response reports.
+fn failed(response: &Value) -> WireError {
+    WireError::StreamError {
+        kind: FaultKind::ServerError,
+        message: super::error_message(response).unwrap_or_else(|| "the response failed".to_owned()),
+    }
 }
 
 /// A whole `response` body (the reading direction): the text of its `message` items, its
@@ -482,7 +484,6 @@ pub fn parse_body(body: &Value) -> Result<ModelResponse, WireError> {
 pub fn parse_stream(events: &[SseEvent]) -> Result<ModelResponse, WireError> {
     let mut chunks = Vec::new();
     let mut open: std::collections::BTreeSet<u32> = Default::default();
-    let mut calls = false;
     for (n, e) in events.iter().enumerate() {
         let (v, kind) = super::typed_event(e, n, NAME)?;
         let index = v.get("output_index").and_then(Value::as_u64).unwrap_or(0) as u32;
@@ -491,7 +492,6 @@ pub fn parse_stream(events: &[SseEvent]) -> Result<ModelResponse, WireError> {
         match kind.as_str() {
             "response.output_item.added" if is_call => {
                 open.insert(index);
-                calls = true;
                 chunks.push(Chunk::ToolCallStart {
                     index,
                     id: item.str_or_empty("call_id").to_owned(),
@@ -533,16 +533,18 @@ pub fn parse_stream(events: &[SseEvent]) -> Result<ModelResponse, WireError> {
                         .map(|index| Chunk::ToolCallComplete { index }),
                 );
                 chunks.push(Chunk::Finish {
-                    reason: finish_of(response, calls),
+                    reason: finish_of(
+                        response,
+                        chunks
+                            .iter()
+                            .any(|c| matches!(c, Chunk::ToolCallStart { .. })),
+                    ),
                 });
                 return Ok(streamed(chunks, usage_of(response)));
             }
             "response.failed" => {
                 let response = v.get("response").unwrap_or(&Value::Null);
-                return Err(failure(response).unwrap_or(WireError::StreamError {
-                    kind: FaultKind::ServerError,
-                    message: "the response failed".to_owned(),
-                }));
+                return Err(failed(response));
             }
             "error" => {
                 return Err(WireError::StreamError {

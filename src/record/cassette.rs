@@ -109,14 +109,15 @@ impl ReplayOptions {
     }
 }
 
-/// Latency on replay.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// Latency on replay (`harness proxy --delay` takes `recorded` or `zero`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum Delay {
     /// As measured when recording.
     #[default]
     Recorded,
-    /// Multiplied by `scale`.
+    /// Multiplied by `scale` (set in the cassette, with its factor).
+    #[value(skip)]
     Scaled,
     /// None: the virtual clock stands still.
     Zero,

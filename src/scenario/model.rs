@@ -89,6 +89,33 @@ pub struct ServeDef {
     pub builtin_failures: bool,
 }
 
+impl Scenario {
+    /// A scenario made from a recording, before its tools and script are filled in: format 1,
+    /// profile `none`, nothing else.
+    pub fn recorded(family: &str, tags: Vec<String>, description: String) -> Self {
+        Self {
+            format: 1,
+            description,
+            family: family.to_owned(),
+            tags,
+            profile: default_profile(),
+            config: Map::new(),
+            system: String::new(),
+            user: String::new(),
+            tools: Vec::new(),
+            model: ModelScript::default(),
+            signals: Vec::new(),
+            approvals: Vec::new(),
+            followups: Vec::new(),
+            workspace: BTreeMap::new(),
+            expect: Expect::default(),
+            compare: BTreeMap::new(),
+            plan: None,
+            serve: ServeDef::default(),
+        }
+    }
+}
+
 impl Default for ServeDef {
     fn default() -> Self {
         Self {
@@ -138,6 +165,63 @@ pub struct ToolDef {
     /// Whether the runtime asks for approval before running it (used by profiles with approvals).
     #[serde(default)]
     pub needs_approval: bool,
+}
+
+/// What a call gets past the results a recording holds for its tool (the default outcome of
+/// the tools of scenarios made from recordings).
+pub const NO_RESULT: &str = "(no result was recorded for this call)";
+
+impl ToolDef {
+    /// A tool with no outcomes yet, at no latency.
+    pub fn open(name: &str, description: &str, schema: Value) -> Self {
+        Self {
+            name: name.to_owned(),
+            description: description.to_owned(),
+            schema,
+            latency_ms: 0,
+            outcomes: Vec::new(),
+            default: None,
+            needs_approval: false,
+        }
+    }
+}
+
+/// The tool named `name` in `tools`, added (an open object schema, no outcomes) when it is not
+/// there yet: a tool a recording shows called.
+pub fn called_tool<'a>(tools: &'a mut Vec<ToolDef>, name: &str) -> &'a mut ToolDef {
+    let at = match tools.iter().position(|t| t.name == name) {
+        Some(i) => i,
+        None => {
+            tools.push(ToolDef::open(
+                name,
+                "",
+                serde_json::json!({"type": "object"}),
+            ));
+            tools.len() - 1
+        }
+    };
+    &mut tools[at]
+}
+
+impl OutcomeDef {
+    /// This outcome on the `n`-th call of its tool only.
+    pub fn on_nth_call(self, n: u64) -> Self {
+        Self {
+            on_call: Some(Bound {
+                min: Some(n),
+                max: Some(n),
+            }),
+            ..self
+        }
+    }
+
+    /// The failure [`NO_RESULT`].
+    pub fn no_result() -> Self {
+        Self {
+            error: Some(NO_RESULT.to_owned()),
+            ..Self::default()
+        }
+    }
 }
 
 fn empty_object() -> Value {
@@ -202,6 +286,21 @@ pub struct ModelScript {
     /// calls to tools the runtime does not have).
     #[serde(default)]
     pub unregistered_tools: Vec<String>,
+}
+
+impl Default for ModelScript {
+    /// What `[model]` with nothing in it reads as.
+    fn default() -> Self {
+        Self {
+            name: default_model_name(),
+            latency_ms: 0,
+            prices: Prices::default(),
+            rules: Vec::new(),
+            turns: Vec::new(),
+            without_tools: WithoutTools::default(),
+            unregistered_tools: Vec::new(),
+        }
+    }
 }
 
 fn default_model_name() -> String {
@@ -583,5 +682,45 @@ impl<'de> Deserialize<'de> for Bound {
             }
         }
         d.deserialize_any(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The constructors for scenarios made from recordings give what the format reads when
+    /// the keys are left out.
+    #[test]
+    fn recorded_scenarios_start_as_the_format_defaults() {
+        let empty: ModelScript = serde_json::from_value(serde_json::json!({})).expect("reads");
+        let made = ModelScript::default();
+        assert_eq!(
+            serde_json::to_value(&made).ok(),
+            serde_json::to_value(&empty).ok()
+        );
+        let s = Scenario::recorded("real", vec!["a".into()], "why".into());
+        let read: Scenario = serde_json::from_value(serde_json::json!({
+            "format": 1, "description": "why", "family": "real", "tags": ["a"], "user": "",
+            "model": {}
+        }))
+        .expect("reads");
+        assert_eq!(
+            serde_json::to_value(&s).ok(),
+            serde_json::to_value(&read).ok()
+        );
+        let mut tools = vec![ToolDef::open("exec", "Run", serde_json::json!({}))];
+        called_tool(&mut tools, "exec")
+            .outcomes
+            .push(OutcomeDef::no_result());
+        called_tool(&mut tools, "grep");
+        assert_eq!(tools.len(), 2);
+        assert_eq!(tools[0].outcomes.len(), 1);
+        assert_eq!(tools[1].schema, serde_json::json!({"type": "object"}));
+        let nth = OutcomeDef::no_result().on_nth_call(3);
+        assert!(
+            nth.on_call
+                .is_some_and(|b| b.holds(3) && !b.holds(2) && !b.holds(4))
+        );
     }
 }

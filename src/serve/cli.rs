@@ -15,6 +15,7 @@ use super::infer::{self, Context};
 use super::{Conversation, Session};
 use crate::gate::{self, Outputs};
 use crate::provider::Provider;
+use crate::record::cassette::{Delay, ReplayOptions};
 use crate::results::{CaseResult, EXIT_BAD_INPUT, EXIT_OK, FileResult};
 use crate::run::{self, Options};
 use crate::scenario::{self, Case, Diagnostic, Expect};
@@ -793,8 +794,8 @@ pub struct ProxyArgs {
     /// The replay latency written into every cassette: `recorded` (each answer takes as long as
     /// it took when recorded) or `zero` (the virtual clock stands still, so a trace does not
     /// depend on the recording's timing and a re-recording keeps its golden).
-    #[arg(long, default_value = "recorded", value_parser = ["recorded", "zero"])]
-    pub delay: String,
+    #[arg(long, value_enum, default_value_t = Delay::Recorded)]
+    pub delay: Delay,
 }
 
 /// The upstreams `--upstream` names, over the providers' defaults.
@@ -1005,12 +1006,8 @@ pub fn proxy(args: &ProxyArgs) -> anyhow::Result<u8> {
             &args.command,
             &upstreams,
             &scrubber,
-            &crate::record::cassette::ReplayOptions {
-                delay: if args.delay == "zero" {
-                    crate::record::cassette::Delay::Zero
-                } else {
-                    crate::record::cassette::Delay::Recorded
-                },
+            &ReplayOptions {
+                delay: args.delay,
                 scale: None,
                 ignore: args.ignore.clone(),
             },

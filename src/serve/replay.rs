@@ -27,7 +27,7 @@ use crate::provider::{Api, WireRequest};
 use crate::record::cassette::{Cassette, Exchange, HEADER_ALLOW_LIST, Outcome};
 use crate::record::player::{changed_lines, first_difference, ignore_paths, pretty, same, strip};
 use crate::record::scrub::Scrubber;
-use crate::scenario::{Bound, OutcomeDef, Scenario, ToolDef};
+use crate::scenario::{OutcomeDef, Scenario, ToolDef, called_tool};
 use serde_json::Value;
 use std::path::PathBuf;
 
@@ -359,19 +359,6 @@ fn quote(text: &str) -> String {
     format!(" «{}{more}»", cut.replace('\n', " "))
 }
 
-/// A tool with no outcomes yet.
-fn tool(name: &str, description: &str, schema: Value) -> ToolDef {
-    ToolDef {
-        name: name.to_owned(),
-        description: description.to_owned(),
-        schema,
-        latency_ms: 0,
-        outcomes: Vec::new(),
-        default: None,
-        needs_approval: false,
-    }
-}
-
 /// An agent's cassette as an editable scenario: its first request's system prompt, task and
 /// tools; the recorded answers as the model's turns (with `max_iterations` as many); each
 /// tool's outcomes the results the agent sent back, in call order (`on_call`), read as failed
@@ -401,7 +388,7 @@ pub fn promote_agent(c: &Cassette, source: &str, rules: &FailureRules) -> Option
     let mut tools: Vec<ToolDef> = first
         .tools
         .iter()
-        .map(|t| tool(&t.name, &t.description, t.schema.clone()))
+        .map(|t| ToolDef::open(&t.name, &t.description, t.schema.clone()))
         .collect();
     let mut calls_so_far: std::collections::BTreeMap<String, u64> = Default::default();
     for (k, ex) in c.exchanges.iter().enumerate() {
@@ -429,30 +416,18 @@ pub fn promote_agent(c: &Cassette, source: &str, rules: &FailureRules) -> Option
             let flag = flags.next().and_then(|f| f.is_error);
             let failed = rules.classify(flag, &result.content).is_some();
             let outcome = OutcomeDef {
-                on_call: Some(Bound {
-                    min: Some(*n),
-                    max: Some(*n),
-                }),
                 ok: (!failed).then(|| result.content.clone()),
                 error: failed.then(|| result.content.clone()),
                 ..OutcomeDef::default()
             };
-            let tool = match tools.iter().position(|t| t.name == call.name) {
-                Some(i) => &mut tools[i],
-                None => {
-                    tools.push(tool(&call.name, "", serde_json::json!({"type": "object"})));
-                    tools.last_mut()?
-                }
-            };
-            tool.outcomes.push(outcome);
+            called_tool(&mut tools, &call.name)
+                .outcomes
+                .push(outcome.on_nth_call(*n));
         }
     }
     for t in &mut tools {
         // A call past the recording fails as an unknown one would.
-        t.default = Some(OutcomeDef {
-            error: Some("(no result was recorded for this call)".to_owned()),
-            ..OutcomeDef::default()
-        });
+        t.default = Some(OutcomeDef::no_result());
     }
     let turns = c
         .exchanges
@@ -466,31 +441,20 @@ pub fn promote_agent(c: &Cassette, source: &str, rules: &FailureRules) -> Option
     } else {
         format!("`{}`", agent.command.join(" "))
     };
-    let mut scenario = Scenario {
-        format: 1,
-        description: format!(
+    let mut scenario = Scenario::recorded(
+        "recorded",
+        vec!["recorded".to_owned()],
+        format!(
             "Promoted from {source}: conversation {} of {command} on {} ({} exchanges).",
             agent.conversation,
             c.model,
             c.exchanges.len()
         ),
-        family: "recorded".to_owned(),
-        tags: vec!["recorded".to_owned()],
-        profile: "none".to_owned(),
-        config,
-        system,
-        user,
-        tools,
-        model: serde_json::from_value(serde_json::json!({})).ok()?,
-        signals: Vec::new(),
-        approvals: Vec::new(),
-        followups: Vec::new(),
-        workspace: Default::default(),
-        expect: Default::default(),
-        compare: Default::default(),
-        plan: None,
-        serve: Default::default(),
-    };
+    );
+    scenario.config = config;
+    scenario.system = system;
+    scenario.user = user;
+    scenario.tools = tools;
     crate::record::promote::script_turns(c, &mut scenario);
     Some(scenario)
 }

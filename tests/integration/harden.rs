@@ -3,7 +3,9 @@
 //! scenarios and outputs, ids that collide, names that forge lines, secrets split across stream
 //! events, inputs that would need gigabytes, clients that stall. Each test failed before its fix.
 
-use crate::support::{EXAMPLE, EXAMPLE_ID, Project, Run, harness_command, repo, wait_at_most};
+use crate::support::{
+    EXAMPLE, EXAMPLE_ID, Project, Run, harness_command, listening_address, repo, wait_at_most,
+};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -756,7 +758,6 @@ fn serve_project() -> Project {
 
 /// `harness serve ARGS` in `p`, and the address it listens on.
 fn start_serve(p: &Project, args: &[&str]) -> (std::process::Child, String) {
-    use std::io::BufRead as _;
     let mut all = vec!["serve", SERVED];
     all.extend_from_slice(args);
     let mut child = harness_command(p.path(), &all)
@@ -765,15 +766,9 @@ fn start_serve(p: &Project, args: &[&str]) -> (std::process::Child, String) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start harness serve");
-    let mut first = String::new();
-    std::io::BufReader::new(child.stdout.as_mut().expect("stdout"))
-        .read_line(&mut first)
-        .expect("the first line");
-    let addr = first
-        .trim()
-        .strip_prefix("listening on http://")
-        .unwrap_or_else(|| panic!("first line: {first:?}"))
-        .to_owned();
+    let addr = listening_address(&mut std::io::BufReader::new(
+        child.stdout.as_mut().expect("stdout"),
+    ));
     (child, addr)
 }
 

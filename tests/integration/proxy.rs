@@ -5,7 +5,7 @@
 //! to its next version with a loop detector. A canary key appears nowhere in what is written
 //! or printed. Nothing but 127.0.0.1 is contacted.
 
-use crate::support::{Project, repo};
+use crate::support::{Project, listening_address, repo};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, Stdio};
 
@@ -30,16 +30,8 @@ fn upstream(p: &Project) -> (Child, String) {
         .stderr(Stdio::null())
         .spawn()
         .expect("start the stub provider");
-    let mut first = String::new();
-    BufReader::new(server.stdout.as_mut().expect("stdout"))
-        .read_line(&mut first)
-        .expect("its address");
-    let base = first
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("first line: {first:?}"))
-        .to_owned();
-    (server, base)
+    let addr = listening_address(&mut BufReader::new(server.stdout.as_mut().expect("stdout")));
+    (server, format!("http://{addr}"))
 }
 
 /// The CSV row of the only case in `file` as column → value.
@@ -106,17 +98,19 @@ fn a_recorded_agent_replays_offline_and_its_next_version_diverges_where_it_inter
             assert!(cassette.contains("iteration cap (25) is reached"), "{tag}");
             // Replay to the same agent, offline: every request matches; the golden is new,
             // then holds.
-            let mut replay = vec![
-                "exec",
-                out.as_str(),
-                "--label",
-                "v1",
-                "--metrics",
-                "v1.csv",
-                "--",
-            ];
-            replay.extend(&cmd);
-            let run = p.harness(&replay);
+            // `harness exec` of the recording as LABEL (metrics in LABEL.csv), with `before`
+            // ahead of the command and `after` behind it.
+            let exec = |label: &str, before: &[&str], after: &[&str]| {
+                let csv = format!("{label}.csv");
+                let mut args = vec!["exec", out.as_str(), "--label", label, "--metrics"];
+                args.push(&csv);
+                args.extend(before);
+                args.push("--");
+                args.extend(&cmd);
+                args.extend(after);
+                p.harness(&args)
+            };
+            let run = exec("v1", &[], &[]);
             run.expect_code(1);
             assert!(
                 run.summary()
@@ -127,21 +121,10 @@ fn a_recorded_agent_replays_offline_and_its_next_version_diverges_where_it_inter
             assert_eq!(m["diverged_at"], "", "{tag}");
             assert_eq!(m["tool_failures"], "25", "{tag}");
             p.harness(&["accept"]).expect_code(0);
-            p.harness(&replay).expect_code(0);
+            exec("v1", &[], &[]).expect_code(0);
             // The next version warns after three identical failures: the replay diverges at
             // request 4, and under `fail` the case fails with the reason and the diff.
-            let mut v2 = vec![
-                "exec",
-                out.as_str(),
-                "--label",
-                "v2",
-                "--metrics",
-                "v2.csv",
-                "--",
-            ];
-            v2.extend(&cmd);
-            v2.extend(["--detector", "escalate"]);
-            let run = p.harness(&v2);
+            let run = exec("v2", &[], &["--detector", "escalate"]);
             run.expect_code(1)
                 .expect_stdout("diverged at request 4 from recorded/")
                 .expect_stdout("the agent appended a user message «LOOP DETECTED")
@@ -150,27 +133,18 @@ fn a_recorded_agent_replays_offline_and_its_next_version_diverges_where_it_inter
             assert_eq!(row(&p, "v2.csv")["diverged_at"], "4", "{tag}");
             // `continue`: the stubborn model keeps repeating itself, and the agent's
             // escalation ends the loop after request 6, three answers after its warning.
-            let mut v2c = vec![
-                "exec",
-                out.as_str(),
-                "--label",
+            let run = exec(
                 "v2-stubborn",
-                "--on-divergence",
-                "continue",
-                "--metrics",
-                "v2c.csv",
-                "--",
-            ];
-            v2c.extend(&cmd);
-            v2c.extend(["--detector", "escalate"]);
-            let run = p.harness(&v2c);
+                &["--on-divergence", "continue"],
+                &["--detector", "escalate"],
+            );
             run.expect_code(1);
             assert!(
                 run.summary()
                     .contains("1 missing goldens, 0 expectation failures"),
                 "{run}"
             );
-            let m = row(&p, "v2c.csv");
+            let m = row(&p, "v2-stubborn.csv");
             assert_eq!(m["diverged_at"], "4", "{tag}");
             assert_eq!(m["iterations"], "6", "{tag}");
             assert_eq!(m["outcome"], "stopped", "{tag}");

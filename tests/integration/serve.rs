@@ -3,7 +3,7 @@
 //! whole and streamed, with and without a loop detector; `harness serve` is driven by hand.
 //! Nothing but 127.0.0.1 is contacted.
 
-use crate::support::{Project, repo};
+use crate::support::{Project, listening_address, repo};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
 
@@ -226,13 +226,7 @@ fn serve_answers_an_agent_and_prints_the_inferred_trace() {
         .spawn()
         .expect("start harness serve");
     let mut stdout = BufReader::new(server.stdout.take().expect("stdout"));
-    let mut first = String::new();
-    stdout.read_line(&mut first).expect("the first line");
-    let addr = first
-        .trim()
-        .strip_prefix("listening on http://")
-        .unwrap_or_else(|| panic!("first line: {first:?}"))
-        .to_owned();
+    let addr = listening_address(&mut stdout);
     assert!(addr.starts_with("127.0.0.1:"), "{addr}");
     let out = Command::new("python3")
         .args([&agent(), "--api", "anthropic", "--detector", "nudge"])

@@ -11,6 +11,18 @@ pub const EXAMPLE: &str = "scenarios/reflex/exec-empty-args.toml";
 /// Its own case id; the scenario also has `[compare.none]`, hence `EXAMPLE_ID@none`.
 pub const EXAMPLE_ID: &str = "reflex/exec-empty-args";
 
+/// The address a `harness serve` or `harness proxy` listens on (`127.0.0.1:PORT`), read from
+/// the first line of its stdout, `listening on http://ADDR`.
+pub fn listening_address(stdout: &mut impl std::io::BufRead) -> String {
+    let mut first = String::new();
+    stdout.read_line(&mut first).expect("the first line");
+    first
+        .trim()
+        .strip_prefix("listening on http://")
+        .unwrap_or_else(|| panic!("first line: {first:?}"))
+        .to_owned()
+}
+
 /// The repository root.
 pub fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
