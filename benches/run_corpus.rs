@@ -21,6 +21,7 @@
 //! cargo bench --bench run_corpus -- 10000         # one size (also `1k,10k`)
 //! RUN_CORPUS_SIZES=1000,5000 RUN_CORPUS_REPS=9 cargo bench --bench run_corpus
 //! RUN_CORPUS_KEEP=1 cargo bench --bench run_corpus -- 1000   # keep the corpus for profiling
+//! RUN_CORPUS_REUSE=/tmp/harness-run-corpus-XXXX cargo bench --bench run_corpus   # measure a kept one
 //! ```
 
 use std::fmt::Write as _;
@@ -48,7 +49,18 @@ const FLAT_RSS_RATIO: f64 = 1.2;
 
 type Result<T> = std::result::Result<T, String>;
 
+/// Set in the environment of this benchmark's own binary started as a measuring shim: where
+/// it writes the usage of the command it runs.
+const SHIM: &str = "RUN_CORPUS_SHIM_USAGE";
+
 fn main() {
+    if let Some(usage) = std::env::var_os(SHIM) {
+        if let Err(e) = shim(Path::new(&usage)) {
+            eprintln!("run_corpus shim: error: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
     if let Err(e) = bench() {
         eprintln!("run_corpus: error: {e}");
         std::process::exit(1);
@@ -59,6 +71,8 @@ struct Settings {
     sizes: Vec<usize>,
     reps: usize,
     keep: bool,
+    /// A kept corpus folder to measure again instead of generating one.
+    reuse: Option<PathBuf>,
 }
 
 fn parse_size(s: &str) -> Result<usize> {
@@ -104,7 +118,15 @@ fn settings() -> Result<Settings> {
         Err(_) => 7,
     };
     let keep = std::env::var("RUN_CORPUS_KEEP").is_ok_and(|v| !v.is_empty() && v != "0");
-    Ok(Settings { sizes, reps, keep })
+    let reuse = std::env::var_os("RUN_CORPUS_REUSE")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    Ok(Settings {
+        sizes,
+        reps,
+        keep,
+        reuse,
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -376,40 +398,92 @@ fn timeval(t: libc::timeval) -> Duration {
 
 /// Run `harness` with `args` (and `CI=1` when `ci`) on `corpus`, stdout into `log`.
 fn harness(corpus: &Corpus, args: &[&str], ci: bool, log: &Path) -> Result<Exit> {
-    let mut cmd = Command::new(HARNESS);
-    cmd.arg("--scenarios-root")
-        .arg(&corpus.scenarios)
-        .arg("--snapshots")
-        .arg(&corpus.snapshots)
-        .args(args);
+    let mut argv: Vec<std::ffi::OsString> = vec![
+        "--scenarios-root".into(),
+        corpus.scenarios.clone().into(),
+        "--snapshots".into(),
+        corpus.snapshots.clone().into(),
+    ];
+    argv.extend(args.iter().map(Into::into));
+    reap(&argv, ci, log, corpus.scenarios.parent())
+}
+
+/// Run `harness` with `argv` (and `CI=1` when `ci`), stdout into `log`, and measure it.
+///
+/// The child is started by a shim, this benchmark's own binary run again, which reaps it with
+/// `wait4`. Started directly, the child's peak RSS would be at least this process's own: Linux
+/// carries the memory high-water mark of the process that `exec`s into the new program's
+/// `ru_maxrss`, and the benchmark, which has generated the corpus and read every CSV, is
+/// larger than what it measures. The shim is small, and starts the child from itself.
+///
+/// It runs in `cwd` when given: the corpus folder, so that no project file (`harness.toml`)
+/// of the folder cargo runs benchmarks in adds its baseline or outputs to the measured run.
+fn reap(argv: &[std::ffi::OsString], ci: bool, log: &Path, cwd: Option<&Path>) -> Result<Exit> {
+    let out = fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let usage = log.with_extension("usage");
+    let _ = fs::remove_file(&usage);
+    let me = std::env::current_exe().map_err(|e| format!("cannot find this benchmark: {e}"))?;
+    let mut cmd = Command::new(me);
+    cmd.env(SHIM, &usage).arg(HARNESS).args(argv);
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
+    }
     if ci {
         cmd.env("CI", "1");
     } else {
         cmd.env_remove("CI");
     }
-    reap(&mut cmd, log)
-}
-
-/// Start `cmd` with stdout into `log`, and reap it with `wait4` to get this child's own
-/// resource usage.
-fn reap(cmd: &mut Command, log: &Path) -> Result<Exit> {
-    let out = fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
-    cmd.env("NO_COLOR", "1")
+    let status = cmd
+        .env("NO_COLOR", "1")
         .stdin(Stdio::null())
         .stdout(out)
-        .stderr(Stdio::inherit());
+        .stderr(Stdio::inherit())
+        .status()
+        .map_err(|e| format!("cannot start the measuring shim: {e}"))?;
+    if !status.success() {
+        return Err(format!("the measuring shim failed ({status})"));
+    }
+    let text = fs::read_to_string(&usage).map_err(|e| format!("{}: {e}", usage.display()))?;
+    let fields: Vec<i64> = text
+        .split_whitespace()
+        .map(|f| {
+            f.parse::<i64>()
+                .map_err(|e| format!("{}: {e}", usage.display()))
+        })
+        .collect::<Result<_>>()?;
+    let [code, maxrss_kib, cpu_us, wall_us] = fields[..] else {
+        return Err(format!("{}: `{text}` is not four numbers", usage.display()));
+    };
+    let micros = |v: i64| Duration::from_micros(u64::try_from(v).unwrap_or(0));
+    Ok(Exit {
+        code: (code >= 0).then(|| i32::try_from(code).unwrap_or(-1)),
+        wall: micros(wall_us),
+        maxrss_kib: u64::try_from(maxrss_kib).unwrap_or(0),
+        cpu: micros(cpu_us),
+        stdout: fs::read_to_string(log).unwrap_or_default(),
+    })
+}
+
+/// The shim: run the command its arguments name (stdio inherited), reap it with `wait4`, and
+/// write its exit code (-1 if a signal ended it), peak RSS in KiB, CPU and wall microseconds
+/// to `usage`.
+fn shim(usage: &Path) -> Result<()> {
+    let mut args = std::env::args_os().skip(1);
+    let program = args.next().ok_or("the shim needs a command")?;
+    let mut cmd = Command::new(&program);
+    cmd.args(args).env_remove(SHIM);
     let start = Instant::now();
     let child = cmd
         .spawn()
-        .map_err(|e| format!("cannot start {HARNESS}: {e}"))?;
+        .map_err(|e| format!("cannot start {}: {e}", program.to_string_lossy()))?;
     let pid = libc::pid_t::try_from(child.id()).map_err(|e| e.to_string())?;
     let mut status: libc::c_int = 0;
     // SAFETY: `rusage` is plain old data; all-zero is a valid value.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     loop {
         // SAFETY: `pid` is our own unreaped child (std never waits on it: we never call
         // `wait` on `child`); the pointers are to live locals.
-        let r = unsafe { libc::wait4(pid, &raw mut status, 0, &raw mut usage) };
+        let r = unsafe { libc::wait4(pid, &raw mut status, 0, &raw mut ru) };
         if r == pid {
             break;
         }
@@ -420,15 +494,22 @@ fn reap(cmd: &mut Command, log: &Path) -> Result<Exit> {
     }
     let wall = start.elapsed();
     drop(child);
-    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
-    let stdout = fs::read_to_string(log).unwrap_or_default();
-    Ok(Exit {
-        code,
-        wall,
-        maxrss_kib: u64::try_from(usage.ru_maxrss).unwrap_or(0),
-        cpu: timeval(usage.ru_utime) + timeval(usage.ru_stime),
-        stdout,
-    })
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -1
+    };
+    let cpu = timeval(ru.ru_utime) + timeval(ru.ru_stime);
+    fs::write(
+        usage,
+        format!(
+            "{code} {} {} {}\n",
+            ru.ru_maxrss,
+            cpu.as_micros(),
+            wall.as_micros()
+        ),
+    )
+    .map_err(|e| format!("{}: {e}", usage.display()))
 }
 
 fn tail(text: &str, lines: usize) -> String {
@@ -482,6 +563,26 @@ fn prepare(root: &Path, size: usize) -> Result<Corpus> {
         generated.as_secs_f64(),
         t.elapsed().as_secs_f64()
     );
+    Ok(corpus)
+}
+
+/// A corpus of `size` scenarios an earlier run kept (`RUN_CORPUS_KEEP`) under `root`: its
+/// goldens are there already. Every measured run still has to pass with one row a scenario.
+fn reuse(root: &Path, size: usize) -> Result<Corpus> {
+    let corpus = Corpus {
+        size,
+        scenarios: root.join("scenarios"),
+        snapshots: root.join("snapshots"),
+        work: root.join("work"),
+    };
+    if !corpus.scenarios.is_dir() || !corpus.snapshots.is_dir() {
+        return Err(format!(
+            "{}: no kept corpus of {size} scenarios here (RUN_CORPUS_REUSE names the folder `corpus kept in` printed)",
+            root.display()
+        ));
+    }
+    fs::create_dir_all(&corpus.work).map_err(|e| e.to_string())?;
+    eprintln!("  corpus of {size}: reused from {}", root.display());
     Ok(corpus)
 }
 
@@ -684,8 +785,10 @@ fn bench() -> Result<()> {
         .map_err(|e| format!("cannot create a temporary folder: {e}"))?;
 
     let baseline_kib = reap(
-        Command::new(HARNESS).arg("--version"),
+        &["--version".into()],
+        false,
         &tmp.path().join("version.log"),
+        Some(tmp.path()),
     )?
     .maxrss_kib;
     let mut results: Vec<(usize, Sample)> = Vec::new();
@@ -697,7 +800,10 @@ fn bench() -> Result<()> {
         settings.sizes.last().copied()
     };
     for &size in &settings.sizes {
-        let corpus = prepare(&tmp.path().join(format!("n{size}")), size)?;
+        let corpus = match &settings.reuse {
+            Some(dir) => reuse(&dir.join(format!("n{size}")), size)?,
+            None => prepare(&tmp.path().join(format!("n{size}")), size)?,
+        };
         let sample = measure(&corpus, None, settings.reps)?;
         parses.push((size, measure_parse(&corpus, settings.reps)?));
         eprintln!(
