@@ -51,8 +51,47 @@ fn write_canonical(value: &Value, out: &mut String) {
 }
 
 fn write_json_string(s: &str, out: &mut String) {
-    // serde_json's string escaping, without an intermediate Value.
-    out.push_str(&serde_json::to_string(s).unwrap_or_default());
+    let _ = write!(out, "{}", Quoted(s));
+}
+
+/// A string as a JSON string literal, written straight into whatever formats it: the bytes
+/// `serde_json::to_string` gives (`"` and `\\` escaped, `\n` `\r` `\t` `\b` `\f`, the other
+/// control characters below U+0020 as `\u00xx`, everything else as it is), without the
+/// `String` it allocates.
+pub struct Quoted<'a>(pub &'a str);
+
+impl std::fmt::Display for Quoted<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        f.write_char('"')?;
+        let text = self.0;
+        let mut from = 0;
+        for (i, b) in text.bytes().enumerate() {
+            let short = match b {
+                b'"' => "\\\"",
+                b'\\' => "\\\\",
+                b'\n' => "\\n",
+                b'\r' => "\\r",
+                b'\t' => "\\t",
+                0x08 => "\\b",
+                0x0c => "\\f",
+                0..0x20 => "",
+                _ => continue,
+            };
+            // Every byte escaped is ASCII, so `i` is a char boundary.
+            f.write_str(&text[from..i])?;
+            from = i + 1;
+            if short.is_empty() {
+                let hex = [HEX[usize::from(b >> 4)], HEX[usize::from(b & 0xf)]];
+                f.write_str("\\u00")?;
+                f.write_str(std::str::from_utf8(&hex).unwrap_or("00"))?;
+            } else {
+                f.write_str(short)?;
+            }
+        }
+        f.write_str(&text[from..])?;
+        f.write_char('"')
+    }
 }
 
 /// Compact JSON in the value's own key order (serde_json is built with `preserve_order`).
@@ -112,6 +151,20 @@ pub fn text_bytes(v: &Value) -> usize {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn quoted_strings_are_the_bytes_serde_json_writes() {
+        let every_char: String = (0..=0x10_ffff).filter_map(char::from_u32).collect();
+        for s in [
+            "",
+            "plain",
+            "a \"quote\" and a \\ backslash",
+            "lines\nand\r\ttabs\u{8}\u{c}\u{0}\u{1f}\u{7f}\u{2028}é😀",
+            &every_char,
+        ] {
+            assert_eq!(Quoted(s).to_string(), serde_json::to_string(s).unwrap());
+        }
+    }
 
     #[test]
     fn canonical_sorts_keys_recursively_and_keeps_array_order() {

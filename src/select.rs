@@ -138,6 +138,11 @@ impl Selection {
         self.partition.is_none_or(|p| p.m == 1)
     }
 
+    /// Does `--partition` split the run into shards?
+    pub fn partitioned(&self) -> bool {
+        self.partition.is_some()
+    }
+
     /// For each scenario id, whether this shard runs it.
     pub fn shard(&self, ids: &[String]) -> Vec<bool> {
         match &self.partition {

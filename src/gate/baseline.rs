@@ -297,6 +297,14 @@ pub fn check<'a>(b: &Baseline, rows: impl IntoIterator<Item = &'a Row>) -> Resul
 }
 
 impl Verdict {
+    /// Add what `later` found (the check of later results) to this verdict.
+    pub fn absorb(&mut self, later: Verdict) {
+        self.regressions.extend(later.regressions);
+        self.improvements.extend(later.improvements);
+        self.compared += later.compared;
+        self.new_cases.extend(later.new_cases);
+    }
+
     /// The check as the HTML report shows it, against the baseline named `file`.
     pub fn for_html(&self, file: &str) -> crate::report::html::BaselineCheck {
         let moved = |list: &[Change]| {

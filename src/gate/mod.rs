@@ -152,8 +152,8 @@ pub fn report(
     let mut annotations = outputs
         .github_annotations
         .then(|| github::Annotations::new(io::stdout()));
-    let collect = base.is_some()
-        || outputs.junit.is_some()
+    let mut checked_rows = base.as_ref().map(BaselineCheck::new);
+    let collect = outputs.junit.is_some()
         || outputs.json.is_some()
         || outputs.html.is_some()
         || outputs.step_summary.is_some();
@@ -165,6 +165,9 @@ pub fn report(
         }
         if let Some(a) = &mut annotations {
             reporters.push(a);
+        }
+        if let Some(check) = &mut checked_rows {
+            reporters.push(check);
         }
         if collect {
             reporters.push(&mut collected);
@@ -189,19 +192,18 @@ pub fn report(
     }
     let mut extra = String::new();
     let mut checked = None;
-    if let (Some(base), Some(path)) = (&base, &outputs.baseline) {
-        let rows = collected.cases().map(|(_, c)| &c.row);
-        let verdict =
-            baseline::check(base, rows).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    if let (Some(check), Some(path)) = (checked_rows, &outputs.baseline) {
+        let (verdict, places) = check
+            .finish()
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         let name = path.display().to_string();
         let mut out = anstream::stdout().lock();
         out.write_all(verdict.render(&name).as_bytes())?;
         if outputs.github_annotations {
-            for c in &verdict.regressions {
-                let (file, line) = collected
-                    .cases()
-                    .find(|(_, r)| r.id == c.case)
-                    .map_or((path.as_path(), 1), |(f, r)| (f, r.line));
+            for (c, place) in verdict.regressions.iter().zip(&places) {
+                let (file, line) = place
+                    .as_ref()
+                    .map_or((path.as_path(), 1), |(f, line)| (f.as_path(), *line));
                 let msg = format!(
                     "{} {} \u{2192} {} (allowed {})",
                     c.metric, c.old, c.new, c.allowed
@@ -250,6 +252,70 @@ pub fn report(
             .with_context(|| format!("cannot append to {}", path.display()))?;
     }
     Ok(code)
+}
+
+/// Where each regression's case is: its file and line (none when no case of its file has the id).
+type Places = Vec<Option<(PathBuf, usize)>>;
+
+/// Checks each case's metrics against the baseline as its file's results come in, keeping
+/// only what moved and where: a run checked against a baseline holds no case results for it.
+struct BaselineCheck<'a> {
+    base: &'a baseline::Baseline,
+    verdict: baseline::Verdict,
+    /// Each regression's case: its file and line.
+    places: Places,
+    /// The first tolerance the check could not apply.
+    error: Option<String>,
+}
+
+impl<'a> BaselineCheck<'a> {
+    fn new(base: &'a baseline::Baseline) -> Self {
+        Self {
+            base,
+            verdict: baseline::Verdict::default(),
+            places: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// The verdict over every case, and where each regression's case is.
+    fn finish(self) -> Result<(baseline::Verdict, Places), String> {
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok((self.verdict, self.places)),
+        }
+    }
+}
+
+impl Reporter for BaselineCheck<'_> {
+    fn file(&mut self, result: &crate::results::FileResult) -> io::Result<()> {
+        let Ok(cases) = &result.outcome else {
+            return Ok(());
+        };
+        if self.error.is_some() {
+            return Ok(());
+        }
+        match baseline::check(self.base, cases.iter().map(|c| &c.row)) {
+            Ok(v) => {
+                for c in &v.regressions {
+                    let case = cases.iter().find(|r| r.id == c.case);
+                    self.places
+                        .push(case.map(|r| (result.path.clone(), r.line)));
+                }
+                self.verdict.absorb(v);
+            }
+            Err(e) => self.error = Some(e),
+        }
+        Ok(())
+    }
+
+    fn orphan(&mut self, _path: &Path) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Read the shards' JSON results and join them into the results one run would give: paths
@@ -364,12 +430,12 @@ pub fn list(
     }
     let mut listed = 0usize;
     for path in &plan.files {
-        if let Some(r) = plan.refused(path) {
+        if let Some(r) = plan.refused(&path) {
             located_errors(err, &r)?;
             code = EXIT_BAD_INPUT;
             continue;
         }
-        match run::selected_cases(options, path) {
+        match run::selected_cases(options, &path) {
             Ok((cases, _)) => {
                 for c in &cases {
                     let shown = crate::text::escape_controls;

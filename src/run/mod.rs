@@ -11,7 +11,7 @@ use crate::results::{CaseResult, FileResult, Reporter};
 use crate::scenario::{self, Case, Diagnostic, Seg, SourceFormat};
 use crate::select::Selection;
 use crate::snapshot::{self, Comparison};
-use crate::store::{self, Layout};
+use crate::store::{self, Layout, PathList};
 use crate::trace::{self, TimedEvent};
 use rayon::prelude::*;
 use std::collections::{HashMap, HashSet};
@@ -51,11 +51,12 @@ pub struct Options {
 /// The files a run takes: discovered under its paths, sorted, this shard's share.
 pub struct Plan {
     /// Scenario and cassette files this shard runs, sorted.
-    pub files: Vec<PathBuf>,
+    pub files: PathList,
     /// Paths that could not be read, as results (reported by the first shard only).
     pub unreadable: Vec<FileResult>,
-    /// Every discovered scenario id, and whether this shard runs it.
-    owner: HashMap<String, bool>,
+    /// With `--partition`, every discovered scenario id and whether this shard runs it (without,
+    /// this shard runs them all and owns every golden).
+    owner: Option<HashMap<String, bool>>,
     /// Files refused because their ids collide with another's, and why.
     conflicts: HashMap<PathBuf, String>,
 }
@@ -69,19 +70,23 @@ impl Plan {
 
 /// Discover the files `options` names and take this shard's share.
 pub fn plan(options: &Options) -> Plan {
-    let (files, unreadable) = store::discover(&options.paths);
+    let (files, unreadable) = store::discover_list(&options.paths);
     let conflicts: HashMap<PathBuf, String> = store::id_conflicts(&options.layout, &files)
         .into_iter()
         .collect();
     // Shards: each takes its share of the scenario ids; what belongs to no file goes to the first.
-    let scenario_ids: Vec<String> = files.iter().map(|f| options.layout.id_of(f)).collect();
-    let takes = options.selection.shard(&scenario_ids);
-    let files: Vec<PathBuf> = files
-        .into_iter()
-        .zip(&takes)
-        .filter_map(|(f, t)| t.then_some(f))
-        .collect();
-    let owner: HashMap<String, bool> = scenario_ids.into_iter().zip(takes).collect();
+    let (files, owner) = if options.selection.partitioned() {
+        let scenario_ids: Vec<String> = files.iter().map(|f| options.layout.id_of(&f)).collect();
+        let takes = options.selection.shard(&scenario_ids);
+        let files: PathList = files
+            .iter()
+            .zip(&takes)
+            .filter_map(|(f, t)| t.then_some(f))
+            .collect();
+        (files, Some(scenario_ids.into_iter().zip(takes).collect()))
+    } else {
+        (files, None)
+    };
     let unreadable = if options.selection.first_shard() {
         unreadable
     } else {
@@ -145,9 +150,14 @@ pub fn run_with(
         .num_threads(options.jobs.max(1))
         .build()
         .map_err(io::Error::other)?;
-    let mut ids: HashSet<String> = HashSet::with_capacity(files.len() * 2);
+    let mut ids = CaseIds::default();
     let mut not_run = 0;
-    for chunk in files.chunks(CHUNK) {
+    let mut paths = files.iter();
+    loop {
+        let chunk: Vec<PathBuf> = paths.by_ref().take(CHUNK).collect();
+        if chunk.is_empty() {
+            break;
+        }
         // After Ctrl-C no file starts; those in flight finish.
         let results: Vec<Option<(Option<FileResult>, Vec<String>)>> = pool.install(|| {
             chunk
@@ -170,7 +180,9 @@ pub fn run_with(
                 continue;
             };
             // Cases the filters left out still own their goldens.
-            ids.extend(case_ids);
+            for id in &case_ids {
+                ids.insert(id);
+            }
             if let Some(r) = r {
                 reporter.file(&r)?;
             }
@@ -185,9 +197,9 @@ pub fn run_with(
         return reporter.finish();
     }
     let orphans = orphans(options, &ids).into_iter().filter(|g| {
-        options
-            .selection
-            .owns_golden(&golden_id(options, g), &owner)
+        owner
+            .as_ref()
+            .is_none_or(|owner| options.selection.owns_golden(&golden_id(options, g), owner))
     });
     for orphan in orphans {
         reporter.orphan(&orphan)?;
@@ -195,8 +207,37 @@ pub fn run_with(
     reporter.finish()
 }
 
-/// Goldens under the folders being run whose case no longer exists.
-fn orphans(options: &Options, ids: &HashSet<String>) -> Vec<PathBuf> {
+/// The case ids a run has seen, for the orphaned goldens: each kept as a 128-bit hash of the
+/// id (two SipHash-1-3 sums of differently framed input), 16 bytes a case however long its id.
+/// A golden is taken for a case's only when both sums agree, which for two different ids
+/// happens with odds of about 2^-128 a pair: for every golden of a million cases compared with
+/// a million ids, about 10^-27.
+#[derive(Default)]
+struct CaseIds(HashSet<u128>);
+
+impl CaseIds {
+    fn key(id: &str) -> u128 {
+        use std::hash::{DefaultHasher, Hasher as _};
+        let (mut a, mut b) = (DefaultHasher::new(), DefaultHasher::new());
+        a.write(id.as_bytes());
+        a.write_u8(0xff);
+        b.write_u8(0xfe);
+        b.write(id.as_bytes());
+        (u128::from(a.finish()) << 64) | u128::from(b.finish())
+    }
+
+    fn insert(&mut self, id: &str) {
+        self.0.insert(Self::key(id));
+    }
+
+    fn contains(&self, id: &str) -> bool {
+        self.0.contains(&Self::key(id))
+    }
+}
+
+/// Goldens under the folders being run whose case no longer exists, found as the goldens
+/// folders are walked (none is kept but the orphans).
+fn orphans(options: &Options, ids: &CaseIds) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for p in &options.paths {
         if !p.is_dir() {
@@ -205,7 +246,7 @@ fn orphans(options: &Options, ids: &HashSet<String>) -> Vec<PathBuf> {
         let Some(mirror) = options.layout.mirror(p) else {
             continue;
         };
-        for golden in store::files_with_ext(&mirror, store::GOLDEN_EXT) {
+        for golden in store::walk_files_with_ext(&mirror, store::GOLDEN_EXT) {
             if golden.strip_prefix(&options.layout.snapshots).is_err() {
                 continue;
             }
@@ -222,7 +263,7 @@ fn orphans(options: &Options, ids: &HashSet<String>) -> Vec<PathBuf> {
 
 /// Is this the golden of a `harness exec` run (`<scenario id>@<label>`, the label not a
 /// profile) of a scenario that still exists? Such goldens belong to `exec`, not to `run`.
-fn exec_golden(id: &str, ids: &HashSet<String>) -> bool {
+fn exec_golden(id: &str, ids: &CaseIds) -> bool {
     id.rsplit_once('@').is_some_and(|(scenario, label)| {
         let label = label.split('.').next().unwrap_or(label);
         ids.contains(scenario) && crate::policy::Config::profile(label).is_none()
@@ -395,10 +436,17 @@ fn run_selected(options: &Options, path: &Path) -> Result<(FileResult, Vec<Strin
         all_ids,
     } = load_scenario(options, path)?;
     // A golden or pending golden that is a link or a special file is refused before anything
-    // runs: never read, never written through, its contents never shown.
-    for case in cases.iter().filter(|c| c.gated) {
-        if let Err(e) = check_golden_paths(options, &case.id) {
-            return Err(FileResult {
+    // runs: never read, never written through, its contents never shown. The others are read
+    // here, once, whatever `--repeat` asks.
+    let mut goldens = Vec::with_capacity(cases.len());
+    for case in &cases {
+        if !case.gated {
+            goldens.push(None);
+            continue;
+        }
+        match read_golden(options, &case.id) {
+            Ok(golden) => goldens.push(Some(golden)),
+            Err(e) => return Err(FileResult {
                 path: path.to_owned(),
                 outcome: Err(vec![Diagnostic {
                     line: case_line(&text, format, case),
@@ -409,7 +457,7 @@ fn run_selected(options: &Options, path: &Path) -> Result<(FileResult, Vec<Strin
                             .to_owned(),
                     ),
                 }]),
-            });
+            }),
         }
     }
     // Replay every case before writing anything, so a file that turns out incomplete leaves
@@ -467,10 +515,12 @@ fn run_selected(options: &Options, path: &Path) -> Result<(FileResult, Vec<Strin
     let results = cases
         .iter()
         .zip(replays)
-        .map(|(case, events)| {
-            let first = judge(options, case, &events);
+        .zip(&goldens)
+        .map(|((case, events), golden)| {
+            let golden = golden.as_ref();
+            let first = judge_read(options, case, &events, golden);
             let mut r = crate::results::repeat::fold(first, options.repeat, || {
-                judge(options, case, &replay_partial(case).0)
+                judge_read(options, case, &replay_partial(case).0, golden)
             });
             r.line = case_line(&text, format, case);
             r
@@ -546,6 +596,17 @@ fn replay_partial(case: &Case) -> (Vec<TimedEvent>, Option<ScriptGap>) {
 
 /// Compare a replayed case with its golden, check its expectations, write pending files.
 pub fn judge(options: &Options, case: &Case, events: &[TimedEvent]) -> CaseResult {
+    let golden = case.gated.then(|| options.layout.read_golden(&case.id));
+    judge_read(options, case, events, golden.as_ref())
+}
+
+/// [`judge`] with the case's golden already read (`None` for an ungated case).
+fn judge_read(
+    options: &Options,
+    case: &Case,
+    events: &[TimedEvent],
+    golden: Option<&io::Result<Option<String>>>,
+) -> CaseResult {
     let mut row = metrics::row(
         &case.id,
         &case.scenario.family,
@@ -558,10 +619,9 @@ pub fn judge(options: &Options, case: &Case, events: &[TimedEvent]) -> CaseResul
 
     let mut io_errors = Vec::new();
     // Ad-hoc cases have no golden: nothing to compare, nothing pending to write.
-    let (golden, pending_written) = if case.gated {
-        compare_golden(options, case, events, &mut io_errors)
-    } else {
-        (Comparison::Ungated, false)
+    let (golden, pending_written) = match golden {
+        Some(read) if case.gated => compare_golden(options, case, events, read, &mut io_errors),
+        _ => (Comparison::Ungated, false),
     };
     if let Some(dir) = &options.traces {
         let path = dir.join(format!("{}.jsonl", case.id));
@@ -600,16 +660,15 @@ fn pending_path<'a>(options: &'a Options, case_id: &str) -> (PathBuf, &'a Path) 
     }
 }
 
-/// Refuse a case whose golden or pending golden is a link or a special file (or lies below a
-/// linked folder).
-fn check_golden_paths(options: &Options, case_id: &str) -> io::Result<()> {
-    let layout = &options.layout;
-    store::guard::check_inside(&layout.snapshots, &layout.golden(case_id), "golden")?;
+/// Read a case's golden, refusing (the outer error) a golden or pending golden that is a link
+/// or a special file (or lies below a linked folder); the inner result is the reading.
+fn read_golden(options: &Options, case_id: &str) -> io::Result<io::Result<Option<String>>> {
+    let golden = options.layout.read_golden_checked(case_id)?;
     if options.write_pending {
         let (pending, root) = pending_path(options, case_id);
         store::guard::check_inside(root, &pending, "pending golden")?;
     }
-    Ok(())
+    Ok(golden)
 }
 
 /// Compare the case's golden text with its golden file and write (or clear) its pending
@@ -618,11 +677,11 @@ fn compare_golden(
     options: &Options,
     case: &Case,
     events: &[TimedEvent],
+    read: &io::Result<Option<String>>,
     io_errors: &mut Vec<String>,
 ) -> (Comparison, bool) {
-    let layout = &options.layout;
     let golden_text = trace::render_golden(&case.id, events);
-    let golden = match layout.read_golden(&case.id) {
+    let golden = match read {
         Ok(g) => snapshot::compare(g.as_deref(), &golden_text),
         Err(e) => {
             io_errors.push(format!("cannot read the golden: {e}"));
@@ -643,4 +702,35 @@ fn compare_golden(
         }
     }
     (golden, pending_written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn case_ids_are_told_apart_exactly() {
+        let mut ids = CaseIds::default();
+        for id in ["a/b", "a/b@moltis", "c"] {
+            ids.insert(id);
+        }
+        for id in ["a/b", "a/b@moltis", "c"] {
+            assert!(ids.contains(id), "{id}");
+        }
+        for id in [
+            "a",
+            "a/b@",
+            "a/b@moltis ",
+            "b",
+            "",
+            "c@none",
+            "a/b@ironclaw",
+        ] {
+            assert!(!ids.contains(id), "{id}");
+        }
+        // `exec` goldens of a scenario that still exists are not orphans; others are.
+        assert!(exec_golden("a/b@cassette", &ids));
+        assert!(!exec_golden("a/b@ironclaw", &ids));
+        assert!(!exec_golden("gone@cassette", &ids));
+    }
 }

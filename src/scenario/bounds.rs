@@ -34,37 +34,30 @@ fn over(path: Vec<Seg>, what: &str, value: u64, max: u64, hint: &str) -> Problem
 /// Every value of `s` (and of its cases' resolved configurations) past a limit.
 pub(super) fn check(s: &Scenario, cases: &[(String, Config, Expect)]) -> Vec<Problem> {
     let mut out = Vec::new();
-    let latency_hint = "virtual time is in milliseconds; a run may take at most 24 hours of it";
-    let latency = |out: &mut Vec<Problem>, path: Vec<Seg>, ms: Option<u64>| {
-        if let Some(ms) = ms.filter(|ms| *ms > MAX_VIRTUAL_MS) {
-            out.push(over(path, "the latency", ms, MAX_VIRTUAL_MS, latency_hint));
-        }
-    };
-
+    // Paths are built only for what is reported: a valid scenario builds none.
     for (i, tool) in s.tools.iter().enumerate() {
-        let t = vec![key("tools"), Seg::Index(i)];
-        latency(&mut out, at(&t, &["latency_ms"]), Some(tool.latency_ms));
-        let outcomes = tool
-            .outcomes
-            .iter()
-            .enumerate()
-            .map(|(j, o)| {
-                (
-                    [t.clone(), vec![key("outcomes"), Seg::Index(j)]].concat(),
-                    o,
-                )
-            })
-            .chain(tool.default.iter().map(|d| (at(&t, &["default"]), d)));
-        for (path, o) in outcomes {
-            latency(&mut out, at(&path, &["latency_ms"]), o.latency_ms);
+        let t = || vec![key("tools"), Seg::Index(i)];
+        latency(
+            &mut out,
+            || at(&t(), &["latency_ms"]),
+            Some(tool.latency_ms),
+        );
+        for (j, o) in tool.outcomes.iter().enumerate() {
+            let path = || [t(), vec![key("outcomes"), Seg::Index(j)]].concat();
+            latency(&mut out, || at(&path(), &["latency_ms"]), o.latency_ms);
             tool_output(&mut out, &path, o);
+        }
+        if let Some(d) = &tool.default {
+            let path = || at(&t(), &["default"]);
+            latency(&mut out, || at(&path(), &["latency_ms"]), d.latency_ms);
+            tool_output(&mut out, &path, d);
         }
     }
 
     let m = &s.model;
     latency(
         &mut out,
-        vec![key("model"), key("latency_ms")],
+        || vec![key("model"), key("latency_ms")],
         Some(m.latency_ms),
     );
     for (name, price) in [
@@ -86,9 +79,9 @@ pub(super) fn check(s: &Scenario, cases: &[(String, Config, Expect)]) -> Vec<Pro
             });
         }
     }
-    for (path, turn, _) in replies(m) {
-        latency(&mut out, at(&path, &["latency_ms"]), turn.latency_ms);
-        reply(&mut out, &path, turn);
+    for (place, turn, _) in replies(m) {
+        latency(&mut out, || place.at(&["latency_ms"]), turn.latency_ms);
+        reply(&mut out, place, turn);
     }
 
     // References: workspace files are project paths, never outside the project.
@@ -125,28 +118,61 @@ pub(super) fn check(s: &Scenario, cases: &[(String, Config, Expect)]) -> Vec<Pro
     out
 }
 
+/// Where a scripted reply is: a turn, or a rule's reply.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum ReplyAt {
+    Turn(usize),
+    Rule(usize),
+}
+
+impl ReplyAt {
+    /// Its key path, built only when a problem is reported there.
+    pub(super) fn path(self) -> Vec<Seg> {
+        match self {
+            Self::Turn(i) => vec![key("model"), key("turns"), Seg::Index(i)],
+            Self::Rule(i) => vec![key("model"), key("rules"), Seg::Index(i), key("reply")],
+        }
+    }
+
+    /// Under `more` keys.
+    pub(super) fn at(self, more: &[&str]) -> Vec<Seg> {
+        at(&self.path(), more)
+    }
+}
+
 /// Every scripted reply with where it is: the turns (`true`), then the rules' replies.
-pub(super) fn replies(m: &ModelScript) -> impl Iterator<Item = (Vec<Seg>, &TurnDef, bool)> {
+pub(super) fn replies(m: &ModelScript) -> impl Iterator<Item = (ReplyAt, &TurnDef, bool)> {
     let turns = m
         .turns
         .iter()
         .enumerate()
-        .map(|(i, t)| (vec![key("model"), key("turns"), Seg::Index(i)], t, true));
-    let rules = m.rules.iter().enumerate().map(|(i, r)| {
-        (
-            vec![key("model"), key("rules"), Seg::Index(i), key("reply")],
-            &r.reply,
-            false,
-        )
-    });
+        .map(|(i, t)| (ReplyAt::Turn(i), t, true));
+    let rules = m
+        .rules
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (ReplyAt::Rule(i), &r.reply, false));
     turns.chain(rules)
 }
 
-fn tool_output(out: &mut Vec<Problem>, path: &[Seg], o: &OutcomeDef) {
+/// A scripted latency past the limit of virtual time.
+fn latency(out: &mut Vec<Problem>, path: impl FnOnce() -> Vec<Seg>, ms: Option<u64>) {
+    if let Some(ms) = ms.filter(|ms| *ms > MAX_VIRTUAL_MS) {
+        out.push(over(
+            path(),
+            "the latency",
+            ms,
+            MAX_VIRTUAL_MS,
+            "virtual time is in milliseconds; a run may take at most 24 hours of it",
+        ));
+    }
+}
+
+fn tool_output(out: &mut Vec<Problem>, path: &dyn Fn() -> Vec<Seg>, o: &OutcomeDef) {
     for (name, text) in [("ok", &o.ok), ("error", &o.error)] {
         if let Some(text) = text.as_ref().filter(|t| t.len() > MAX_TOOL_OUTPUT_BYTES) {
             out.push(over(
-                at(path, &[name]),
+                at(&path(), &[name]),
                 "the tool output's length in bytes",
                 text.len() as u64,
                 MAX_TOOL_OUTPUT_BYTES as u64,
@@ -156,7 +182,7 @@ fn tool_output(out: &mut Vec<Problem>, path: &[Seg], o: &OutcomeDef) {
     }
 }
 
-fn reply(out: &mut Vec<Problem>, path: &[Seg], turn: &TurnDef) {
+fn reply(out: &mut Vec<Problem>, place: ReplyAt, turn: &TurnDef) {
     if let Some(ms) = turn
         .fault
         .as_ref()
@@ -164,7 +190,7 @@ fn reply(out: &mut Vec<Problem>, path: &[Seg], turn: &TurnDef) {
         .filter(|ms| *ms > MAX_VIRTUAL_MS)
     {
         out.push(over(
-            at(path, &["fault", "retry_after_ms"]),
+            place.at(&["fault", "retry_after_ms"]),
             "the retry-after hint",
             ms,
             MAX_VIRTUAL_MS,
@@ -175,7 +201,7 @@ fn reply(out: &mut Vec<Problem>, path: &[Seg], turn: &TurnDef) {
         for (name, n) in [("input", u.input), ("output", u.output)] {
             if n > MAX_USAGE_TOKENS {
                 out.push(over(
-                    at(path, &["usage", name]),
+                    place.at(&["usage", name]),
                     "the token count",
                     n,
                     MAX_USAGE_TOKENS,
@@ -192,19 +218,16 @@ fn reply(out: &mut Vec<Problem>, path: &[Seg], turn: &TurnDef) {
 fn config_bounds(c: &Config) -> Vec<Problem> {
     let cap_hint = "no scripted run needs more than 1000 iterations (the plan/step loop's default cap is 500); lower it";
     let mut out = Vec::new();
-    let caps = [
-        (vec!["max_iterations"], c.max_iterations),
-        (vec!["budget", "tool_iterations"], c.budget.tool_iterations),
-        (
-            vec!["plan_step", "max_step_calls"],
-            c.plan_step.max_step_calls,
-        ),
-        (vec!["plan_step", "max_replans"], c.plan_step.max_replans),
+    let caps: [(&[&str], u32); 4] = [
+        (&["max_iterations"], c.max_iterations),
+        (&["budget", "tool_iterations"], c.budget.tool_iterations),
+        (&["plan_step", "max_step_calls"], c.plan_step.max_step_calls),
+        (&["plan_step", "max_replans"], c.plan_step.max_replans),
     ];
     for (path, n) in caps {
         if n > MAX_ITERATIONS {
             out.push(over(
-                at(&[key("config")], &path),
+                at(&[key("config")], path),
                 &format!("`{}`", path.join(".")),
                 u64::from(n),
                 u64::from(MAX_ITERATIONS),

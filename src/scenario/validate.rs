@@ -27,10 +27,10 @@ impl Checker {
 
     /// A name that appears in goldens, reports and CI logs: not empty, and without control
     /// characters (a line break would forge a golden line or a GitHub workflow command).
-    fn name(&mut self, what: &str, value: &str, path: Vec<Seg>) {
+    fn name(&mut self, what: &str, value: &str, path: impl FnOnce() -> Vec<Seg>) {
         if value.trim().is_empty() {
             self.report(
-                path,
+                path(),
                 format!("the {what} is empty"),
                 Some(format!(
                     "write one: the {what} appears in traces, goldens and reports"
@@ -38,7 +38,7 @@ impl Checker {
             );
         } else if let Some(c) = crate::text::first_unsafe(value) {
             self.report(
-                path,
+                path(),
                 format!(
                     "the {what} contains a control character ({})",
                     crate::text::escape_controls(&c.to_string())
@@ -67,14 +67,14 @@ impl Checker {
         config
     }
 
-    fn outcome(&mut self, o: &OutcomeDef, path: Vec<Seg>, is_default: bool) {
+    fn outcome(&mut self, o: &OutcomeDef, path: impl Fn() -> Vec<Seg>, is_default: bool) {
         let kinds = [o.ok.is_some(), o.error.is_some(), o.fail.is_some()]
             .iter()
             .filter(|b| **b)
             .count();
         if kinds != 1 {
             self.report(
-                path.clone(),
+                path(),
                 format!(
                     "an outcome needs exactly one of `ok`, `error`, `fail`; this one has {kinds}"
                 ),
@@ -83,14 +83,14 @@ impl Checker {
         }
         if o.fail == Some(false) {
             self.report(
-                [path.clone(), vec![key("fail")]].concat(),
+                [path(), vec![key("fail")]].concat(),
                 "`fail = false` says nothing".to_owned(),
                 Some("use `fail = true` for a failure without error text, or `ok = …`".to_owned()),
             );
         }
         if is_default && (o.args.is_some() || o.args_contain.is_some() || o.on_call.is_some()) {
             self.report(
-                path,
+                path(),
                 "the `default` outcome cannot have match conditions".to_owned(),
                 Some(
                     "move it to `outcomes`, or drop `args`, `args_contain` and `on_call`"
@@ -133,7 +133,7 @@ impl Checker {
         for (at, turn, _) in super::bounds::replies(&s.model) {
             if !turn.tool_calls.is_empty() {
                 self.report(
-                    [at, vec![key("tool_calls")]].concat(),
+                    at.at(&["tool_calls"]),
                     "the plan/step loop reads tool calls from the reply text; `tool_calls` would be ignored".to_owned(),
                     Some("write the call as text: `text = '{\"tool\": \"NAME\", \"args\": {}}'`".to_owned()),
                 );
@@ -225,7 +225,7 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
         return Err(c.problems);
     }
 
-    c.name("family", &s.family, vec![key("family")]);
+    c.name("family", &s.family, || vec![key("family")]);
     for (i, p) in s.serve.failure.iter().enumerate() {
         if let Err(e) = regex_lite::Regex::new(p) {
             c.report(
@@ -236,15 +236,15 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
         }
     }
     for (i, tag) in s.tags.iter().enumerate() {
-        c.name("tag", tag, vec![key("tags"), Seg::Index(i)]);
+        c.name("tag", tag, || vec![key("tags"), Seg::Index(i)]);
     }
-    c.name("model name", &s.model.name, vec![key("model"), key("name")]);
+    c.name("model name", &s.model.name, || {
+        vec![key("model"), key("name")]
+    });
     for (i, t) in s.model.unregistered_tools.iter().enumerate() {
-        c.name(
-            "tool name",
-            t,
-            vec![key("model"), key("unregistered_tools"), Seg::Index(i)],
-        );
+        c.name("tool name", t, || {
+            vec![key("model"), key("unregistered_tools"), Seg::Index(i)]
+        });
     }
 
     let mut cases = Vec::new();
@@ -301,23 +301,21 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
 
     let mut names: Vec<&str> = Vec::new();
     for (i, tool) in s.tools.iter().enumerate() {
-        let at = vec![key("tools"), Seg::Index(i)];
+        let at = || vec![key("tools"), Seg::Index(i)];
         if names.contains(&tool.name.as_str()) {
             c.report(
-                [at.clone(), vec![key("name")]].concat(),
+                [at(), vec![key("name")]].concat(),
                 format!("tool `{}` is declared twice", tool.name),
                 Some("give each tool a unique name".to_owned()),
             );
         }
         names.push(&tool.name);
-        c.name(
-            "tool name",
-            &tool.name,
-            [at.clone(), vec![key("name")]].concat(),
-        );
+        c.name("tool name", &tool.name, || {
+            [at(), vec![key("name")]].concat()
+        });
         if !tool.schema.is_object() {
             c.report(
-                [at.clone(), vec![key("schema")]].concat(),
+                [at(), vec![key("schema")]].concat(),
                 "a tool schema must be a table (a JSON Schema object)".to_owned(),
                 Some("write `schema = { type = \"object\", properties = { … } }`".to_owned()),
             );
@@ -325,12 +323,12 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
         for (j, o) in tool.outcomes.iter().enumerate() {
             c.outcome(
                 o,
-                [at.clone(), vec![key("outcomes"), Seg::Index(j)]].concat(),
+                || [at(), vec![key("outcomes"), Seg::Index(j)]].concat(),
                 false,
             );
         }
         if let Some(d) = &tool.default {
-            c.outcome(d, [at.clone(), vec![key("default")]].concat(), true);
+            c.outcome(d, || [at(), vec![key("default")]].concat(), true);
         }
     }
 
@@ -347,14 +345,14 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
     for (at, turn, is_turn) in super::bounds::replies(m) {
         if turn.repeat == 0 {
             c.report(
-                [at.clone(), vec![key("repeat")]].concat(),
+                at.at(&["repeat"]),
                 "`repeat = 0` would skip the turn".to_owned(),
                 Some("use 1 or more, or delete the turn".to_owned()),
             );
         }
         if !is_turn && turn.repeat != 1 {
             c.report(
-                [at.clone(), vec![key("repeat")]].concat(),
+                at.at(&["repeat"]),
                 "`repeat` belongs to turns; a rule fires as long as its conditions hold".to_owned(),
                 Some("bound the rule with `times = N` instead".to_owned()),
             );
@@ -362,7 +360,7 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
         if !turn.stream.is_empty() {
             if turn.text.is_some() || !turn.tool_calls.is_empty() || turn.finish.is_some() {
                 c.report(
-                    [at.clone(), vec![key("stream")]].concat(),
+                    at.at(&["stream"]),
                     "a streamed turn cannot also have `text`, `tool_calls` or `finish`".to_owned(),
                     Some(
                         "put the text, calls and finish reason into the stream's chunks".to_owned(),
@@ -374,7 +372,7 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
                     for (j, call) in a.tool_calls.iter().enumerate() {
                         if !known.contains(&call.name.as_str()) {
                             c.report(
-                                [at.clone(), vec![key("stream")]].concat(),
+                                at.at(&["stream"]),
                                 format!("streamed tool call {j} is to undefined tool `{}`", call.name),
                                 Some("declare a [[tools]] entry of that name, or list it in `model.unregistered_tools`".to_owned()),
                             );
@@ -382,7 +380,7 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
                     }
                 }
                 Err(e) => c.report(
-                    [at.clone(), vec![key("stream"), Seg::Index(e.position())]].concat(),
+                    [at.path(), vec![key("stream"), Seg::Index(e.position())]].concat(),
                     format!("malformed stream: {e}"),
                     Some("open each call with `tool_call_start` before its deltas, and end with one `finish`".to_owned()),
                 ),
@@ -390,19 +388,19 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
         }
         if turn.fault.is_some() && (turn.text.is_some() || !turn.tool_calls.is_empty()) {
             c.report(
-                [at.clone(), vec![key("fault")]].concat(),
+                at.at(&["fault"]),
                 "a turn with a `fault` fails the request; its `text` and `tool_calls` would never be seen".to_owned(),
                 Some("drop the fault, or move the answer to the next turn".to_owned()),
             );
         }
         for (j, call) in turn.tool_calls.iter().enumerate() {
-            let cat = [at.clone(), vec![key("tool_calls"), Seg::Index(j)]].concat();
+            let cat = || [at.path(), vec![key("tool_calls"), Seg::Index(j)]].concat();
             if let Some(id) = &call.id {
-                c.name("call id", id, [cat.clone(), vec![key("id")]].concat());
+                c.name("call id", id, || [cat(), vec![key("id")]].concat());
             }
             if call.args.is_some() && call.raw_args.is_some() {
                 c.report(
-                    cat.clone(),
+                    cat(),
                     "a tool call has both `args` and `raw_args`".to_owned(),
                     Some("keep one: `args` (parsed) or `raw_args` (the raw string)".to_owned()),
                 );
@@ -415,7 +413,7 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
                     )
                 });
                 c.report(
-                    [cat, vec![key("name")]].concat(),
+                    [cat(), vec![key("name")]].concat(),
                     format!("tool call to undefined tool `{}`", call.name),
                     Some(hint),
                 );

@@ -142,6 +142,11 @@ pub fn check_regular(path: &Path, what: &str) -> io::Result<()> {
 /// Open an input named by the user (links followed) for reading, without blocking on a FIFO;
 /// anything but a regular file is refused, named as `what`.
 pub fn open_regular(path: &Path, what: &str) -> io::Result<File> {
+    open_regular_sized(path, what).map(|(file, _)| file)
+}
+
+/// [`open_regular`], with the file's size when it was opened.
+pub fn open_regular_sized(path: &Path, what: &str) -> io::Result<(File, u64)> {
     let mut options = OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
@@ -158,7 +163,7 @@ pub fn open_regular(path: &Path, what: &str) -> io::Result<File> {
             kind_of(&meta)
         )));
     }
-    Ok(file)
+    Ok((file, meta.len()))
 }
 
 /// Open `path` for reading without following a final symbolic link or blocking on a FIFO.
@@ -184,28 +189,57 @@ fn open_no_follow(path: &Path) -> io::Result<File> {
 /// is refused (kind [`io::ErrorKind::InvalidInput`], or [`io::ErrorKind::FileTooLarge`]) with
 /// a message that names the path and never its contents.
 pub fn read_inside(root: &Path, path: &Path, what: &str, max: u64) -> io::Result<Option<String>> {
+    read_inside_checked(root, path, what, max).and_then(|read| read)
+}
+
+/// [`read_inside`], telling the two ways it can fail apart: the outer error is what
+/// [`check_inside`] refuses (a link or special file at `path` or on the way to it, a path
+/// outside `root`, a folder that cannot be looked at); the inner one is a file that is where
+/// it may be but cannot be read as `what` (too large, not UTF-8, not readable). One check and
+/// one read, where `check_inside` then `read_inside` would look at every folder twice.
+pub fn read_inside_checked(
+    root: &Path,
+    path: &Path,
+    what: &str,
+    max: u64,
+) -> io::Result<io::Result<Option<String>>> {
     if !folders_below(root, path, what)? {
-        return Ok(None);
+        return Ok(Ok(None));
     }
     let file = match open_no_follow(path) {
         Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Ok(None)),
         Err(e) => {
             // O_NOFOLLOW on a link fails (ELOOP); say what it is rather than the errno.
             return match std::fs::symlink_metadata(path) {
                 Ok(m) if !m.is_file() => Err(not_regular(path, None, kind_of(&m), what, root)),
-                _ => Err(e),
+                Ok(_) => Ok(Err(e)),
+                Err(_) => Err(e),
             };
         }
     };
-    let meta = file.metadata()?;
+    let meta = match file.metadata() {
+        Ok(m) => m,
+        Err(e) => return Ok(Err(e)),
+    };
     if !meta.is_file() {
         return Err(not_regular(path, None, kind_of(&meta), what, root));
     }
-    if let Some(message) = crate::limits::file_too_large(what, meta.len(), max) {
+    Ok(read_text(file, meta.len(), path, what, max))
+}
+
+/// The text of a regular file opened for reading, `len` bytes long when opened, as `what`.
+fn read_text(
+    file: File,
+    len: u64,
+    path: &Path,
+    what: &str,
+    max: u64,
+) -> io::Result<Option<String>> {
+    if let Some(message) = crate::limits::file_too_large(what, len, max) {
         return Err(io::Error::new(io::ErrorKind::FileTooLarge, message));
     }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    let mut bytes = Vec::with_capacity(usize::try_from(len).map_or(0, |n| n.saturating_add(1)));
     file.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
     if let Some(message) = crate::limits::file_too_large(what, bytes.len() as u64, max) {
         return Err(io::Error::new(io::ErrorKind::FileTooLarge, message));

@@ -7,6 +7,9 @@
 //! and `record` all call it, and [`id_conflicts`] refuses files whose ids collide.
 
 pub mod guard;
+mod paths;
+
+pub use paths::PathList;
 
 pub use guard::{
     Output, STALE_TEMP_SECS, TEMP_PREFIX, TEMP_SUFFIX, clean_stale_temps, read_inside,
@@ -61,7 +64,14 @@ impl Layout {
     /// Read the golden of a case: a regular file inside the goldens folder (see
     /// [`guard::read_inside`]), at most [`crate::limits::MAX_GOLDEN_BYTES`]; `None` when absent.
     pub fn read_golden(&self, case_id: &str) -> io::Result<Option<String>> {
-        read_inside(
+        self.read_golden_checked(case_id).and_then(|read| read)
+    }
+
+    /// [`Layout::read_golden`], with what [`guard::check_inside`] refuses (a link or a special
+    /// file) as the outer error and what cannot be read as the inner one
+    /// ([`guard::read_inside_checked`]).
+    pub fn read_golden_checked(&self, case_id: &str) -> io::Result<io::Result<Option<String>>> {
+        guard::read_inside_checked(
             &self.snapshots,
             &self.golden(case_id),
             "golden",
@@ -243,7 +253,15 @@ fn unnamable(path: &Path) -> Option<io::Error> {
 /// still discovered): links, FIFOs, devices and undecodable names inside a folder are refused
 /// rather than skipped, and so is a path given that is neither a file nor a folder.
 pub fn discover(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, io::Error)>) {
-    let mut out = Vec::new();
+    let (files, errors) = discover_list(paths);
+    (files.iter().collect(), errors)
+}
+
+/// [`discover`], the files kept as a [`PathList`]. A folder's walk gives its files in sorted
+/// order already, and they go straight into the list; only paths given out of order (or twice)
+/// are gathered and sorted first.
+pub fn discover_list(paths: &[PathBuf]) -> (PathList, Vec<(PathBuf, io::Error)>) {
+    let mut found = Found::default();
     let mut errors = Vec::new();
     for p in paths {
         let meta = match std::fs::metadata(p) {
@@ -256,7 +274,7 @@ pub fn discover(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, io::Error)>) 
         if meta.is_file() {
             match unnamable(p) {
                 Some(e) => errors.push((p.clone(), e)),
-                None => out.push(p.clone()),
+                None => found.add(p),
             }
             continue;
         }
@@ -276,7 +294,7 @@ pub fn discover(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, io::Error)>) 
                     if let Some(e) = refused_entry(&entry) {
                         errors.push((entry.into_path(), e));
                     } else if entry.file_type().is_file() && is_scenario_file(entry.path()) {
-                        out.push(entry.into_path());
+                        found.add(entry.path());
                     }
                 }
                 Err(e) => {
@@ -286,10 +304,43 @@ pub fn discover(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, io::Error)>) 
             }
         }
     }
-    out.sort();
-    out.dedup();
     errors.sort_by(|a, b| a.0.cmp(&b.0));
-    (out, errors)
+    (found.sorted(), errors)
+}
+
+/// Files found so far: a [`PathList`] while they come in sorted order, all of them gathered
+/// once one does not.
+#[derive(Default)]
+struct Found {
+    list: PathList,
+    unsorted: Option<Vec<PathBuf>>,
+}
+
+impl Found {
+    fn add(&mut self, path: &Path) {
+        if let Some(all) = &mut self.unsorted {
+            all.push(path.to_owned());
+            return;
+        }
+        if self.list.last().is_none_or(|last| last < path) && self.list.push(path) {
+            return;
+        }
+        let mut all: Vec<PathBuf> = self.list.iter().collect();
+        all.push(path.to_owned());
+        self.list = PathList::new();
+        self.unsorted = Some(all);
+    }
+
+    fn sorted(self) -> PathList {
+        match self.unsorted {
+            None => self.list,
+            Some(mut all) => {
+                all.sort();
+                all.dedup();
+                all.iter().collect()
+            }
+        }
+    }
 }
 
 /// The message for a path [`discover`] could not take: its refusal, or `cannot read: …`.
@@ -314,20 +365,50 @@ pub fn hint_for(e: &io::Error, command: &str) -> String {
 /// (`dup.toml` and `dup.json`), or a name with `@`, which separates a scenario id from a
 /// profile in case ids and golden names (`foo@none.toml` would be `foo.toml`'s
 /// `[compare.none]`). Both files of a collision are refused, so neither wins by sort order.
-pub fn id_conflicts(layout: &Layout, files: &[PathBuf]) -> Vec<(PathBuf, String)> {
-    let mut by_id: BTreeMap<String, Vec<&PathBuf>> = BTreeMap::new();
+pub fn id_conflicts<I>(layout: &Layout, files: I) -> Vec<(PathBuf, String)>
+where
+    I: IntoIterator + Clone,
+    I::Item: AsRef<Path>,
+{
+    use std::hash::{DefaultHasher, Hash as _, Hasher as _};
     let mut out = Vec::new();
-    for f in files {
+    // Files are sorted by the hash of their id; only those whose hash another file shares are
+    // looked at again, so a large run holds 16 bytes a file here, not its id and path.
+    let mut keys: Vec<(u64, u32)> = Vec::new();
+    for (i, f) in files.clone().into_iter().enumerate() {
+        let f = f.as_ref();
         let id = layout.id_of(f);
         let name = id.rsplit('/').next().unwrap_or(&id);
         if name.contains('@') {
             out.push((
-                f.clone(),
+                f.to_owned(),
                 format!("a scenario file name cannot contain `@` (id `{id}`): `@` separates a scenario id from a profile or label in case ids and golden names"),
             ));
             continue;
         }
-        by_id.entry(id).or_default().push(f);
+        let mut h = DefaultHasher::new();
+        id.hash(&mut h);
+        keys.push((h.finish(), u32::try_from(i).unwrap_or(u32::MAX)));
+    }
+    keys.sort_unstable();
+    let mut suspects: Vec<u32> = keys
+        .chunk_by(|a, b| a.0 == b.0)
+        .filter(|same| same.len() > 1)
+        .flat_map(|same| same.iter().map(|(_, i)| *i))
+        .collect();
+    drop(keys);
+    suspects.sort_unstable();
+    let mut by_id: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+    if !suspects.is_empty() {
+        for (i, f) in files.into_iter().enumerate() {
+            if suspects
+                .binary_search(&u32::try_from(i).unwrap_or(u32::MAX))
+                .is_ok()
+            {
+                let f = f.as_ref();
+                by_id.entry(layout.id_of(f)).or_default().push(f.to_owned());
+            }
+        }
     }
     for (id, same) in by_id.into_iter().filter(|(_, v)| v.len() > 1) {
         for f in &same {
@@ -337,7 +418,7 @@ pub fn id_conflicts(layout: &Layout, files: &[PathBuf]) -> Vec<(PathBuf, String)
                 .map(|o| o.display().to_string())
                 .collect();
             out.push((
-                (*f).clone(),
+                f.clone(),
                 format!(
                     "scenario id `{id}` is also the id of {}; ids name goldens and cases, so each must be one file's",
                     others.join(", ")
@@ -352,17 +433,21 @@ pub fn id_conflicts(layout: &Layout, files: &[PathBuf]) -> Vec<(PathBuf, String)
 /// Every entry (not a folder) with extension `ext` under `dir`, links and special files
 /// included (whoever reads them refuses those), sorted; none if `dir` does not exist.
 pub fn files_with_ext(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = walk_files_with_ext(dir, ext).collect();
+    out.sort();
+    out
+}
+
+/// [`files_with_ext`] one at a time, in the walk's order (each folder's entries by name).
+pub fn walk_files_with_ext(dir: &Path, ext: &str) -> impl Iterator<Item = PathBuf> {
     let suffix = format!(".{ext}");
-    let mut out: Vec<PathBuf> = walkdir::WalkDir::new(dir)
+    walkdir::WalkDir::new(dir)
         .sort_by_file_name()
         .into_iter()
         .filter_map(Result::ok)
         .filter(|e| !e.file_type().is_dir())
-        .filter(|e| e.file_name().to_string_lossy().ends_with(&suffix))
+        .filter(move |e| e.file_name().to_string_lossy().ends_with(&suffix))
         .map(walkdir::DirEntry::into_path)
-        .collect();
-    out.sort();
-    out
 }
 
 /// Read an input file of at most `max` bytes ([`crate::limits`]); a larger one is an error of
@@ -371,14 +456,19 @@ pub fn files_with_ext(dir: &Path, ext: &str) -> Vec<PathBuf> {
 /// on it.
 pub fn read_input(path: &Path, what: &str, max: u64) -> io::Result<Vec<u8>> {
     use std::io::Read as _;
-    let file = guard::open_regular(path, what)?;
-    let mut bytes = Vec::new();
-    file.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
-    let len = std::fs::metadata(path).map_or(bytes.len() as u64, |m| m.len());
-    match crate::limits::file_too_large(what, len.max(bytes.len() as u64), max) {
+    let (file, len) = guard::open_regular_sized(path, what)?;
+    let too_large = |len: u64| match crate::limits::file_too_large(what, len, max) {
         Some(message) => Err(io::Error::new(io::ErrorKind::FileTooLarge, message)),
-        None => Ok(bytes),
-    }
+        None => Ok(()),
+    };
+    too_large(len)?;
+    // One read of the whole file and one that finds its end, whatever its size: `take` hides
+    // the size from `read_to_end`, which would otherwise start small and double.
+    let mut bytes = Vec::with_capacity(usize::try_from(len).map_or(0, |n| n.saturating_add(1)));
+    file.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
+    // A file that grew while it was read.
+    too_large(len.max(bytes.len() as u64))?;
+    Ok(bytes)
 }
 
 /// [`read_input`] as text; invalid UTF-8 is an error of kind [`io::ErrorKind::InvalidData`]
@@ -467,6 +557,50 @@ pub fn select_pending(layout: &Layout, paths: &[PathBuf]) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn discovered_files_are_sorted_and_once_each_however_the_paths_are_given() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for f in [
+            "a/x.toml",
+            "a/y.json",
+            "a-b/z.toml",
+            "a.toml",
+            "b/c/d.toml",
+            "b/e.toml",
+        ] {
+            let p = root.join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, "").unwrap();
+        }
+        let all: Vec<PathBuf> = [
+            "a/x.toml",
+            "a/y.json",
+            "a-b/z.toml",
+            "a.toml",
+            "b/c/d.toml",
+            "b/e.toml",
+        ]
+        .iter()
+        .map(|f| root.join(f))
+        .collect();
+        let mut sorted = all.clone();
+        sorted.sort();
+        // One folder: its walk is already in order.
+        assert_eq!(discover(&[root.to_owned()]).0, sorted);
+        // Folders out of order, one inside another, and a file named again.
+        let given = [
+            root.join("b"),
+            root.join("a"),
+            root.to_owned(),
+            root.join("a.toml"),
+        ];
+        let (files, errors) = discover_list(&given);
+        assert!(errors.is_empty());
+        assert_eq!(files.iter().collect::<Vec<_>>(), sorted);
+        assert_eq!(files.len(), all.len());
+    }
 
     #[test]
     fn ids_are_relative_to_the_scenarios_root() {

@@ -37,6 +37,13 @@ pub struct CallSummary {
     pub args: String,
 }
 
+/// `call_0 exec({"command":"ls"})`, as the golden lists calls.
+impl std::fmt::Display for CallSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}({})", self.id, self.name, self.args)
+    }
+}
+
 /// What happened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -493,17 +500,47 @@ impl Event {
     }
 }
 
-fn q(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_default()
+/// A text field as the golden shows it: a JSON string.
+fn q(s: &str) -> crate::json::Quoted<'_> {
+    crate::json::Quoted(s)
 }
 
-fn list(items: &[String]) -> String {
-    format!("[{}]", items.join(", "))
+/// `[a, b, c]`.
+struct List<I>(I);
+
+impl<I> std::fmt::Display for List<I>
+where
+    I: Iterator + Clone,
+    I::Item: std::fmt::Display,
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[")?;
+        for (i, item) in self.0.clone().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{item}")?;
+        }
+        f.write_str("]")
+    }
+}
+
+fn list<T: std::fmt::Display>(items: &[T]) -> List<std::slice::Iter<'_, T>> {
+    List(items.iter())
 }
 
 /// One event as a golden line (without the time column).
 pub fn render_event(event: &Event) -> String {
-    let mut s = String::from(event.kind());
+    let mut s = String::new();
+    write_event(&mut s, event);
+    s
+}
+
+/// Append [`render_event`]'s line to `out`.
+fn write_event(out: &mut String, event: &Event) {
+    let start = out.len();
+    out.push_str(event.kind());
+    let s = &mut *out;
     let _ = match event {
         Event::RunStart {
             profile,
@@ -561,11 +598,7 @@ pub fn render_event(event: &Event) -> String {
                 let _ = write!(s, " chunks={chunks}");
             }
             if !calls.is_empty() {
-                let c: Vec<String> = calls
-                    .iter()
-                    .map(|c| format!("{} {}({})", c.id, c.name, c.args))
-                    .collect();
-                let _ = write!(s, " calls={}", list(&c));
+                let _ = write!(s, " calls={}", list(calls));
             }
             if let Some(t) = text {
                 let _ = write!(s, " text={}", q(t));
@@ -576,7 +609,8 @@ pub fn render_event(event: &Event) -> String {
             )
         }
         Event::ToolCallStart { id, name, args } => {
-            write!(s, " {id} {name}({})", crate::json::compact(args))
+            // `Value`'s `Display` is its compact JSON, as `json::compact` gives.
+            write!(s, " {id} {name}({args})")
         }
         Event::ToolCallEnd {
             id,
@@ -605,12 +639,7 @@ pub fn render_event(event: &Event) -> String {
             name,
             args,
             error,
-        } => write!(
-            s,
-            " {id} {name}({}) error={}",
-            crate::json::compact(args),
-            q(error)
-        ),
+        } => write!(s, " {id} {name}({args}) error={}", q(error)),
         Event::TruncationDiscarded { calls, count } => {
             write!(s, " calls={calls} count={count}")
         }
@@ -741,21 +770,24 @@ pub fn render_event(event: &Event) -> String {
             }
         }
         Event::Replan { n, kept, steps } => {
-            let titles: Vec<String> = steps.iter().map(|t| q(t)).collect();
-            write!(s, " {n} kept={kept} steps={}", list(&titles))
+            write!(
+                s,
+                " {n} kept={kept} steps={}",
+                List(steps.iter().map(|t| q(t)))
+            )
         }
     };
     // Names are written as they are (text fields are quoted above): a control character in
     // one (a model or tool name an agent sent) is spelled out, so a line stays one line.
-    match crate::text::escape_controls(&s) {
-        std::borrow::Cow::Owned(escaped) => escaped,
-        std::borrow::Cow::Borrowed(_) => s,
+    if let std::borrow::Cow::Owned(escaped) = crate::text::escape_controls(&out[start..]) {
+        out.truncate(start);
+        out.push_str(&escaped);
     }
 }
 
 /// `12.345s`, right-aligned: the golden's time column.
-fn clock(t_ms: u64) -> String {
-    format!("{:>9}.{:03}s", t_ms / 1000, t_ms % 1000)
+fn clock(out: &mut String, t_ms: u64) {
+    let _ = write!(out, "{:>9}.{:03}s", t_ms / 1000, t_ms % 1000);
 }
 
 /// The golden text of a run: a short header, then one line per event.
@@ -763,9 +795,9 @@ pub fn render_golden(case_id: &str, events: &[TimedEvent]) -> String {
     let mut out = String::with_capacity(events.len() * 96 + 64);
     let _ = writeln!(out, "# harness trace v{TRACE_VERSION}: {case_id}");
     for e in events {
-        out.push_str(&clock(e.t_ms));
+        clock(&mut out, e.t_ms);
         out.push_str("  ");
-        out.push_str(&render_event(&e.event));
+        write_event(&mut out, &e.event);
         out.push('\n');
     }
     out
