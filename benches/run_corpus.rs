@@ -10,6 +10,11 @@
 //! times a parse-only pass, `harness list <corpus>` (every file read, parsed, validated and
 //! expanded as `run` does, nothing replayed), so the run splits into parsing and the rest.
 //!
+//! Each run starts in the corpus folder (so no project file of the folder cargo runs in adds a
+//! baseline), from a small shim (this binary run again) that reaps it with `wait4`: a child
+//! started straight from the benchmark would report the benchmark's own peak RSS, which Linux
+//! carries into the `ru_maxrss` of a program `exec`ed from it.
+//!
 //! It reports wall time (best, median), scenarios and model turns per second, the child's peak
 //! RSS (`ru_maxrss` from `wait4`), the parse share and the replay-to-parse ratio, compares
 //! `--jobs 1` with the default at 10,000, and states whether the targets hold: 10,000 scenarios
