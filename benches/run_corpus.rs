@@ -529,15 +529,23 @@ struct Corpus {
     work: PathBuf,
 }
 
+impl Corpus {
+    /// The corpus of `size` scenarios in `root`, its work folder created.
+    fn at(root: &Path, size: usize) -> Result<Self> {
+        let corpus = Self {
+            size,
+            scenarios: root.join("scenarios"),
+            snapshots: root.join("snapshots"),
+            work: root.join("work"),
+        };
+        fs::create_dir_all(&corpus.work).map_err(|e| e.to_string())?;
+        Ok(corpus)
+    }
+}
+
 /// Generate the corpus of `size` scenarios under `root` and create its goldens.
 fn prepare(root: &Path, size: usize) -> Result<Corpus> {
-    let corpus = Corpus {
-        size,
-        scenarios: root.join("scenarios"),
-        snapshots: root.join("snapshots"),
-        work: root.join("work"),
-    };
-    fs::create_dir_all(&corpus.work).map_err(|e| e.to_string())?;
+    let corpus = Corpus::at(root, size)?;
     let t = Instant::now();
     generate(&corpus.scenarios, size).map_err(|e| format!("cannot write the corpus: {e}"))?;
     let generated = t.elapsed();
@@ -574,19 +582,13 @@ fn prepare(root: &Path, size: usize) -> Result<Corpus> {
 /// A corpus of `size` scenarios an earlier run kept (`RUN_CORPUS_KEEP`) under `root`: its
 /// goldens are there already. Every measured run still has to pass with one row a scenario.
 fn reuse(root: &Path, size: usize) -> Result<Corpus> {
-    let corpus = Corpus {
-        size,
-        scenarios: root.join("scenarios"),
-        snapshots: root.join("snapshots"),
-        work: root.join("work"),
-    };
-    if !corpus.scenarios.is_dir() || !corpus.snapshots.is_dir() {
+    if !root.join("scenarios").is_dir() || !root.join("snapshots").is_dir() {
         return Err(format!(
             "{}: no kept corpus of {size} scenarios here (RUN_CORPUS_REUSE names the folder `corpus kept in` printed)",
             root.display()
         ));
     }
-    fs::create_dir_all(&corpus.work).map_err(|e| e.to_string())?;
+    let corpus = Corpus::at(root, size)?;
     eprintln!("  corpus of {size}: reused from {}", root.display());
     Ok(corpus)
 }

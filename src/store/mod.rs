@@ -562,18 +562,6 @@ mod tests {
     fn discovered_files_are_sorted_and_once_each_however_the_paths_are_given() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        for f in [
-            "a/x.toml",
-            "a/y.json",
-            "a-b/z.toml",
-            "a.toml",
-            "b/c/d.toml",
-            "b/e.toml",
-        ] {
-            let p = root.join(f);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(&p, "").unwrap();
-        }
         let all: Vec<PathBuf> = [
             "a/x.toml",
             "a/y.json",
@@ -585,6 +573,10 @@ mod tests {
         .iter()
         .map(|f| root.join(f))
         .collect();
+        for p in &all {
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "").unwrap();
+        }
         let mut sorted = all.clone();
         sorted.sort();
         // One folder: its walk is already in order.
