@@ -194,7 +194,7 @@ pub fn report(
     let mut checked = None;
     if let (Some(check), Some(path)) = (checked_rows, &outputs.baseline) {
         let (verdict, places) = check
-            .finish()
+            .into_verdict()
             .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         let name = path.display().to_string();
         let mut out = anstream::stdout().lock();
@@ -279,7 +279,7 @@ impl<'a> BaselineCheck<'a> {
     }
 
     /// The verdict over every case, and where each regression's case is.
-    fn finish(self) -> Result<(baseline::Verdict, Places), String> {
+    fn into_verdict(self) -> Result<(baseline::Verdict, Places), String> {
         match self.error {
             Some(e) => Err(e),
             None => Ok((self.verdict, self.places)),

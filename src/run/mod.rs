@@ -620,8 +620,8 @@ fn judge_read(
     let mut io_errors = Vec::new();
     // Ad-hoc cases have no golden: nothing to compare, nothing pending to write.
     let (golden, pending_written) = match golden {
-        Some(read) if case.gated => compare_golden(options, case, events, read, &mut io_errors),
-        _ => (Comparison::Ungated, false),
+        Some(read) => compare_golden(options, case, events, read, &mut io_errors),
+        None => (Comparison::Ungated, false),
     };
     if let Some(dir) = &options.traces {
         let path = dir.join(format!("{}.jsonl", case.id));

@@ -43,14 +43,14 @@ pub(super) fn check(s: &Scenario, cases: &[(String, Config, Expect)]) -> Vec<Pro
             Some(tool.latency_ms),
         );
         for (j, o) in tool.outcomes.iter().enumerate() {
-            let path = || [t(), vec![key("outcomes"), Seg::Index(j)]].concat();
-            latency(&mut out, || at(&path(), &["latency_ms"]), o.latency_ms);
-            tool_output(&mut out, &path, o);
+            outcome(
+                &mut out,
+                &|| [t(), vec![key("outcomes"), Seg::Index(j)]].concat(),
+                o,
+            );
         }
         if let Some(d) = &tool.default {
-            let path = || at(&t(), &["default"]);
-            latency(&mut out, || at(&path(), &["latency_ms"]), d.latency_ms);
-            tool_output(&mut out, &path, d);
+            outcome(&mut out, &|| at(&t(), &["default"]), d);
         }
     }
 
@@ -79,7 +79,7 @@ pub(super) fn check(s: &Scenario, cases: &[(String, Config, Expect)]) -> Vec<Pro
             });
         }
     }
-    for (place, turn, _) in replies(m) {
+    for (place, turn) in replies(m) {
         latency(&mut out, || place.at(&["latency_ms"]), turn.latency_ms);
         reply(&mut out, place, turn);
     }
@@ -138,20 +138,25 @@ impl ReplyAt {
     pub(super) fn at(self, more: &[&str]) -> Vec<Seg> {
         at(&self.path(), more)
     }
+
+    /// A turn (not a rule's reply)?
+    pub(super) fn is_turn(self) -> bool {
+        matches!(self, Self::Turn(_))
+    }
 }
 
-/// Every scripted reply with where it is: the turns (`true`), then the rules' replies.
-pub(super) fn replies(m: &ModelScript) -> impl Iterator<Item = (ReplyAt, &TurnDef, bool)> {
+/// Every scripted reply with where it is: the turns, then the rules' replies.
+pub(super) fn replies(m: &ModelScript) -> impl Iterator<Item = (ReplyAt, &TurnDef)> {
     let turns = m
         .turns
         .iter()
         .enumerate()
-        .map(|(i, t)| (ReplyAt::Turn(i), t, true));
+        .map(|(i, t)| (ReplyAt::Turn(i), t));
     let rules = m
         .rules
         .iter()
         .enumerate()
-        .map(|(i, r)| (ReplyAt::Rule(i), &r.reply, false));
+        .map(|(i, r)| (ReplyAt::Rule(i), &r.reply));
     turns.chain(rules)
 }
 
@@ -166,6 +171,12 @@ fn latency(out: &mut Vec<Problem>, path: impl FnOnce() -> Vec<Seg>, ms: Option<u
             "virtual time is in milliseconds; a run may take at most 24 hours of it",
         ));
     }
+}
+
+/// A tool outcome's latency and output past their limits.
+fn outcome(out: &mut Vec<Problem>, path: &dyn Fn() -> Vec<Seg>, o: &OutcomeDef) {
+    latency(out, || at(&path(), &["latency_ms"]), o.latency_ms);
+    tool_output(out, path, o);
 }
 
 fn tool_output(out: &mut Vec<Problem>, path: &dyn Fn() -> Vec<Seg>, o: &OutcomeDef) {

@@ -130,7 +130,7 @@ impl Checker {
             }
         }
         // The loop reads actions from the reply text; structured calls would go unseen.
-        for (at, turn, _) in super::bounds::replies(&s.model) {
+        for (at, turn) in super::bounds::replies(&s.model) {
             if !turn.tool_calls.is_empty() {
                 self.report(
                     at.at(&["tool_calls"]),
@@ -342,7 +342,7 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
     }
     let mut known: Vec<&str> = names.clone();
     known.extend(m.unregistered_tools.iter().map(String::as_str));
-    for (at, turn, is_turn) in super::bounds::replies(m) {
+    for (at, turn) in super::bounds::replies(m) {
         if turn.repeat == 0 {
             c.report(
                 at.at(&["repeat"]),
@@ -350,7 +350,7 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
                 Some("use 1 or more, or delete the turn".to_owned()),
             );
         }
-        if !is_turn && turn.repeat != 1 {
+        if !at.is_turn() && turn.repeat != 1 {
             c.report(
                 at.at(&["repeat"]),
                 "`repeat` belongs to turns; a rule fires as long as its conditions hold".to_owned(),

@@ -228,6 +228,23 @@ pub fn read_inside_checked(
     Ok(read_text(file, meta.len(), path, what, max))
 }
 
+/// The bytes of a regular file opened for reading, `len` bytes long when opened: at most
+/// `max` of them, a larger file (or one that grew past `max` while read) being an error of
+/// kind [`io::ErrorKind::FileTooLarge`] that names `what`. One read of the whole file and one
+/// that finds its end: `take` hides the size from `read_to_end`, which would otherwise start
+/// small and double.
+pub(super) fn read_bounded(file: File, len: u64, what: &str, max: u64) -> io::Result<Vec<u8>> {
+    let too_large = |len: u64| match crate::limits::file_too_large(what, len, max) {
+        Some(message) => Err(io::Error::new(io::ErrorKind::FileTooLarge, message)),
+        None => Ok(()),
+    };
+    too_large(len)?;
+    let mut bytes = Vec::with_capacity(usize::try_from(len).map_or(0, |n| n.saturating_add(1)));
+    file.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
+    too_large(len.max(bytes.len() as u64))?;
+    Ok(bytes)
+}
+
 /// The text of a regular file opened for reading, `len` bytes long when opened, as `what`.
 fn read_text(
     file: File,
@@ -236,14 +253,7 @@ fn read_text(
     what: &str,
     max: u64,
 ) -> io::Result<Option<String>> {
-    if let Some(message) = crate::limits::file_too_large(what, len, max) {
-        return Err(io::Error::new(io::ErrorKind::FileTooLarge, message));
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(len).map_or(0, |n| n.saturating_add(1)));
-    file.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
-    if let Some(message) = crate::limits::file_too_large(what, bytes.len() as u64, max) {
-        return Err(io::Error::new(io::ErrorKind::FileTooLarge, message));
-    }
+    let bytes = read_bounded(file, len, what, max)?;
     String::from_utf8(bytes).map(Some).map_err(|_| {
         refused(format!(
             "{} is not valid UTF-8; {what}s are text written by harness",

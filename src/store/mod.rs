@@ -374,7 +374,7 @@ where
     let mut out = Vec::new();
     // Files are sorted by the hash of their id; only those whose hash another file shares are
     // looked at again, so a large run holds 16 bytes a file here, not its id and path.
-    let mut keys: Vec<(u64, u32)> = Vec::new();
+    let mut keys: Vec<(u64, usize)> = Vec::new();
     for (i, f) in files.clone().into_iter().enumerate() {
         let f = f.as_ref();
         let id = layout.id_of(f);
@@ -388,10 +388,10 @@ where
         }
         let mut h = DefaultHasher::new();
         id.hash(&mut h);
-        keys.push((h.finish(), u32::try_from(i).unwrap_or(u32::MAX)));
+        keys.push((h.finish(), i));
     }
     keys.sort_unstable();
-    let mut suspects: Vec<u32> = keys
+    let mut suspects: Vec<usize> = keys
         .chunk_by(|a, b| a.0 == b.0)
         .filter(|same| same.len() > 1)
         .flat_map(|same| same.iter().map(|(_, i)| *i))
@@ -401,10 +401,7 @@ where
     let mut by_id: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
     if !suspects.is_empty() {
         for (i, f) in files.into_iter().enumerate() {
-            if suspects
-                .binary_search(&u32::try_from(i).unwrap_or(u32::MAX))
-                .is_ok()
-            {
+            if suspects.binary_search(&i).is_ok() {
                 let f = f.as_ref();
                 by_id.entry(layout.id_of(f)).or_default().push(f.to_owned());
             }
@@ -455,20 +452,8 @@ pub fn walk_files_with_ext(dir: &Path, ext: &str) -> impl Iterator<Item = PathBu
 /// A FIFO, device or folder is refused (kind [`io::ErrorKind::InvalidInput`]) without waiting
 /// on it.
 pub fn read_input(path: &Path, what: &str, max: u64) -> io::Result<Vec<u8>> {
-    use std::io::Read as _;
     let (file, len) = guard::open_regular_sized(path, what)?;
-    let too_large = |len: u64| match crate::limits::file_too_large(what, len, max) {
-        Some(message) => Err(io::Error::new(io::ErrorKind::FileTooLarge, message)),
-        None => Ok(()),
-    };
-    too_large(len)?;
-    // One read of the whole file and one that finds its end, whatever its size: `take` hides
-    // the size from `read_to_end`, which would otherwise start small and double.
-    let mut bytes = Vec::with_capacity(usize::try_from(len).map_or(0, |n| n.saturating_add(1)));
-    file.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
-    // A file that grew while it was read.
-    too_large(len.max(bytes.len() as u64))?;
-    Ok(bytes)
+    guard::read_bounded(file, len, what, max)
 }
 
 /// [`read_input`] as text; invalid UTF-8 is an error of kind [`io::ErrorKind::InvalidData`]

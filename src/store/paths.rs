@@ -71,8 +71,9 @@ impl PathList {
         }
     }
 
-    /// Bytes the list holds (its buffers' capacities), for the benchmarks.
-    pub fn heap_bytes(&self) -> usize {
+    /// Bytes the list holds (its buffers' capacities).
+    #[cfg(test)]
+    fn heap_bytes(&self) -> usize {
         self.data.capacity() + self.last.capacity()
     }
 }
