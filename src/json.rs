@@ -7,8 +7,17 @@ use serde_json::Value;
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-/// Canonical form: object keys sorted byte-wise, recursively; arrays keep their order; numbers
-/// use serde_json's `Display` (so `1` and `1.0` differ); strings are JSON-escaped.
+/// `value` with every object's keys sorted byte-wise, recursively (arrays keep their order):
+/// the form recorded requests are stored and compared in.
+pub fn sorted(value: &Value) -> Value {
+    let mut v = value.clone();
+    v.sort_all_objects();
+    v
+}
+
+/// Canonical form: the compact JSON text of [`sorted`] (`serde_json::to_string(&sorted(v))`,
+/// a test checks it), written without building the sorted copy. Numbers use serde_json's
+/// `Display` (so `1` and `1.0` differ).
 ///
 /// Equality of canonical forms is what the duplicate tracker and the reflex detector compare.
 pub fn canonical(value: &Value) -> String {
@@ -183,6 +192,17 @@ mod tests {
             canonical(&json!({"cmd": ""})),
             canonical(&json!({"cmd": " "}))
         );
+    }
+
+    #[test]
+    fn canonical_is_the_text_of_the_sorted_value() {
+        for v in [
+            json!({"b": 1, "a": [{"d": 1.0, "c": "\u{7}\n"}], "A": null}),
+            json!([{"z": {"y": true, "x": -0.5}}, "é", 1e300]),
+            json!("plain"),
+        ] {
+            assert_eq!(canonical(&v), serde_json::to_string(&sorted(&v)).unwrap());
+        }
     }
 
     #[test]

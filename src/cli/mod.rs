@@ -562,9 +562,8 @@ fn execute(cli: Cli) -> anyhow::Result<u8> {
                 ("--traces", &traces),
                 ("--pending-dir", &outputs.pending_dir),
             ] {
-                if let Some(dir) = dir
-                    && let Err(e) = store::writable_folder(dir)
-                {
+                let Some(dir) = dir else { continue };
+                if let Err(e) = store::writable_folder(dir) {
                     return Ok(bad_usage(&format!(
                         "cannot write into {flag} {}: {e}\n  hint: name a folder harness may create and write",
                         dir.display()

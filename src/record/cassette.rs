@@ -313,23 +313,6 @@ impl Exchange {
     }
 }
 
-/// Sort object keys recursively: the canonical form requests are stored and compared in.
-pub fn canonical(v: &Value) -> Value {
-    match v {
-        Value::Object(o) => {
-            let mut keys: Vec<&String> = o.keys().collect();
-            keys.sort();
-            Value::Object(
-                keys.into_iter()
-                    .map(|k| (k.clone(), canonical(&o[k])))
-                    .collect(),
-            )
-        }
-        Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
-        other => other.clone(),
-    }
-}
-
 /// A cassette file that cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadError {
@@ -542,10 +525,6 @@ mod tests {
             parse("{\"version\": 1}")
                 .err()
                 .is_some_and(|e| e.message.contains("missing field"))
-        );
-        assert_eq!(
-            canonical(&json!({"b": 1, "a": [{"d": 1, "c": 2}]})).to_string(),
-            r#"{"a":[{"c":2,"d":1}],"b":1}"#
         );
     }
 

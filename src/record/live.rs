@@ -9,9 +9,9 @@
 
 use super::cassette::{
     Exchange, HEADER_ALLOW_LIST, Outcome, TimedEvent, TransportError, TransportKind, UsageRecord,
-    canonical,
 };
 use super::scrub::Scrubber;
+use crate::json::sorted;
 use crate::llm::{FaultKind, Model, ModelError, ModelRequest, ModelResponse, ScriptError};
 use crate::policy::RetryConfig;
 use crate::provider::{Provider, WireOptions};
@@ -268,7 +268,7 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
 /// Scrub an exchange for the cassette: request, body, events, error text.
 pub fn scrub_exchange(scrubber: &Scrubber, ex: &mut Exchange) {
     scrubber.scrub_value(&mut ex.request);
-    ex.request = canonical(&ex.request);
+    ex.request = sorted(&ex.request);
     for v in ex.headers.values_mut() {
         *v = scrubber.scrub(v);
     }

@@ -4,9 +4,10 @@
 //! way, and compared as JSON (key order and the volatile fields ignored); a miss stops the run
 //! and explains itself: the nearest recorded request and a diff of what changed.
 
-use super::cassette::{Cassette, Exchange, canonical};
+use super::cassette::{Cassette, Exchange};
 use super::live::{answer, scrub_exchange, stop};
 use super::scrub::{REDACTED, Scrubber};
+use crate::json::sorted;
 use crate::llm::{Model, ModelError, ModelRequest, ModelResponse};
 use crate::provider::WireOptions;
 use serde_json::Value;
@@ -250,7 +251,7 @@ pub fn ignore_paths(extra: &[String]) -> Vec<Vec<String>> {
 
 /// A request as the strict match compares it: canonical, the ignored paths removed.
 pub fn strip(v: &Value, ignore: &[Vec<String>]) -> Value {
-    let mut v = canonical(v);
+    let mut v = sorted(v);
     for path in ignore {
         remove(&mut v, path);
     }

@@ -399,8 +399,10 @@ pub fn exec(args: &ExecArgs, layout: &Layout, outputs: &Outputs) -> anyhow::Resu
     if let Err(e) = check_label(&args.label) {
         return Ok(bad_usage(&e));
     }
-    if let Some(p) = &args.expect
-        && crate::policy::Config::profile(p).is_none()
+    if let Some(p) = args
+        .expect
+        .as_ref()
+        .filter(|p| crate::policy::Config::profile(p).is_none())
     {
         return Ok(bad_usage(&format!(
             "unknown profile `{p}`\n  hint: known profiles: {}",

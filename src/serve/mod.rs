@@ -879,10 +879,15 @@ fn restore_calls(c: &Conversation, request: &mut WireRequest) -> bool {
                     .peek()
                     .filter(|n| n.role == Role::User && steps_from_start(&n.content))
                     .map(|n| n.content.trim().to_owned());
-                if let (Some(r), Some(outcome)) = (served, outcome)
-                    && m.tool_calls.is_empty()
-                    && !r.tool_calls.is_empty()
-                {
+                let folded = match (served, outcome) {
+                    (Some(r), Some(outcome))
+                        if m.tool_calls.is_empty() && !r.tool_calls.is_empty() =>
+                    {
+                        Some((r, outcome))
+                    }
+                    _ => None,
+                };
+                if let Some((r, outcome)) = folded {
                     messages.next();
                     m.tool_calls = r.tool_calls.clone();
                     out.push(m);

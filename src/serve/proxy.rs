@@ -19,10 +19,11 @@
 use super::http::{Running, Signals, Timeouts, read_body, render};
 use super::replay::{reply_of, served_ids};
 use super::{Api, Body, Hints, Last, Thread, continues, first_user, read_text_protocol, refusal};
+use crate::json::sorted;
 use crate::provider::{Provider, SseEvent};
 use crate::record::cassette::{
     self, AgentRecord, Cassette, Exchange, HEADER_ALLOW_LIST, ReplayOptions, TimedEvent,
-    TransportError, TransportKind, canonical,
+    TransportError, TransportKind,
 };
 use crate::record::live::{error_chain, scrub_exchange, usage_of};
 use crate::record::scrub::Scrubber;
@@ -584,7 +585,7 @@ pub fn cassette_of(
         .map(|(n, &i)| {
             let mut ex = slots[i].exchange.clone();
             ex.call = n as u32 + 1;
-            ex.request = canonical(&ex.request);
+            ex.request = sorted(&ex.request);
             if !slots[i].done {
                 ex.error = Some(TransportError {
                     kind: TransportKind::Cut,
