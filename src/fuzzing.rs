@@ -79,8 +79,8 @@ fn round_trip<T>(
 pub fn baseline(data: &[u8]) -> bool {
     round_trip(
         data,
-        crate::gate::baseline::parse,
-        crate::gate::baseline::render,
+        crate::verdict::baseline::parse,
+        crate::verdict::baseline::render,
     )
 }
 

@@ -32,7 +32,7 @@
 //! and `cli` touch the outside.
 //!
 //! `gate` is the CI regression gate around a run: selection and shards (`select`, pure, also
-//! used by `run`), repeats (`results::repeat`), metric baselines (`gate::baseline`, pure),
+//! used by `run`), repeats (`results::repeat`), metric baselines (`verdict::baseline`, pure),
 //! and the outputs made from collected results — JSON results, JUnit, GitHub annotations and
 //! job summary (`report::{json, junit, github}`) — which `harness merge` rebuilds from shards.
 //!
@@ -80,12 +80,13 @@
 pub mod cli;
 pub mod detector;
 pub mod engine;
+pub mod exec;
 pub mod expect;
 pub mod fuzzing;
-pub mod gate;
+pub mod verdict;
 pub mod import;
 pub mod json;
-pub mod kinds;
+pub mod vocabulary;
 pub mod limits;
 pub mod llm;
 pub mod metrics;
@@ -103,6 +104,6 @@ pub mod serve;
 pub mod snapshot;
 pub mod store;
 pub mod sweep;
-pub mod text;
+pub mod escape;
 pub mod tool;
 pub mod trace;

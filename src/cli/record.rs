@@ -2,7 +2,8 @@
 //! optional trace and metrics files, map outcomes to exit codes. Everything printed has been
 //! scrubbed (the trace is built from scrubbed exchanges; refusals are scrubbed here).
 
-use crate::record::{PromoteArgs, RecordArgs, Refusal, scrubber};
+use super::args::{LintArgs, PromoteArgs, RecordArgs};
+use crate::record::{Refusal, scrubber};
 use crate::report::MetricsCsv;
 use crate::results::{CaseResult, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, FileResult, Reporter};
 use crate::snapshot::Comparison;
@@ -19,8 +20,8 @@ fn refused(r: &Refusal, extra_var: Option<&str>) -> anyhow::Result<u8> {
 }
 
 /// `harness record`.
-pub fn record(args: &RecordArgs, layout: &Layout, ci: bool) -> anyhow::Result<u8> {
-    let r = match crate::record::record(args, layout, ci) {
+pub(super) fn record(args: &RecordArgs, layout: &Layout, ci: bool) -> anyhow::Result<u8> {
+    let r = match crate::record::record(&args.options(), layout, ci) {
         Ok(r) => r,
         Err(e) => return refused(&e, args.api_key_env.as_deref()),
     };
@@ -81,7 +82,7 @@ pub fn record(args: &RecordArgs, layout: &Layout, ci: bool) -> anyhow::Result<u8
 }
 
 /// `harness trace CASSETTE`: the replayed trace; a drifted request is reported (exit 1).
-pub fn trace(layout: &Layout, path: &std::path::Path, jsonl: bool) -> anyhow::Result<u8> {
+pub(super) fn trace(layout: &Layout, path: &std::path::Path, jsonl: bool) -> anyhow::Result<u8> {
     let r = match crate::record::replay(layout, path) {
         Ok(r) => r,
         Err(e) => return refused(&e, None),
@@ -104,13 +105,13 @@ pub fn trace(layout: &Layout, path: &std::path::Path, jsonl: bool) -> anyhow::Re
 }
 
 /// `harness promote`.
-pub fn promote(args: &PromoteArgs) -> anyhow::Result<u8> {
+pub(super) fn promote(args: &PromoteArgs) -> anyhow::Result<u8> {
     let agent = crate::record::load_cassette(&args.cassette)
         .ok()
         .filter(|(c, _)| c.agent.is_some());
     let written = match agent {
         Some((c, _)) => promote_agent(args, &c),
-        None => crate::record::promote_command(args),
+        None => crate::record::promote_command(&args.cassette, args.out.as_deref()),
     };
     match written {
         Ok(path) => {
@@ -155,4 +156,28 @@ fn promote_agent(
     });
     crate::record::write_promoted(&promoted, &out)?;
     Ok(out)
+}
+
+/// `harness lint`: the given paths, else the project's own folders (scenarios, fixtures,
+/// goldens) wherever it is run from.
+pub(super) fn lint(args: &LintArgs, setup: &super::Setup) -> anyhow::Result<u8> {
+    let mut paths = args.paths.clone();
+    if paths.is_empty() {
+        let root = setup
+            .project
+            .as_ref()
+            .map_or(std::path::PathBuf::new(), |p| p.root.clone());
+        paths = [
+            setup.layout.scenarios.clone(),
+            crate::store::normalise(&root.join("fixtures")),
+            setup.layout.snapshots.clone(),
+        ]
+        .into_iter()
+        .filter(|p| p.exists())
+        .collect();
+    }
+    Ok(crate::record::lint_command(
+        &paths,
+        &mut anstream::stdout().lock(),
+    )?)
 }

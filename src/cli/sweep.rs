@@ -1,109 +1,15 @@
 //! `harness sweep` and `harness import`: argument handling and output for the detector sweep
 //! (`crate::sweep`) and the transcript importers (`crate::import`).
 
+use super::args::{ImportArgs, ImportAs, SweepArgs};
 use crate::detector::{self, Setting};
-use crate::import::{self, Format, ImportError};
+use crate::import::{self, ImportError};
 use crate::results::{EXIT_BAD_INPUT, EXIT_OK};
 use crate::store;
 use crate::sweep::{self, Options, labels};
 use anyhow::Context as _;
 use std::io::{IsTerminal as _, Write};
-use std::path::{Path, PathBuf};
-
-/// Arguments of `harness sweep`.
-#[derive(Debug, clap::Args)]
-pub(super) struct SweepArgs {
-    /// Transcript, imported-trace and scenario files or folders (formats detected per file).
-    #[arg(required = true)]
-    paths: Vec<PathBuf>,
-    /// Detector settings: `ID` (its default sweep), `ID:param=v1,v2:other=v3` (a grid; `2..6`
-    /// is a range), or `all`. Repeatable.
-    #[arg(long = "detector", value_name = "SPEC", default_value = "all")]
-    detectors: Vec<String>,
-    /// Write one CSV row per (detector, parameters).
-    #[arg(long, value_name = "FILE.csv")]
-    out: Option<PathBuf>,
-    /// Write the trade-off plot (SVG).
-    #[arg(long, value_name = "FILE.svg")]
-    plot: Option<PathBuf>,
-    /// Stuck labels (JSON lines: run, stuck, loop_start, note); runs it does not name get the
-    /// heuristic's label.
-    #[arg(long, value_name = "FILE")]
-    labels: Option<PathBuf>,
-    /// Write one CSV row per (run, setting) that fired: where, the verdict, and whether it
-    /// was a catch or a false alarm — to review what a setting fires on.
-    #[arg(long, value_name = "FILE.csv")]
-    fires: Option<PathBuf>,
-    /// Write every run's heuristic label (JSON lines) for review.
-    #[arg(long, value_name = "FILE")]
-    write_labels: Option<PathBuf>,
-    /// Write the sweep as a page: the plot per detector, each point opening the runs it fired
-    /// on.
-    #[arg(long, value_name = "FILE.html")]
-    html: Option<PathBuf>,
-    /// Read every transcript as this format instead of detecting it.
-    #[arg(long, value_name = "FORMAT", value_parser = format_name)]
-    format: Option<Format>,
-    /// Worker threads (default: the machine's cores; at most 256).
-    #[arg(short, long, value_name = "N", value_parser = super::jobs_parser())]
-    jobs: Option<usize>,
-}
-
-/// Arguments of `harness import`.
-#[derive(Debug, clap::Args)]
-pub(super) struct ImportArgs {
-    /// Transcript files or folders (JSON, `.traj`; `.jsonl` for one run a line). Run ids
-    /// name the file by its path below the folder given (its name, for a file given).
-    #[arg(required = true)]
-    files: Vec<PathBuf>,
-    /// The format (detected per file when absent).
-    #[arg(long, value_name = "FORMAT", value_parser = format_name)]
-    format: Option<Format>,
-    /// Folder to write one file per run into: `<run id>.jsonl` (a trace) or `<run id>.toml`
-    /// (a scenario).
-    #[arg(long, value_name = "DIR")]
-    out: PathBuf,
-    /// What each run becomes: its trace (for `sweep` and `trace`), or a scenario that replays
-    /// it through the loop engine under any profile (the recorded answers as the model's
-    /// turns, the tool results as outcomes by arguments or call order, later user messages as
-    /// follow-ups).
-    #[arg(long = "as", value_enum, default_value_t = ImportAs::Trace, value_name = "KIND")]
-    as_: ImportAs,
-}
-
-/// What `harness import` writes for each run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(super) enum ImportAs {
-    /// Its trace as JSON lines.
-    Trace,
-    /// An editable scenario (TOML).
-    Scenario,
-}
-
-impl ImportAs {
-    /// The extension of the file written for a run.
-    fn extension(self) -> &'static str {
-        match self {
-            Self::Trace => "jsonl",
-            Self::Scenario => "toml",
-        }
-    }
-
-    /// What the summary counts.
-    fn noun(self) -> &'static str {
-        match self {
-            Self::Trace => "run(s)",
-            Self::Scenario => "scenario(s)",
-        }
-    }
-}
-
-fn format_name(s: &str) -> Result<Format, String> {
-    Format::parse(s).ok_or_else(|| {
-        let all: Vec<&str> = Format::ALL.iter().map(|f| f.as_str()).collect();
-        format!("unknown format `{s}`; known formats: {}", all.join(", "))
-    })
-}
+use std::path::Path;
 
 fn report_error(err: &mut impl Write, path: &Path, e: &ImportError) -> std::io::Result<()> {
     writeln!(

@@ -332,8 +332,8 @@ impl Loop<'_> {
         // Expectations are validated against these catalogues: an id or action missing there
         // could never be asked for.
         debug_assert!(
-            crate::kinds::INTERVENTION_SOURCES.contains(&source) || actions.is_empty(),
-            "policy `{source}` is missing from kinds::INTERVENTION_SOURCES"
+            crate::vocabulary::INTERVENTION_SOURCES.contains(&source) || actions.is_empty(),
+            "policy `{source}` is missing from vocabulary::INTERVENTION_SOURCES"
         );
         for action in actions {
             match action {
@@ -343,8 +343,8 @@ impl Loop<'_> {
                     tool,
                 } => {
                     debug_assert!(
-                        crate::kinds::INTERVENTION_ACTIONS.contains(&action),
-                        "action `{action}` is missing from kinds::INTERVENTION_ACTIONS"
+                        crate::vocabulary::INTERVENTION_ACTIONS.contains(&action),
+                        "action `{action}` is missing from vocabulary::INTERVENTION_ACTIONS"
                     );
                     self.emit(Event::Intervention {
                         policy: source.to_owned(),

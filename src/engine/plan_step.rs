@@ -336,7 +336,7 @@ impl PlanLoop<'_> {
     }
 
     fn intervene(&mut self, stage: u8, action: &str) {
-        debug_assert!(crate::kinds::INTERVENTION_ACTIONS.contains(&action));
+        debug_assert!(crate::vocabulary::INTERVENTION_ACTIONS.contains(&action));
         self.emit(Event::Intervention {
             policy: SOURCE.to_owned(),
             stage,

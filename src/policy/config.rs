@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
-pub use crate::kinds::Prices;
+pub use crate::vocabulary::Prices;
 
 impl RetryRule {
     /// No retry: the error ends the run.

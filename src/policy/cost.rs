@@ -4,7 +4,7 @@
 //! — and a stop at the cap). A token cap (IronClaw's job budget) ends the run the same way.
 
 use super::{Action, CostConfig, LoopView, Policy, fill};
-use crate::kinds::OutcomeKind;
+use crate::vocabulary::OutcomeKind;
 
 pub(super) struct CostGuard {
     config: CostConfig,

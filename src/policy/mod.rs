@@ -26,7 +26,7 @@ pub use config::*;
 pub use duplicate::Tracker;
 pub use reflex::{DetectorAction, Fingerprint, ReflexDetector, Stage};
 
-use crate::kinds::OutcomeKind;
+use crate::vocabulary::OutcomeKind;
 use crate::llm::{ModelResponse, Role, ToolSpec};
 use serde_json::Value;
 

@@ -6,7 +6,7 @@
 
 use super::say;
 use super::{Action, LoopView, Policy, RecoveryConfig};
-use crate::kinds::OutcomeKind;
+use crate::vocabulary::OutcomeKind;
 use crate::llm::{Anomaly, ModelResponse};
 use serde_json::Value;
 

@@ -110,14 +110,13 @@ impl ReplayOptions {
 }
 
 /// Latency on replay (`harness proxy --delay` takes `recorded` or `zero`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Delay {
     /// As measured when recording.
     #[default]
     Recorded,
     /// Multiplied by `scale` (set in the cassette, with its factor).
-    #[value(skip)]
     Scaled,
     /// None: the virtual clock stands still.
     Zero,

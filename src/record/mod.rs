@@ -43,7 +43,7 @@ pub fn is_cassette(path: &Path) -> bool {
 }
 
 /// VCR's record modes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RecordMode {
     /// Never contact the provider: replay the cassette (the only mode when `CI` is set).
     None,
@@ -55,71 +55,35 @@ pub enum RecordMode {
     All,
 }
 
-/// `harness record` arguments.
-#[derive(Debug, Clone, clap::Args)]
-pub struct RecordArgs {
+/// What `harness record` records: a scenario's case against a provider, into a cassette.
+#[derive(Debug, Clone)]
+pub struct RecordOptions {
     /// The scenario to run live (its tools answer from their scripted outcomes).
     pub scenario: PathBuf,
-    /// Wire format of the provider: `openai` (and OpenAI-compatible servers) or `anthropic`.
-    #[arg(long, value_name = "openai|anthropic")]
+    /// Wire format of the provider.
     pub provider: Provider,
     /// Model name sent to the provider.
-    #[arg(long, value_name = "NAME")]
     pub model: String,
-    /// Base URL as the official SDKs take it (e.g. `http://127.0.0.1:8000/v1` for an
-    /// OpenAI-compatible server).
-    #[arg(long, value_name = "URL")]
+    /// Base URL as the official SDKs take it (default: the provider's own).
     pub base_url: Option<String>,
     /// Ask for streamed (SSE) responses.
-    #[arg(long)]
     pub stream: bool,
     /// Record the scenario's case under this profile (its own, or one it compares with).
-    #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,
-    /// The cassette (default: `fixtures/cassettes/<scenario>.cassette.json` beside the scenario).
-    #[arg(long, value_name = "FILE")]
+    /// The cassette (default: [`default_out`]).
     pub out: Option<PathBuf>,
-    /// Environment variable holding the key (default `OPENAI_API_KEY` / `ANTHROPIC_API_KEY`).
-    #[arg(long, value_name = "VAR")]
+    /// Environment variable holding the key (default: the provider's).
     pub api_key_env: Option<String>,
-    /// `none`, `once` (default), `new` or `all`; `CI` forces `none`.
-    #[arg(long, value_enum, default_value = "once")]
+    /// When to contact the provider; `CI` forces [`RecordMode::None`].
     pub record_mode: RecordMode,
-    /// Output token limit to send (Anthropic requires one: 4096 by default).
-    #[arg(long, value_name = "N")]
+    /// Output token limit to send.
     pub max_tokens: Option<u32>,
     /// Timeout of one request, in milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 120_000)]
     pub timeout_ms: u64,
-    /// Longest real wait before a retry, in milliseconds (the trace keeps the virtual wait).
-    #[arg(long, value_name = "MS", default_value_t = 60_000)]
+    /// Longest real wait before a retry, in milliseconds.
     pub max_wait_ms: u64,
-    /// A request field strict replay ignores (repeatable; `messages/*/name`).
-    #[arg(long, value_name = "PATH")]
+    /// Request fields strict replay ignores.
     pub ignore: Vec<String>,
-    /// Also write the run's trace as JSON lines into this folder (`DIR/<id>.jsonl`).
-    #[arg(long, value_name = "DIR")]
-    pub traces: Option<PathBuf>,
-    /// Also write the run's metrics row as CSV.
-    #[arg(long, value_name = "FILE")]
-    pub metrics: Option<PathBuf>,
-}
-
-/// `harness promote` arguments.
-#[derive(Debug, Clone, clap::Args)]
-pub struct PromoteArgs {
-    /// The cassette.
-    pub cassette: PathBuf,
-    /// The scenario to write (default: `<scenario>.promoted.toml` beside the recorded scenario).
-    #[arg(long, value_name = "FILE")]
-    pub out: Option<PathBuf>,
-}
-
-/// `harness lint` arguments.
-#[derive(Debug, Clone, clap::Args)]
-pub struct LintArgs {
-    /// Files and folders (default: `scenarios`, `fixtures` and `snapshots`, those that exist).
-    pub paths: Vec<PathBuf>,
 }
 
 /// A problem that ends a command with exit code 2: what, and a hint.
@@ -576,7 +540,7 @@ pub struct Recorded {
 }
 
 /// `harness record`.
-pub fn record(args: &RecordArgs, layout: &Layout, ci: bool) -> Result<Recorded, Refusal> {
+pub fn record(args: &RecordOptions, layout: &Layout, ci: bool) -> Result<Recorded, Refusal> {
     let out = args
         .out
         .clone()
@@ -836,9 +800,10 @@ pub fn check_base_url(base: &str) -> Result<(), Refusal> {
     Ok(())
 }
 
-/// `harness promote`: write the promoted scenario; its path.
-pub fn promote_command(args: &PromoteArgs) -> Result<PathBuf, Refusal> {
-    let (c, scenario_file) = read_cassette(&args.cassette, None)?;
+/// `harness promote` of a scenario's cassette: write the promoted scenario (to `out`, else
+/// `<scenario>.promoted.toml` beside the recorded scenario); its path.
+pub fn promote_command(cassette: &Path, out: Option<&Path>) -> Result<PathBuf, Refusal> {
+    let (c, scenario_file) = read_cassette(cassette, None)?;
     let text = store::read_input_text(
         &scenario_file,
         "scenario",
@@ -859,8 +824,8 @@ pub fn promote_command(args: &PromoteArgs) -> Result<PathBuf, Refusal> {
         message: d.message,
         hint: d.hint.unwrap_or_default(),
     })?;
-    let promoted = promote::promote(&c, s, &args.cassette.display().to_string());
-    let out = args.out.clone().unwrap_or_else(|| {
+    let promoted = promote::promote(&c, s, &cassette.display().to_string());
+    let out = out.map(Path::to_path_buf).unwrap_or_else(|| {
         let stem = scenario_file
             .file_stem()
             .and_then(|s| s.to_str())
@@ -933,16 +898,17 @@ fn prune(v: &mut serde_json::Value) {
     }
 }
 
-/// `harness lint`: the exit code.
-pub fn lint_command(args: &LintArgs, out: &mut dyn std::io::Write) -> std::io::Result<u8> {
-    let paths = if args.paths.is_empty() {
+/// `harness lint` of `paths` (default: `scenarios`, `fixtures` and `snapshots`, those that
+/// exist): the exit code.
+pub fn lint_command(paths: &[PathBuf], out: &mut dyn std::io::Write) -> std::io::Result<u8> {
+    let paths = if paths.is_empty() {
         ["scenarios", "fixtures", "snapshots"]
             .iter()
             .map(PathBuf::from)
             .filter(|p| p.exists())
             .collect()
     } else {
-        args.paths.clone()
+        paths.to_vec()
     };
     let (hits, errors) = lint::lint(&paths, &scrubber(None));
     lint::report(&hits, &errors, out)

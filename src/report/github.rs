@@ -19,8 +19,8 @@ pub fn escape_data(s: &str) -> String {
             '%' => out.push_str("%25"),
             '\r' => out.push_str("%0D"),
             '\n' => out.push_str("%0A"),
-            c if crate::text::is_unsafe(c) => {
-                out.push_str(&crate::text::escape_controls(&c.to_string()))
+            c if crate::escape::is_unsafe(c) => {
+                out.push_str(&crate::escape::escape_controls(&c.to_string()))
             }
             c => out.push(c),
         }
@@ -121,7 +121,7 @@ impl<W: Write> Reporter for Annotations<W> {
 
 /// Markdown cell text: pipes escaped, one line, control characters spelled out.
 fn cell(s: &str) -> String {
-    crate::text::escape_controls(&s.replace('|', "\\|").replace('\n', " ")).into_owned()
+    crate::escape::escape_controls(&s.replace('|', "\\|").replace('\n', " ")).into_owned()
 }
 
 /// The job summary: verdict and counts, failing cases, the metrics table per family and

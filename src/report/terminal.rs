@@ -12,7 +12,7 @@ use super::{Sums, Tally};
 use crate::results::FileResult;
 use crate::results::Reporter;
 use crate::snapshot::Comparison;
-use crate::text::{escape_controls as shown, escape_in_lines};
+use crate::escape::{escape_controls as shown, escape_in_lines};
 use anstyle::{AnsiColor, Style};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! [`Reporter`] that consumes them in order, `--repeat`'s folding of runs, and the exit codes.
 //!
 //! It sits below both the runner (`run`, which produces results) and the outputs (`report`,
-//! `gate`, `serve`, which consume them), so every arrow points down. Pure: no files, clocks or
+//! `verdict`, `exec`, which consume them), so every arrow points down. Pure: no files, clocks or
 //! threads.
 
 pub mod repeat;

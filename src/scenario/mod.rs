@@ -42,7 +42,7 @@ impl Diagnostic {
     /// `FILE:LINE:COL: message`, then `  hint: …` on a line of its own when there is one: a
     /// located error as the commands print it (after `error: `).
     pub fn located(&self, file: &std::path::Path) -> String {
-        use crate::text::{escape_controls, escape_in_lines};
+        use crate::escape::{escape_controls, escape_in_lines};
         let mut out = format!(
             "{}:{}:{}: {}",
             escape_controls(&file.display().to_string()),

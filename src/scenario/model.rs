@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
-pub use crate::kinds::{Decision, OutcomeKind, Prices};
+pub use crate::vocabulary::{Decision, OutcomeKind, Prices};
 
 /// The newest scenario format this build reads.
 pub const FORMAT_VERSION: u32 = 1;

@@ -36,12 +36,12 @@ impl Checker {
                     "write one: the {what} appears in traces, goldens and reports"
                 )),
             );
-        } else if let Some(c) = crate::text::first_unsafe(value) {
+        } else if let Some(c) = crate::escape::first_unsafe(value) {
             self.report(
                 path(),
                 format!(
                     "the {what} contains a control character ({})",
-                    crate::text::escape_controls(&c.to_string())
+                    crate::escape::escape_controls(&c.to_string())
                 ),
                 Some(
                     "names appear in goldens, reports and CI logs one line each: remove line breaks, escapes and other control characters"

@@ -1,11 +1,11 @@
 //! The values an expectation's `where` may ask for: what each event field can hold, read off
 //! the trace's own schema (types, enumerations) and the catalogues of defence ids and actions
-//! ([`crate::kinds`]). A value no event can carry would make `count = 0` hold for ever and any
+//! ([`crate::vocabulary`]). A value no event can carry would make `count = 0` hold for ever and any
 //! other count fail for ever, so it is refused when the scenario loads, with the nearest
 //! value. Pure.
 
 use super::locate::suggest;
-use crate::kinds::{INTERVENTION_ACTIONS, INTERVENTION_SOURCES};
+use crate::vocabulary::{INTERVENTION_ACTIONS, INTERVENTION_SOURCES};
 use crate::trace::Event;
 use serde_json::Value;
 use std::sync::OnceLock;

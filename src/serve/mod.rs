@@ -7,7 +7,8 @@
 //! offered and the messages it appended), and what was answered. It is pure: bytes in, a reply
 //! out. The wire formats are `provider/`'s (serving direction); the HTTP server is `http.rs`;
 //! how tool results are read as failed is `failure.rs`; the trace inferred from the exchanges
-//! is `infer.rs` (pure); the commands and the process they run are `cli.rs`.
+//! is `infer.rs` (pure). Sessions are driven by `crate::exec` (an agent command run against
+//! them, and the judging) and by the command line.
 //!
 //! **Conversations** are told apart by what the agent sends back, never by timing. Every id
 //! served is unique in the session and shaped as the provider's (`call_…`, `toolu_…`,
@@ -27,7 +28,6 @@
 //! messages (`Observation:\n…`, or `Call id: …\nError:\n…`), as smolagents does, is read as if
 //! it had used the wire's own call and result messages; the trace notes it once.
 
-pub mod cli;
 pub mod failure;
 pub mod http;
 pub mod infer;
@@ -49,7 +49,9 @@ use failure::FailureRules;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-pub use cli::{ExecArgs, ProxyArgs, ServeArgs};
+/// The key an agent command is handed when its environment sets none (neither the server nor
+/// a replay checks it; the SDKs refuse to start without one). The proxy never forwards it.
+pub const DUMMY_KEY: &str = "harness-dummy-key";
 
 /// Largest request body the server reads (larger ones are answered 413): the one figure of
 /// [`crate::limits::MAX_REQUEST_BODY_BYTES`].
@@ -113,19 +115,24 @@ pub struct Conversation {
     /// The first user message of its latest request, as sent.
     last_user: String,
     /// Where it is in its recording, when a cassette answers it.
-    pub tape: Option<TapePosition>,
+    pub replayed: Option<CassettePosition>,
 }
 
 /// Where a replayed conversation is in its cassette.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TapePosition {
-    /// Which cassette of the session's [`replay::Tapes`].
+pub struct CassettePosition {
+    /// Which cassette of the session's [`replay::Replay`].
     pub cassette: usize,
     /// The next recorded exchange.
     pub next: usize,
 }
 
 impl Conversation {
+    /// Its first user message, as its first request sent it: what orders conversations.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
     /// Where it diverged from its recording, if it did.
     pub fn divergence(&self) -> Option<&replay::Divergence> {
         self.exchanges.iter().find_map(|e| e.divergence.as_ref())
@@ -273,7 +280,7 @@ pub struct Session {
     /// Ids served so far: the next id's seed.
     minted: u64,
     /// Recorded conversations answer instead of the script (`harness exec CASSETTE`).
-    tapes: Option<replay::Tapes>,
+    replay: Option<replay::Replay>,
 }
 
 impl Session {
@@ -293,22 +300,22 @@ impl Session {
             conversations: Vec::new(),
             ids: BTreeMap::new(),
             minted: 0,
-            tapes: None,
+            replay: None,
         }
     }
 
     /// Serve recorded conversations: each conversation is answered from the cassette its
     /// first request binds it to ([`replay`]); `case` (the first cassette promoted) names the
     /// session and scripts nothing.
-    pub fn taped(case: Case, rules: FailureRules, tapes: replay::Tapes) -> Self {
+    pub fn replaying(case: Case, rules: FailureRules, replay: replay::Replay) -> Self {
         let mut s = Self::with_rules(case, rules);
-        s.tapes = Some(tapes);
+        s.replay = Some(replay);
         s
     }
 
     /// The recorded conversations served, when the session replays cassettes.
-    pub fn tapes(&self) -> Option<&replay::Tapes> {
-        self.tapes.as_ref()
+    pub fn replay(&self) -> Option<&replay::Replay> {
+        self.replay.as_ref()
     }
 
     /// The case served.
@@ -373,8 +380,8 @@ impl Session {
             .max()
             .unwrap_or(0);
         let iteration = if retry { done.max(1) } else { done + 1 };
-        let (reply, served, divergence) = if self.tapes.is_some() {
-            self.answer_taped(at, api, &value, &request, iteration)
+        let (reply, served, divergence) = if self.replay.is_some() {
+            self.answer_replayed(at, api, &value, &request, iteration)
         } else if iteration > self.cap {
             let message = format!(
                 "harness serve: the scenario's iteration cap ({}) is reached; no more answers in this conversation",
@@ -458,7 +465,7 @@ impl Session {
                     mock: MockState::default(),
                     calls: 0,
                     last_user: String::new(),
-                    tape: None,
+                    replayed: None,
                 });
                 Some(self.conversations.len() - 1)
             }
@@ -604,7 +611,7 @@ impl Session {
     /// Answer from the conversation's recording (see [`replay`]): the recorded answer while
     /// the request matches, then what the divergence policy says; the divergence of this
     /// request, if it is the first that differs.
-    fn answer_taped(
+    fn answer_replayed(
         &mut self,
         at: usize,
         api: Api,
@@ -613,7 +620,7 @@ impl Session {
         iteration: u32,
     ) -> (Reply, Served, Option<replay::Divergence>) {
         let provider = api.provider();
-        let Some(tapes) = &self.tapes else {
+        let Some(session_replay) = &self.replay else {
             return (
                 Reply::Cap,
                 refusal(provider, 500, "harness: no recording"),
@@ -621,24 +628,32 @@ impl Session {
             );
         };
         let conversation = &self.conversations[at];
-        let pos = match &conversation.tape {
+        let pos = match &conversation.replayed {
             Some(p) => p.clone(),
             None => {
-                let mut used = vec![0; tapes.tapes.len()];
-                for p in self.conversations.iter().filter_map(|c| c.tape.as_ref()) {
+                let mut used = vec![0; session_replay.cassettes.len()];
+                for p in self
+                    .conversations
+                    .iter()
+                    .filter_map(|c| c.replayed.as_ref())
+                {
                     used[p.cassette] += 1;
                 }
-                TapePosition {
-                    cassette: tapes.bind(&used, body),
+                CassettePosition {
+                    cassette: session_replay.bind(&used, body),
                     next: 0,
                 }
             }
         };
-        let tape = &tapes.tapes[pos.cassette];
+        let served = &session_replay.cassettes[pos.cassette];
         let earlier = conversation.divergence().is_some();
-        let divergence = (!earlier && !tape.matches(pos.next, body))
-            .then(|| tape.diverge(pos.next, body, &tapes.scrubber));
-        let step = match (&tapes.on_divergence, &divergence, &tapes.script) {
+        let divergence = (!earlier && !served.matches(pos.next, body))
+            .then(|| served.diverge(pos.next, body, &session_replay.scrubber));
+        let step = match (
+            &session_replay.on_divergence,
+            &divergence,
+            &session_replay.script,
+        ) {
             (replay::OnDivergence::Script(_), _, Some(script))
                 if earlier || divergence.is_some() =>
             {
@@ -649,7 +664,7 @@ impl Session {
                     "harness: request {} {}; the replay of {} ends here (--on-divergence {})",
                     d.request,
                     d.reading,
-                    tape.id,
+                    served.id,
                     if *policy == replay::OnDivergence::Fail {
                         "fail"
                     } else {
@@ -657,17 +672,17 @@ impl Session {
                     }
                 ))
             }
-            _ => match tape.cassette.exchanges.get(pos.next) {
+            _ => match served.cassette.exchanges.get(pos.next) {
                 Some(_) => Step::Recorded,
                 None => Step::Refuse(format!(
                     "harness: the recording {} has no answer left (it holds {} requests)",
-                    tape.id,
-                    tape.cassette.exchanges.len()
+                    served.id,
+                    served.cassette.exchanges.len()
                 )),
             },
         };
         let recorded = matches!(step, Step::Recorded);
-        self.conversations[at].tape = Some(TapePosition {
+        self.conversations[at].replayed = Some(CassettePosition {
             next: pos.next + usize::from(recorded),
             ..pos
         });
@@ -678,13 +693,13 @@ impl Session {
             ),
             Step::Script(scenario) => self.answer(at, api, body, request, iteration, &scenario),
             Step::Recorded => {
-                let ex = &tape.cassette.exchanges[pos.next];
-                let latency = tape.cassette.replay.latency(ex.elapsed_ms);
-                let reply = replay::reply_of(ex, tape.cassette.api(), latency);
+                let ex = &served.cassette.exchanges[pos.next];
+                let latency = served.cassette.replay.latency(ex.elapsed_ms);
+                let reply = replay::reply_of(ex, served.cassette.api(), latency);
                 for id in replay::served_ids(ex) {
                     self.ids.insert(id, at);
                 }
-                (reply, replay::replayed(ex, tape.cassette.provider))
+                (reply, replay::replayed(ex, served.cassette.provider))
             }
         };
         (reply, served, divergence)

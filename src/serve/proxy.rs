@@ -18,7 +18,9 @@
 
 use super::http::{Running, Signals, Timeouts, read_body, render};
 use super::replay::{reply_of, served_ids};
-use super::{Api, Body, Hints, Last, Thread, continues, first_user, read_text_protocol, refusal};
+use super::{
+    Api, Body, DUMMY_KEY, Hints, Last, Thread, continues, first_user, read_text_protocol, refusal,
+};
 use crate::json::sorted;
 use crate::provider::{Provider, SseEvent};
 use crate::record::cassette::{
@@ -34,6 +36,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io;
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -50,6 +53,107 @@ pub struct Upstreams {
     pub anthropic_key: Option<String>,
     /// How long the provider may take to start answering.
     pub timeout: Duration,
+}
+
+impl Upstreams {
+    /// The upstreams `--upstream` names (`openai=URL`, `anthropic=URL` or a bare URL for both),
+    /// over the providers' defaults, with the keys the environment sets (never the dummy key).
+    pub fn named(upstream: &[String], timeout: Duration) -> Result<Self, String> {
+        let mut openai = Provider::Openai.default_base_url().to_owned();
+        let mut anthropic = Provider::Anthropic.default_base_url().to_owned();
+        for u in upstream {
+            let (which, url) = match u.split_once('=') {
+                Some((w @ ("openai" | "anthropic"), url)) => (Some(w), url),
+                _ => (None, u.as_str()),
+            };
+            crate::record::check_base_url(url)
+                .map_err(|r| format!("--upstream {u}: {}\n  hint: {}", r.message, r.hint))?;
+            match which {
+                Some("openai") => openai = url.to_owned(),
+                Some(_) => anthropic = url.to_owned(),
+                None => {
+                    openai = url.to_owned();
+                    anthropic = url.to_owned();
+                }
+            }
+        }
+        let key = |p: Provider| {
+            std::env::var(p.key_env())
+                .ok()
+                .map(|k| k.trim().to_owned())
+                .filter(|k| !k.is_empty() && k != DUMMY_KEY)
+        };
+        Ok(Self {
+            openai,
+            anthropic,
+            openai_key: key(Provider::Openai),
+            anthropic_key: key(Provider::Anthropic),
+            timeout,
+        })
+    }
+}
+
+/// The cassette path of the `n`-th (1-based) conversation recorded to `out` (a folder, or a
+/// `NAME.cassette.json` whose further conversations go to `NAME-N.cassette.json`).
+pub fn cassette_path(out: &Path, n: usize) -> PathBuf {
+    let name = out.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    match name.strip_suffix(crate::record::CASSETTE_SUFFIX) {
+        Some(_) if n == 1 => out.to_owned(),
+        Some(stem) => out.with_file_name(format!("{stem}-{n}{}", crate::record::CASSETTE_SUFFIX)),
+        None => out.join(format!(
+            "conversation-{n}{}",
+            crate::record::CASSETTE_SUFFIX
+        )),
+    }
+}
+
+/// The cassettes already at `out` that a recording would replace.
+pub fn existing_cassettes(out: &Path) -> Vec<PathBuf> {
+    if crate::record::is_cassette(out) {
+        let mut found: Vec<PathBuf> = out.exists().then(|| out.to_owned()).into_iter().collect();
+        if let (Some(dir), Some(stem)) = (
+            out.parent(),
+            out.file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_suffix(crate::record::CASSETTE_SUFFIX)),
+        ) {
+            let dir = if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir
+            };
+            for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let numbered = name
+                    .strip_prefix(&format!("{stem}-"))
+                    .and_then(|r| r.strip_suffix(crate::record::CASSETTE_SUFFIX))
+                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+                if numbered {
+                    found.push(e.path());
+                }
+            }
+        }
+        found.sort();
+        return found;
+    }
+    let mut found: Vec<PathBuf> = std::fs::read_dir(out)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| crate::record::is_cassette(p))
+        .collect();
+    found.sort();
+    found
+}
+
+/// The API's path, as the README names it.
+pub fn api_name(api: Api) -> &'static str {
+    match api {
+        Api::ChatCompletions => "/v1/chat/completions",
+        Api::Responses => "/v1/responses",
+        Api::Messages => "/v1/messages",
+    }
 }
 
 /// One model request as it passed through, and its answer once it has ended.

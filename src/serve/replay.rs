@@ -91,7 +91,7 @@ impl Divergence {
 
 /// One cassette ready to serve.
 #[derive(Debug)]
-pub struct Tape {
+pub struct ServedCassette {
     /// Its case id (the cassette's path id).
     pub id: String,
     /// The recording.
@@ -101,7 +101,7 @@ pub struct Tape {
     stripped: Vec<Value>,
 }
 
-impl Tape {
+impl ServedCassette {
     /// A cassette to serve under case id `id`.
     pub fn new(id: String, cassette: Cassette) -> Self {
         let ignore = ignore_paths(&cassette.replay.ignore);
@@ -203,9 +203,9 @@ impl Tape {
 
 /// The cassettes of a replay session and its divergence policy.
 #[derive(Debug)]
-pub struct Tapes {
+pub struct Replay {
     /// The cassettes, in the order given.
-    pub tapes: Vec<Tape>,
+    pub cassettes: Vec<ServedCassette>,
     /// What follows a divergence.
     pub on_divergence: OnDivergence,
     /// The scenario a diverged conversation goes to (`script:`), loaded.
@@ -214,12 +214,12 @@ pub struct Tapes {
     pub scrubber: Scrubber,
 }
 
-impl Tapes {
+impl Replay {
     /// The cassette a conversation starting with `first` plays: the first unused one it
     /// matches, else the nearest unused, else the nearest; `used` counts each's conversations.
     pub fn bind(&self, used: &[usize], first: &Value) -> usize {
         let scored: Vec<(usize, usize)> = self
-            .tapes
+            .cassettes
             .iter()
             .enumerate()
             .map(|(i, t)| (t.distance(first), i))

@@ -242,7 +242,7 @@ fn unnamable(path: &Path) -> Option<io::Error> {
         None => Some(refused(
             "the path is not valid UTF-8; scenario ids, goldens and reports name files by their path, so rename it",
         )),
-        Some(s) => crate::text::first_unsafe(s).map(|_| {
+        Some(s) => crate::escape::first_unsafe(s).map(|_| {
             refused("the path holds a control character; ids and paths appear in goldens, reports and CI logs one line each, so rename it")
         }),
     }

@@ -4,8 +4,8 @@
 //! Every consumer matches [`Event`] exhaustively: a new variant must be a compile error in each
 //! renderer and in the metrics fold. Trace JSON carries [`TRACE_VERSION`].
 
-use crate::kinds::Decision;
-use crate::kinds::OutcomeKind;
+use crate::vocabulary::Decision;
+use crate::vocabulary::OutcomeKind;
 use crate::llm::{Anomaly, FaultKind, Finish, ModelResponse, ProviderFault, Purpose, Role};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -779,7 +779,7 @@ fn write_event(out: &mut String, event: &Event) {
     };
     // Names are written as they are (text fields are quoted above): a control character in
     // one (a model or tool name an agent sent) is spelled out, so a line stays one line.
-    if let std::borrow::Cow::Owned(escaped) = crate::text::escape_controls(&out[start..]) {
+    if let std::borrow::Cow::Owned(escaped) = crate::escape::escape_controls(&out[start..]) {
         out.truncate(start);
         out.push_str(&escaped);
     }

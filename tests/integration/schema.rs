@@ -82,9 +82,9 @@ fn schema_documents_time_and_order_and_the_names_values_take() {
     let where_ = defs["EventExpect"]["properties"]["where"]["description"]
         .as_str()
         .unwrap_or_default();
-    for id in harness::kinds::INTERVENTION_SOURCES
+    for id in harness::vocabulary::INTERVENTION_SOURCES
         .iter()
-        .chain(harness::kinds::INTERVENTION_ACTIONS)
+        .chain(harness::vocabulary::INTERVENTION_ACTIONS)
     {
         assert!(
             where_.contains(&format!("`{id}`")),

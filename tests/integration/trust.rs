@@ -265,8 +265,8 @@ fn every_defence_id_and_action_in_the_goldens_is_one_expectations_may_name() {
     for (path, bytes) in p.tree("snapshots") {
         for word in String::from_utf8_lossy(&bytes).split_whitespace() {
             let (catalogue, value) = match word.split_once('=') {
-                Some(("policy" | "source", v)) => (harness::kinds::INTERVENTION_SOURCES, v),
-                Some(("action", v)) => (harness::kinds::INTERVENTION_ACTIONS, v),
+                Some(("policy" | "source", v)) => (harness::vocabulary::INTERVENTION_SOURCES, v),
+                Some(("action", v)) => (harness::vocabulary::INTERVENTION_ACTIONS, v),
                 _ => continue,
             };
             assert!(

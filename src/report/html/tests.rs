@@ -109,7 +109,7 @@ fn events(g: &mut Gen) -> Vec<TimedEvent> {
     out.push(TimedEvent {
         t_ms: t,
         event: Event::Outcome {
-            outcome: crate::kinds::OutcomeKind::Response,
+            outcome: crate::vocabulary::OutcomeKind::Response,
             iterations: 1,
             text: Some(g.text()),
             detail: None,

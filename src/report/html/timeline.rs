@@ -185,8 +185,8 @@ pub(super) fn mark(event: &Event) -> Option<(Mark, String)> {
             format!(
                 "approval {}: {name}",
                 match decision {
-                    crate::kinds::Decision::Approve => "approved",
-                    crate::kinds::Decision::Reject => "rejected",
+                    crate::vocabulary::Decision::Approve => "approved",
+                    crate::vocabulary::Decision::Reject => "rejected",
                 }
             ),
         ),

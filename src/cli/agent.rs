@@ -1,0 +1,464 @@
+//! `harness serve`, `harness exec` and `harness proxy`: the black-box agent commands. Each
+//! checks its arguments, drives a session of `crate::serve` (through `crate::exec` for a
+//! command run and judged), prints what happened and maps it to an exit status.
+
+use super::Setup;
+use super::args::{ExecArgs, OutputArgs, ProxyArgs, ServeArgs};
+use crate::exec::command::{self, Ended};
+use crate::exec::{
+    check_label, conversation_id, exec_cassettes, exec_file, failure_rules, load, load_cassettes,
+    replayed_traces, traces,
+};
+use crate::verdict::{self, Outputs};
+use crate::record::cassette::ReplayOptions;
+use crate::results::{EXIT_BAD_INPUT, EXIT_OK, FileResult};
+use crate::run::Options;
+use crate::scenario::Diagnostic;
+use crate::select::Selection;
+use crate::serve::Session;
+use crate::serve::http::{Server, Signals};
+use crate::serve::proxy::{self, Upstreams, api_name, cassette_path, existing_cassettes};
+use crate::store::{self, Layout};
+use crate::trace::{self, TimedEvent};
+use anyhow::Context as _;
+use std::io::{self, Write as _};
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+fn print_diagnostics(path: &Path, diags: &[Diagnostic]) {
+    let mut err = anstream::stderr();
+    for d in diags {
+        let _ = writeln!(
+            err,
+            "error: {}:{}:{}: {}",
+            path.display(),
+            d.line,
+            d.col,
+            d.message
+        );
+        if let Some(h) = &d.hint {
+            let _ = writeln!(err, "  hint: {h}");
+        }
+    }
+}
+
+fn bad_usage(message: &str) -> u8 {
+    let _ = writeln!(anstream::stderr(), "error: {message}");
+    EXIT_BAD_INPUT
+}
+
+/// `harness serve`.
+pub(super) fn serve(args: &ServeArgs, layout: &Layout) -> anyhow::Result<u8> {
+    if let Err(e) = check_label(&args.label) {
+        return Ok(bad_usage(&e));
+    }
+    if !args.addr.ip().is_loopback() && !args.allow_remote {
+        return Ok(bad_usage(&format!(
+            "refusing to listen on {}, which is not a loopback address\n  hint: the endpoint has no authentication; pass --allow-remote to listen there anyway",
+            args.addr
+        )));
+    }
+    let (files, unreadable) = store::discover(&args.scenario);
+    if let Some((path, e)) = unreadable.first() {
+        return Ok(bad_usage(&format!(
+            "{}: {}\n  hint: {}",
+            path.display(),
+            store::describe(e),
+            store::hint_for(e, "harness serve")
+        )));
+    }
+    let replaying = files.iter().any(|f| crate::record::is_cassette(f));
+    let loaded = if replaying {
+        match load_cassettes(layout, &files, &args.on_divergence) {
+            Ok(l) => Some(l),
+            Err(errors) => {
+                for f in errors {
+                    if let Err(diags) = &f.outcome {
+                        print_diagnostics(&f.path, diags);
+                    }
+                }
+                return Ok(EXIT_BAD_INPUT);
+            }
+        }
+    } else {
+        None
+    };
+    let case = match (&loaded, files.as_slice()) {
+        (Some(l), _) => l.cases[0].clone(),
+        (None, [one]) => match load(layout, one) {
+            Ok(mut cases) => cases.remove(0),
+            Err(diags) => {
+                print_diagnostics(one, &diags);
+                return Ok(EXIT_BAD_INPUT);
+            }
+        },
+        (None, _) => {
+            return Ok(bad_usage(
+                "serve answers from one scenario, or from agent cassettes\n  hint: name one scenario file, or cassette files and folders",
+            ));
+        }
+    };
+    if let Some(dir) = &args.traces {
+        // Checked now: the traces are written at the end, when nothing can be done about it.
+        if let Err(e) = store::writable_folder(dir) {
+            return Ok(bad_usage(&format!(
+                "cannot write traces into {}: {e}\n  hint: name a folder harness may create and write",
+                dir.display()
+            )));
+        }
+    }
+    let scenario_id = case.id.clone();
+    let rules = match failure_rules(&case, &args.reading.to_reading()) {
+        Ok(r) => r,
+        Err(e) => return Ok(bad_usage(&e)),
+    };
+    let timeouts = crate::serve::http::Timeouts {
+        read: Duration::from_millis(args.read_timeout_ms),
+        pace: args.reading.pace,
+        ..Default::default()
+    };
+    let session = match loaded {
+        Some(l) => Session::replaying(case, rules, l.replay),
+        None => Session::with_rules(case, rules),
+    };
+    let server = Server::start_with(
+        session,
+        args.addr,
+        Signals::Stop,
+        timeouts,
+        crate::limits::MAX_SESSION_REQUEST_BYTES,
+    )
+    .with_context(|| format!("cannot listen on {}", args.addr))?;
+    let addr = server.addr();
+    {
+        let mut out = io::stdout().lock();
+        writeln!(out, "listening on http://{addr}")?;
+        out.flush()?;
+    }
+    let _ = writeln!(
+        anstream::stderr(),
+        "harness serve: OPENAI_BASE_URL=http://{addr}/v1 ANTHROPIC_BASE_URL=http://{addr}; Ctrl-C ends and prints the inferred traces"
+    );
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    if args.until_eof {
+        std::thread::spawn(move || {
+            let _ = io::copy(&mut io::stdin().lock(), &mut io::sink());
+            let _ = tx.send(());
+        });
+    }
+    while !server.finished() {
+        match rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(()) => break,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) if args.until_eof => break,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+    let session = server.stop()?;
+    let all: Vec<(String, Vec<TimedEvent>)> = match session.replay() {
+        Some(_) => replayed_traces(&session, &args.label)
+            .into_iter()
+            .map(|t| {
+                if let Some(report) = &t.report {
+                    let _ = writeln!(anstream::stderr(), "harness serve: {}: {report}", t.id);
+                }
+                (t.id, t.events)
+            })
+            .collect(),
+        None => traces(&session, &args.label)
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| (conversation_id(&scenario_id, &args.label, i), e))
+            .collect(),
+    };
+    let mut out = io::stdout().lock();
+    let mut code = EXIT_OK;
+    for (id, events) in &all {
+        let id = id.clone();
+        if let Err(e) = trace::check_limits(events) {
+            let _ = writeln!(
+                anstream::stderr(),
+                "error: {id}: {e}\n  hint: the agent sent more than a run may hold; see README \"Limits\""
+            );
+            code = EXIT_BAD_INPUT;
+            continue;
+        }
+        match &args.traces {
+            Some(dir) => {
+                let path = dir.join(format!("{id}.jsonl"));
+                store::write_atomic(&path, trace::render_jsonl(events).as_bytes())
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+                writeln!(out, "wrote {}", path.display())?;
+            }
+            None => out.write_all(trace::render_golden(&id, events).as_bytes())?,
+        }
+    }
+    writeln!(
+        out,
+        "harness serve: {} conversation(s), {} request(s)",
+        all.len(),
+        session
+            .conversations()
+            .iter()
+            .map(|c| c.exchanges.len())
+            .sum::<usize>()
+    )?;
+    Ok(code)
+}
+
+/// `harness exec`: the outputs as `run` takes them, but no project baseline.
+pub(super) fn exec(args: &ExecArgs, out: OutputArgs, setup: &Setup) -> anyhow::Result<u8> {
+    crate::run::interrupt::install().context("cannot catch Ctrl-C")?;
+    // `bless` never records exec's conversations, so the project's baseline would only list
+    // them as missing: exec compares metrics with a baseline named on its line.
+    let named = out.baseline.is_some();
+    let mut outputs = Outputs {
+        command: verdict::Command::Exec,
+        ..out.outputs(setup)
+    };
+    if !named {
+        outputs.baseline = None;
+    }
+    exec_judged(args, &setup.layout, &outputs)
+}
+
+/// Run the command against each scenario (or the cassettes) and judge it into `outputs`.
+fn exec_judged(args: &ExecArgs, layout: &Layout, outputs: &Outputs) -> anyhow::Result<u8> {
+    if let Err(e) = check_label(&args.label) {
+        return Ok(bad_usage(&e));
+    }
+    if let Some(p) = args
+        .expect
+        .as_ref()
+        .filter(|p| crate::policy::Config::profile(p).is_none())
+    {
+        return Ok(bad_usage(&format!(
+            "unknown profile `{p}`\n  hint: known profiles: {}",
+            crate::policy::PROFILES.join(", ")
+        )));
+    }
+    let (files, unreadable) = store::discover(&args.scenarios);
+    let replaying = files.iter().any(|f| crate::record::is_cassette(f));
+    if replaying && files.iter().any(|f| !crate::record::is_cassette(f)) {
+        return Ok(bad_usage(
+            "exec was given scenarios and cassettes together\n  hint: run the scenarios and the cassettes in two commands: one session replays cassettes only",
+        ));
+    }
+    if replaying && args.expect.is_some() {
+        return Ok(bad_usage(
+            "--expect judges a scenario's expectations, and cassettes state none\n  hint: a replayed conversation is judged by its golden and by whether it follows its recording (--on-divergence)",
+        ));
+    }
+    let options = Options {
+        paths: Vec::new(),
+        layout: layout.clone(),
+        jobs: 1,
+        write_pending: !outputs.ci || outputs.pending_dir.is_some(),
+        traces: args.traces.clone(),
+        also_profiles: Vec::new(),
+        selection: Selection::default(),
+        repeat: 1,
+        pending_dir: outputs.pending_dir.clone(),
+        keep_traces: outputs.keeps_traces(),
+    };
+    let settings = args.settings();
+    verdict::report(outputs, layout, |r| {
+        for (path, e) in unreadable {
+            r.unreadable(&FileResult {
+                path,
+                outcome: Err(vec![Diagnostic {
+                    line: 1,
+                    col: 1,
+                    message: store::describe(&e),
+                    hint: Some(store::hint_for(&e, "harness exec")),
+                }]),
+            })?;
+        }
+        if replaying {
+            for result in exec_cassettes(&settings, &options, &files, &mut anstream::stderr())? {
+                r.file(&result)?;
+            }
+            if crate::run::interrupt::requested() {
+                r.interrupted(0)?;
+            }
+            return r.finish();
+        }
+        let total = files.len();
+        for (done, path) in files.into_iter().enumerate() {
+            if crate::run::interrupt::requested() {
+                r.interrupted(total - done)?;
+                break;
+            }
+            let result = exec_file(&settings, &options, &path, &mut anstream::stderr())?;
+            r.file(&result)?;
+        }
+        if crate::run::interrupt::requested() {
+            r.interrupted(0)?;
+        }
+        r.finish()
+    })
+}
+
+/// `harness proxy`.
+pub(super) fn proxy(args: &ProxyArgs) -> anyhow::Result<u8> {
+    crate::run::interrupt::install().context("cannot catch Ctrl-C")?;
+    if !args.addr.ip().is_loopback() && !args.allow_remote {
+        return Ok(bad_usage(&format!(
+            "refusing to listen on {}, which is not a loopback address\n  hint: whoever reaches the proxy spends your key; pass --allow-remote to listen there anyway",
+            args.addr
+        )));
+    }
+    let upstreams = match Upstreams::named(
+        &args.upstream,
+        Duration::from_millis(args.upstream_timeout_ms),
+    ) {
+        Ok(u) => u,
+        Err(e) => return Ok(bad_usage(&e)),
+    };
+    let old = existing_cassettes(&args.out);
+    if !old.is_empty() && !args.replace {
+        return Ok(bad_usage(&format!(
+            "{} already holds {} cassette(s) ({})\n  hint: pass --replace to record over them, or name another --out",
+            args.out.display(),
+            old.len(),
+            old[0].display()
+        )));
+    }
+    let folder = if crate::record::is_cassette(&args.out) {
+        args.out
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_owned()
+    } else {
+        args.out.clone()
+    };
+    if let Err(e) = store::writable_folder(&folder) {
+        return Ok(bad_usage(&format!(
+            "cannot write cassettes into {}: {e}\n  hint: name a folder harness may create and write",
+            folder.display()
+        )));
+    }
+    let scrubber = crate::record::scrub::Scrubber::new(
+        [
+            upstreams.openai_key.clone(),
+            upstreams.anthropic_key.clone(),
+        ]
+        .into_iter()
+        .flatten(),
+    );
+    let proxy = proxy::Proxy::start(
+        upstreams.clone(),
+        scrubber,
+        args.addr,
+        if args.command.is_empty() {
+            Signals::Stop
+        } else {
+            Signals::Ignore
+        },
+    )
+    .with_context(|| format!("cannot listen on {}", args.addr))?;
+    let addr = proxy.addr();
+    let base = format!("http://{addr}");
+    let mut err = anstream::stderr();
+    let ended = if let Some((program, rest)) = args.command.split_first() {
+        let mut cmd = command::agent_command(program, rest, &base);
+        cmd.stdin(Stdio::inherit());
+        match command::wait_for(cmd, program, Duration::from_millis(args.timeout_ms)) {
+            Ok(e) => Some(e),
+            Err(e) => {
+                let _ = proxy.stop();
+                return Ok(bad_usage(&e.to_string()));
+            }
+        }
+    } else {
+        writeln!(io::stdout().lock(), "listening on {base}")?;
+        let _ = writeln!(
+            err,
+            "harness proxy: OPENAI_BASE_URL={base}/v1 ANTHROPIC_BASE_URL={base}; Ctrl-C ends the recording and writes the cassettes"
+        );
+        while !proxy.finished() {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    };
+    let (slots, scrubber) = proxy.stop()?;
+    if let Some(ended) = &ended {
+        let note = match ended {
+            Ended::Exited(s) => format!("ended with {s}"),
+            Ended::Killed => format!("killed after {} ms", args.timeout_ms),
+            Ended::Interrupted => "ended by Ctrl-C".to_owned(),
+        };
+        let command: Vec<String> = args.command.iter().map(|a| scrubber.scrub(a)).collect();
+        let _ = writeln!(err, "harness proxy: `{}` {note}", command.join(" "));
+    }
+    let groups = proxy::conversations(&slots);
+    if groups.is_empty() {
+        let _ = writeln!(
+            err,
+            "error: the agent made no model request through the proxy, so nothing was recorded\n  hint: the agent must take its base URL from OPENAI_BASE_URL or ANTHROPIC_BASE_URL, which harness proxy sets"
+        );
+        return Ok(crate::results::EXIT_FAILED);
+    }
+    let mut code = EXIT_OK;
+    let mut written = Vec::new();
+    let mut out = io::stdout().lock();
+    for (i, members) in groups.iter().enumerate() {
+        let path = cassette_path(&args.out, i + 1);
+        if let Some(&big) = members.iter().find(|&&m| slots[m].too_large) {
+            let _ = writeln!(
+                err,
+                "error: {}: an answer of this conversation (request {}) went past the {} bytes a cassette keeps; not written\n  hint: ask the agent for shorter answers while recording (README \"Limits\")",
+                path.display(),
+                members.iter().position(|&m| m == big).unwrap_or(0) + 1,
+                crate::limits::MAX_RESPONSE_BYTES
+            );
+            code = crate::results::EXIT_FAILED;
+            continue;
+        }
+        let cassette = proxy::cassette_of(
+            &slots,
+            members,
+            u32::try_from(i + 1).unwrap_or(u32::MAX),
+            &args.command,
+            &upstreams,
+            &scrubber,
+            &ReplayOptions {
+                delay: args.delay.into(),
+                scale: None,
+                ignore: args.ignore.clone(),
+            },
+        );
+        written.push((path, cassette));
+    }
+    // The cassettes of an earlier recording go only once the new ones are ready.
+    for p in &old {
+        if !written.iter().any(|(w, _)| w == p) {
+            std::fs::remove_file(p).with_context(|| format!("cannot remove {}", p.display()))?;
+        }
+    }
+    for (path, cassette) in &written {
+        let text = crate::record::cassette::render(cassette);
+        store::write_atomic(path, text.as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        writeln!(
+            out,
+            "recorded {}: {} request(s) on {} ({})",
+            path.display(),
+            cassette.exchanges.len(),
+            cassette.agent.as_ref().map_or("", |a| api_name(a.api)),
+            if cassette.model.is_empty() {
+                "no model named"
+            } else {
+                &cassette.model
+            },
+        )?;
+    }
+    if matches!(ended, Some(Ended::Interrupted)) {
+        return Ok(crate::results::EXIT_INTERRUPTED);
+    }
+    Ok(code)
+}

@@ -1,0 +1,130 @@
+//! The process an agent runs in: the command started in its own process group with the
+//! served endpoint's base URLs and the scenario handed over in its environment, waited for, and
+//! ended whole (its group killed) on a timeout or Ctrl-C.
+
+use crate::provider::Provider;
+use crate::scenario::Case;
+use crate::serve::DUMMY_KEY;
+use std::io;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// How the command ended.
+#[derive(Debug)]
+pub enum Ended {
+    /// It exited by itself.
+    Exited(ExitStatus),
+    /// It ran past its timeout and was killed.
+    Killed,
+    /// Ctrl-C: the command (and its process group) was ended.
+    Interrupted,
+}
+
+/// Run `command` against the server at `addr`, handed `case`'s prompt and tools and `path` as
+/// its scenario; kill it after `timeout`. What the case holds that the environment cannot
+/// carry (a NUL byte) is an error of kind [`io::ErrorKind::InvalidInput`].
+pub fn run_command(
+    command: &[String],
+    timeout: Duration,
+    addr: SocketAddr,
+    case: &Case,
+    path: &Path,
+) -> io::Result<Ended> {
+    let Some((program, rest)) = command.split_first() else {
+        return Err(io::Error::other("no command given after `--`"));
+    };
+    let base = format!("http://{addr}");
+    let s = &case.scenario;
+    let tools: Vec<serde_json::Value> = s
+        .tools
+        .iter()
+        .map(|t| serde_json::json!({"name": t.name, "description": t.description, "schema": t.schema}))
+        .collect();
+    let tools = serde_json::Value::Array(tools).to_string();
+    for (var, what, value) in [
+        ("HARNESS_SCENARIO", "path", path.to_string_lossy().as_ref()),
+        ("HARNESS_SYSTEM", "system prompt", s.system.as_str()),
+        ("HARNESS_USER", "user message", s.user.as_str()),
+        ("HARNESS_TOOLS", "tools", tools.as_str()),
+    ] {
+        if value.contains('\0') {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "the scenario's {what} holds a NUL byte, which the environment variable {var} cannot carry to the command"
+                ),
+            ));
+        }
+    }
+    let mut cmd = agent_command(program, rest, &base);
+    cmd.env("HARNESS_SCENARIO", path)
+        .env("HARNESS_SYSTEM", &s.system)
+        .env("HARNESS_USER", &s.user)
+        .env("HARNESS_TOOLS", tools)
+        .stdin(Stdio::null())
+        // The command's output goes to stderr: stdout is the report's.
+        .stdout(Stdio::from(io::stderr()));
+    wait_for(cmd, program, timeout)
+}
+
+/// The agent command, pointed at `base` the way the SDKs read it (`OPENAI_BASE_URL` with
+/// `/v1`, `OPENAI_API_BASE`, `ANTHROPIC_BASE_URL`, `HARNESS_BASE_URL`), with [`DUMMY_KEY`] for
+/// a provider key the environment does not set (the SDKs refuse to start without one).
+pub fn agent_command(program: &str, args: &[String], base: &str) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .env("OPENAI_BASE_URL", format!("{base}/v1"))
+        .env("OPENAI_API_BASE", format!("{base}/v1"))
+        .env("ANTHROPIC_BASE_URL", base)
+        .env("HARNESS_BASE_URL", base);
+    for p in [Provider::Openai, Provider::Anthropic] {
+        if std::env::var_os(p.key_env()).is_none_or(|v| v.is_empty()) {
+            cmd.env(p.key_env(), DUMMY_KEY);
+        }
+    }
+    cmd
+}
+
+/// Start `cmd` in its own process group and wait for it; kill the group after `timeout` or
+/// on Ctrl-C.
+pub fn wait_for(mut cmd: Command, program: &str, timeout: Duration) -> io::Result<Ended> {
+    // Its own process group, so a timeout or Ctrl-C ends what it started too.
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let mut child = cmd.spawn().map_err(|e| {
+        // Not InvalidInput: that kind means the scenario could not be handed over.
+        io::Error::other(format!("cannot run `{program}`: {e}"))
+    })?;
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(Ended::Exited(status));
+        }
+        let interrupted = crate::run::interrupt::requested();
+        if interrupted || Instant::now() >= deadline {
+            end_group(&mut child);
+            return Ok(if interrupted {
+                Ended::Interrupted
+            } else {
+                Ended::Killed
+            });
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Kill the command and every process of its group, and reap it.
+fn end_group(child: &mut std::process::Child) {
+    #[cfg(unix)]
+    if let Ok(pid) = i32::try_from(child.id()) {
+        // SAFETY: kill(2) with a negative pid signals the process group the child leads
+        // (`process_group(0)` made it); it touches no memory.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -1,0 +1,651 @@
+//! Black-box agents judged: what a session serves (a scenario's scripted model, or agent
+//! cassettes), an agent command run against it, and each conversation's inferred trace judged
+//! as `harness run` judges a case (goldens, expectations, metrics). `harness exec` and `harness
+//! serve` are this module driven from the command line; the process an agent runs in is
+//! [`command`]'s.
+//!
+//! An exec case is `<scenario id>@<label>` (`--label`, default `exec`; a further conversation of
+//! the same command is `<scenario id>@<label>.2`, …), its profile the label: its golden is
+//! `snapshots/<scenario id>@<label>.snap`, beside the scenario's own, and `harness run` leaves
+//! it alone while the scenario exists. `--expect PROFILE` judges it with the expectations the
+//! scenario states for that profile (its own, or a `[compare.PROFILE]`), whose
+//! `max_iterations` is also the cap.
+//!
+//! It sits above `run` (whose judge it calls) and `serve` (whose sessions it drives); only the
+//! command line is above it.
+
+pub mod command;
+
+use crate::provider::Provider;
+use crate::results::{CaseResult, FileResult};
+use crate::run::{self, Options};
+use crate::scenario::{self, Case, Diagnostic, Expect};
+use crate::serve::failure::FailureRules;
+use crate::serve::http::{Server, Signals};
+use crate::serve::infer::{self, Context};
+use crate::serve::replay::{self, OnDivergence};
+use crate::serve::{Conversation, Session};
+use crate::snapshot::Comparison;
+use crate::store::{self, Layout};
+use crate::trace::{self, TimedEvent};
+use command::Ended;
+use std::io::{self, Write};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+/// How `serve` and `exec` read the agent's requests and pace their answers.
+#[derive(Debug, Clone, Default)]
+pub struct Reading {
+    /// Also read a tool result as failed when it matches one of these regular expressions
+    /// (checked after the scenario's `[serve] failure` patterns).
+    pub failure: Vec<String>,
+    /// Read failures only by the provider's flag and the patterns, not the built-in shapes.
+    pub no_builtin_failures: bool,
+    /// Wall seconds per scripted second of latency for streamed answers (0: at once).
+    pub pace: f64,
+}
+
+/// How an agent command is run and judged (`harness exec`'s options).
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The agent command and its arguments.
+    pub command: Vec<String>,
+    /// Kill the command after this many milliseconds; the case then fails.
+    pub timeout_ms: u64,
+    /// Name of the runs: case id `<scenario id>@<label>`, and their profile.
+    pub label: String,
+    /// Judge with the expectations the scenario states for this profile.
+    pub expect: Option<String>,
+    /// How requests are read and answers paced.
+    pub reading: Reading,
+    /// With cassettes: what follows the first request that differs from the recording.
+    pub on_divergence: OnDivergence,
+}
+
+/// The failure rules of a case: the scenario's patterns, then the command line's.
+pub fn failure_rules(case: &Case, reading: &Reading) -> Result<FailureRules, String> {
+    let s = &case.scenario.serve;
+    let patterns: Vec<String> = s.failure.iter().chain(&reading.failure).cloned().collect();
+    FailureRules::new(
+        &patterns,
+        s.builtin_failures && !reading.no_builtin_failures,
+    )
+}
+
+/// The case id of the `index`-th (0-based) conversation.
+pub fn conversation_id(scenario_id: &str, label: &str, index: usize) -> String {
+    match index {
+        0 => format!("{scenario_id}@{label}"),
+        n => format!("{scenario_id}@{label}.{}", n + 1),
+    }
+}
+
+/// Is `label` usable (lower-case letters, digits, `-`, `_`; not a profile name)?
+pub fn check_label(label: &str) -> Result<(), String> {
+    let ok = !label.is_empty()
+        && label
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+    if !ok {
+        return Err(format!(
+            "bad label `{label}`\n  hint: use lower-case letters, digits, `-` and `_`"
+        ));
+    }
+    if crate::policy::Config::profile(label).is_some() {
+        return Err(format!(
+            "the label `{label}` is a profile name\n  hint: pick another, e.g. `exec` or the agent's name"
+        ));
+    }
+    Ok(())
+}
+
+/// Load a scenario's cases; a located error is the failure.
+pub fn load(layout: &Layout, path: &Path) -> Result<Vec<Case>, Vec<Diagnostic>> {
+    let bad = |message: String, hint: &str| {
+        vec![Diagnostic {
+            line: 1,
+            col: 1,
+            message,
+            hint: Some(hint.to_owned()),
+        }]
+    };
+    if crate::record::is_cassette(path) {
+        return Err(bad(
+            "a cassette cannot be served: it has no scripted model".to_owned(),
+            "serve the scenario the cassette was recorded from",
+        ));
+    }
+    let text = store::read_input_text(path, "scenario", crate::limits::MAX_SCENARIO_BYTES)
+        .map_err(|e| bad(format!("cannot read: {e}"), "check the path"))?;
+    scenario::load(&text, run::format_of(path), &layout.id_of(path))
+}
+
+/// The inferred traces of a session's conversations, in an order that depends on what they
+/// hold, never on when they came: by first user message, then by the trace itself (parallel
+/// agents get the same case ids on every run).
+pub fn traces(session: &Session, label: &str) -> Vec<Vec<TimedEvent>> {
+    let tool_latency = session
+        .case()
+        .scenario
+        .tools
+        .iter()
+        .map(|t| (t.name.clone(), t.latency_ms))
+        .collect();
+    let ctx = Context {
+        profile: label,
+        cap: session.cap(),
+        tool_latency,
+    };
+    let mut all: Vec<(String, String, Vec<TimedEvent>)> = session
+        .conversations()
+        .iter()
+        .map(|c: &Conversation| {
+            let events = infer::infer(&ctx, &c.exchanges);
+            (
+                c.key().to_owned(),
+                trace::render_golden("", &events),
+                events,
+            )
+        })
+        .collect();
+    all.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+    all.into_iter().map(|(_, _, e)| e).collect()
+}
+
+/// Serve one scenario to one run of the command and judge what it sent; how the command ended
+/// is said on `notes`.
+pub fn exec_file(
+    settings: &Settings,
+    options: &Options,
+    path: &Path,
+    notes: &mut dyn Write,
+) -> io::Result<FileResult> {
+    let cases = match load(&options.layout, path) {
+        Ok(c) => c,
+        Err(diags) => {
+            return Ok(FileResult {
+                path: path.to_owned(),
+                outcome: Err(diags),
+            });
+        }
+    };
+    let chosen = match &settings.expect {
+        None => Case {
+            expect: Expect::default(),
+            ..cases[0].clone()
+        },
+        Some(p) => match cases.iter().find(|c| &c.profile == p) {
+            Some(c) => c.clone(),
+            None => {
+                return Ok(FileResult {
+                    path: path.to_owned(),
+                    outcome: Err(vec![Diagnostic {
+                        line: 1,
+                        col: 1,
+                        message: format!("the scenario states no expectations for profile `{p}`"),
+                        hint: Some(format!(
+                            "use its own profile `{}` or add a `[compare.{p}]` table",
+                            cases[0].profile
+                        )),
+                    }]),
+                });
+            }
+        },
+    };
+    let scenario_id = cases[0].id.clone();
+    let rules = match failure_rules(&chosen, &settings.reading) {
+        Ok(r) => r,
+        Err(e) => {
+            return Ok(FileResult {
+                path: path.to_owned(),
+                outcome: Err(vec![Diagnostic {
+                    line: 1,
+                    col: 1,
+                    message: e,
+                    hint: Some("fix the --failure pattern (Rust `regex` syntax)".to_owned()),
+                }]),
+            });
+        }
+    };
+    let (session, mut failures) = match serve_to_command(
+        settings,
+        Session::with_rules(chosen.clone(), rules),
+        &chosen,
+        path,
+        &path.display().to_string(),
+        notes,
+    )? {
+        Ok(done) => done,
+        Err(d) => {
+            return Ok(FileResult {
+                path: path.to_owned(),
+                outcome: Err(vec![d]),
+            });
+        }
+    };
+    let all = traces(&session, &settings.label);
+    for (i, events) in all.iter().enumerate() {
+        if let Err(e) = trace::check_limits(events) {
+            return Ok(FileResult {
+                path: path.to_owned(),
+                outcome: Err(vec![Diagnostic {
+                    line: 1,
+                    col: 1,
+                    message: format!(
+                        "the trace inferred for `{}`: {e}",
+                        conversation_id(&scenario_id, &settings.label, i)
+                    ),
+                    hint: Some(
+                        "the agent sent more than a run may hold (README \"Limits\"); its conversation is not judged"
+                            .to_owned(),
+                    ),
+                }]),
+            });
+        }
+    }
+    let case_of = |i: usize| Case {
+        id: conversation_id(&scenario_id, &settings.label, i),
+        profile: settings.label.clone(),
+        // Every conversation is one run of the agent: each must show what the profile asks.
+        expect: chosen.expect.clone(),
+        gated: true,
+        ..chosen.clone()
+    };
+    let mut results: Vec<CaseResult> = Vec::new();
+    if all.is_empty() {
+        let quiet = Options {
+            write_pending: false,
+            traces: None,
+            ..options.clone()
+        };
+        let mut r = run::judge(&quiet, &case_of(0), &[]);
+        r.golden = Comparison::Ungated;
+        failures.push(
+            "a model request; the command made none: it must take its base URL from OPENAI_BASE_URL or ANTHROPIC_BASE_URL, which harness exec sets (the server answers POST /v1/chat/completions, /v1/responses and /v1/messages)".to_owned(),
+        );
+        r.expectation_failures.append(&mut failures);
+        results.push(r);
+    }
+    for (i, events) in all.iter().enumerate() {
+        let mut r = run::judge(options, &case_of(i), events);
+        r.expectation_failures.extend(failures.iter().cloned());
+        results.push(r);
+    }
+    for r in &mut results {
+        r.row.expectations_passed = r.expectation_failures.is_empty();
+        r.passes = u32::from(r.passed());
+    }
+    Ok(FileResult {
+        path: path.to_owned(),
+        outcome: Ok(results),
+    })
+}
+
+/// Serve `session` to one run of the command (handed `case`'s prompt and tools, `path` as its
+/// scenario), say on stderr how it ended (`what` names what was served), and hand back the
+/// session and the failure a killed command is; what the case holds that cannot be handed to
+/// the command (a NUL in a prompt) is the diagnostic.
+fn serve_to_command(
+    settings: &Settings,
+    session: Session,
+    case: &Case,
+    path: &Path,
+    what: &str,
+    notes: &mut dyn Write,
+) -> io::Result<Result<(Session, Vec<String>), Diagnostic>> {
+    let server = Server::start_with(
+        session,
+        SocketAddr::from(([127, 0, 0, 1], 0)),
+        Signals::Ignore,
+        crate::serve::http::Timeouts {
+            pace: settings.reading.pace,
+            ..Default::default()
+        },
+        crate::limits::MAX_SESSION_REQUEST_BYTES,
+    )?;
+    let ended = command::run_command(
+        &settings.command,
+        std::time::Duration::from_millis(settings.timeout_ms),
+        server.addr(),
+        case,
+        path,
+    );
+    let session = server.stop()?;
+    match ended {
+        Ok(ended) => Ok(Ok((session, report_end(settings, what, &ended, notes)))),
+        Err(e) if e.kind() == io::ErrorKind::InvalidInput => Ok(Err(Diagnostic {
+            line: 1,
+            col: 1,
+            message: e.to_string(),
+            hint: Some(
+                "environment variables cannot hold NUL bytes: remove it from the scenario"
+                    .to_owned(),
+            ),
+        })),
+        Err(e) => Err(e),
+    }
+}
+
+/// Say on stderr how the command ended; the failure a killed command is, if it was.
+fn report_end(
+    settings: &Settings,
+    what: &str,
+    ended: &Ended,
+    notes: &mut dyn Write,
+) -> Vec<String> {
+    let note = match ended {
+        Ended::Exited(s) => format!("ended with {s}"),
+        Ended::Killed => format!("killed after {} ms", settings.timeout_ms),
+        Ended::Interrupted => "ended by Ctrl-C".to_owned(),
+    };
+    let _ = writeln!(
+        notes,
+        "harness exec: {what}: `{}` {note}",
+        settings.command.join(" ")
+    );
+    match ended {
+        Ended::Killed => vec![format!(
+            "the command to finish within {} ms; it was killed (raise --timeout-ms if it needs longer)",
+            settings.timeout_ms
+        )],
+        _ => Vec::new(),
+    }
+}
+
+/// A replay session's cassettes, loaded: one case per cassette (its promoted scenario), in
+/// the order given.
+pub struct LoadedCassettes {
+    /// One case per cassette: its promoted scenario.
+    pub cases: Vec<Case>,
+    /// The cassettes, in the order given.
+    pub paths: Vec<PathBuf>,
+    /// What the session replays.
+    pub replay: replay::Replay,
+}
+
+/// Load the agent cassettes of a replay session, and the `script:` scenario; every file that
+/// cannot serve is its result.
+pub fn load_cassettes(
+    layout: &Layout,
+    files: &[PathBuf],
+    policy: &replay::OnDivergence,
+) -> Result<LoadedCassettes, Vec<FileResult>> {
+    let located =
+        |path: &Path, line: usize, col: usize, message: String, hint: String| FileResult {
+            path: path.to_owned(),
+            outcome: Err(vec![Diagnostic {
+                line,
+                col,
+                message,
+                hint: Some(hint),
+            }]),
+        };
+    let mut errors = Vec::new();
+    let mut cases = Vec::new();
+    let mut paths = Vec::new();
+    let mut served = Vec::new();
+    for path in files {
+        if !crate::record::is_cassette(path) {
+            errors.push(located(
+                path,
+                1,
+                1,
+                "a scenario among cassettes: a replay session serves cassettes only".to_owned(),
+                "give exec either scenarios or agent cassettes".to_owned(),
+            ));
+            continue;
+        }
+        let c = match crate::record::load_cassette(path) {
+            Ok((c, _)) => c,
+            Err(r) => {
+                let (line, col) = r.at.as_ref().map_or((1, 1), |(_, l, c)| (*l, *c));
+                errors.push(located(path, line, col, r.message, r.hint));
+                continue;
+            }
+        };
+        if c.agent.is_none() {
+            errors.push(located(
+                path,
+                1,
+                1,
+                "this cassette is a scenario's run recorded by `harness record`, not an agent's conversation".to_owned(),
+                "replay it with `harness run`; `harness proxy` records an agent's conversations for exec".to_owned(),
+            ));
+            continue;
+        }
+        let id = layout.id_of(path);
+        let promoted =
+            replay::promote_agent(&c, &path.display().to_string(), &FailureRules::default());
+        let case = promoted
+            .and_then(|s| serde_json::to_string(&s).ok())
+            .ok_or_else(|| "its first request cannot be read as a model request".to_owned())
+            .and_then(|json| {
+                scenario::load(&json, scenario::SourceFormat::Json, &id)
+                    .map_err(|d| d.first().map_or_else(String::new, |d| d.message.clone()))
+            });
+        match case {
+            Ok(mut cs) => {
+                cases.push(cs.remove(0));
+                paths.push(path.clone());
+                served.push(replay::ServedCassette::new(id, c));
+            }
+            Err(m) => errors.push(located(
+                path,
+                1,
+                1,
+                format!("this cassette cannot be served: {m}"),
+                "re-record it with `harness proxy`".to_owned(),
+            )),
+        }
+    }
+    let script = match policy {
+        replay::OnDivergence::Script(p) => match load(layout, p) {
+            Ok(mut cs) => Some(cs.remove(0)),
+            Err(diags) => {
+                errors.push(FileResult {
+                    path: p.clone(),
+                    outcome: Err(diags),
+                });
+                None
+            }
+        },
+        _ => None,
+    };
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    Ok(LoadedCassettes {
+        cases,
+        paths,
+        replay: replay::Replay {
+            cassettes: served,
+            on_divergence: policy.clone(),
+            script,
+            scrubber: crate::record::scrub::Scrubber::from_env(&[
+                Provider::Openai.key_env(),
+                Provider::Anthropic.key_env(),
+            ]),
+        },
+    })
+}
+
+/// One replayed conversation's trace.
+pub struct ReplayedTrace {
+    /// Its case id: the cassette's, with the label.
+    pub id: String,
+    /// Which cassette.
+    pub cassette: usize,
+    /// The inferred trace.
+    pub events: Vec<TimedEvent>,
+    /// The divergence report, if it diverged.
+    pub report: Option<String>,
+}
+
+/// The traces of a replay session: by cassette, and within one cassette by the trace itself
+/// (agents in parallel get the same ids on every run).
+pub fn replayed_traces(session: &Session, label: &str) -> Vec<ReplayedTrace> {
+    let Some(recorded) = session.replay() else {
+        return Vec::new();
+    };
+    let mut all: Vec<(usize, String, Vec<TimedEvent>, Option<String>)> = session
+        .conversations()
+        .iter()
+        .filter_map(|c| {
+            let pos = c.replayed.as_ref()?;
+            let served = &recorded.cassettes[pos.cassette];
+            let ctx = Context {
+                profile: label,
+                cap: u32::try_from(served.cassette.exchanges.len()).unwrap_or(u32::MAX),
+                tool_latency: Default::default(),
+            };
+            let events = infer::infer(&ctx, &c.exchanges);
+            let report = c.divergence().map(|d| d.report(&served.id));
+            Some((
+                pos.cassette,
+                trace::render_golden("", &events),
+                events,
+                report,
+            ))
+        })
+        .collect();
+    all.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+    let mut seen = vec![0usize; recorded.cassettes.len()];
+    all.into_iter()
+        .map(|(i, _, events, report)| {
+            let id = conversation_id(&recorded.cassettes[i].id, label, seen[i]);
+            seen[i] += 1;
+            ReplayedTrace {
+                id,
+                cassette: i,
+                events,
+                report,
+            }
+        })
+        .collect()
+}
+
+/// Serve the cassettes to one run of the command (one session: each conversation the agent
+/// begins is answered from the cassette it binds to) and judge each conversation; a cassette
+/// no conversation played fails.
+pub fn exec_cassettes(
+    settings: &Settings,
+    options: &Options,
+    files: &[PathBuf],
+    notes: &mut dyn Write,
+) -> io::Result<Vec<FileResult>> {
+    let loaded = match load_cassettes(&options.layout, files, &settings.on_divergence) {
+        Ok(l) => l,
+        Err(errors) => return Ok(errors),
+    };
+    let first = loaded.cases[0].clone();
+    let rules = match failure_rules(&first, &settings.reading) {
+        Ok(r) => r,
+        Err(e) => {
+            return Ok(vec![FileResult {
+                path: loaded.paths[0].clone(),
+                outcome: Err(vec![Diagnostic {
+                    line: 1,
+                    col: 1,
+                    message: e,
+                    hint: Some("fix the --failure pattern (Rust `regex` syntax)".to_owned()),
+                }]),
+            }]);
+        }
+    };
+    let names: Vec<String> = loaded
+        .paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    let (session, failures) = match serve_to_command(
+        settings,
+        Session::replaying(first.clone(), rules, loaded.replay),
+        &first,
+        &loaded.paths[0],
+        &names.join(", "),
+        notes,
+    )? {
+        Ok(done) => done,
+        Err(d) => {
+            return Ok(vec![FileResult {
+                path: loaded.paths[0].clone(),
+                outcome: Err(vec![d]),
+            }]);
+        }
+    };
+    let traces = replayed_traces(&session, &settings.label);
+    let fail_on_divergence = settings.on_divergence == replay::OnDivergence::Fail;
+    let case_of = |i: usize, id: String| Case {
+        id,
+        profile: settings.label.clone(),
+        expect: Expect::default(),
+        gated: true,
+        ..loaded.cases[i].clone()
+    };
+    let mut per_file: Vec<Vec<CaseResult>> = vec![Vec::new(); loaded.paths.len()];
+    for t in &traces {
+        if let Err(e) = trace::check_limits(&t.events) {
+            return Ok(vec![FileResult {
+                path: loaded.paths[t.cassette].clone(),
+                outcome: Err(vec![Diagnostic {
+                    line: 1,
+                    col: 1,
+                    message: format!("the trace inferred for `{}`: {e}", t.id),
+                    hint: Some(
+                        "the agent sent more than a run may hold (README \"Limits\"); its conversation is not judged"
+                            .to_owned(),
+                    ),
+                }]),
+            }]);
+        }
+        let mut r = run::judge(options, &case_of(t.cassette, t.id.clone()), &t.events);
+        if let Some(report) = &t.report {
+            let _ = writeln!(notes, "harness exec: {}: {report}", t.id);
+            if fail_on_divergence {
+                r.expectation_failures.push(format!(
+                    "every request to match the recording (--on-divergence fail); {report}"
+                ));
+            }
+        }
+        r.expectation_failures.extend(failures.iter().cloned());
+        per_file[t.cassette].push(r);
+    }
+    let quiet = Options {
+        write_pending: false,
+        traces: None,
+        ..options.clone()
+    };
+    for (i, results) in per_file.iter_mut().enumerate() {
+        if !results.is_empty() {
+            continue;
+        }
+        let mut r = run::judge(
+            &quiet,
+            &case_of(i, conversation_id(&loaded.cases[i].id, &settings.label, 0)),
+            &[],
+        );
+        r.golden = Comparison::Ungated;
+        r.expectation_failures.push(if traces.is_empty() {
+            "a model request; the command made none: it must take its base URL from OPENAI_BASE_URL or ANTHROPIC_BASE_URL, which harness exec sets".to_owned()
+        } else {
+            "the agent to begin this recorded conversation; none of its conversations began nearer to it than to another cassette".to_owned()
+        });
+        r.expectation_failures.extend(failures.iter().cloned());
+        results.push(r);
+    }
+    Ok(loaded
+        .paths
+        .into_iter()
+        .zip(per_file)
+        .map(|(path, mut results)| {
+            for r in &mut results {
+                r.row.expectations_passed = r.expectation_failures.is_empty();
+                r.passes = u32::from(r.passed());
+            }
+            FileResult {
+                path,
+                outcome: Ok(results),
+            }
+        })
+        .collect())
+}
