@@ -8,7 +8,8 @@
 //! errors) and resolving the file, and nothing else: the commands take the resolved paths.
 //! The format's reference is [`ProjectFile`], whose docs become `schema/harness.schema.json`.
 
-use crate::scenario::{Diagnostic, Seg, SourceFormat};
+use crate::diagnostic::{Cause, Diagnostic, Serde};
+use crate::scenario::{Seg, SourceFormat};
 use crate::store::relative_to;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -116,21 +117,6 @@ pub struct Project {
     pub root: PathBuf,
 }
 
-/// Why a project file could not be used.
-#[derive(Debug, Clone)]
-pub struct ProjectError {
-    /// The file.
-    pub file: PathBuf,
-    /// Where in it, what, and a hint.
-    pub diagnostic: Diagnostic,
-}
-
-impl std::fmt::Display for ProjectError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.diagnostic.located(&self.file))
-    }
-}
-
 /// The nearest `harness.toml` in `dir` or a folder above it.
 pub fn find(dir: &Path) -> Option<PathBuf> {
     dir.ancestors()
@@ -140,33 +126,20 @@ pub fn find(dir: &Path) -> Option<PathBuf> {
 
 /// Find the project file above the current folder `cwd` and read it; `Ok(None)` when there is
 /// none.
-pub fn discover(cwd: &Path) -> Result<Option<Project>, ProjectError> {
+pub fn discover(cwd: &Path) -> Result<Option<Project>, Diagnostic> {
     let Some(file) = find(cwd) else {
         return Ok(None);
-    };
-    let located = |line, col, message: String, hint: &str| ProjectError {
-        file: file.clone(),
-        diagnostic: Diagnostic {
-            line,
-            col,
-            message,
-            hint: Some(hint.to_owned()),
-        },
     };
     let text =
         crate::store::read_input_text(&file, "project file", crate::limits::MAX_SCENARIO_BYTES)
             .map_err(|e| {
-                located(
-                    1,
-                    1,
-                    format!("cannot read: {e}"),
-                    "check the file's permissions; it must be UTF-8 TOML",
-                )
+                e.diagnostic(&file, "cannot read: ")
+                    .hint_by(|cause| match cause {
+                        Cause::NotUtf8 => "save the project file as UTF-8".to_owned(),
+                        _ => "check the file's permissions; it must be UTF-8 TOML".to_owned(),
+                    })
             })?;
-    let config = parse(&text).map_err(|diagnostic| ProjectError {
-        file: file.clone(),
-        diagnostic,
-    })?;
+    let config = parse(&text).map_err(|d| d.in_file(&file))?;
     let root = file.parent().unwrap_or(Path::new("/"));
     let from_cwd = |rel: &str| relative_to(&root.join(rel), cwd);
     Ok(Some(Project {
@@ -186,13 +159,10 @@ pub fn parse(text: &str) -> Result<ProjectFile, Diagnostic> {
             .span()
             .map_or((1, 1), |s| crate::scenario::line_col(text, s.start));
         let message = e.message().trim().to_owned();
-        let hint = hint_for(&message);
-        Diagnostic {
-            line,
-            col,
-            message,
-            hint: Some(hint),
-        }
+        let read = Serde::read(&message);
+        let hint = hint_for(&read);
+        let cause = read.cause;
+        Diagnostic::at(line, col, message).hint(hint).cause(cause)
     })?;
     let at = |path: &[&str], message: String, hint: String| {
         let path = path.iter().map(|k| Seg::Key((*k).to_owned())).collect();
@@ -253,23 +223,18 @@ pub fn parse(text: &str) -> Result<ProjectFile, Diagnostic> {
     Ok(config)
 }
 
-/// A hint for a deserializer message about the project file.
-fn hint_for(message: &str) -> String {
-    let quoted: Vec<&str> = message.split('`').skip(1).step_by(2).collect();
-    if message.starts_with("unknown field") {
-        if let Some((found, expected)) = quoted.split_first() {
-            return crate::scenario::suggest(found, expected, || {
-                format!("allowed keys here: {}", expected.join(", "))
-            });
+/// How to mend a deserializer's complaint about the project file, by its kind.
+fn hint_for(read: &Serde<'_>) -> String {
+    match (read.cause, read.quoted.split_first()) {
+        (Cause::UnknownKey, Some((found, expected))) => crate::scenario::suggest(found, expected, || {
+            format!("allowed keys here: {}", expected.join(", "))
+        }),
+        (Cause::MissingKey, Some((&"format", _))) => {
+            format!("start the file with `format = {FORMAT_VERSION}`")
         }
+        (Cause::NoVariant, _) => "write a whole number of cases, or \"all\"".to_owned(),
+        _ => "the project file's keys are described in README.md (Project file) and schema/harness.schema.json".to_owned(),
     }
-    if message.starts_with("missing field `format`") {
-        return format!("start the file with `format = {FORMAT_VERSION}`");
-    }
-    if message.contains("did not match any variant") {
-        return "write a whole number of cases, or \"all\"".to_owned();
-    }
-    "the project file's keys are described in README.md (Project file) and schema/harness.schema.json".to_owned()
 }
 
 /// The JSON Schema of the project file (shipped as `schema/harness.schema.json`).
@@ -312,24 +277,24 @@ mod tests {
         assert_eq!(full.run.jobs, Some(2));
 
         let e = parse("format = 1\nscenario = \"s\"\n").unwrap_err();
-        assert_eq!((e.line, e.col), (2, 1));
+        assert_eq!((e.line(), e.col()), (2, 1));
         assert!(e.message.starts_with("unknown field `scenario`"), "{e:?}");
         assert_eq!(e.hint.as_deref(), Some("did you mean `scenarios`?"));
         let e = parse("format = 2\n").unwrap_err();
         assert!(e.message.contains("format 2 is not one"), "{e:?}");
-        assert_eq!((e.line, e.col), (1, 1));
+        assert_eq!((e.line(), e.col()), (1, 1));
         let e = parse("scenarios = \"s\"\n").unwrap_err();
         assert_eq!(e.hint.as_deref(), Some("start the file with `format = 1`"));
         let e = parse("format = 1\n[run]\nprofile = [\"none\", \"moltys\"]\n").unwrap_err();
         assert_eq!(
-            (e.line, e.col, e.hint.as_deref()),
+            (e.line(), e.col(), e.hint.as_deref()),
             (3, 20, Some("did you mean `moltis`?"))
         );
         let e = parse("format = 1\nsnapshots = \"/abs\"\n").unwrap_err();
         assert!(e.message.contains("relative to the project file"), "{e:?}");
         let e = parse("format = 1\n[run]\njobs = 0\n").unwrap_err();
-        assert_eq!((e.line, e.col), (3, 1));
+        assert_eq!((e.line(), e.col()), (3, 1));
         let e = parse("format = 1\n[run]\ndiff_limit = \"some\"\n").unwrap_err();
-        assert_eq!(e.line, 3, "{e:?}");
+        assert_eq!(e.line(), 3, "{e:?}");
     }
 }

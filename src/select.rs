@@ -2,6 +2,7 @@
 //! and `--partition count:M/N | hash:M/N` over the sorted scenario ids. Pure: callers hand in
 //! ids and cases.
 
+use crate::diagnostic::Diagnostic;
 use crate::scenario::Case;
 use globset::{Glob, GlobMatcher};
 use std::collections::HashMap;
@@ -77,9 +78,12 @@ impl Selection {
     /// Build from `--filter` values and an optional `--partition`. Filters of one kind are
     /// alternatives; kinds combine (`--filter family:reflex --filter profile:none` runs the
     /// reflex family's `none` cases).
-    pub fn new(filters: &[String], partition: Option<&str>) -> Result<Self, String> {
+    pub fn new(filters: &[String], partition: Option<&str>) -> Result<Self, Diagnostic> {
         let mut s = Self {
-            partition: partition.map(Partition::parse).transpose()?,
+            partition: partition
+                .map(Partition::parse)
+                .transpose()
+                .map_err(Diagnostic::new)?,
             filters: filters.to_vec(),
             ..Self::default()
         };
@@ -95,17 +99,18 @@ impl Selection {
                     let hint = crate::scenario::suggest(kind, FILTER_KINDS, || {
                         format!("filter kinds: {}", FILTER_KINDS.join(", "))
                     });
-                    return Err(format!(
-                        "unknown filter kind `{kind}` in `{f}`\n  hint: {hint} (an id glob has no `:`, e.g. `reflex/*`)"
-                    ));
+                    return Err(
+                        Diagnostic::new(format!("unknown filter kind `{kind}` in `{f}`"))
+                            .hint(format!("{hint} (an id glob has no `:`, e.g. `reflex/*`)")),
+                    );
                 }
                 None => (&mut s.ids, f.as_str()),
             };
             let glob = Glob::new(pattern).map_err(|e| {
-                format!(
+                Diagnostic::new(format!(
                     "invalid filter `{f}`: {e}; write an id glob (`reflex/*`), `family:NAME`, \
                      `tag:NAME` or `profile:NAME`"
-                )
+                ))
             })?;
             list.push(glob.compile_matcher());
         }
@@ -248,13 +253,19 @@ mod tests {
             let e = Partition::parse(bad).unwrap_err();
             assert!(e.contains("count:M/N"), "{bad}: {e}");
         }
-        let e = Selection::new(&["family:[".to_owned()], None).unwrap_err();
+        let e = Selection::new(&["family:[".to_owned()], None)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("invalid filter `family:[`"), "{e}");
         // A misspelt kind is an error, not an id glob that matches nothing.
-        let e = Selection::new(&["famly:reflex".to_owned()], None).unwrap_err();
+        let e = Selection::new(&["famly:reflex".to_owned()], None)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("unknown filter kind `famly`"), "{e}");
         assert!(e.contains("did you mean `family`?"), "{e}");
-        let e = Selection::new(&["colour:red".to_owned()], None).unwrap_err();
+        let e = Selection::new(&["colour:red".to_owned()], None)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("filter kinds: id, family, tag, profile"), "{e}");
         let s = Selection::new(
             &["tag:x".to_owned(), "reflex/*".to_owned()],

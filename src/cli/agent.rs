@@ -2,71 +2,59 @@
 //! checks its arguments, drives a session of `crate::serve` (through `crate::exec` for a
 //! command run and judged), prints what happened and maps it to an exit status.
 
-use super::Setup;
 use super::args::{ExecArgs, OutputArgs, ProxyArgs, ServeArgs};
+use super::{Setup, fail};
+use crate::diagnostic::{Diagnostic, Style};
 use crate::exec::command::{self, Ended};
 use crate::exec::{
     check_label, conversation_id, exec_cassettes, exec_file, failure_rules, load, load_cassettes,
     replayed_traces, traces,
 };
-use crate::verdict::{self, Outputs};
 use crate::record::cassette::ReplayOptions;
-use crate::results::{EXIT_BAD_INPUT, EXIT_OK, FileResult};
+use crate::results::{ExitStatus, FileResult};
 use crate::run::Options;
-use crate::scenario::Diagnostic;
 use crate::select::Selection;
 use crate::serve::Session;
 use crate::serve::http::{Server, Signals};
 use crate::serve::proxy::{self, Upstreams, api_name, cassette_path, existing_cassettes};
 use crate::store::{self, Layout};
 use crate::trace::{self, TimedEvent};
+use crate::verdict::{self, Outputs};
 use anyhow::Context as _;
 use std::io::{self, Write as _};
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
+/// Tell the user a file's diagnostics.
 fn print_diagnostics(path: &Path, diags: &[Diagnostic]) {
     let mut err = anstream::stderr();
     for d in diags {
-        let _ = writeln!(
-            err,
-            "error: {}:{}:{}: {}",
-            path.display(),
-            d.line,
-            d.col,
-            d.message
-        );
-        if let Some(h) = &d.hint {
-            let _ = writeln!(err, "  hint: {h}");
-        }
+        let _ = write!(err, "{}", d.render_in(path, &Style::default()));
     }
-}
-
-fn bad_usage(message: &str) -> u8 {
-    let _ = writeln!(anstream::stderr(), "error: {message}");
-    EXIT_BAD_INPUT
 }
 
 /// `harness serve`.
-pub(super) fn serve(args: &ServeArgs, layout: &Layout) -> anyhow::Result<u8> {
+pub(super) fn serve(args: &ServeArgs, layout: &Layout) -> anyhow::Result<ExitStatus> {
     if let Err(e) = check_label(&args.label) {
-        return Ok(bad_usage(&e));
+        return Ok(fail(&e));
     }
     if !args.addr.ip().is_loopback() && !args.allow_remote {
-        return Ok(bad_usage(&format!(
-            "refusing to listen on {}, which is not a loopback address\n  hint: the endpoint has no authentication; pass --allow-remote to listen there anyway",
-            args.addr
-        )));
+        return Ok(fail(
+            &Diagnostic::new(format!(
+                "refusing to listen on {}, which is not a loopback address",
+                args.addr
+            ))
+            .hint("the endpoint has no authentication; pass --allow-remote to listen there anyway"),
+        ));
     }
     let (files, unreadable) = store::discover(&args.scenario);
     if let Some((path, e)) = unreadable.first() {
-        return Ok(bad_usage(&format!(
-            "{}: {}\n  hint: {}",
-            path.display(),
-            store::describe(e),
-            store::hint_for(e, "harness serve")
-        )));
+        return Ok(fail(
+            &Diagnostic::new(store::describe(e))
+                .in_file(path)
+                .hint(store::hint_for(e, "harness serve")),
+        ));
     }
     let replaying = files.iter().any(|f| crate::record::is_cassette(f));
     let loaded = if replaying {
@@ -78,7 +66,7 @@ pub(super) fn serve(args: &ServeArgs, layout: &Layout) -> anyhow::Result<u8> {
                         print_diagnostics(&f.path, diags);
                     }
                 }
-                return Ok(EXIT_BAD_INPUT);
+                return Ok(ExitStatus::BadInput);
             }
         }
     } else {
@@ -90,28 +78,29 @@ pub(super) fn serve(args: &ServeArgs, layout: &Layout) -> anyhow::Result<u8> {
             Ok(mut cases) => cases.remove(0),
             Err(diags) => {
                 print_diagnostics(one, &diags);
-                return Ok(EXIT_BAD_INPUT);
+                return Ok(ExitStatus::BadInput);
             }
         },
         (None, _) => {
-            return Ok(bad_usage(
-                "serve answers from one scenario, or from agent cassettes\n  hint: name one scenario file, or cassette files and folders",
+            return Ok(fail(
+                &Diagnostic::new("serve answers from one scenario, or from agent cassettes")
+                    .hint("name one scenario file, or cassette files and folders"),
             ));
         }
     };
     if let Some(dir) = &args.traces {
         // Checked now: the traces are written at the end, when nothing can be done about it.
         if let Err(e) = store::writable_folder(dir) {
-            return Ok(bad_usage(&format!(
-                "cannot write traces into {}: {e}\n  hint: name a folder harness may create and write",
-                dir.display()
-            )));
+            return Ok(fail(
+                &Diagnostic::new(format!("cannot write traces into {}: {e}", dir.display()))
+                    .hint("name a folder harness may create and write"),
+            ));
         }
     }
     let scenario_id = case.id.clone();
     let rules = match failure_rules(&case, &args.reading.to_reading()) {
         Ok(r) => r,
-        Err(e) => return Ok(bad_usage(&e)),
+        Err(e) => return Ok(fail(&Diagnostic::new(e))),
     };
     let timeouts = crate::serve::http::Timeouts {
         read: Duration::from_millis(args.read_timeout_ms),
@@ -175,15 +164,14 @@ pub(super) fn serve(args: &ServeArgs, layout: &Layout) -> anyhow::Result<u8> {
             .collect(),
     };
     let mut out = io::stdout().lock();
-    let mut code = EXIT_OK;
+    let mut code = ExitStatus::Ok;
     for (id, events) in &all {
         let id = id.clone();
         if let Err(e) = trace::check_limits(events) {
-            let _ = writeln!(
-                anstream::stderr(),
-                "error: {id}: {e}\n  hint: the agent sent more than a run may hold; see README \"Limits\""
+            code = fail(
+                &Diagnostic::new(format!("{id}: {e}"))
+                    .hint("the agent sent more than a run may hold; see README \"Limits\""),
             );
-            code = EXIT_BAD_INPUT;
             continue;
         }
         match &args.traces {
@@ -210,7 +198,7 @@ pub(super) fn serve(args: &ServeArgs, layout: &Layout) -> anyhow::Result<u8> {
 }
 
 /// `harness exec`: the outputs as `run` takes them, but no project baseline.
-pub(super) fn exec(args: &ExecArgs, out: OutputArgs, setup: &Setup) -> anyhow::Result<u8> {
+pub(super) fn exec(args: &ExecArgs, out: OutputArgs, setup: &Setup) -> anyhow::Result<ExitStatus> {
     crate::run::interrupt::install().context("cannot catch Ctrl-C")?;
     // `bless` never records exec's conversations, so the project's baseline would only list
     // them as missing: exec compares metrics with a baseline named on its line.
@@ -226,30 +214,30 @@ pub(super) fn exec(args: &ExecArgs, out: OutputArgs, setup: &Setup) -> anyhow::R
 }
 
 /// Run the command against each scenario (or the cassettes) and judge it into `outputs`.
-fn exec_judged(args: &ExecArgs, layout: &Layout, outputs: &Outputs) -> anyhow::Result<u8> {
+fn exec_judged(args: &ExecArgs, layout: &Layout, outputs: &Outputs) -> anyhow::Result<ExitStatus> {
     if let Err(e) = check_label(&args.label) {
-        return Ok(bad_usage(&e));
+        return Ok(fail(&e));
     }
     if let Some(p) = args
         .expect
         .as_ref()
         .filter(|p| crate::policy::Config::profile(p).is_none())
     {
-        return Ok(bad_usage(&format!(
-            "unknown profile `{p}`\n  hint: known profiles: {}",
-            crate::policy::PROFILES.join(", ")
-        )));
+        return Ok(super::run::unknown_profile(p));
     }
     let (files, unreadable) = store::discover(&args.scenarios);
     let replaying = files.iter().any(|f| crate::record::is_cassette(f));
     if replaying && files.iter().any(|f| !crate::record::is_cassette(f)) {
-        return Ok(bad_usage(
-            "exec was given scenarios and cassettes together\n  hint: run the scenarios and the cassettes in two commands: one session replays cassettes only",
+        return Ok(fail(
+            &Diagnostic::new("exec was given scenarios and cassettes together").hint(
+                "run the scenarios and the cassettes in two commands: one session replays cassettes only",
+            ),
         ));
     }
     if replaying && args.expect.is_some() {
-        return Ok(bad_usage(
-            "--expect judges a scenario's expectations, and cassettes state none\n  hint: a replayed conversation is judged by its golden and by whether it follows its recording (--on-divergence)",
+        return Ok(fail(
+            &Diagnostic::new("--expect judges a scenario's expectations, and cassettes state none")
+                .hint("a replayed conversation is judged by its golden and by whether it follows its recording (--on-divergence)"),
         ));
     }
     let options = Options {
@@ -265,16 +253,14 @@ fn exec_judged(args: &ExecArgs, layout: &Layout, outputs: &Outputs) -> anyhow::R
         keep_traces: outputs.keeps_traces(),
     };
     let settings = args.settings();
-    verdict::report(outputs, layout, |r| {
+    Ok(verdict::report(outputs, layout, |r| {
         for (path, e) in unreadable {
             r.unreadable(&FileResult {
                 path,
-                outcome: Err(vec![Diagnostic {
-                    line: 1,
-                    col: 1,
-                    message: store::describe(&e),
-                    hint: Some(store::hint_for(&e, "harness exec")),
-                }]),
+                outcome: Err(vec![
+                    Diagnostic::at(1, 1, store::describe(&e))
+                        .hint(store::hint_for(&e, "harness exec")),
+                ]),
             })?;
         }
         if replaying {
@@ -299,33 +285,39 @@ fn exec_judged(args: &ExecArgs, layout: &Layout, outputs: &Outputs) -> anyhow::R
             r.interrupted(0)?;
         }
         r.finish()
-    })
+    })?)
 }
 
 /// `harness proxy`.
-pub(super) fn proxy(args: &ProxyArgs) -> anyhow::Result<u8> {
+pub(super) fn proxy(args: &ProxyArgs) -> anyhow::Result<ExitStatus> {
     crate::run::interrupt::install().context("cannot catch Ctrl-C")?;
     if !args.addr.ip().is_loopback() && !args.allow_remote {
-        return Ok(bad_usage(&format!(
-            "refusing to listen on {}, which is not a loopback address\n  hint: whoever reaches the proxy spends your key; pass --allow-remote to listen there anyway",
-            args.addr
-        )));
+        return Ok(fail(
+            &Diagnostic::new(format!(
+                "refusing to listen on {}, which is not a loopback address",
+                args.addr
+            ))
+            .hint("whoever reaches the proxy spends your key; pass --allow-remote to listen there anyway"),
+        ));
     }
     let upstreams = match Upstreams::named(
         &args.upstream,
         Duration::from_millis(args.upstream_timeout_ms),
     ) {
         Ok(u) => u,
-        Err(e) => return Ok(bad_usage(&e)),
+        Err(d) => return Ok(fail(&d)),
     };
     let old = existing_cassettes(&args.out);
     if !old.is_empty() && !args.replace {
-        return Ok(bad_usage(&format!(
-            "{} already holds {} cassette(s) ({})\n  hint: pass --replace to record over them, or name another --out",
-            args.out.display(),
-            old.len(),
-            old[0].display()
-        )));
+        return Ok(fail(
+            &Diagnostic::new(format!(
+                "{} already holds {} cassette(s) ({})",
+                args.out.display(),
+                old.len(),
+                old[0].display()
+            ))
+            .hint("pass --replace to record over them, or name another --out"),
+        ));
     }
     let folder = if crate::record::is_cassette(&args.out) {
         args.out
@@ -337,10 +329,13 @@ pub(super) fn proxy(args: &ProxyArgs) -> anyhow::Result<u8> {
         args.out.clone()
     };
     if let Err(e) = store::writable_folder(&folder) {
-        return Ok(bad_usage(&format!(
-            "cannot write cassettes into {}: {e}\n  hint: name a folder harness may create and write",
-            folder.display()
-        )));
+        return Ok(fail(
+            &Diagnostic::new(format!(
+                "cannot write cassettes into {}: {e}",
+                folder.display()
+            ))
+            .hint("name a folder harness may create and write"),
+        ));
     }
     let scrubber = crate::record::scrub::Scrubber::new(
         [
@@ -371,7 +366,7 @@ pub(super) fn proxy(args: &ProxyArgs) -> anyhow::Result<u8> {
             Ok(e) => Some(e),
             Err(e) => {
                 let _ = proxy.stop();
-                return Ok(bad_usage(&e.to_string()));
+                return Ok(fail(&Diagnostic::new(e.to_string())));
             }
         }
     } else {
@@ -397,26 +392,30 @@ pub(super) fn proxy(args: &ProxyArgs) -> anyhow::Result<u8> {
     }
     let groups = proxy::conversations(&slots);
     if groups.is_empty() {
-        let _ = writeln!(
-            err,
-            "error: the agent made no model request through the proxy, so nothing was recorded\n  hint: the agent must take its base URL from OPENAI_BASE_URL or ANTHROPIC_BASE_URL, which harness proxy sets"
-        );
-        return Ok(crate::results::EXIT_FAILED);
+        return Ok(fail(
+            &Diagnostic::new(
+                "the agent made no model request through the proxy, so nothing was recorded",
+            )
+            .hint("the agent must take its base URL from OPENAI_BASE_URL or ANTHROPIC_BASE_URL, which harness proxy sets")
+            .status(ExitStatus::Failed),
+        ));
     }
-    let mut code = EXIT_OK;
+    let mut code = ExitStatus::Ok;
     let mut written = Vec::new();
     let mut out = io::stdout().lock();
     for (i, members) in groups.iter().enumerate() {
         let path = cassette_path(&args.out, i + 1);
         if let Some(&big) = members.iter().find(|&&m| slots[m].too_large) {
-            let _ = writeln!(
-                err,
-                "error: {}: an answer of this conversation (request {}) went past the {} bytes a cassette keeps; not written\n  hint: ask the agent for shorter answers while recording (README \"Limits\")",
-                path.display(),
-                members.iter().position(|&m| m == big).unwrap_or(0) + 1,
-                crate::limits::MAX_RESPONSE_BYTES
+            code = fail(
+                &Diagnostic::new(format!(
+                    "an answer of this conversation (request {}) went past the {} bytes a cassette keeps; not written",
+                    members.iter().position(|&m| m == big).unwrap_or(0) + 1,
+                    crate::limits::MAX_RESPONSE_BYTES
+                ))
+                .in_file(&path)
+                .hint("ask the agent for shorter answers while recording (README \"Limits\")")
+                .status(ExitStatus::Failed),
             );
-            code = crate::results::EXIT_FAILED;
             continue;
         }
         let cassette = proxy::cassette_of(
@@ -458,7 +457,7 @@ pub(super) fn proxy(args: &ProxyArgs) -> anyhow::Result<u8> {
         )?;
     }
     if matches!(ended, Some(Ended::Interrupted)) {
-        return Ok(crate::results::EXIT_INTERRUPTED);
+        return Ok(crate::results::ExitStatus::Interrupted);
     }
     Ok(code)
 }

@@ -1,9 +1,10 @@
 //! `harness diff`, `accept` and `reject`: the review of pending goldens (`.snap.new`, beside
 //! the goldens or in a `--pending-dir`) against their goldens.
 
-use super::bad_usage;
+use super::fail;
+use crate::diagnostic::Diagnostic;
 use crate::report;
-use crate::results::{EXIT_BAD_INPUT, EXIT_OK};
+use crate::results::ExitStatus;
 use crate::store::{self, Layout};
 use anyhow::Context as _;
 use std::io::Write;
@@ -14,7 +15,7 @@ pub(super) fn diff(
     layout: &Layout,
     paths: &[PathBuf],
     pending_dir: Option<&Path>,
-) -> anyhow::Result<u8> {
+) -> anyhow::Result<ExitStatus> {
     match missing_path(paths, pending_dir) {
         Some(code) => Ok(code),
         None => show_diff(layout, pending_dir, paths),
@@ -27,7 +28,7 @@ pub(super) fn accept_or_reject(
     paths: &[PathBuf],
     pending_dir: Option<&Path>,
     accept: bool,
-) -> anyhow::Result<u8> {
+) -> anyhow::Result<ExitStatus> {
     match missing_path(paths, pending_dir) {
         Some(code) => Ok(code),
         None => review(layout, pending_dir, paths, accept),
@@ -36,7 +37,7 @@ pub(super) fn accept_or_reject(
 
 /// A path given to `diff`, `accept` or `reject` (or their `--pending-dir`) that is not there
 /// is bad usage, reported, as `run` reports it: selecting nothing from it would pass silently.
-fn missing_path(paths: &[PathBuf], pending_dir: Option<&Path>) -> Option<u8> {
+fn missing_path(paths: &[PathBuf], pending_dir: Option<&Path>) -> Option<ExitStatus> {
     let missing = paths
         .iter()
         .map(PathBuf::as_path)
@@ -46,10 +47,13 @@ fn missing_path(paths: &[PathBuf], pending_dir: Option<&Path>) -> Option<u8> {
             let there = |p: &Path| std::fs::symlink_metadata(p).is_ok();
             !there(p) && !there(&PathBuf::from(format!("{}.new", p.display())))
         })?;
-    Some(bad_usage(&format!(
-        "cannot read {}: no such file or folder\n  hint: give scenario or golden files and folders that exist (`harness diff` with no path shows every pending golden)",
-        missing.display()
-    )))
+    Some(fail(
+        &Diagnostic::new(format!(
+            "cannot read {}: no such file or folder",
+            missing.display()
+        ))
+        .hint("give scenario or golden files and folders that exist (`harness diff` with no path shows every pending golden)"),
+    ))
 }
 
 /// Promote (`accept`) or discard pending goldens (from `pending_dir` when given); prints
@@ -60,11 +64,11 @@ fn review(
     pending_dir: Option<&Path>,
     paths: &[PathBuf],
     accept: bool,
-) -> anyhow::Result<u8> {
+) -> anyhow::Result<ExitStatus> {
     let pending = pending(layout, pending_dir, paths);
     let from = pending_dir.unwrap_or(&layout.snapshots);
     let mut out = anstream::stdout().lock();
-    let mut code = EXIT_OK;
+    let mut code = ExitStatus::Ok;
     let mut done = 0;
     for (p, golden) in &pending {
         if accept {
@@ -79,8 +83,7 @@ fn review(
                     .with_context(|| format!("cannot move {} to {}", p.display(), golden.display()))
             });
             if let Err(e) = moved {
-                eprintln!("error: {}", crate::escape::escape_controls(&format!("{e:#}")));
-                code = EXIT_BAD_INPUT;
+                code = fail(&Diagnostic::new(format!("{e:#}")));
                 continue;
             }
             writeln!(out, "accepted {}", golden.display())?;
@@ -121,11 +124,15 @@ fn pending(
 /// `harness diff`: the unified diff of each pending golden against its golden, a new one
 /// against nothing (colored on a terminal only). A pending golden or golden that is a link or
 /// a special file is refused (exit 2) and never shown; the others still are.
-fn show_diff(layout: &Layout, pending_dir: Option<&Path>, paths: &[PathBuf]) -> anyhow::Result<u8> {
+fn show_diff(
+    layout: &Layout,
+    pending_dir: Option<&Path>,
+    paths: &[PathBuf],
+) -> anyhow::Result<ExitStatus> {
     let mut out = anstream::stdout().lock();
     let found = pending(layout, pending_dir, paths);
     let from = pending_dir.unwrap_or(&layout.snapshots);
-    let mut code = EXIT_OK;
+    let mut code = ExitStatus::Ok;
     for (p, golden) in &found {
         let read = |root: &Path, path: &Path, what: &str| {
             store::read_inside(root, path, what, crate::limits::MAX_GOLDEN_BYTES)
@@ -137,12 +144,7 @@ fn show_diff(layout: &Layout, pending_dir: Option<&Path>, paths: &[PathBuf]) -> 
             (Ok(Some(new)), Ok(old)) => (new, old),
             (Ok(None), _) => continue,
             (Err(e), _) | (_, Err(e)) => {
-                let _ = writeln!(
-                    anstream::stderr(),
-                    "error: {}",
-                    crate::escape::escape_controls(&e.to_string())
-                );
-                code = EXIT_BAD_INPUT;
+                code = fail(&Diagnostic::new(e.to_string()));
                 continue;
             }
         };

@@ -2,7 +2,8 @@
 //! The only place that reads the environment (`CI`, `GITHUB_ACTIONS`, `GITHUB_STEP_SUMMARY`)
 //! and writes to stdout/stderr.
 
-use crate::results::{EXIT_BAD_INPUT, EXIT_OK};
+use crate::diagnostic::{Diagnostic, Style};
+use crate::results::ExitStatus;
 use crate::store::Layout;
 use args::{Cli, Command};
 use clap::Parser as _;
@@ -18,9 +19,10 @@ mod run;
 mod show;
 mod sweep;
 
-fn bad_usage(message: &str) -> u8 {
-    eprintln!("error: {}", crate::escape::escape_in_lines(message));
-    EXIT_BAD_INPUT
+/// Tell the user `d` on stderr; the exit status it ends the command with.
+fn fail(d: &Diagnostic) -> ExitStatus {
+    let _ = write!(anstream::stderr(), "{}", d.render(&Style::default()));
+    d.status
 }
 
 fn jobs_or_cores(jobs: Option<usize>) -> usize {
@@ -39,22 +41,17 @@ pub fn main() -> ExitCode {
             suggest_subcommand(&mut e);
             let _ = e.print();
             return ExitCode::from(if e.use_stderr() {
-                EXIT_BAD_INPUT
+                ExitStatus::BadInput
             } else {
-                EXIT_OK
+                ExitStatus::Ok
             });
         }
     };
     match execute(cli) {
         Ok(code) => ExitCode::from(code),
         // A reader that went away (`harness trace … | head`) is not an error.
-        Err(e) if is_broken_pipe(&e) => ExitCode::from(EXIT_OK),
-        Err(e) => {
-            let mut err = anstream::stderr();
-            let message = format!("{e:#}");
-            let _ = writeln!(err, "error: {}", crate::escape::escape_in_lines(&message));
-            ExitCode::from(EXIT_BAD_INPUT)
-        }
+        Err(e) if is_broken_pipe(&e) => ExitCode::from(ExitStatus::Ok),
+        Err(e) => ExitCode::from(fail(&diagnostic_of(&e))),
     }
 }
 
@@ -84,6 +81,26 @@ fn suggest_subcommand(e: &mut clap::Error) {
     }
 }
 
+/// What went wrong, as the one diagnostic type: a diagnostic the library returned (with the
+/// context the command added before its message), else the error chain (`context: cause`).
+fn diagnostic_of(e: &anyhow::Error) -> Diagnostic {
+    match e.downcast_ref::<Diagnostic>() {
+        Some(d) if e.chain().count() == 1 => d.clone(),
+        Some(d) => {
+            let context: Vec<String> = e
+                .chain()
+                .take_while(|c| c.downcast_ref::<Diagnostic>().is_none())
+                .map(ToString::to_string)
+                .collect();
+            Diagnostic {
+                message: format!("{}: {}", context.join(": "), d.message),
+                ..d.clone()
+            }
+        }
+        None => Diagnostic::new(format!("{e:#}")),
+    }
+}
+
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<std::io::Error>()
@@ -99,14 +116,11 @@ struct Setup {
 }
 
 impl Setup {
-    fn new(cli: &Cli) -> Result<Self, u8> {
+    fn new(cli: &Cli) -> Result<Self, ExitStatus> {
         let cwd = std::env::current_dir().unwrap_or_default();
         let project = match crate::project::discover(&cwd) {
             Ok(p) => p,
-            Err(e) => {
-                let _ = writeln!(anstream::stderr(), "error: {e}");
-                return Err(EXIT_BAD_INPUT);
-            }
+            Err(d) => return Err(fail(&d)),
         };
         let layout = Layout {
             scenarios: cli
@@ -179,7 +193,7 @@ impl Setup {
 }
 
 /// Run the command; its exit code.
-fn execute(cli: Cli) -> anyhow::Result<u8> {
+fn execute(cli: Cli) -> anyhow::Result<ExitStatus> {
     let setup = match Setup::new(&cli) {
         Ok(s) => s,
         Err(code) => return Ok(code),

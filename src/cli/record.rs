@@ -3,24 +3,25 @@
 //! scrubbed (the trace is built from scrubbed exchanges; refusals are scrubbed here).
 
 use super::args::{LintArgs, PromoteArgs, RecordArgs};
-use crate::record::{Refusal, scrubber};
+use crate::diagnostic::{Diagnostic, Style};
+use crate::record::scrubber;
 use crate::report::MetricsCsv;
-use crate::results::{CaseResult, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, FileResult, Reporter};
+use crate::results::{CaseResult, ExitStatus, FileResult, Reporter};
 use crate::snapshot::Comparison;
 use crate::store::{self, Layout};
 use crate::trace;
 use anyhow::Context as _;
 use std::io::Write;
 
-fn refused(r: &Refusal, extra_var: Option<&str>) -> anyhow::Result<u8> {
-    let text = scrubber(extra_var).scrub(&r.to_string());
-    let mut err = anstream::stderr();
-    writeln!(err, "{text}")?;
-    Ok(EXIT_BAD_INPUT)
+/// Tell the user `d`, scrubbed of the keys in the environment (`extra_var` too).
+fn refused(d: &Diagnostic, extra_var: Option<&str>) -> anyhow::Result<ExitStatus> {
+    let text = scrubber(extra_var).scrub(&d.render(&Style::default()));
+    anstream::stderr().write_all(text.as_bytes())?;
+    Ok(d.status)
 }
 
 /// `harness record`.
-pub(super) fn record(args: &RecordArgs, layout: &Layout, ci: bool) -> anyhow::Result<u8> {
+pub(super) fn record(args: &RecordArgs, layout: &Layout, ci: bool) -> anyhow::Result<ExitStatus> {
     let r = match crate::record::record(&args.options(), layout, ci) {
         Ok(r) => r,
         Err(e) => return refused(&e, args.api_key_env.as_deref()),
@@ -75,14 +76,18 @@ pub(super) fn record(args: &RecordArgs, layout: &Layout, ci: bool) -> anyhow::Re
         r.out.display()
     )?;
     Ok(if r.failures.is_empty() {
-        EXIT_OK
+        ExitStatus::Ok
     } else {
-        EXIT_FAILED
+        ExitStatus::Failed
     })
 }
 
 /// `harness trace CASSETTE`: the replayed trace; a drifted request is reported (exit 1).
-pub(super) fn trace(layout: &Layout, path: &std::path::Path, jsonl: bool) -> anyhow::Result<u8> {
+pub(super) fn trace(
+    layout: &Layout,
+    path: &std::path::Path,
+    jsonl: bool,
+) -> anyhow::Result<ExitStatus> {
     let r = match crate::record::replay(layout, path) {
         Ok(r) => r,
         Err(e) => return refused(&e, None),
@@ -98,20 +103,20 @@ pub(super) fn trace(layout: &Layout, path: &std::path::Path, jsonl: bool) -> any
         writeln!(err, "replay mismatch: expected {f}")?;
     }
     Ok(if r.failures.is_empty() {
-        EXIT_OK
+        ExitStatus::Ok
     } else {
-        EXIT_FAILED
+        ExitStatus::Failed
     })
 }
 
 /// `harness promote`.
-pub(super) fn promote(args: &PromoteArgs) -> anyhow::Result<u8> {
+pub(super) fn promote(args: &PromoteArgs) -> anyhow::Result<ExitStatus> {
     let agent = crate::record::load_cassette(&args.cassette)
         .ok()
         .filter(|(c, _)| c.agent.is_some());
     let written = match agent {
         Some((c, _)) => promote_agent(args, &c),
-        None => crate::record::promote_command(&args.cassette, args.out.as_deref()),
+        None => crate::record::promote_cassette(&args.cassette, args.out.as_deref()),
     };
     match written {
         Ok(path) => {
@@ -122,7 +127,7 @@ pub(super) fn promote(args: &PromoteArgs) -> anyhow::Result<u8> {
                 path.display(),
                 path.display()
             )?;
-            Ok(EXIT_OK)
+            Ok(ExitStatus::Ok)
         }
         Err(e) => refused(&e, None),
     }
@@ -132,17 +137,17 @@ pub(super) fn promote(args: &PromoteArgs) -> anyhow::Result<u8> {
 fn promote_agent(
     args: &PromoteArgs,
     c: &crate::record::cassette::Cassette,
-) -> Result<std::path::PathBuf, crate::record::Refusal> {
+) -> Result<std::path::PathBuf, Diagnostic> {
     let source = args.cassette.display().to_string();
     let promoted = crate::serve::replay::promote_agent(
         c,
         &source,
         &crate::serve::failure::FailureRules::default(),
     )
-    .ok_or_else(|| crate::record::Refusal {
-        at: Some((args.cassette.clone(), 1, 1)),
-        message: "the cassette's first request cannot be read as a model request".to_owned(),
-        hint: "re-record it with `harness proxy`".to_owned(),
+    .ok_or_else(|| {
+        Diagnostic::whole_file("the cassette's first request cannot be read as a model request")
+            .hint("re-record it with `harness proxy`")
+            .in_file(&args.cassette)
     })?;
     let out = args.out.clone().unwrap_or_else(|| {
         let name = args
@@ -160,7 +165,7 @@ fn promote_agent(
 
 /// `harness lint`: the given paths, else the project's own folders (scenarios, fixtures,
 /// goldens) wherever it is run from.
-pub(super) fn lint(args: &LintArgs, setup: &super::Setup) -> anyhow::Result<u8> {
+pub(super) fn lint(args: &LintArgs, setup: &super::Setup) -> anyhow::Result<ExitStatus> {
     let mut paths = args.paths.clone();
     if paths.is_empty() {
         let root = setup
@@ -176,7 +181,7 @@ pub(super) fn lint(args: &LintArgs, setup: &super::Setup) -> anyhow::Result<u8> 
         .filter(|p| p.exists())
         .collect();
     }
-    Ok(crate::record::lint_command(
+    Ok(crate::record::lint_paths(
         &paths,
         &mut anstream::stdout().lock(),
     )?)

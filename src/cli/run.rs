@@ -3,20 +3,21 @@
 //! run.
 
 use super::args::{BlessArgs, ListArgs, MergeArgs, OutputArgs, ReportArgs, RunArgs, SelectArgs};
-use super::{Setup, bad_usage, ci, jobs_or_cores};
-use crate::verdict::{self, Outputs, baseline};
+use super::{Setup, ci, fail, jobs_or_cores};
+use crate::diagnostic::{Diagnostic, Style};
 use crate::policy::Config;
 use crate::report::{Collected, html};
-use crate::results::{EXIT_BAD_INPUT, EXIT_OK};
+use crate::results::ExitStatus;
 use crate::run::{self, Options};
 use crate::select::Selection;
 use crate::store::{self, Layout};
+use crate::verdict::{self, Outputs, baseline};
 use anyhow::Context as _;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 /// `harness run`.
-pub(super) fn run(args: RunArgs, setup: &Setup) -> anyhow::Result<u8> {
+pub(super) fn run(args: RunArgs, setup: &Setup) -> anyhow::Result<ExitStatus> {
     let RunArgs {
         paths,
         jobs,
@@ -45,10 +46,10 @@ pub(super) fn run(args: RunArgs, setup: &Setup) -> anyhow::Result<u8> {
     ] {
         let Some(dir) = dir else { continue };
         if let Err(e) = store::writable_folder(dir) {
-            return Ok(bad_usage(&format!(
-                "cannot write into {flag} {}: {e}\n  hint: name a folder harness may create and write",
-                dir.display()
-            )));
+            return Ok(fail(
+                &Diagnostic::new(format!("cannot write into {flag} {}: {e}", dir.display()))
+                    .hint("name a folder harness may create and write"),
+            ));
         }
     }
     run::interrupt::install().context("cannot catch Ctrl-C")?;
@@ -65,13 +66,13 @@ pub(super) fn run(args: RunArgs, setup: &Setup) -> anyhow::Result<u8> {
         Err(code) => return Ok(code),
     };
     let bar = progress_bar(&outputs);
-    verdict::report(&outputs, layout, |r| {
+    Ok(verdict::report(&outputs, layout, |r| {
         run::run_with(&options, r, bar.as_ref().map(|b| b as &dyn run::Progress))
-    })
+    })?)
 }
 
 /// `harness list`.
-pub(super) fn list(args: ListArgs, setup: &Setup) -> anyhow::Result<u8> {
+pub(super) fn list(args: ListArgs, setup: &Setup) -> anyhow::Result<ExitStatus> {
     let ListArgs {
         paths,
         select,
@@ -87,7 +88,7 @@ pub(super) fn list(args: ListArgs, setup: &Setup) -> anyhow::Result<u8> {
     match options(paths, setup.layout.clone(), profile, &select) {
         Ok(o) => list_cases(
             &o,
-            require.as_deref(),
+            require.as_ref(),
             &mut anstream::stdout().lock(),
             &mut anstream::stderr().lock(),
         ),
@@ -96,7 +97,7 @@ pub(super) fn list(args: ListArgs, setup: &Setup) -> anyhow::Result<u8> {
 }
 
 /// `harness merge`.
-pub(super) fn merge(args: MergeArgs, setup: &Setup) -> anyhow::Result<u8> {
+pub(super) fn merge(args: MergeArgs, setup: &Setup) -> anyhow::Result<ExitStatus> {
     let MergeArgs {
         shards,
         out,
@@ -104,19 +105,22 @@ pub(super) fn merge(args: MergeArgs, setup: &Setup) -> anyhow::Result<u8> {
     } = args;
     let outputs = Outputs {
         require_cases: (!allow_empty).then(|| {
-            "the shards' results hold no case\n  hint: check the shards' runs, or pass --allow-empty if an empty run is expected".to_owned()
+            Diagnostic::new("the shards' results hold no case")
+                .hint("check the shards' runs, or pass --allow-empty if an empty run is expected")
         }),
         ..out.outputs(setup)
     };
     let merged = match verdict::merge_shards(&shards) {
         Ok(m) => m,
-        Err(e) => return Ok(bad_usage(&e)),
+        Err(d) => return Ok(fail(&d)),
     };
-    verdict::report(&outputs, &setup.layout, |r| merged.replay(r))
+    Ok(verdict::report(&outputs, &setup.layout, |r| {
+        merged.replay(r)
+    })?)
 }
 
 /// `harness report`.
-pub(super) fn report(args: &ReportArgs) -> anyhow::Result<u8> {
+pub(super) fn report(args: &ReportArgs) -> anyhow::Result<ExitStatus> {
     html_report(
         &args.results,
         &args.html,
@@ -126,7 +130,7 @@ pub(super) fn report(args: &ReportArgs) -> anyhow::Result<u8> {
 }
 
 /// `harness bless`.
-pub(super) fn bless(args: BlessArgs, setup: &Setup) -> anyhow::Result<u8> {
+pub(super) fn bless(args: BlessArgs, setup: &Setup) -> anyhow::Result<ExitStatus> {
     let BlessArgs {
         paths,
         baseline,
@@ -148,7 +152,7 @@ pub(super) fn bless(args: BlessArgs, setup: &Setup) -> anyhow::Result<u8> {
                 &o,
                 &baseline,
                 full,
-                require.as_deref(),
+                require.as_ref(),
                 &mut anstream::stdout().lock(),
             )
         }
@@ -157,13 +161,13 @@ pub(super) fn bless(args: BlessArgs, setup: &Setup) -> anyhow::Result<u8> {
 }
 
 impl SelectArgs {
-    pub(super) fn selection(&self) -> Result<Selection, String> {
+    pub(super) fn selection(&self) -> Result<Selection, Diagnostic> {
         Selection::new(&self.filter, self.partition.as_deref())
     }
 
     /// The error for a selection of no case from `paths` (naming them and the filters), or
     /// `None` with `--allow-empty`.
-    pub(super) fn require_cases(&self, paths: &[PathBuf]) -> Option<String> {
+    pub(super) fn require_cases(&self, paths: &[PathBuf]) -> Option<Diagnostic> {
         (!self.allow_empty).then(|| {
             let filters = self.selection().map(|s| s.describe()).unwrap_or_default();
             nothing_selected(paths, &filters)
@@ -172,7 +176,7 @@ impl SelectArgs {
 }
 
 /// Why an empty selection fails: the paths and the filters that selected nothing.
-fn nothing_selected(paths: &[PathBuf], filters: &str) -> String {
+fn nothing_selected(paths: &[PathBuf], filters: &str) -> Diagnostic {
     let paths: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
     let from = if paths.is_empty() {
         String::new()
@@ -180,12 +184,13 @@ fn nothing_selected(paths: &[PathBuf], filters: &str) -> String {
         format!(" from {}", paths.join(", "))
     };
     if filters.is_empty() {
-        format!(
-            "no case selected{from}: no scenario or cassette file there\n  hint: check the path, or pass --allow-empty if an empty run is expected"
-        )
+        Diagnostic::new(format!(
+            "no case selected{from}: no scenario or cassette file there"
+        ))
+        .hint("check the path, or pass --allow-empty if an empty run is expected")
     } else {
-        format!(
-            "no case selected{from} by {filters}\n  hint: check the filters (`harness list` with the same flags shows what they select), or pass --allow-empty if an empty run is expected"
+        Diagnostic::new(format!("no case selected{from} by {filters}")).hint(
+            "check the filters (`harness list` with the same flags shows what they select), or pass --allow-empty if an empty run is expected",
         )
     }
 }
@@ -259,7 +264,7 @@ fn options(
     layout: Layout,
     profile: Vec<String>,
     select: &SelectArgs,
-) -> Result<Options, u8> {
+) -> Result<Options, ExitStatus> {
     if let Some(bad) = profile.iter().find(|p| Config::profile(p).is_none()) {
         return Err(unknown_profile(bad));
     }
@@ -270,18 +275,20 @@ fn options(
         write_pending: false,
         traces: None,
         also_profiles: profile,
-        selection: select.selection().map_err(|e| bad_usage(&e))?,
+        selection: select.selection().map_err(|d| fail(&d))?,
         repeat: 1,
         pending_dir: None,
         keep_traces: false,
     })
 }
 
-pub(super) fn unknown_profile(name: &str) -> u8 {
-    bad_usage(&format!(
-        "unknown profile `{name}`\n  hint: known profiles: {}",
-        crate::policy::PROFILES.join(", ")
-    ))
+pub(super) fn unknown_profile(name: &str) -> ExitStatus {
+    fail(
+        &Diagnostic::new(format!("unknown profile `{name}`")).hint(format!(
+            "known profiles: {}",
+            crate::policy::PROFILES.join(", ")
+        )),
+    )
 }
 
 /// `harness report RESULTS.json… --html FILE`: the HTML report of saved JSON results (the
@@ -293,13 +300,10 @@ fn html_report(
     target: &Path,
     baseline: Option<&Path>,
     out: &mut dyn Write,
-) -> anyhow::Result<u8> {
+) -> anyhow::Result<ExitStatus> {
     let collected = match verdict::merge_shards(results) {
         Ok(c) => c,
-        Err(e) => {
-            writeln!(anstream::stderr(), "error: {e}")?;
-            return Ok(EXIT_BAD_INPUT);
-        }
+        Err(d) => return Ok(fail(&d)),
     };
     let checked = match baseline {
         Some(path) => {
@@ -333,7 +337,7 @@ fn html_report(
             cases - traced
         )?;
     }
-    Ok(EXIT_OK)
+    Ok(ExitStatus::Ok)
 }
 
 /// `harness list`: the cases a run with this selection would take, one per line
@@ -342,21 +346,21 @@ fn html_report(
 /// `harness run` ([`run::plan`], [`run::selected_cases`]) without replaying them.
 fn list_cases(
     options: &Options,
-    require_cases: Option<&str>,
+    require_cases: Option<&Diagnostic>,
     out: &mut dyn Write,
     err: &mut dyn Write,
-) -> anyhow::Result<u8> {
+) -> anyhow::Result<ExitStatus> {
     let plan = run::plan(options);
-    let mut code = EXIT_OK;
+    let mut code = ExitStatus::Ok;
     for r in &plan.unreadable {
         located_errors(err, r)?;
-        code = EXIT_BAD_INPUT;
+        code = ExitStatus::BadInput;
     }
     let mut listed = 0usize;
     for path in &plan.files {
         if let Some(r) = plan.refused(&path) {
             located_errors(err, &r)?;
-            code = EXIT_BAD_INPUT;
+            code = ExitStatus::BadInput;
             continue;
         }
         match run::selected_cases(options, &path) {
@@ -375,14 +379,14 @@ fn list_cases(
             }
             Err(r) => {
                 located_errors(err, &r)?;
-                code = EXIT_BAD_INPUT;
+                code = ExitStatus::BadInput;
             }
         }
     }
-    if listed == 0 && code == EXIT_OK {
-        if let Some(message) = require_cases {
-            writeln!(err, "error: {message}")?;
-            code = EXIT_BAD_INPUT;
+    if listed == 0 && code == ExitStatus::Ok {
+        if let Some(d) = require_cases {
+            write!(err, "{}", d.render(&Style::default()))?;
+            code = d.status;
         }
     }
     Ok(code)
@@ -392,7 +396,7 @@ fn list_cases(
 /// their hints.
 fn located_errors(err: &mut dyn Write, r: &crate::results::FileResult) -> io::Result<()> {
     for d in r.outcome.as_ref().err().into_iter().flatten() {
-        writeln!(err, "error: {}", d.located(&r.path))?;
+        write!(err, "{}", d.render_in(&r.path, &Style::default()))?;
     }
     Ok(())
 }
@@ -403,9 +407,9 @@ fn bless_baseline(
     options: &Options,
     file: &Path,
     full: bool,
-    require_cases: Option<&str>,
+    require_cases: Option<&Diagnostic>,
     out: &mut dyn Write,
-) -> anyhow::Result<u8> {
+) -> anyhow::Result<ExitStatus> {
     let mut base = if file.exists() {
         verdict::load_baseline(file)?
     } else {
@@ -418,11 +422,11 @@ fn bless_baseline(
             out,
             "harness bless: interrupted (Ctrl-C); the baseline was not written"
         )?;
-        return Ok(crate::results::EXIT_INTERRUPTED);
+        return Ok(crate::results::ExitStatus::Interrupted);
     }
     let tally = collected.tally();
     let code = tally.exit_code();
-    if code != EXIT_OK {
+    if code != ExitStatus::Ok {
         writeln!(
             out,
             "harness bless: not written. {} of {} cases fail, {} files are invalid, {} goldens are orphaned; `harness run` shows why — bless a passing run",
@@ -435,10 +439,10 @@ fn bless_baseline(
     }
     let rows: Vec<_> = collected.cases().map(|(_, c)| &c.row).collect();
     let n = rows.len();
-    if let (0, Some(message)) = (n, require_cases) {
-        let _ = writeln!(anstream::stderr(), "error: {message}");
+    if let (0, Some(d)) = (n, require_cases) {
+        let status = fail(d);
         writeln!(out, "harness bless: not written: no case ran")?;
-        return Ok(EXIT_BAD_INPUT);
+        return Ok(status);
     }
     baseline::bless(&mut base, rows, full);
     store::write_atomic(file, baseline::render(&base).as_bytes())
@@ -449,5 +453,5 @@ fn bless_baseline(
         file.display(),
         base.cases.len()
     )?;
-    Ok(EXIT_OK)
+    Ok(ExitStatus::Ok)
 }

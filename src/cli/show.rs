@@ -3,8 +3,9 @@
 
 use super::args::SchemaOf;
 use super::run::unknown_profile;
+use crate::diagnostic::Style;
 use crate::policy::Config;
-use crate::results::{EXIT_BAD_INPUT, EXIT_OK};
+use crate::results::ExitStatus;
 use crate::run;
 use crate::scenario::{self, SourceFormat};
 use crate::store::{self, Layout};
@@ -14,12 +15,21 @@ use std::io::Write;
 use std::path::Path;
 
 /// `harness trace`: every case of a scenario replayed (a cassette's trace is `record`'s).
-pub(super) fn trace(layout: &Layout, scenario: &Path, jsonl: bool) -> anyhow::Result<u8> {
+pub(super) fn trace(layout: &Layout, scenario: &Path, jsonl: bool) -> anyhow::Result<ExitStatus> {
     if crate::record::is_cassette(scenario) {
         return super::record::trace(layout, scenario, jsonl);
     }
-    let text = store::read_input_text(scenario, "scenario", crate::limits::MAX_SCENARIO_BYTES)
-        .with_context(|| format!("cannot read {}", scenario.display()))?;
+    let text = match store::read_input_text(scenario, "scenario", crate::limits::MAX_SCENARIO_BYTES)
+    {
+        Ok(text) => text,
+        Err(e @ store::ReadError::NotUtf8 { .. }) => {
+            return Ok(super::fail(
+                &e.diagnostic(scenario, "")
+                    .hint("save the scenario as UTF-8"),
+            ));
+        }
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", scenario.display())),
+    };
     let format = if scenario.extension().is_some_and(|e| e == "json") {
         SourceFormat::Json
     } else {
@@ -30,9 +40,9 @@ pub(super) fn trace(layout: &Layout, scenario: &Path, jsonl: bool) -> anyhow::Re
         Err(diags) => {
             let mut out = anstream::stderr().lock();
             for d in diags {
-                writeln!(out, "error: {}", d.located(scenario))?;
+                write!(out, "{}", d.render_in(scenario, &Style::default()))?;
             }
-            return Ok(EXIT_BAD_INPUT);
+            return Ok(ExitStatus::BadInput);
         }
     };
     let mut out = anstream::stdout().lock();
@@ -45,21 +55,21 @@ pub(super) fn trace(layout: &Layout, scenario: &Path, jsonl: bool) -> anyhow::Re
             out.write_all(trace::render_golden(&case.id, &events).as_bytes())?;
         }
     }
-    Ok(EXIT_OK)
+    Ok(ExitStatus::Ok)
 }
 
 /// `harness schema`.
-pub(super) fn schema(of: SchemaOf) -> anyhow::Result<u8> {
+pub(super) fn schema(of: SchemaOf) -> anyhow::Result<ExitStatus> {
     let schema = match of {
         SchemaOf::Scenario => scenario::json_schema(),
         SchemaOf::Project => crate::project::json_schema(),
     };
     anstream::stdout().write_all(schema.as_bytes())?;
-    Ok(EXIT_OK)
+    Ok(ExitStatus::Ok)
 }
 
 /// `harness profile [NAME]`.
-pub(super) fn profile(name: Option<&str>) -> anyhow::Result<u8> {
+pub(super) fn profile(name: Option<&str>) -> anyhow::Result<ExitStatus> {
     let Some(name) = name else {
         let mut out = anstream::stdout().lock();
         for (name, what) in crate::policy::PROFILES.iter().zip(PROFILE_SUMMARIES) {
@@ -69,12 +79,12 @@ pub(super) fn profile(name: Option<&str>) -> anyhow::Result<u8> {
             out,
             "`harness profile NAME` prints one's configuration; docs/profiles.md and docs/runtimes.md describe them"
         )?;
-        return Ok(EXIT_OK);
+        return Ok(ExitStatus::Ok);
     };
     match Config::profile(name) {
         Some(c) => {
             anstream::stdout().write_all(toml::to_string_pretty(&c)?.as_bytes())?;
-            Ok(EXIT_OK)
+            Ok(ExitStatus::Ok)
         }
         None => Ok(unknown_profile(name)),
     }

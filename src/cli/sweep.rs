@@ -2,45 +2,33 @@
 //! (`crate::sweep`) and the transcript importers (`crate::import`).
 
 use super::args::{ImportArgs, ImportAs, SweepArgs};
+use super::fail;
 use crate::detector::{self, Setting};
-use crate::import::{self, ImportError};
-use crate::results::{EXIT_BAD_INPUT, EXIT_OK};
+use crate::diagnostic::{Diagnostic, Style};
+use crate::import;
+use crate::results::ExitStatus;
 use crate::store;
 use crate::sweep::{self, Options, labels};
 use anyhow::Context as _;
 use std::io::{IsTerminal as _, Write};
 use std::path::Path;
 
-fn report_error(err: &mut impl Write, path: &Path, e: &ImportError) -> std::io::Result<()> {
-    writeln!(
-        err,
-        "error: {}:{}:{}: {}",
-        path.display(),
-        e.line,
-        e.col,
-        e.message
-    )?;
-    if !e.hint.is_empty() {
-        writeln!(err, "  hint: {}", e.hint)?;
-    }
-    Ok(())
+fn report_error(err: &mut impl Write, path: &Path, e: &Diagnostic) -> std::io::Result<()> {
+    write!(err, "{}", e.render_in(path, &Style::default()))
 }
 
-pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<u8> {
+pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<ExitStatus> {
     let mut err = anstream::stderr();
     // A path that is not there is bad usage: nothing is scored and no output written, so a
     // mistyped corpus never leaves a result that looks like a sweep of it.
     if let Some(missing) = args.paths.iter().find(|p| std::fs::metadata(p).is_err()) {
-        writeln!(
-            err,
-            "error: cannot read {}: no such file or folder",
-            missing.display()
-        )?;
-        writeln!(
-            err,
-            "  hint: give transcript, trace, scenario or cassette files and folders that exist; nothing was written"
-        )?;
-        return Ok(EXIT_BAD_INPUT);
+        return Ok(fail(
+            &Diagnostic::new(format!(
+                "cannot read {}: no such file or folder",
+                missing.display()
+            ))
+            .hint("give transcript, trace, scenario or cassette files and folders that exist; nothing was written"),
+        ));
     }
     let mut settings: Vec<Setting> = Vec::new();
     for spec in &args.detectors {
@@ -52,12 +40,10 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<u8> {
         match parsed {
             Ok(s) => settings.extend(s),
             Err(e) => {
-                writeln!(err, "error: --detector {spec}: {e}")?;
-                writeln!(
-                    err,
-                    "  hint: e.g. `--detector moltis-reflex:window=2,3,4` or `--detector all`"
-                )?;
-                return Ok(EXIT_BAD_INPUT);
+                return Ok(fail(
+                    &Diagnostic::new(format!("--detector {spec}: {e}"))
+                        .hint("e.g. `--detector moltis-reflex:window=2,3,4` or `--detector all`"),
+                ));
             }
         }
     }
@@ -68,19 +54,11 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<u8> {
             match labels::parse(&text) {
                 Ok(l) => l,
                 Err(e) => {
-                    writeln!(
-                        err,
-                        "error: {}:{}:{}: {}",
-                        path.display(),
-                        e.line,
-                        e.col,
-                        e.message
-                    )?;
-                    writeln!(
-                        err,
-                        "  hint: one JSON object a line: {{\"run\", \"stuck\", \"loop_start\", \"note\"}}"
-                    )?;
-                    return Ok(EXIT_BAD_INPUT);
+                    let e = e.hint(
+                        "one JSON object a line: {\"run\", \"stuck\", \"loop_start\", \"note\"}",
+                    );
+                    report_error(&mut err, path, &e)?;
+                    return Ok(ExitStatus::BadInput);
                 }
             }
         }
@@ -157,11 +135,10 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<u8> {
         writeln!(err, "note: {}: skipped: {note}", path.display())?;
     }
     for (setting, run, why) in &report.failed {
-        writeln!(err, "error: detector {setting}: run {run}: {why}")?;
-        writeln!(
-            err,
-            "  hint: the setting is left out of the results; see README \"Your own detector\" for the protocol"
-        )?;
+        let d = Diagnostic::new(format!("detector {setting}: run {run}: {why}")).hint(
+            "the setting is left out of the results; see README \"Your own detector\" for the protocol",
+        );
+        write!(err, "{}", d.render(&Style::default()))?;
     }
     let mut written = Vec::new();
     if let Some(path) = &args.out {
@@ -246,7 +223,7 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<u8> {
             "{} problem(s) in the inputs (see stderr); the other files were scored",
             report.errors.len()
         )?;
-        return Ok(EXIT_BAD_INPUT);
+        return Ok(ExitStatus::BadInput);
     }
     if !report.failed.is_empty() {
         writeln!(
@@ -254,12 +231,12 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<u8> {
             "{} setting(s) failed and have no row (see stderr); the other settings were scored",
             report.failed.len()
         )?;
-        return Ok(crate::results::EXIT_FAILED);
+        return Ok(crate::results::ExitStatus::Failed);
     }
-    Ok(EXIT_OK)
+    Ok(ExitStatus::Ok)
 }
 
-pub(super) fn import(args: ImportArgs) -> anyhow::Result<u8> {
+pub(super) fn import(args: ImportArgs) -> anyhow::Result<ExitStatus> {
     let mut err = anstream::stderr();
     let mut out = anstream::stdout().lock();
     let mut bad = false;
@@ -268,7 +245,13 @@ pub(super) fn import(args: ImportArgs) -> anyhow::Result<u8> {
         .with_context(|| format!("cannot create {}", args.out.display()))?;
     let (inputs, unreadable) = sweep::source::discover(&args.files);
     for (path, message) in unreadable {
-        writeln!(err, "error: {}: {message}", path.display())?;
+        write!(
+            err,
+            "{}",
+            Diagnostic::new(message)
+                .in_file(&path)
+                .render(&Style::default())
+        )?;
         bad = true;
     }
     for input in inputs {
@@ -291,16 +274,13 @@ pub(super) fn import(args: ImportArgs) -> anyhow::Result<u8> {
         for run in &got.runs {
             let name = format!("{}.{}", import::file_stem(&run.id), args.as_.extension());
             if let Some(other) = written.insert(name.clone(), run.id.clone()) {
-                writeln!(
-                    err,
-                    "error: {}: runs `{other}` and `{}` would both be written to {name}",
-                    input.path.display(),
+                let d = Diagnostic::new(format!(
+                    "runs `{other}` and `{}` would both be written to {name}",
                     run.id
-                )?;
-                writeln!(
-                    err,
-                    "  hint: import their common folder, so run ids keep the path below it"
-                )?;
+                ))
+                .in_file(&input.path)
+                .hint("import their common folder, so run ids keep the path below it");
+                write!(err, "{}", d.render(&Style::default()))?;
                 bad = true;
                 continue;
             }
@@ -330,5 +310,9 @@ pub(super) fn import(args: ImportArgs) -> anyhow::Result<u8> {
         args.as_.noun(),
         args.out.display()
     )?;
-    Ok(if bad { EXIT_BAD_INPUT } else { EXIT_OK })
+    Ok(if bad {
+        ExitStatus::BadInput
+    } else {
+        ExitStatus::Ok
+    })
 }

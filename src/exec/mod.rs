@@ -16,6 +16,7 @@
 
 pub mod command;
 
+use crate::diagnostic::Cause;
 use crate::provider::Provider;
 use crate::results::{CaseResult, FileResult};
 use crate::run::{self, Options};
@@ -81,34 +82,27 @@ pub fn conversation_id(scenario_id: &str, label: &str, index: usize) -> String {
 }
 
 /// Is `label` usable (lower-case letters, digits, `-`, `_`; not a profile name)?
-pub fn check_label(label: &str) -> Result<(), String> {
+pub fn check_label(label: &str) -> Result<(), Diagnostic> {
     let ok = !label.is_empty()
         && label
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
     if !ok {
-        return Err(format!(
-            "bad label `{label}`\n  hint: use lower-case letters, digits, `-` and `_`"
-        ));
+        return Err(Diagnostic::new(format!("bad label `{label}`"))
+            .hint("use lower-case letters, digits, `-` and `_`"));
     }
     if crate::policy::Config::profile(label).is_some() {
-        return Err(format!(
-            "the label `{label}` is a profile name\n  hint: pick another, e.g. `exec` or the agent's name"
-        ));
+        return Err(
+            Diagnostic::new(format!("the label `{label}` is a profile name"))
+                .hint("pick another, e.g. `exec` or the agent's name"),
+        );
     }
     Ok(())
 }
 
 /// Load a scenario's cases; a located error is the failure.
 pub fn load(layout: &Layout, path: &Path) -> Result<Vec<Case>, Vec<Diagnostic>> {
-    let bad = |message: String, hint: &str| {
-        vec![Diagnostic {
-            line: 1,
-            col: 1,
-            message,
-            hint: Some(hint.to_owned()),
-        }]
-    };
+    let bad = |message: String, hint: &str| vec![Diagnostic::at(1, 1, message).hint(hint)];
     if crate::record::is_cassette(path) {
         return Err(bad(
             "a cassette cannot be served: it has no scripted model".to_owned(),
@@ -116,7 +110,16 @@ pub fn load(layout: &Layout, path: &Path) -> Result<Vec<Case>, Vec<Diagnostic>> 
         ));
     }
     let text = store::read_input_text(path, "scenario", crate::limits::MAX_SCENARIO_BYTES)
-        .map_err(|e| bad(format!("cannot read: {e}"), "check the path"))?;
+        .map_err(|e| {
+            vec![
+                e.diagnostic(path, "cannot read: ")
+                    .for_file(path)
+                    .hint_by(|cause| match cause {
+                        Cause::NotUtf8 => "save the scenario as UTF-8".to_owned(),
+                        _ => "check the path".to_owned(),
+                    }),
+            ]
+        })?;
     scenario::load(&text, run::format_of(path), &layout.id_of(path))
 }
 
@@ -179,15 +182,17 @@ pub fn exec_file(
             None => {
                 return Ok(FileResult {
                     path: path.to_owned(),
-                    outcome: Err(vec![Diagnostic {
-                        line: 1,
-                        col: 1,
-                        message: format!("the scenario states no expectations for profile `{p}`"),
-                        hint: Some(format!(
+                    outcome: Err(vec![
+                        Diagnostic::at(
+                            1,
+                            1,
+                            format!("the scenario states no expectations for profile `{p}`"),
+                        )
+                        .hint(format!(
                             "use its own profile `{}` or add a `[compare.{p}]` table",
                             cases[0].profile
                         )),
-                    }]),
+                    ]),
                 });
             }
         },
@@ -198,12 +203,9 @@ pub fn exec_file(
         Err(e) => {
             return Ok(FileResult {
                 path: path.to_owned(),
-                outcome: Err(vec![Diagnostic {
-                    line: 1,
-                    col: 1,
-                    message: e,
-                    hint: Some("fix the --failure pattern (Rust `regex` syntax)".to_owned()),
-                }]),
+                outcome: Err(vec![
+                    Diagnostic::at(1, 1, e).hint("fix the --failure pattern (Rust `regex` syntax)"),
+                ]),
             });
         }
     };
@@ -228,18 +230,10 @@ pub fn exec_file(
         if let Err(e) = trace::check_limits(events) {
             return Ok(FileResult {
                 path: path.to_owned(),
-                outcome: Err(vec![Diagnostic {
-                    line: 1,
-                    col: 1,
-                    message: format!(
+                outcome: Err(vec![Diagnostic::at(1, 1, format!(
                         "the trace inferred for `{}`: {e}",
                         conversation_id(&scenario_id, &settings.label, i)
-                    ),
-                    hint: Some(
-                        "the agent sent more than a run may hold (README \"Limits\"); its conversation is not judged"
-                            .to_owned(),
-                    ),
-                }]),
+                    )).hint("the agent sent more than a run may hold (README \"Limits\"); its conversation is not judged")]),
             });
         }
     }
@@ -313,15 +307,11 @@ fn serve_to_command(
     let session = server.stop()?;
     match ended {
         Ok(ended) => Ok(Ok((session, report_end(settings, what, &ended, notes)))),
-        Err(e) if e.kind() == io::ErrorKind::InvalidInput => Ok(Err(Diagnostic {
-            line: 1,
-            col: 1,
-            message: e.to_string(),
-            hint: Some(
-                "environment variables cannot hold NUL bytes: remove it from the scenario"
-                    .to_owned(),
-            ),
-        })),
+        Err(e) if e.kind() == io::ErrorKind::InvalidInput => {
+            Ok(Err(Diagnostic::at(1, 1, e.to_string()).hint(
+                "environment variables cannot hold NUL bytes: remove it from the scenario",
+            )))
+        }
         Err(e) => Err(e),
     }
 }
@@ -373,12 +363,7 @@ pub fn load_cassettes(
     let located =
         |path: &Path, line: usize, col: usize, message: String, hint: String| FileResult {
             path: path.to_owned(),
-            outcome: Err(vec![Diagnostic {
-                line,
-                col,
-                message,
-                hint: Some(hint),
-            }]),
+            outcome: Err(vec![Diagnostic::at(line, col, message).hint(hint)]),
         };
     let mut errors = Vec::new();
     let mut cases = Vec::new();
@@ -397,9 +382,11 @@ pub fn load_cassettes(
         }
         let c = match crate::record::load_cassette(path) {
             Ok((c, _)) => c,
-            Err(r) => {
-                let (line, col) = r.at.as_ref().map_or((1, 1), |(_, l, c)| (*l, *c));
-                errors.push(located(path, line, col, r.message, r.hint));
+            Err(d) => {
+                errors.push(FileResult {
+                    path: path.clone(),
+                    outcome: Err(vec![d.for_file(path)]),
+                });
                 continue;
             }
         };
@@ -543,12 +530,9 @@ pub fn exec_cassettes(
         Err(e) => {
             return Ok(vec![FileResult {
                 path: loaded.paths[0].clone(),
-                outcome: Err(vec![Diagnostic {
-                    line: 1,
-                    col: 1,
-                    message: e,
-                    hint: Some("fix the --failure pattern (Rust `regex` syntax)".to_owned()),
-                }]),
+                outcome: Err(vec![
+                    Diagnostic::at(1, 1, e).hint("fix the --failure pattern (Rust `regex` syntax)"),
+                ]),
             }]);
         }
     };
@@ -587,15 +571,12 @@ pub fn exec_cassettes(
         if let Err(e) = trace::check_limits(&t.events) {
             return Ok(vec![FileResult {
                 path: loaded.paths[t.cassette].clone(),
-                outcome: Err(vec![Diagnostic {
-                    line: 1,
-                    col: 1,
-                    message: format!("the trace inferred for `{}`: {e}", t.id),
-                    hint: Some(
-                        "the agent sent more than a run may hold (README \"Limits\"); its conversation is not judged"
-                            .to_owned(),
-                    ),
-                }]),
+                outcome: Err(vec![
+                    Diagnostic::whole_file(format!("the trace inferred for `{}`: {e}", t.id))
+                        .hint(
+                            "the agent sent more than a run may hold (README \"Limits\"); its conversation is not judged",
+                        ),
+                ]),
             }]);
         }
         let mut r = run::judge(options, &case_of(t.cassette, t.id.clone()), &t.events);

@@ -6,7 +6,8 @@
 //! `is_error` is true; without the flag, when its text starts with `Error`.
 
 use super::openai::convert_lists;
-use super::{Format, ImportError, Run, TraceBuilder, content_text, error_prefixed, parse_args};
+use super::{Format, Run, TraceBuilder, content_text, error_prefixed, parse_args};
+use crate::diagnostic::Diagnostic;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -102,7 +103,7 @@ pub fn fill(b: &mut TraceBuilder, messages: &[Message]) {
 }
 
 /// Convert a parsed Anthropic document.
-pub fn convert(doc: Value, rel: &str, text: &str) -> Result<Vec<Run>, ImportError> {
+pub fn convert(doc: Value, rel: &str, text: &str) -> Result<Vec<Run>, Diagnostic> {
     convert_lists(doc, rel, text, Format::Anthropic, &|b, m: &[Message]| {
         fill(b, m)
     })

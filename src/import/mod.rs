@@ -5,7 +5,7 @@
 //! `openhands`);
 //! this module owns the shared pieces: the imported [`Run`] (id, source, success label,
 //! termination, events), the [`TraceBuilder`] every format fills, format detection
-//! ([`detect`]) and the located errors of malformed files ([`ImportError`]). It reads no files:
+//! ([`detect`]) and the located errors of malformed files ([`Diagnostic`]). It reads no files:
 //! [`import_text`] takes the text and the caller does the I/O (`sweep`, `cli`).
 //!
 //! Per format, how a call's failure is decided:
@@ -29,6 +29,7 @@ pub mod tau2;
 pub mod tau_bench;
 pub mod toolbench;
 
+use crate::diagnostic::Diagnostic;
 use crate::llm::Finish;
 use crate::scenario::OutcomeKind;
 use crate::trace::{CallSummary, Event, TimedEvent};
@@ -101,28 +102,9 @@ pub struct Run {
     pub events: Vec<TimedEvent>,
 }
 
-/// A malformed transcript: where and what.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ImportError {
-    /// 1-based line (1 when unknown).
-    pub line: usize,
-    /// 1-based column (1 when unknown).
-    pub col: usize,
-    /// What is wrong (with the JSON path when known).
-    pub message: String,
-    /// What to do.
-    pub hint: String,
-}
-
-impl ImportError {
-    fn at(line: usize, col: usize, message: String, hint: &str) -> Self {
-        Self {
-            line,
-            col,
-            message,
-            hint: hint.to_owned(),
-        }
-    }
+/// A malformed transcript's problem at `line`:`col`, with what to do.
+pub(crate) fn located(line: usize, col: usize, message: String, hint: &str) -> Diagnostic {
+    Diagnostic::at(line, col, message).hint(hint)
 }
 
 /// What one file gave.
@@ -131,7 +113,7 @@ pub struct FileImport {
     /// The runs read.
     pub runs: Vec<Run>,
     /// Located errors (a JSON-lines file can have some bad lines and some good ones).
-    pub errors: Vec<ImportError>,
+    pub errors: Vec<Diagnostic>,
     /// Why the file holds no run although it is well-formed (e.g. a SWE-agent file without
     /// a trajectory).
     pub note: Option<String>,
@@ -222,7 +204,7 @@ pub fn import_text(text: &str, rel: &str, jsonl: bool, format: Option<Format>) -
                 }
             };
             let Some(fmt) = format.or_else(|| detect(&doc)) else {
-                out.errors.push(ImportError::at(
+                out.errors.push(located(
                     i + 1,
                     1,
                     "not a transcript: no message list found".to_owned(),
@@ -239,7 +221,9 @@ pub fn import_text(text: &str, rel: &str, jsonl: bool, format: Option<Format>) -
                     r
                 })),
                 Err(mut e) => {
-                    e.line += i;
+                    if let Some(at) = &mut e.at {
+                        at.line += i;
+                    }
                     out.errors.push(e);
                 }
             }
@@ -303,19 +287,18 @@ fn message_lines(text: &str, rel: &str, format: Option<Format>) -> FileImport {
     match convert(fmt, doc, rel, &joined) {
         Ok(runs) => out.runs = runs,
         Err(mut e) => {
-            e.line = 1;
-            e.col = 1;
-            e.hint = format!(
+            e.at = Some(crate::diagnostic::Position { line: 1, col: 1 });
+            e.hint = Some(format!(
                 "{} (the path's index is the message's line, from 0)",
-                e.hint
-            );
+                e.hint.unwrap_or_default()
+            ));
             out.errors.push(e);
         }
     }
     out
 }
 
-fn syntax(e: &serde_json::Error, line: Option<usize>) -> ImportError {
+fn syntax(e: &serde_json::Error, line: Option<usize>) -> Diagnostic {
     let hint = match (e.is_eof(), line) {
         (true, Some(_)) => "the line ends early: in JSON lines each line holds one whole document",
         (true, None) => "the file ends early: it was truncated, or a bracket is missing",
@@ -330,7 +313,7 @@ fn syntax(e: &serde_json::Error, line: Option<usize>) -> ImportError {
         ),
         None => (format!("invalid JSON: {message}"), hint),
     };
-    ImportError::at(e.line() + line_offset, e.column().max(1), message, hint)
+    located(e.line() + line_offset, e.column().max(1), message, hint)
 }
 
 /// serde_json's message without its ` at line L column C` (the error is located already).
@@ -342,7 +325,7 @@ fn without_position(e: &serde_json::Error) -> String {
     }
 }
 
-fn convert(fmt: Format, doc: Value, rel: &str, text: &str) -> Result<Vec<Run>, ImportError> {
+fn convert(fmt: Format, doc: Value, rel: &str, text: &str) -> Result<Vec<Run>, Diagnostic> {
     let root = match fmt {
         Format::TauBench => Some("an array of runs"),
         // tau2: a results object, or a bare array of simulations.
@@ -352,7 +335,7 @@ fn convert(fmt: Format, doc: Value, rel: &str, text: &str) -> Result<Vec<Run>, I
     };
     if let Some(want) = root {
         if doc.is_array() != (fmt == Format::TauBench) || !(doc.is_array() || doc.is_object()) {
-            return Err(ImportError::at(
+            return Err(located(
                 1,
                 1,
                 format!(
@@ -382,7 +365,7 @@ pub(crate) fn typed<T: serde::de::DeserializeOwned>(
     doc: Value,
     text: &str,
     fmt: Format,
-) -> Result<T, ImportError> {
+) -> Result<T, Diagnostic> {
     match serde_json::from_value::<T>(doc) {
         Ok(t) => Ok(t),
         Err(plain) => {
@@ -392,14 +375,14 @@ pub(crate) fn typed<T: serde::de::DeserializeOwned>(
                 Err(e) => {
                     let inner = e.inner();
                     let line = inner.line().max(1);
-                    Err(ImportError::at(
+                    Err(located(
                         line,
                         crate::scenario::json_token_start(text, line, inner.column().max(1)),
                         format!("at `{}`: {}", e.path(), without_position(inner)),
                         &hint,
                     ))
                 }
-                Ok(_) => Err(ImportError::at(1, 1, plain.to_string(), &hint)),
+                Ok(_) => Err(located(1, 1, plain.to_string(), &hint)),
             }
         }
     }
@@ -624,14 +607,14 @@ pub fn render_imported(run: &Run) -> String {
 
 /// Read an imported trace file back (the first line a [`Header`]); `None` when the text is not
 /// one. A bad event line is a located error.
-pub fn read_imported(text: &str) -> Option<Result<Run, ImportError>> {
+pub fn read_imported(text: &str) -> Option<Result<Run, Diagnostic>> {
     let first = text.lines().next()?;
     let header: Header = serde_json::from_str(first).ok()?;
     if header.format != "harness-import" {
         return None;
     }
     if header.version > HEADER_VERSION {
-        return Some(Err(ImportError::at(
+        return Some(Err(located(
             1,
             1,
             format!(
@@ -649,7 +632,7 @@ pub fn read_imported(text: &str) -> Option<Result<Run, ImportError>> {
         match serde_json::from_str::<TimedEvent>(line) {
             Ok(e) => events.push(e),
             Err(e) => {
-                return Some(Err(ImportError::at(
+                return Some(Err(located(
                     i + 1,
                     e.column().max(1),
                     format!("invalid trace event: {e}"),
@@ -741,8 +724,11 @@ mod tests {
         let got = import_text("[{\"traj\": [\n", "t.json", false, None);
         assert!(got.runs.is_empty());
         let e = &got.errors[0];
-        assert_eq!(e.line, 2, "{e:?}");
-        assert!(e.hint.contains("truncated"), "{e:?}");
+        assert_eq!(e.line(), 2, "{e:?}");
+        assert!(
+            e.hint.as_deref().is_some_and(|h| h.contains("truncated")),
+            "{e:?}"
+        );
     }
 
     #[test]
@@ -949,7 +935,7 @@ mod fixture_tests {
             None,
         );
         let e = &got.errors[0];
-        assert_eq!((e.line, e.col), (8, 18), "{e:?}");
+        assert_eq!((e.line(), e.col()), (8, 18), "{e:?}");
         assert!(e.message.contains("simulations[0].messages"), "{e:?}");
         let got = import_text(
             include_str!("../../fixtures/invalid/transcript/openai-bad-line.jsonl"),
@@ -959,6 +945,6 @@ mod fixture_tests {
         );
         assert_eq!(got.runs.len(), 2, "the good lines are read");
         assert_eq!(got.errors.len(), 1);
-        assert_eq!(got.errors[0].line, 2);
+        assert_eq!(got.errors[0].line(), 2);
     }
 }

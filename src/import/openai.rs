@@ -8,9 +8,8 @@
 //! Success: `success`, else `reward == 1`, else unknown. A result failed when it says so
 //! (`is_error: true`, or `error: true`), else when its text starts with `Error`.
 
-use super::{
-    Format, ImportError, Run, TraceBuilder, content_text, error_prefixed, parse_args, typed,
-};
+use super::{Format, Run, TraceBuilder, content_text, error_prefixed, parse_args, typed};
+use crate::diagnostic::Diagnostic;
 use crate::scenario::OutcomeKind;
 use serde::Deserialize;
 use serde_json::Value;
@@ -173,7 +172,7 @@ fn run_of<M>(
 }
 
 /// Convert a parsed OpenAI document.
-pub fn convert(doc: Value, rel: &str, text: &str) -> Result<Vec<Run>, ImportError> {
+pub fn convert(doc: Value, rel: &str, text: &str) -> Result<Vec<Run>, Diagnostic> {
     convert_lists(doc, rel, text, Format::Openai, &|b, m: &[Message]| {
         fill(b, m, &error_prefixed);
     })
@@ -186,7 +185,7 @@ pub(super) fn convert_lists<M: serde::de::DeserializeOwned>(
     text: &str,
     fmt: Format,
     fill_run: &dyn Fn(&mut TraceBuilder, &[M]),
-) -> Result<Vec<Run>, ImportError> {
+) -> Result<Vec<Run>, Diagnostic> {
     // Pick the shape by its first element so a bad message is located in the right type.
     let parsed: Doc<M> = match &doc {
         Value::Array(items) if items.first().is_some_and(|f| f.get("messages").is_some()) => {

@@ -16,7 +16,8 @@
 //! (`finished`, `error`, `stopped`, …). The format records no success label. Run id: the file
 //! path (`#instance_id` for an evaluation row).
 
-use super::{Format, ImportError, Run, TraceBuilder};
+use super::{Format, Run, TraceBuilder, located};
+use crate::diagnostic::Diagnostic;
 use crate::scenario::OutcomeKind;
 use serde_json::{Map, Value};
 
@@ -47,7 +48,7 @@ pub fn is_event(v: &Value) -> bool {
 }
 
 /// Convert a parsed OpenHands document (an array of events, or an object with `history`).
-pub fn convert(doc: Value, rel: &str, _text: &str) -> Result<Vec<Run>, ImportError> {
+pub fn convert(doc: Value, rel: &str, _text: &str) -> Result<Vec<Run>, Diagnostic> {
     let (events, id) = match doc {
         Value::Array(events) => (events, rel.to_owned()),
         Value::Object(mut o) => {
@@ -58,7 +59,7 @@ pub fn convert(doc: Value, rel: &str, _text: &str) -> Result<Vec<Run>, ImportErr
             match o.remove("history") {
                 Some(Value::Array(events)) => (events, id),
                 _ => {
-                    return Err(ImportError::at(
+                    return Err(located(
                         1,
                         1,
                         "an OpenHands object holds its events in `history`, and this one has none"
@@ -69,7 +70,7 @@ pub fn convert(doc: Value, rel: &str, _text: &str) -> Result<Vec<Run>, ImportErr
             }
         }
         _ => {
-            return Err(ImportError::at(
+            return Err(located(
                 1,
                 1,
                 "an OpenHands trajectory is an array of events".to_owned(),

@@ -9,7 +9,8 @@
 //! so the success label is unknown (`None`); `info.exit_status` is the termination. A file
 //! without a `trajectory` (only a `history`) holds no run. Run id: the file path.
 
-use super::{Format, ImportError, Run, TraceBuilder, typed};
+use super::{Format, Run, TraceBuilder, typed};
+use crate::diagnostic::Diagnostic;
 use crate::scenario::OutcomeKind;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -56,7 +57,7 @@ pub fn failed(observation: &str) -> bool {
 }
 
 /// Convert a parsed SWE-agent file (`None` when it has no trajectory).
-pub fn convert(doc: Value, rel: &str, text: &str) -> Result<Option<Run>, ImportError> {
+pub fn convert(doc: Value, rel: &str, text: &str) -> Result<Option<Run>, Diagnostic> {
     let d: Doc = typed(doc, text, Format::SweAgent)?;
     let Some(steps) = d.trajectory else {
         return Ok(None);

@@ -11,9 +11,8 @@
 //! the simulation id>`.
 
 use super::openai::tokens;
-use super::{
-    Format, ImportError, Run, TraceBuilder, content_text, error_prefixed, parse_args, typed,
-};
+use super::{Format, Run, TraceBuilder, content_text, error_prefixed, parse_args, typed};
+use crate::diagnostic::Diagnostic;
 use crate::scenario::OutcomeKind;
 use serde::Deserialize;
 use serde_json::Value;
@@ -79,7 +78,7 @@ fn flag(v: &Value) -> Option<bool> {
 }
 
 /// Convert a parsed tau2 file.
-pub fn convert(doc: Value, rel: &str, text: &str) -> Result<Vec<Run>, ImportError> {
+pub fn convert(doc: Value, rel: &str, text: &str) -> Result<Vec<Run>, Diagnostic> {
     // A bare array of simulations reads as a results file holding only them.
     let doc = match doc {
         Value::Array(simulations) => serde_json::json!({ "simulations": simulations }),

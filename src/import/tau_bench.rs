@@ -6,7 +6,8 @@
 //! not add up…`). Termination is not recorded.
 
 use super::openai::{Message, fill};
-use super::{Format, ImportError, Run, TraceBuilder, error_prefixed, typed};
+use super::{Format, Run, TraceBuilder, error_prefixed, typed};
+use crate::diagnostic::Diagnostic;
 use crate::scenario::OutcomeKind;
 use serde::Deserialize;
 use serde_json::Value;
@@ -21,7 +22,7 @@ struct Record {
 }
 
 /// Convert a parsed tau-bench file.
-pub fn convert(doc: Value, rel: &str, text: &str) -> Result<Vec<Run>, ImportError> {
+pub fn convert(doc: Value, rel: &str, text: &str) -> Result<Vec<Run>, Diagnostic> {
     let records: Vec<Record> = typed(doc, text, Format::TauBench)?;
     Ok(records
         .into_iter()

@@ -9,7 +9,8 @@
 //! no run (some keep only the search tree): it is reported, not scored as an empty run.
 
 use super::openai::{Message, fill};
-use super::{Format, ImportError, Run, TraceBuilder, typed};
+use super::{Format, Run, TraceBuilder, typed};
+use crate::diagnostic::Diagnostic;
 use crate::scenario::OutcomeKind;
 use serde::Deserialize;
 use serde_json::Value;
@@ -44,7 +45,7 @@ pub fn failed(content: &str) -> bool {
 /// Convert a parsed ToolBench file: its run, or none when the file keeps no chosen path
 /// (`train_messages` empty; its search tree alone cannot say which branch was the run), which
 /// the importer reports as a file with no run rather than a run without calls.
-pub fn convert(doc: Value, rel: &str, text: &str) -> Result<Option<Run>, ImportError> {
+pub fn convert(doc: Value, rel: &str, text: &str) -> Result<Option<Run>, Diagnostic> {
     let d: Doc = typed(doc, text, Format::Toolbench)?;
     let mut b = TraceBuilder::new(Format::Toolbench.as_str(), "gpt-3.5-turbo");
     let Some(last) = d.answer_generation.train_messages.last() else {

@@ -26,8 +26,8 @@ pub use config::*;
 pub use duplicate::Tracker;
 pub use reflex::{DetectorAction, Fingerprint, ReflexDetector, Stage};
 
-use crate::vocabulary::OutcomeKind;
 use crate::llm::{ModelResponse, Role, ToolSpec};
+use crate::vocabulary::OutcomeKind;
 use serde_json::Value;
 
 /// Names of the profiles this build reproduces.

@@ -6,8 +6,8 @@
 
 use super::say;
 use super::{Action, LoopView, Policy, RecoveryConfig};
-use crate::vocabulary::OutcomeKind;
 use crate::llm::{Anomaly, ModelResponse};
+use crate::vocabulary::OutcomeKind;
 use serde_json::Value;
 
 pub(super) struct Recovery {

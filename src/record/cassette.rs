@@ -5,6 +5,7 @@
 //! scenario). The live model and the player both use [`Exchange::outcome`], so a recording and
 //! its replay parse the same bytes the same way.
 
+use crate::diagnostic::{Cause, Diagnostic};
 use crate::llm::{FaultKind, ModelResponse, ProviderFault, Purpose};
 use crate::provider::{Api, Provider, SseEvent};
 use serde::{Deserialize, Serialize};
@@ -312,35 +313,21 @@ impl Exchange {
     }
 }
 
-/// A cassette file that cannot be read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LoadError {
-    /// 1-based line.
-    pub line: usize,
-    /// 1-based column.
-    pub col: usize,
-    /// What is wrong.
-    pub message: String,
-    /// How to fix it.
-    pub hint: &'static str,
-}
-
 /// Parse a cassette text.
-pub fn parse(text: &str) -> Result<Cassette, LoadError> {
+pub fn parse(text: &str) -> Result<Cassette, Diagnostic> {
     let version: Option<u64> = serde_json::from_str::<Value>(text)
         .ok()
         .and_then(|v| v.get("version").and_then(Value::as_u64));
     if let Some(v) = version.filter(|v| *v > u64::from(VERSION)) {
         let at = text.find("\"version\"").unwrap_or(0);
         let (line, col) = crate::scenario::line_col(text, at);
-        return Err(LoadError {
+        return Err(Diagnostic::at(
             line,
             col,
-            message: format!(
-                "cassette format version {v} is newer than this build reads ({VERSION})"
-            ),
-            hint: "upgrade harness, or re-record the cassette with this build",
-        });
+            format!("cassette format version {v} is newer than this build reads ({VERSION})"),
+        )
+        .hint("upgrade harness, or re-record the cassette with this build")
+        .cause(Cause::Version));
     }
     let mut de = serde_json::Deserializer::from_str(text);
     let c = serde_path_to_error::deserialize::<_, Cassette>(&mut de).map_err(|e| {
@@ -348,30 +335,27 @@ pub fn parse(text: &str) -> Result<Cassette, LoadError> {
         let path = e.path().to_string();
         let message = inner.to_string();
         let message = message.rsplit_once(" at line ").map_or(message.as_str(), |(m, _)| m);
-        LoadError {
-            line: inner.line().max(1),
-            col: crate::scenario::json_token_start(text, inner.line().max(1), inner.column().max(1)),
-            message: if path == "." || path == "?" {
-                format!("invalid cassette: {message}")
-            } else {
-                format!("invalid cassette at `{path}`: {message}")
-            },
-            hint: "cassettes are written by `harness record`; re-record it, or compare with the format in the README",
-        }
+        let line = inner.line().max(1);
+        let col = crate::scenario::json_token_start(text, line, inner.column().max(1));
+        let message = if path == "." || path == "?" {
+            format!("invalid cassette: {message}")
+        } else {
+            format!("invalid cassette at `{path}`: {message}")
+        };
+        Diagnostic::at(line, col, message).hint(
+            "cassettes are written by `harness record`; re-record it, or compare with the format in the README",
+        )
     })?;
     check_limits(text, &c)?;
     Ok(c)
 }
 
 /// A cassette's version and counts against what this build reads ([`crate::limits`]).
-fn check_limits(text: &str, c: &Cassette) -> Result<(), LoadError> {
+fn check_limits(text: &str, c: &Cassette) -> Result<(), Diagnostic> {
     use crate::limits::{MAX_CASSETTE_EXCHANGES, MAX_STREAM_CHUNKS};
     let at = |key: &str| crate::scenario::line_col(text, text.find(key).unwrap_or(0));
-    let error = |(line, col): (usize, usize), message: String, hint: &'static str| LoadError {
-        line,
-        col,
-        message,
-        hint,
+    let error = |(line, col): (usize, usize), message: String, hint: &'static str| {
+        Diagnostic::at(line, col, message).hint(hint)
     };
     if c.version == 0 || c.version > VERSION {
         return Err(error(
@@ -519,7 +503,7 @@ mod tests {
         r.delay = Delay::Zero;
         assert_eq!(r.latency(120), 0);
         let err = parse("{\n  \"version\": 3\n}").expect_err("refused");
-        assert_eq!((err.line, err.col), (2, 3));
+        assert_eq!((err.line(), err.col()), (2, 3));
         assert!(
             parse("{\"version\": 1}")
                 .err()
@@ -558,7 +542,7 @@ mod tests {
             "{err:?}"
         );
         assert_eq!(
-            over.lines().nth(err.line - 1).map(str::trim_start),
+            over.lines().nth(err.line() - 1).map(str::trim_start),
             Some("\"exchanges\": [")
         );
 
@@ -580,7 +564,7 @@ mod tests {
         );
         // At the second exchange's `chunks`, not the first's.
         let first = text.find("\"chunks\"").unwrap();
-        assert!(crate::scenario::line_col(&text, first).0 < err.line);
+        assert!(crate::scenario::line_col(&text, first).0 < err.line());
         let version_0 = text.replacen("\"version\": 1", "\"version\": 0", 1);
         assert!(
             parse(&version_0)

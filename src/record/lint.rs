@@ -163,9 +163,10 @@ pub fn report(
     hits: &[Hit],
     errors: &[(PathBuf, io::Error)],
     out: &mut dyn Write,
-) -> io::Result<u8> {
+) -> io::Result<crate::results::ExitStatus> {
     for (p, e) in errors {
-        writeln!(out, "error: {}:1:1: cannot read: {e}", p.display())?;
+        let d = crate::diagnostic::Diagnostic::whole_file(format!("cannot read: {e}")).in_file(p);
+        write!(out, "{}", d.render(&crate::diagnostic::Style::default()))?;
     }
     for h in hits {
         writeln!(
@@ -186,11 +187,11 @@ pub fn report(
     }
     writeln!(out, "harness lint: {} secret-looking strings", hits.len())?;
     Ok(if !errors.is_empty() {
-        crate::results::EXIT_BAD_INPUT
+        crate::results::ExitStatus::BadInput
     } else if hits.is_empty() {
-        crate::results::EXIT_OK
+        crate::results::ExitStatus::Ok
     } else {
-        crate::results::EXIT_FAILED
+        crate::results::ExitStatus::Failed
     })
 }
 
@@ -215,7 +216,10 @@ mod tests {
         assert_eq!((hits[0].line, hits[0].col), (3, 11));
         assert_eq!(hits[0].kind, "OpenAI-style API key");
         let mut out = Vec::new();
-        assert_eq!(report(&hits, &errors, &mut out).ok(), Some(1));
+        assert_eq!(
+            report(&hits, &errors, &mut out).ok(),
+            Some(crate::results::ExitStatus::Failed)
+        );
         let text = String::from_utf8_lossy(&out);
         assert!(!text.contains("0123456789"), "{text}");
     }

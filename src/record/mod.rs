@@ -87,50 +87,8 @@ pub struct RecordOptions {
 }
 
 /// A problem that ends a command with exit code 2: what, and a hint.
-#[derive(Debug, Clone)]
-pub struct Refusal {
-    /// Where (`file:line:col`), if anywhere.
-    pub at: Option<(PathBuf, usize, usize)>,
-    /// What is wrong.
-    pub message: String,
-    /// What to do.
-    pub hint: String,
-}
-
-impl std::fmt::Display for Refusal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.at {
-            Some((p, l, c)) => write!(f, "error: {}:{l}:{c}: {}", p.display(), self.message)?,
-            None => write!(f, "error: {}", self.message)?,
-        }
-        write!(f, "\n  hint: {}", self.hint)
-    }
-}
-
-impl Refusal {
-    /// As a diagnostic of `file`: located there when it is about that file, else naming the
-    /// file it is about.
-    pub fn diagnostic(&self, file: &Path) -> Diagnostic {
-        let (line, col, message) = match &self.at {
-            Some((p, l, c)) if p == file => (*l, *c, self.message.clone()),
-            Some((p, l, c)) => (1, 1, format!("{}:{l}:{c}: {}", p.display(), self.message)),
-            None => (1, 1, self.message.clone()),
-        };
-        Diagnostic {
-            line,
-            col,
-            message,
-            hint: Some(self.hint.clone()),
-        }
-    }
-}
-
-fn refuse(message: impl Into<String>, hint: impl Into<String>) -> Refusal {
-    Refusal {
-        at: None,
-        message: message.into(),
-        hint: hint.into(),
-    }
+fn refuse(message: impl Into<String>, hint: impl Into<String>) -> Diagnostic {
+    Diagnostic::new(message).hint(hint)
 }
 
 /// Environment variables whose values are scrubbed wherever they appear.
@@ -151,23 +109,20 @@ pub(crate) fn scrubber(extra: Option<&str>) -> Scrubber {
 /// Load a scenario for recording or replay, and select the case of `profile` (its own profile
 /// when `None`). A scenario written for recording may have no model script: it gets one
 /// placeholder rule, since the live model or the cassette answers instead.
-fn load_case(path: &Path, id: &str, profile: Option<&str>) -> Result<Case, Refusal> {
+fn load_case(path: &Path, id: &str, profile: Option<&str>) -> Result<Case, Diagnostic> {
     let text = store::read_input_text(path, "scenario", crate::limits::MAX_SCENARIO_BYTES)
-        .map_err(|e| Refusal {
-            at: Some((path.to_owned(), 1, 1)),
-            message: format!("cannot read the scenario: {e}"),
-            hint: "check the path (a cassette names its scenario relative to its own folder)"
-                .into(),
+        .map_err(|e| {
+            e.diagnostic(path, "cannot read the scenario: ")
+                .hint("check the path (a cassette names its scenario relative to its own folder)")
         })?;
     let format = if path.extension().is_some_and(|e| e == "json") {
         SourceFormat::Json
     } else {
         SourceFormat::Toml
     };
-    let located = |d: Diagnostic| Refusal {
-        at: Some((path.to_owned(), d.line, d.col)),
-        message: d.message,
-        hint: d.hint.unwrap_or_else(|| "fix the scenario".into()),
+    let located = |d: Diagnostic| {
+        let hint = d.hint.clone().unwrap_or_else(|| "fix the scenario".into());
+        d.hint(hint).in_file(path)
     };
     let parsed = scenario::parse(&text, format).map_err(located)?;
     let first = |d: Vec<Diagnostic>| {
@@ -208,14 +163,10 @@ fn load_case(path: &Path, id: &str, profile: Option<&str>) -> Result<Case, Refus
     cases
         .into_iter()
         .find(|c| profile.is_none_or(|p| c.profile == p))
-        .ok_or_else(|| Refusal {
-            at: Some((path.to_owned(), 1, 1)),
-            message: format!(
+        .ok_or_else(|| Diagnostic::at(1, 1, format!(
                 "the scenario has no case for profile `{}` ({n} cases)",
                 profile.unwrap_or_default()
-            ),
-            hint: "record one of the scenario's own or `[compare.NAME]` profiles (or re-record the cassette)".into(),
-        })
+            )).hint("record one of the scenario's own or `[compare.NAME]` profiles (or re-record the cassette)").in_file(path))
 }
 
 /// The case as recorded (public for the fuzzer): its id becomes the cassette's, its model the one the provider was
@@ -254,7 +205,7 @@ fn scenario_path(
     c: &Cassette,
     text: &str,
     scenarios: Option<&Path>,
-) -> Result<PathBuf, Refusal> {
+) -> Result<PathBuf, Diagnostic> {
     let at = text.find("\"scenario\"").map_or((1, 1), |i| {
         let value = text[i + "\"scenario\"".len()..]
             .find('"')
@@ -262,11 +213,9 @@ fn scenario_path(
         scenario::line_col(text, value)
     });
     let refused = |message: String| {
-        Refusal {
-        at: Some((cassette_path.to_owned(), at.0, at.1)),
-        message,
-        hint: "a cassette names its scenario relative to its own folder, inside the project (as `harness record` writes it); re-record it or correct the path".into(),
-    }
+        Diagnostic::at(at.0, at.1, message)
+            .hint("a cassette names its scenario relative to its own folder, inside the project (as `harness record` writes it); re-record it or correct the path")
+            .in_file(cassette_path)
     };
     let name = &c.scenario;
     if name.starts_with('/') || name.starts_with('\\') || name.contains(':') || name.contains('\0')
@@ -309,74 +258,48 @@ fn scenario_path(
 
 /// Read a cassette (within [`crate::limits::MAX_CASSETTE_BYTES`]) and resolve its scenario; an
 /// agent's cassette, which has none, is refused with the command that replays it.
-fn read_cassette(path: &Path, scenarios: Option<&Path>) -> Result<(Cassette, PathBuf), Refusal> {
+fn read_cassette(path: &Path, scenarios: Option<&Path>) -> Result<(Cassette, PathBuf), Diagnostic> {
     let (c, text) = load_cassette(path)?;
     if c.agent.is_some() {
         let at = text
             .find("\"agent\"")
             .map_or((1, 1), |i| scenario::line_col(&text, i));
-        return Err(Refusal {
-            at: Some((path.to_owned(), at.0, at.1)),
-            message: "this cassette is an agent's conversation recorded by `harness proxy`: it has no scenario to run".into(),
-            hint: "replay it against the agent with `harness exec CASSETTE -- COMMAND`, or turn it into a scenario with `harness promote`; keep such cassettes outside the scenarios folder".into(),
-        });
+        return Err(Diagnostic::at(
+            at.0,
+            at.1,
+            "this cassette is an agent's conversation recorded by `harness proxy`: it has no scenario to run",
+        )
+        .hint("replay it against the agent with `harness exec CASSETTE -- COMMAND`, or turn it into a scenario with `harness promote`; keep such cassettes outside the scenarios folder")
+        .in_file(path));
     }
     let scenario = scenario_path(path, &c, &text, scenarios)?;
     Ok((c, scenario))
 }
 
 /// Read and parse a cassette (within [`crate::limits::MAX_CASSETTE_BYTES`]), and its text.
-pub fn load_cassette(path: &Path) -> Result<(Cassette, String), Refusal> {
+pub fn load_cassette(path: &Path) -> Result<(Cassette, String), Diagnostic> {
     let text = store::read_input_text(path, "cassette", crate::limits::MAX_CASSETTE_BYTES)
         .map_err(|e| {
-            let message = e.to_string();
-            // A UTF-8 error names its place first (`LINE:COL: …`).
-            let (line, col, message) = located_io(&message);
-            Refusal {
-                at: Some((path.to_owned(), line, col)),
-                message: if e.kind() == std::io::ErrorKind::FileTooLarge
-                    || e.kind() == std::io::ErrorKind::InvalidData
-                {
-                    message.to_owned()
-                } else {
-                    format!("cannot read: {message}")
-                },
-                hint: match e.kind() {
-                    std::io::ErrorKind::FileTooLarge => {
-                        "a cassette this large is not a recording harness made; see README \"Limits\"".into()
-                    }
-                    std::io::ErrorKind::InvalidData => {
-                        "cassettes are UTF-8 JSON written by `harness record`; re-record it".into()
-                    }
-                    _ => "check the path".into(),
-                },
-            }
+            let (context, hint) = match e.kind() {
+                std::io::ErrorKind::FileTooLarge => (
+                    "",
+                    "a cassette this large is not a recording harness made; see README \"Limits\"",
+                ),
+                std::io::ErrorKind::InvalidData => (
+                    "",
+                    "cassettes are UTF-8 JSON written by `harness record`; re-record it",
+                ),
+                _ => ("cannot read: ", "check the path"),
+            };
+            e.diagnostic(path, context).hint(hint)
         })?;
-    let c = cassette::parse(&text).map_err(|e| Refusal {
-        at: Some((path.to_owned(), e.line, e.col)),
-        message: e.message,
-        hint: e.hint.into(),
-    })?;
+    let c = cassette::parse(&text).map_err(|d| d.in_file(path))?;
     Ok((c, text))
-}
-
-/// Split `LINE:COL: message` (as [`store::read_input_text`] words a UTF-8 error) into its parts;
-/// other messages are at 1:1.
-fn located_io(message: &str) -> (usize, usize, &str) {
-    let mut parts = message.splitn(3, ':');
-    match (
-        parts.next().and_then(|l| l.parse().ok()),
-        parts.next().and_then(|c| c.parse().ok()),
-        parts.next(),
-    ) {
-        (Some(line), Some(col), Some(rest)) => (line, col, rest.trim_start()),
-        _ => (1, 1, message),
-    }
 }
 
 /// The case a cassette replays (its id, its scenario retargeted to the recorded model),
 /// without replaying it: what `harness list` shows for a cassette.
-pub fn cassette_case(layout: &Layout, path: &Path) -> Result<Case, Refusal> {
+pub fn cassette_case(layout: &Layout, path: &Path) -> Result<Case, Diagnostic> {
     read_cassette(path, Some(&layout.scenarios))
         .and_then(|(c, scenario_file)| case_of(layout, path, &c, &scenario_file))
 }
@@ -386,7 +309,7 @@ fn case_of(
     path: &Path,
     c: &Cassette,
     scenario_file: &Path,
-) -> Result<Case, Refusal> {
+) -> Result<Case, Diagnostic> {
     let mut case = load_case(
         scenario_file,
         &layout.id_of(scenario_file),
@@ -397,7 +320,7 @@ fn case_of(
 }
 
 /// Replay a cassette strictly through the engine (no network).
-pub fn replay(layout: &Layout, path: &Path) -> Result<Replayed, Refusal> {
+pub fn replay(layout: &Layout, path: &Path) -> Result<Replayed, Diagnostic> {
     let (c, scenario_file) = read_cassette(path, Some(&layout.scenarios))?;
     let case = case_of(layout, path, &c, &scenario_file)?;
     let Replay {
@@ -417,12 +340,11 @@ pub fn replay(layout: &Layout, path: &Path) -> Result<Replayed, Refusal> {
             .flatten()
             .is_some_and(|g| g.starts_with(&partial));
     } else if let Some(gap) = gap {
-        return Err(Refusal {
-            at: Some((scenario_file, 1, 1)),
-            message: format!("replaying {}: {gap}", path.display()),
-            hint: "the scenario's tools or approvals no longer answer what the recording asks"
-                .into(),
-        });
+        return Err(
+            Diagnostic::at(1, 1, format!("replaying {}: {gap}", path.display()))
+                .hint("the scenario's tools or approvals no longer answer what the recording asks")
+                .in_file(&scenario_file),
+        );
     } else if let Some(unused) = unused {
         failures.push(unused);
     }
@@ -540,7 +462,7 @@ pub struct Recorded {
 }
 
 /// `harness record`.
-pub fn record(args: &RecordOptions, layout: &Layout, ci: bool) -> Result<Recorded, Refusal> {
+pub fn record(args: &RecordOptions, layout: &Layout, ci: bool) -> Result<Recorded, Diagnostic> {
     let out = args
         .out
         .clone()
@@ -724,7 +646,7 @@ pub fn record(args: &RecordOptions, layout: &Layout, ci: bool) -> Result<Recorde
 /// Refuse an `--out` that is not a cassette (by its name, which is how `harness run` finds
 /// cassettes) or is the scenario itself: a recording never replaces a scenario, and a cassette
 /// must name a scenario inside its own project.
-fn check_out(out: &Path, scenario: &Path, scenarios: &Path) -> Result<(), Refusal> {
+fn check_out(out: &Path, scenario: &Path, scenarios: &Path) -> Result<(), Diagnostic> {
     if !is_cassette(out) {
         return Err(refuse(
             format!(
@@ -766,7 +688,7 @@ fn check_out(out: &Path, scenario: &Path, scenarios: &Path) -> Result<(), Refusa
 
 /// Refuse a base URL the client would misread: no `http`/`https` scheme, no host, or
 /// credentials in it (they would be stored in the cassette and sent as Basic auth).
-pub fn check_base_url(base: &str) -> Result<(), Refusal> {
+pub fn check_base_url(base: &str) -> Result<(), Diagnostic> {
     let hint = "write it as the official SDKs take it, e.g. http://127.0.0.1:8000/v1 or https://api.openai.com/v1";
     if !base.contains("://") {
         return Err(refuse(format!("the base URL `{base}` has no scheme"), hint));
@@ -802,27 +724,25 @@ pub fn check_base_url(base: &str) -> Result<(), Refusal> {
 
 /// `harness promote` of a scenario's cassette: write the promoted scenario (to `out`, else
 /// `<scenario>.promoted.toml` beside the recorded scenario); its path.
-pub fn promote_command(cassette: &Path, out: Option<&Path>) -> Result<PathBuf, Refusal> {
+pub fn promote_cassette(cassette: &Path, out: Option<&Path>) -> Result<PathBuf, Diagnostic> {
     let (c, scenario_file) = read_cassette(cassette, None)?;
     let text = store::read_input_text(
         &scenario_file,
         "scenario",
         crate::limits::MAX_SCENARIO_BYTES,
     )
-    .map_err(|e| Refusal {
-        at: Some((scenario_file.clone(), 1, 1)),
-        message: format!("cannot read the recorded scenario: {e}"),
-        hint: "a cassette names its scenario relative to its own folder".into(),
+    .map_err(|e| {
+        e.diagnostic(&scenario_file, "cannot read the recorded scenario: ")
+            .hint("a cassette names its scenario relative to its own folder")
     })?;
     let format = if scenario_file.extension().is_some_and(|e| e == "json") {
         SourceFormat::Json
     } else {
         SourceFormat::Toml
     };
-    let s = scenario::parse(&text, format).map_err(|d| Refusal {
-        at: Some((scenario_file.clone(), d.line, d.col)),
-        message: d.message,
-        hint: d.hint.unwrap_or_default(),
+    let s = scenario::parse(&text, format).map_err(|d| {
+        let hint = d.hint.clone().unwrap_or_default();
+        d.hint(hint).in_file(&scenario_file)
     })?;
     let promoted = promote::promote(&c, s, &cassette.display().to_string());
     let out = out.map(Path::to_path_buf).unwrap_or_else(|| {
@@ -837,7 +757,7 @@ pub fn promote_command(cassette: &Path, out: Option<&Path>) -> Result<PathBuf, R
 }
 
 /// Write a promoted scenario as TOML, in the hand-written shape (defaults left out).
-pub fn write_promoted(promoted: &scenario::Scenario, out: &Path) -> Result<(), Refusal> {
+pub fn write_promoted(promoted: &scenario::Scenario, out: &Path) -> Result<(), Diagnostic> {
     write_scenario(
         promoted,
         out,
@@ -851,7 +771,7 @@ pub fn write_scenario(
     promoted: &scenario::Scenario,
     out: &Path,
     header: &str,
-) -> Result<(), Refusal> {
+) -> Result<(), Diagnostic> {
     let mut value = serde_json::to_value(promoted).unwrap_or_default();
     prune(&mut value);
     let mut body = toml::to_string_pretty(&value).map_err(|e| {
@@ -900,7 +820,10 @@ fn prune(v: &mut serde_json::Value) {
 
 /// `harness lint` of `paths` (default: `scenarios`, `fixtures` and `snapshots`, those that
 /// exist): the exit code.
-pub fn lint_command(paths: &[PathBuf], out: &mut dyn std::io::Write) -> std::io::Result<u8> {
+pub fn lint_paths(
+    paths: &[PathBuf],
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<crate::results::ExitStatus> {
     let paths = if paths.is_empty() {
         ["scenarios", "fixtures", "snapshots"]
             .iter()

@@ -78,7 +78,7 @@ impl Reporter for Collected {
 mod tests {
     use super::*;
     use crate::report::{Terminal, json, junit};
-    use crate::results::EXIT_OK;
+    use crate::results::ExitStatus;
     use crate::results::repeat::{self, fake_result as case};
 
     /// A run whose second case passed one of two runs (a fake nondeterministic runner).
@@ -98,7 +98,7 @@ mod tests {
         let c = flaky_run();
         let t = c.tally();
         assert_eq!((t.cases, t.passed, t.flaky, t.mismatched), (2, 1, 1, 0));
-        assert_eq!(t.exit_code(), EXIT_OK, "flaky is not a regression");
+        assert_eq!(t.exit_code(), ExitStatus::Ok, "flaky is not a regression");
 
         let mut out = Vec::new();
         c.replay(&mut Terminal::new(

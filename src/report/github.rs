@@ -71,7 +71,7 @@ impl<W: Write> Reporter for Annotations<W> {
                         command(
                             "error",
                             &result.path,
-                            d.line,
+                            d.line(),
                             "harness: invalid scenario",
                             &msg
                         )
@@ -129,7 +129,11 @@ fn cell(s: &str) -> String {
 pub fn summary(c: &Collected, extra: &str) -> String {
     let t = c.tally();
     let mut md = String::new();
-    let verdict = if t.exit_code() == 0 { "ok" } else { "FAILED" };
+    let verdict = if t.exit_code().is_ok() {
+        "ok"
+    } else {
+        "FAILED"
+    };
     let _ = writeln!(md, "## harness run: {verdict}\n");
     let _ = writeln!(
         md,
@@ -164,8 +168,8 @@ pub fn summary(c: &Collected, extra: &str) -> String {
             Some(format!(
                 "- `{}:{}:{}`: {}",
                 f.path.display(),
-                d.line,
-                d.col,
+                d.line(),
+                d.col(),
                 cell(&d.message)
             ))
         }))

@@ -10,9 +10,9 @@
 //! version stays 1.
 
 use super::{Collected, Tally};
+use crate::diagnostic::{Cause, Diagnostic, parse_error};
 use crate::metrics::Row;
 use crate::results::{CaseResult, FileResult};
-use crate::scenario::Diagnostic;
 use crate::snapshot::Comparison;
 use crate::trace::TimedEvent;
 use serde::{Deserialize, Serialize};
@@ -153,7 +153,8 @@ fn case_json(c: &CaseResult) -> Case {
     }
 }
 
-fn case_back(c: Case) -> Result<CaseResult, String> {
+/// A case read back; what is wrong with it, and its kind.
+fn case_back(c: Case) -> Result<CaseResult, (String, Cause)> {
     let golden = match (c.golden.as_str(), c.diff) {
         ("match", _) => Comparison::Match,
         // Results written before new goldens carried their text have no diff.
@@ -161,20 +162,29 @@ fn case_back(c: Case) -> Result<CaseResult, String> {
         ("differs", Some(d)) => Comparison::Differs(d),
         ("ungated", _) => Comparison::Ungated,
         ("differs", None) => {
-            return Err(format!(
-                "case `{}`: golden `differs` without its `diff`",
-                c.id
+            return Err((
+                format!("case `{}`: golden `differs` without its `diff`", c.id),
+                Cause::Other,
             ));
         }
-        (g, _) => return Err(format!("case `{}`: unknown golden verdict `{g}`", c.id)),
+        (g, _) => {
+            return Err((
+                format!("case `{}`: unknown golden verdict `{g}`", c.id),
+                Cause::Other,
+            ));
+        }
     };
-    let row: Row =
-        serde_json::from_value(c.metrics).map_err(|e| format!("case `{}`: metrics: {e}", c.id))?;
-    crate::metrics::check_row(&row).map_err(|e| format!("case `{}`: metrics: {e}", c.id))?;
+    let row: Row = serde_json::from_value(c.metrics).map_err(|e| {
+        let message = e.to_string();
+        let cause = Cause::of_serde(&message);
+        (format!("case `{}`: metrics: {message}", c.id), cause)
+    })?;
+    crate::metrics::check_row(&row)
+        .map_err(|e| (format!("case `{}`: metrics: {e}", c.id), Cause::Figure))?;
     if c.runs == 0 || c.passes > c.runs {
-        return Err(format!(
-            "case `{}`: {} passes of {} runs",
-            c.id, c.passes, c.runs
+        return Err((
+            format!("case `{}`: {} passes of {} runs", c.id, c.passes, c.runs),
+            Cause::Inconsistent,
         ));
     }
     let r = CaseResult {
@@ -196,12 +206,15 @@ fn case_back(c: Case) -> Result<CaseResult, String> {
     };
     // A run writes a case whose runs did not all pass with a failing run's verdict.
     if r.passed() != (r.passes == r.runs) {
-        return Err(format!(
-            "case `{}`: {} of {} runs passed, but its verdict says {}",
-            r.id,
-            r.passes,
-            r.runs,
-            if r.passed() { "passed" } else { "failed" }
+        return Err((
+            format!(
+                "case `{}`: {} of {} runs passed, but its verdict says {}",
+                r.id,
+                r.passes,
+                r.runs,
+                if r.passed() { "passed" } else { "failed" }
+            ),
+            Cause::Inconsistent,
         ));
     }
     Ok(r)
@@ -216,8 +229,8 @@ fn file_json(f: &FileResult, unreadable: bool) -> File {
                 diags
                     .iter()
                     .map(|d| Error {
-                        line: d.line,
-                        col: d.col,
+                        line: d.line(),
+                        col: d.col(),
                         message: d.message.clone(),
                         hint: d.hint.clone(),
                     })
@@ -233,7 +246,7 @@ fn file_json(f: &FileResult, unreadable: bool) -> File {
     }
 }
 
-fn file_back(f: File) -> Result<FileResult, String> {
+fn file_back(f: File) -> Result<FileResult, (String, Cause)> {
     let outcome = match (f.cases, f.errors) {
         (Some(cases), None) => Ok(cases
             .into_iter()
@@ -241,17 +254,15 @@ fn file_back(f: File) -> Result<FileResult, String> {
             .collect::<Result<Vec<_>, _>>()?),
         (None, Some(errors)) => Err(errors
             .into_iter()
-            .map(|e| Diagnostic {
-                line: e.line,
-                col: e.col,
-                message: e.message,
-                hint: e.hint,
-            })
+            .map(|e| Diagnostic::at(e.line, e.col, e.message).maybe_hint(e.hint))
             .collect()),
         _ => {
-            return Err(format!(
-                "file `{}`: needs exactly one of `cases` and `errors`",
-                f.path.display()
+            return Err((
+                format!(
+                    "file `{}`: needs exactly one of `cases` and `errors`",
+                    f.path.display()
+                ),
+                Cause::Other,
             ));
         }
     };
@@ -273,7 +284,7 @@ fn summary(t: &Tally) -> Summary {
         expectation_failures: t.expectation_failures,
         invalid_files: t.invalid_files,
         orphaned_goldens: t.orphans.len(),
-        exit_code: t.exit_code(),
+        exit_code: t.exit_code().code(),
     }
 }
 
@@ -400,28 +411,35 @@ impl serde_json::ser::Formatter for Layout {
 }
 
 /// Read JSON results back (for `harness merge`); the error says what is wrong and where.
-pub fn parse(text: &str) -> Result<Collected, String> {
+pub fn parse(text: &str) -> Result<Collected, Diagnostic> {
     let results: Results = serde_json::from_str(text).map_err(|e| {
         let message = e
             .to_string()
             .rsplit_once(" at line ")
             .map_or(e.to_string(), |(m, _)| m.to_owned());
-        let message = crate::limits::explain_nesting(&message, true).unwrap_or(message);
         let col = crate::scenario::json_token_start(text, e.line(), e.column());
-        format!("{}:{col}: {message}", e.line())
+        let d = parse_error(e.line(), col, &message, true);
+        match e.classify() {
+            serde_json::error::Category::Syntax | serde_json::error::Category::Eof
+                if d.cause != Cause::TooDeep =>
+            {
+                d.cause(Cause::Syntax)
+            }
+            _ => d,
+        }
     })?;
     if results.version != VERSION {
-        let d = crate::scenario::diagnose_at(
+        return Err(crate::scenario::diagnose_at(
             text,
             crate::scenario::SourceFormat::Json,
             vec![crate::scenario::Seg::Key("version".to_owned())],
-            String::new(),
+            format!(
+                "results version {} is not supported (this harness reads version {VERSION})",
+                results.version
+            ),
             None,
-        );
-        return Err(format!(
-            "{}:{}: results version {} is not supported (this harness reads version {VERSION})",
-            d.line, d.col, results.version
-        ));
+        )
+        .cause(Cause::Version));
     }
     let mut out = Collected {
         orphans: results.orphans,
@@ -429,19 +447,19 @@ pub fn parse(text: &str) -> Result<Collected, String> {
     };
     for (i, f) in results.files.into_iter().enumerate() {
         let unreadable = f.unreadable;
-        let f = file_back(f).map_err(|e| {
+        let f = file_back(f).map_err(|(message, cause)| {
             let at = vec![
                 crate::scenario::Seg::Key("files".to_owned()),
                 crate::scenario::Seg::Index(i),
             ];
-            let d = crate::scenario::diagnose_at(
+            crate::scenario::diagnose_at(
                 text,
                 crate::scenario::SourceFormat::Json,
                 at,
-                String::new(),
+                message,
                 None,
-            );
-            format!("{}:{}: {e}", d.line, d.col)
+            )
+            .cause(cause)
         })?;
         if unreadable {
             out.unreadable.push(f);

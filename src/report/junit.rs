@@ -121,20 +121,7 @@ pub fn render(c: &Collected, scenario_id: impl Fn(&Path) -> String) -> String {
             }
             Err(diags) => {
                 let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
-                let text: String = diags
-                    .iter()
-                    .map(|d| {
-                        let hint = d.hint.as_deref().map(|h| format!("\n  hint: {h}"));
-                        format!(
-                            "{}:{}:{}: {}{}\n",
-                            f.path.display(),
-                            d.line,
-                            d.col,
-                            d.message,
-                            hint.unwrap_or_default()
-                        )
-                    })
-                    .collect();
+                let text: String = diags.iter().map(|d| d.describe_in(&f.path)).collect();
                 s.set_message(diags.first().map_or("invalid", |d| d.message.as_str()))
                     .set_type("invalid-scenario")
                     .set_description(text);

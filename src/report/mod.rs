@@ -14,10 +14,9 @@ pub use collect::Collected;
 pub use terminal::{DEFAULT_DIFF_LIMIT, Terminal};
 pub(crate) use terminal::{change, duration, paint_diff};
 
+use crate::diagnostic::Diagnostic;
 use crate::metrics::{CsvSink, Row};
-use crate::results::{
-    EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, FileResult, Reporter,
-};
+use crate::results::{ExitStatus, FileResult, Reporter};
 use crate::snapshot::Comparison;
 use std::collections::BTreeMap;
 use std::io;
@@ -134,7 +133,7 @@ pub struct Tally {
     /// The run was interrupted, with this many files not run.
     pub interrupted: Option<usize>,
     /// No case ran although some had to: why, naming the paths and filters (bad input).
-    pub nothing_selected: Option<String>,
+    pub nothing_selected: Option<Diagnostic>,
     /// Per (family, profile): the profile's runs and the same scenarios under `none` (every
     /// case of a scenario that also ran under `none`: its own profile, `compare` and
     /// `--profile` cases alike).
@@ -198,15 +197,15 @@ impl Tally {
     }
 
     /// The exit code these results call for.
-    pub fn exit_code(&self) -> u8 {
+    pub fn exit_code(&self) -> ExitStatus {
         if self.interrupted.is_some() {
-            EXIT_INTERRUPTED
+            ExitStatus::Interrupted
         } else if self.invalid_files > 0 || self.nothing_selected.is_some() {
-            EXIT_BAD_INPUT
+            ExitStatus::BadInput
         } else if self.passed + self.flaky < self.cases || !self.orphans.is_empty() {
-            EXIT_FAILED
+            ExitStatus::Failed
         } else {
-            EXIT_OK
+            ExitStatus::Ok
         }
     }
 }

@@ -9,10 +9,11 @@
 //! end for that, which also keeps it clear of a progress bar on the terminal.
 
 use super::{Sums, Tally};
+use crate::diagnostic::Diagnostic;
+use crate::escape::{escape_controls as shown, escape_in_lines};
 use crate::results::FileResult;
 use crate::results::Reporter;
 use crate::snapshot::Comparison;
-use crate::escape::{escape_controls as shown, escape_in_lines};
 use anstyle::{AnsiColor, Style};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -36,7 +37,7 @@ pub struct Terminal<W: Write> {
     pub tally: Tally,
     ci: bool,
     pending_dir: Option<PathBuf>,
-    require_cases: Option<String>,
+    require_cases: Option<Diagnostic>,
     /// Failing cases and bad files as shown, printed under the first verdict at the end.
     shown: Vec<u8>,
     /// Failing cases shown in full, and one line each.
@@ -91,7 +92,7 @@ impl<W: Write> Terminal<W> {
     /// A run in which no case ran fails with this message (no silent green); `None` lets an
     /// empty run pass (`--allow-empty`).
     #[must_use]
-    pub fn require_cases(mut self, message: Option<String>) -> Self {
+    pub fn require_cases(mut self, message: Option<Diagnostic>) -> Self {
         self.require_cases = message;
         self
     }
@@ -175,18 +176,13 @@ impl<W: Write> Reporter for Terminal<W> {
         let cases = match &result.outcome {
             Ok(cases) => cases,
             Err(diags) => {
+                let style = crate::diagnostic::Style {
+                    error: (RED.render().to_string(), RED.render_reset().to_string()),
+                    message: (BOLD.render().to_string(), BOLD.render_reset().to_string()),
+                    hint: (CYAN.render().to_string(), CYAN.render_reset().to_string()),
+                };
                 for d in diags {
-                    writeln!(
-                        out,
-                        "{RED}error{RED:#}{BOLD}: {}:{}:{}: {}{BOLD:#}",
-                        path(&result.path),
-                        d.line,
-                        d.col,
-                        shown(&d.message)
-                    )?;
-                    if let Some(h) = &d.hint {
-                        writeln!(out, "  {CYAN}hint{CYAN:#}: {}", shown(h))?;
-                    }
+                    out.write_all(d.render_in(&result.path, &style).as_bytes())?;
                 }
                 return Ok(());
             }
@@ -272,7 +268,7 @@ impl<W: Write> Reporter for Terminal<W> {
         let failed = t.cases - t.passed - t.flaky;
         let verdict = if t.interrupted.is_some() {
             format!("{RED}INTERRUPTED{RED:#}")
-        } else if t.exit_code() == 0 {
+        } else if t.exit_code().is_ok() {
             format!("{GREEN}ok{GREEN:#}")
         } else {
             format!("{RED}FAILED{RED:#}")

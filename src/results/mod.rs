@@ -14,16 +14,7 @@ use crate::trace::TimedEvent;
 use std::io;
 use std::path::{Path, PathBuf};
 
-/// Exit code: everything passed.
-pub const EXIT_OK: u8 = 0;
-/// Exit code: a golden mismatch, a missing or orphaned golden, or a failed expectation.
-pub const EXIT_FAILED: u8 = 1;
-/// Exit code: bad input or usage (malformed scenario, unreadable path, bad flag).
-pub const EXIT_BAD_INPUT: u8 = 2;
-/// Exit code: every case passed, but metrics regressed against the baseline (`--baseline`).
-pub const EXIT_METRIC_REGRESSION: u8 = 3;
-/// Exit code: the run was interrupted (Ctrl-C, SIGINT): the summary covers the files run.
-pub const EXIT_INTERRUPTED: u8 = 130;
+pub use crate::diagnostic::ExitStatus;
 
 /// Consumes a run's results in order.
 pub trait Reporter {

@@ -1,6 +1,6 @@
 //! Ctrl-C: the first SIGINT asks the run to stop — no new scenario file starts, the files in
 //! flight finish (their pending goldens and traces are written whole, atomically), the partial
-//! summary is printed and the exit code is [`crate::results::EXIT_INTERRUPTED`] (130); no report
+//! summary is printed and the exit code is [`crate::results::ExitStatus::Interrupted`] (130); no report
 //! file (`--json`, `--junit`, `--metrics`, a baseline) is written from a partial run. A second
 //! SIGINT ends the process at once with the same code.
 
@@ -22,7 +22,7 @@ pub fn install() -> io::Result<()> {
     // Registered first, so it sees the flag as it was before this signal: the second one exits.
     signal_hook::flag::register_conditional_shutdown(
         SIGINT,
-        i32::from(crate::results::EXIT_INTERRUPTED),
+        i32::from(crate::results::ExitStatus::Interrupted.code()),
         Arc::clone(flag),
     )?;
     signal_hook::flag::register(SIGINT, Arc::clone(flag))?;

@@ -96,12 +96,9 @@ pub fn plan(options: &Options) -> Plan {
         .into_iter()
         .map(|(path, e)| FileResult {
             path,
-            outcome: Err(vec![Diagnostic {
-                line: 1,
-                col: 1,
-                message: store::describe(&e),
-                hint: Some(store::hint_for(&e, "harness run")),
-            }]),
+            outcome: Err(vec![
+                Diagnostic::at(1, 1, store::describe(&e)).hint(store::hint_for(&e, "harness run")),
+            ]),
         })
         .collect();
     Plan {
@@ -283,15 +280,9 @@ fn golden_id(options: &Options, golden: &Path) -> String {
 fn refused_file(path: &Path, why: &str) -> FileResult {
     FileResult {
         path: path.to_owned(),
-        outcome: Err(vec![Diagnostic {
-            line: 1,
-            col: 1,
-            message: why.to_owned(),
-            hint: Some(
-                "rename one of the files (ids are paths below the scenarios root, without extension)"
-                    .to_owned(),
-            ),
-        }]),
+        outcome: Err(vec![Diagnostic::at(1, 1, why.to_owned()).hint(
+            "rename one of the files (ids are paths below the scenarios root, without extension)",
+        )]),
     }
 }
 
@@ -337,7 +328,7 @@ pub fn selected_cases(
         let case =
             crate::record::cassette_case(&options.layout, path).map_err(|refusal| FileResult {
                 path: path.to_owned(),
-                outcome: Err(vec![refusal.diagnostic(path)]),
+                outcome: Err(vec![refusal.for_file(path)]),
             })?;
         let all_ids = vec![case.id.clone()];
         let cases = if options.selection.keeps(&case, &id) {
@@ -355,12 +346,7 @@ pub fn selected_cases(
 fn load_scenario(options: &Options, path: &Path) -> Result<Loaded, FileResult> {
     let bad = |message: String, hint: &str| FileResult {
         path: path.to_owned(),
-        outcome: Err(vec![Diagnostic {
-            line: 1,
-            col: 1,
-            message,
-            hint: Some(hint.to_owned()),
-        }]),
+        outcome: Err(vec![Diagnostic::at(1, 1, message).hint(hint)]),
     };
     let bytes = match store::read_input(path, "scenario", crate::limits::MAX_SCENARIO_BYTES) {
         Ok(b) => b,
@@ -386,12 +372,10 @@ fn load_scenario(options: &Options, path: &Path) -> Result<Loaded, FileResult> {
             let (line, col) = crate::scenario::line_col(valid, at);
             return Err(FileResult {
                 path: path.to_owned(),
-                outcome: Err(vec![Diagnostic {
-                    line,
-                    col,
-                    message: "the file is not valid UTF-8".to_owned(),
-                    hint: Some("save the scenario as UTF-8".to_owned()),
-                }]),
+                outcome: Err(vec![
+                    Diagnostic::at(line, col, "the file is not valid UTF-8")
+                        .hint("save the scenario as UTF-8"),
+                ]),
             });
         }
     };
@@ -448,15 +432,11 @@ fn run_selected(options: &Options, path: &Path) -> Result<(FileResult, Vec<Strin
             Ok(golden) => goldens.push(Some(golden)),
             Err(e) => return Err(FileResult {
                 path: path.to_owned(),
-                outcome: Err(vec![Diagnostic {
-                    line: case_line(&text, format, case),
-                    col: 1,
-                    message: e.to_string(),
-                    hint: Some(
-                        "put back the regular file harness wrote (`git checkout` it), or delete it and run again"
-                            .to_owned(),
+                outcome: Err(vec![
+                    Diagnostic::at(case_line(&text, format, case), 1, e.to_string()).hint(
+                        "put back the regular file harness wrote (`git checkout` it), or delete it and run again",
                     ),
-                }]),
+                ]),
             }),
         }
     }
@@ -544,7 +524,7 @@ fn case_line(text: &str, format: SourceFormat, case: &Case) -> usize {
         Seg::Key("compare".to_owned()),
         Seg::Key(case.profile.clone()),
     ];
-    scenario::diagnose_at(text, format, at, String::new(), None).line
+    scenario::diagnose_at(text, format, at, String::new(), None).line()
 }
 
 /// Replay a cassette strictly and judge it like a scenario case (when the selection keeps
@@ -553,7 +533,7 @@ fn cassette_file(options: &Options, path: &Path) -> Result<(FileResult, Vec<Stri
     let id = options.layout.id_of(path);
     let r = crate::record::replay(&options.layout, path).map_err(|refusal| FileResult {
         path: path.to_owned(),
-        outcome: Err(vec![refusal.diagnostic(path)]),
+        outcome: Err(vec![refusal.for_file(path)]),
     })?;
     let all_ids = vec![r.case.id.clone()];
     let mut results = Vec::new();

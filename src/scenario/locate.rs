@@ -1,7 +1,9 @@
 //! From problems to diagnostics: byte offsets to line:col, key paths to positions in the source,
 //! and hints for serde's messages ("did you mean …").
 
-use super::{Diagnostic, SourceFormat};
+use super::SourceFormat;
+use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Cause, Serde};
 use toml::de::{DeArray, DeTable, DeValue};
 
 /// A step of a key path into the document.
@@ -81,12 +83,7 @@ pub(super) fn diagnose(text: &str, format: SourceFormat, p: Problem) -> Diagnost
         SourceFormat::Json => json_offset(text, &p.path, p.at_key),
     };
     let (line, col) = offset.map_or((1, 1), |o| line_col(text, o));
-    Diagnostic {
-        line,
-        col,
-        message: p.message,
-        hint: p.hint,
-    }
+    Diagnostic::at(line, col, p.message).maybe_hint(p.hint)
 }
 
 /// Byte offset of the deepest node of `path` that exists in a JSON document.
@@ -153,73 +150,65 @@ fn toml_offset(text: &str, path: &[Seg], at_key: bool) -> Option<usize> {
     Some(best)
 }
 
-/// A diagnostic for a serde message, with a hint where one helps.
-pub(super) fn from_serde(line: usize, col: usize, message: String) -> Diagnostic {
-    let hint = hint_for(&message);
-    Diagnostic {
-        line,
-        col,
-        message,
-        hint,
-    }
+/// A diagnostic for a parser's message (TOML, or JSON when `json`), with the hint its kind
+/// calls for.
+pub(super) fn from_parser(line: usize, col: usize, message: &str, json: bool) -> Diagnostic {
+    let d = crate::diagnostic::parse_error(line, col, message, json);
+    let hint = hint_for(&Serde::read(message));
+    d.maybe_hint(hint)
 }
 
-/// A hint for a serde message, where one helps.
-pub(super) fn hint_for(message: &str) -> Option<String> {
-    let quoted: Vec<&str> = message.split('`').skip(1).step_by(2).collect();
-    if message.starts_with("unknown field") || message.starts_with("unknown variant") {
-        let (found, expected) = quoted.split_first()?;
-        if let Some(best) = did_you_mean(found, expected) {
-            return Some(format!("did you mean `{best}`?"));
+/// How to mend a scenario with this deserializer complaint, by its kind.
+pub(super) fn hint_for(read: &Serde<'_>) -> Option<String> {
+    let quoted = &read.quoted;
+    Some(match read.cause {
+        Cause::UnknownKey | Cause::UnknownVariant => {
+            let (found, expected) = quoted.split_first()?;
+            if let Some(best) = did_you_mean(found, expected) {
+                return Some(format!("did you mean `{best}`?"));
+            }
+            let what = if read.cause == Cause::UnknownKey {
+                "keys"
+            } else {
+                "values"
+            };
+            format!("allowed {what} here: {}", expected.join(", "))
         }
-        let what = if message.starts_with("unknown field") {
-            "keys"
-        } else {
-            "values"
-        };
-        return Some(format!("allowed {what} here: {}", expected.join(", ")));
-    }
-    if message.starts_with("missing field") {
-        return Some(format!(
+        Cause::MissingKey => format!(
             "add `{}`; the scenario format is described in README.md and schema/scenario.schema.json",
             quoted.first().unwrap_or(&"")
-        ));
-    }
-    if message.starts_with("duplicate key") || message.starts_with("duplicate field") {
-        return Some(
-            "a key may appear once in a table; delete or rename the second one".to_owned(),
-        );
-    }
-    if message.starts_with("values nest deeper") {
-        return Some("flatten the value: no scenario needs arrays or tables this deep".to_owned());
-    }
-    if message.starts_with("empty range") || message.starts_with("a count cannot") {
-        return Some(
+        ),
+        Cause::DuplicateKey => {
+            "a key may appear once in a table; delete or rename the second one".to_owned()
+        }
+        Cause::TooDeep => {
+            "flatten the value: no scenario needs arrays or tables this deep".to_owned()
+        }
+        Cause::Count => {
             "write a count as a whole number, or as `{ min = …, max = … }` with min <= max"
-                .to_owned(),
-        );
-    }
-    if message.starts_with("invalid type") || message.starts_with("invalid value") {
-        let expected = message.rsplit("expected ").next().unwrap_or_default();
-        let want = match expected {
-            "u8" | "u16" | "u32" | "u64" | "usize" => "a whole number (0 or more)",
-            "f64" | "f32" => "a number",
-            "a boolean" => "`true` or `false`",
-            "a string" => "a string in quotes",
-            e if e.starts_with("struct ") || e.starts_with("a map") => "a table `{ … }`",
-            e if e.starts_with("a sequence") => "a list `[ … ]`",
-            _ => "",
-        };
-        return Some(if want.is_empty() {
-            "check the value against the scenario format (README.md, schema/scenario.schema.json)"
                 .to_owned()
-        } else {
-            format!(
-                "expected {want} here; the scenario format is in README.md and schema/scenario.schema.json"
-            )
-        });
-    }
-    Some("check the syntax near this position".to_owned())
+        }
+        Cause::WrongValue => {
+            let want = match read.expected {
+                "u8" | "u16" | "u32" | "u64" | "usize" => "a whole number (0 or more)",
+                "f64" | "f32" => "a number",
+                "a boolean" => "`true` or `false`",
+                "a string" => "a string in quotes",
+                e if e.starts_with("struct ") || e.starts_with("a map") => "a table `{ … }`",
+                e if e.starts_with("a sequence") => "a list `[ … ]`",
+                _ => "",
+            };
+            if want.is_empty() {
+                "check the value against the scenario format (README.md, schema/scenario.schema.json)"
+                    .to_owned()
+            } else {
+                format!(
+                    "expected {want} here; the scenario format is in README.md and schema/scenario.schema.json"
+                )
+            }
+        }
+        _ => "check the syntax near this position".to_owned(),
+    })
 }
 
 /// The closest of `candidates` to `found`, if close enough.
@@ -285,9 +274,9 @@ mod tests {
 
     #[test]
     fn hints_suggest_the_nearest_key() {
-        let h = hint_for(
+        let h = hint_for(&Serde::read(
             "unknown field `tool_offerd`, expected one of `tools_offered`, `tool_offered`, `force_text`",
-        );
+        ));
         assert_eq!(h.as_deref(), Some("did you mean `tool_offered`?"));
     }
 }

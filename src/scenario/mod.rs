@@ -13,6 +13,7 @@ mod values;
 
 pub use model::*;
 
+pub use crate::diagnostic::Diagnostic;
 use crate::policy::Config;
 use std::sync::Arc;
 
@@ -23,38 +24,6 @@ pub enum SourceFormat {
     Toml,
     /// Machine-written.
     Json,
-}
-
-/// A located problem in an input file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Diagnostic {
-    /// 1-based line.
-    pub line: usize,
-    /// 1-based column (in chars).
-    pub col: usize,
-    /// What is wrong.
-    pub message: String,
-    /// How to fix it.
-    pub hint: Option<String>,
-}
-
-impl Diagnostic {
-    /// `FILE:LINE:COL: message`, then `  hint: …` on a line of its own when there is one: a
-    /// located error as the commands print it (after `error: `).
-    pub fn located(&self, file: &std::path::Path) -> String {
-        use crate::escape::{escape_controls, escape_in_lines};
-        let mut out = format!(
-            "{}:{}:{}: {}",
-            escape_controls(&file.display().to_string()),
-            self.line,
-            self.col,
-            escape_in_lines(&self.message)
-        );
-        if let Some(h) = &self.hint {
-            out.push_str(&format!("\n  hint: {}", escape_in_lines(h)));
-        }
-        out
-    }
 }
 
 /// One run to replay: a scenario under one profile.
@@ -135,9 +104,7 @@ pub fn parse(text: &str, format: SourceFormat) -> Result<Scenario, Diagnostic> {
     match format {
         SourceFormat::Toml => toml::from_str(text).map_err(|e| {
             let (line, col) = e.span().map_or((1, 1), |s| locate::line_col(text, s.start));
-            let message = crate::limits::explain_nesting(e.message(), false)
-                .unwrap_or_else(|| e.message().trim().to_owned());
-            locate::from_serde(line, col, message)
+            locate::from_parser(line, col, e.message(), false)
         }),
         SourceFormat::Json => serde_json::from_str(text).map_err(|e| {
             let msg = e.to_string();
@@ -145,9 +112,8 @@ pub fn parse(text: &str, format: SourceFormat) -> Result<Scenario, Diagnostic> {
                 .rsplit_once(" at line ")
                 .map_or(msg.as_str(), |(m, _)| m)
                 .to_owned();
-            let msg = crate::limits::explain_nesting(&msg, true).unwrap_or(msg);
             let (line, col) = (e.line().max(1), e.column().max(1));
-            locate::from_serde(line, json_token_start(text, line, col), msg)
+            locate::from_parser(line, json_token_start(text, line, col), &msg, true)
         }),
     }
 }

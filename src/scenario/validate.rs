@@ -4,6 +4,7 @@
 
 use super::locate::{Problem, Seg, suggest};
 use super::{Expect, FORMAT_VERSION, OutcomeDef, Scenario};
+use crate::diagnostic::{Cause, Serde};
 use crate::policy::{Config, PROFILES};
 use crate::trace::Event;
 
@@ -276,8 +277,9 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
                 Err(e) => {
                     let mut path = vec![key("config")];
                     path.extend(e.path.iter().map(|k| key(k)));
-                    let is_unknown = e.message.starts_with("unknown field");
-                    let hint = super::locate::hint_for(&e.message);
+                    let read = Serde::read(&e.message);
+                    let is_unknown = read.cause == Cause::UnknownKey;
+                    let hint = super::locate::hint_for(&read);
                     c.problems.push(Problem {
                         path,
                         at_key: is_unknown,

@@ -5,8 +5,8 @@
 //! value. Pure.
 
 use super::locate::suggest;
-use crate::vocabulary::{INTERVENTION_ACTIONS, INTERVENTION_SOURCES};
 use crate::trace::Event;
+use crate::vocabulary::{INTERVENTION_ACTIONS, INTERVENTION_SOURCES};
 use serde_json::Value;
 use std::sync::OnceLock;
 

@@ -21,6 +21,7 @@ use super::replay::{reply_of, served_ids};
 use super::{
     Api, Body, DUMMY_KEY, Hints, Last, Thread, continues, first_user, read_text_protocol, refusal,
 };
+use crate::diagnostic::Diagnostic;
 use crate::json::sorted;
 use crate::provider::{Provider, SseEvent};
 use crate::record::cassette::{
@@ -58,7 +59,7 @@ pub struct Upstreams {
 impl Upstreams {
     /// The upstreams `--upstream` names (`openai=URL`, `anthropic=URL` or a bare URL for both),
     /// over the providers' defaults, with the keys the environment sets (never the dummy key).
-    pub fn named(upstream: &[String], timeout: Duration) -> Result<Self, String> {
+    pub fn named(upstream: &[String], timeout: Duration) -> Result<Self, Diagnostic> {
         let mut openai = Provider::Openai.default_base_url().to_owned();
         let mut anthropic = Provider::Anthropic.default_base_url().to_owned();
         for u in upstream {
@@ -66,8 +67,10 @@ impl Upstreams {
                 Some((w @ ("openai" | "anthropic"), url)) => (Some(w), url),
                 _ => (None, u.as_str()),
             };
-            crate::record::check_base_url(url)
-                .map_err(|r| format!("--upstream {u}: {}\n  hint: {}", r.message, r.hint))?;
+            crate::record::check_base_url(url).map_err(|d| Diagnostic {
+                message: format!("--upstream {u}: {}", d.message),
+                ..d
+            })?;
             match which {
                 Some("openai") => openai = url.to_owned(),
                 Some(_) => anthropic = url.to_owned(),

@@ -456,18 +456,79 @@ pub fn read_input(path: &Path, what: &str, max: u64) -> io::Result<Vec<u8>> {
     guard::read_bounded(file, len, what, max)
 }
 
-/// [`read_input`] as text; invalid UTF-8 is an error of kind [`io::ErrorKind::InvalidData`]
-/// that says where.
-pub fn read_input_text(path: &Path, what: &str, max: u64) -> io::Result<String> {
+/// Why an input file could not be read as text.
+#[derive(Debug)]
+pub enum ReadError {
+    /// It could not be opened or read: not there, not permitted, a link or special file
+    /// refused (kind [`io::ErrorKind::InvalidInput`]), or past its limit (kind
+    /// [`io::ErrorKind::FileTooLarge`]).
+    Io(io::Error),
+    /// Its bytes are not valid UTF-8 from this place on.
+    NotUtf8 {
+        /// What the file is (`scenario`, `baseline`, …).
+        what: String,
+        /// Where the first invalid byte is.
+        at: crate::diagnostic::Position,
+    },
+}
+
+impl ReadError {
+    /// The I/O error's kind ([`io::ErrorKind::InvalidData`] for invalid UTF-8).
+    pub fn kind(&self) -> io::ErrorKind {
+        match self {
+            Self::Io(e) => e.kind(),
+            Self::NotUtf8 { .. } => io::ErrorKind::InvalidData,
+        }
+    }
+
+    /// What kind of problem it is.
+    pub fn cause(&self) -> crate::diagnostic::Cause {
+        match self {
+            Self::Io(_) => crate::diagnostic::Cause::Other,
+            Self::NotUtf8 { .. } => crate::diagnostic::Cause::NotUtf8,
+        }
+    }
+
+    /// The problem in `file`: invalid UTF-8 at its place, anything else at the file's start
+    /// with `context` before the I/O error (`cannot read: …`).
+    pub fn diagnostic(&self, file: &Path, context: &str) -> crate::diagnostic::Diagnostic {
+        use crate::diagnostic::Diagnostic;
+        let d = match self {
+            Self::NotUtf8 { at, .. } => Diagnostic::at(at.line, at.col, self.to_string()),
+            Self::Io(e) => Diagnostic::whole_file(format!("{context}{e}")),
+        };
+        d.in_file(file).cause(self.cause())
+    }
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Io(e) => e.fmt(f),
+            Self::NotUtf8 { what, .. } => write!(f, "the {what} is not valid UTF-8"),
+        }
+    }
+}
+
+impl std::error::Error for ReadError {}
+
+impl From<io::Error> for ReadError {
+    fn from(e: io::Error) -> Self {
+        Self::Io(e)
+    }
+}
+
+/// [`read_input`] as text; invalid UTF-8 is [`ReadError::NotUtf8`], at its place.
+pub fn read_input_text(path: &Path, what: &str, max: u64) -> Result<String, ReadError> {
     let bytes = read_input(path, what, max)?;
     String::from_utf8(bytes).map_err(|e| {
         let at = e.utf8_error().valid_up_to();
         let valid = std::str::from_utf8(&e.as_bytes()[..at]).unwrap_or_default();
         let (line, col) = crate::scenario::line_col(valid, at);
-        io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("{line}:{col}: the {what} is not valid UTF-8"),
-        )
+        ReadError::NotUtf8 {
+            what: what.to_owned(),
+            at: crate::diagnostic::Position { line, col },
+        }
     })
 }
 

@@ -159,8 +159,8 @@ pub fn render(report: &Report, fires: &[u8], title: &str) -> String {
                 body,
                 "<li><b>\u{2717} error</b> <code>{}:{}:{}</code>: {}</li>",
                 escape(&path.display().to_string()),
-                e.line,
-                e.col,
+                e.line(),
+                e.col(),
                 escape(&e.message)
             );
         }

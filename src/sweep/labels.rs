@@ -4,6 +4,7 @@
 //! labels for a corpus so they can be reviewed, corrected by hand and committed.
 
 use crate::detector::View;
+use crate::diagnostic::Diagnostic;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -106,35 +107,21 @@ pub fn heuristic(run: &str, view: &View, success: Option<bool>) -> Label {
     }
 }
 
-/// A problem in a labels file.
-#[derive(Debug)]
-pub struct LabelsError {
-    /// 1-based line.
-    pub line: usize,
-    /// 1-based column.
-    pub col: usize,
-    /// What is wrong.
-    pub message: String,
-}
-
 /// Parse a labels file.
-pub fn parse(text: &str) -> Result<BTreeMap<String, Label>, LabelsError> {
+pub fn parse(text: &str) -> Result<BTreeMap<String, Label>, Diagnostic> {
     let mut out = BTreeMap::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let l: Label = serde_json::from_str(line).map_err(|e| LabelsError {
-            line: i + 1,
-            col: e.column().max(1),
-            message: format!("not a label: {e}"),
-        })?;
+        let l: Label = serde_json::from_str(line)
+            .map_err(|e| Diagnostic::at(i + 1, e.column().max(1), format!("not a label: {e}")))?;
         if l.stuck && l.loop_start.is_none() {
-            return Err(LabelsError {
-                line: i + 1,
-                col: 1,
-                message: format!("run `{}` is stuck but has no `loop_start`", l.run),
-            });
+            return Err(Diagnostic::at(
+                i + 1,
+                1,
+                format!("run `{}` is stuck but has no `loop_start`", l.run),
+            ));
         }
         out.insert(l.run.clone(), l);
     }
@@ -205,7 +192,7 @@ mod tests {
         assert_eq!(parse(&text).unwrap()["f#1"], l);
         let e =
             parse("{\"run\":\"a\",\"stuck\":false}\n{\"run\":\"b\",\"stuck\":true}\n").unwrap_err();
-        assert_eq!(e.line, 2);
+        assert_eq!(e.line(), 2);
         assert!(parse("{\"run\": 3}").is_err());
     }
 }

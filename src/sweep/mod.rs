@@ -23,7 +23,8 @@ pub mod plot;
 pub mod source;
 
 use crate::detector::{Fire, Setting, View};
-use crate::import::{Format, ImportError};
+use crate::diagnostic::Diagnostic;
+use crate::import::Format;
 use labels::Label;
 use rayon::prelude::*;
 use source::Input;
@@ -112,7 +113,7 @@ pub struct Report {
     /// Runs whose label came from the labels file.
     pub labelled_from_file: u64,
     /// Located errors, by file.
-    pub errors: Vec<(PathBuf, ImportError)>,
+    pub errors: Vec<(PathBuf, Diagnostic)>,
     /// Files skipped, and why.
     pub notes: Vec<(PathBuf, String)>,
     /// Every run's label (when asked for).
@@ -162,7 +163,7 @@ pub const FIRE_COLUMNS: [&str; 9] = [
 struct FileScore {
     input: Input,
     runs: Vec<RunScore>,
-    errors: Vec<ImportError>,
+    errors: Vec<Diagnostic>,
     note: Option<String>,
 }
 
@@ -232,13 +233,9 @@ pub fn sweep(
     for (path, message) in unreadable {
         report.errors.push((
             path,
-            ImportError {
-                line: 1,
-                col: 1,
-                message,
-                hint: "`harness sweep` takes transcript, trace and scenario files and folders"
-                    .to_owned(),
-            },
+            Diagnostic::at(1, 1, message).hint(
+                "`harness sweep` takes transcript, trace and scenario files and folders".to_owned(),
+            ),
         ));
     }
     let pool = rayon::ThreadPoolBuilder::new()

@@ -3,7 +3,8 @@
 //! `harness import`, or a scenario replayed through the engine. Adding a source (recorded
 //! cassettes) is one more variant here and one arm in [`load`].
 
-use crate::import::{self, FileImport, ImportError, Run};
+use crate::diagnostic::Diagnostic;
+use crate::import::{self, FileImport, Run};
 use crate::scenario::{self, SourceFormat};
 use std::path::{Path, PathBuf};
 
@@ -121,30 +122,22 @@ pub fn load(input: &Input, format: Option<import::Format>) -> FileImport {
                 let bytes = e.into_bytes();
                 let valid = std::str::from_utf8(&bytes[..at]).unwrap_or_default();
                 let (line, col) = scenario::line_col(valid, at);
-                return failed(ImportError {
-                    line,
-                    col,
-                    message: "the file is not valid UTF-8".to_owned(),
-                    hint: "transcripts are UTF-8 JSON".to_owned(),
-                });
+                return failed(
+                    Diagnostic::at(line, col, "the file is not valid UTF-8")
+                        .hint("transcripts are UTF-8 JSON"),
+                );
             }
         },
         Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => {
-            return failed(ImportError {
-                line: 1,
-                col: 1,
-                message: e.to_string(),
-                hint: "split the file, or check it is the transcript meant (see README \"Limits\")"
-                    .to_owned(),
-            });
+            return failed(Diagnostic::at(1, 1, e.to_string()).hint(
+                "split the file, or check it is the transcript meant (see README \"Limits\")",
+            ));
         }
         Err(e) => {
-            return failed(ImportError {
-                line: 1,
-                col: 1,
-                message: format!("cannot read: {e}"),
-                hint: "check the path and its permissions".to_owned(),
-            });
+            return failed(
+                Diagnostic::at(1, 1, format!("cannot read: {e}"))
+                    .hint("check the path and its permissions"),
+            );
         }
     };
     match input.kind {
@@ -177,7 +170,7 @@ pub fn load(input: &Input, format: Option<import::Format>) -> FileImport {
     }
 }
 
-fn failed(e: ImportError) -> FileImport {
+fn failed(e: Diagnostic) -> FileImport {
     FileImport {
         errors: vec![e],
         ..FileImport::default()
@@ -211,15 +204,7 @@ fn cassette_runs(input: &Input) -> FileImport {
                 ..FileImport::default()
             }
         }
-        Err(refusal) => {
-            let d = refusal.diagnostic(&input.path);
-            failed(ImportError {
-                line: d.line,
-                col: d.col,
-                message: d.message,
-                hint: d.hint.unwrap_or_default(),
-            })
-        }
+        Err(refusal) => failed(refusal.for_file(&input.path)),
     }
 }
 
@@ -230,15 +215,7 @@ fn scenario_runs(text: &str, input: &Input) -> FileImport {
         Ok(c) => c,
         Err(diags) => {
             return FileImport {
-                errors: diags
-                    .into_iter()
-                    .map(|d| ImportError {
-                        line: d.line,
-                        col: d.col,
-                        message: d.message,
-                        hint: d.hint.unwrap_or_default(),
-                    })
-                    .collect(),
+                errors: diags.into_iter().collect(),
                 ..FileImport::default()
             };
         }
@@ -263,12 +240,10 @@ fn scenario_runs(text: &str, input: &Input) -> FileImport {
                     events,
                 });
             }
-            Err(gap) => out.errors.push(ImportError {
-                line: 1,
-                col: 1,
-                message: format!("case `{}`: {gap}", case.id),
-                hint: "`harness run` on this scenario locates the gap".to_owned(),
-            }),
+            Err(gap) => out.errors.push(
+                Diagnostic::at(1, 1, format!("case `{}`: {gap}", case.id))
+                    .hint("`harness run` on this scenario locates the gap"),
+            ),
         }
     }
     out

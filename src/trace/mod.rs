@@ -4,9 +4,9 @@
 //! Every consumer matches [`Event`] exhaustively: a new variant must be a compile error in each
 //! renderer and in the metrics fold. Trace JSON carries [`TRACE_VERSION`].
 
+use crate::llm::{Anomaly, FaultKind, Finish, ModelResponse, ProviderFault, Purpose, Role};
 use crate::vocabulary::Decision;
 use crate::vocabulary::OutcomeKind;
-use crate::llm::{Anomaly, FaultKind, Finish, ModelResponse, ProviderFault, Purpose, Role};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -5,6 +5,7 @@
 //! its baseline plus tolerance is a regression (exit code 3), one below is an improvement,
 //! reported and not failed. Pure: callers read and write the file.
 
+use crate::diagnostic::{Cause, Diagnostic, parse_error};
 use crate::metrics::Row;
 use crate::scenario::{Seg, SourceFormat};
 use serde::{Deserialize, Serialize};
@@ -188,39 +189,42 @@ pub struct Verdict {
     pub new_cases: Vec<String>,
 }
 
-/// Parse a baseline file; errors carry `line:col`.
-pub fn parse(text: &str) -> Result<Baseline, String> {
+/// Parse a baseline file; an error is located in it, with its cause.
+pub fn parse(text: &str) -> Result<Baseline, Diagnostic> {
     let b: Baseline = toml::from_str(text).map_err(|e| {
         let (line, col) = e
             .span()
             .map_or((1, 1), |s| crate::scenario::line_col(text, s.start));
-        let message = crate::limits::explain_nesting(e.message(), false)
-            .unwrap_or_else(|| e.message().trim().to_owned());
-        format!("{line}:{col}: {message}")
+        parse_error(line, col, e.message(), false)
     })?;
-    let at = |path: &[&str]| {
+    let at = |path: &[&str], message: String, cause: Cause| {
         let path = path.iter().map(|k| Seg::Key((*k).to_owned())).collect();
-        let d = crate::scenario::diagnose_at(text, SourceFormat::Toml, path, String::new(), None);
-        format!("{}:{}", d.line, d.col)
+        crate::scenario::diagnose_at(text, SourceFormat::Toml, path, message, None).cause(cause)
     };
     if b.version != VERSION {
-        return Err(format!(
-            "{}: baseline version {} is not supported (this harness writes version {VERSION})",
-            at(&["version"]),
-            b.version
+        return Err(at(
+            &["version"],
+            format!(
+                "baseline version {} is not supported (this harness writes version {VERSION})",
+                b.version
+            ),
+            Cause::Version,
         ));
     }
     for (name, allowance) in b.tolerance.entries() {
         if let Some(e) = allowance.and_then(|a| a.amount(1.0).err()) {
-            return Err(format!("{}: {e}", at(&["tolerance", name])));
+            return Err(at(&["tolerance", name], e, Cause::WrongValue));
         }
     }
     for (id, m) in &b.cases {
         if !(m.cost_usd.is_finite() && m.cost_usd >= 0.0) {
-            return Err(format!(
-                "{}: the cost {} of `{id}` is not a number of dollars (nothing compares greater than it, so no regression would show)",
-                at(&["cases", id, "cost_usd"]),
-                m.cost_usd
+            return Err(at(
+                &["cases", id, "cost_usd"],
+                format!(
+                    "the cost {} of `{id}` is not a number of dollars (nothing compares greater than it, so no regression would show)",
+                    m.cost_usd
+                ),
+                Cause::Figure,
             ));
         }
     }
@@ -472,17 +476,18 @@ mod tests {
         let metrics: Vec<&str> = bad.regressions.iter().map(|c| c.metric).collect();
         assert_eq!(metrics, ["iterations", "tokens"]);
 
-        let e = parse("version = 1\n[tolerance]\nspeed = 3\n").unwrap_err();
-        assert!(e.starts_with("3:1: unknown field `speed`"), "{e}");
-        let e = parse("# a comment\nversion = 2\n").unwrap_err();
-        assert!(
-            e.starts_with("2:1: baseline version 2 is not supported"),
-            "{e}"
-        );
-        let e = parse("version = 1\n[tolerance]\ntokens = \"lots\"\n").unwrap_err();
-        assert!(
-            e.starts_with("3:1: tolerance `lots`: write a number"),
-            "{e}"
-        );
+        let located = |text: &str| {
+            let e = parse(text).unwrap_err();
+            (e.line(), e.col(), e.message, e.cause)
+        };
+        let (line, col, message, cause) = located("version = 1\n[tolerance]\nspeed = 3\n");
+        assert_eq!((line, col, cause), (3, 1, Cause::UnknownKey), "{message}");
+        assert!(message.starts_with("unknown field `speed`"), "{message}");
+        let (line, col, message, cause) = located("# a comment\nversion = 2\n");
+        assert_eq!((line, col, cause), (2, 1, Cause::Version), "{message}");
+        assert!(message.starts_with("baseline version 2 is not supported"));
+        let (line, col, message, cause) = located("version = 1\n[tolerance]\ntokens = \"lots\"\n");
+        assert_eq!((line, col, cause), (3, 1, Cause::WrongValue), "{message}");
+        assert!(message.starts_with("tolerance `lots`: write a number"));
     }
 }

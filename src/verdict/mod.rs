@@ -8,10 +8,10 @@
 
 pub mod baseline;
 
+use crate::diagnostic::{Cause, Diagnostic, Style};
 use crate::report::{self, Collected, Fanout, MetricsCsv, Terminal, github, html, json, junit};
-use crate::results::{EXIT_METRIC_REGRESSION, EXIT_OK, Reporter};
+use crate::results::{ExitStatus, Reporter};
 use crate::store::{self, Layout};
-use anyhow::Context as _;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -38,7 +38,7 @@ pub struct Outputs {
     pub html: Option<PathBuf>,
     /// What to say when no case ran: an empty run is bad input (exit 2) with this message;
     /// `None` lets it pass (`--allow-empty`).
-    pub require_cases: Option<String>,
+    pub require_cases: Option<Diagnostic>,
     /// Failing cases shown in full (`--diff-limit`; default [`report::DEFAULT_DIFF_LIMIT`]).
     pub diff_limit: Option<usize>,
     /// Failing cases in one line each and no summary tables (`--quiet`).
@@ -66,72 +66,72 @@ pub enum Command {
     Exec,
 }
 
-/// Read and parse a baseline file; a bad one is a located error.
-pub fn load_baseline(path: &Path) -> anyhow::Result<baseline::Baseline> {
-    store::guard::check_regular(path, "baseline")?;
+/// Read and parse a baseline file; a bad one is a located error with a hint.
+pub fn load_baseline(path: &Path) -> Result<baseline::Baseline, Diagnostic> {
+    let writer = "`harness bless`";
+    store::guard::check_regular(path, "baseline").map_err(|e| Diagnostic::new(e.to_string()))?;
     let text = store::read_input_text(path, "baseline", crate::limits::MAX_BASELINE_BYTES)
         .map_err(|e| match e.kind() {
-            io::ErrorKind::InvalidData => anyhow::anyhow!(
-                "{}:{e}\n  hint: {}",
-                path.display(),
-                input_hint(&e.to_string(), "`harness bless`")
-            ),
-            io::ErrorKind::NotFound => anyhow::anyhow!(
-                "cannot read baseline {}: there is no such file\n  hint: `harness bless` writes it from a passing run; `--no-baseline` runs without comparing metrics",
+            io::ErrorKind::InvalidData => e
+                .diagnostic(path, "")
+                .hint_by(|cause| input_hint(cause, writer)),
+            io::ErrorKind::NotFound => Diagnostic::new(format!(
+                "cannot read baseline {}: there is no such file",
                 path.display()
-            ),
-            _ => anyhow::Error::new(e).context(format!("cannot read baseline {}", path.display())),
+            ))
+            .hint("`harness bless` writes it from a passing run; `--no-baseline` runs without comparing metrics"),
+            _ => Diagnostic::new(format!("cannot read baseline {}: {e}", path.display())),
         })?;
-    baseline::parse(&text).map_err(|e| {
-        anyhow::anyhow!(
-            "{}:{e}\n  hint: {}",
-            path.display(),
-            input_hint(&e, "`harness bless`")
-        )
-    })
+    baseline::parse(&text).map_err(|d| d.in_file(path).hint_by(|c| input_hint(c, writer)))
 }
 
-/// How to mend a baseline or results file, by its error message; `writer` is the command
-/// that writes such files.
-fn input_hint(message: &str, writer: &str) -> String {
-    let has = |s: &str| message.contains(s);
-    if has("not valid UTF-8") {
-        format!("save the file as UTF-8, as {writer} does")
-    } else if has("is not supported") {
-        format!("{writer} of this harness writes the version it reads; rerun it")
-    } else if has("nest deeper") {
-        "flatten the value: no field of this file holds nested arrays".to_owned()
-    } else if has("EOF while parsing") || has("unclosed") || has("expected `") {
-        format!(
+/// How to mend a baseline or results file with a problem of this kind; `writer` is the
+/// command that writes such files.
+fn input_hint(cause: Cause, writer: &str) -> String {
+    match cause {
+        Cause::NotUtf8 => format!("save the file as UTF-8, as {writer} does"),
+        Cause::Version => format!("{writer} of this harness writes the version it reads; rerun it"),
+        Cause::TooDeep => "flatten the value: no field of this file holds nested arrays".to_owned(),
+        Cause::Syntax => format!(
             "the file is cut short or malformed; write it again with {writer} instead of editing it"
-        )
-    } else if has("duplicate") {
-        "a key may appear once in a table; delete or rename the second one".to_owned()
-    } else if has("unknown field") {
-        "remove or correct the key: the message lists the keys allowed here".to_owned()
-    } else if has("missing field") {
-        format!("add the field named above, or write the file again with {writer}")
-    } else if has("is not a number") || has("over the limit of") {
-        format!(
+        ),
+        Cause::DuplicateKey => {
+            "a key may appear once in a table; delete or rename the second one".to_owned()
+        }
+        Cause::UnknownKey => {
+            "remove or correct the key: the message lists the keys allowed here".to_owned()
+        }
+        Cause::MissingKey => {
+            format!("add the field named above, or write the file again with {writer}")
+        }
+        Cause::Figure => format!(
             "write the figures a run gives, as {writer} does: finite, not negative, within the limits"
-        )
-    } else if has(" runs passed, but its verdict") || has(" passes of ") {
-        format!("the counts of this case do not fit together; write the file again with {writer}")
-    } else if has("invalid type") || has("invalid value") || has("tolerance") {
-        "write the value in the type named above (numbers without quotes, percentages as \"5%\")"
-            .to_owned()
-    } else {
-        format!("see {writer}, which writes this file")
+        ),
+        Cause::Inconsistent => {
+            format!("the counts of this case do not fit together; write the file again with {writer}")
+        }
+        Cause::WrongValue | Cause::UnknownVariant | Cause::Count => {
+            "write the value in the type named above (numbers without quotes, percentages as \"5%\")"
+                .to_owned()
+        }
+        Cause::NoVariant | Cause::Other => format!("see {writer}, which writes this file"),
     }
 }
 
+/// An output file that could not be written (`doing` it: `write`, `append to`).
+fn cannot(doing: &str, path: &Path, e: &io::Error) -> Diagnostic {
+    Diagnostic::new(format!("cannot {doing} {}: {e}", path.display()))
+}
+
 /// Feed results (`produce` calls the reporter) to the terminal and every requested output;
-/// the exit code.
+/// the exit status. A baseline that cannot be read, a tolerance that cannot be applied and an
+/// output that cannot be written are the error; a reader of the terminal output that went away
+/// ends the run as failed, since its summary was not shown in full.
 pub fn report(
     outputs: &Outputs,
     layout: &Layout,
     produce: impl FnOnce(&mut dyn Reporter) -> io::Result<()>,
-) -> anyhow::Result<u8> {
+) -> Result<ExitStatus, Diagnostic> {
     let base = outputs.baseline.as_deref().map(load_baseline).transpose()?;
     let stdout = anstream::stdout();
     let mut terminal = Terminal::new(stdout.lock(), outputs.ci)
@@ -143,9 +143,7 @@ pub fn report(
         )
         .for_exec(outputs.command == Command::Exec);
     let mut csv = match &outputs.metrics {
-        Some(path) => Some(
-            MetricsCsv::create(path).with_context(|| format!("cannot write {}", path.display()))?,
-        ),
+        Some(path) => Some(MetricsCsv::create(path).map_err(|e| cannot("write", path, &e))?),
         None => None,
     };
     let mut annotations = outputs
@@ -175,15 +173,15 @@ pub fn report(
             Ok(()) => {}
             // The summary could not be shown in full: do not claim success.
             Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
-                return Ok(crate::results::EXIT_FAILED);
+                return Ok(crate::results::ExitStatus::Failed);
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(Diagnostic::new(e.to_string())),
         }
     }
     let mut code = terminal.tally.exit_code();
-    if let Some(message) = &terminal.tally.nothing_selected {
+    if let Some(d) = &terminal.tally.nothing_selected {
         // Also on stderr, where a CI log's errors are looked for.
-        let _ = writeln!(anstream::stderr(), "error: {message}");
+        let _ = write!(anstream::stderr(), "{}", d.render(&Style::default()));
     }
     if terminal.tally.interrupted.is_some() {
         // A partial run makes no report files (the metrics CSV discarded its own).
@@ -194,63 +192,79 @@ pub fn report(
     if let (Some(check), Some(path)) = (checked_rows, &outputs.baseline) {
         let (verdict, places) = check
             .into_verdict()
-            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            .map_err(|e| Diagnostic::new(e).in_file(path))?;
         let name = path.display().to_string();
-        let mut out = anstream::stdout().lock();
-        out.write_all(verdict.render(&name).as_bytes())?;
-        if outputs.github_annotations {
-            for (c, place) in verdict.regressions.iter().zip(&places) {
-                let (file, line) = place
-                    .as_ref()
-                    .map_or((path.as_path(), 1), |(f, line)| (f.as_path(), *line));
-                let msg = format!(
-                    "{} {} \u{2192} {} (allowed {})",
-                    c.metric, c.old, c.new, c.allowed
-                );
-                writeln!(
-                    out,
-                    "{}",
-                    github::command(
-                        "error",
-                        file,
-                        line,
-                        &format!("harness: metric regression in {}", c.case),
-                        &msg
-                    )
-                )?;
-            }
+        let shown = show_baseline_verdict(&verdict, &places, path, outputs.github_annotations);
+        match shown {
+            Ok(()) => {}
+            // As above: the verdict could not be shown in full.
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(ExitStatus::Failed),
+            Err(e) => return Err(Diagnostic::new(e.to_string())),
         }
-        out.flush()?;
         extra = verdict.markdown(&name);
-        if code == EXIT_OK && !verdict.regressions.is_empty() {
-            code = EXIT_METRIC_REGRESSION;
+        if code == ExitStatus::Ok && !verdict.regressions.is_empty() {
+            code = ExitStatus::MetricRegression;
         }
         checked = Some(verdict.for_html(&name));
     }
     if let Some(path) = &outputs.html {
         store::write_atomic(path, html::render(&collected, checked.as_ref()).as_bytes())
-            .with_context(|| format!("cannot write {}", path.display()))?;
+            .map_err(|e| cannot("write", path, &e))?;
     }
     if let Some(path) = &outputs.junit {
         let xml = junit::render(&collected, |p| layout.id_of(p));
-        store::write_atomic(path, xml.as_bytes())
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        store::write_atomic(path, xml.as_bytes()).map_err(|e| cannot("write", path, &e))?;
     }
     if let Some(path) = &outputs.json {
         store::write_atomic(path, json::render(&collected).as_bytes())
-            .with_context(|| format!("cannot write {}", path.display()))?;
+            .map_err(|e| cannot("write", path, &e))?;
     }
     if let Some(path) = &outputs.step_summary {
         let md = github::summary(&collected, &extra);
-        let mut f = std::fs::OpenOptions::new()
+        std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(path)
-            .with_context(|| format!("cannot append to {}", path.display()))?;
-        f.write_all(md.as_bytes())
-            .with_context(|| format!("cannot append to {}", path.display()))?;
+            .and_then(|mut f| f.write_all(md.as_bytes()))
+            .map_err(|e| cannot("append to", path, &e))?;
     }
     Ok(code)
+}
+
+/// Print the baseline's verdict, and with `annotations` a GitHub error for each regression at
+/// its case's place.
+fn show_baseline_verdict(
+    verdict: &baseline::Verdict,
+    places: &Places,
+    path: &Path,
+    annotations: bool,
+) -> io::Result<()> {
+    let name = path.display().to_string();
+    let mut out = anstream::stdout().lock();
+    out.write_all(verdict.render(&name).as_bytes())?;
+    if annotations {
+        for (c, place) in verdict.regressions.iter().zip(places) {
+            let (file, line) = place
+                .as_ref()
+                .map_or((path, 1), |(f, line)| (f.as_path(), *line));
+            let msg = format!(
+                "{} {} \u{2192} {} (allowed {})",
+                c.metric, c.old, c.new, c.allowed
+            );
+            writeln!(
+                out,
+                "{}",
+                github::command(
+                    "error",
+                    file,
+                    line,
+                    &format!("harness: metric regression in {}", c.case),
+                    &msg
+                )
+            )?;
+        }
+    }
+    out.flush()
 }
 
 /// Where each regression's case is: its file and line (none when no case of its file has the id).
@@ -320,25 +334,19 @@ impl Reporter for BaselineCheck<'_> {
 /// Read the shards' JSON results and join them into the results one run would give: paths
 /// that could not be read first (in shard order), then scenario files sorted by path, then
 /// orphaned goldens sorted.
-pub fn merge_shards(shards: &[PathBuf]) -> Result<Collected, String> {
+pub fn merge_shards(shards: &[PathBuf]) -> Result<Collected, Diagnostic> {
+    let writer = "`harness run --json`";
     let mut all = Collected::default();
     for s in shards {
         let text = store::read_input_text(s, "results file", crate::limits::MAX_RESULTS_BYTES)
             .map_err(|e| match e.kind() {
-                io::ErrorKind::InvalidData => format!(
-                    "{}:{e}\n  hint: {}",
-                    s.display(),
-                    input_hint(&e.to_string(), "`harness run --json`")
-                ),
-                _ => format!("{}: cannot read: {e}", s.display()),
+                io::ErrorKind::InvalidData => e
+                    .diagnostic(s, "")
+                    .hint_by(|cause| input_hint(cause, writer)),
+                _ => Diagnostic::new(format!("cannot read: {e}")).in_file(s),
             })?;
-        let part = json::parse(&text).map_err(|e| {
-            format!(
-                "{}:{e}\n  hint: {}",
-                s.display(),
-                input_hint(&e, "`harness run --json`")
-            )
-        })?;
+        let part =
+            json::parse(&text).map_err(|d| d.in_file(s).hint_by(|c| input_hint(c, writer)))?;
         for u in part.unreadable {
             if !all.unreadable.iter().any(|x| x.path == u.path) {
                 all.unreadable.push(u);
@@ -349,10 +357,11 @@ pub fn merge_shards(shards: &[PathBuf]) -> Result<Collected, String> {
     }
     all.files.sort_by(|a, b| a.path.cmp(&b.path));
     if let Some(w) = all.files.windows(2).find(|w| w[0].path == w[1].path) {
-        return Err(format!(
-            "{} is in more than one shard\n  hint: merge the results of one partition's shards (`--partition count:M/N` with the same N)",
+        return Err(Diagnostic::new(format!(
+            "{} is in more than one shard",
             w[0].path.display()
-        ));
+        ))
+        .hint("merge the results of one partition's shards (`--partition count:M/N` with the same N)"));
     }
     all.orphans.sort();
     all.orphans.dedup();

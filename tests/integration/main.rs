@@ -15,7 +15,6 @@
 //! - `serve`: `harness exec` and `harness serve` with a reference agent on 127.0.0.1.
 //! - `proxy`: `harness proxy` records the reference agent against stub providers; `harness exec
 //!   CASSETTE` replays it offline, to the same agent and to its next version.
-//! - `fuzz_regressions`: the fuzz seeds and every fuzz finding through their targets' code
 //!   (through the library, as the fuzzers call it).
 //! - `browser` (ignored unless `--ignored`; `.ci/browser` runs them): the HTML reports in
 //!   Debian's headless Chromium, driven over the DevTools protocol by `cdp`.
@@ -32,7 +31,6 @@ mod browser;
 mod cdp;
 mod cli;
 mod determinism;
-mod fuzz_regressions;
 mod gate;
 mod golden_workflow;
 mod harden;

@@ -234,28 +234,111 @@ fn module_edges() -> std::collections::BTreeMap<String, std::collections::BTreeS
     edges
 }
 
-/// `src/lib.rs` promises layers whose dependencies point down only, test modules included: the
-/// module graph has no cycle (a module on one would reach itself).
-#[test]
-fn the_module_layers_have_no_cycle() {
-    let edges = module_edges();
-    assert!(edges.len() > 20, "too few modules found: {edges:?}");
-    for start in edges.keys() {
-        let mut seen = std::collections::BTreeSet::new();
-        let mut stack: Vec<(String, Vec<String>)> = vec![(start.clone(), vec![start.clone()])];
-        while let Some((at, path)) = stack.pop() {
-            for next in edges.get(&at).into_iter().flatten() {
-                assert!(
-                    next != start,
-                    "import cycle: {} -> {next} (see the layers in src/lib.rs)",
-                    path.join(" -> ")
-                );
-                if seen.insert(next.clone()) {
-                    let mut p = path.clone();
-                    p.push(next.clone());
-                    stack.push((next.clone(), p));
-                }
+/// The layers `src/lib.rs` draws, from the top: each line of its `text` picture names its
+/// modules (comma-separated) before two or more spaces and a description.
+fn layers() -> Vec<Vec<String>> {
+    let text = std::fs::read_to_string(repo().join("src/lib.rs")).expect("src/lib.rs");
+    let picture: Vec<&str> = text
+        .lines()
+        .map(|l| l.strip_prefix("//!").unwrap_or(l).trim_start())
+        .skip_while(|l| *l != "```text")
+        .skip(1)
+        .take_while(|l| *l != "```")
+        .collect();
+    picture
+        .iter()
+        .map(|line| {
+            let names = line.split("  ").next().unwrap_or_default();
+            names.split(',').map(|n| n.trim().to_owned()).collect()
+        })
+        .collect()
+}
+
+/// Every import that does not point to a lower layer, as `from -> to (layers i -> j)`, and
+/// every module the picture misses or names without it existing.
+fn layer_violations(
+    layers: &[Vec<String>],
+    edges: &std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+) -> Vec<String> {
+    let rank = |m: &str| layers.iter().position(|l| l.iter().any(|n| n == m));
+    let mut out = Vec::new();
+    for (from, targets) in edges {
+        let Some(a) = rank(from) else {
+            out.push(format!("{from} is not in the picture"));
+            continue;
+        };
+        for to in targets {
+            match rank(to) {
+                Some(b) if b > a => {}
+                Some(b) => out.push(format!(
+                    "{from} -> {to} points {} (layers {a} -> {b}, counted from the top)",
+                    if a == b { "sideways" } else { "up" }
+                )),
+                None => out.push(format!("{from} -> {to}: {to} is not in the picture")),
             }
         }
     }
+    for name in layers.iter().flatten() {
+        if !edges.contains_key(name) {
+            out.push(format!(
+                "the picture names {name}, which src/ does not have"
+            ));
+        }
+    }
+    out
+}
+
+/// `src/lib.rs` promises layers whose dependencies point down only, test modules included:
+/// every module is in its picture, and every import goes to a lower layer.
+#[test]
+fn every_import_points_down_the_layers_of_src_lib_rs() {
+    let layers = layers();
+    assert!(
+        layers.len() >= 8,
+        "the picture has too few layers: {layers:?}"
+    );
+    let edges = module_edges();
+    assert!(edges.len() > 25, "too few modules found: {edges:?}");
+    let found = layer_violations(&layers, &edges);
+    assert!(
+        found.is_empty(),
+        "imports against the layers of src/lib.rs (move the code, or redraw the picture with \
+         ARCHITECTURE.md):\n{}",
+        found.join("\n")
+    );
+}
+
+/// The check finds what it is for: an import added upward, one added sideways, a module left
+/// out of the picture.
+#[test]
+fn the_layer_check_catches_an_import_pointing_up_or_sideways() {
+    let layers = layers();
+    let mut edges = module_edges();
+    edges
+        .entry("scenario".to_owned())
+        .or_default()
+        .insert("run".to_owned());
+    edges
+        .entry("run".to_owned())
+        .or_default()
+        .insert("verdict".to_owned());
+    edges.insert("newcomer".to_owned(), Default::default());
+    let found = layer_violations(&layers, &edges);
+    assert!(
+        found
+            .iter()
+            .any(|v| v.starts_with("scenario -> run points up")),
+        "{found:?}"
+    );
+    assert!(
+        found
+            .iter()
+            .any(|v| v.starts_with("run -> verdict points sideways")),
+        "{found:?}"
+    );
+    assert!(
+        found.iter().any(|v| v == "newcomer is not in the picture"),
+        "{found:?}"
+    );
+    assert_eq!(found.len(), 3, "{found:?}");
 }

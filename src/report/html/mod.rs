@@ -184,7 +184,7 @@ fn counts(t: &Tally) -> String {
 pub fn render(c: &Collected, baseline: Option<&BaselineCheck>) -> String {
     let t = c.tally();
     let regressed = baseline.is_some_and(|b| !b.regressions.is_empty());
-    let ok = t.exit_code() == 0 && !regressed;
+    let ok = t.exit_code().is_ok() && !regressed;
     let mut body = String::new();
     let _ = write!(
         body,
@@ -193,7 +193,7 @@ pub fn render(c: &Collected, baseline: Option<&BaselineCheck>) -> String {
         if ok { "ok" } else { "bad" },
         if ok {
             "\u{2713} ok"
-        } else if t.exit_code() == 0 {
+        } else if t.exit_code().is_ok() {
             "\u{2717} FAILED: metrics regressed"
         } else {
             "\u{2717} FAILED"
@@ -241,8 +241,8 @@ fn problems_section(c: &Collected) -> Html {
                 h,
                 "<li><b>\u{2717} error</b> <code>{}:{}:{}</code>: {}",
                 escape(&f.path.display().to_string()),
-                d.line,
-                d.col,
+                d.line(),
+                d.col(),
                 escape(&d.message)
             );
             if let Some(hint) = &d.hint {

@@ -162,12 +162,7 @@ fn results(g: &mut Gen) -> Collected {
     for f in 0..g.below(6) {
         let path = PathBuf::from(format!("scenarios/{f}-{}.toml", g.text().replace('/', "_")));
         let outcome = if g.below(6) == 0 {
-            Err(vec![Diagnostic {
-                line: 3,
-                col: 1,
-                message: g.text(),
-                hint: Some(g.text()),
-            }])
+            Err(vec![Diagnostic::at(3, 1, g.text()).hint(g.text())])
         } else {
             let base = format!("s{f}/{}", g.text());
             let profiles = ["moltis", "none", "ironclaw"];
