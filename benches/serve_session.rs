@@ -17,7 +17,7 @@
 
 use harness::scenario::{self, SourceFormat};
 use harness::serve::Api;
-use harness::serve::{Body, Session};
+use harness::serve::{AnswerBody, Session};
 use serde_json::json;
 use std::time::{Duration, Instant};
 
@@ -66,7 +66,7 @@ fn conversation(n: usize) -> Duration {
         let body = json!({"model": "m", "messages": messages, "tools": tools}).to_string();
         let served = session.handle(Api::ChatCompletions, body.as_bytes());
         assert_eq!(served.status, 200, "the script answers every request");
-        let Body::Json(answer) = served.body else {
+        let AnswerBody::Json(answer) = served.body else {
             panic!("a whole answer")
         };
         let message = answer["choices"][0]["message"].clone();

@@ -191,7 +191,7 @@ pub(super) fn serve(args: &ServeArgs, layout: &Layout) -> anyhow::Result<ExitSta
         session
             .conversations()
             .iter()
-            .map(|c| c.exchanges.len())
+            .map(|c| c.requests.len())
             .sum::<usize>()
     )?;
     Ok(code)

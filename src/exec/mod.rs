@@ -143,7 +143,7 @@ pub fn traces(session: &Session, label: &str) -> Vec<Vec<TimedEvent>> {
         .conversations()
         .iter()
         .map(|c: &Conversation| {
-            let events = infer::infer(&ctx, &c.exchanges);
+            let events = infer::infer(&ctx, &c.requests);
             (
                 c.key().to_owned(),
                 trace::render_golden("", &events),
@@ -485,7 +485,7 @@ pub fn replayed_traces(session: &Session, label: &str) -> Vec<ReplayedTrace> {
                 cap: u32::try_from(served.cassette.exchanges.len()).unwrap_or(u32::MAX),
                 tool_latency: Default::default(),
             };
-            let events = infer::infer(&ctx, &c.exchanges);
+            let events = infer::infer(&ctx, &c.requests);
             let report = c.divergence().map(|d| d.report(&served.id));
             Some((
                 pos.cassette,

@@ -18,7 +18,7 @@
 //! it). Stopping (a signal, [`Server::stop`]) closes the listener, lets open connections finish
 //! for [`Timeouts::grace`] and cuts the rest, so a stalled client never holds a stop.
 
-use super::{Api, Body, Hints, MAX_REQUEST_BYTES, Served, Session, refusal};
+use super::{AnswerBody, Api, HttpAnswer, MAX_REQUEST_BYTES, RequestHints, Session, refusal};
 use crate::provider::Provider;
 use axum::Router;
 use axum::body::Bytes;
@@ -305,8 +305,8 @@ fn anthropic_headers(headers: &HeaderMap) -> bool {
     headers.contains_key("anthropic-version") || headers.contains_key("x-api-key")
 }
 
-fn hints(headers: &HeaderMap) -> Hints {
-    Hints {
+fn hints(headers: &HeaderMap) -> RequestHints {
+    RequestHints {
         retry_count: headers
             .get("x-stainless-retry-count")
             .and_then(|v| v.to_str().ok())
@@ -380,10 +380,10 @@ async fn count_tokens(
                 .map_err(|e| e.to_string())
         });
     let served = match counted {
-        Ok(r) => Served {
+        Ok(r) => HttpAnswer {
             status: 200,
             headers: Vec::new(),
-            body: Body::Json(serde_json::json!({
+            body: AnswerBody::Json(serde_json::json!({
                 "input_tokens": crate::mock::estimate_input_tokens(&r.messages, &r.tools)
             })),
         },
@@ -496,10 +496,10 @@ async fn models(AxumState(s): AxumState<Shared>, headers: HeaderMap) -> Response
         serde_json::json!({"object": "list", "data": [model_object(&name, false)]})
     };
     render(
-        Served {
+        HttpAnswer {
             status: 200,
             headers: Vec::new(),
-            body: Body::Json(body),
+            body: AnswerBody::Json(body),
         },
         0.0,
     )
@@ -513,10 +513,10 @@ async fn model(
     headers: HeaderMap,
 ) -> Response<axum::body::Body> {
     render(
-        Served {
+        HttpAnswer {
             status: 200,
             headers: Vec::new(),
-            body: Body::Json(model_object(&id, anthropic_headers(&headers))),
+            body: AnswerBody::Json(model_object(&id, anthropic_headers(&headers))),
         },
         0.0,
     )
@@ -540,10 +540,10 @@ async fn not_found(uri: Uri, headers: HeaderMap) -> Response<axum::body::Body> {
 
 /// A served answer as an HTTP response; an event stream goes out event by event, paced when
 /// `pace` is above 0, and a cut one ends by dropping the connection.
-pub(super) fn render(served: Served, pace: f64) -> Response<axum::body::Body> {
+pub(super) fn render(served: HttpAnswer, pace: f64) -> Response<axum::body::Body> {
     let (content_type, body) = match served.body {
-        Body::Json(v) => ("application/json", axum::body::Body::from(v.to_string())),
-        Body::Events {
+        AnswerBody::Json(v) => ("application/json", axum::body::Body::from(v.to_string())),
+        AnswerBody::Events {
             events,
             latency_ms,
             cut,
@@ -641,7 +641,7 @@ mod tests {
             session
                 .conversations()
                 .iter()
-                .map(|c| c.exchanges.len())
+                .map(|c| c.requests.len())
                 .sum::<usize>(),
             1,
             "the refused request is not kept"

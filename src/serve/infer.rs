@@ -1,6 +1,6 @@
 //! The trace of a black-box agent run, inferred from the requests it sent and what the server
 //! answered, as events of the engine's own [`Event`] enum, so goldens, expectations and metrics
-//! read it unchanged. Pure: exchanges in, events out.
+//! read it unchanged. Pure: served requests in, events out.
 //!
 //! What each request shows, in the engine's order:
 //!
@@ -24,7 +24,7 @@
 //! scenario's tool of that name (0 for tools the scenario does not declare) — never the wall
 //! clock, so the trace is the same on every run of a deterministic agent.
 
-use super::{Exchange, Reply};
+use super::{Reply, ServedRequest};
 use crate::llm::{Arguments, Message, Role};
 use crate::scenario::OutcomeKind;
 use crate::trace::{Event, TimedEvent};
@@ -37,7 +37,7 @@ pub const AGENT: &str = "agent";
 /// The source of what the server notes about how it read the agent.
 pub const SERVE: &str = "serve";
 
-/// What the trace needs besides the exchanges.
+/// What the trace needs besides the served requests.
 #[derive(Debug, Clone)]
 pub struct Context<'a> {
     /// The profile the trace names (the run's label).
@@ -63,12 +63,12 @@ impl Clock {
 }
 
 /// The inferred trace of one conversation.
-pub fn infer(ctx: &Context<'_>, exchanges: &[Exchange]) -> Vec<TimedEvent> {
+pub fn infer(ctx: &Context<'_>, requests: &[ServedRequest]) -> Vec<TimedEvent> {
     let mut c = Clock {
         t: 0,
         events: Vec::new(),
     };
-    let Some(first) = exchanges.first() else {
+    let Some(first) = requests.first() else {
         return c.events;
     };
     let offered = names(&first.request.tools);
@@ -83,8 +83,8 @@ pub fn infer(ctx: &Context<'_>, exchanges: &[Exchange]) -> Vec<TimedEvent> {
     let mut unread_noted = false;
     let mut faults = 0u32;
     let mut call = 0u32;
-    let mut prev: Option<&Exchange> = None;
-    for e in exchanges {
+    let mut prev: Option<&ServedRequest> = None;
+    for e in requests {
         let msgs = &e.request.messages;
         let tools = names(&e.request.tools);
         let stripped = !offered.is_empty() && tools.len() < offered.len();
@@ -206,7 +206,7 @@ pub fn infer(ctx: &Context<'_>, exchanges: &[Exchange]) -> Vec<TimedEvent> {
             return c.events;
         }
     }
-    let last = exchanges.last().map_or(0, |e| e.iteration);
+    let last = requests.last().map_or(0, |e| e.iteration);
     let (outcome, text, detail) = match prev.map(|e| &e.reply) {
         Some(Reply::Answer(r)) if r.tool_calls.is_empty() => {
             (OutcomeKind::Response, r.text.clone(), None)
@@ -250,7 +250,7 @@ pub fn infer(ctx: &Context<'_>, exchanges: &[Exchange]) -> Vec<TimedEvent> {
 fn push_request(
     c: &mut Clock,
     ctx: &Context<'_>,
-    e: &Exchange,
+    e: &ServedRequest,
     retry: bool,
     call: &mut u32,
     faults: &mut u32,

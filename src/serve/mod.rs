@@ -1,14 +1,32 @@
 //! Black-box agents: a scenario's scripted model served as the OpenAI Chat Completions,
-//! OpenAI Responses and Anthropic Messages APIs (`harness serve`), and a command run against it
-//! and judged by what it sent (`harness exec`).
+//! OpenAI Responses and Anthropic Messages APIs (`harness serve`, `harness exec`), recorded
+//! conversations served back from cassettes, and the recording proxy.
 //!
 //! This module owns the serving state ([`Session`]): which conversation a request belongs to,
 //! the scripted mock answering the real request (so the reactive rules see the tools the agent
-//! offered and the messages it appended), and what was answered. It is pure: bytes in, a reply
-//! out. The wire formats are `provider/`'s (serving direction); the HTTP server is `http.rs`;
-//! how tool results are read as failed is `failure.rs`; the trace inferred from the exchanges
-//! is `infer.rs` (pure). Sessions are driven by `crate::exec` (an agent command run against
-//! them, and the judging) and by the command line.
+//! offered and the messages it appended), and what was answered. It is pure: bytes in, an
+//! answer out. The wire formats are `provider/`'s (serving direction); the HTTP server is
+//! `http.rs`; how tool results are read as failed is `failure.rs`; the trace inferred from the
+//! served requests is `infer.rs` (pure); cassettes served back are `replay.rs`; the recording
+//! proxy is `proxy.rs`. Sessions are driven by `crate::exec` (an agent command run against them,
+//! and the judging) and by the command line.
+//!
+//! **Glossary.**
+//! - [`Session`]: the serving state of one scenario case (or of a set of agent cassettes): its
+//!   conversations, every id it served, and what answers (the script, or a [`replay::Replay`]).
+//! - [`Conversation`]: one agent run, told apart from the others by the ids it echoes; its
+//!   [`ServedRequest`]s in arrival order, its place in the script, and, when a cassette answers
+//!   it, its [`CassettePosition`].
+//! - [`ServedRequest`]: one request as it was read (the API, the wire request, the failure rule
+//!   that read each tool result, the loop iteration) and the [`Reply`] it got.
+//! - [`Reply`]: what a request was answered with, in the script's words: an answer, a scripted
+//!   provider fault, or a refusal (the cap, no answer).
+//! - [`HttpAnswer`]: the same on the wire: status, headers and an [`AnswerBody`] (JSON, or the
+//!   events of a stream).
+//! - [`ConversationView`] and [`LastAnswer`]: what the conversation matcher ([`continues`])
+//!   knows of a conversation: its first user message and how its latest request was answered.
+//! - [`RequestHints`]: what the HTTP layer read besides the body (the SDK's retry count).
+//! - [`DUMMY_KEY`]: the key an agent command is handed when its environment sets none.
 //!
 //! **Conversations** are told apart by what the agent sends back, never by timing. Every id
 //! served is unique in the session and shaped as the provider's (`call_…`, `toolu_…`,
@@ -63,7 +81,7 @@ pub const EPOCH_S: u64 = 1_767_225_600;
 
 /// What the HTTP layer read besides the body.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Hints {
+pub struct RequestHints {
     /// The SDK's retry count of this request (`x-stainless-retry-count`), when it sent one.
     pub retry_count: Option<u32>,
 }
@@ -84,7 +102,7 @@ pub enum Reply {
 
 /// One request of a conversation and its reply.
 #[derive(Debug, Clone)]
-pub struct Exchange {
+pub struct ServedRequest {
     /// The API it came in on.
     pub api: Api,
     /// The request as read (tool messages marked failed by the [`FailureRules`]).
@@ -105,8 +123,8 @@ pub struct Exchange {
 #[derive(Debug, Clone)]
 pub struct Conversation {
     key: String,
-    /// Its exchanges, in arrival order.
-    pub exchanges: Vec<Exchange>,
+    /// Its requests, in arrival order.
+    pub requests: Vec<ServedRequest>,
     /// Where its mock is in the script, kept between requests: an answer costs one step of
     /// the script, whatever the conversation's length.
     mock: MockState,
@@ -135,33 +153,33 @@ impl Conversation {
 
     /// Where it diverged from its recording, if it did.
     pub fn divergence(&self) -> Option<&replay::Divergence> {
-        self.exchanges.iter().find_map(|e| e.divergence.as_ref())
+        self.requests.iter().find_map(|e| e.divergence.as_ref())
     }
 
     /// What the matcher knows of it.
-    fn thread(&self) -> Thread<'_> {
-        Thread {
+    fn thread(&self) -> ConversationView<'_> {
+        ConversationView {
             key: &self.key,
             last_user: &self.last_user,
             last: self
-                .exchanges
+                .requests
                 .last()
-                .map_or(Last::Nothing, |e| Last::of(&e.reply)),
+                .map_or(LastAnswer::Nothing, |e| LastAnswer::of(&e.reply)),
         }
     }
 
     fn ended(&self) -> bool {
-        self.thread().last == Last::Ended
+        self.thread().last == LastAnswer::Ended
     }
 
     fn after_fault(&self) -> bool {
-        self.thread().last == Last::Fault
+        self.thread().last == LastAnswer::Fault
     }
 }
 
 /// How a conversation's latest request was answered, as the matcher reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Last {
+pub enum LastAnswer {
     /// Not yet.
     Nothing,
     /// With tool calls.
@@ -174,7 +192,7 @@ pub enum Last {
     Ended,
 }
 
-impl Last {
+impl LastAnswer {
     /// How `reply` leaves a conversation.
     pub fn of(reply: &Reply) -> Self {
         match reply {
@@ -188,23 +206,23 @@ impl Last {
 
 /// What the matcher knows of one conversation.
 #[derive(Debug, Clone, Copy)]
-pub struct Thread<'a> {
+pub struct ConversationView<'a> {
     /// Its first user message, as its first request sent it.
     pub key: &'a str,
     /// The first user message of its latest request, as sent.
     pub last_user: &'a str,
     /// How its latest request was answered.
-    pub last: Last,
+    pub last: LastAnswer,
 }
 
 /// Which of `threads` a request continues (see the module doc), given `ids`, every id served
 /// and the conversation it was served in; `None` when it begins a new one. `serve` and
 /// `proxy` both decide by this.
 pub fn continues(
-    threads: &[Thread<'_>],
+    threads: &[ConversationView<'_>],
     ids: &BTreeMap<String, usize>,
     request: &WireRequest,
-    hints: Hints,
+    hints: RequestHints,
 ) -> Option<usize> {
     let key = first_user(request);
     let echoed = request.asks.previous.iter().chain(
@@ -224,13 +242,13 @@ pub fn continues(
     let may_retry = hints.retry_count.is_none_or(|n| n > 0);
     threads
         .iter()
-        .position(|t| t.key == key && t.last == Last::Fault)
+        .position(|t| t.key == key && t.last == LastAnswer::Fault)
         .filter(|_| may_retry)
         .or_else(|| {
             // An agent that folds each step into its first user message (the text-protocol
             // shape of `unmerge_steps`): its message grew by one step.
             threads.iter().position(|t| {
-                t.last == Last::Calls
+                t.last == LastAnswer::Calls
                     && !t.last_user.is_empty()
                     && key.len() > t.last_user.len()
                     && key.starts_with(t.last_user)
@@ -241,18 +259,18 @@ pub fn continues(
 
 /// An HTTP answer: status, extra headers, and a JSON body or an event stream.
 #[derive(Debug, Clone)]
-pub struct Served {
+pub struct HttpAnswer {
     /// HTTP status.
     pub status: u16,
     /// Headers besides the content type.
     pub headers: Vec<(&'static str, String)>,
     /// The body.
-    pub body: Body,
+    pub body: AnswerBody,
 }
 
 /// A served body.
 #[derive(Debug, Clone)]
-pub enum Body {
+pub enum AnswerBody {
     /// `application/json`.
     Json(Value),
     /// `text/event-stream`.
@@ -334,12 +352,12 @@ impl Session {
     }
 
     /// Answer one request body that came in on `api`.
-    pub fn handle(&mut self, api: Api, body: &[u8]) -> Served {
-        self.handle_with(api, body, Hints::default())
+    pub fn handle(&mut self, api: Api, body: &[u8]) -> HttpAnswer {
+        self.handle_with(api, body, RequestHints::default())
     }
 
     /// Answer one request body that came in on `api`, with what its headers said.
-    pub fn handle_with(&mut self, api: Api, body: &[u8], hints: Hints) -> Served {
+    pub fn handle_with(&mut self, api: Api, body: &[u8], hints: RequestHints) -> HttpAnswer {
         let provider = api.provider();
         let value: Value = match serde_json::from_slice(body) {
             Ok(v) => v,
@@ -374,7 +392,7 @@ impl Session {
         let conversation = &self.conversations[at];
         let retry = conversation.after_fault();
         let done = conversation
-            .exchanges
+            .requests
             .iter()
             .map(|e| e.iteration)
             .max()
@@ -393,7 +411,7 @@ impl Session {
             let (reply, served) = self.answer(at, api, &value, &request, iteration, &script);
             (reply, served, None)
         };
-        self.conversations[at].exchanges.push(Exchange {
+        self.conversations[at].requests.push(ServedRequest {
             api,
             request,
             rules,
@@ -450,8 +468,8 @@ impl Session {
 
     /// The index of the conversation a request belongs to (a new one if need be); `None` when
     /// it continues a conversation that has ended.
-    fn conversation_for(&mut self, request: &WireRequest, hints: Hints) -> Option<usize> {
-        let threads: Vec<Thread<'_>> = self
+    fn conversation_for(&mut self, request: &WireRequest, hints: RequestHints) -> Option<usize> {
+        let threads: Vec<ConversationView<'_>> = self
             .conversations
             .iter()
             .map(Conversation::thread)
@@ -461,7 +479,7 @@ impl Session {
             None => {
                 self.conversations.push(Conversation {
                     key: first_user(request),
-                    exchanges: Vec::new(),
+                    requests: Vec::new(),
                     mock: MockState::default(),
                     calls: 0,
                     last_user: String::new(),
@@ -483,7 +501,7 @@ impl Session {
         request: &WireRequest,
         iteration: u32,
         scenario: &crate::scenario::Scenario,
-    ) -> (Reply, Served) {
+    ) -> (Reply, HttpAnswer) {
         let provider = api.provider();
         let conversation = &mut self.conversations[at];
         let mut mock = MockModel::resume(&scenario.model, std::mem::take(&mut conversation.mock));
@@ -492,7 +510,7 @@ impl Session {
         if matches!(answered, Ok(_) | Err(ModelError::Provider(_))) {
             conversation.calls += 1;
         }
-        let served_count = conversation.exchanges.len() as u64;
+        let served_count = conversation.requests.len() as u64;
         match answered {
             Ok(r) => {
                 let (whole, chunks) = match served_answer(r, request.options.stream) {
@@ -550,20 +568,20 @@ impl Session {
                             }
                             _ => provider.render_stream(&chunks, whole.usage, &meta),
                         };
-                        Body::Events {
+                        AnswerBody::Events {
                             events,
                             latency_ms: whole.latency_ms,
                             cut: !meta.complete,
                         }
                     }
-                    None => Body::Json(match api {
+                    None => AnswerBody::Json(match api {
                         Api::Responses => responses::render_body(&on_wire, &meta, body),
                         _ => provider.render_body(&on_wire, &meta),
                     }),
                 };
                 (
                     Reply::Answer(whole),
-                    Served {
+                    HttpAnswer {
                         status: 200,
                         headers: Vec::new(),
                         body,
@@ -579,10 +597,10 @@ impl Session {
                 }
                 (
                     Reply::Fault(f),
-                    Served {
+                    HttpAnswer {
                         status,
                         headers,
-                        body: Body::Json(body),
+                        body: AnswerBody::Json(body),
                     },
                 )
             }
@@ -598,7 +616,7 @@ impl Session {
 }
 
 /// What answers a replayed request.
-enum Step {
+enum ReplayStep {
     /// The next recorded answer.
     Recorded,
     /// The `script:` scenario's model.
@@ -618,7 +636,7 @@ impl Session {
         body: &Value,
         request: &WireRequest,
         iteration: u32,
-    ) -> (Reply, Served, Option<replay::Divergence>) {
+    ) -> (Reply, HttpAnswer, Option<replay::Divergence>) {
         let provider = api.provider();
         let Some(session_replay) = &self.replay else {
             return (
@@ -657,10 +675,10 @@ impl Session {
             (replay::OnDivergence::Script(_), _, Some(script))
                 if earlier || divergence.is_some() =>
             {
-                Step::Script(std::sync::Arc::clone(&script.scenario))
+                ReplayStep::Script(std::sync::Arc::clone(&script.scenario))
             }
             (policy @ (replay::OnDivergence::Fail | replay::OnDivergence::Stop), Some(d), _) => {
-                Step::Refuse(format!(
+                ReplayStep::Refuse(format!(
                     "harness: request {} {}; the replay of {} ends here (--on-divergence {})",
                     d.request,
                     d.reading,
@@ -673,26 +691,28 @@ impl Session {
                 ))
             }
             _ => match served.cassette.exchanges.get(pos.next) {
-                Some(_) => Step::Recorded,
-                None => Step::Refuse(format!(
+                Some(_) => ReplayStep::Recorded,
+                None => ReplayStep::Refuse(format!(
                     "harness: the recording {} has no answer left (it holds {} requests)",
                     served.id,
                     served.cassette.exchanges.len()
                 )),
             },
         };
-        let recorded = matches!(step, Step::Recorded);
+        let recorded = matches!(step, ReplayStep::Recorded);
         self.conversations[at].replayed = Some(CassettePosition {
             next: pos.next + usize::from(recorded),
             ..pos
         });
         let (reply, served) = match step {
-            Step::Refuse(message) => (
+            ReplayStep::Refuse(message) => (
                 Reply::NoAnswer(message.clone()),
                 refusal(provider, 400, &message),
             ),
-            Step::Script(scenario) => self.answer(at, api, body, request, iteration, &scenario),
-            Step::Recorded => {
+            ReplayStep::Script(scenario) => {
+                self.answer(at, api, body, request, iteration, &scenario)
+            }
+            ReplayStep::Recorded => {
                 let ex = &served.cassette.exchanges[pos.next];
                 let latency = served.cassette.replay.latency(ex.elapsed_ms);
                 let reply = replay::reply_of(ex, served.cassette.api(), latency);
@@ -825,7 +845,7 @@ fn steps_from_start(text: &str) -> bool {
 /// request is rewritten as the steps it stands for, each our answer's calls (as we served
 /// them) and its outcome as their result. Whether it was.
 fn unmerge_steps(c: &Conversation, request: &mut WireRequest) -> bool {
-    if request.messages.iter().any(|m| m.role == Role::Assistant) || c.exchanges.is_empty() {
+    if request.messages.iter().any(|m| m.role == Role::Assistant) || c.requests.is_empty() {
         return false;
     }
     let Some(at) = request.messages.iter().position(|m| m.role == Role::User) else {
@@ -837,7 +857,7 @@ fn unmerge_steps(c: &Conversation, request: &mut WireRequest) -> bool {
     };
     let starts = step_starts(rest);
     let answers: Vec<&ModelResponse> = c
-        .exchanges
+        .requests
         .iter()
         .filter_map(|e| match &e.reply {
             Reply::Answer(r) if !r.tool_calls.is_empty() => Some(r),
@@ -873,7 +893,7 @@ fn unmerge_steps(c: &Conversation, request: &mut WireRequest) -> bool {
 /// back, and the outcome becomes their results. Whether any did.
 fn restore_calls(c: &Conversation, request: &mut WireRequest) -> bool {
     let answers: Vec<&ModelResponse> = c
-        .exchanges
+        .requests
         .iter()
         .filter_map(|e| match &e.reply {
             Reply::Answer(r) => Some(r),
@@ -1046,11 +1066,11 @@ fn chunks_of(r: &ModelResponse) -> Vec<Chunk> {
 
 /// An error answer with `message` in the provider's error shape (a 400 is one the SDKs do
 /// not retry).
-pub fn refusal(provider: Provider, status: u16, message: &str) -> Served {
-    Served {
+pub fn refusal(provider: Provider, status: u16, message: &str) -> HttpAnswer {
+    HttpAnswer {
         status,
         headers: Vec::new(),
-        body: Body::Json(provider.error_body(status, message)),
+        body: AnswerBody::Json(provider.error_body(status, message)),
     }
 }
 
@@ -1125,10 +1145,10 @@ reply = { tool_calls = [{ name = "exec", args = {} }] }
         body.to_string().into_bytes()
     }
 
-    fn json_of(s: &Served) -> &Value {
+    fn json_of(s: &HttpAnswer) -> &Value {
         match &s.body {
-            Body::Json(v) => v,
-            Body::Events { .. } => panic!("expected a JSON body"),
+            AnswerBody::Json(v) => v,
+            AnswerBody::Events { .. } => panic!("expected a JSON body"),
         }
     }
 
@@ -1138,7 +1158,7 @@ reply = { tool_calls = [{ name = "exec", args = {} }] }
             cap: s.cap(),
             tool_latency: [("exec".to_owned(), 200)].into(),
         };
-        infer(&ctx, &s.conversations()[i].exchanges)
+        infer(&ctx, &s.conversations()[i].requests)
             .iter()
             .map(|e| format!("{} {}", e.t_ms, render_event(&e.event)))
             .collect()
@@ -1253,7 +1273,7 @@ reply = { tool_calls = [{ name = "exec", args = {} }] }
                 .status,
             400
         );
-        assert_eq!(s.conversations()[0].exchanges.len(), 4);
+        assert_eq!(s.conversations()[0].requests.len(), 4);
         let l = lines(&s, 0);
         assert_eq!(l.iter().filter(|l| l.contains(" iteration ")).count(), 3);
         assert!(l.contains(&"3600 tool_call_end call_2 exec ok output=\"x\" latency=200ms".into()));
@@ -1272,7 +1292,7 @@ reply = { tool_calls = [{ name = "exec", args = {} }] }
         assert_eq!(s.conversations().len(), 2);
         // A continuation goes to the latest conversation with that prompt.
         s.handle(Api::ChatCompletions, &openai(1, "x", None, true));
-        assert_eq!(s.conversations()[1].exchanges.len(), 2);
+        assert_eq!(s.conversations()[1].requests.len(), 2);
         // Another prompt's continuation we never saw starts its own.
         let other = String::from_utf8(openai(1, "x", None, true))
             .unwrap_or_default()
@@ -1327,7 +1347,7 @@ reply = { tool_calls = [{ name = "exec", args = {} }] }
             Api::Messages,
             &body(json!([{"role": "user", "content": "List the files."}])),
         );
-        let Body::Events { events, .. } = &r.body else {
+        let AnswerBody::Events { events, .. } = &r.body else {
             panic!("expected a stream")
         };
         let back = Provider::Anthropic.parse_stream(events).expect("parses");
@@ -1390,7 +1410,7 @@ reply = { tool_calls = [{ name = "exec", args = {} }] }
         }
         assert_eq!(s.conversations().len(), 3);
         for c in s.conversations() {
-            assert_eq!(c.exchanges.len(), 3, "each agent's requests stay together");
+            assert_eq!(c.requests.len(), 3, "each agent's requests stay together");
         }
         let traces: Vec<Vec<String>> = (0..3).map(|i| lines(&s, i)).collect();
         assert_eq!(traces[0], traces[1]);
@@ -1433,7 +1453,7 @@ reply = { tool_calls = [{ name = "exec", args = {} }] }
         };
         for usage in [false, true] {
             let r = s.handle(Api::ChatCompletions, &ask(usage));
-            let Body::Events { events, cut, .. } = &r.body else {
+            let AnswerBody::Events { events, cut, .. } = &r.body else {
                 panic!("expected a stream")
             };
             assert!(!cut);
@@ -1517,7 +1537,7 @@ reply = { tool_calls = [{ name = "exec", args = {} }] }
             "tools": [{"name": "exec", "description": "Run", "input_schema": {"type": "object"}}],
             "messages": [{"role": "user", "content": "List the files."}]});
         let r = s.handle(Api::Messages, ok.to_string().as_bytes());
-        let Body::Events { events, .. } = &r.body else {
+        let AnswerBody::Events { events, .. } = &r.body else {
             panic!("expected a stream")
         };
         let names: Vec<&str> = events.iter().filter_map(|e| e.event.as_deref()).collect();
@@ -1565,15 +1585,15 @@ reply = { tool_calls = [{ name = "exec", args = {} }] }
             {"role": "user", "content": "LOOP"},
         ], "tools": first["tools"]});
         let r = s.handle(Api::Responses, next.to_string().as_bytes());
-        let Body::Events { events, .. } = &r.body else {
+        let AnswerBody::Events { events, .. } = &r.body else {
             panic!("expected a stream")
         };
         assert_eq!(
             events.last().and_then(|e| e.event.as_deref()),
             Some("response.completed")
         );
-        assert_eq!(s.conversations()[0].exchanges.len(), 2);
-        assert_eq!(s.conversations()[1].exchanges.len(), 1);
+        assert_eq!(s.conversations()[0].requests.len(), 2);
+        assert_eq!(s.conversations()[1].requests.len(), 1);
         let l = lines(&s, 0);
         assert!(
             l.iter()
@@ -1659,11 +1679,7 @@ reply = { tool_calls = [{ name = "exec", args = {} }] }
             s.handle(Api::ChatCompletions, &ask(&format!("{task}{error}")));
         }
         s.handle(Api::ChatCompletions, &ask(&format!("{task}{error}{error}")));
-        let sizes: Vec<usize> = s
-            .conversations()
-            .iter()
-            .map(|c| c.exchanges.len())
-            .collect();
+        let sizes: Vec<usize> = s.conversations().iter().map(|c| c.requests.len()).collect();
         assert_eq!(sizes, [3, 2]);
         let l = lines(&s, 0);
         assert_eq!(

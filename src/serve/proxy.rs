@@ -19,7 +19,8 @@
 use super::http::{Running, Signals, Timeouts, read_body, render};
 use super::replay::{reply_of, served_ids};
 use super::{
-    Api, Body, DUMMY_KEY, Hints, Last, Thread, continues, first_user, read_text_protocol, refusal,
+    AnswerBody, Api, ConversationView, DUMMY_KEY, LastAnswer, RequestHints, continues, first_user,
+    read_text_protocol, refusal,
 };
 use crate::diagnostic::Diagnostic;
 use crate::json::sorted;
@@ -376,7 +377,7 @@ async fn forward(
         let message = format!("harness proxy: cannot reach the provider: {message}");
         let served = refusal(provider, 502, &message);
         let mut tee = Tee::new(&s, slot, started, false);
-        if let Body::Json(b) = &served.body {
+        if let AnswerBody::Json(b) = &served.body {
             tee.body = b.to_string().into_bytes();
         }
         tee.status = Some(502);
@@ -619,7 +620,7 @@ pub fn conversations(slots: &[Slot]) -> Vec<Vec<usize>> {
     struct Open {
         key: String,
         last_user: String,
-        last: Last,
+        last: LastAnswer,
         members: Vec<usize>,
     }
     let mut open: Vec<Open> = Vec::new();
@@ -635,22 +636,22 @@ pub fn conversations(slots: &[Slot]) -> Vec<Vec<usize>> {
                 r
             });
         let found = request.as_ref().and_then(|r| {
-            let threads: Vec<Thread<'_>> = open
+            let threads: Vec<ConversationView<'_>> = open
                 .iter()
-                .map(|c| Thread {
+                .map(|c| ConversationView {
                     key: &c.key,
                     last_user: &c.last_user,
                     last: c.last,
                 })
                 .collect();
-            continues(&threads, &ids, r, Hints::default())
+            continues(&threads, &ids, r, RequestHints::default())
         });
         let user = request.as_ref().map(first_user).unwrap_or_default();
         let at = found.unwrap_or_else(|| {
             open.push(Open {
                 key: user.clone(),
                 last_user: String::new(),
-                last: Last::Nothing,
+                last: LastAnswer::Nothing,
                 members: Vec::new(),
             });
             open.len() - 1
@@ -658,7 +659,7 @@ pub fn conversations(slots: &[Slot]) -> Vec<Vec<usize>> {
         let c = &mut open[at];
         c.members.push(i);
         c.last_user = user;
-        c.last = Last::of(&reply_of(&slot.exchange, slot.api, 0));
+        c.last = LastAnswer::of(&reply_of(&slot.exchange, slot.api, 0));
         for id in served_ids(&slot.exchange) {
             ids.insert(id, at);
         }

@@ -20,7 +20,7 @@
 //! answers as turns, the results the agent sent back as its tools' outcomes in call order.
 
 use super::failure::FailureRules;
-use super::{Body, Served, refusal};
+use super::{AnswerBody, HttpAnswer, refusal};
 use crate::llm::{Message, Purpose, Role};
 use crate::provider::Provider;
 use crate::provider::{Api, WireRequest};
@@ -523,7 +523,7 @@ fn collect_call_ids(v: &Value, ids: &mut Vec<String>) {
 
 /// The served shape of a recorded exchange, as it was passed on: status, the kept headers,
 /// the body or the events (a cut stream is cut again).
-pub fn replayed(ex: &Exchange, provider: Provider) -> Served {
+pub fn replayed(ex: &Exchange, provider: Provider) -> HttpAnswer {
     let mut headers = Vec::new();
     for (name, value) in &ex.headers {
         if let Some(n) = HEADER_ALLOW_LIST
@@ -535,13 +535,13 @@ pub fn replayed(ex: &Exchange, provider: Provider) -> Served {
     }
     let status = ex.status.unwrap_or(502);
     let body = match &ex.chunks {
-        Some(_) => Body::Events {
+        Some(_) => AnswerBody::Events {
             events: ex.events(),
             latency_ms: ex.elapsed_ms,
             cut: ex.error.is_some(),
         },
         None => match &ex.body {
-            Some(b) => Body::Json(b.clone()),
+            Some(b) => AnswerBody::Json(b.clone()),
             None => {
                 return refusal(
                     provider,
@@ -555,7 +555,7 @@ pub fn replayed(ex: &Exchange, provider: Provider) -> Served {
             }
         },
     };
-    Served {
+    HttpAnswer {
         status,
         headers,
         body,
