@@ -237,7 +237,12 @@ fn module_edges() -> std::collections::BTreeMap<String, std::collections::BTreeS
 /// The layers `src/lib.rs` draws, from the top: each line of its `text` picture names its
 /// modules (comma-separated) before two or more spaces and a description.
 fn layers() -> Vec<Vec<String>> {
-    let text = std::fs::read_to_string(repo().join("src/lib.rs")).expect("src/lib.rs");
+    layers_in("src/lib.rs")
+}
+
+/// The layers of the first `text` picture in `file` (a Rust file's doc comments, or Markdown).
+fn layers_in(file: &str) -> Vec<Vec<String>> {
+    let text = std::fs::read_to_string(repo().join(file)).expect("the file with the picture");
     let picture: Vec<&str> = text
         .lines()
         .map(|l| l.strip_prefix("//!").unwrap_or(l).trim_start())
@@ -341,4 +346,31 @@ fn the_layer_check_catches_an_import_pointing_up_or_sideways() {
         "{found:?}"
     );
     assert_eq!(found.len(), 3, "{found:?}");
+}
+
+/// `ARCHITECTURE.md` draws the layers `src/lib.rs` draws, and every file or folder it names
+/// for a kind of change exists.
+#[test]
+fn the_architecture_document_matches_the_code() {
+    assert_eq!(
+        layers_in("ARCHITECTURE.md"),
+        layers(),
+        "ARCHITECTURE.md and src/lib.rs draw different layers"
+    );
+    let text = std::fs::read_to_string(repo().join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let mut named = 0;
+    for span in text.split('`').skip(1).step_by(2) {
+        let roots = ["src/", "tests/", "fixtures/", "docs/", "scenarios/", ".ci/", "schema/"];
+        if !roots.iter().any(|r| span.starts_with(r)) || span.contains(' ') {
+            continue;
+        }
+        // A placeholder (`scenarios/<profile>/`) names the folder above it.
+        let path = span.split('<').next().unwrap_or(span);
+        named += 1;
+        assert!(
+            repo().join(path).exists(),
+            "ARCHITECTURE.md names {span}, which does not exist"
+        );
+    }
+    assert!(named > 20, "ARCHITECTURE.md names only {named} files");
 }
