@@ -772,6 +772,19 @@ fn start_serve(p: &Project, args: &[&str]) -> (std::process::Child, String) {
     (child, addr)
 }
 
+/// The status line of `GET /v1/models`, on a connection of its own.
+fn status_of_models(addr: &str) -> String {
+    use std::io::{BufRead as _, Write as _};
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    s.write_all(b"GET /v1/models HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+        .expect("send a request");
+    let mut line = String::new();
+    std::io::BufReader::new(s)
+        .read_line(&mut line)
+        .expect("read the status line");
+    line
+}
+
 /// A connection that sent half a request (headers, part of the body) and stalls.
 fn half_request(addr: &str) -> std::net::TcpStream {
     use std::io::Write as _;
@@ -787,7 +800,9 @@ fn serve_stops_on_sigterm_while_a_client_stalls_mid_request() {
     let p = serve_project();
     let (mut server, addr) = start_serve(&p, &[]);
     let _stalled = half_request(&addr);
-    std::thread::sleep(Duration::from_millis(200));
+    // A whole request on a second connection is answered only once the server has accepted
+    // the first (connections are accepted in order): then the stalled one is in flight.
+    assert!(status_of_models(&addr).starts_with("HTTP/1.1 200"));
     unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
     let status = ended_within_a_minute(&mut server);
     assert_eq!(status.code(), Some(0));

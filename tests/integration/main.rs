@@ -15,7 +15,8 @@
 //! - `serve`: `harness exec` and `harness serve` with a reference agent on 127.0.0.1.
 //! - `proxy`: `harness proxy` records the reference agent against stub providers; `harness exec
 //!   CASSETTE` replays it offline, to the same agent and to its next version.
-//!   (through the library, as the fuzzers call it).
+//! - `outputs`: the main commands' whole output (exit code, stdout, stderr) against reviewed
+//!   snapshots.
 //! - `browser` (ignored unless `--ignored`; `.ci/browser` runs them): the HTML reports in
 //!   Debian's headless Chromium, driven over the DevTools protocol by `cdp`.
 //! - `project_file`: `harness.toml` found from any subfolder, its paths and run defaults used by
@@ -36,6 +37,7 @@ mod golden_workflow;
 mod harden;
 mod invalid;
 mod mapping;
+mod outputs;
 mod project_file;
 mod proxy;
 mod record;

@@ -360,7 +360,15 @@ fn the_architecture_document_matches_the_code() {
     let text = std::fs::read_to_string(repo().join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
     let mut named = 0;
     for span in text.split('`').skip(1).step_by(2) {
-        let roots = ["src/", "tests/", "fixtures/", "docs/", "scenarios/", ".ci/", "schema/"];
+        let roots = [
+            "src/",
+            "tests/",
+            "fixtures/",
+            "docs/",
+            "scenarios/",
+            ".ci/",
+            "schema/",
+        ];
         if !roots.iter().any(|r| span.starts_with(r)) || span.contains(' ') {
             continue;
         }

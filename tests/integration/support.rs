@@ -143,6 +143,30 @@ impl Project {
         Run::from_output(format!("{:?}", cmd.get_args().collect::<Vec<_>>()), &out)
     }
 
+    /// The whole of `run` (`harness ARGS` in this project) as a reviewed snapshot reads it: the
+    /// command, the exit code, stdout and stderr, with the project's temporary path as
+    /// `[PROJECT]`, the repository's as `[REPO]` and loopback ports as `[PORT]`.
+    pub fn whole(&self, args: &[&str], run: &Run) -> String {
+        let filter = |text: &str| {
+            let text = text
+                .replace(&self.path().display().to_string(), "[PROJECT]")
+                .replace(&repo().display().to_string(), "[REPO]");
+            regex_lite::Regex::new(r"127\.0\.0\.1:[0-9]+")
+                .expect("a regex")
+                .replace_all(&text, "127.0.0.1:[PORT]")
+                .into_owned()
+        };
+        let code = run
+            .code
+            .map_or_else(|| "none".to_owned(), |c| c.to_string());
+        format!(
+            "$ harness {}\nexit code: {code}\n----- stdout -----\n{}----- stderr -----\n{}",
+            filter(&args.join(" ")),
+            filter(&run.stdout),
+            filter(&run.stderr)
+        )
+    }
+
     /// Project-relative paths (with `/`) of the files under `rel` whose names end with
     /// `suffix`, sorted.
     pub fn files(&self, rel: &str, suffix: &str) -> Vec<String> {
@@ -225,6 +249,20 @@ fn copy_tree(from: &Path, to: &Path) {
             .unwrap_or_else(|e| panic!("copy {} to {}: {e}", from.display(), to.display()));
     }
 }
+
+/// Run `harness ARGS` in the project and compare its whole output with the reviewed snapshot
+/// `NAME` (see [`Project::whole`]); the run, for further checks.
+macro_rules! assert_whole {
+    ($name:expr, $project:expr, $args:expr) => {{
+        let args: &[&str] = $args;
+        let run = $project.harness(args);
+        insta::with_settings!({ omit_expression => true, prepend_module_to_snapshot => true }, {
+            insta::assert_snapshot!($name, $project.whole(args, &run));
+        });
+        run
+    }};
+}
+pub(crate) use assert_whole;
 
 /// The result of one `harness` invocation.
 pub struct Run {
