@@ -22,6 +22,7 @@ use crate::trace::{self, TimedEvent};
 use crate::verdict::{self, Outputs};
 use anyhow::Context as _;
 use std::io::{self, Write as _};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
@@ -34,19 +35,30 @@ fn print_diagnostics(path: &Path, diags: &[Diagnostic]) {
     }
 }
 
+/// A listening address off loopback is refused (`why` it is dangerous) unless
+/// `--allow-remote`: the exit status when it is.
+fn loopback_only(addr: SocketAddr, allow_remote: bool, why: &str) -> Option<ExitStatus> {
+    (!addr.ip().is_loopback() && !allow_remote).then(|| {
+        fail(
+            &Diagnostic::new(format!(
+                "refusing to listen on {addr}, which is not a loopback address"
+            ))
+            .hint(format!("{why}; pass --allow-remote to listen there anyway")),
+        )
+    })
+}
+
 /// `harness serve`.
 pub(super) fn serve(args: &ServeArgs, layout: &Layout) -> anyhow::Result<ExitStatus> {
     if let Err(e) = check_label(&args.label) {
         return Ok(fail(&e));
     }
-    if !args.addr.ip().is_loopback() && !args.allow_remote {
-        return Ok(fail(
-            &Diagnostic::new(format!(
-                "refusing to listen on {}, which is not a loopback address",
-                args.addr
-            ))
-            .hint("the endpoint has no authentication; pass --allow-remote to listen there anyway"),
-        ));
+    if let Some(refused) = loopback_only(
+        args.addr,
+        args.allow_remote,
+        "the endpoint has no authentication",
+    ) {
+        return Ok(refused);
     }
     let (files, unreadable) = store::discover(&args.scenario);
     if let Some((path, e)) = unreadable.first() {
@@ -291,14 +303,12 @@ fn exec_judged(args: &ExecArgs, layout: &Layout, outputs: &Outputs) -> anyhow::R
 /// `harness proxy`.
 pub(super) fn proxy(args: &ProxyArgs) -> anyhow::Result<ExitStatus> {
     crate::run::interrupt::install().context("cannot catch Ctrl-C")?;
-    if !args.addr.ip().is_loopback() && !args.allow_remote {
-        return Ok(fail(
-            &Diagnostic::new(format!(
-                "refusing to listen on {}, which is not a loopback address",
-                args.addr
-            ))
-            .hint("whoever reaches the proxy spends your key; pass --allow-remote to listen there anyway"),
-        ));
+    if let Some(refused) = loopback_only(
+        args.addr,
+        args.allow_remote,
+        "whoever reaches the proxy spends your key",
+    ) {
+        return Ok(refused);
     }
     let upstreams = match Upstreams::named(
         &args.upstream,

@@ -4,9 +4,7 @@
 //! around what other tests look for cannot drift unseen. Temporary paths, the repository's path
 //! and loopback ports are filtered ([`crate::support::Project::whole`]).
 
-use crate::support::{Project, assert_whole, listening_address, repo};
-use std::io::BufReader;
-use std::process::{Command, Stdio};
+use crate::support::{Project, assert_whole, repo, stub_provider};
 
 fn agent() -> String {
     repo()
@@ -147,19 +145,7 @@ fn proxy_records_each_conversation_and_says_where() {
     let p = Project::new();
     let stub = "scenarios/serve/reflex-black-box.toml";
     p.copy_from_repo(stub, stub);
-    let mut upstream = Command::new(env!("CARGO_BIN_EXE_harness"))
-        .args(["serve", stub, "--until-eof"])
-        .current_dir(p.path())
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the stub provider");
-    let addr = listening_address(&mut BufReader::new(
-        upstream.stdout.as_mut().expect("stdout"),
-    ));
-    let base = format!("http://{addr}");
+    let (mut upstream, base) = stub_provider(&p, stub);
     let agent = agent();
     let args = [
         "proxy",

@@ -5,9 +5,9 @@
 //! to its next version with a loop detector. A canary key appears nowhere in what is written
 //! or printed. Nothing but 127.0.0.1 is contacted.
 
-use crate::support::{Project, listening_address, repo};
+use crate::support::{Project, repo, stub_provider};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 
 const STUB: &str = "scenarios/serve/reflex-black-box.toml";
 const CANARY: &str = "sk-canary-proxy-0123456789abcdefXYZ";
@@ -21,17 +21,7 @@ fn agent() -> String {
 
 /// `harness serve STUB` as the upstream provider: the child and its base URL.
 fn upstream(p: &Project) -> (Child, String) {
-    let mut server = Command::new(env!("CARGO_BIN_EXE_harness"))
-        .args(["serve", STUB, "--until-eof"])
-        .current_dir(p.path())
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the stub provider");
-    let addr = listening_address(&mut BufReader::new(server.stdout.as_mut().expect("stdout")));
-    (server, format!("http://{addr}"))
+    stub_provider(p, STUB)
 }
 
 /// The CSV row of the only case in `file` as column → value.

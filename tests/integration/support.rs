@@ -23,6 +23,22 @@ pub fn listening_address(stdout: &mut impl std::io::BufRead) -> String {
         .to_owned()
 }
 
+/// `harness serve SCENARIO --until-eof` in the project, as a stub provider: the child (its
+/// stdin open: closing it ends the server) and its base URL, `http://127.0.0.1:PORT`.
+pub fn stub_provider(p: &Project, scenario: &str) -> (std::process::Child, String) {
+    use std::process::Stdio;
+    let mut server = harness_command(p.path(), &["serve", scenario, "--until-eof"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the stub provider");
+    let addr = listening_address(&mut std::io::BufReader::new(
+        server.stdout.as_mut().expect("stdout"),
+    ));
+    (server, format!("http://{addr}"))
+}
+
 /// The repository root.
 pub fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
