@@ -440,7 +440,7 @@ pub fn serve_request(data: &[u8]) -> usize {
 /// render to one that reads again.
 #[cfg(test)]
 mod tests {
-    use super as fuzzing;
+    use crate::fuzzing;
     use std::path::Path;
 
     /// A few thousand inputs from a fixed generator, besides the committed seeds: the target's
