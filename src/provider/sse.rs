@@ -21,6 +21,23 @@ impl SseEvent {
         Some(event).filter(|n| !n.is_empty() && n != "message")
     }
 
+    /// Does this event end its stream, whatever follows on the wire? OpenAI's `data: [DONE]`,
+    /// Anthropic's `message_stop`, and the Responses API's `response.completed`,
+    /// `response.incomplete` and `response.failed`. A stream that brought one is whole even if
+    /// the connection closes without a clean end (an SDK closes it at `[DONE]`).
+    pub fn ends_stream(&self) -> bool {
+        self.data.trim() == "[DONE]"
+            || matches!(
+                self.event.as_deref(),
+                Some(
+                    "message_stop"
+                        | "response.completed"
+                        | "response.incomplete"
+                        | "response.failed"
+                )
+            )
+    }
+
     /// An event with a name.
     pub fn named(event: &str, data: impl Into<String>) -> Self {
         Self {

@@ -564,6 +564,11 @@ pub(super) fn render(served: HttpAnswer, pace: f64) -> Response<axum::body::Body
                     if !first && !gap.is_zero() {
                         tokio::time::sleep(gap).await;
                     }
+                    if next.is_err() {
+                        // Let the events before the cut go out first: the connection drops
+                        // at the error, and what is not yet flushed would be lost with it.
+                        tokio::task::yield_now().await;
+                    }
                     Some((next, (frames, false)))
                 },
             );

@@ -469,9 +469,13 @@ struct Tee {
     status: Option<u16>,
     headers: BTreeMap<String, String>,
     body: Vec<u8>,
-    /// Stream text not yet closed by a blank line.
-    pending: String,
+    /// Stream bytes not yet closed by an empty line (kept as bytes: a character may be split
+    /// across two network reads).
+    pending: Vec<u8>,
     events: Vec<TimedEvent>,
+    /// The stream's terminal event has come ([`SseEvent::ends_stream`]): the answer is whole,
+    /// whoever closes the connection first.
+    ended: bool,
     bytes: u64,
     too_large: bool,
     finished: bool,
@@ -487,8 +491,9 @@ impl Tee {
             status: None,
             headers: BTreeMap::new(),
             body: Vec::new(),
-            pending: String::new(),
+            pending: Vec::new(),
             events: Vec::new(),
+            ended: false,
             bytes: 0,
             too_large: false,
             finished: false,
@@ -512,16 +517,22 @@ impl Tee {
             self.body.extend_from_slice(bytes);
             return;
         }
-        self.pending.push_str(&String::from_utf8_lossy(bytes));
+        self.pending.extend_from_slice(bytes);
         let t_ms = self.ms();
         for block in take_blocks(&mut self.pending) {
-            if let Some(e) = parse_block(&block) {
-                self.events.push(TimedEvent {
-                    t_ms,
-                    event: e.event,
-                    data: e.data,
-                });
-            }
+            self.event(t_ms, &block);
+        }
+    }
+
+    /// Keep the event of one complete block, if it carries one.
+    fn event(&mut self, t_ms: u64, block: &str) {
+        if let Some(e) = parse_block(block) {
+            self.ended |= e.ends_stream();
+            self.events.push(TimedEvent {
+                t_ms,
+                event: e.event,
+                data: e.data,
+            });
         }
     }
 
@@ -535,17 +546,13 @@ impl Tee {
             return;
         };
         let elapsed = self.ms();
-        if self.sse && !self.pending.trim().is_empty() {
-            // A last event the provider did not close with a blank line.
+        if self.sse && !self.pending.is_empty() {
+            // A last event the provider did not close with an empty line.
             let rest = std::mem::take(&mut self.pending);
-            if let Some(e) = parse_block(&rest) {
-                self.events.push(TimedEvent {
-                    t_ms: elapsed,
-                    event: e.event,
-                    data: e.data,
-                });
-            }
+            self.event(elapsed, &normal_lines(&rest));
         }
+        // An answer whose terminal event came is whole, however the connection ended.
+        let error = error.filter(|_| !self.ended);
         let mut slots = lock(&self.shared.slots);
         let Some(slot) = slots.get_mut(at) else {
             return;
@@ -581,13 +588,41 @@ impl Drop for Tee {
     }
 }
 
-/// The complete event blocks at the start of `pending` (ended by a blank line), removed.
-fn take_blocks(pending: &mut String) -> Vec<String> {
-    let normal = pending.replace("\r\n", "\n").replace('\r', "\n");
-    let mut blocks: Vec<String> = normal.split("\n\n").map(str::to_owned).collect();
-    // The last piece is not closed yet.
-    *pending = blocks.pop().unwrap_or_default();
+/// The complete event blocks at the start of `pending`, removed and decoded: each ends with an
+/// empty line, whatever the line ends (CRLF, LF or CR). A CR at the very end waits for the next
+/// read, as it may be half of a CRLF. Blocks are decoded whole, so a character split across
+/// two network reads is never broken.
+fn take_blocks(pending: &mut Vec<u8>) -> Vec<String> {
+    let mut blocks = Vec::new();
+    let (mut start, mut at) = (0, 0);
+    while let Some(offset) = pending[at..]
+        .iter()
+        .position(|b| matches!(b, b'\r' | b'\n'))
+    {
+        let end = at + offset;
+        let width = match (pending[end], pending.get(end + 1)) {
+            (b'\r', Some(b'\n')) => 2,
+            (b'\r', None) => break,
+            _ => 1,
+        };
+        if end == at {
+            // An empty line: the block since `start` is complete.
+            if at > start {
+                blocks.push(normal_lines(&pending[start..at]));
+            }
+            start = end + width;
+        }
+        at = end + width;
+    }
+    pending.drain(..start);
     blocks
+}
+
+/// Stream bytes as text with `\n` line ends.
+fn normal_lines(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes)
+        .replace("\r\n", "\n")
+        .replace('\r', "\n")
 }
 
 /// One SSE block's event name and data, if it carries data.
@@ -769,15 +804,36 @@ mod tests {
 
     #[test]
     fn stream_blocks_are_cut_at_blank_lines_whatever_the_line_ends() {
-        let mut pending = "event: a\r\ndata: {\"x\":1}\r\n\r\ndata: [DO".to_owned();
+        let mut pending = b"event: a\r\ndata: {\"x\":1}\r\n\r\ndata: [DO".to_vec();
         let blocks = take_blocks(&mut pending);
-        assert_eq!(pending, "data: [DO");
+        assert_eq!(pending, b"data: [DO");
         assert_eq!(
             parse_block(&blocks[0]),
             Some(SseEvent::named("a", "{\"x\":1}"))
         );
         assert_eq!(parse_block(": comment"), None);
+        // A CR at the end may be half of a CRLF: nothing is closed until the next read.
+        let mut pending = b"data: 1\r\n\r".to_vec();
+        assert!(take_blocks(&mut pending).is_empty());
+        pending.extend_from_slice(b"\ndata: 2\r\r");
+        assert_eq!(take_blocks(&mut pending), ["data: 1\n"]);
+        assert_eq!(pending, b"data: 2\r\r");
+        pending.extend_from_slice(b"data: 3\n\n");
+        assert_eq!(take_blocks(&mut pending), ["data: 2\n", "data: 3\n"]);
+        assert!(pending.is_empty());
         assert_eq!(parse_block("data: a\ndata:b"), Some(SseEvent::data("a\nb")));
+    }
+
+    #[test]
+    fn a_character_split_across_reads_is_recorded_whole() {
+        let text = "data: {\"t\":\"h\u{e9}llo w\u{f6}rld \u{2713} \u{65e5}\u{672c}\u{8a9e} \u{1f389}\"}\n\n";
+        let mut pending = Vec::new();
+        let mut blocks = Vec::new();
+        for b in text.as_bytes() {
+            pending.push(*b);
+            blocks.extend(take_blocks(&mut pending));
+        }
+        assert_eq!(blocks, [text.trim_end().to_owned() + "\n"]);
     }
 
     fn slot(api: Api, request: Value, body: Value) -> Slot {

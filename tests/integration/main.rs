@@ -15,6 +15,8 @@
 //! - `serve`: `harness exec` and `harness serve` with a reference agent on 127.0.0.1.
 //! - `proxy`: `harness proxy` records the reference agent against stub providers; `harness exec
 //!   CASSETTE` replays it offline, to the same agent and to its next version.
+//! - `recordings`: recordings survive how providers write their streams and how agents close
+//!   them (issue 27).
 //! - `outputs`: the main commands' whole output (exit code, stdout, stderr) against reviewed
 //!   snapshots.
 //! - `browser` (ignored unless `--ignored`; `.ci/browser` runs them): the HTML reports in
@@ -41,6 +43,7 @@ mod outputs;
 mod project_file;
 mod proxy;
 mod record;
+mod recordings;
 mod robust;
 mod schema;
 mod serve;

@@ -1,0 +1,376 @@
+//! Record once, replay for years (issue 27): `harness proxy` records what the agent saw however
+//! the provider's bytes arrive, and `harness exec CASSETTE` replays it to the unchanged agent
+//! without a divergence. The provider is a stub on 127.0.0.1 that writes its streams the way
+//! real ones do (the stream's end and the body's end in separate writes, one byte per write);
+//! the agent closes the connection at the stream's terminal event, as the official SDKs do.
+
+use crate::support::Project;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::time::Duration;
+
+/// Text no network read boundary may break: two- to four-byte characters.
+const TEXT: &str = "h\u{e9}llo w\u{f6}rld \u{2713} \u{65e5}\u{672c}\u{8a9e} \u{1f389}";
+
+/// How the stub writes a stream.
+#[derive(Clone, Copy)]
+enum Writes {
+    /// Every event, the terminal one included, in one write; the end of the body only once
+    /// the client has gone (the race an SDK that closes at `[DONE]` wins).
+    EndAfterTheClient,
+    /// One byte per write (a chunk of its own), so characters split across reads.
+    BytePerWrite,
+}
+
+/// The stream a provider of `path`'s API sends for a text answer.
+fn stream_of(path: &str, text: &str) -> String {
+    let text = serde_json::to_string(text).expect("a JSON string");
+    let events: Vec<(Option<&str>, String)> = if path.ends_with("/chat/completions") {
+        let chunk = |delta: &str, finish: &str| {
+            format!(
+                r#"{{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{{"index":0,"delta":{delta},"finish_reason":{finish}}}]}}"#
+            )
+        };
+        vec![
+            (None, chunk(r#"{"role":"assistant","content":""}"#, "null")),
+            (None, chunk(&format!(r#"{{"content":{text}}}"#), "null")),
+            (None, chunk("{}", r#""stop""#)),
+            (None, "[DONE]".to_owned()),
+        ]
+    } else if path.ends_with("/responses") {
+        vec![
+            (
+                Some("response.created"),
+                r#"{"type":"response.created","response":{"id":"resp_1","object":"response","status":"in_progress","output":[]}}"#.to_owned(),
+            ),
+            (
+                Some("response.output_text.delta"),
+                format!(
+                    r#"{{"type":"response.output_text.delta","item_id":"msg_1","output_index":0,"content_index":0,"delta":{text}}}"#
+                ),
+            ),
+            (
+                Some("response.completed"),
+                format!(
+                    r#"{{"type":"response.completed","response":{{"id":"resp_1","object":"response","status":"completed","output":[{{"type":"message","id":"msg_1","role":"assistant","content":[{{"type":"output_text","text":{text}}}]}}],"usage":{{"input_tokens":5,"output_tokens":5,"total_tokens":10}}}}}}"#
+                ),
+            ),
+        ]
+    } else {
+        vec![
+            (
+                Some("message_start"),
+                r#"{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"usage":{"input_tokens":5,"output_tokens":0}}}"#.to_owned(),
+            ),
+            (
+                Some("content_block_start"),
+                r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#.to_owned(),
+            ),
+            (
+                Some("content_block_delta"),
+                format!(
+                    r#"{{"type":"content_block_delta","index":0,"delta":{{"type":"text_delta","text":{text}}}}}"#
+                ),
+            ),
+            (
+                Some("content_block_stop"),
+                r#"{"type":"content_block_stop","index":0}"#.to_owned(),
+            ),
+            (
+                Some("message_delta"),
+                r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":5}}"#.to_owned(),
+            ),
+            (Some("message_stop"), r#"{"type":"message_stop"}"#.to_owned()),
+        ]
+    };
+    events
+        .into_iter()
+        .map(|(name, data)| match name {
+            Some(n) => format!("event: {n}\ndata: {data}\n\n"),
+            None => format!("data: {data}\n\n"),
+        })
+        .collect()
+}
+
+/// A stub provider answering `answers` streamed requests, one connection each, written as
+/// `writes` says; its base URL (with `/v1`).
+fn stub(answers: usize, writes: Writes) -> (String, std::thread::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let base = format!("http://{}/v1", listener.local_addr().expect("addr"));
+    let handle = std::thread::spawn(move || {
+        for _ in 0..answers {
+            let (mut s, _) = listener.accept().expect("accept");
+            s.set_nodelay(true).expect("nodelay");
+            let mut reader = BufReader::new(s.try_clone().expect("clone"));
+            let mut request_line = String::new();
+            reader
+                .read_line(&mut request_line)
+                .expect("the request line");
+            let path = request_line
+                .split(' ')
+                .nth(1)
+                .unwrap_or_default()
+                .to_owned();
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).expect("a header line");
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+                if line == "\r\n" || line.is_empty() {
+                    break;
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).expect("the body");
+            let stream = stream_of(&path, TEXT);
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
+            s.write_all(head.as_bytes()).expect("the head");
+            match writes {
+                Writes::EndAfterTheClient => {
+                    let chunk = format!("{:x}\r\n{stream}\r\n", stream.len());
+                    s.write_all(chunk.as_bytes()).expect("the events");
+                    // The client closes at the terminal event; only then does the body end.
+                    s.set_read_timeout(Some(Duration::from_secs(10))).ok();
+                    let _ = reader.read(&mut [0; 1]);
+                    let _ = s.write_all(b"0\r\n\r\n");
+                }
+                Writes::BytePerWrite => {
+                    for b in stream.as_bytes() {
+                        let mut chunk = b"1\r\n".to_vec();
+                        chunk.push(*b);
+                        chunk.extend_from_slice(b"\r\n");
+                        if s.write_all(&chunk).is_err() {
+                            break;
+                        }
+                    }
+                    let _ = s.write_all(b"0\r\n\r\n");
+                }
+            }
+        }
+    });
+    (base, handle)
+}
+
+/// An agent on the standard library that streams `count` tasks on `api` (`chat`, `responses`,
+/// `messages`), closes each connection at the stream's terminal event as the SDKs do, and
+/// prints each answer's text.
+const AGENT: &str = r#"
+import http.client, json, os, sys, urllib.parse
+api, count = sys.argv[1], int(sys.argv[2])
+anthropic = api == "messages"
+base = os.environ["ANTHROPIC_BASE_URL" if anthropic else "OPENAI_BASE_URL"]
+url = urllib.parse.urlparse(base)
+path = {"chat": "/v1/chat/completions", "responses": "/v1/responses", "messages": "/v1/messages"}[api]
+for i in range(count):
+    task = f"task {i}"
+    if api == "responses":
+        body = {"model": "m", "input": task, "stream": True}
+    else:
+        body = {"model": "m", "messages": [{"role": "user", "content": task}], "stream": True}
+        if anthropic:
+            body["max_tokens"] = 64
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+    conn.request("POST", path, json.dumps(body), {"content-type": "application/json", "authorization": "Bearer k", "x-api-key": "k"})
+    response = conn.getresponse()
+    text = ""
+    for raw in response:
+        line = raw.decode("utf-8").rstrip("\r\n")
+        if not line.startswith("data:"):
+            continue
+        data = line[5:].strip()
+        if data == "[DONE]":
+            break
+        event = json.loads(data)
+        if api == "chat":
+            text += (event["choices"][0]["delta"].get("content") or "")
+        elif event.get("type") == "response.output_text.delta":
+            text += event["delta"]
+        elif event.get("type") == "content_block_delta":
+            text += event["delta"]["text"]
+        if event.get("type") in ("message_stop", "response.completed"):
+            break
+    conn.close()
+    print(text)
+"#;
+
+/// Record `count` conversations of the agent on `api` through the proxy against a stub
+/// writing as `writes` says, into `out`; the recording run.
+fn record(p: &Project, api: &str, count: usize, writes: Writes, out: &str) -> crate::support::Run {
+    let (base, stub) = stub(count, writes);
+    let n = count.to_string();
+    let run = p.harness(&[
+        "proxy",
+        "--upstream",
+        &base,
+        "--out",
+        out,
+        "--",
+        "python3",
+        "agent.py",
+        api,
+        &n,
+    ]);
+    stub.join().expect("the stub");
+    run
+}
+
+/// How many answers of the agent's, printed on stdout (the proxy passes it on) or stderr (exec
+/// keeps stdout for its report), are the whole text.
+fn texts(run: &crate::support::Run) -> usize {
+    run.stdout
+        .lines()
+        .chain(run.stderr.lines())
+        .filter(|l| *l == TEXT)
+        .count()
+}
+
+#[test]
+fn a_stream_the_agent_closes_at_its_end_is_recorded_whole_and_replays() {
+    let p = Project::new();
+    p.write("agent.py", AGENT);
+    // Twenty conversations, each ended by the agent before the provider ended the body.
+    let run = record(
+        &p,
+        "chat",
+        20,
+        Writes::EndAfterTheClient,
+        "cassettes/streamed",
+    );
+    run.expect_code(0);
+    assert_eq!(texts(&run), 20, "the agent got every answer\n{run}");
+    let cassettes = p.files("cassettes/streamed", ".cassette.json");
+    assert_eq!(cassettes.len(), 20, "{run}");
+    for c in &cassettes {
+        let text = p.read(c);
+        assert!(
+            !text.contains("\"error\""),
+            "{c} was recorded as cut:\n{text}"
+        );
+        assert!(text.contains("[DONE]"), "{c}");
+    }
+    // Offline: the unchanged agent follows every recording to the end.
+    let replay = p.harness(&[
+        "exec",
+        "cassettes/streamed",
+        "--",
+        "python3",
+        "agent.py",
+        "chat",
+        "20",
+    ]);
+    assert_eq!(texts(&replay), 20, "{replay}");
+    assert!(!replay.stderr.contains("diverged"), "{replay}");
+    assert!(
+        replay.summary().contains("20 cases from 20 files"),
+        "{replay}"
+    );
+    assert!(
+        replay.summary().contains("0 expectation failures"),
+        "{replay}"
+    );
+}
+
+#[test]
+fn characters_split_across_network_reads_are_recorded_and_replayed_exactly() {
+    let p = Project::new();
+    p.write("agent.py", AGENT);
+    for api in ["chat", "responses", "messages"] {
+        let out = format!("cassettes/{api}");
+        let run = record(&p, api, 1, Writes::BytePerWrite, &out);
+        run.expect_code(0);
+        assert_eq!(
+            texts(&run),
+            1,
+            "{api}: the agent got the text\n{run}"
+        );
+        let cassette = p.read(&format!("{out}/conversation-1.cassette.json"));
+        assert!(
+            !cassette.contains('\u{fffd}'),
+            "{api}: a broken character\n{cassette}"
+        );
+        let escaped = serde_json::to_string(TEXT).expect("JSON");
+        let inner = &escaped[1..escaped.len() - 1];
+        assert!(
+            cassette.contains(inner) || cassette.contains(&inner.replace('"', "\\\"")),
+            "{api}: the text is not in the cassette whole\n{cassette}"
+        );
+        let replay = p.harness(&["exec", &out, "--", "python3", "agent.py", api, "1"]);
+        assert_eq!(texts(&replay), 1, "{api}: replayed text\n{replay}");
+        assert!(!replay.stderr.contains("diverged"), "{api}\n{replay}");
+    }
+}
+
+#[test]
+fn a_truly_cut_stream_replays_the_bytes_it_had_then_cuts() {
+    let p = Project::new();
+    // A stream cut after its first event, recorded as cut.
+    let cut = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n44\r\ndata: {\"id\":\"c2\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n\r\n";
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let base = format!("http://{}/v1", listener.local_addr().expect("addr"));
+    let stub = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().expect("accept");
+        let mut reader = BufReader::new(s.try_clone().expect("clone"));
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).expect("a line");
+            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                length = v.trim().parse().unwrap_or(0);
+            }
+            if line == "\r\n" {
+                break;
+            }
+        }
+        reader.read_exact(&mut vec![0; length]).expect("the body");
+        s.write_all(cut.as_bytes()).expect("the cut stream");
+    });
+    let client = r#"
+import http.client, json, os, urllib.parse
+url = urllib.parse.urlparse(os.environ["OPENAI_BASE_URL"])
+conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+body = {"model": "m", "messages": [{"role": "user", "content": "cut"}], "stream": True}
+conn.request("POST", "/v1/chat/completions", json.dumps(body), {"content-type": "application/json"})
+got = b""
+try:
+    response = conn.getresponse()
+    while True:
+        piece = response.read1(65536)
+        if not piece:
+            break
+        got += piece
+except Exception as e:
+    print("cut:", type(e).__name__)
+print("bytes:", got.decode())
+"#;
+    p.write("client.py", client);
+    let run = p.harness(&[
+        "proxy",
+        "--upstream",
+        &base,
+        "--out",
+        "cut",
+        "--",
+        "python3",
+        "client.py",
+    ]);
+    stub.join().expect("the stub");
+    run.expect_code(0);
+    let cassette = p.read("cut/conversation-1.cassette.json");
+    assert!(cassette.contains("\"kind\": \"cut\""), "{cassette}");
+    // At the default pace (every event at once) the agent still gets the event before the cut.
+    let replay = p.harness(&[
+        "exec",
+        "cut",
+        "--on-divergence",
+        "stop",
+        "--",
+        "python3",
+        "client.py",
+    ]);
+    assert!(
+        replay.stderr.contains("bytes: data: {\"id\":\"c2\""),
+        "the replayed cut stream gave no bytes\n{replay}"
+    );
+}
