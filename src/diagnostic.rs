@@ -26,6 +26,10 @@ pub enum ExitStatus {
     MetricRegression,
     /// 130: interrupted (Ctrl-C, SIGINT); what was done is reported and kept.
     Interrupted,
+    /// 143: stopped by SIGTERM (`timeout`, CI cancellation, a container stop), as by Ctrl-C.
+    Terminated,
+    /// 129: stopped by SIGHUP (the terminal went away), as by Ctrl-C.
+    HungUp,
 }
 
 impl ExitStatus {
@@ -37,6 +41,8 @@ impl ExitStatus {
             Self::BadInput => 2,
             Self::MetricRegression => 3,
             Self::Interrupted => 130,
+            Self::Terminated => 143,
+            Self::HungUp => 129,
         }
     }
 
@@ -465,10 +471,12 @@ mod tests {
             ExitStatus::BadInput,
             ExitStatus::MetricRegression,
             ExitStatus::Interrupted,
+            ExitStatus::Terminated,
+            ExitStatus::HungUp,
         ]
         .iter()
         .map(|s| s.code())
         .collect();
-        assert_eq!(codes, [0, 1, 2, 3, 130]);
+        assert_eq!(codes, [0, 1, 2, 3, 130, 143, 129]);
     }
 }

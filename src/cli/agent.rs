@@ -211,7 +211,7 @@ pub(super) fn serve(args: &ServeArgs, layout: &Layout) -> anyhow::Result<ExitSta
 
 /// `harness exec`: the outputs as `run` takes them, but no project baseline.
 pub(super) fn exec(args: &ExecArgs, out: OutputArgs, setup: &Setup) -> anyhow::Result<ExitStatus> {
-    crate::run::interrupt::install().context("cannot catch Ctrl-C")?;
+    crate::run::interrupt::install().context("cannot catch stop signals")?;
     // `bless` never records exec's conversations, so the project's baseline would only list
     // them as missing: exec compares metrics with a baseline named on its line.
     let named = out.baseline.is_some();
@@ -265,7 +265,7 @@ fn exec_judged(args: &ExecArgs, layout: &Layout, outputs: &Outputs) -> anyhow::R
         keep_traces: outputs.keeps_traces(),
     };
     let settings = args.settings();
-    Ok(verdict::report(outputs, layout, |r| {
+    let status = verdict::report(outputs, layout, |r| {
         for (path, e) in unreadable {
             r.unreadable(&FileResult {
                 path,
@@ -280,29 +280,30 @@ fn exec_judged(args: &ExecArgs, layout: &Layout, outputs: &Outputs) -> anyhow::R
                 r.file(&result)?;
             }
             if crate::run::interrupt::requested() {
-                r.interrupted(0)?;
+                r.interrupted(0, crate::run::interrupt::name())?;
             }
             return r.finish();
         }
         let total = files.len();
         for (done, path) in files.into_iter().enumerate() {
             if crate::run::interrupt::requested() {
-                r.interrupted(total - done)?;
+                r.interrupted(total - done, crate::run::interrupt::name())?;
                 break;
             }
             let result = exec_file(&settings, &options, &path, &mut anstream::stderr())?;
             r.file(&result)?;
         }
         if crate::run::interrupt::requested() {
-            r.interrupted(0)?;
+            r.interrupted(0, crate::run::interrupt::name())?;
         }
         r.finish()
-    })?)
+    })?;
+    Ok(crate::run::interrupt::signalled(status))
 }
 
 /// `harness proxy`.
 pub(super) fn proxy(args: &ProxyArgs) -> anyhow::Result<ExitStatus> {
-    crate::run::interrupt::install().context("cannot catch Ctrl-C")?;
+    crate::run::interrupt::install().context("cannot catch stop signals")?;
     if let Some(refused) = loopback_only(
         args.addr,
         args.allow_remote,
@@ -395,7 +396,7 @@ pub(super) fn proxy(args: &ProxyArgs) -> anyhow::Result<ExitStatus> {
         let note = match ended {
             Ended::Exited(s) => format!("ended with {s}"),
             Ended::Killed => format!("killed after {} ms", args.timeout_ms),
-            Ended::Interrupted => "ended by Ctrl-C".to_owned(),
+            Ended::Interrupted => format!("ended by {}", crate::run::interrupt::name()),
         };
         let command: Vec<String> = args.command.iter().map(|a| scrubber.scrub(a)).collect();
         let _ = writeln!(err, "harness proxy: `{}` {note}", command.join(" "));
@@ -467,7 +468,7 @@ pub(super) fn proxy(args: &ProxyArgs) -> anyhow::Result<ExitStatus> {
         )?;
     }
     if matches!(ended, Some(Ended::Interrupted)) {
-        return Ok(crate::results::ExitStatus::Interrupted);
+        return Ok(crate::run::interrupt::status());
     }
     Ok(code)
 }

@@ -103,7 +103,8 @@ pub(super) enum Command {
     /// Exit codes: 0 the cassettes were written (whatever the agent's own exit status, which
     /// is printed); 1 the agent made no model request, or an answer was too large to keep;
     /// 2 bad usage (an existing cassette without --replace, a bad upstream URL, a command that
-    /// cannot start); 130 Ctrl-C (the cassettes are still written).
+    /// cannot start); 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP (the agent's process group is ended;
+    /// the cassettes of the conversations that finished are still written).
     Proxy(ProxyArgs),
     /// Serve a scenario's scripted model as an OpenAI- and Anthropic-compatible endpoint;
     /// Ctrl-C ends it and prints the trace inferred from each conversation.

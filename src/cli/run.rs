@@ -52,7 +52,7 @@ pub(super) fn run(args: RunArgs, setup: &Setup) -> anyhow::Result<ExitStatus> {
             ));
         }
     }
-    run::interrupt::install().context("cannot catch Ctrl-C")?;
+    run::interrupt::install().context("cannot catch stop signals")?;
     let options = match options(paths, layout.clone(), profile, &select) {
         Ok(o) => Options {
             jobs: jobs_or_cores(jobs.or(defaults.jobs)),
@@ -66,9 +66,10 @@ pub(super) fn run(args: RunArgs, setup: &Setup) -> anyhow::Result<ExitStatus> {
         Err(code) => return Ok(code),
     };
     let bar = progress_bar(&outputs);
-    Ok(verdict::report(&outputs, layout, |r| {
+    let status = verdict::report(&outputs, layout, |r| {
         run::run_with(&options, r, bar.as_ref().map(|b| b as &dyn run::Progress))
-    })?)
+    })?;
+    Ok(run::interrupt::signalled(status))
 }
 
 /// `harness list`.
@@ -140,7 +141,7 @@ pub(super) fn bless(args: BlessArgs, setup: &Setup) -> anyhow::Result<ExitStatus
     let full = paths.is_empty() && select.filter.is_empty() && select.partition.is_none();
     let paths = setup.paths_or_root(paths);
     let baseline = setup.bless_baseline(baseline);
-    run::interrupt::install().context("cannot catch Ctrl-C")?;
+    run::interrupt::install().context("cannot catch stop signals")?;
     let require = select.require_cases(&paths);
     match options(paths, setup.layout.clone(), Vec::new(), &select) {
         Ok(o) => {
@@ -420,9 +421,10 @@ fn bless_baseline(
     if run::interrupt::requested() {
         writeln!(
             out,
-            "harness bless: interrupted (Ctrl-C); the baseline was not written"
+            "harness bless: interrupted ({}); the baseline was not written",
+            run::interrupt::name()
         )?;
-        return Ok(crate::results::ExitStatus::Interrupted);
+        return Ok(run::interrupt::status());
     }
     let tally = collected.tally();
     let code = tally.exit_code();

@@ -1,6 +1,6 @@
 //! The process an agent runs in: the command started in its own process group with the
 //! served endpoint's base URLs and the scenario handed over in its environment, waited for, and
-//! ended whole (its group killed) on a timeout or Ctrl-C.
+//! ended whole (its group killed) on a timeout or a stop signal (Ctrl-C, SIGTERM, SIGHUP).
 
 use crate::provider::Provider;
 use crate::scenario::Case;
@@ -18,7 +18,7 @@ pub enum Ended {
     Exited(ExitStatus),
     /// It ran past its timeout and was killed.
     Killed,
-    /// Ctrl-C: the command (and its process group) was ended.
+    /// A stop signal (Ctrl-C, SIGTERM, SIGHUP): the command and its process group were ended.
     Interrupted,
 }
 
@@ -88,9 +88,9 @@ pub fn agent_command(program: &str, args: &[String], base: &str) -> Command {
 }
 
 /// Start `cmd` in its own process group and wait for it; kill the group after `timeout` or
-/// on Ctrl-C.
+/// on a stop signal.
 pub fn wait_for(mut cmd: Command, program: &str, timeout: Duration) -> io::Result<Ended> {
-    // Its own process group, so a timeout or Ctrl-C ends what it started too.
+    // Its own process group, so a timeout or a stop signal ends what it started too.
     #[cfg(unix)]
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     let mut child = cmd.spawn().map_err(|e| {

@@ -326,7 +326,7 @@ fn report_end(
     let note = match ended {
         Ended::Exited(s) => format!("ended with {s}"),
         Ended::Killed => format!("killed after {} ms", settings.timeout_ms),
-        Ended::Interrupted => "ended by Ctrl-C".to_owned(),
+        Ended::Interrupted => format!("ended by {}", crate::run::interrupt::name()),
     };
     let _ = writeln!(
         notes,

@@ -35,8 +35,10 @@ impl Reporter for Fanout<'_> {
     fn orphan(&mut self, path: &Path) -> io::Result<()> {
         self.0.iter_mut().try_for_each(|r| r.orphan(path))
     }
-    fn interrupted(&mut self, not_run: usize) -> io::Result<()> {
-        self.0.iter_mut().try_for_each(|r| r.interrupted(not_run))
+    fn interrupted(&mut self, not_run: usize, by: &'static str) -> io::Result<()> {
+        self.0
+            .iter_mut()
+            .try_for_each(|r| r.interrupted(not_run, by))
     }
     fn finish(&mut self) -> io::Result<()> {
         self.0.iter_mut().try_for_each(|r| r.finish())
@@ -238,7 +240,7 @@ impl Reporter for MetricsCsv {
         Ok(())
     }
 
-    fn interrupted(&mut self, _not_run: usize) -> io::Result<()> {
+    fn interrupted(&mut self, _not_run: usize, _by: &'static str) -> io::Result<()> {
         // A partial CSV is never persisted; dropping the temporary file deletes it.
         self.sink = None;
         Ok(())

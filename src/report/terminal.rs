@@ -50,6 +50,8 @@ pub struct Terminal<W: Write> {
     /// The verdict is `harness exec`'s: a case there without a golden to compare is a
     /// conversation that never happened (failed with its own reason), not an ad-hoc profile.
     exec: bool,
+    /// What stopped an interrupted run (`Ctrl-C`, `SIGTERM`, `SIGHUP`).
+    stopped_by: &'static str,
 }
 
 /// Failing cases a run shows in full unless told otherwise (`--diff-limit`).
@@ -70,6 +72,7 @@ impl<W: Write> Terminal<W> {
             diff_limit: DEFAULT_DIFF_LIMIT,
             quiet: false,
             exec: false,
+            stopped_by: "Ctrl-C",
         }
     }
 
@@ -165,8 +168,9 @@ pub(crate) fn change(own: u64, none: u64, show: impl Fn(u64) -> String) -> Strin
 }
 
 impl<W: Write> Reporter for Terminal<W> {
-    fn interrupted(&mut self, not_run: usize) -> io::Result<()> {
+    fn interrupted(&mut self, not_run: usize, by: &'static str) -> io::Result<()> {
         self.tally.interrupted = Some(not_run);
+        self.stopped_by = by;
         Ok(())
     }
 
@@ -352,7 +356,8 @@ impl<W: Write> Reporter for Terminal<W> {
         if let Some(not_run) = t.interrupted {
             writeln!(
                 self.out,
-                "interrupted (Ctrl-C): the counts above cover the files run; {not_run} scenario files were not run, orphaned goldens were not looked for, and no report file (--json, --junit, --metrics, baseline) was written"
+                "interrupted ({}): the counts above cover the files run; {not_run} scenario files were not run, orphaned goldens were not looked for, and no report file (--json, --junit, --metrics, baseline) was written",
+                self.stopped_by
             )?;
         }
         if t.max_runs > 1 {

@@ -26,9 +26,10 @@ pub trait Reporter {
     }
     /// A golden whose scenario is gone.
     fn orphan(&mut self, path: &Path) -> io::Result<()>;
-    /// The run was interrupted (Ctrl-C) with `not_run` files left; `finish` follows.
-    fn interrupted(&mut self, not_run: usize) -> io::Result<()> {
-        let _ = not_run;
+    /// The run was stopped `by` a signal (`Ctrl-C`, `SIGTERM`, `SIGHUP`) with `not_run` files
+    /// left; `finish` follows.
+    fn interrupted(&mut self, not_run: usize, by: &'static str) -> io::Result<()> {
+        let _ = (not_run, by);
         Ok(())
     }
     /// The run is over.

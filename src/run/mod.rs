@@ -190,7 +190,7 @@ pub fn run_with(
     }
     if interrupt::requested() {
         // Goldens of files not run would look orphaned: none are reported.
-        reporter.interrupted(not_run)?;
+        reporter.interrupted(not_run, interrupt::name())?;
         return reporter.finish();
     }
     let orphans = orphans(options, &ids).into_iter().filter(|g| {

@@ -144,12 +144,12 @@ impl Running {
     }
 }
 
-/// Also end the server on Ctrl-C (and SIGTERM), for `harness serve`.
+/// Also end the server on Ctrl-C (and SIGTERM, SIGHUP), for `harness serve`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Signals {
     /// Stop only when asked ([`Server::stop`]).
     Ignore,
-    /// Stop on Ctrl-C or SIGTERM too.
+    /// Stop on Ctrl-C, SIGTERM or SIGHUP too.
     Stop,
 }
 
@@ -272,10 +272,15 @@ async fn signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
+        if let (Ok(mut term), Ok(mut hup)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+        ) {
             let ctrl_c = std::pin::pin!(tokio::signal::ctrl_c());
             let term = std::pin::pin!(term.recv());
-            let _ = futures_util::future::select(ctrl_c, term).await;
+            let hup = std::pin::pin!(hup.recv());
+            let others = futures_util::future::select(term, hup);
+            let _ = futures_util::future::select(ctrl_c, others).await;
             return;
         }
     }

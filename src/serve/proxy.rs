@@ -189,7 +189,7 @@ pub struct Proxy {
 
 impl Proxy {
     /// Bind `addr` and forward to `upstreams` until stopped (or, with [`Signals::Stop`], until
-    /// Ctrl-C or SIGTERM). `scrubber` knows the keys in use; the keys agents send are added.
+    /// Ctrl-C, SIGTERM or SIGHUP). `scrubber` knows the keys in use; the keys agents send are added.
     pub fn start(
         upstreams: Upstreams,
         scrubber: Scrubber,

@@ -280,11 +280,7 @@ fn characters_split_across_network_reads_are_recorded_and_replayed_exactly() {
         let out = format!("cassettes/{api}");
         let run = record(&p, api, 1, Writes::BytePerWrite, &out);
         run.expect_code(0);
-        assert_eq!(
-            texts(&run),
-            1,
-            "{api}: the agent got the text\n{run}"
-        );
+        assert_eq!(texts(&run), 1, "{api}: the agent got the text\n{run}");
         let cassette = p.read(&format!("{out}/conversation-1.cassette.json"));
         assert!(
             !cassette.contains('\u{fffd}'),
@@ -373,4 +369,120 @@ print("bytes:", got.decode())
         replay.stderr.contains("bytes: data: {\"id\":\"c2\""),
         "the replayed cut stream gave no bytes\n{replay}"
     );
+}
+
+/// An agent that finishes one conversation (one request on Chat Completions), then starts a
+/// child in its process group, writes both pids to `agent.pids` and waits to be stopped.
+const WAITING_AGENT: &str = r#"
+import http.client, json, os, subprocess, sys, time, urllib.parse
+url = urllib.parse.urlparse(os.environ["OPENAI_BASE_URL"])
+conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+body = {"model": "m", "messages": [{"role": "user", "content": "one task"}]}
+conn.request("POST", "/v1/chat/completions", json.dumps(body), {"content-type": "application/json"})
+conn.getresponse().read()
+conn.close()
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+with open("agent.pids.tmp", "w") as f:
+    f.write(f"{os.getpid()} {child.pid}")
+os.rename("agent.pids.tmp", "agent.pids")
+time.sleep(300)
+"#;
+
+/// The pids `WAITING_AGENT` wrote, once it has (at most a minute).
+#[cfg(unix)]
+fn agent_pids(p: &Project) -> Vec<i32> {
+    let start = std::time::Instant::now();
+    loop {
+        if let Ok(text) = std::fs::read_to_string(p.join("agent.pids")) {
+            return text
+                .split(' ')
+                .filter_map(|n| n.trim().parse().ok())
+                .collect();
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the agent never wrote its pids"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Is `pid` gone (or a zombie, which holds nothing)?
+#[cfg(unix)]
+fn gone(pid: i32) -> bool {
+    // SAFETY: signal 0 checks that the process exists; it sends nothing.
+    let exists = unsafe { libc::kill(pid, 0) } == 0;
+    let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z'))
+    });
+    !exists || zombie
+}
+
+/// Start `harness ARGS` in the project, wait for the agent, send `signal` to harness; its exit
+/// code once it has ended, after checking that every process of the agent's group is gone.
+#[cfg(unix)]
+fn stopped_by(p: &Project, signal: i32, args: &[&str]) -> Option<i32> {
+    use std::process::Stdio;
+    let mut child = crate::support::harness_command(p.path(), args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start harness");
+    let pids = agent_pids(p);
+    let pid = i32::try_from(child.id()).expect("a pid");
+    // SAFETY: sends a signal to the child this test spawned and has not reaped.
+    assert_eq!(unsafe { libc::kill(pid, signal) }, 0, "kill failed");
+    let status = crate::support::wait_at_most(&mut child, Duration::from_secs(60));
+    let start = std::time::Instant::now();
+    while !pids.iter().all(|&p| gone(p)) && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for pid in &pids {
+        assert!(gone(*pid), "the agent's process {pid} outlived harness");
+    }
+    std::fs::remove_file(p.join("agent.pids")).expect("remove the pids");
+    status.code()
+}
+
+#[cfg(unix)]
+#[test]
+fn a_stop_signal_ends_the_agents_group_and_keeps_its_finished_conversations() {
+    let p = Project::new();
+    let stub = "scenarios/serve/reflex-black-box.toml";
+    p.copy_from_repo(stub, stub);
+    p.write("agent.py", WAITING_AGENT);
+    for (signal, code) in [
+        (libc::SIGTERM, 143),
+        (libc::SIGHUP, 129),
+        (libc::SIGINT, 130),
+    ] {
+        // The proxy writes the conversation that ended before the signal.
+        let (mut upstream, base) = crate::support::stub_provider(&p, stub);
+        let out = format!("recorded-{code}");
+        let got = stopped_by(
+            &p,
+            signal,
+            &[
+                "proxy",
+                "--upstream",
+                &base,
+                "--out",
+                &out,
+                "--",
+                "python3",
+                "agent.py",
+            ],
+        );
+        drop(upstream.stdin.take());
+        let _ = upstream.wait();
+        assert_eq!(got, Some(code), "proxy stopped by signal {signal}");
+        let cassette = p.read(&format!("{out}/conversation-1.cassette.json"));
+        assert!(cassette.contains("\"status\": 200"), "{cassette}");
+        // exec ends the agent's group as well, with the signal's status.
+        let got = stopped_by(&p, signal, &["exec", stub, "--", "python3", "agent.py"]);
+        assert_eq!(got, Some(code), "exec stopped by signal {signal}");
+    }
 }
