@@ -133,7 +133,7 @@ pub fn cassette(data: &[u8]) -> bool {
         .unwrap_or(&RECORDED[0])
         .clone();
     record::retarget(&mut case, "fuzz/cassette".into(), &c.model);
-    let replay = record::replay_case(&case, &c);
+    let replay = record::replay_case(&case, &c, &Default::default());
     let _ = crate::trace::render_golden(&case.id, &replay.events);
     replay.miss.is_none() && replay.gap.is_none()
 }

@@ -9,6 +9,7 @@
 //! The format's reference is [`ProjectFile`], whose docs become `schema/harness.schema.json`.
 
 use crate::diagnostic::{Cause, Diagnostic, Serde};
+use crate::provider::matching::{Matching, Part};
 use crate::scenario::{Seg, SourceFormat};
 use crate::store::relative_to;
 use schemars::JsonSchema;
@@ -44,6 +45,37 @@ pub struct ProjectFile {
     /// Defaults of `harness run` (and of `merge` and `exec` where they apply).
     #[serde(default)]
     pub run: RunDefaults,
+    /// How recordings replay: `run` of scenario cassettes, `exec` and `serve` of agent
+    /// cassettes.
+    #[serde(default)]
+    pub replay: ReplayDefaults,
+}
+
+/// What counts when a replayed request is compared with the recording; `--match` overrides
+/// `match`, and `--ignore` adds to `ignore`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayDefaults {
+    /// Request paths no replay compares, besides the volatile fields and each cassette's own
+    /// `replay.ignore`: object keys and array indices separated by `/`, `*` for any
+    /// (`messages/*/name`).
+    #[serde(default)]
+    pub ignore: Vec<String>,
+    /// The parts of a request that count: any of `model`, `messages` (the conversation, the
+    /// system prompt and instructions), `tools` (the tools offered and the tool choice) and
+    /// `params` (everything else: sampling, limits, streaming). Default: all four.
+    #[serde(default, rename = "match")]
+    pub parts: Vec<String>,
+}
+
+impl ReplayDefaults {
+    /// The matching these defaults give, with `parts` (`--match`) instead of the file's when
+    /// given and `ignore` (`--ignore`) added.
+    pub fn matching(&self, parts: &[Part], ignore: &[String]) -> Matching {
+        let own: Vec<Part> = self.parts.iter().filter_map(|p| Part::parse(p)).collect();
+        let all_ignored: Vec<String> = self.ignore.iter().chain(ignore).cloned().collect();
+        Matching::new(if parts.is_empty() { &own } else { parts }, &all_ignored)
+    }
 }
 
 /// Defaults of `harness run`; the command line overrides each.
@@ -199,6 +231,26 @@ pub fn parse(text: &str) -> Result<ProjectFile, Diagnostic> {
             "`jobs = 0` would run nothing".to_owned(),
             "use 1 or more, or drop the key to use every core".to_owned(),
         ));
+    }
+    for (i, part) in config.replay.parts.iter().enumerate() {
+        if Part::parse(part).is_none() {
+            let names: Vec<&str> = Part::ALL.iter().map(|p| p.name()).collect();
+            let hint = crate::scenario::suggest(part, &names, || {
+                format!("the parts of a request: {}", names.join(", "))
+            });
+            let path = vec![
+                Seg::Key("replay".to_owned()),
+                Seg::Key("match".to_owned()),
+                Seg::Index(i),
+            ];
+            return Err(crate::scenario::diagnose_at(
+                text,
+                SourceFormat::Toml,
+                path,
+                format!("unknown request part `{part}`"),
+                Some(hint),
+            ));
+        }
     }
     for (i, p) in config.run.profile.iter().enumerate() {
         if crate::policy::Config::profile(p).is_none() {

@@ -17,7 +17,7 @@ use crate::select::Selection;
 use crate::serve::Session;
 use crate::serve::http::{Server, Signals};
 use crate::serve::proxy::{self, Upstreams, api_name, cassette_path, existing_cassettes};
-use crate::store::{self, Layout};
+use crate::store;
 use crate::trace::{self, TimedEvent};
 use crate::verdict::{self, Outputs};
 use anyhow::Context as _;
@@ -49,7 +49,8 @@ fn loopback_only(addr: SocketAddr, allow_remote: bool, why: &str) -> Option<Exit
 }
 
 /// `harness serve`.
-pub(super) fn serve(args: &ServeArgs, layout: &Layout) -> anyhow::Result<ExitStatus> {
+pub(super) fn serve(args: &ServeArgs, setup: &Setup) -> anyhow::Result<ExitStatus> {
+    let layout = &setup.layout;
     if let Err(e) = check_label(&args.label) {
         return Ok(fail(&e));
     }
@@ -70,7 +71,12 @@ pub(super) fn serve(args: &ServeArgs, layout: &Layout) -> anyhow::Result<ExitSta
     }
     let replaying = files.iter().any(|f| crate::record::is_cassette(f));
     let loaded = if replaying {
-        match load_cassettes(layout, &files, &args.on_divergence) {
+        match load_cassettes(
+            layout,
+            &files,
+            &args.on_divergence,
+            &args.matching.matching(setup),
+        ) {
             Ok(l) => Some(l),
             Err(errors) => {
                 for f in errors {
@@ -222,11 +228,12 @@ pub(super) fn exec(args: &ExecArgs, out: OutputArgs, setup: &Setup) -> anyhow::R
     if !named {
         outputs.baseline = None;
     }
-    exec_judged(args, &setup.layout, &outputs)
+    exec_judged(args, setup, &outputs)
 }
 
 /// Run the command against each scenario (or the cassettes) and judge it into `outputs`.
-fn exec_judged(args: &ExecArgs, layout: &Layout, outputs: &Outputs) -> anyhow::Result<ExitStatus> {
+fn exec_judged(args: &ExecArgs, setup: &Setup, outputs: &Outputs) -> anyhow::Result<ExitStatus> {
+    let layout = &setup.layout;
     if let Err(e) = check_label(&args.label) {
         return Ok(fail(&e));
     }
@@ -263,8 +270,9 @@ fn exec_judged(args: &ExecArgs, layout: &Layout, outputs: &Outputs) -> anyhow::R
         repeat: 1,
         pending_dir: outputs.pending_dir.clone(),
         keep_traces: outputs.keeps_traces(),
+        matching: args.matching.matching(setup),
     };
-    let settings = args.settings();
+    let settings = args.settings(setup);
     let status = verdict::report(outputs, layout, |r| {
         for (path, e) in unreadable {
             r.unreadable(&FileResult {

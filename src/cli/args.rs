@@ -5,6 +5,7 @@
 use crate::exec;
 use crate::import::Format;
 use crate::provider::Provider;
+use crate::provider::matching::{Matching, Part};
 use crate::record::cassette::Delay;
 use crate::serve::replay::OnDivergence;
 use clap::builder::TypedValueParser as _;
@@ -494,6 +495,9 @@ pub(super) struct ServeArgs {
     /// How requests are read and answers paced.
     #[command(flatten)]
     pub(super) reading: ReadArgs,
+    /// With cassettes: what counts when a request is compared with the recording.
+    #[command(flatten)]
+    pub(super) matching: MatchArgs,
 }
 
 /// `harness exec` arguments.
@@ -527,6 +531,35 @@ pub(super) struct ExecArgs {
     /// `script:SCENARIO` (the scenario's scripted model answers from there on).
     #[arg(long, default_value = "fail", value_name = "POLICY")]
     pub(super) on_divergence: OnDivergence,
+    /// With cassettes: what counts when a request is compared with the recording.
+    #[command(flatten)]
+    pub(super) matching: MatchArgs,
+}
+
+/// What counts when `exec` and `serve` compare an agent's request with its recording (the
+/// project file's `[replay]` gives the defaults).
+#[derive(Debug, Clone, clap::Args)]
+pub(super) struct MatchArgs {
+    /// With cassettes: a request path no replay compares (repeatable; `messages/*/name`),
+    /// besides the volatile fields, each cassette's `replay.ignore` and the project file's
+    /// `[replay] ignore`.
+    #[arg(long = "ignore", value_name = "PATH")]
+    pub(super) ignore: Vec<String>,
+    /// With cassettes: the parts of a request that count, comma-separated: `model`,
+    /// `messages`, `tools`, `params` [default: the project file's `[replay] match`, else all].
+    #[arg(long = "match", value_name = "PARTS", value_delimiter = ',', value_parser = part_name)]
+    pub(super) parts: Vec<Part>,
+}
+
+/// A part of a request, by its `--match` name.
+fn part_name(s: &str) -> Result<Part, String> {
+    Part::parse(s).ok_or_else(|| {
+        let names: Vec<&str> = Part::ALL.iter().map(|p| p.name()).collect();
+        format!(
+            "`{s}` is not a part of a request; the parts: {}",
+            names.join(", ")
+        )
+    })
 }
 
 /// How `serve` and `exec` read the agent's requests and pace their answers.
@@ -610,7 +643,7 @@ impl From<RecordMode> for crate::record::RecordMode {
 
 impl RecordArgs {
     /// What the library's recorder takes.
-    pub(super) fn options(&self) -> crate::record::RecordOptions {
+    pub(super) fn options(&self, setup: &super::Setup) -> crate::record::RecordOptions {
         crate::record::RecordOptions {
             scenario: self.scenario.clone(),
             provider: self.provider,
@@ -625,6 +658,7 @@ impl RecordArgs {
             timeout_ms: self.timeout_ms,
             max_wait_ms: self.max_wait_ms,
             ignore: self.ignore.clone(),
+            matching: setup.replay_defaults().matching(&[], &[]),
         }
     }
 }
@@ -659,9 +693,16 @@ impl ReadArgs {
     }
 }
 
+impl MatchArgs {
+    /// The matching these flags give over the project file's `[replay]` defaults.
+    pub(super) fn matching(&self, setup: &super::Setup) -> Matching {
+        setup.replay_defaults().matching(&self.parts, &self.ignore)
+    }
+}
+
 impl ExecArgs {
     /// How the library runs and judges the agent command.
-    pub(super) fn settings(&self) -> exec::Settings {
+    pub(super) fn settings(&self, setup: &super::Setup) -> exec::Settings {
         exec::Settings {
             command: self.command.clone(),
             timeout_ms: self.timeout_ms,
@@ -669,6 +710,7 @@ impl ExecArgs {
             expect: self.expect.clone(),
             reading: self.reading.to_reading(),
             on_divergence: self.on_divergence.clone(),
+            matching: self.matching.matching(setup),
         }
     }
 }

@@ -169,6 +169,14 @@ impl Setup {
         }
     }
 
+    /// The project file's replay defaults (empty without one).
+    fn replay_defaults(&self) -> crate::project::ReplayDefaults {
+        self.project
+            .as_ref()
+            .map(|p| p.config.replay.clone())
+            .unwrap_or_default()
+    }
+
     /// The project file's run defaults (empty without one).
     fn run_defaults(&self) -> crate::project::RunDefaults {
         self.project
@@ -214,13 +222,13 @@ fn execute(cli: Cli) -> anyhow::Result<ExitStatus> {
         Command::Reject { paths, pending_dir } => {
             goldens::accept_or_reject(layout, &paths, pending_dir.as_deref(), false)
         }
-        Command::Trace { scenario, jsonl } => show::trace(layout, &scenario, jsonl),
+        Command::Trace { scenario, jsonl } => show::trace(&setup, &scenario, jsonl),
         Command::Schema { of } => show::schema(of),
         Command::Profile { name } => show::profile(name.as_deref()),
-        Command::Record(args) => record::record(&args, layout, ci()),
+        Command::Record(args) => record::record(&args, &setup, ci()),
         Command::Promote(args) => record::promote(&args),
         Command::Lint(args) => record::lint(&args, &setup),
-        Command::Serve(args) => agent::serve(&args, layout),
+        Command::Serve(args) => agent::serve(&args, &setup),
         Command::Exec { args, out } => agent::exec(&args, out, &setup),
         Command::Proxy(args) => agent::proxy(&args),
         Command::Sweep(args) => sweep::sweep(args),

@@ -8,7 +8,7 @@ use crate::record::scrubber;
 use crate::report::MetricsCsv;
 use crate::results::{CaseResult, ExitStatus, FileResult, Reporter};
 use crate::snapshot::Comparison;
-use crate::store::{self, Layout};
+use crate::store;
 use crate::trace;
 use anyhow::Context as _;
 use std::io::Write;
@@ -21,8 +21,13 @@ fn refused(d: &Diagnostic, extra_var: Option<&str>) -> anyhow::Result<ExitStatus
 }
 
 /// `harness record`.
-pub(super) fn record(args: &RecordArgs, layout: &Layout, ci: bool) -> anyhow::Result<ExitStatus> {
-    let r = match crate::record::record(&args.options(), layout, ci) {
+pub(super) fn record(
+    args: &RecordArgs,
+    setup: &super::Setup,
+    ci: bool,
+) -> anyhow::Result<ExitStatus> {
+    let layout = &setup.layout;
+    let r = match crate::record::record(&args.options(setup), layout, ci) {
         Ok(r) => r,
         Err(e) => return refused(&e, args.api_key_env.as_deref()),
     };
@@ -84,11 +89,12 @@ pub(super) fn record(args: &RecordArgs, layout: &Layout, ci: bool) -> anyhow::Re
 
 /// `harness trace CASSETTE`: the replayed trace; a drifted request is reported (exit 1).
 pub(super) fn trace(
-    layout: &Layout,
+    setup: &super::Setup,
     path: &std::path::Path,
     jsonl: bool,
 ) -> anyhow::Result<ExitStatus> {
-    let r = match crate::record::replay(layout, path) {
+    let matching = setup.replay_defaults().matching(&[], &[]);
+    let r = match crate::record::replay(&setup.layout, path, &matching) {
         Ok(r) => r,
         Err(e) => return refused(&e, None),
     };

@@ -10,7 +10,7 @@ use crate::report::{Collected, html};
 use crate::results::ExitStatus;
 use crate::run::{self, Options};
 use crate::select::Selection;
-use crate::store::{self, Layout};
+use crate::store;
 use crate::verdict::{self, Outputs, baseline};
 use anyhow::Context as _;
 use std::io::{self, Write};
@@ -53,7 +53,7 @@ pub(super) fn run(args: RunArgs, setup: &Setup) -> anyhow::Result<ExitStatus> {
         }
     }
     run::interrupt::install().context("cannot catch stop signals")?;
-    let options = match options(paths, layout.clone(), profile, &select) {
+    let options = match options(paths, setup, profile, &select) {
         Ok(o) => Options {
             jobs: jobs_or_cores(jobs.or(defaults.jobs)),
             write_pending: !outputs.ci || outputs.pending_dir.is_some(),
@@ -86,7 +86,7 @@ pub(super) fn list(args: ListArgs, setup: &Setup) -> anyhow::Result<ExitStatus> 
         profile
     };
     let require = select.require_cases(&paths);
-    match options(paths, setup.layout.clone(), profile, &select) {
+    match options(paths, setup, profile, &select) {
         Ok(o) => list_cases(
             &o,
             require.as_ref(),
@@ -143,7 +143,7 @@ pub(super) fn bless(args: BlessArgs, setup: &Setup) -> anyhow::Result<ExitStatus
     let baseline = setup.bless_baseline(baseline);
     run::interrupt::install().context("cannot catch stop signals")?;
     let require = select.require_cases(&paths);
-    match options(paths, setup.layout.clone(), Vec::new(), &select) {
+    match options(paths, setup, Vec::new(), &select) {
         Ok(o) => {
             let o = Options {
                 jobs: jobs_or_cores(jobs.or(setup.run_defaults().jobs)),
@@ -262,7 +262,7 @@ fn progress_bar(outputs: &Outputs) -> Option<Bar> {
 /// a bad profile or selection is reported and its exit code returned.
 fn options(
     paths: Vec<PathBuf>,
-    layout: Layout,
+    setup: &Setup,
     profile: Vec<String>,
     select: &SelectArgs,
 ) -> Result<Options, ExitStatus> {
@@ -271,7 +271,7 @@ fn options(
     }
     Ok(Options {
         paths,
-        layout,
+        layout: setup.layout.clone(),
         jobs: 1,
         write_pending: false,
         traces: None,
@@ -280,6 +280,7 @@ fn options(
         repeat: 1,
         pending_dir: None,
         keep_traces: false,
+        matching: setup.replay_defaults().matching(&[], &[]),
     })
 }
 

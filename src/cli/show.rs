@@ -8,17 +8,22 @@ use crate::policy::Config;
 use crate::results::ExitStatus;
 use crate::run;
 use crate::scenario::{self, SourceFormat};
-use crate::store::{self, Layout};
+use crate::store;
 use crate::trace;
 use anyhow::Context as _;
 use std::io::Write;
 use std::path::Path;
 
 /// `harness trace`: every case of a scenario replayed (a cassette's trace is `record`'s).
-pub(super) fn trace(layout: &Layout, scenario: &Path, jsonl: bool) -> anyhow::Result<ExitStatus> {
+pub(super) fn trace(
+    setup: &super::Setup,
+    scenario: &Path,
+    jsonl: bool,
+) -> anyhow::Result<ExitStatus> {
     if crate::record::is_cassette(scenario) {
-        return super::record::trace(layout, scenario, jsonl);
+        return super::record::trace(setup, scenario, jsonl);
     }
+    let layout = &setup.layout;
     let text = match store::read_input_text(scenario, "scenario", crate::limits::MAX_SCENARIO_BYTES)
     {
         Ok(text) => text,

@@ -18,6 +18,7 @@ pub mod command;
 
 use crate::diagnostic::Cause;
 use crate::provider::Provider;
+use crate::provider::matching::Matching;
 use crate::results::{CaseResult, FileResult};
 use crate::run::{self, Options};
 use crate::scenario::{self, Case, Diagnostic, Expect};
@@ -61,6 +62,8 @@ pub struct Settings {
     pub reading: Reading,
     /// With cassettes: what follows the first request that differs from the recording.
     pub on_divergence: OnDivergence,
+    /// With cassettes: what counts when a request is compared with the recording.
+    pub matching: Matching,
 }
 
 /// The failure rules of a case: the scenario's patterns, then the command line's.
@@ -359,6 +362,7 @@ pub fn load_cassettes(
     layout: &Layout,
     files: &[PathBuf],
     policy: &replay::OnDivergence,
+    matching: &Matching,
 ) -> Result<LoadedCassettes, Vec<FileResult>> {
     let located =
         |path: &Path, line: usize, col: usize, message: String, hint: String| FileResult {
@@ -414,7 +418,7 @@ pub fn load_cassettes(
             Ok(mut cs) => {
                 cases.push(cs.remove(0));
                 paths.push(path.clone());
-                served.push(replay::ServedCassette::new(id, c));
+                served.push(replay::ServedCassette::new(id, c, matching));
             }
             Err(m) => errors.push(located(
                 path,
@@ -520,7 +524,12 @@ pub fn exec_cassettes(
     files: &[PathBuf],
     notes: &mut dyn Write,
 ) -> io::Result<Vec<FileResult>> {
-    let loaded = match load_cassettes(&options.layout, files, &settings.on_divergence) {
+    let loaded = match load_cassettes(
+        &options.layout,
+        files,
+        &settings.on_divergence,
+        &settings.matching,
+    ) {
         Ok(l) => l,
         Err(errors) => return Ok(errors),
     };

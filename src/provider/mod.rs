@@ -14,6 +14,7 @@
 //! caller's to set.
 
 pub mod anthropic;
+pub mod matching;
 pub mod openai;
 pub mod responses;
 pub mod sse;

@@ -21,6 +21,7 @@ pub mod scrub;
 
 use crate::engine;
 use crate::llm::{Model, ModelError, ModelRequest, ModelResponse};
+use crate::provider::matching::Matching;
 use crate::provider::{Provider, WireOptions};
 use crate::scenario::{self, Case, Diagnostic, Expect, SourceFormat};
 use crate::store::{self, Layout};
@@ -84,6 +85,8 @@ pub struct RecordOptions {
     pub max_wait_ms: u64,
     /// Request fields strict replay ignores.
     pub ignore: Vec<String>,
+    /// How a replayed request is compared with the recording (`--record-mode new`).
+    pub matching: Matching,
 }
 
 /// A problem that ends a command with exit code 2: what, and a hint.
@@ -320,7 +323,7 @@ fn case_of(
 }
 
 /// Replay a cassette strictly through the engine (no network).
-pub fn replay(layout: &Layout, path: &Path) -> Result<Replayed, Diagnostic> {
+pub fn replay(layout: &Layout, path: &Path, matching: &Matching) -> Result<Replayed, Diagnostic> {
     let (c, scenario_file) = read_cassette(path, Some(&layout.scenarios))?;
     let case = case_of(layout, path, &c, &scenario_file)?;
     let Replay {
@@ -328,7 +331,7 @@ pub fn replay(layout: &Layout, path: &Path) -> Result<Replayed, Diagnostic> {
         miss,
         gap,
         unused,
-    } = replay_case(&case, &c);
+    } = replay_case(&case, &c, matching);
     let mut failures = Vec::new();
     let mut drift_within_golden = false;
     if let Some(miss) = miss {
@@ -371,8 +374,8 @@ pub struct Replay {
 
 /// Replay `c` strictly through `case` (already retargeted to the cassette): the engine with
 /// the cassette's player as its model. Pure, for `harness run` and the fuzzer.
-pub fn replay_case(case: &Case, c: &Cassette) -> Replay {
-    let mut player = Player::new(c, scrubber(None));
+pub fn replay_case(case: &Case, c: &Cassette, matching: &Matching) -> Replay {
+    let mut player = Player::new(c, scrubber(None), matching);
     let (events, gap) = engine::run_case(case, &mut player);
     let miss = player.miss.take();
     let unused = (miss.is_none() && gap.is_none() && player.used() < c.exchanges.len()).then(|| {
@@ -492,7 +495,7 @@ pub fn record(args: &RecordOptions, layout: &Layout, ci: bool) -> Result<Recorde
         RecordMode::New | RecordMode::All => false,
     };
     if replay_only {
-        let r = replay(layout, &out)?;
+        let r = replay(layout, &out, &args.matching)?;
         let exchanges = read_cassette(&out, Some(&layout.scenarios))?
             .0
             .exchanges
@@ -578,7 +581,7 @@ pub fn record(args: &RecordOptions, layout: &Layout, ci: bool) -> Result<Recorde
     let (events, gap, fatal, exchanges) = match &old {
         Some(old) => {
             let mut h = Hybrid {
-                player: Player::new(old, scrub.clone()),
+                player: Player::new(old, scrub.clone(), &args.matching),
                 live,
                 replaying: true,
             };

@@ -1,35 +1,34 @@
 //! The cassette player: a [`Model`] that answers each engine request with the next recorded
 //! exchange, after checking strictly that the engine asks what was recorded. The request is
 //! rendered to the provider's wire JSON exactly as the live model renders it, scrubbed the same
-//! way, and compared as JSON (key order and the volatile fields ignored); a miss stops the run
-//! and explains itself: the nearest recorded request and a diff of what changed.
+//! way, and compared in the canonical form of [`crate::provider::matching`] (key order, the
+//! volatile fields and the harmless differences ignored); a miss stops the run and explains
+//! itself: the nearest recorded request and a diff of what changed.
 
 use super::cassette::{Cassette, Exchange};
 use super::live::{answer, scrub_exchange, stop};
 use super::scrub::{REDACTED, Scrubber};
-use crate::json::sorted;
 use crate::llm::{Model, ModelError, ModelRequest, ModelResponse};
 use crate::provider::WireOptions;
+use crate::provider::matching::Matching;
 use serde_json::Value;
-
-/// Request fields ignored by every match: per-request ids and user tags that clients vary.
-pub const VOLATILE: &[&str] = &["metadata", "user", "seed", "request_id"];
 
 /// Replays a cassette.
 pub struct Player<'a> {
     cassette: &'a Cassette,
     options: WireOptions,
     scrubber: Scrubber,
-    ignore: Vec<Vec<String>>,
+    matching: Matching,
     next: usize,
     /// Why the run stopped: the request that did not match.
     pub miss: Option<String>,
 }
 
 impl<'a> Player<'a> {
-    /// A player at the cassette's first exchange.
-    pub fn new(cassette: &'a Cassette, scrubber: Scrubber) -> Self {
-        let ignore = ignore_paths(&cassette.replay.ignore);
+    /// A player at the cassette's first exchange, comparing requests as `matching` says (and
+    /// leaving out the cassette's own `replay.ignore` paths).
+    pub fn new(cassette: &'a Cassette, scrubber: Scrubber, matching: &Matching) -> Self {
+        let matching = matching.ignoring(&cassette.replay.ignore);
         Self {
             cassette,
             options: WireOptions {
@@ -38,7 +37,7 @@ impl<'a> Player<'a> {
                 max_tokens: cassette.max_tokens,
             },
             scrubber,
-            ignore,
+            matching,
             next: 0,
             miss: None,
         }
@@ -69,7 +68,7 @@ impl<'a> Player<'a> {
     }
 
     fn strip(&self, v: &Value) -> Value {
-        strip(v, &self.ignore)
+        self.matching.canonical(v)
     }
 
     /// Answer with the next exchange (the caller checked the match).
@@ -234,66 +233,6 @@ pub fn first_difference(a: &Value, b: &Value, path: String) -> Option<String> {
     }
 }
 
-/// The paths the strict match ignores: the volatile fields and `extra` (`a/*/b`), split.
-pub fn ignore_paths(extra: &[String]) -> Vec<Vec<String>> {
-    VOLATILE
-        .iter()
-        .map(|s| (*s).to_owned())
-        .chain(extra.iter().cloned())
-        .map(|p| {
-            p.split('/')
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned)
-                .collect()
-        })
-        .collect()
-}
-
-/// A request as the strict match compares it: canonical, the ignored paths removed.
-pub fn strip(v: &Value, ignore: &[Vec<String>]) -> Value {
-    let mut v = sorted(v);
-    for path in ignore {
-        remove(&mut v, path);
-    }
-    v
-}
-
-/// Remove what `path` names (`*` matches any key or index).
-fn remove(v: &mut Value, path: &[String]) {
-    let Some((head, rest)) = path.split_first() else {
-        return;
-    };
-    match v {
-        Value::Object(o) => {
-            if rest.is_empty() {
-                if head == "*" {
-                    o.clear();
-                } else {
-                    o.shift_remove(head);
-                }
-                return;
-            }
-            for (k, x) in o.iter_mut() {
-                if head == "*" || head == k {
-                    remove(x, rest);
-                }
-            }
-        }
-        Value::Array(a) => {
-            for (i, x) in a.iter_mut().enumerate() {
-                if head == "*" || head.parse::<usize>().ok() == Some(i) {
-                    if rest.is_empty() {
-                        *x = Value::Null;
-                    } else {
-                        remove(x, rest);
-                    }
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -301,10 +240,12 @@ mod tests {
 
     #[test]
     fn ignore_paths_and_first_difference() {
-        let mut v = json!({"messages": [{"id": 1, "c": "a"}, {"id": 2, "c": "b"}], "user": "u"});
-        remove(&mut v, &["messages".into(), "*".into(), "id".into()]);
-        remove(&mut v, &["user".into()]);
-        assert_eq!(v, json!({"messages": [{"c": "a"}, {"c": "b"}]}));
+        let v = json!({"messages": [{"id": 1, "c": "a"}, {"id": 2, "c": "b"}], "user": "u"});
+        let m = Matching::new(&[], &["messages/*/id".to_owned()]);
+        assert_eq!(
+            m.canonical(&v),
+            json!({"messages": [{"c": "a"}, {"c": "b"}]})
+        );
         let a = json!({"messages": [{"content": "x"}], "model": "m"});
         let b = json!({"messages": [{"content": "y"}], "model": "m"});
         assert_eq!(

@@ -7,6 +7,7 @@ pub mod interrupt;
 use crate::engine::{self, ScriptGap};
 use crate::metrics;
 use crate::mock::MockModel;
+use crate::provider::matching::Matching;
 use crate::results::{CaseResult, FileResult, Reporter};
 use crate::scenario::{self, Case, Diagnostic, Seg, SourceFormat};
 use crate::select::Selection;
@@ -46,6 +47,8 @@ pub struct Options {
     /// Keep each case's trace and tags in its result ([`crate::results::Detail`]), for the
     /// outputs that show them (`--json`, `--html`); off, a run holds no traces.
     pub keep_traces: bool,
+    /// What counts when a cassette's replayed request is compared with the recording.
+    pub matching: Matching,
 }
 
 /// The files a run takes: discovered under its paths, sorted, this shard's share.
@@ -531,9 +534,11 @@ fn case_line(text: &str, format: SourceFormat, case: &Case) -> usize {
 /// it); a request that drifted from the recording fails the case with its explanation.
 fn cassette_file(options: &Options, path: &Path) -> Result<(FileResult, Vec<String>), FileResult> {
     let id = options.layout.id_of(path);
-    let r = crate::record::replay(&options.layout, path).map_err(|refusal| FileResult {
-        path: path.to_owned(),
-        outcome: Err(vec![refusal.for_file(path)]),
+    let r = crate::record::replay(&options.layout, path, &options.matching).map_err(|refusal| {
+        FileResult {
+            path: path.to_owned(),
+            outcome: Err(vec![refusal.for_file(path)]),
+        }
     })?;
     let all_ids = vec![r.case.id.clone()];
     let mut results = Vec::new();

@@ -23,9 +23,10 @@ use super::failure::FailureRules;
 use super::{AnswerBody, HttpAnswer, refusal};
 use crate::llm::{Message, Purpose, Role};
 use crate::provider::Provider;
+use crate::provider::matching::{Matching, Part};
 use crate::provider::{Api, WireRequest};
 use crate::record::cassette::{Cassette, Exchange, HEADER_ALLOW_LIST, Outcome};
-use crate::record::player::{changed_lines, first_difference, ignore_paths, pretty, same, strip};
+use crate::record::player::{changed_lines, first_difference, pretty, same};
 use crate::record::scrub::Scrubber;
 use crate::scenario::{OutcomeDef, Scenario, ToolDef, called_tool};
 use serde_json::Value;
@@ -96,24 +97,26 @@ pub struct ServedCassette {
     pub id: String,
     /// The recording.
     pub cassette: Cassette,
-    ignore: Vec<Vec<String>>,
+    /// How its requests are compared (with its own `replay.ignore`).
+    matching: Matching,
     /// Each recorded request as the match compares it.
     stripped: Vec<Value>,
 }
 
 impl ServedCassette {
-    /// A cassette to serve under case id `id`.
-    pub fn new(id: String, cassette: Cassette) -> Self {
-        let ignore = ignore_paths(&cassette.replay.ignore);
+    /// A cassette to serve under case id `id`, its requests compared as `matching` says (and
+    /// leaving out the cassette's own `replay.ignore` paths).
+    pub fn new(id: String, cassette: Cassette, matching: &Matching) -> Self {
+        let matching = matching.ignoring(&cassette.replay.ignore);
         let stripped = cassette
             .exchanges
             .iter()
-            .map(|e| strip(&e.request, &ignore))
+            .map(|e| matching.canonical(&e.request))
             .collect();
         Self {
             id,
             cassette,
-            ignore,
+            matching,
             stripped,
         }
     }
@@ -133,12 +136,12 @@ impl ServedCassette {
     pub fn matches(&self, n: usize, actual: &Value) -> bool {
         self.stripped
             .get(n)
-            .is_some_and(|r| same(r, &strip(actual, &self.ignore)))
+            .is_some_and(|r| same(r, &self.matching.canonical(actual)))
     }
 
     /// The divergence of `actual`, sent as request `n + 1`, from the recording.
     pub fn diverge(&self, n: usize, actual: &Value, scrubber: &Scrubber) -> Divergence {
-        let actual = strip(actual, &self.ignore);
+        let actual = self.matching.canonical(actual);
         let request = u32::try_from(n + 1).unwrap_or(u32::MAX);
         let nearest = self
             .stripped
@@ -195,7 +198,7 @@ impl ServedCassette {
     fn distance(&self, actual: &Value) -> usize {
         match self.stripped.first() {
             Some(_) if self.matches(0, actual) => 0,
-            Some(r) => 1 + changed_lines(r, &strip(actual, &self.ignore)),
+            Some(r) => 1 + changed_lines(r, &self.matching.canonical(actual)),
             None => usize::MAX,
         }
     }
@@ -332,7 +335,28 @@ pub fn reading(api: Api, recorded: &Value, actual: &Value) -> Option<String> {
             "the agent stopped asking for a stream".to_owned()
         });
     }
+    said.extend(params_changed(recorded, actual));
     (!said.is_empty()).then(|| said.join("; "))
+}
+
+/// The request parameters (sampling, limits: [`Part::Params`]) that differ, in plain words;
+/// `stream` is said apart.
+fn params_changed(recorded: &Value, actual: &Value) -> Vec<String> {
+    let (Some(r), Some(a)) = (recorded.as_object(), actual.as_object()) else {
+        return Vec::new();
+    };
+    let mut keys: Vec<&String> = r.keys().chain(a.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter(|k| Part::of_key(k) == Part::Params && k.as_str() != "stream")
+        .filter_map(|k| match (r.get(k), a.get(k)) {
+            (Some(x), Some(y)) if x != y => Some(format!("`{k}` changed: {x} became {y}")),
+            (Some(x), None) => Some(format!("`{k}` ({x}) is no longer sent")),
+            (None, Some(y)) => Some(format!("`{k}` ({y}) is sent, where the recording had none")),
+            _ => None,
+        })
+        .collect()
 }
 
 fn join(v: &[&String]) -> String {
@@ -602,5 +626,109 @@ mod tests {
             Ok(OnDivergence::Script("x.toml".into()))
         );
         assert!("script:".parse::<OnDivergence>().is_err());
+    }
+
+    /// A recorded request of an agent with two tools that made two parallel calls, and what
+    /// each variant of it reads as on replay: harmless ones match, real ones diverge with the
+    /// change named.
+    #[test]
+    fn a_catalogue_of_harmless_and_real_changes() {
+        let recorded = json!({
+            "model": "gpt-4o-mini", "temperature": 0,
+            "tools": [
+                {"type": "function", "function": {"name": "exec", "description": "Run", "parameters": {"type": "object", "properties": {"command": {"type": "string"}}}}},
+                {"type": "function", "function": {"name": "read", "description": "Read", "parameters": {"type": "object"}}}
+            ],
+            "messages": [
+                {"role": "system", "content": "You are careful."},
+                {"role": "user", "content": "Fix the test."},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "call_1", "type": "function", "function": {"name": "exec", "arguments": "{\"command\": \"ls\", \"dir\": \".\"}"}},
+                    {"id": "call_2", "type": "function", "function": {"name": "read", "arguments": "{\"path\": \"a.rs\"}"}}
+                ]},
+                {"role": "tool", "tool_call_id": "call_1", "content": "a.rs b.rs"},
+                {"role": "tool", "tool_call_id": "call_2", "content": "fn main() {}"}
+            ]
+        });
+        let cassette = Cassette {
+            exchanges: vec![Exchange::unanswered(recorded.clone())],
+            ..serde_json::from_value(json!({
+                "version": 2, "agent": {"api": "chat_completions", "command": ["agent"], "conversation": 1},
+                "provider": "openai", "model": "gpt-4o-mini", "base_url": "http://x", "stream": false,
+                "exchanges": []
+            }))
+            .expect("a cassette")
+        };
+        let served = ServedCassette::new("c".into(), cassette, &Matching::default());
+        let variant = |edit: &dyn Fn(&mut Value)| {
+            let mut v = recorded.clone();
+            edit(&mut v);
+            v
+        };
+        let harmless: [(&str, Value); 4] = [
+            (
+                "tools in another order",
+                variant(&|v| v["tools"].as_array_mut().unwrap().reverse()),
+            ),
+            (
+                "parallel results in another order",
+                variant(&|v| v["messages"].as_array_mut().unwrap().swap(3, 4)),
+            ),
+            (
+                "arguments re-serialised",
+                variant(&|v| {
+                    v["messages"][2]["tool_calls"][0]["function"]["arguments"] =
+                        json!("{\"dir\":\".\",\"command\":\"ls\"}");
+                }),
+            ),
+            (
+                "a volatile field",
+                variant(&|v| v["user"] = json!("someone")),
+            ),
+        ];
+        for (what, v) in &harmless {
+            assert!(served.matches(0, v), "{what} diverged");
+        }
+        let real: [(&str, Value, &str); 6] = [
+            (
+                "system prompt",
+                variant(&|v| v["messages"][0]["content"] = json!("You are fast.")),
+                "the system prompt changed",
+            ),
+            (
+                "tool added",
+                variant(&|v| {
+                    v["tools"].as_array_mut().unwrap().push(json!({"type": "function", "function": {"name": "write", "parameters": {}}}))
+                }),
+                "tools added to the request: write",
+            ),
+            (
+                "tool result",
+                variant(&|v| v["messages"][4]["content"] = json!("fn main() { todo!() }")),
+                "a tool result changed",
+            ),
+            (
+                "model",
+                variant(&|v| v["model"] = json!("gpt-4o")),
+                "the model changed: `gpt-4o-mini` became `gpt-4o`",
+            ),
+            (
+                "temperature",
+                variant(&|v| v["temperature"] = json!(0.7)),
+                "`temperature` changed: 0 became 0.7",
+            ),
+            (
+                "schema",
+                variant(&|v| {
+                    v["tools"][0]["function"]["parameters"]["required"] = json!(["command"])
+                }),
+                "a tool's description or schema changed",
+            ),
+        ];
+        for (what, v, said) in &real {
+            assert!(!served.matches(0, v), "{what}: matched");
+            let d = served.diverge(0, v, &Scrubber::default());
+            assert!(d.reading.contains(said), "{what}: read as {:?}", d.reading);
+        }
     }
 }

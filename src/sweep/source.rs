@@ -184,7 +184,7 @@ fn cassette_runs(input: &Input) -> FileImport {
         scenarios: PathBuf::from("scenarios"),
         snapshots: PathBuf::from("snapshots"),
     };
-    match crate::record::replay(&layout, &input.path) {
+    match crate::record::replay(&layout, &input.path, &Default::default()) {
         Ok(r) => {
             let row = crate::metrics::row(
                 &r.case.id,

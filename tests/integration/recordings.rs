@@ -165,10 +165,11 @@ url = urllib.parse.urlparse(base)
 path = {"chat": "/v1/chat/completions", "responses": "/v1/responses", "messages": "/v1/messages"}[api]
 for i in range(count):
     task = f"task {i}"
+    model = os.environ.get("AGENT_MODEL", "m")
     if api == "responses":
-        body = {"model": "m", "input": task, "stream": True}
+        body = {"model": model, "input": task, "stream": True}
     else:
-        body = {"model": "m", "messages": [{"role": "user", "content": task}], "stream": True}
+        body = {"model": model, "messages": [{"role": "user", "content": task}], "stream": True}
         if anthropic:
             body["max_tokens"] = 64
     conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
@@ -485,4 +486,51 @@ fn a_stop_signal_ends_the_agents_group_and_keeps_its_finished_conversations() {
         let got = stopped_by(&p, signal, &["exec", stub, "--", "python3", "agent.py"]);
         assert_eq!(got, Some(code), "exec stopped by signal {signal}");
     }
+}
+
+#[test]
+fn what_counts_in_a_match_is_chosen_at_replay() {
+    let p = Project::new();
+    p.write("agent.py", AGENT);
+    record(&p, "chat", 1, Writes::BytePerWrite, "cassettes/one").expect_code(0);
+    // The agent now asks for another model: a real change, read as one.
+    let replay = |extra: &[&str]| {
+        let mut args = vec!["exec", "cassettes/one"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", "python3", "agent.py", "chat", "1"]);
+        p.harness_env(&[("AGENT_MODEL", "m2")], &args)
+    };
+    let strict = replay(&[]);
+    strict.expect_code(1);
+    assert!(
+        strict.stderr.contains("the model changed: `m` became `m2`"),
+        "{strict}"
+    );
+    // Chosen on the command line: the parts that count, or a path left out.
+    let parts = replay(&["--match", "messages,tools,params"]);
+    parts.expect_code(1); // no golden yet; but no divergence
+    assert!(!parts.stderr.contains("diverged"), "{parts}");
+    let ignored = replay(&["--ignore", "model"]);
+    assert!(!ignored.stderr.contains("diverged"), "{ignored}");
+    // Or in the project file, for every replay.
+    p.write(
+        "harness.toml",
+        "format = 1\n[replay]\nmatch = [\"messages\"]\n",
+    );
+    let project = replay(&[]);
+    assert!(!project.stderr.contains("diverged"), "{project}");
+    p.write(
+        "harness.toml",
+        "format = 1\n[replay]\nmatch = [\"mesages\"]\n",
+    );
+    let typo = replay(&[]);
+    typo.expect_code(2);
+    assert!(typo.stderr.contains("did you mean `messages`?"), "{typo}");
+    let flag = p.harness(&["exec", "cassettes/one", "--match", "prompt", "--", "true"]);
+    flag.expect_code(2);
+    assert!(
+        flag.stderr
+            .contains("the parts: model, messages, tools, params"),
+        "{flag}"
+    );
 }
