@@ -23,7 +23,7 @@ use crate::verdict::{self, Outputs};
 use anyhow::Context as _;
 use std::io::{self, Write as _};
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -246,12 +246,35 @@ fn exec_judged(args: &ExecArgs, setup: &Setup, outputs: &Outputs) -> anyhow::Res
     }
     let (files, unreadable) = store::discover(&args.scenarios);
     let replaying = files.iter().any(|f| crate::record::is_cassette(f));
-    if replaying && files.iter().any(|f| !crate::record::is_cassette(f)) {
+    let named = |f: &PathBuf| args.scenarios.contains(f);
+    if replaying
+        && files
+            .iter()
+            .any(|f| !crate::record::is_cassette(f) && named(f))
+    {
         return Ok(fail(
             &Diagnostic::new("exec was given scenarios and cassettes together").hint(
                 "run the scenarios and the cassettes in two commands: one session replays cassettes only",
             ),
         ));
+    }
+    // A folder of cassettes is replayed as one session; the scenarios beside them (what
+    // `harness promote` writes) are run by `harness run`, not replayed.
+    let (files, beside): (Vec<PathBuf>, Vec<PathBuf>) = if replaying {
+        files
+            .into_iter()
+            .partition(|f| crate::record::is_cassette(f))
+    } else {
+        (files, Vec::new())
+    };
+    if let Some(first) = beside.first() {
+        let _ = writeln!(
+            anstream::stderr(),
+            "harness exec: replaying the cassettes only; {} scenario file(s) among them left to `harness run` ({}{})",
+            beside.len(),
+            first.display(),
+            if beside.len() > 1 { ", …" } else { "" }
+        );
     }
     if replaying && args.expect.is_some() {
         return Ok(fail(

@@ -534,6 +534,14 @@ pub(super) struct ExecArgs {
     /// With cassettes: what counts when a request is compared with the recording.
     #[command(flatten)]
     pub(super) matching: MatchArgs,
+    /// Also accept this exit code of the command (repeatable); by default only 0, and the
+    /// scenario's `[serve] exit_codes`. Any other fails every conversation of the run.
+    #[arg(
+        long = "allow-exit",
+        value_name = "CODE",
+        allow_negative_numbers = true
+    )]
+    pub(super) allow_exit: Vec<i32>,
 }
 
 /// What counts when `exec` and `serve` compare an agent's request with its recording (the
@@ -711,6 +719,7 @@ impl ExecArgs {
             reading: self.reading.to_reading(),
             on_divergence: self.on_divergence.clone(),
             matching: self.matching.matching(setup),
+            allow_exit: self.allow_exit.clone(),
         }
     }
 }

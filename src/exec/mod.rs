@@ -64,6 +64,9 @@ pub struct Settings {
     pub on_divergence: OnDivergence,
     /// With cassettes: what counts when a request is compared with the recording.
     pub matching: Matching,
+    /// Exit codes of the command accepted besides the scenario's `[serve] exit_codes` (`0`
+    /// for cassettes).
+    pub allow_exit: Vec<i32>,
 }
 
 /// The failure rules of a case: the scenario's patterns, then the command line's.
@@ -309,7 +312,17 @@ fn serve_to_command(
     );
     let session = server.stop()?;
     match ended {
-        Ok(ended) => Ok(Ok((session, report_end(settings, what, &ended, notes)))),
+        Ok(ended) => {
+            let failures = report_end(
+                settings,
+                what,
+                &ended,
+                &case.scenario.serve.exit_codes,
+                refused_last(&session),
+                notes,
+            );
+            Ok(Ok((session, failures)))
+        }
         Err(e) if e.kind() == io::ErrorKind::InvalidInput => {
             Ok(Err(Diagnostic::at(1, 1, e.to_string()).hint(
                 "environment variables cannot hold NUL bytes: remove it from the scenario",
@@ -319,11 +332,29 @@ fn serve_to_command(
     }
 }
 
-/// Say on stderr how the command ended; the failure a killed command is, if it was.
+/// Did the session refuse a conversation's last request (its iteration cap, a script with no
+/// answer, a divergence refused)? Then harness ended that conversation, and an agent that
+/// exits non-zero on a refused request ends as it was made to.
+fn refused_last(session: &Session) -> bool {
+    session.conversations().iter().any(|c| {
+        c.requests.last().is_some_and(|r| {
+            matches!(
+                r.reply,
+                crate::serve::Reply::Cap | crate::serve::Reply::NoAnswer(_)
+            )
+        })
+    })
+}
+
+/// Say on stderr how the command ended; the failure that is, if it is one: killed at its
+/// timeout, killed by a signal of its own, or an exit code not among `accepted` and
+/// `--allow-exit`'s (any is, after harness `refused` a conversation's last request).
 fn report_end(
     settings: &Settings,
     what: &str,
     ended: &Ended,
+    accepted: &[i32],
+    refused: bool,
     notes: &mut dyn Write,
 ) -> Vec<String> {
     let note = match ended {
@@ -336,12 +367,40 @@ fn report_end(
         "harness exec: {what}: `{}` {note}",
         settings.command.join(" ")
     );
+    let allowed: Vec<i32> = accepted
+        .iter()
+        .chain(&settings.allow_exit)
+        .copied()
+        .collect();
     match ended {
         Ended::Killed => vec![format!(
             "the command to finish within {} ms; it was killed (raise --timeout-ms if it needs longer)",
             settings.timeout_ms
         )],
-        _ => Vec::new(),
+        Ended::Exited(status) => match status.code() {
+            Some(code) if refused || allowed.contains(&code) => Vec::new(),
+            Some(code) => vec![format!(
+                "the command to exit with {}; it exited with {code} (a scenario's `[serve] exit_codes` or `--allow-exit {code}` accepts it when that is its way to end)",
+                or_list(&allowed)
+            )],
+            None => vec![format!(
+                "the command to exit by itself; it ended by {status}"
+            )],
+        },
+        Ended::Interrupted => Vec::new(),
+    }
+}
+
+/// `0`, `0 or 3`, `0, 3 or 5`.
+fn or_list(codes: &[i32]) -> String {
+    let mut codes = codes.to_vec();
+    codes.sort_unstable();
+    codes.dedup();
+    let codes: Vec<String> = codes.iter().map(ToString::to_string).collect();
+    match codes.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => "0".to_owned(),
     }
 }
 
@@ -470,6 +529,9 @@ pub struct ReplayedTrace {
     pub events: Vec<TimedEvent>,
     /// The divergence report, if it diverged.
     pub report: Option<String>,
+    /// Without a divergence: the recorded exchanges it left unused (the first, 1-based, and
+    /// how many the cassette holds), if it stopped before the recording's end.
+    pub unused: Option<(usize, usize)>,
 }
 
 /// The traces of a replay session: by cassette, and within one cassette by the trace itself
@@ -478,7 +540,14 @@ pub fn replayed_traces(session: &Session, label: &str) -> Vec<ReplayedTrace> {
     let Some(recorded) = session.replay() else {
         return Vec::new();
     };
-    let mut all: Vec<(usize, String, Vec<TimedEvent>, Option<String>)> = session
+    type Found = (
+        usize,
+        String,
+        Vec<TimedEvent>,
+        Option<String>,
+        Option<(usize, usize)>,
+    );
+    let mut all: Vec<Found> = session
         .conversations()
         .iter()
         .filter_map(|c| {
@@ -491,18 +560,21 @@ pub fn replayed_traces(session: &Session, label: &str) -> Vec<ReplayedTrace> {
             };
             let events = infer::infer(&ctx, &c.requests);
             let report = c.divergence().map(|d| d.report(&served.id));
+            let total = served.cassette.exchanges.len();
+            let unused = (report.is_none() && pos.next < total).then_some((pos.next + 1, total));
             Some((
                 pos.cassette,
                 trace::render_golden("", &events),
                 events,
                 report,
+                unused,
             ))
         })
         .collect();
     all.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
     let mut seen = vec![0usize; recorded.cassettes.len()];
     all.into_iter()
-        .map(|(i, _, events, report)| {
+        .map(|(i, _, events, report, unused)| {
             let id = conversation_id(&recorded.cassettes[i].id, label, seen[i]);
             seen[i] += 1;
             ReplayedTrace {
@@ -510,6 +582,7 @@ pub fn replayed_traces(session: &Session, label: &str) -> Vec<ReplayedTrace> {
                 cassette: i,
                 events,
                 report,
+                unused,
             }
         })
         .collect()
@@ -596,6 +669,13 @@ pub fn exec_cassettes(
                     "every request to match the recording (--on-divergence fail); {report}"
                 ));
             }
+        }
+        if let Some((first, total)) = t.unused {
+            r.expectation_failures.push(format!(
+                "every recorded exchange to be replayed; {} of {total} were not (from exchange {first}: the agent stopped asking after request {})",
+                total + 1 - first,
+                first - 1
+            ));
         }
         r.expectation_failures.extend(failures.iter().cloned());
         per_file[t.cassette].push(r);

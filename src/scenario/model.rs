@@ -87,6 +87,18 @@ pub struct ServeDef {
     /// Also read the built-in failure shapes (`Error: …`, tracebacks, JSON error objects, …).
     #[serde(default = "yes")]
     pub builtin_failures: bool,
+    /// The exit codes `harness exec` accepts from the agent command; any other fails every
+    /// conversation of the run (`--allow-exit` adds more). Default `[0]`.
+    #[serde(default = "zero_exit", skip_serializing_if = "is_zero_exit")]
+    pub exit_codes: Vec<i32>,
+}
+
+fn zero_exit() -> Vec<i32> {
+    vec![0]
+}
+
+fn is_zero_exit(codes: &Vec<i32>) -> bool {
+    codes == &[0]
 }
 
 impl Scenario {
@@ -121,6 +133,7 @@ impl Default for ServeDef {
         Self {
             failure: Vec::new(),
             builtin_failures: true,
+            exit_codes: zero_exit(),
         }
     }
 }

@@ -122,10 +122,19 @@ fn a_recorded_agent_replays_offline_and_its_next_version_diverges_where_it_inter
             assert!(run.summary().contains("1 expectation failures"), "{run}");
             assert_eq!(row(&p, "v2.csv")["diverged_at"], "4", "{tag}");
             // `continue`: the stubborn model keeps repeating itself, and the agent's
-            // escalation ends the loop after request 6, three answers after its warning.
+            // escalation ends the loop after request 6, three answers after its warning, by
+            // exiting 2: its way to end a loop, accepted with --allow-exit (else the case
+            // fails with it).
+            let run = exec(
+                "v2-stubborn-exit",
+                &["--on-divergence", "continue"],
+                &["--detector", "escalate"],
+            );
+            run.expect_code(1)
+                .expect_stdout("expected the command to exit with 0; it exited with 2");
             let run = exec(
                 "v2-stubborn",
-                &["--on-divergence", "continue"],
+                &["--on-divergence", "continue", "--allow-exit", "2"],
                 &["--detector", "escalate"],
             );
             run.expect_code(1);

@@ -534,3 +534,101 @@ fn what_counts_in_a_match_is_chosen_at_replay() {
         "{flag}"
     );
 }
+
+/// A scenario whose model answers every request in text: a stub provider for agents that talk.
+const TALKER: &str = r#"format = 1
+family = "talk"
+user = "Talk."
+[model]
+name = "m"
+[[model.rules]]
+reply = { text = "ok" }
+"#;
+
+/// An agent that holds one conversation of `N` requests (a follow-up after each answer), then
+/// exits with `CODE` (default 0).
+const FOLLOW_UPS: &str = r#"
+import json, os, sys, urllib.request
+n = int(sys.argv[1])
+code = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+url = os.environ["OPENAI_BASE_URL"] + "/chat/completions"
+messages = [{"role": "user", "content": "Talk."}]
+for i in range(n):
+    req = urllib.request.Request(url, data=json.dumps({"model": "m", "messages": messages}).encode(),
+        method="POST", headers={"content-type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        answer = json.loads(r.read())["choices"][0]["message"]["content"]
+    messages += [{"role": "assistant", "content": answer}, {"role": "user", "content": f"more {i}"}]
+print("said:", answer)
+sys.exit(code)
+"#;
+
+#[test]
+fn the_agents_exit_status_is_part_of_the_verdict() {
+    let p = Project::new();
+    p.write("scenarios/talk.toml", TALKER);
+    p.write("agent.py", FOLLOW_UPS);
+    let exec = |extra: &[&str], code: &str| {
+        let mut args = vec!["exec", "scenarios/talk.toml"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", "python3", "agent.py", "1", code]);
+        p.harness(&args)
+    };
+    exec(&[], "0").expect_code(1);
+    p.harness(&["accept"]).expect_code(0);
+    exec(&[], "0").expect_code(0);
+    // The same conversation, then exit 1: the agent crashed after its final answer.
+    let crashed = exec(&[], "1");
+    crashed
+        .expect_code(1)
+        .expect_stdout("expected the command to exit with 0; it exited with 1");
+    // Unless it is the agent's way to end: a flag, or the scenario, says so.
+    exec(&["--allow-exit", "1"], "1").expect_code(0);
+    p.write(
+        "scenarios/talk.toml",
+        format!("{TALKER}[serve]\nexit_codes = [0, 1]\n"),
+    );
+    exec(&[], "1").expect_code(0);
+}
+
+#[test]
+fn a_replay_that_leaves_recorded_exchanges_unused_fails_and_names_them() {
+    let p = Project::new();
+    p.write("stub.toml", TALKER);
+    p.write("agent.py", FOLLOW_UPS);
+    let (mut upstream, base) = crate::support::stub_provider(&p, "stub.toml");
+    p.harness(&[
+        "proxy",
+        "--upstream",
+        &base,
+        "--out",
+        "talk",
+        "--",
+        "python3",
+        "agent.py",
+        "3",
+    ])
+    .expect_code(0);
+    drop(upstream.stdin.take());
+    let _ = upstream.wait();
+    let replay = |n: &str| p.harness(&["exec", "talk", "--", "python3", "agent.py", n]);
+    replay("3").expect_code(1); // no golden yet
+    p.harness(&["accept"]).expect_code(0);
+    replay("3").expect_code(0);
+    // `harness promote` writes its scenario beside the cassette; the folder still replays.
+    p.harness(&["promote", "talk/conversation-1.cassette.json"])
+        .expect_code(0);
+    let beside = replay("3");
+    beside.expect_code(0);
+    assert!(
+        beside.stderr.contains(
+            "replaying the cassettes only; 1 scenario file(s) among them left to `harness run`"
+        ),
+        "{beside}"
+    );
+    // The next version stops a request early: not a pass.
+    let early = replay("2");
+    early.expect_code(1).expect_stdout(
+        "every recorded exchange to be replayed; 1 of 3 were not (from exchange 3: the agent stopped asking after request 2)",
+    );
+}
