@@ -85,6 +85,9 @@ pub enum Cause {
     Figure,
     /// Values that do not fit together.
     Inconsistent,
+    /// An agent's cassette (recorded by `harness proxy`) where a scenario's is read: `exec`
+    /// replays it, `run` leaves it alone inside a folder.
+    AgentCassette,
     /// A value of the wrong type, or outside what it may be.
     WrongValue,
     /// Anything else.

@@ -19,6 +19,7 @@ pub mod player;
 pub mod promote;
 pub mod scrub;
 
+use crate::diagnostic::Cause;
 use crate::engine;
 use crate::llm::{Model, ModelError, ModelRequest, ModelResponse};
 use crate::provider::matching::Matching;
@@ -272,8 +273,9 @@ fn read_cassette(path: &Path, scenarios: Option<&Path>) -> Result<(Cassette, Pat
             at.1,
             "this cassette is an agent's conversation recorded by `harness proxy`: it has no scenario to run",
         )
-        .hint("replay it against the agent with `harness exec CASSETTE -- COMMAND`, or turn it into a scenario with `harness promote`; keep such cassettes outside the scenarios folder")
-        .in_file(path));
+        .hint("replay it against the agent with `harness exec CASSETTE -- COMMAND`, or turn it into a scenario with `harness promote`; `harness run` of a folder leaves such cassettes to `exec`")
+        .in_file(path)
+        .cause(Cause::AgentCassette));
     }
     let scenario = scenario_path(path, &c, &text, scenarios)?;
     Ok((c, scenario))

@@ -251,7 +251,7 @@ fn orphans(options: &Options, ids: &CaseIds) -> Vec<PathBuf> {
                 continue;
             }
             let id = golden_id(options, &golden);
-            if !ids.contains(&id) && !exec_golden(&id, ids) {
+            if !ids.contains(&id) && !exec_golden(&id, ids) && !agent_golden(options, &id) {
                 out.push(golden);
             }
         }
@@ -267,6 +267,21 @@ fn exec_golden(id: &str, ids: &CaseIds) -> bool {
     id.rsplit_once('@').is_some_and(|(scenario, label)| {
         let label = label.split('.').next().unwrap_or(label);
         ids.contains(scenario) && crate::policy::Config::profile(label).is_none()
+    })
+}
+
+/// Is this the golden of a `harness exec` replay (`<cassette id>@<label>`) of an agent's
+/// cassette that is still there, outside the folders being run (a cassette's id outside the
+/// scenarios root is its path as given)?
+fn agent_golden(options: &Options, id: &str) -> bool {
+    id.rsplit_once('@').is_some_and(|(cassette, label)| {
+        let label = label.split('.').next().unwrap_or(label);
+        let file = format!("{cassette}.json");
+        crate::policy::Config::profile(label).is_none()
+            && crate::record::is_cassette(Path::new(&file))
+            && [options.layout.scenarios.join(&file), PathBuf::from(&file)]
+                .iter()
+                .any(|p| p.is_file())
     })
 }
 
@@ -328,11 +343,16 @@ pub fn selected_cases(
 ) -> Result<(Vec<Case>, Vec<String>), FileResult> {
     if crate::record::is_cassette(path) {
         let id = options.layout.id_of(path);
-        let case =
-            crate::record::cassette_case(&options.layout, path).map_err(|refusal| FileResult {
-                path: path.to_owned(),
-                outcome: Err(vec![refusal.for_file(path)]),
-            })?;
+        let case = match crate::record::cassette_case(&options.layout, path) {
+            Ok(case) => case,
+            Err(d) if leaves_to_exec(options, path, &d) => return Ok((Vec::new(), vec![id])),
+            Err(d) => {
+                return Err(FileResult {
+                    path: path.to_owned(),
+                    outcome: Err(vec![d.for_file(path)]),
+                });
+            }
+        };
         let all_ids = vec![case.id.clone()];
         let cases = if options.selection.keeps(&case, &id) {
             vec![case]
@@ -518,6 +538,13 @@ fn run_selected(options: &Options, path: &Path) -> Result<(FileResult, Vec<Strin
     ))
 }
 
+/// Is this an agent's cassette found in a folder the run walks? `exec` replays those; the run
+/// leaves them alone (one named on the command line is refused, with the command that
+/// replays it).
+fn leaves_to_exec(options: &Options, path: &Path, d: &Diagnostic) -> bool {
+    d.cause == crate::diagnostic::Cause::AgentCassette && !options.paths.iter().any(|p| p == path)
+}
+
 /// The line of a case in its file: its `[compare.NAME]` table, else 1.
 fn case_line(text: &str, format: SourceFormat, case: &Case) -> usize {
     if !case.gated || case.profile == case.scenario.profile {
@@ -534,12 +561,23 @@ fn case_line(text: &str, format: SourceFormat, case: &Case) -> usize {
 /// it); a request that drifted from the recording fails the case with its explanation.
 fn cassette_file(options: &Options, path: &Path) -> Result<(FileResult, Vec<String>), FileResult> {
     let id = options.layout.id_of(path);
-    let r = crate::record::replay(&options.layout, path, &options.matching).map_err(|refusal| {
-        FileResult {
-            path: path.to_owned(),
-            outcome: Err(vec![refusal.for_file(path)]),
+    let r = match crate::record::replay(&options.layout, path, &options.matching) {
+        Ok(r) => r,
+        // Its id is kept, so the goldens `exec` writes for it are not orphans.
+        Err(d) if leaves_to_exec(options, path, &d) => {
+            let nothing = FileResult {
+                path: path.to_owned(),
+                outcome: Ok(Vec::new()),
+            };
+            return Ok((nothing, vec![id]));
         }
-    })?;
+        Err(d) => {
+            return Err(FileResult {
+                path: path.to_owned(),
+                outcome: Err(vec![d.for_file(path)]),
+            });
+        }
+    };
     let all_ids = vec![r.case.id.clone()];
     let mut results = Vec::new();
     if options.selection.keeps(&r.case, &id) {

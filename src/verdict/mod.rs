@@ -114,7 +114,9 @@ fn input_hint(cause: Cause, writer: &str) -> String {
             "write the value in the type named above (numbers without quotes, percentages as \"5%\")"
                 .to_owned()
         }
-        Cause::NoVariant | Cause::Other => format!("see {writer}, which writes this file"),
+        Cause::NoVariant | Cause::AgentCassette | Cause::Other => {
+            format!("see {writer}, which writes this file")
+        }
     }
 }
 

@@ -632,3 +632,72 @@ fn a_replay_that_leaves_recorded_exchanges_unused_fails_and_names_them() {
         "every recorded exchange to be replayed; 1 of 3 were not (from exchange 3: the agent stopped asking after request 2)",
     );
 }
+
+/// The README's "Record your agent, replay it in CI", followed literally in a copy of this
+/// project (the stub as the provider), leaves the main job green: the exec golden is neither an
+/// orphan nor an invalid file, and a recording kept inside the scenarios folder is left to
+/// `exec` by the main job.
+#[test]
+fn the_readme_record_and_replay_flow_leaves_the_main_job_green() {
+    let p = Project::new();
+    for part in ["scenarios", "snapshots", "baselines", "harness.toml"] {
+        p.copy_from_repo(part, part);
+    }
+    p.write("my_agent.py", FOLLOW_UPS);
+    p.write("stub.toml", TALKER);
+    let (mut upstream, base) = crate::support::stub_provider(&p, "stub.toml");
+    for out in ["cassettes/tuesday", "scenarios/recorded/tuesday"] {
+        p.harness(&[
+            "proxy",
+            "--upstream",
+            &base,
+            "--out",
+            out,
+            "--",
+            "python3",
+            "my_agent.py",
+            "2",
+        ])
+        .expect_code(0);
+        p.harness(&["exec", out, "--", "python3", "my_agent.py", "2"])
+            .expect_code(1); // the first replay writes its golden for review
+        p.harness(&["accept"]).expect_code(0);
+        p.harness(&[
+            "exec",
+            out,
+            "--junit",
+            "exec.xml",
+            "--",
+            "python3",
+            "my_agent.py",
+            "2",
+        ])
+        .expect_code(0);
+    }
+    drop(upstream.stdin.take());
+    let _ = upstream.wait();
+    let main_job = p.harness(&[
+        "run",
+        "scenarios/",
+        "--baseline",
+        "baselines/scenarios.toml",
+    ]);
+    main_job.expect_code(0);
+    assert!(
+        main_job
+            .summary()
+            .contains("0 invalid files, 0 orphaned goldens"),
+        "{main_job}"
+    );
+    assert!(p.exists("snapshots/cassettes/tuesday/conversation-1.cassette@exec.snap"));
+    assert!(p.exists("snapshots/recorded/tuesday/conversation-1.cassette@exec.snap"));
+    // Named on its own, an agent's cassette is still refused by `run`, with the command that
+    // replays it.
+    let named = p.harness(&[
+        "run",
+        "scenarios/recorded/tuesday/conversation-1.cassette.json",
+    ]);
+    named
+        .expect_code(2)
+        .expect_stdout("replay it against the agent with `harness exec CASSETTE -- COMMAND`");
+}
