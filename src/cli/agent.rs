@@ -10,7 +10,7 @@ use crate::exec::{
     check_label, conversation_id, exec_cassettes, exec_file, failure_rules, load, load_cassettes,
     replayed_traces, traces,
 };
-use crate::record::cassette::ReplayOptions;
+use crate::record::cassette::{ReplayOptions, TransportKind};
 use crate::results::{ExitStatus, FileResult};
 use crate::run::Options;
 use crate::select::Selection;
@@ -440,6 +440,23 @@ pub(super) fn proxy(args: &ProxyArgs) -> anyhow::Result<ExitStatus> {
             )
             .hint("the agent must take its base URL from OPENAI_BASE_URL or ANTHROPIC_BASE_URL, which harness proxy sets")
             .status(ExitStatus::Failed),
+        ));
+    }
+    // Answers the proxy made up because the provider could not be reached are no recording:
+    // nothing is written, as `harness record` writes nothing then.
+    let unreached = slots.iter().find_map(|s| {
+        s.exchange
+            .error
+            .as_ref()
+            .filter(|e| matches!(e.kind, TransportKind::Connect | TransportKind::Timeout))
+    });
+    if let Some(e) = unreached {
+        return Ok(fail(
+            &Diagnostic::new(format!(
+                "the provider was not reached, so nothing was recorded ({})",
+                scrubber.scrub(&e.message)
+            ))
+            .hint("check --upstream (the providers' own APIs by default) and the network; the agent got a 502 for each request the provider did not answer"),
         ));
     }
     let mut code = ExitStatus::Ok;

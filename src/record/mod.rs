@@ -409,6 +409,39 @@ pub fn default_out(scenario: &Path) -> PathBuf {
         .join(format!("{stem}{CASSETTE_SUFFIX}"))
 }
 
+/// How a cassette was recorded where a command asks otherwise (`provider openai, model m` where
+/// it asks …), if it does: a replay would silently answer another question.
+fn asked_otherwise(c: &Cassette, args: &RecordOptions) -> Option<String> {
+    let mut recorded = Vec::new();
+    let mut asked = Vec::new();
+    if c.provider != args.provider {
+        recorded.push(format!("provider {}", c.provider.as_str()));
+        asked.push(format!("provider {}", args.provider.as_str()));
+    }
+    if c.model != args.model {
+        recorded.push(format!("model {}", c.model));
+        asked.push(format!("model {}", args.model));
+    }
+    if c.stream != args.stream {
+        let mode = |s: bool| {
+            if s {
+                "streamed answers"
+            } else {
+                "whole answers"
+            }
+        };
+        recorded.push(mode(c.stream).to_owned());
+        asked.push(mode(args.stream).to_owned());
+    }
+    (!recorded.is_empty()).then(|| {
+        format!(
+            "{} where this command asks for {}",
+            recorded.join(", "),
+            asked.join(", ")
+        )
+    })
+}
+
 /// `to` relative to the folder `from`, with `/` separators.
 fn relative(from: &Path, to: &Path) -> String {
     let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
@@ -497,11 +530,18 @@ pub fn record(args: &RecordOptions, layout: &Layout, ci: bool) -> Result<Recorde
         RecordMode::New | RecordMode::All => false,
     };
     if replay_only {
+        let recorded = read_cassette(&out, Some(&layout.scenarios))?.0;
+        if let Some(differs) = asked_otherwise(&recorded, args) {
+            return Err(refuse(
+                format!(
+                    "the cassette at {} was recorded with {differs}, so replaying it would not answer what this command asks",
+                    out.display()
+                ),
+                "pass `--record-mode all` to record it again this way, or `--out` another cassette",
+            ));
+        }
         let r = replay(layout, &out, &args.matching)?;
-        let exchanges = read_cassette(&out, Some(&layout.scenarios))?
-            .0
-            .exchanges
-            .len();
+        let exchanges = recorded.exchanges.len();
         return Ok(Recorded {
             out,
             case: r.case,

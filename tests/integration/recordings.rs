@@ -701,3 +701,79 @@ fn the_readme_record_and_replay_flow_leaves_the_main_job_green() {
         .expect_code(2)
         .expect_stdout("replay it against the agent with `harness exec CASSETTE -- COMMAND`");
 }
+
+#[test]
+fn a_provider_never_reached_records_nothing_and_fails() {
+    let p = Project::new();
+    p.write("agent.py", FOLLOW_UPS);
+    // Port 9 (discard) on loopback: nothing listens.
+    let run = p.harness(&[
+        "proxy",
+        "--upstream",
+        "http://127.0.0.1:9/v1",
+        "--out",
+        "nowhere",
+        "--",
+        "python3",
+        "agent.py",
+        "1",
+    ]);
+    run.expect_code(2);
+    assert!(
+        run.stderr
+            .contains("error: the provider was not reached, so nothing was recorded"),
+        "{run}"
+    );
+    assert!(p.files("nowhere", ".cassette.json").is_empty(), "{run}");
+}
+
+#[test]
+fn a_recording_asked_for_otherwise_is_not_replayed_silently() {
+    let p = Project::new();
+    p.copy_from_repo("scenarios/record", "scenarios/record");
+    let scenario = "scenarios/record/reflex-live.toml";
+    let cassette = "scenarios/record/fixtures/cassettes/reflex-live.cassette.json";
+    let text = p.read(cassette);
+    let model = serde_json::from_str::<serde_json::Value>(&text).expect("a cassette")["model"]
+        .as_str()
+        .expect("a model")
+        .to_owned();
+    // As recorded: replayed offline, no key needed.
+    let same = p.harness_env(
+        &[],
+        &[
+            "record",
+            scenario,
+            "--provider",
+            "openai",
+            "--model",
+            &model,
+            "--stream",
+        ],
+    );
+    same.expect_code(0);
+    assert!(
+        same.stdout.contains("replayed (no provider contacted)"),
+        "{same}"
+    );
+    // Another model, provider or stream setting: refused, saying how it was recorded.
+    let other = p.harness_env(
+        &[],
+        &[
+            "record",
+            scenario,
+            "--provider",
+            "anthropic",
+            "--model",
+            "claude-haiku-4-5",
+        ],
+    );
+    other.expect_code(2);
+    assert!(
+        other.stderr.contains(&format!(
+            "was recorded with provider openai, model {model}, streamed answers where this command asks for provider anthropic, model claude-haiku-4-5, whole answers"
+        )),
+        "{other}"
+    );
+    assert_eq!(p.read(cassette), text, "the cassette was touched");
+}
