@@ -558,7 +558,9 @@ pub fn replayed_traces(session: &Session, label: &str) -> Vec<ReplayedTrace> {
                 cap: u32::try_from(served.cassette.exchanges.len()).unwrap_or(u32::MAX),
                 tool_latency: Default::default(),
             };
-            let events = infer::infer(&ctx, &c.requests);
+            let mut events = infer::infer(&ctx, &c.requests);
+            // The provider's ids differ on every recording; the trace names calls by order.
+            trace::number_calls(&mut events);
             let report = c.divergence().map(|d| d.report(&served.id));
             let total = served.cassette.exchanges.len();
             let unused = (report.is_none() && pos.next < total).then_some((pos.next + 1, total));

@@ -10,6 +10,7 @@ use crate::vocabulary::OutcomeKind;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::OnceLock;
 
@@ -328,6 +329,7 @@ pub enum Event {
 fn is_zero(n: &usize) -> bool {
     *n == 0
 }
+
 /// How a step of the plan/step loop ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -803,6 +805,54 @@ pub fn render_golden(case_id: &str, events: &[TimedEvent]) -> String {
     out
 }
 
+/// Name every tool call by its order in the run (`call_0`, `call_1`, … by first appearance),
+/// as scripted runs name them: a trace inferred from a recording then does not depend on the
+/// ids a provider happened to issue, so re-recording an unchanged conversation leaves its
+/// golden byte-identical.
+pub fn number_calls(events: &mut [TimedEvent]) {
+    let mut names: BTreeMap<String, String> = BTreeMap::new();
+    for e in events.iter_mut() {
+        for id in call_ids(&mut e.event) {
+            let n = names.len();
+            *id = names
+                .entry(std::mem::take(id))
+                .or_insert_with(|| format!("call_{n}"))
+                .clone();
+        }
+    }
+}
+
+/// The tool-call ids an event names.
+fn call_ids(event: &mut Event) -> Vec<&mut String> {
+    match event {
+        Event::ModelResponse { calls, .. } => calls.iter_mut().map(|c| &mut c.id).collect(),
+        Event::ToolCallStart { id, .. }
+        | Event::ToolCallEnd { id, .. }
+        | Event::ToolCallRejected { id, .. }
+        | Event::ToolCallSkipped { id, .. }
+        | Event::ApprovalRequested { id, .. }
+        | Event::ApprovalDecision { id, .. } => vec![id],
+        Event::RunStart { .. }
+        | Event::Iteration { .. }
+        | Event::Signal { .. }
+        | Event::ModelRequest { .. }
+        | Event::TruncationDiscarded { .. }
+        | Event::Intervention { .. }
+        | Event::MessageInjected { .. }
+        | Event::ForceText { .. }
+        | Event::Outcome { .. }
+        | Event::Notice { .. }
+        | Event::Diverged { .. }
+        | Event::ProviderError { .. }
+        | Event::Compaction { .. }
+        | Event::TurnEnd { .. }
+        | Event::UserTurn { .. }
+        | Event::StepStart { .. }
+        | Event::StepEnd { .. }
+        | Event::Replan { .. } => Vec::new(),
+    }
+}
+
 /// Check a trace made outside the engine (inferred from what an agent sent) against the
 /// per-run limits the engine keeps as it goes: its length, text and virtual time.
 pub fn check_limits(events: &[TimedEvent]) -> Result<(), crate::limits::Exceeded> {
@@ -890,5 +940,48 @@ mod tests {
             g,
             "# harness trace v1: x\n       12.345s  tool_call_rejected call_0 exec({}) error=\"line one\\nline two\"\n"
         );
+    }
+
+    #[test]
+    fn calls_are_numbered_by_first_appearance() {
+        let call = |id: &str| CallSummary {
+            id: id.to_owned(),
+            name: "exec".to_owned(),
+            args: "{}".to_owned(),
+        };
+        let response = |ids: &[&str]| Event::ModelResponse {
+            finish: crate::llm::Finish::ToolUse,
+            text: None,
+            calls: ids.iter().map(|i| call(i)).collect(),
+            input_tokens: 0,
+            output_tokens: 0,
+            latency_ms: 0,
+            anomaly: None,
+            chunks: 0,
+        };
+        let end = |id: &str| Event::ToolCallSkipped {
+            id: id.to_owned(),
+            name: "exec".to_owned(),
+            reason: String::new(),
+        };
+        let mut events: Vec<TimedEvent> = [
+            response(&["toolu_x", "toolu_y"]),
+            end("toolu_y"),
+            response(&["toolu_a"]),
+        ]
+        .into_iter()
+        .map(|event| TimedEvent { t_ms: 0, event })
+        .collect();
+        number_calls(&mut events);
+        let ids: Vec<String> = events
+            .iter_mut()
+            .flat_map(|e| {
+                call_ids(&mut e.event)
+                    .into_iter()
+                    .map(|s| s.clone())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        assert_eq!(ids, ["call_0", "call_1", "call_1", "call_2"]);
     }
 }

@@ -777,3 +777,101 @@ fn a_recording_asked_for_otherwise_is_not_replayed_silently() {
     );
     assert_eq!(p.read(cassette), text, "the cassette was touched");
 }
+
+/// A provider that issues fresh call ids on every recording (`call_<salt>_<n>`), as real ones
+/// do: two tool calls, then an answer in text; the conversation's requests count the results.
+fn salted_stub(salt: &'static str, answers: usize) -> (String, std::thread::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let base = format!("http://{}/v1", listener.local_addr().expect("addr"));
+    let handle = std::thread::spawn(move || {
+        for n in 0..answers {
+            let (mut s, _) = listener.accept().expect("accept");
+            let mut reader = BufReader::new(s.try_clone().expect("clone"));
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).expect("a line");
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+                if line == "\r\n" {
+                    break;
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).expect("the body");
+            let request: serde_json::Value = serde_json::from_slice(&body).expect("JSON");
+            let results = request["messages"]
+                .as_array()
+                .map_or(0, |m| m.iter().filter(|m| m["role"] == "tool").count());
+            let message = if results < 2 {
+                serde_json::json!({"role": "assistant", "content": null, "tool_calls": [
+                    {"id": format!("call_{salt}_{n}"), "type": "function", "function": {"name": "exec", "arguments": "{}"}}
+                ]})
+            } else {
+                serde_json::json!({"role": "assistant", "content": "done"})
+            };
+            let finish = if results < 2 { "tool_calls" } else { "stop" };
+            let answer = serde_json::json!({
+                "id": format!("chatcmpl-{salt}-{n}"), "object": "chat.completion", "created": 1, "model": "m",
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}
+            })
+            .to_string();
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: {}\r\n\r\n",
+                answer.len()
+            );
+            s.write_all(head.as_bytes()).expect("head");
+            s.write_all(answer.as_bytes()).expect("answer");
+        }
+    });
+    (base, handle)
+}
+
+#[test]
+fn re_recording_an_unchanged_conversation_keeps_its_golden() {
+    let p = Project::new();
+    let agent = crate::support::repo()
+        .join("fixtures/agents/reflex_agent.py")
+        .to_string_lossy()
+        .into_owned();
+    let record = |salt: &'static str, extra: &[&str]| {
+        let (base, stub) = salted_stub(salt, 3);
+        let mut args = vec![
+            "proxy",
+            "--upstream",
+            &base,
+            "--out",
+            "rec",
+            "--delay",
+            "zero",
+        ];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", "python3", &agent, "--api", "openai"]);
+        let run = p.harness(&args);
+        stub.join().expect("the stub");
+        run.expect_code(0);
+    };
+    record("first", &[]);
+    assert!(
+        p.read("rec/conversation-1.cassette.json")
+            .contains("call_first_0")
+    );
+    let replay = || p.harness(&["exec", "rec", "--", "python3", &agent, "--api", "openai"]);
+    replay().expect_code(1);
+    p.harness(&["accept"]).expect_code(0);
+    let golden = p.read("snapshots/rec/conversation-1.cassette@exec.snap");
+    assert!(golden.contains("calls=[call_0 exec({})]"), "{golden}");
+    // The provider issues other ids the second time; the golden is the same bytes.
+    record("second", &["--replace"]);
+    assert!(
+        p.read("rec/conversation-1.cassette.json")
+            .contains("call_second_0")
+    );
+    replay().expect_code(0);
+    assert_eq!(
+        p.read("snapshots/rec/conversation-1.cassette@exec.snap"),
+        golden
+    );
+}
