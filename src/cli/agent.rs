@@ -422,6 +422,7 @@ pub(super) fn proxy(args: &ProxyArgs) -> anyhow::Result<ExitStatus> {
         }
         None
     };
+    let bounded = proxy.bounded();
     let (slots, scrubber) = proxy.stop()?;
     if let Some(ended) = &ended {
         let note = match ended {
@@ -500,6 +501,20 @@ pub(super) fn proxy(args: &ProxyArgs) -> anyhow::Result<ExitStatus> {
     }
     for (path, cassette) in &written {
         let text = crate::record::cassette::render(cassette);
+        if text.len() as u64 > crate::limits::MAX_CASSETTE_BYTES {
+            // The budget's estimate fell short: still no cassette a replay would refuse.
+            code = fail(
+                &Diagnostic::new(format!(
+                    "this conversation's cassette would be {} bytes, over the {} a replay reads; not written",
+                    text.len(),
+                    crate::limits::MAX_CASSETTE_BYTES
+                ))
+                .in_file(path)
+                .hint("record a shorter session (README \"Limits\")")
+                .status(ExitStatus::Failed),
+            );
+            continue;
+        }
         store::write_atomic(path, text.as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;
         writeln!(
@@ -514,6 +529,18 @@ pub(super) fn proxy(args: &ProxyArgs) -> anyhow::Result<ExitStatus> {
                 &cassette.model
             },
         )?;
+    }
+    if bounded.refused > 0 {
+        code = fail(
+            &Diagnostic::new(format!(
+                "{} model request(s) were refused (413) and not recorded: the session's recording reached what a cassette may hold ({} MiB, {} exchanges)",
+                bounded.refused,
+                crate::limits::MAX_CASSETTE_BYTES / (1024 * 1024),
+                crate::limits::MAX_CASSETTE_EXCHANGES
+            ))
+            .hint("record a shorter session, or one conversation at a time (README \"Limits\"); the conversations recorded before the limit were written")
+            .status(ExitStatus::Failed),
+        );
     }
     if matches!(ended, Some(Ended::Interrupted)) {
         return Ok(crate::run::interrupt::status());

@@ -16,25 +16,88 @@ use std::sync::OnceLock;
 /// What replaces a secret.
 pub const REDACTED: &str = "[REDACTED]";
 
-/// Secret-shaped strings: a name for the report and the pattern.
-const PATTERNS: &[(&str, &str)] = &[
-    ("Anthropic API key", r"sk-ant-[A-Za-z0-9_\-]{8,}"),
-    ("OpenAI-style API key", r"sk-[A-Za-z0-9_\-]{16,}"),
-    ("bearer token", r"[Bb]earer\s+[A-Za-z0-9._~+/\-]{16,}=*"),
-    ("AWS access key id", r"(?:AKIA|ASIA)[0-9A-Z]{16}"),
-    ("GitHub token", r"gh[pousr]_[A-Za-z0-9]{20,}"),
-    ("GitHub token", r"github_pat_[A-Za-z0-9_]{20,}"),
-    ("Slack token", r"xox[abprs]-[A-Za-z0-9\-]{10,}"),
-    ("Google API key", r"AIza[0-9A-Za-z_\-]{35}"),
-    ("private key", r"-----BEGIN [A-Z ]*PRIVATE KEY-----"),
+/// Secret-shaped strings: a name for the report, the literal texts one must start with, and
+/// the pattern. The literals let a long text be searched at the speed of a substring search:
+/// the pattern runs only where one of them occurs (a 60 MiB session scrubs in milliseconds,
+/// not minutes).
+const PATTERNS: &[(&str, &[&str], &str)] = &[
+    (
+        "Anthropic API key",
+        &["sk-ant-"],
+        r"sk-ant-[A-Za-z0-9_\-]{8,}",
+    ),
+    ("OpenAI-style API key", &["sk-"], r"sk-[A-Za-z0-9_\-]{16,}"),
+    (
+        "bearer token",
+        &["Bearer", "bearer"],
+        r"[Bb]earer\s+[A-Za-z0-9._~+/\-]{16,}=*",
+    ),
+    (
+        "AWS access key id",
+        &["AKIA", "ASIA"],
+        r"(?:AKIA|ASIA)[0-9A-Z]{16}",
+    ),
+    ("GitHub token", &["gh"], r"gh[pousr]_[A-Za-z0-9]{20,}"),
+    (
+        "GitHub token",
+        &["github_pat_"],
+        r"github_pat_[A-Za-z0-9_]{20,}",
+    ),
+    ("Slack token", &["xox"], r"xox[abprs]-[A-Za-z0-9\-]{10,}"),
+    ("Google API key", &["AIza"], r"AIza[0-9A-Za-z_\-]{35}"),
+    (
+        "private key",
+        &["-----BEGIN "],
+        r"-----BEGIN [A-Z ]*PRIVATE KEY-----",
+    ),
 ];
 
-fn patterns() -> &'static [(&'static str, Regex)] {
-    static CELL: OnceLock<Vec<(&'static str, Regex)>> = OnceLock::new();
+/// A secret shape, compiled: its pattern anchored, tried where one of its literals starts.
+struct Shape {
+    kind: &'static str,
+    starts: &'static [&'static str],
+    anchored: Regex,
+}
+
+impl Shape {
+    /// The leftmost non-overlapping matches in `s`, as an unanchored search would find them:
+    /// every match starts with one of the literals, so trying the anchored pattern at each of
+    /// their positions in order finds the same ones.
+    fn find_iter(&self, s: &str) -> Vec<Range<usize>> {
+        let mut at: Vec<usize> = self
+            .starts
+            .iter()
+            .flat_map(|lit| s.match_indices(lit).map(|(i, _)| i))
+            .collect();
+        at.sort_unstable();
+        at.dedup();
+        let mut found = Vec::new();
+        let mut after = 0;
+        for i in at {
+            if i < after {
+                continue;
+            }
+            if let Some(m) = self.anchored.find(&s[i..]) {
+                found.push(i..i + m.end());
+                after = i + m.end();
+            }
+        }
+        found
+    }
+}
+
+fn patterns() -> &'static [Shape] {
+    static CELL: OnceLock<Vec<Shape>> = OnceLock::new();
     CELL.get_or_init(|| {
         PATTERNS
             .iter()
-            .filter_map(|(name, p)| Regex::new(p).ok().map(|r| (*name, r)))
+            .filter_map(|(kind, starts, p)| {
+                Regex::new(&format!("^(?:{p})")).ok().map(|anchored| Shape {
+                    kind,
+                    starts,
+                    anchored,
+                })
+            })
             .collect()
     })
 }
@@ -98,13 +161,15 @@ impl Scrubber {
                 kind: "API key in use",
             }));
         }
-        for (kind, re) in patterns() {
+        for shape in patterns() {
             found.extend(
-                re.find_iter(s)
-                    .filter(|m| plausible(kind, m.as_str()))
-                    .map(|m| Finding {
-                        range: m.range(),
-                        kind,
+                shape
+                    .find_iter(s)
+                    .into_iter()
+                    .filter(|m| plausible(shape.kind, &s[m.clone()]))
+                    .map(|range| Finding {
+                        range,
+                        kind: shape.kind,
                     }),
             );
         }
@@ -453,6 +518,68 @@ mod tests {
     use serde_json::json;
 
     const CANARY: &str = "sk-canary-0123456789abcdefXYZ";
+
+    /// The literal-guided search finds exactly what the plain pattern finds, on texts built to
+    /// put literals next to, inside and across matches.
+    #[test]
+    fn literal_guided_search_finds_what_the_pattern_finds() {
+        let pieces = [
+            "sk-",
+            "sk-ant-",
+            "Bearer ",
+            "bearer\t",
+            "AKIA",
+            "ASIA",
+            "gh",
+            "ghp_",
+            "github_pat_",
+            "xox",
+            "xoxb-",
+            "AIza",
+            "-----BEGIN ",
+            "RSA ",
+            "PRIVATE KEY-----",
+            "0123456789",
+            "ABCDEFGHIJ",
+            "abcdefghij",
+            "_-",
+            " ",
+            "é",
+            "\n",
+            "=",
+            "x",
+        ];
+        // A deterministic walk over the pieces (a linear congruential sequence).
+        let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            usize::try_from(state >> 33).unwrap_or(0)
+        };
+        let mut texts: Vec<String> = vec![
+            format!("key {CANARY} and Bearer abcdefghij0123456789 and AKIAABCDEFGHIJ0123456"),
+            "sk-sk-ant-abcdefgh0123456789".to_owned(),
+            "ghghp_abcdefghij0123456789abcd".to_owned(),
+        ];
+        for _ in 0..2000 {
+            let len = next() % 24;
+            texts.push((0..len).map(|_| pieces[next() % pieces.len()]).collect());
+        }
+        let mut matched = 0;
+        for (shape, (_, _, p)) in patterns().iter().zip(PATTERNS) {
+            let plain = Regex::new(p).expect("a pattern");
+            for t in &texts {
+                let want: Vec<Range<usize>> = plain.find_iter(t).map(|m| m.range()).collect();
+                matched += want.len();
+                assert_eq!(shape.find_iter(t), want, "{} in {t:?}", shape.kind);
+            }
+        }
+        assert!(
+            matched > 100,
+            "the texts hold too few secrets to compare ({matched})"
+        );
+    }
 
     #[test]
     fn shapes_and_known_keys() {

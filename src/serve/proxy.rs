@@ -179,6 +179,33 @@ struct Shared {
     scrubber: Mutex<Scrubber>,
     slots: Mutex<Vec<Slot>>,
     read_timeout: Duration,
+    /// What the session's recording holds so far, as a cassette would write it (an estimate
+    /// kept below [`crate::limits::MAX_CASSETTE_BYTES`]), and the requests refused past it.
+    budget: Mutex<Budget>,
+}
+
+/// The session's recording against the cassette limits: a request that would take it past
+/// them is refused (413) before it is sent, so no conversation is recorded that a replay would
+/// refuse to read.
+#[derive(Debug, Default)]
+struct Budget {
+    /// Bytes a cassette of the whole session would hold (estimated from above).
+    bytes: u64,
+    /// Requests refused at the limit.
+    refused: usize,
+}
+
+/// Bytes a recorded request or answer of `text_len` bytes of JSON takes in a cassette: its
+/// pretty-printed text nested in an exchange (an estimate from above).
+fn cassette_cost(text_len: usize) -> u64 {
+    (text_len as u64).saturating_mul(5) / 4 + 512
+}
+
+/// How the session's recording ended against the cassette limits.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Bounded {
+    /// Model requests refused (413, not sent) because the recording would have passed a limit.
+    pub refused: usize,
 }
 
 /// A running proxy.
@@ -208,6 +235,7 @@ impl Proxy {
             scrubber: Mutex::new(scrubber),
             slots: Mutex::new(Vec::new()),
             read_timeout: timeouts.read,
+            budget: Mutex::new(Budget::default()),
         });
         let app = Router::new()
             .fallback(forward)
@@ -225,6 +253,13 @@ impl Proxy {
     /// Has it stopped on its own (a signal)?
     pub fn finished(&self) -> bool {
         self.running.finished()
+    }
+
+    /// How the recording stands against the cassette limits.
+    pub fn bounded(&self) -> Bounded {
+        Bounded {
+            refused: lock(&self.shared.budget).refused,
+        }
     }
 
     /// Stop, and the session's model requests in arrival order, with the scrubber that knows
@@ -354,6 +389,23 @@ async fn forward(
         }
     }
     let api = api_of(uri.path()).filter(|_| method == Method::POST);
+    if api.is_some() {
+        let mut budget = lock(&s.budget);
+        let cost = cassette_cost(bytes.len());
+        let exchanges = lock(&s.slots).len();
+        if budget.bytes.saturating_add(cost) > crate::limits::MAX_CASSETTE_BYTES
+            || exchanges >= crate::limits::MAX_CASSETTE_EXCHANGES
+        {
+            budget.refused += 1;
+            let message = format!(
+                "harness proxy: recording this request would take the session past what a cassette may hold ({} MiB, {} exchanges; README \"Limits\"); it was not sent",
+                crate::limits::MAX_CASSETTE_BYTES / (1024 * 1024),
+                crate::limits::MAX_CASSETTE_EXCHANGES
+            );
+            return render(refusal(provider, 413, &message), 0.0);
+        }
+        budget.bytes += cost;
+    }
     let slot = api.map(|api| {
         let request = serde_json::from_slice::<Value>(&bytes)
             .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
@@ -553,6 +605,11 @@ impl Tee {
         }
         // An answer whose terminal event came is whole, however the connection ended.
         let error = error.filter(|_| !self.ended);
+        // Counted against the cassette limits before the slots are locked (the requests'
+        // side takes the budget, then the slots).
+        lock(&self.shared.budget).bytes +=
+            cassette_cost(usize::try_from(self.bytes).unwrap_or(usize::MAX))
+                + 96 * self.events.len() as u64;
         let mut slots = lock(&self.shared.slots);
         let Some(slot) = slots.get_mut(at) else {
             return;

@@ -875,3 +875,72 @@ fn re_recording_an_unchanged_conversation_keeps_its_golden() {
         golden
     );
 }
+
+/// An agent that re-sends a history of `MB` mebibytes on every request, `N` times.
+const HEAVY: &str = r#"
+import json, os, sys, urllib.request, urllib.error
+mb, n = int(sys.argv[1]), int(sys.argv[2])
+url = os.environ["OPENAI_BASE_URL"] + "/chat/completions"
+messages = [{"role": "user", "content": "Talk."}, {"role": "user", "content": "x" * (mb << 20)}]
+for i in range(n):
+    req = urllib.request.Request(url, data=json.dumps({"model": "m", "messages": messages}).encode(),
+        method="POST", headers={"content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=120) as r:
+            answer = json.loads(r.read())["choices"][0]["message"]["content"]
+    except urllib.error.HTTPError as e:
+        print(f"refused: HTTP {e.code}: {e.read().decode()}")
+        sys.exit(0)
+    messages += [{"role": "assistant", "content": answer}, {"role": "user", "content": f"more {i}"}]
+"#;
+
+#[test]
+fn a_session_past_what_a_cassette_holds_is_refused_while_recording() {
+    let p = Project::new();
+    p.write("stub.toml", TALKER);
+    p.write("agent.py", HEAVY);
+    let (mut upstream, base) = crate::support::stub_provider(&p, "stub.toml");
+    let run = p.harness(&[
+        "proxy",
+        "--upstream",
+        &base,
+        "--out",
+        "heavy",
+        "--",
+        "python3",
+        "agent.py",
+        "12",
+        "8",
+    ]);
+    drop(upstream.stdin.take());
+    let _ = upstream.wait();
+    // The agent was told at the request that would have passed the limit, and harness says so.
+    run.expect_code(1)
+        .expect_stdout("refused: HTTP 413")
+        .expect_stdout("what a cassette may hold (64 MiB, 10000 exchanges;");
+    assert!(
+        run.stderr
+            .contains("1 model request(s) were refused (413) and not recorded"),
+        "{run}"
+    );
+    // What was recorded before the limit is written, and replays: no cassette exec refuses.
+    let cassettes = p.files("heavy", ".cassette.json");
+    assert_eq!(cassettes.len(), 1, "{run}");
+    let size = std::fs::metadata(p.join(&cassettes[0]))
+        .expect("a cassette")
+        .len();
+    assert!(size <= 64 << 20, "{size} bytes");
+    let replay = p.harness(&[
+        "exec",
+        "heavy",
+        "--on-divergence",
+        "stop",
+        "--",
+        "python3",
+        "agent.py",
+        "12",
+        "8",
+    ]);
+    assert!(!replay.stderr.contains("over the limit"), "{replay}");
+    assert!(!replay.stdout.contains("error:"), "{replay}");
+}
