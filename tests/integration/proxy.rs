@@ -6,7 +6,7 @@
 //! or printed. Nothing but 127.0.0.1 is contacted.
 
 use crate::support::{Project, repo, stub_provider};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::process::Child;
 
 const STUB: &str = "scenarios/serve/reflex-black-box.toml";
@@ -225,22 +225,7 @@ fn raw_stub(answers: Vec<Vec<u8>>) -> (String, std::thread::JoinHandle<Vec<Strin
         for answer in answers {
             let (mut s, _) = listener.accept().expect("accept");
             let mut reader = BufReader::new(s.try_clone().expect("clone"));
-            let mut head = String::new();
-            let mut length = 0usize;
-            loop {
-                let mut line = String::new();
-                reader.read_line(&mut line).expect("a header line");
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap_or(0);
-                }
-                if line == "\r\n" || line.is_empty() {
-                    break;
-                }
-                head.push_str(&line);
-            }
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).expect("the body");
-            seen.push(head);
+            seen.push(crate::support::read_request(&mut reader).head);
             s.write_all(&answer).expect("answer");
             // Dropping the socket ends the answer (or cuts a stream short).
         }

@@ -5,7 +5,7 @@
 //! the agent closes the connection at the stream's terminal event, as the official SDKs do.
 
 use crate::support::Project;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::TcpListener;
 use std::time::Duration;
 
@@ -102,29 +102,8 @@ fn stub(answers: usize, writes: Writes) -> (String, std::thread::JoinHandle<()>)
             let (mut s, _) = listener.accept().expect("accept");
             s.set_nodelay(true).expect("nodelay");
             let mut reader = BufReader::new(s.try_clone().expect("clone"));
-            let mut request_line = String::new();
-            reader
-                .read_line(&mut request_line)
-                .expect("the request line");
-            let path = request_line
-                .split(' ')
-                .nth(1)
-                .unwrap_or_default()
-                .to_owned();
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                reader.read_line(&mut line).expect("a header line");
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap_or(0);
-                }
-                if line == "\r\n" || line.is_empty() {
-                    break;
-                }
-            }
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).expect("the body");
-            let stream = stream_of(&path, TEXT);
+            let request = crate::support::read_request(&mut reader);
+            let stream = stream_of(request.path(), TEXT);
             let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
             s.write_all(head.as_bytes()).expect("the head");
             match writes {
@@ -309,18 +288,7 @@ fn a_truly_cut_stream_replays_the_bytes_it_had_then_cuts() {
     let stub = std::thread::spawn(move || {
         let (mut s, _) = listener.accept().expect("accept");
         let mut reader = BufReader::new(s.try_clone().expect("clone"));
-        let mut length = 0;
-        loop {
-            let mut line = String::new();
-            reader.read_line(&mut line).expect("a line");
-            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                length = v.trim().parse().unwrap_or(0);
-            }
-            if line == "\r\n" {
-                break;
-            }
-        }
-        reader.read_exact(&mut vec![0; length]).expect("the body");
+        crate::support::read_request(&mut reader);
         s.write_all(cut.as_bytes()).expect("the cut stream");
     });
     let client = r#"
@@ -787,19 +755,7 @@ fn salted_stub(salt: &'static str, answers: usize) -> (String, std::thread::Join
         for n in 0..answers {
             let (mut s, _) = listener.accept().expect("accept");
             let mut reader = BufReader::new(s.try_clone().expect("clone"));
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                reader.read_line(&mut line).expect("a line");
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap_or(0);
-                }
-                if line == "\r\n" {
-                    break;
-                }
-            }
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).expect("the body");
+            let body = crate::support::read_request(&mut reader).body;
             let request: serde_json::Value = serde_json::from_slice(&body).expect("JSON");
             let results = request["messages"]
                 .as_array()

@@ -39,6 +39,41 @@ pub fn stub_provider(p: &Project, scenario: &str) -> (std::process::Child, Strin
     (server, format!("http://{addr}"))
 }
 
+/// One HTTP/1.1 request as a hand-written stub reads it off its connection: the request line and
+/// headers as sent (without the blank line that ends them), and the body its `content-length`
+/// announces.
+pub struct RawRequest {
+    pub head: String,
+    pub body: Vec<u8>,
+}
+
+impl RawRequest {
+    /// The request's path.
+    pub fn path(&self) -> &str {
+        self.head.split(' ').nth(1).unwrap_or_default()
+    }
+}
+
+/// Read one request from `reader`.
+pub fn read_request(reader: &mut impl std::io::BufRead) -> RawRequest {
+    let mut head = String::new();
+    let mut length = 0;
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).expect("a header line");
+        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            length = v.trim().parse().unwrap_or(0);
+        }
+        if line == "\r\n" || line.is_empty() {
+            break;
+        }
+        head.push_str(&line);
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).expect("the body");
+    RawRequest { head, body }
+}
+
 /// The repository root.
 pub fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
