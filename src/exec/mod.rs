@@ -313,10 +313,15 @@ fn serve_to_command(
     let session = server.stop()?;
     match ended {
         Ok(ended) => {
+            let scrubber = session
+                .replay()
+                .map(|r| r.scrubber.clone())
+                .unwrap_or_default();
             let failures = report_end(
                 settings,
                 what,
                 &ended,
+                &scrubber,
                 &case.scenario.serve.exit_codes,
                 refused_last(&session),
                 notes,
@@ -353,6 +358,7 @@ fn report_end(
     settings: &Settings,
     what: &str,
     ended: &Ended,
+    scrubber: &crate::record::scrub::Scrubber,
     accepted: &[i32],
     refused: bool,
     notes: &mut dyn Write,
@@ -362,10 +368,12 @@ fn report_end(
         Ended::Killed => format!("killed after {} ms", settings.timeout_ms),
         Ended::Interrupted => format!("ended by {}", crate::run::interrupt::name()),
     };
+    // Scrubbed as the proxy scrubs the command it records (the command may carry a key).
+    let command: Vec<String> = settings.command.iter().map(|a| scrubber.scrub(a)).collect();
     let _ = writeln!(
         notes,
         "harness exec: {what}: `{}` {note}",
-        settings.command.join(" ")
+        command.join(" ")
     );
     let allowed: Vec<i32> = accepted
         .iter()

@@ -158,6 +158,54 @@ fn wanted(p: &Path) -> bool {
         .is_some_and(|e| EXTENSIONS.contains(&e))
 }
 
+/// What kind of file a finding is in: what to do about it depends on where the secret came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum FileKind {
+    Cassette,
+    Golden,
+    Trace,
+    Scenario,
+    Other,
+}
+
+impl FileKind {
+    fn of(path: &Path) -> Self {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if name.ends_with(".cassette.json") {
+            Self::Cassette
+        } else if name.ends_with(".snap") || name.ends_with(".snap.new") {
+            Self::Golden
+        } else if name.ends_with(".jsonl") {
+            Self::Trace
+        } else if name.ends_with(".toml") {
+            Self::Scenario
+        } else {
+            Self::Other
+        }
+    }
+
+    fn hint(self) -> &'static str {
+        match self {
+            Self::Cassette => {
+                "in a cassette: re-record it (`harness proxy` and `harness record` scrub what they write), or put [REDACTED] where the secret is (a replay matches any one word there)"
+            }
+            Self::Golden => {
+                "in a golden: remove the secret from the scenario or cassette it came from, run the case again and `harness accept` (a replay's golden is scrubbed as its cassette is)"
+            }
+            Self::Trace => {
+                "in a trace: write it again from its scenario or cassette without the secret (a replay's traces are scrubbed), or delete it"
+            }
+            Self::Scenario => {
+                "in a scenario or project file: replace the secret with a made-up value of the same shape that no scanner takes for a key"
+            }
+            Self::Other => "remove it from the file",
+        }
+    }
+}
+
 /// Print the findings; the exit code (0 clean, 1 secrets found, 2 unreadable path).
 pub fn report(
     hits: &[Hit],
@@ -179,11 +227,14 @@ pub fn report(
             h.preview
         )?;
     }
+    let mut kinds: Vec<FileKind> = hits.iter().map(|h| FileKind::of(&h.path)).collect();
+    kinds.sort();
+    kinds.dedup();
+    for kind in kinds {
+        writeln!(out, "  hint: {}", kind.hint())?;
+    }
     if !hits.is_empty() {
-        writeln!(
-            out,
-            "  hint: remove it (re-record: cassettes written by `harness record` are scrubbed) and rotate the key if it was real"
-        )?;
+        writeln!(out, "  hint: rotate the key if it was real")?;
     }
     writeln!(out, "harness lint: {} secret-looking strings", hits.len())?;
     Ok(if !errors.is_empty() {
@@ -222,5 +273,36 @@ mod tests {
         );
         let text = String::from_utf8_lossy(&out);
         assert!(!text.contains("0123456789"), "{text}");
+        assert!(text.contains("hint: in a cassette: re-record it"), "{text}");
+        assert!(!text.contains("in a golden"), "{text}");
+    }
+
+    #[test]
+    fn the_hint_fits_the_kind_of_file_flagged() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let key = "AKIACANARY0123456789";
+        for name in [
+            "x@exec.snap",
+            "x@exec.snap.new",
+            "t.jsonl",
+            "s.toml",
+            "notes.txt",
+        ] {
+            std::fs::write(dir.path().join(name), format!("key {key}\n")).expect("write");
+        }
+        let (hits, errors) = lint(&[dir.path().to_path_buf()], &Scrubber::default());
+        assert_eq!(hits.len(), 5, "{hits:?}");
+        let mut out = Vec::new();
+        report(&hits, &errors, &mut out).expect("report");
+        let text = String::from_utf8_lossy(&out);
+        // One hint per kind, in a fixed order, none telling to re-record a golden.
+        let hints: Vec<&str> = text.lines().filter(|l| l.contains("hint:")).collect();
+        assert_eq!(hints.len(), 5, "{text}");
+        assert!(hints[0].contains("in a golden: remove the secret from the scenario or cassette"));
+        assert!(hints[1].contains("in a trace"));
+        assert!(hints[2].contains("in a scenario or project file"));
+        assert!(hints[3].contains("remove it from the file"));
+        assert!(hints[4].contains("rotate the key"));
+        assert!(!text.contains("re-record"), "{text}");
     }
 }

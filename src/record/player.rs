@@ -154,10 +154,12 @@ impl Model for Player<'_> {
 }
 
 /// JSON equality where a recorded string holding [`REDACTED`] matches any text in its place: a
-/// request that carried a secret the replaying machine does not know still matches.
+/// request that carried a secret the replaying machine does not know still matches. The other
+/// way too: a secret the replay scrubbed matches what the recording held there.
 pub fn same(recorded: &Value, actual: &Value) -> bool {
     match (recorded, actual) {
         (Value::String(r), Value::String(a)) if r.contains(REDACTED) => glob(r, a),
+        (Value::String(r), Value::String(a)) if a.contains(REDACTED) => glob(a, r),
         (Value::Array(r), Value::Array(a)) => {
             r.len() == a.len() && r.iter().zip(a).all(|(x, y)| same(x, y))
         }
@@ -168,21 +170,26 @@ pub fn same(recorded: &Value, actual: &Value) -> bool {
     }
 }
 
-/// Does `text` match `pattern`, where each [`REDACTED`] stands for one or more characters?
+/// Does `text` match `pattern`, where each [`REDACTED`] stands for a secret: one or more
+/// characters, none of them whitespace (a key is one word; the words around it are the text's,
+/// so a recorded `key [REDACTED]` does not match `key abc, and more`)?
 fn glob(pattern: &str, text: &str) -> bool {
+    let secret = |s: &str| !s.is_empty() && !s.chars().any(char::is_whitespace);
     let parts: Vec<&str> = pattern.split(REDACTED).collect();
     let (first, rest) = parts.split_first().unwrap_or((&"", &[]));
     let Some(mut tail) = text.strip_prefix(first) else {
         return false;
     };
     for (i, part) in rest.iter().enumerate() {
-        let last = i + 1 == rest.len();
-        if last {
-            return tail.len() > part.len() && tail.ends_with(part);
+        if i + 1 == rest.len() {
+            return tail.strip_suffix(part).is_some_and(secret);
         }
-        match tail.get(1..).and_then(|t| t.find(part)) {
-            Some(at) => tail = &tail[1 + at + part.len()..],
-            None => return false,
+        // The secret ends where the next part first follows it: a later place would take that
+        // part's own text into the secret, which the next secret could have taken as well.
+        let one = tail.chars().next().map_or(1, char::len_utf8);
+        match tail.get(one..).and_then(|t| t.find(part)) {
+            Some(at) if secret(&tail[..one + at]) => tail = &tail[one + at + part.len()..],
+            _ => return false,
         }
     }
     tail.is_empty()
@@ -263,6 +270,12 @@ mod tests {
         assert!(glob("[REDACTED]", "x"));
         assert!(glob("a[REDACTED]b[REDACTED]", "a1b2"));
         assert!(!glob("plain", "plain!"));
+        // A secret is one word: the text after it is not.
+        assert!(!glob("the key [REDACTED]", "the key abc (read again)"));
+        assert!(glob("t [REDACTED], u [REDACTED]", "t k1, u k2"));
+        assert!(!glob("t [REDACTED], u [REDACTED]", "t k1, u k2 and more"));
+        assert!(glob("[REDACTED]x", "éx"));
+        assert!(glob("key [REDACTED]", "key [REDACTED]"));
         assert!(same(
             &json!({"m": ["say [REDACTED]"]}),
             &json!({"m": ["say sk-1"]})

@@ -310,6 +310,21 @@ fn anthropic_headers(headers: &HeaderMap) -> bool {
     headers.contains_key("anthropic-version") || headers.contains_key("x-api-key")
 }
 
+/// The keys a request carries (`authorization`'s token, `x-api-key`, `api-key`), as sent and bare.
+pub(super) fn keys(headers: &HeaderMap) -> Vec<String> {
+    let mut keys = Vec::new();
+    for name in ["authorization", "x-api-key", "api-key"] {
+        for value in headers.get_all(name) {
+            let text = String::from_utf8_lossy(value.as_bytes()).into_owned();
+            if let Some(bare) = text.strip_prefix("Bearer ") {
+                keys.push(bare.to_owned());
+            }
+            keys.push(text);
+        }
+    }
+    keys
+}
+
 fn hints(headers: &HeaderMap) -> RequestHints {
     RequestHints {
         retry_count: headers
@@ -351,11 +366,10 @@ async fn handle(
 ) -> Response<axum::body::Body> {
     match read(s, api.provider(), headers, body).await {
         Ok(bytes) => {
-            let served = s
-                .session
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .handle_with(api, &bytes, hints(headers));
+            let mut session = s.session.lock().unwrap_or_else(PoisonError::into_inner);
+            session.learn_keys(keys(headers));
+            let served = session.handle_with(api, &bytes, hints(headers));
+            drop(session);
             render(served, s.pace)
         }
         Err(r) => r,

@@ -351,6 +351,15 @@ impl Session {
         &self.conversations
     }
 
+    /// Know these values as secrets from here on (the keys an agent sends in its headers), when
+    /// replaying a recording: they are scrubbed from what the replay derives, as the proxy
+    /// scrubbed them from the cassette.
+    pub fn learn_keys(&mut self, keys: impl IntoIterator<Item = String>) {
+        if let Some(recorded) = &mut self.replay {
+            recorded.scrubber.learn(keys);
+        }
+    }
+
     /// Answer one request body that came in on `api`.
     pub fn handle(&mut self, api: Api, body: &[u8]) -> HttpAnswer {
         self.handle_with(api, body, RequestHints::default())
@@ -359,7 +368,7 @@ impl Session {
     /// Answer one request body that came in on `api`, with what its headers said.
     pub fn handle_with(&mut self, api: Api, body: &[u8], hints: RequestHints) -> HttpAnswer {
         let provider = api.provider();
-        let value: Value = match serde_json::from_slice(body) {
+        let mut value: Value = match serde_json::from_slice(body) {
             Ok(v) => v,
             Err(e) => {
                 return refusal(
@@ -369,6 +378,12 @@ impl Session {
                 );
             }
         };
+        if let Some(recorded) = &self.replay {
+            // A replay's request is scrubbed as its recording was, before anything reads it:
+            // the trace, the golden, the divergence reading and the answer refusing it all
+            // come from here (a recorded `[REDACTED]` matches the scrubbed text).
+            recorded.scrubber.scrub_value(&mut value);
+        }
         let mut request = match api.parse_request(&value) {
             Ok(r) => r,
             Err(e) => return refusal(provider, 400, &format!("harness serve: {e}")),

@@ -361,20 +361,16 @@ async fn forward(
     } else {
         (&s.upstreams.openai, s.upstreams.openai_key.as_deref())
     };
+    // The agent's own key is a secret too, whether it is sent on or replaced.
+    lock(&s.scrubber).learn(super::http::keys(&headers));
     let url = upstream_url(base, anthropic, &uri);
     let mut out = reqwest::header::HeaderMap::new();
     for (name, value) in &headers {
         if HOP.contains(&name.as_str()) {
             continue;
         }
-        if matches!(name.as_str(), "authorization" | "x-api-key" | "api-key") {
-            // The agent's own key is a secret too, whether it is sent on or replaced.
-            let text = String::from_utf8_lossy(value.as_bytes()).into_owned();
-            let bare = text.strip_prefix("Bearer ").unwrap_or(&text).to_owned();
-            lock(&s.scrubber).learn([text, bare]);
-            if key.is_some() {
-                continue;
-            }
+        if matches!(name.as_str(), "authorization" | "x-api-key" | "api-key") && key.is_some() {
+            continue;
         }
         out.append(name.clone(), value.clone());
     }

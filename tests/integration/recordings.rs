@@ -900,3 +900,181 @@ fn a_session_past_what_a_cassette_holds_is_refused_while_recording() {
     assert!(!replay.stderr.contains("over the limit"), "{replay}");
     assert!(!replay.stdout.contains("error:"), "{replay}");
 }
+
+/// A provider that asks for the credentials file once, then answers in text.
+const ASKS_FOR_CREDENTIALS: &str = r#"format = 1
+family = "credentials"
+user = "Read the credentials."
+[[tools]]
+name = "exec"
+description = "Run a shell command"
+schema = { type = "object", properties = { command = { type = "string" } } }
+default = { ok = "" }
+[model]
+name = "m"
+[[model.rules]]
+when = { last_message_contains = "the key is" }
+reply = { text = "done" }
+[[model.rules]]
+reply = { tool_calls = [{ name = "exec", args = { command = "cat .env" } }] }
+"#;
+
+/// A secret of a known shape (an AWS access key id) and one harness knows only because the
+/// agent sends it as its key.
+const AWS_CANARY: &str = "AKIACANARY0123456789";
+const TOKEN_CANARY: &str = "agent-token-canary-4242";
+
+/// An agent whose tool reads a credentials file: both canaries land in a tool result (and the
+/// token in its `authorization` header). `CHANGE=1` is its next version, which words the result
+/// otherwise. It prints what a refused request's body said, and ignores its arguments (where a
+/// key may be given too).
+const LEAKY: &str = r#"
+import json, os, sys, urllib.request, urllib.error
+url = os.environ["OPENAI_BASE_URL"].rstrip("/") + "/chat/completions"
+token = os.environ["AGENT_TOKEN"]
+result = f"the key is AKIACANARY0123456789, the token {token}"
+if os.environ.get("CHANGE") == "1":
+    result += " (read again)"
+tools = [{"type": "function", "function": {"name": "exec", "description": "Run a shell command",
+          "parameters": {"type": "object", "properties": {"command": {"type": "string"}}}}}]
+messages = [{"role": "user", "content": "Read the credentials."}]
+for _ in range(4):
+    body = json.dumps({"model": "m", "messages": messages, "tools": tools}).encode()
+    req = urllib.request.Request(url, data=body, method="POST", headers={
+        "content-type": "application/json", "authorization": "Bearer " + token})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            msg = json.loads(r.read())["choices"][0]["message"]
+    except urllib.error.HTTPError as e:
+        print("refused:", e.read().decode())
+        sys.exit(0)
+    messages.append(msg)
+    if not msg.get("tool_calls"):
+        print("answer:", msg["content"])
+        break
+    for c in msg["tool_calls"]:
+        messages.append({"role": "tool", "tool_call_id": c["id"], "content": result})
+"#;
+
+#[test]
+fn a_secret_in_a_tool_result_appears_in_no_output_of_a_replay() {
+    let p = Project::new();
+    p.write("stub.toml", ASKS_FOR_CREDENTIALS);
+    p.write("agent.py", LEAKY);
+    let token = [("AGENT_TOKEN", TOKEN_CANARY)];
+    let (mut upstream, base) = crate::support::stub_provider(&p, "stub.toml");
+    let recorded = p.harness_env(
+        &token,
+        &[
+            "proxy",
+            "--upstream",
+            &base,
+            "--out",
+            "creds",
+            "--",
+            "python3",
+            "agent.py",
+            AWS_CANARY,
+        ],
+    );
+    drop(upstream.stdin.take());
+    let _ = upstream.wait();
+    recorded.expect_code(0);
+    assert!(recorded.to_string().contains("answer: done"), "{recorded}");
+    // What a command printed (its arguments are the test's).
+    let printed = |run: &crate::support::Run| format!("{}{}", run.stdout, run.stderr);
+    let mut runs = vec![printed(&recorded)];
+    // Every output a replay has: the terminal, traces, goldens (pending, then accepted), the
+    // CSV, JSON, JUnit and HTML reports; first as recorded, then diverging (the reading, the
+    // diff, the body refusing the request the agent printed), then with the other policies.
+    let exec = |tag: &str, env: &[(&str, &str)], policy: &str| {
+        p.harness_env(
+            env,
+            &[
+                "exec",
+                "creds",
+                "--on-divergence",
+                policy,
+                "--traces",
+                &format!("out/{tag}/traces"),
+                "--metrics",
+                &format!("out/{tag}/metrics.csv"),
+                "--json",
+                &format!("out/{tag}/results.json"),
+                "--junit",
+                &format!("out/{tag}/junit.xml"),
+                "--html",
+                &format!("out/{tag}/report.html"),
+                "--",
+                "python3",
+                "agent.py",
+                AWS_CANARY,
+            ],
+        )
+    };
+    let first = exec("first", &token, "fail");
+    first.expect_code(1);
+    assert!(first.stderr.contains("answer: done"), "{first}");
+    runs.push(printed(&first));
+    let accept = p.harness(&["accept"]);
+    accept.expect_code(0);
+    runs.push(printed(&accept));
+    let again = exec("again", &token, "fail");
+    again.expect_code(0);
+    runs.push(printed(&again));
+    let changed = [("AGENT_TOKEN", TOKEN_CANARY), ("CHANGE", "1")];
+    for policy in ["fail", "stop", "continue"] {
+        let run = exec(policy, &changed, policy);
+        assert!(
+            run.stdout.contains("diverged") || run.stderr.contains("diverged"),
+            "{run}"
+        );
+        runs.push(printed(&run));
+    }
+    let diverged = runs[4].clone();
+    assert!(
+        diverged.contains("refused: "),
+        "the agent was refused\n{diverged}"
+    );
+    assert!(
+        diverged.contains("tool result") && diverged.contains("[REDACTED]"),
+        "the reading quotes the changed result, scrubbed\n{diverged}"
+    );
+    // Nothing written or printed holds either canary, and the outputs are there to be read.
+    let mut read = 0;
+    for (path, bytes) in p.tree(".") {
+        if path.ends_with(".py") || path.starts_with("stub") {
+            continue;
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        for canary in [AWS_CANARY, TOKEN_CANARY] {
+            assert!(!text.contains(canary), "{path} holds {canary}:\n{text}");
+        }
+        read += 1;
+    }
+    let tree = p.tree(".");
+    for tag in ["first", "again", "fail", "stop", "continue"] {
+        for file in [
+            "traces/creds/conversation-1.cassette@exec.jsonl",
+            "metrics.csv",
+            "results.json",
+            "junit.xml",
+            "report.html",
+        ] {
+            let path = format!("out/{tag}/{file}");
+            assert!(tree.contains_key(&path), "{path} was not written");
+        }
+    }
+    assert!(tree.contains_key("snapshots/creds/conversation-1.cassette@exec.snap"));
+    assert_eq!(read, 28, "{:?}", tree.keys().collect::<Vec<_>>());
+    for run in &runs {
+        for canary in [AWS_CANARY, TOKEN_CANARY] {
+            assert!(
+                !run.contains(canary),
+                "a terminal line holds {canary}:\n{run}"
+            );
+        }
+    }
+    // lint agrees, and would say what to do by the kind of file.
+    p.harness(&["lint", "."]).expect_code(0);
+}
