@@ -2,7 +2,7 @@
 //! checks its arguments, drives a session of `crate::serve` (through `crate::exec` for a
 //! command run and judged), prints what happened and maps it to an exit status.
 
-use super::args::{ExecArgs, OutputArgs, ProxyArgs, ServeArgs};
+use super::args::{ExecArgs, OutputArgs, ProxyArgs, ProxyMode, ServeArgs};
 use super::{Setup, fail};
 use crate::diagnostic::{Diagnostic, Style};
 use crate::exec::command::{self, Ended};
@@ -14,9 +14,9 @@ use crate::record::cassette::{ReplayOptions, TransportKind};
 use crate::results::{ExitStatus, FileResult};
 use crate::run::Options;
 use crate::select::Selection;
-use crate::serve::Session;
 use crate::serve::http::{Server, Signals};
 use crate::serve::proxy::{self, Upstreams, api_name, cassette_path, existing_cassettes};
+use crate::serve::{Session, replay};
 use crate::store;
 use crate::trace::{self, TimedEvent};
 use crate::verdict::{self, Outputs};
@@ -333,7 +333,7 @@ fn exec_judged(args: &ExecArgs, setup: &Setup, outputs: &Outputs) -> anyhow::Res
 }
 
 /// `harness proxy`.
-pub(super) fn proxy(args: &ProxyArgs) -> anyhow::Result<ExitStatus> {
+pub(super) fn proxy(args: &ProxyArgs, setup: &Setup, ci: bool) -> anyhow::Result<ExitStatus> {
     crate::run::interrupt::install().context("cannot catch stop signals")?;
     if let Some(refused) = loopback_only(
         args.addr,
@@ -349,18 +349,50 @@ pub(super) fn proxy(args: &ProxyArgs) -> anyhow::Result<ExitStatus> {
         Ok(u) => u,
         Err(d) => return Ok(fail(&d)),
     };
+    let mode = args.record_mode.unwrap_or(if args.replace {
+        ProxyMode::All
+    } else if ci {
+        ProxyMode::None
+    } else {
+        ProxyMode::Once
+    });
     let old = existing_cassettes(&args.out);
-    if !old.is_empty() && !args.replace {
+    if mode == ProxyMode::None && old.is_empty() {
         return Ok(fail(
             &Diagnostic::new(format!(
-                "{} already holds {} cassette(s) ({})",
+                "{} holds no cassette to replay, and record mode `none`{} never goes to the provider",
                 args.out.display(),
-                old.len(),
-                old[0].display()
+                if args.record_mode.is_none() {
+                    " (the default when CI is set)"
+                } else {
+                    ""
+                }
             ))
-            .hint("pass --replace to record over them, or name another --out"),
+            .hint("record the session first (`--record-mode once`), or name the folder or file that holds its cassettes"),
         ));
     }
+    // The recordings the session replays, in a mode that replays and when there are some.
+    let replay_mode = match mode {
+        ProxyMode::None => Some(replay::RecordMode::None),
+        ProxyMode::Once => Some(replay::RecordMode::Once),
+        ProxyMode::NewEpisodes => Some(replay::RecordMode::NewEpisodes),
+        ProxyMode::All => None,
+    }
+    .filter(|_| !old.is_empty());
+    let session = match replay_mode {
+        Some(m) => match replay_session(setup, &old, m) {
+            Ok(s) => Some(s),
+            Err(results) => {
+                for r in &results {
+                    if let Err(diags) = &r.outcome {
+                        print_diagnostics(&r.path, diags);
+                    }
+                }
+                return Ok(ExitStatus::BadInput);
+            }
+        },
+        None => None,
+    };
     let folder = if crate::record::is_cassette(&args.out) {
         args.out
             .parent()
@@ -387,7 +419,7 @@ pub(super) fn proxy(args: &ProxyArgs) -> anyhow::Result<ExitStatus> {
         .into_iter()
         .flatten(),
     );
-    let proxy = proxy::Proxy::start(
+    let proxy = proxy::Proxy::start_replaying(
         upstreams.clone(),
         scrubber,
         args.addr,
@@ -396,6 +428,7 @@ pub(super) fn proxy(args: &ProxyArgs) -> anyhow::Result<ExitStatus> {
         } else {
             Signals::Ignore
         },
+        session,
     )
     .with_context(|| format!("cannot listen on {}", args.addr))?;
     let addr = proxy.addr();
@@ -423,7 +456,7 @@ pub(super) fn proxy(args: &ProxyArgs) -> anyhow::Result<ExitStatus> {
         None
     };
     let bounded = proxy.bounded();
-    let (slots, scrubber) = proxy.stop()?;
+    let (slots, scrubber, refusals) = proxy.stop_replaying()?;
     if let Some(ended) = &ended {
         let note = match ended {
             Ended::Exited(s) => format!("ended with {s}"),
@@ -434,6 +467,20 @@ pub(super) fn proxy(args: &ProxyArgs) -> anyhow::Result<ExitStatus> {
         let _ = writeln!(err, "harness proxy: `{}` {note}", command.join(" "));
     }
     let groups = proxy::conversations(&slots);
+    let mut code = ExitStatus::Ok;
+    for said in &refusals {
+        code = fail(
+            &Diagnostic::new(format!("a request the recording does not answer was refused: {said}"))
+                .hint(match mode {
+                    ProxyMode::None => "replay with the agent as recorded, or record again where going live is wanted (`--record-mode once`, `new_episodes` or `all`, without CI set)",
+                    _ => "`--record-mode new_episodes` records on from a divergence; `all` records everything again",
+                })
+                .status(ExitStatus::Failed),
+        );
+    }
+    if groups.is_empty() && !refusals.is_empty() {
+        return Ok(finish_proxy(&ended, code));
+    }
     if groups.is_empty() {
         return Ok(fail(
             &Diagnostic::new(
@@ -445,7 +492,7 @@ pub(super) fn proxy(args: &ProxyArgs) -> anyhow::Result<ExitStatus> {
     }
     // Answers the proxy made up because the provider could not be reached are no recording:
     // nothing is written, as `harness record` writes nothing then.
-    let unreached = slots.iter().find_map(|s| {
+    let unreached = slots.iter().filter(|s| s.replayed.is_none()).find_map(|s| {
         s.exchange
             .error
             .as_ref()
@@ -460,11 +507,34 @@ pub(super) fn proxy(args: &ProxyArgs) -> anyhow::Result<ExitStatus> {
             .hint("check --upstream (the providers' own APIs by default) and the network; the agent got a 502 for each request the provider did not answer"),
         ));
     }
-    let mut code = ExitStatus::Ok;
     let mut written = Vec::new();
     let mut out = io::stdout().lock();
-    for (i, members) in groups.iter().enumerate() {
-        let path = cassette_path(&args.out, i + 1);
+    // A conversation replayed whole keeps its cassette as it is; one that went live from a
+    // divergence extends its cassette; a new one takes the next free name.
+    let replaying = replay_mode.is_some();
+    let mut taken: Vec<PathBuf> = if replaying { old.clone() } else { Vec::new() };
+    let mut number = 0;
+    let mut replayed = 0;
+    for members in &groups {
+        let live = members.iter().any(|&m| slots[m].replayed.is_none());
+        let from = members
+            .iter()
+            .find_map(|&m| slots[m].replayed.map(|(c, _)| c));
+        let (path, n) = match (live, from) {
+            (false, _) => {
+                replayed += 1;
+                continue;
+            }
+            (true, Some(c)) => (old[c].clone(), conversation_number(&old[c])),
+            (true, None) => loop {
+                number += 1;
+                let p = cassette_path(&args.out, number);
+                if !taken.contains(&p) {
+                    taken.push(p.clone());
+                    break (p, u32::try_from(number).unwrap_or(u32::MAX));
+                }
+            },
+        };
         if let Some(&big) = members.iter().find(|&&m| slots[m].too_large) {
             code = fail(
                 &Diagnostic::new(format!(
@@ -481,7 +551,7 @@ pub(super) fn proxy(args: &ProxyArgs) -> anyhow::Result<ExitStatus> {
         let cassette = proxy::cassette_of(
             &slots,
             members,
-            u32::try_from(i + 1).unwrap_or(u32::MAX),
+            n,
             &args.command,
             &upstreams,
             &scrubber,
@@ -493,8 +563,8 @@ pub(super) fn proxy(args: &ProxyArgs) -> anyhow::Result<ExitStatus> {
         );
         written.push((path, cassette));
     }
-    // The cassettes of an earlier recording go only once the new ones are ready.
-    for p in &old {
+    // The cassettes of an earlier recording (`all`) go only once the new ones are ready.
+    for p in old.iter().filter(|_| !replaying) {
         if !written.iter().any(|(w, _)| w == p) {
             std::fs::remove_file(p).with_context(|| format!("cannot remove {}", p.display()))?;
         }
@@ -542,8 +612,57 @@ pub(super) fn proxy(args: &ProxyArgs) -> anyhow::Result<ExitStatus> {
             .status(ExitStatus::Failed),
         );
     }
-    if matches!(ended, Some(Ended::Interrupted)) {
-        return Ok(crate::run::interrupt::status());
+    if replaying {
+        writeln!(
+            out,
+            "replayed {replayed} conversation(s) from their cassettes at {} (record mode {}); {} request(s) answered from the recording",
+            args.out.display(),
+            replay_mode.map_or("", replay::RecordMode::name),
+            slots.iter().filter(|s| s.replayed.is_some()).count()
+        )?;
     }
-    Ok(code)
+    Ok(finish_proxy(&ended, code))
+}
+
+/// The proxy's exit status: the signal's, when one stopped it.
+fn finish_proxy(ended: &Option<Ended>, code: ExitStatus) -> ExitStatus {
+    if matches!(ended, Some(Ended::Interrupted)) {
+        crate::run::interrupt::status()
+    } else {
+        code
+    }
+}
+
+/// The conversation number a cassette's name gives (`conversation-3…`, `NAME-3…`; `NAME…`
+/// is the first).
+fn conversation_number(path: &Path) -> u32 {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_suffix(crate::record::CASSETTE_SUFFIX))
+        .and_then(|stem| stem.rsplit_once('-'))
+        .and_then(|(_, n)| n.parse().ok())
+        .unwrap_or(1)
+}
+
+/// The session that replays the cassettes already at the proxy's `--out` in a record mode:
+/// matched as `exec` matches (the project file's `[replay]`), refusing what the mode does not
+/// send to the provider.
+fn replay_session(
+    setup: &Setup,
+    cassettes: &[PathBuf],
+    mode: replay::RecordMode,
+) -> Result<Session, Vec<FileResult>> {
+    let matching = setup.replay_defaults().matching(&[], &[]);
+    let mut loaded = crate::exec::load_cassettes(
+        &setup.layout,
+        cassettes,
+        &replay::OnDivergence::Fail,
+        &matching,
+    )?;
+    loaded.replay.record_mode = Some(mode);
+    Ok(Session::replaying(
+        loaded.cases.remove(0),
+        crate::serve::failure::FailureRules::default(),
+        loaded.replay,
+    ))
 }

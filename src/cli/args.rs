@@ -99,13 +99,15 @@ pub(super) enum Command {
     /// Turn a cassette into an editable scenario (TOML) that scripts the recorded turns.
     Promote(PromoteArgs),
     /// Record any agent's real session: forward its model requests to the provider, pass the
-    /// answers back unchanged, and write each conversation into a cassette.
+    /// answers back unchanged, and write each conversation into a cassette; the conversations
+    /// already recorded at `--out` are replayed as `--record-mode` says.
     ///
-    /// Exit codes: 0 the cassettes were written (whatever the agent's own exit status, which
-    /// is printed); 1 the agent made no model request, or an answer was too large to keep;
-    /// 2 bad usage (an existing cassette without --replace, a bad upstream URL, a command that
-    /// cannot start); 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP (the agent's process group is ended;
-    /// the cassettes of the conversations that finished are still written).
+    /// Exit codes: 0 the cassettes were written or replayed (whatever the agent's own exit
+    /// status, which is printed); 1 the agent made no model request, a request was refused (a
+    /// replay it does not match, or past what a cassette holds), or an answer was too large to
+    /// keep; 2 bad usage (record mode `none` with nothing at `--out`, a bad upstream URL, a
+    /// command that cannot start); 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP (the agent's process
+    /// group is ended; the cassettes of the conversations that finished are still written).
     Proxy(ProxyArgs),
     /// Serve a scenario's scripted model as an OpenAI- and Anthropic-compatible endpoint;
     /// Ctrl-C ends it and prints the trace inferred from each conversation.
@@ -392,8 +394,25 @@ pub(super) enum RecordMode {
     /// Record when the cassette does not exist yet, else replay it.
     Once,
     /// Replay what matches, record from the first request that differs.
+    #[value(alias = "new_episodes")]
     New,
     /// Always record, replacing the cassette.
+    All,
+}
+
+/// `harness proxy`'s record modes (vcrpy's), over the cassettes already at `--out`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum ProxyMode {
+    /// Never go to the provider: replay the recorded conversations, refuse any other request
+    /// (the default when `CI` is set).
+    None,
+    /// Replay the conversations that have a cassette; record new ones (the default).
+    Once,
+    /// Replay while a conversation follows its recording, then go live from its first
+    /// divergence and extend the cassette; record new conversations.
+    #[value(name = "new_episodes", alias = "new")]
+    NewEpisodes,
+    /// Record every conversation again, replacing the cassettes (as `--replace`).
     All,
 }
 
@@ -612,8 +631,15 @@ pub(super) struct ProxyArgs {
     /// Ctrl-C.
     #[arg(last = true, value_name = "COMMAND")]
     pub(super) command: Vec<String>,
-    /// Replace the cassettes already at `--out` (else the proxy refuses to start).
-    #[arg(long)]
+    /// What to do with the cassettes already at `--out`: `none` (replay only; the default
+    /// when `CI` is set: the proxy never goes live under CI unless this is given), `once`
+    /// (replay those conversations, record new ones; the default), `new_episodes` (also go
+    /// live from a recorded conversation's first divergence and extend its cassette), `all`
+    /// (record everything again).
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub(super) record_mode: Option<ProxyMode>,
+    /// Record everything again, replacing the cassettes at `--out` (`--record-mode all`).
+    #[arg(long, conflicts_with = "record_mode")]
     pub(super) replace: bool,
     /// Address to listen on (port 0: any free port).
     #[arg(long, default_value = "127.0.0.1:0", value_name = "HOST:PORT")]

@@ -230,7 +230,7 @@ fn execute(cli: Cli) -> anyhow::Result<ExitStatus> {
         Command::Lint(args) => record::lint(&args, &setup),
         Command::Serve(args) => agent::serve(&args, &setup),
         Command::Exec { args, out } => agent::exec(&args, out, &setup),
-        Command::Proxy(args) => agent::proxy(&args),
+        Command::Proxy(args) => agent::proxy(&args, &setup, ci()),
         Command::Sweep(args) => sweep::sweep(args),
         Command::Import(args) => sweep::import(args),
     }

@@ -523,6 +523,7 @@ pub fn load_cassettes(
                 Provider::Openai.key_env(),
                 Provider::Anthropic.key_env(),
             ]),
+            record_mode: None,
         },
     })
 }

@@ -325,7 +325,7 @@ pub(super) fn keys(headers: &HeaderMap) -> Vec<String> {
     keys
 }
 
-fn hints(headers: &HeaderMap) -> RequestHints {
+pub(super) fn hints(headers: &HeaderMap) -> RequestHints {
     RequestHints {
         retry_count: headers
             .get("x-stainless-retry-count")

@@ -86,6 +86,20 @@ pub struct RequestHints {
     pub retry_count: Option<u32>,
 }
 
+/// What a session did with one request.
+#[derive(Debug)]
+pub enum Handled {
+    /// It answered; from this recorded exchange (cassette, exchange; 0-based) when a
+    /// recording did.
+    Answered {
+        answer: HttpAnswer,
+        recorded: Option<(usize, usize)>,
+    },
+    /// It is the live provider's: a replay in a record mode that goes live, for a
+    /// conversation the recording does not hold (see [`replay::RecordMode`]).
+    Live,
+}
+
 /// What the server answered one request with.
 #[derive(Debug, Clone)]
 pub enum Reply {
@@ -134,6 +148,8 @@ pub struct Conversation {
     last_user: String,
     /// Where it is in its recording, when a cassette answers it.
     pub replayed: Option<CassettePosition>,
+    /// It went to the live provider from a divergence on (`--record-mode new_episodes`).
+    live: bool,
 }
 
 /// Where a replayed conversation is in its cassette.
@@ -367,15 +383,32 @@ impl Session {
 
     /// Answer one request body that came in on `api`, with what its headers said.
     pub fn handle_with(&mut self, api: Api, body: &[u8], hints: RequestHints) -> HttpAnswer {
+        match self.handle_request(api, body, hints) {
+            Handled::Answered { answer, .. } => answer,
+            Handled::Live => refusal(
+                api.provider(),
+                502,
+                "harness: this request is the live provider's, and none is connected",
+            ),
+        }
+    }
+
+    /// Answer one request body that came in on `api`, or leave it to the live provider (a
+    /// replay in a record mode that goes live).
+    pub fn handle_request(&mut self, api: Api, body: &[u8], hints: RequestHints) -> Handled {
+        let answered = |answer| Handled::Answered {
+            answer,
+            recorded: None,
+        };
         let provider = api.provider();
         let mut value: Value = match serde_json::from_slice(body) {
             Ok(v) => v,
             Err(e) => {
-                return refusal(
+                return answered(refusal(
                     provider,
                     400,
                     &format!("harness serve: the request body is not JSON: {e}"),
-                );
+                ));
             }
         };
         if let Some(recorded) = &self.replay {
@@ -386,19 +419,22 @@ impl Session {
         }
         let mut request = match api.parse_request(&value) {
             Ok(r) => r,
-            Err(e) => return refusal(provider, 400, &format!("harness serve: {e}")),
+            Err(e) => return answered(refusal(provider, 400, &format!("harness serve: {e}"))),
         };
         if request.asks.tool_choice == ToolChoice::None {
             request.tools.clear();
         }
         let mut text_protocol = read_text_protocol(&mut request);
         let first_user = first_user(&request);
+        if self.goes_live(&request, hints, &value) {
+            return Handled::Live;
+        }
         let Some(at) = self.conversation_for(&request, hints) else {
-            return refusal(
+            return answered(refusal(
                 provider,
                 400,
                 "harness serve: this conversation has ended (iteration cap or script exhausted)",
-            );
+            ));
         };
         text_protocol |= unmerge_steps(&self.conversations[at], &mut request)
             || restore_calls(&self.conversations[at], &mut request);
@@ -413,8 +449,12 @@ impl Session {
             .max()
             .unwrap_or(0);
         let iteration = if retry { done.max(1) } else { done + 1 };
+        let before = self.conversations[at].replayed.clone();
         let (reply, served, divergence) = if self.replay.is_some() {
-            self.answer_replayed(at, api, &value, &request, iteration)
+            match self.answer_replayed(at, api, &value, &request, iteration) {
+                Some(answered) => answered,
+                None => return Handled::Live,
+            }
         } else if iteration > self.cap {
             let message = format!(
                 "harness serve: the scenario's iteration cap ({}) is reached; no more answers in this conversation",
@@ -435,7 +475,53 @@ impl Session {
             reply,
             divergence,
         });
-        served
+        // A recorded answer moved the conversation one exchange on in its cassette.
+        let recorded = match (&before, &self.conversations[at].replayed) {
+            (None, Some(now)) if now.next == 1 => Some((now.cassette, 0)),
+            (Some(was), Some(now)) if now.next == was.next + 1 => Some((now.cassette, was.next)),
+            _ => None,
+        };
+        Handled::Answered {
+            answer: served,
+            recorded,
+        }
+    }
+
+    /// Is this request the live provider's (a replay in record mode `once` or
+    /// `new_episodes`)? When it continues a conversation that went live, or begins one no
+    /// unused recording starts with.
+    fn goes_live(&self, request: &WireRequest, hints: RequestHints, body: &Value) -> bool {
+        let Some(recorded) = &self.replay else {
+            return false;
+        };
+        if !matches!(
+            recorded.record_mode,
+            Some(replay::RecordMode::Once | replay::RecordMode::NewEpisodes)
+        ) {
+            return false;
+        }
+        let threads: Vec<ConversationView<'_>> = self
+            .conversations
+            .iter()
+            .map(Conversation::thread)
+            .collect();
+        match continues(&threads, &self.ids, request, hints) {
+            Some(i) => self.conversations[i].live,
+            None => recorded.starting_with(&self.used(), body).is_none(),
+        }
+    }
+
+    /// How many conversations each cassette of the replay has played.
+    fn used(&self) -> Vec<usize> {
+        let mut used = vec![0; self.replay.as_ref().map_or(0, |r| r.cassettes.len())];
+        for p in self
+            .conversations
+            .iter()
+            .filter_map(|c| c.replayed.as_ref())
+        {
+            used[p.cassette] += 1;
+        }
+        used
     }
 
     /// Mark each tool message failed or not by the rules; the rule per message.
@@ -499,6 +585,7 @@ impl Session {
                     calls: 0,
                     last_user: String::new(),
                     replayed: None,
+                    live: false,
                 });
                 Some(self.conversations.len() - 1)
             }
@@ -651,37 +738,35 @@ impl Session {
         body: &Value,
         request: &WireRequest,
         iteration: u32,
-    ) -> (Reply, HttpAnswer, Option<replay::Divergence>) {
+    ) -> Option<(Reply, HttpAnswer, Option<replay::Divergence>)> {
         let provider = api.provider();
+        let used = self.used();
         let Some(session_replay) = &self.replay else {
-            return (
+            return Some((
                 Reply::Cap,
                 refusal(provider, 500, "harness: no recording"),
                 None,
-            );
+            ));
         };
         let conversation = &self.conversations[at];
         let pos = match &conversation.replayed {
             Some(p) => p.clone(),
-            None => {
-                let mut used = vec![0; session_replay.cassettes.len()];
-                for p in self
-                    .conversations
-                    .iter()
-                    .filter_map(|c| c.replayed.as_ref())
-                {
-                    used[p.cassette] += 1;
-                }
-                CassettePosition {
-                    cassette: session_replay.bind(&used, body),
-                    next: 0,
-                }
-            }
+            None => CassettePosition {
+                cassette: session_replay.bind(&used, body),
+                next: 0,
+            },
         };
         let served = &session_replay.cassettes[pos.cassette];
         let earlier = conversation.divergence().is_some();
         let divergence = (!earlier && !served.matches(pos.next, body))
             .then(|| served.diverge(pos.next, body, &session_replay.scrubber));
+        let mode = session_replay.record_mode;
+        if divergence.is_some() && mode == Some(replay::RecordMode::NewEpisodes) {
+            // The recording ends here: the live provider answers the rest.
+            self.conversations[at].replayed = Some(pos);
+            self.conversations[at].live = true;
+            return None;
+        }
         let step = match (
             &session_replay.on_divergence,
             &divergence,
@@ -692,6 +777,18 @@ impl Session {
             {
                 ReplayStep::Script(std::sync::Arc::clone(&script.scenario))
             }
+            (_, Some(d), _) if mode.is_some() => ReplayStep::Refuse(format!(
+                "harness proxy: request {} {}; the recording {} ends here: --record-mode {} {} (`--record-mode new_episodes` records on from a divergence, `all` records again)",
+                d.request,
+                d.reading,
+                served.id,
+                mode.map_or("", replay::RecordMode::name),
+                if mode == Some(replay::RecordMode::None) {
+                    "never asks the provider"
+                } else {
+                    "replays a recorded conversation as it was"
+                }
+            )),
             (policy @ (replay::OnDivergence::Fail | replay::OnDivergence::Stop), Some(d), _) => {
                 ReplayStep::Refuse(format!(
                     "harness: request {} {}; the replay of {} ends here (--on-divergence {})",
@@ -737,7 +834,7 @@ impl Session {
                 (reply, replay::replayed(ex, served.cassette.provider))
             }
         };
-        (reply, served, divergence)
+        Some((reply, served, divergence))
     }
 }
 

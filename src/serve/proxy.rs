@@ -19,8 +19,8 @@
 use super::http::{Running, Signals, Timeouts, read_body, render};
 use super::replay::{reply_of, served_ids};
 use super::{
-    AnswerBody, Api, ConversationView, DUMMY_KEY, LastAnswer, RequestHints, continues, first_user,
-    read_text_protocol, refusal,
+    AnswerBody, Api, ConversationView, DUMMY_KEY, Handled, LastAnswer, RequestHints, Session,
+    continues, first_user, read_text_protocol, refusal,
 };
 use crate::diagnostic::Diagnostic;
 use crate::json::sorted;
@@ -171,6 +171,9 @@ pub struct Slot {
     pub done: bool,
     /// The answer went past [`crate::limits::MAX_RESPONSE_BYTES`]: passed on, not kept.
     pub too_large: bool,
+    /// Answered from this recorded exchange (cassette, exchange; 0-based) of the session's
+    /// replay, not by the provider.
+    pub replayed: Option<(usize, usize)>,
 }
 
 struct Shared {
@@ -179,6 +182,11 @@ struct Shared {
     scrubber: Mutex<Scrubber>,
     slots: Mutex<Vec<Slot>>,
     read_timeout: Duration,
+    /// The recordings answering what they hold, in a record mode that replays (`none`,
+    /// `once`, `new_episodes`).
+    replay: Mutex<Option<Session>>,
+    /// What the replay refused, as it told the agent.
+    refusals: Mutex<Vec<String>>,
     /// What the session's recording holds so far, as a cassette would write it (an estimate
     /// kept below [`crate::limits::MAX_CASSETTE_BYTES`]), and the requests refused past it.
     budget: Mutex<Budget>,
@@ -223,6 +231,18 @@ impl Proxy {
         addr: SocketAddr,
         signals: Signals,
     ) -> io::Result<Self> {
+        Self::start_replaying(upstreams, scrubber, addr, signals, None)
+    }
+
+    /// [`Proxy::start`], with `replay` answering the requests its recordings hold: those its
+    /// record mode leaves to the provider ([`Handled::Live`]) are forwarded and recorded.
+    pub fn start_replaying(
+        upstreams: Upstreams,
+        scrubber: Scrubber,
+        addr: SocketAddr,
+        signals: Signals,
+        replay: Option<Session>,
+    ) -> io::Result<Self> {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::builder()
             .no_proxy()
@@ -236,6 +256,8 @@ impl Proxy {
             slots: Mutex::new(Vec::new()),
             read_timeout: timeouts.read,
             budget: Mutex::new(Budget::default()),
+            replay: Mutex::new(replay),
+            refusals: Mutex::new(Vec::new()),
         });
         let app = Router::new()
             .fallback(forward)
@@ -265,7 +287,14 @@ impl Proxy {
     /// Stop, and the session's model requests in arrival order, with the scrubber that knows
     /// every key seen.
     pub fn stop(self) -> io::Result<(Vec<Slot>, Scrubber)> {
+        self.stop_replaying()
+            .map(|(slots, scrubber, _)| (slots, scrubber))
+    }
+
+    /// [`Proxy::stop`], with what the replay refused (each as the agent was told), in order.
+    pub fn stop_replaying(self) -> io::Result<(Vec<Slot>, Scrubber, Vec<String>)> {
         self.running.stop()?;
+        let refusals = std::mem::take(&mut *lock(&self.shared.refusals));
         let mut slots = std::mem::take(&mut *lock(&self.shared.slots));
         let scrubber = lock(&self.shared.scrubber).clone();
         // Scrubbed once the session is over, not on the answer's way back to the agent: every
@@ -274,7 +303,7 @@ impl Proxy {
         for slot in &mut slots {
             scrub_exchange(&scrubber, &mut slot.exchange);
         }
-        Ok((slots, scrubber))
+        Ok((slots, scrubber, refusals))
     }
 }
 
@@ -402,6 +431,11 @@ async fn forward(
         }
         budget.bytes += cost;
     }
+    if let Some(api) = api {
+        if let Some(answered) = replayed(&s, api, &headers, &bytes) {
+            return answered;
+        }
+    }
     let slot = api.map(|api| {
         let request = serde_json::from_slice::<Value>(&bytes)
             .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
@@ -411,6 +445,7 @@ async fn forward(
             exchange: Exchange::unanswered(request),
             done: false,
             too_large: false,
+            replayed: None,
         });
         slots.len() - 1
     });
@@ -505,6 +540,51 @@ async fn forward(
                 0.0,
             )
         })
+}
+
+/// The answer of the session's replay to a model request, unless its record mode leaves the
+/// request to the provider (or nothing replays). A recorded answer is kept in the session as
+/// the exchange it came from.
+fn replayed(
+    s: &Arc<Shared>,
+    api: Api,
+    headers: &HeaderMap,
+    bytes: &[u8],
+) -> Option<Response<axum::body::Body>> {
+    let mut replaying = lock(&s.replay);
+    let session = replaying.as_mut()?;
+    session.learn_keys(super::http::keys(headers));
+    let Handled::Answered { answer, recorded } =
+        session.handle_request(api, bytes, super::http::hints(headers))
+    else {
+        return None;
+    };
+    let exchange = recorded.and_then(|(c, n)| {
+        let r = session.replay()?;
+        r.cassettes.get(c)?.cassette.exchanges.get(n).cloned()
+    });
+    drop(replaying);
+    if recorded.is_none() {
+        let said = match &answer.body {
+            AnswerBody::Json(v) => v["error"]["message"]
+                .as_str()
+                .map_or_else(|| v.to_string(), str::to_owned),
+            _ => format!("answered {}", answer.status),
+        };
+        lock(&s.refusals).push(said);
+    }
+    if let Some(exchange) = exchange {
+        let cost = serde_json::to_vec(&exchange).map_or(0, |v| v.len());
+        lock(&s.budget).bytes += cassette_cost(cost);
+        lock(&s.slots).push(Slot {
+            api,
+            exchange,
+            done: true,
+            too_large: false,
+            replayed: recorded,
+        });
+    }
+    Some(render(answer, 0.0))
 }
 
 /// What an answer has brought so far, written into its slot when it ends (or is dropped: the
@@ -900,6 +980,7 @@ mod tests {
             },
             done: true,
             too_large: false,
+            replayed: None,
         }
     }
 

@@ -213,11 +213,46 @@ pub struct Replay {
     pub on_divergence: OnDivergence,
     /// The scenario a diverged conversation goes to (`script:`), loaded.
     pub script: Option<crate::scenario::Case>,
-    /// Scrubs the diffs reported.
+    /// Scrubs every request as it arrives, and the diffs reported.
     pub scrubber: Scrubber,
+    /// The proxy's record mode this replay serves (which requests go to the live provider
+    /// instead); `None` for `exec`, which never goes live.
+    pub record_mode: Option<RecordMode>,
+}
+
+/// The proxy's record modes that replay (`all` replays nothing). vcrpy's vocabulary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordMode {
+    /// Never go live: a request the recording does not answer is refused.
+    None,
+    /// A conversation whose first request no unused recording starts with goes live and is
+    /// recorded; a recorded conversation that diverges is refused.
+    Once,
+    /// Also a recorded conversation goes live from its first divergence on, and its recording
+    /// is extended.
+    NewEpisodes,
+}
+
+impl RecordMode {
+    /// Its name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Once => "once",
+            Self::NewEpisodes => "new_episodes",
+        }
+    }
 }
 
 impl Replay {
+    /// The unused cassette whose first request `first` matches, if any (`used` counts each
+    /// cassette's conversations).
+    pub fn starting_with(&self, used: &[usize], first: &Value) -> Option<usize> {
+        (0..self.cassettes.len()).find(|&i| {
+            used.get(i).copied().unwrap_or(0) == 0 && self.cassettes[i].distance(first) == 0
+        })
+    }
+
     /// The cassette a conversation starting with `first` plays: the first unused one it
     /// matches, else the nearest unused, else the nearest; `used` counts each's conversations.
     pub fn bind(&self, used: &[usize], first: &Value) -> usize {

@@ -313,8 +313,11 @@ for body in [task, task, dict(task, stream=True, messages=[{"role": "user", "con
             "{text}"
         );
     }
-    // Without --replace the next recording refuses to write over these.
+    // The next session (record mode `once`, the default) keeps what is recorded: an agent
+    // that asks nothing changes nothing.
+    let before = p.tree("faults");
     let again = p.harness(&["proxy", "--out", "faults", "--", "true"]);
-    again.expect_code(2);
-    assert!(again.stderr.contains("--replace"), "{again}");
+    again.expect_code(1);
+    assert!(again.stderr.contains("made no model request"), "{again}");
+    assert_eq!(p.tree("faults"), before);
 }

@@ -642,6 +642,33 @@ fn the_readme_record_and_replay_flow_leaves_the_main_job_green() {
         ])
         .expect_code(0);
     }
+    // "The agent grew a step": new_episodes replays what is recorded and records the rest.
+    p.harness(&[
+        "proxy",
+        "--out",
+        "cassettes/tuesday",
+        "--upstream",
+        &base,
+        "--record-mode",
+        "new_episodes",
+        "--",
+        "python3",
+        "my_agent.py",
+        "3",
+    ])
+    .expect_code(0)
+    .expect_stdout("recorded cassettes/tuesday/conversation-1.cassette.json: 3 request(s)");
+    let grown = [
+        "exec",
+        "cassettes/tuesday",
+        "--",
+        "python3",
+        "my_agent.py",
+        "3",
+    ];
+    p.harness(&grown).expect_code(1); // the golden shows the new step, for review
+    p.harness(&["accept"]).expect_code(0);
+    p.harness(&grown).expect_code(0);
     drop(upstream.stdin.take());
     let _ = upstream.wait();
     let main_job = p.harness(&[
@@ -1077,4 +1104,174 @@ fn a_secret_in_a_tool_result_appears_in_no_output_of_a_replay() {
     }
     // lint agrees, and would say what to do by the kind of file.
     p.harness(&["lint", "."]).expect_code(0);
+}
+
+/// A provider on 127.0.0.1 that counts the requests it gets and answers each in text, the same
+/// way every time (its answer names how many messages the request held).
+fn counting_stub() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let base = format!("http://{}/v1", listener.local_addr().expect("addr"));
+    let count = std::sync::Arc::new(AtomicUsize::new(0));
+    let seen = std::sync::Arc::clone(&count);
+    std::thread::spawn(move || {
+        for s in listener.incoming() {
+            let Ok(mut s) = s else { continue };
+            let mut reader = BufReader::new(s.try_clone().expect("clone"));
+            let body = crate::support::read_request(&mut reader).body;
+            seen.fetch_add(1, Ordering::SeqCst);
+            let request: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            let held = request["messages"].as_array().map_or(0, Vec::len);
+            let answer = serde_json::json!({
+                "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": format!("heard {held}")}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}
+            })
+            .to_string();
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: {}\r\n\r\n",
+                answer.len()
+            );
+            let _ = s.write_all(head.as_bytes());
+            let _ = s.write_all(answer.as_bytes());
+        }
+    });
+    (base, count)
+}
+
+/// An agent holding one conversation of `N` requests on the task `TASK`; a refused request
+/// ends it with exit 4 after printing what it was told.
+const TALKS: &str = r#"
+import json, os, sys, urllib.request, urllib.error
+n, task = int(sys.argv[1]), sys.argv[2]
+url = os.environ["OPENAI_BASE_URL"] + "/chat/completions"
+messages = [{"role": "user", "content": task}]
+for i in range(n):
+    req = urllib.request.Request(url, data=json.dumps({"model": "m", "messages": messages}).encode(),
+        method="POST", headers={"content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            answer = json.loads(r.read())["choices"][0]["message"]["content"]
+    except urllib.error.HTTPError as e:
+        print("refused:", e.read().decode())
+        sys.exit(4)
+    messages += [{"role": "assistant", "content": answer}, {"role": "user", "content": f"more {i}"}]
+print("said:", answer)
+"#;
+
+#[test]
+fn record_modes_replay_record_and_extend_as_vcr_does() {
+    use std::sync::atomic::Ordering;
+    let p = Project::new();
+    p.write("agent.py", TALKS);
+    let (base, upstream) = counting_stub();
+    let proxy = |ci: &str, mode: &[&str], n: &str, task: &str| {
+        let mut args = vec!["proxy", "--upstream", &base, "--out", "talk"];
+        args.extend_from_slice(mode);
+        args.extend_from_slice(&["--", "python3", "agent.py", n, task]);
+        p.harness_ci(ci, &args)
+    };
+    let exchanges = |file: &str| -> usize {
+        let c: serde_json::Value = serde_json::from_str(&p.read(file)).expect("a cassette");
+        c["exchanges"].as_array().map_or(0, Vec::len)
+    };
+    // Nothing recorded yet: `once` (the default) records the conversation.
+    proxy("", &[], "2", "Talk.").expect_code(0);
+    assert_eq!(upstream.load(Ordering::SeqCst), 2);
+    assert_eq!(exchanges("talk/conversation-1.cassette.json"), 2);
+    let recorded = p.read("talk/conversation-1.cassette.json");
+
+    // Under CI the default is `none`: the same session replays, the provider hears nothing.
+    let replayed = proxy("true", &[], "2", "Talk.");
+    replayed.expect_code(0).expect_stdout(
+        "replayed 1 conversation(s) from their cassettes at talk (record mode none); 2 request(s) answered from the recording",
+    );
+    assert!(replayed.stdout.contains("said: heard 3"), "{replayed}");
+    // A request past the recording is refused, not sent: the agent is told why.
+    let past = proxy("true", &[], "3", "Talk.");
+    past.expect_code(1);
+    let past = past.to_string();
+    assert!(
+        past.contains("refused:")
+            && past.contains("the recording ends after 2 requests")
+            && past.contains("--record-mode none never asks the provider"),
+        "{past}"
+    );
+    // A new conversation is refused too.
+    proxy("true", &[], "1", "Another task.").expect_code(1);
+    assert_eq!(upstream.load(Ordering::SeqCst), 2, "none went live");
+    assert_eq!(p.read("talk/conversation-1.cassette.json"), recorded);
+    assert_eq!(p.files("talk", ".cassette.json").len(), 1);
+
+    // Under CI, a mode given explicitly is honoured: `once` records the new conversation
+    // beside the replayed one and leaves that one's cassette as it was.
+    let once = proxy("true", &["--record-mode", "once"], "1", "Another task.");
+    once.expect_code(0)
+        .expect_stdout("recorded talk/conversation-2.cassette.json: 1 request(s)");
+    assert_eq!(upstream.load(Ordering::SeqCst), 3);
+    // `once` replays a recorded conversation as it was: a further request is refused.
+    let further = proxy("", &[], "3", "Talk.");
+    further.expect_code(1);
+    assert!(
+        further
+            .stderr
+            .contains("--record-mode once replays a recorded conversation as it was"),
+        "{further}"
+    );
+    assert_eq!(upstream.load(Ordering::SeqCst), 3);
+    assert_eq!(p.read("talk/conversation-1.cassette.json"), recorded);
+
+    // `new_episodes` replays while the conversation follows its recording, then goes live and
+    // extends its cassette: two more requests sent, four recorded.
+    let extended = proxy("", &["--record-mode", "new_episodes"], "4", "Talk.");
+    extended
+        .expect_code(0)
+        .expect_stdout("recorded talk/conversation-1.cassette.json: 4 request(s)");
+    assert_eq!(upstream.load(Ordering::SeqCst), 5);
+    assert_eq!(exchanges("talk/conversation-1.cassette.json"), 4);
+    let cassette =
+        |text: &str| -> serde_json::Value { serde_json::from_str(text).expect("a cassette") };
+    let now = cassette(&p.read("talk/conversation-1.cassette.json"));
+    assert_eq!(
+        now["exchanges"].as_array().map(|e| e[..2].to_vec()),
+        cassette(&recorded)["exchanges"].as_array().cloned(),
+        "the recorded exchanges are kept as they were"
+    );
+    assert_eq!(exchanges("talk/conversation-2.cassette.json"), 1);
+    // The extended recording replays whole, offline.
+    let replay = p.harness(&[
+        "exec",
+        "talk/conversation-1.cassette.json",
+        "--",
+        "python3",
+        "agent.py",
+        "4",
+        "Talk.",
+    ]);
+    assert!(
+        !replay.stdout.contains("diverged") && !replay.stderr.contains("diverged"),
+        "{replay}"
+    );
+    proxy("true", &[], "4", "Talk.").expect_code(0);
+    assert_eq!(upstream.load(Ordering::SeqCst), 5);
+
+    // `all` (or --replace) records everything again; cassettes it did not write go.
+    proxy("", &["--record-mode", "all"], "2", "Talk.").expect_code(0);
+    assert_eq!(upstream.load(Ordering::SeqCst), 7);
+    assert_eq!(
+        p.files("talk", ".cassette.json"),
+        vec!["talk/conversation-1.cassette.json"]
+    );
+    // The same answers, the same cassette (but for how long each took).
+    let timeless = |text: &str| {
+        let mut c: serde_json::Value = serde_json::from_str(text).expect("a cassette");
+        for ex in c["exchanges"].as_array_mut().into_iter().flatten() {
+            ex.as_object_mut().map(|o| o.remove("elapsed_ms"));
+        }
+        c
+    };
+    assert_eq!(
+        timeless(&p.read("talk/conversation-1.cassette.json")),
+        timeless(&recorded)
+    );
 }
