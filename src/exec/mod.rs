@@ -674,11 +674,13 @@ pub fn exec_cassettes(
         }
         let mut r = run::judge(options, &case_of(t.cassette, t.id.clone()), &t.events);
         if let Some(report) = &t.report {
-            let _ = writeln!(notes, "harness exec: {}: {report}", t.id);
+            // Printed once: in the case's failure when it fails the case, else as a note.
             if fail_on_divergence {
                 r.expectation_failures.push(format!(
                     "every request to match the recording (--on-divergence fail); {report}"
                 ));
+            } else {
+                let _ = writeln!(notes, "harness exec: {}: {report}", t.id);
             }
         }
         if let Some((first, total)) = t.unused {

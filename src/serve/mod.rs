@@ -778,10 +778,11 @@ impl Session {
                 ReplayStep::Script(std::sync::Arc::clone(&script.scenario))
             }
             (_, Some(d), _) if mode.is_some() => ReplayStep::Refuse(format!(
-                "harness proxy: request {} {}; the recording {} ends here: --record-mode {} {} (`--record-mode new_episodes` records on from a divergence, `all` records again)",
+                "harness proxy: request {} differs from the recording {}: {} (first difference at `{}`); --record-mode {} {} (`--record-mode new_episodes` records on from a divergence, `all` records again)",
                 d.request,
-                d.reading,
                 served.id,
+                d.reading,
+                d.at,
                 mode.map_or("", replay::RecordMode::name),
                 if mode == Some(replay::RecordMode::None) {
                     "never asks the provider"
@@ -791,10 +792,11 @@ impl Session {
             )),
             (policy @ (replay::OnDivergence::Fail | replay::OnDivergence::Stop), Some(d), _) => {
                 ReplayStep::Refuse(format!(
-                    "harness: request {} {}; the replay of {} ends here (--on-divergence {})",
+                    "harness: request {} differs from the recording {}: {} (first difference at `{}`); the replay ends here (--on-divergence {})",
                     d.request,
-                    d.reading,
                     served.id,
+                    d.reading,
+                    d.at,
                     if *policy == replay::OnDivergence::Fail {
                         "fail"
                     } else {

@@ -322,30 +322,39 @@ pub fn reading(api: Api, recorded: &Value, actual: &Value) -> Option<String> {
         }
     } else if common < rm.len() && common < am.len() {
         let (x, y) = (&rm[common], &am[common]);
-        let n = common + 1;
         let inserted =
             am.len() > rm.len() && am.get(common + 1).is_some_and(|m| same_message(x, m));
         said.push(match (x.role, y.role) {
             _ if inserted && matches!(y.role, Role::User | Role::System) => format!(
-                "the agent inserted {} message before message {n}{}",
+                "the agent inserted {} message{}",
                 role_phrase(y.role),
                 quote(&y.content)
             ),
             (Role::Tool, Role::Tool) => format!(
-                "a tool result changed (message {n}):{} became{}",
+                "a tool result changed:{} became{}",
                 quote(&x.content),
                 quote(&y.content)
             ),
             (Role::System, Role::System) => "the system prompt changed".to_owned(),
-            (Role::User, Role::User) if common == 0 || rm[..common].iter().all(|m| m.role == Role::System) => {
-                format!("the task changed:{} became{}", quote(&x.content), quote(&y.content))
+            (Role::User, Role::User)
+                if common == 0 || rm[..common].iter().all(|m| m.role == Role::System) =>
+            {
+                format!(
+                    "the task changed:{} became{}",
+                    quote(&x.content),
+                    quote(&y.content)
+                )
             }
-            (Role::User, Role::User) => format!("a user message changed (message {n})"),
-            (Role::Assistant, Role::Assistant) => format!(
-                "the agent's history of the model's answers differs from what was served (message {n})"
+            (Role::User, Role::User) => format!(
+                "a user message changed:{} became{}",
+                quote(&x.content),
+                quote(&y.content)
             ),
+            (Role::Assistant, Role::Assistant) => {
+                "the agent's history of the model's answers differs from what was served".to_owned()
+            }
             _ => format!(
-                "message {n} is {} message where the recording has {} message",
+                "the agent sent {} message where the recording has {} message",
                 role_phrase(y.role),
                 role_phrase(x.role)
             ),
@@ -653,7 +662,7 @@ mod tests {
         changed[2]["content"] = json!("a.txt");
         assert_eq!(
             reading(api, &recorded, &req(json!(changed), true)).as_deref(),
-            Some("a tool result changed (message 3): «Error: missing» became «a.txt»")
+            Some("a tool result changed: «Error: missing» became «a.txt»")
         );
         assert_eq!(reading(api, &recorded, &recorded), None);
         assert_eq!(

@@ -470,8 +470,14 @@ fn what_counts_in_a_match_is_chosen_at_replay() {
     };
     let strict = replay(&[]);
     strict.expect_code(1);
+    // Said once, in the case's failure (stdout).
     assert!(
-        strict.stderr.contains("the model changed: `m` became `m2`"),
+        strict.stdout.contains("the model changed: `m` became `m2`"),
+        "{strict}"
+    );
+    assert_eq!(
+        strict.to_string().matches("diverged at request").count(),
+        1,
         "{strict}"
     );
     // Chosen on the command line: the parts that count, or a path left out.
