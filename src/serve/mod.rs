@@ -500,12 +500,7 @@ impl Session {
         ) {
             return false;
         }
-        let threads: Vec<ConversationView<'_>> = self
-            .conversations
-            .iter()
-            .map(Conversation::thread)
-            .collect();
-        match continues(&threads, &self.ids, request, hints) {
+        match self.continuing(request, hints) {
             Some(i) => self.conversations[i].live,
             None => recorded.starting_with(&self.used(), body).is_none(),
         }
@@ -567,15 +562,20 @@ impl Session {
         out
     }
 
-    /// The index of the conversation a request belongs to (a new one if need be); `None` when
-    /// it continues a conversation that has ended.
-    fn conversation_for(&mut self, request: &WireRequest, hints: RequestHints) -> Option<usize> {
+    /// The conversation a request continues, if any.
+    fn continuing(&self, request: &WireRequest, hints: RequestHints) -> Option<usize> {
         let threads: Vec<ConversationView<'_>> = self
             .conversations
             .iter()
             .map(Conversation::thread)
             .collect();
-        match continues(&threads, &self.ids, request, hints) {
+        continues(&threads, &self.ids, request, hints)
+    }
+
+    /// The index of the conversation a request belongs to (a new one if need be); `None` when
+    /// it continues a conversation that has ended.
+    fn conversation_for(&mut self, request: &WireRequest, hints: RequestHints) -> Option<usize> {
+        match self.continuing(request, hints) {
             Some(i) => (!self.conversations[i].ended()).then_some(i),
             None => {
                 self.conversations.push(Conversation {

@@ -187,6 +187,9 @@ struct Shared {
     replay: Mutex<Option<Session>>,
     /// What the replay refused, as it told the agent.
     refusals: Mutex<Vec<String>>,
+    /// Record mode `none`: nothing goes to the provider, not even a request that is no model
+    /// request (a model list).
+    offline: bool,
     /// What the session's recording holds so far, as a cassette would write it (an estimate
     /// kept below [`crate::limits::MAX_CASSETTE_BYTES`]), and the requests refused past it.
     budget: Mutex<Budget>,
@@ -256,6 +259,10 @@ impl Proxy {
             slots: Mutex::new(Vec::new()),
             read_timeout: timeouts.read,
             budget: Mutex::new(Budget::default()),
+            offline: replay
+                .as_ref()
+                .and_then(|s| s.replay())
+                .is_some_and(|r| r.record_mode == Some(super::replay::RecordMode::None)),
             replay: Mutex::new(replay),
             refusals: Mutex::new(Vec::new()),
         });
@@ -435,6 +442,14 @@ async fn forward(
         if let Some(answered) = replayed(&s, api, &headers, &bytes) {
             return answered;
         }
+    } else if s.offline {
+        let message = format!(
+            "harness proxy: record mode `none` never asks the provider, and {} {} is no model request a recording answers",
+            method,
+            uri.path()
+        );
+        lock(&s.refusals).push(message.clone());
+        return render(refusal(provider, 503, &message), 0.0);
     }
     let slot = api.map(|api| {
         let request = serde_json::from_slice::<Value>(&bytes)

@@ -312,7 +312,19 @@ pub fn reading(api: Api, recorded: &Value, actual: &Value) -> Option<String> {
         .take_while(|(x, y)| same_message(x, y))
         .count();
     let (rm, am) = (&r.messages, &a.messages);
-    if common == rm.len() && am.len() > common {
+    // The same messages, only in another order (beyond what matching forgives).
+    let reordered = common < rm.len() && rm.len() == am.len() && {
+        let mut left: Vec<&Message> = rm[common..].iter().collect();
+        am[common..].iter().all(|y| {
+            left.iter()
+                .position(|x| same_message(x, y))
+                .map(|i| left.swap_remove(i))
+                .is_some()
+        })
+    };
+    if reordered {
+        said.push("the agent sent the same messages in another order".to_owned());
+    } else if common == rm.len() && am.len() > common {
         for m in &am[common..] {
             said.push(format!(
                 "the agent appended {} message{}",
@@ -774,5 +786,15 @@ mod tests {
             let d = served.diverge(0, v, &Scrubber::default());
             assert!(d.reading.contains(said), "{what}: read as {:?}", d.reading);
         }
+        // Order beyond what matching forgives (the task before the system prompt) is a
+        // divergence, and read as only an order.
+        let swapped = variant(&|v| v["messages"].as_array_mut().unwrap().swap(0, 1));
+        assert!(!served.matches(0, &swapped));
+        let d = served.diverge(0, &swapped, &Scrubber::default());
+        assert_eq!(
+            d.reading,
+            "the agent sent the same messages in another order"
+        );
+        assert_eq!(d.at, "/messages/0/content");
     }
 }

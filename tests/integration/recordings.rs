@@ -865,29 +865,11 @@ fn re_recording_an_unchanged_conversation_keeps_its_golden() {
     );
 }
 
-/// An agent that re-sends a history of `MB` mebibytes on every request, `N` times.
-const HEAVY: &str = r#"
-import json, os, sys, urllib.request, urllib.error
-mb, n = int(sys.argv[1]), int(sys.argv[2])
-url = os.environ["OPENAI_BASE_URL"] + "/chat/completions"
-messages = [{"role": "user", "content": "Talk."}, {"role": "user", "content": "x" * (mb << 20)}]
-for i in range(n):
-    req = urllib.request.Request(url, data=json.dumps({"model": "m", "messages": messages}).encode(),
-        method="POST", headers={"content-type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=120) as r:
-            answer = json.loads(r.read())["choices"][0]["message"]["content"]
-    except urllib.error.HTTPError as e:
-        print(f"refused: HTTP {e.code}: {e.read().decode()}")
-        sys.exit(0)
-    messages += [{"role": "assistant", "content": answer}, {"role": "user", "content": f"more {i}"}]
-"#;
-
 #[test]
 fn a_session_past_what_a_cassette_holds_is_refused_while_recording() {
     let p = Project::new();
     p.write("stub.toml", TALKER);
-    p.write("agent.py", HEAVY);
+    p.write("agent.py", TALKS);
     let (mut upstream, base) = crate::support::stub_provider(&p, "stub.toml");
     let run = p.harness(&[
         "proxy",
@@ -898,8 +880,9 @@ fn a_session_past_what_a_cassette_holds_is_refused_while_recording() {
         "--",
         "python3",
         "agent.py",
-        "12",
         "8",
+        "Talk.",
+        "12",
     ]);
     drop(upstream.stdin.take());
     let _ = upstream.wait();
@@ -927,10 +910,17 @@ fn a_session_past_what_a_cassette_holds_is_refused_while_recording() {
         "--",
         "python3",
         "agent.py",
-        "12",
         "8",
+        "Talk.",
+        "12",
     ]);
-    assert!(!replay.stderr.contains("over the limit"), "{replay}");
+    // The four recorded requests replay; the fifth is past the recording.
+    assert!(
+        replay
+            .stderr
+            .contains("diverged at request 5 from heavy/conversation-1.cassette: the recording ends after 4 requests"),
+        "{replay}"
+    );
     assert!(!replay.stdout.contains("error:"), "{replay}");
 }
 
@@ -1145,13 +1135,16 @@ fn counting_stub() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
     (base, count)
 }
 
-/// An agent holding one conversation of `N` requests on the task `TASK`; a refused request
-/// ends it with exit 4 after printing what it was told.
+/// An agent holding one conversation of `N` requests on the task `TASK`, with a history of
+/// `MB` mebibytes more when given; a refused request ends it with exit 4 after printing what it
+/// was told.
 const TALKS: &str = r#"
 import json, os, sys, urllib.request, urllib.error
 n, task = int(sys.argv[1]), sys.argv[2]
 url = os.environ["OPENAI_BASE_URL"] + "/chat/completions"
 messages = [{"role": "user", "content": task}]
+if len(sys.argv) > 3:
+    messages.append({"role": "user", "content": "x" * (int(sys.argv[3]) << 20)})
 for i in range(n):
     req = urllib.request.Request(url, data=json.dumps({"model": "m", "messages": messages}).encode(),
         method="POST", headers={"content-type": "application/json"})
@@ -1159,7 +1152,7 @@ for i in range(n):
         with urllib.request.urlopen(req, timeout=30) as r:
             answer = json.loads(r.read())["choices"][0]["message"]["content"]
     except urllib.error.HTTPError as e:
-        print("refused:", e.read().decode())
+        print(f"refused: HTTP {e.code}: {e.read().decode()}")
         sys.exit(4)
     messages += [{"role": "assistant", "content": answer}, {"role": "user", "content": f"more {i}"}]
 print("said:", answer)
@@ -1203,8 +1196,29 @@ fn record_modes_replay_record_and_extend_as_vcr_does() {
             && past.contains("--record-mode none never asks the provider"),
         "{past}"
     );
-    // A new conversation is refused too.
+    // A new conversation is refused too, and so is what is no model request (a model list).
     proxy("true", &[], "1", "Another task.").expect_code(1);
+    let lists = p.harness_ci(
+        "true",
+        &[
+            "proxy",
+            "--upstream",
+            &base,
+            "--out",
+            "talk",
+            "--",
+            "python3",
+            "-c",
+            "import os, urllib.request; urllib.request.urlopen(os.environ['OPENAI_BASE_URL'] + '/models')",
+        ],
+    );
+    lists.expect_code(1);
+    assert!(
+        lists
+            .stderr
+            .contains("record mode `none` never asks the provider, and GET /v1/models"),
+        "{lists}"
+    );
     assert_eq!(upstream.load(Ordering::SeqCst), 2, "none went live");
     assert_eq!(p.read("talk/conversation-1.cassette.json"), recorded);
     assert_eq!(p.files("talk", ".cassette.json").len(), 1);
