@@ -279,9 +279,9 @@ fn characters_split_across_network_reads_are_recorded_and_replayed_exactly() {
 }
 
 #[test]
-fn a_truly_cut_stream_replays_the_bytes_it_had_then_cuts() {
+fn a_truly_cut_stream_replays_the_bytes_it_had_then_cuts_and_its_retry_continues() {
     let p = Project::new();
-    // A stream cut after its first event, recorded as cut.
+    // A stream cut after its first event, recorded as cut; the client's retry gets it whole.
     let cut = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n44\r\ndata: {\"id\":\"c2\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n\r\n";
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let base = format!("http://{}/v1", listener.local_addr().expect("addr"));
@@ -290,24 +290,43 @@ fn a_truly_cut_stream_replays_the_bytes_it_had_then_cuts() {
         let mut reader = BufReader::new(s.try_clone().expect("clone"));
         crate::support::read_request(&mut reader);
         s.write_all(cut.as_bytes()).expect("the cut stream");
+        // Closing both handles of the socket cuts the stream.
+        drop(reader);
+        drop(s);
+        let (mut s, _) = listener.accept().expect("accept the retry");
+        let mut reader = BufReader::new(s.try_clone().expect("clone"));
+        crate::support::read_request(&mut reader);
+        let stream = stream_of("/v1/chat/completions", "Hi again");
+        let whole = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n{:x}\r\n{stream}\r\n0\r\n\r\n",
+            stream.len()
+        );
+        s.write_all(whole.as_bytes()).expect("the whole stream");
     });
+    // A client that retries a cut stream once, as the SDKs do (saying so in the header the
+    // openai SDK sends).
     let client = r#"
 import http.client, json, os, urllib.parse
 url = urllib.parse.urlparse(os.environ["OPENAI_BASE_URL"])
-conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
 body = {"model": "m", "messages": [{"role": "user", "content": "cut"}], "stream": True}
-conn.request("POST", "/v1/chat/completions", json.dumps(body), {"content-type": "application/json"})
-got = b""
-try:
-    response = conn.getresponse()
-    while True:
-        piece = response.read1(65536)
-        if not piece:
-            break
-        got += piece
-except Exception as e:
-    print("cut:", type(e).__name__)
-print("bytes:", got.decode())
+for attempt in range(2):
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+    conn.request("POST", "/v1/chat/completions", json.dumps(body),
+                 {"content-type": "application/json", "x-stainless-retry-count": str(attempt)})
+    got = b""
+    try:
+        response = conn.getresponse()
+        while True:
+            piece = response.read1(65536)
+            if not piece:
+                break
+            got += piece
+    except Exception as e:
+        print("cut:", type(e).__name__)
+        print("bytes:", got.decode())
+        continue
+    print("whole:", "[DONE]" in got.decode(), got.decode().count("data:"))
+    break
 "#;
     p.write("client.py", client);
     let run = p.harness(&[
@@ -321,23 +340,28 @@ print("bytes:", got.decode())
         "client.py",
     ]);
     stub.join().expect("the stub");
-    run.expect_code(0);
+    run.expect_code(0)
+        .expect_stdout("recorded cut/conversation-1.cassette.json: 2 request(s)");
     let cassette = p.read("cut/conversation-1.cassette.json");
     assert!(cassette.contains("\"kind\": \"cut\""), "{cassette}");
-    // At the default pace (every event at once) the agent still gets the event before the cut.
-    let replay = p.harness(&[
-        "exec",
-        "cut",
-        "--on-divergence",
-        "stop",
-        "--",
-        "python3",
-        "client.py",
-    ]);
+    let whole = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("whole:"))
+        .unwrap_or_else(|| panic!("the retry got no whole answer\n{run}"))
+        .to_owned();
+    // At the default pace (every event at once) the agent still gets the event before the cut,
+    // and its retry continues the conversation: the recorded answer, no divergence.
+    let replay = p.harness(&["exec", "cut", "--", "python3", "client.py"]);
     assert!(
         replay.stderr.contains("bytes: data: {\"id\":\"c2\""),
         "the replayed cut stream gave no bytes\n{replay}"
     );
+    assert!(replay.stderr.contains(&whole), "{replay}");
+    replay
+        .expect_code(1)
+        .expect_stdout("1 missing goldens, 0 expectation failures");
+    assert!(!replay.to_string().contains("diverged"), "{replay}");
 }
 
 /// An agent that finishes one conversation (one request on Chat Completions), then starts a
