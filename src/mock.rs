@@ -154,7 +154,8 @@ impl<'s> MockModel<'s> {
     }
 }
 
-fn default_fault_message(kind: FaultKind) -> &'static str {
+/// The message of a scripted fault that states none.
+pub fn default_fault_message(kind: FaultKind) -> &'static str {
     match kind {
         FaultKind::RateLimit => "429 Too Many Requests: rate limit exceeded",
         FaultKind::ServerError => "529 Overloaded: the server is temporarily overloaded",

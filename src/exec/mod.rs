@@ -260,9 +260,7 @@ pub fn exec_file(
         };
         let mut r = run::judge(&quiet, &case_of(0), &[]);
         r.golden = Comparison::Ungated;
-        failures.push(
-            "a model request; the command made none: it must take its base URL from OPENAI_BASE_URL or ANTHROPIC_BASE_URL, which harness exec sets (the server answers POST /v1/chat/completions, /v1/responses and /v1/messages)".to_owned(),
-        );
+        failures.push(no_model_request(&session));
         r.expectation_failures.append(&mut failures);
         results.push(r);
     }
@@ -334,6 +332,19 @@ fn serve_to_command(
             )))
         }
         Err(e) => Err(e),
+    }
+}
+
+/// What a run whose command sent no model request failed to show: that it made none, or
+/// which requests it made instead (to paths that are no endpoint).
+fn no_model_request(session: &Session) -> String {
+    const TAKE: &str = "it must take its base URL from OPENAI_BASE_URL or ANTHROPIC_BASE_URL, which harness exec sets (the server answers POST /v1/chat/completions, /v1/responses and /v1/messages, each also without /v1)";
+    match session.unknown() {
+        (0, _) => format!("a model request; the command made none: {TAKE}"),
+        (n, paths) => format!(
+            "a model request; the command made {n} request(s), all to unknown paths ({}): {TAKE}",
+            paths.join(", ")
+        ),
     }
 }
 
@@ -709,7 +720,7 @@ pub fn exec_cassettes(
         );
         r.golden = Comparison::Ungated;
         r.expectation_failures.push(if traces.is_empty() {
-            "a model request; the command made none: it must take its base URL from OPENAI_BASE_URL or ANTHROPIC_BASE_URL, which harness exec sets".to_owned()
+            no_model_request(&session)
         } else {
             "the agent to begin this recorded conversation; none of its conversations began nearer to it than to another cassette".to_owned()
         });

@@ -15,7 +15,18 @@
 //!    - `json-error`: a JSON object with a non-empty `error` or `errors` member, or a JSON
 //!      array of validation errors (objects with `type` and `msg` or `loc`), as pydantic-ai
 //!      and others send;
-//!    - `retry-prompt`: "Fix the errors and try again." (pydantic-ai's retry prompt).
+//!    - `retry-prompt`: "Fix the errors and try again." (pydantic-ai's retry prompt);
+//!    - `invalid-tool-input`: "Invalid input for tool NAME: …" (the Vercel AI SDK);
+//!    - `validation-errors`: a line "N validation error(s) for …" (pydantic's text, as AutoGen
+//!      and others send it);
+//!    - `tool-invoke-failed`: "Failed to invoke Tool `NAME` …" (Haystack);
+//!    - `missing-argument`: "… missing N required positional (or keyword-only) argument(s)"
+//!      (Python's `TypeError`, as LlamaIndex sends it).
+//!
+//!    The JSON-error shape also takes zod's issue arrays (objects with `code` and `message`,
+//!    and usually `path`), as the AI SDK sends them. A framework that sends a bare exception
+//!    message (the AI SDK's `throw`, agno) cannot be told from output: give a `--failure`
+//!    pattern for it.
 //!
 //! The inferred trace names the rule on each failed result (`rule=…`).
 
@@ -42,12 +53,16 @@ impl Default for FailureRules {
 type Shape = (&'static str, fn(&str) -> bool);
 
 /// The built-in shapes, in order.
-const BUILTIN: [Shape; 5] = [
+const BUILTIN: [Shape; 9] = [
     ("error-prefix", error_prefix),
     ("exception", exception),
     ("tool-error-notice", tool_error_notice),
     ("json-error", json_error),
     ("retry-prompt", retry_prompt),
+    ("invalid-tool-input", invalid_tool_input),
+    ("validation-errors", validation_errors),
+    ("tool-invoke-failed", tool_invoke_failed),
+    ("missing-argument", missing_argument),
 ];
 
 impl FailureRules {
@@ -134,7 +149,11 @@ fn json_error(text: &str) -> bool {
         Value::Array(items) => {
             !items.is_empty()
                 && items.iter().all(|i| {
-                    i.get("type").is_some() && (i.get("msg").is_some() || i.get("loc").is_some())
+                    // pydantic's errors (`type`, `msg`, `loc`) or zod's issues (`code`,
+                    // `message`, `path`).
+                    (i.get("type").is_some() && (i.get("msg").is_some() || i.get("loc").is_some()))
+                        || (i.get("code").is_some_and(Value::is_string)
+                            && i.get("message").is_some_and(Value::is_string))
                 })
         }
         _ => false,
@@ -143,6 +162,41 @@ fn json_error(text: &str) -> bool {
 
 fn retry_prompt(text: &str) -> bool {
     text.trim_end().ends_with("Fix the errors and try again.")
+}
+
+fn invalid_tool_input(text: &str) -> bool {
+    text.trim_start().starts_with("Invalid input for tool ")
+}
+
+/// A line that starts "N validation error for" / "N validation errors for".
+fn validation_errors(text: &str) -> bool {
+    text.lines().any(|line| {
+        let line = line.trim_start();
+        let digits = line.bytes().take_while(u8::is_ascii_digit).count();
+        digits > 0
+            && (line[digits..].starts_with(" validation error for ")
+                || line[digits..].starts_with(" validation errors for "))
+    })
+}
+
+fn tool_invoke_failed(text: &str) -> bool {
+    text.trim_start().starts_with("Failed to invoke Tool ")
+}
+
+/// Python's "f() missing 1 required positional argument: 'x'" (or keyword-only, or several).
+fn missing_argument(text: &str) -> bool {
+    let Some(at) = text.find(" missing ") else {
+        return false;
+    };
+    let rest = &text[at + " missing ".len()..];
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    digits > 0
+        && [
+            " required positional argument",
+            " required keyword-only argument",
+        ]
+        .iter()
+        .any(|kind| rest[digits..].starts_with(kind))
 }
 
 #[cfg(test)]
@@ -199,7 +253,45 @@ mod tests {
                 "1 validation errors: [...]\n\nFix the errors and try again.",
                 Some("retry-prompt"),
             ),
+            (
+                None,
+                "Invalid input for tool exec: Type validation failed: Value: {}.",
+                Some("invalid-tool-input"),
+            ),
+            (
+                None,
+                r#"[{"code": "invalid_type", "expected": "string", "received": "undefined", "path": ["command"], "message": "Required"}]"#,
+                Some("json-error"),
+            ),
+            (
+                None,
+                "1 validation error for exec\ncommand\n  Field required [type=missing]",
+                Some("validation-errors"),
+            ),
+            (
+                None,
+                "Tool call failed.\n2 validation errors for ExecArgs\n...",
+                Some("validation-errors"),
+            ),
+            (
+                None,
+                "Failed to invoke Tool `exec` with parameters {}. Error: missing command",
+                Some("tool-invoke-failed"),
+            ),
+            (
+                None,
+                "exec() missing 1 required positional argument: 'command'",
+                Some("missing-argument"),
+            ),
+            (
+                None,
+                "run() missing 2 required keyword-only arguments: 'a' and 'b'",
+                Some("missing-argument"),
+            ),
             (None, "a.txt\nb.txt", None),
+            (None, "3 files missing from the index", None),
+            (None, "validation errors for the form are shown below", None),
+            (None, r#"[{"code": 200, "message": "ok"}]"#, None),
             (None, "no errors found", None),
             (None, r#"{"error": null, "result": "ok"}"#, None),
             (None, "Note: see the log", None),

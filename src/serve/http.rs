@@ -24,7 +24,7 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, State as AxumState};
 use axum::http::header::CONTENT_LENGTH;
-use axum::http::{HeaderMap, Response, StatusCode, Uri};
+use axum::http::{HeaderMap, HeaderValue, Response, StatusCode, Uri};
 use axum::routing::{get, post};
 use std::io;
 use std::net::SocketAddr;
@@ -36,6 +36,8 @@ use std::time::Duration;
 /// What the handlers share: the session, and what the session has read so far.
 struct State {
     session: Mutex<Session>,
+    /// Answers sent so far (numbers the request ids).
+    answered: AtomicU64,
     read_bytes: AtomicU64,
     max_read_bytes: u64,
     read_timeout: Duration,
@@ -177,6 +179,7 @@ impl Server {
     ) -> io::Result<Self> {
         let state = Arc::new(State {
             session: Mutex::new(session),
+            answered: AtomicU64::new(0),
             read_bytes: AtomicU64::new(0),
             max_read_bytes,
             read_timeout: timeouts.read,
@@ -288,21 +291,88 @@ async fn signal() {
 }
 
 fn router(state: Shared) -> Router {
-    Router::new()
-        .route("/v1/chat/completions", post(chat_completions))
-        .route("/chat/completions", post(chat_completions))
-        .route("/v1/responses", post(responses))
-        .route("/responses", post(responses))
-        .route("/v1/messages", post(messages))
-        .route("/v1/messages/count_tokens", post(count_tokens))
-        .route("/v1/models", get(models))
-        .route("/models", get(models))
-        .route("/v1/models/{id}", get(model))
-        .route("/models/{id}", get(model))
+    let mut router = Router::new();
+    // Each endpoint with and without `/v1`: clients differ on whether the base URL holds it.
+    for prefix in ["/v1", ""] {
+        router = router
+            .route(
+                &format!("{prefix}/chat/completions"),
+                post(chat_completions).fallback(method_not_allowed),
+            )
+            .route(
+                &format!("{prefix}/responses"),
+                post(responses).fallback(method_not_allowed),
+            )
+            .route(
+                &format!("{prefix}/messages"),
+                post(messages).fallback(method_not_allowed),
+            )
+            .route(
+                &format!("{prefix}/messages/count_tokens"),
+                post(count_tokens).fallback(method_not_allowed),
+            )
+            .route(
+                &format!("{prefix}/models"),
+                get(models).fallback(method_not_allowed),
+            )
+            .route(
+                &format!("{prefix}/models/{{id}}"),
+                get(model).fallback(method_not_allowed),
+            );
+    }
+    router
         .fallback(not_found)
         // The handlers bound their bodies themselves (`read`).
         .layer(DefaultBodyLimit::disable())
+        .layer(axum::middleware::map_response_with_state(
+            Arc::clone(&state),
+            request_id,
+        ))
         .with_state(state)
+}
+
+/// Every answer carries a request id, as the providers' do (`x-request-id`, which the OpenAI
+/// SDK reads, and Anthropic's `request-id`): numbered in the session, so never random.
+async fn request_id(
+    AxumState(s): AxumState<Shared>,
+    mut response: Response<axum::body::Body>,
+) -> Response<axum::body::Body> {
+    let n = s.answered.fetch_add(1, Ordering::Relaxed) + 1;
+    if let Ok(id) = HeaderValue::from_str(&format!("req_harness{n:014}")) {
+        response.headers_mut().insert("x-request-id", id.clone());
+        response.headers_mut().insert("request-id", id);
+    }
+    response
+}
+
+/// A method the endpoint does not take: 405 with an error body in the API's shape.
+async fn method_not_allowed(
+    method: axum::http::Method,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Response<axum::body::Body> {
+    let provider = if anthropic_headers(&headers) || uri.path().contains("/messages") {
+        Provider::Anthropic
+    } else {
+        Provider::Openai
+    };
+    let allowed = if uri.path().contains("/models") {
+        "GET"
+    } else {
+        "POST"
+    };
+    let mut r = refused(
+        provider,
+        StatusCode::METHOD_NOT_ALLOWED,
+        &format!(
+            "{method} is not allowed on {}: it takes {allowed}",
+            uri.path().escape_default()
+        ),
+    );
+    if let Ok(v) = HeaderValue::from_str(allowed) {
+        r.headers_mut().insert("allow", v);
+    }
+    r
 }
 
 /// Is this request Anthropic's (its headers say so)? For the paths both APIs share.
@@ -541,17 +611,26 @@ async fn model(
     )
 }
 
-async fn not_found(uri: Uri, headers: HeaderMap) -> Response<axum::body::Body> {
+async fn not_found(
+    AxumState(s): AxumState<Shared>,
+    method: axum::http::Method,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Response<axum::body::Body> {
     let provider = if anthropic_headers(&headers) {
         Provider::Anthropic
     } else {
         Provider::Openai
     };
+    s.session
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .note_unknown(&format!("{method} {}", uri.path().escape_default()));
     refused(
         provider,
         StatusCode::NOT_FOUND,
         &format!(
-            "there is no {}: harness serves POST /v1/chat/completions and POST /v1/responses (OpenAI base URL http://HOST/v1) and POST /v1/messages (Anthropic base URL http://HOST)",
+            "there is no {}: harness serves POST /v1/chat/completions and POST /v1/responses (OpenAI base URL http://HOST/v1) and POST /v1/messages (Anthropic base URL http://HOST), each also without /v1",
             uri.path().escape_default()
         ),
     )

@@ -81,6 +81,7 @@ pub fn infer(ctx: &Context<'_>, requests: &[ServedRequest]) -> Vec<TimedEvent> {
     let mut stripped_before = false;
     let mut text_noted = false;
     let mut unread_noted = false;
+    let mut unoffered_noted = false;
     let mut faults = 0u32;
     let mut call = 0u32;
     let mut prev: Option<&ServedRequest> = None;
@@ -192,6 +193,20 @@ pub fn infer(ctx: &Context<'_>, requests: &[ServedRequest]) -> Vec<TimedEvent> {
             }
         }
         stripped_before = stripped;
+        // The scenario's model calls tools the agent never offered: the run cannot show how
+        // the agent handles them.
+        if let Reply::Answer(r) = &e.reply {
+            if tools.is_empty() && !r.tool_calls.is_empty() && !unoffered_noted {
+                unoffered_noted = true;
+                c.push(Event::Notice {
+                    source: SERVE.to_owned(),
+                    text: format!(
+                        "the agent offered no tools, and the scenario's model called `{}`: an agent that takes its calls from text (a ReAct prompt) cannot follow a scenario scripted with native tool calls",
+                        r.tool_calls[0].name
+                    ),
+                });
+            }
+        }
         prev = Some(e);
         if !push_request(
             &mut c,

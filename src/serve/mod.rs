@@ -79,6 +79,24 @@ pub const MAX_REQUEST_BYTES: usize = crate::limits::MAX_REQUEST_BODY_BYTES as us
 /// virtual times from here, never the wall clock.
 pub const EPOCH_S: u64 = 1_767_225_600;
 
+/// OpenAI's answer to a `previous_response_id` it does not know.
+fn previous_not_found(id: &str) -> HttpAnswer {
+    HttpAnswer {
+        status: 404,
+        headers: Vec::new(),
+        body: AnswerBody::Json(serde_json::json!({"error": {
+            "message": format!("Previous response with id '{id}' not found."),
+            "type": "invalid_request_error",
+            "param": "previous_response_id",
+            "code": "previous_response_not_found"
+        }})),
+    }
+}
+
+/// OpenAI's words for a server error (HTTP 500).
+const OPENAI_SERVER_ERROR: &str =
+    "The server had an error while processing your request. Sorry about that!";
+
 /// What the HTTP layer read besides the body.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RequestHints {
@@ -150,6 +168,10 @@ pub struct Conversation {
     pub replayed: Option<CassettePosition>,
     /// It went to the live provider from a divergence on (`--record-mode new_episodes`).
     live: bool,
+    /// What the provider stores of each Responses answer served (by its `resp_…` id): the
+    /// request it answered (an index into `requests`) and its output items, which a request
+    /// naming it as `previous_response_id` continues.
+    stored: BTreeMap<String, (usize, Value)>,
 }
 
 /// Where a replayed conversation is in its cassette.
@@ -315,6 +337,9 @@ pub struct Session {
     minted: u64,
     /// Recorded conversations answer instead of the script (`harness exec CASSETTE`).
     replay: Option<replay::Replay>,
+    /// Requests to paths that are no endpoint: how many, and the first distinct ones.
+    unknown_requests: usize,
+    unknown: Vec<String>,
 }
 
 impl Session {
@@ -335,6 +360,8 @@ impl Session {
             ids: BTreeMap::new(),
             minted: 0,
             replay: None,
+            unknown_requests: 0,
+            unknown: Vec::new(),
         }
     }
 
@@ -365,6 +392,20 @@ impl Session {
     /// The conversations so far, in the order they started.
     pub fn conversations(&self) -> &[Conversation] {
         &self.conversations
+    }
+
+    /// Note a request to a path that is no endpoint (`METHOD /path`), for the report of a run
+    /// whose agent made no model request (at most 20 kept, in order).
+    pub fn note_unknown(&mut self, request: &str) {
+        self.unknown_requests += 1;
+        if self.unknown.len() < 20 && !self.unknown.iter().any(|u| u == request) {
+            self.unknown.push(request.to_owned());
+        }
+    }
+
+    /// The requests to unknown paths: how many, and the distinct ones first seen.
+    pub fn unknown(&self) -> (usize, &[String]) {
+        (self.unknown_requests, &self.unknown)
     }
 
     /// Know these values as secrets from here on (the keys an agent sends in its headers), when
@@ -417,12 +458,27 @@ impl Session {
             // come from here (a recorded `[REDACTED]` matches the scrubbed text).
             recorded.scrubber.scrub_value(&mut value);
         }
+        // No conversation to continue: refused as the providers refuse it.
+        if api != Api::Responses && value["messages"].as_array().is_some_and(Vec::is_empty) {
+            let said = match provider {
+                Provider::Openai => "harness serve: [] is too short - 'messages'",
+                Provider::Anthropic => "harness serve: messages: at least one message is required",
+            };
+            return answered(refusal(provider, 400, said));
+        }
         let mut request = match api.parse_request(&value) {
             Ok(r) => r,
             Err(e) => return answered(refusal(provider, 400, &format!("harness serve: {e}"))),
         };
         if request.asks.tool_choice == ToolChoice::None {
             request.tools.clear();
+        }
+        if api == Api::Responses && self.replay.is_none() {
+            if let Some(previous) = request.asks.previous.clone() {
+                if !self.continue_stored(&previous, &mut request) {
+                    return answered(previous_not_found(&previous));
+                }
+            }
         }
         let mut text_protocol = read_text_protocol(&mut request);
         let first_user = first_user(&request);
@@ -485,6 +541,39 @@ impl Session {
             answer: served,
             recorded,
         }
+    }
+
+    /// A Responses request that continues `previous` (its `previous_response_id`) as the
+    /// request the provider sees: the stored context of that response (the input it answered
+    /// and its output items) before the request's own items, under the request's own
+    /// `instructions` (they are not carried over). False when no answer of the session has
+    /// that id.
+    fn continue_stored(&self, previous: &str, request: &mut WireRequest) -> bool {
+        let Some((before, output)) = self
+            .ids
+            .get(previous)
+            .and_then(|&c| self.conversations.get(c))
+            .and_then(|c| {
+                let (i, output) = c.stored.get(previous)?;
+                Some((&c.requests.get(*i)?.request, output))
+            })
+        else {
+            return false;
+        };
+        let answered = responses::parse_request(&serde_json::json!({"model": "", "input": output}))
+            .map(|r| r.messages)
+            .unwrap_or_default();
+        let system = |m: &Message| m.role == Role::System;
+        let own_system = request.messages.iter().take_while(|m| system(m)).count();
+        let mut messages: Vec<Message> = request.messages[..own_system].to_vec();
+        messages.extend(before.messages.iter().skip_while(|m| system(m)).cloned());
+        messages.extend(answered);
+        messages.extend(request.messages.drain(own_system..));
+        request.messages = messages;
+        let mut results = before.results.clone();
+        results.append(&mut request.results);
+        request.results = results;
+        true
     }
 
     /// Is this request the live provider's (a replay in record mode `once` or
@@ -586,6 +675,7 @@ impl Session {
                     last_user: String::new(),
                     replayed: None,
                     live: false,
+                    stored: BTreeMap::new(),
                 });
                 Some(self.conversations.len() - 1)
             }
@@ -650,6 +740,13 @@ impl Session {
                 for c in &mut on_wire.tool_calls {
                     c.id = rename(&c.id);
                 }
+                if api == Api::Responses {
+                    // Stored as the provider stores it, for `previous_response_id`: the output
+                    // items as a client echoes them back.
+                    let output = responses::render_body(&on_wire, &meta, body)["output"].clone();
+                    let c = &mut self.conversations[at];
+                    c.stored.insert(meta.id.clone(), (c.requests.len(), output));
+                }
                 let body = match chunks {
                     Some(chunks) => {
                         meta.complete = chunks.iter().any(|c| matches!(c, Chunk::Finish { .. }));
@@ -681,6 +778,7 @@ impl Session {
                         _ => provider.render_body(&on_wire, &meta),
                     }),
                 };
+
                 (
                     Reply::Answer(whole),
                     HttpAnswer {
@@ -690,7 +788,16 @@ impl Session {
                     },
                 )
             }
-            Err(ModelError::Provider(f)) => {
+            Err(ModelError::Provider(mut f)) => {
+                // A scripted server fault that states no message is served as the API serves
+                // one: OpenAI's is a 500 with its own words (the default speaks of a 529,
+                // which is Anthropic's overload status and what it gets).
+                if provider == Provider::Openai
+                    && f.kind == crate::llm::FaultKind::ServerError
+                    && f.message == crate::mock::default_fault_message(f.kind)
+                {
+                    f.message = OPENAI_SERVER_ERROR.to_owned();
+                }
                 let (status, body) = provider.render_fault(f.kind, &f.message);
                 let mut headers = Vec::new();
                 if let Some(ms) = f.retry_after_ms {
@@ -1279,6 +1386,28 @@ reply = { tool_calls = [{ name = "exec", args = {} }] }
     }
 
     #[test]
+    fn an_agent_offering_no_tools_to_a_scenario_that_calls_them_gets_a_notice() {
+        let mut s = session(SCENARIO);
+        // No tools offered, nothing failed yet: the scenario's model calls `exec` anyway.
+        let r = s.handle(Api::ChatCompletions, &openai(0, "", None, false));
+        assert_eq!(r.status, 200);
+        let notices: Vec<String> = lines(&s, 0)
+            .into_iter()
+            .filter(|l| l.contains(" notice "))
+            .collect();
+        assert_eq!(notices.len(), 1, "{notices:?}");
+        assert!(
+            notices[0]
+                .contains("the agent offered no tools, and the scenario's model called `exec`"),
+            "{notices:?}"
+        );
+        // An agent that offers them gets none.
+        let mut s = session(SCENARIO);
+        s.handle(Api::ChatCompletions, &openai(0, "", None, true));
+        assert!(!lines(&s, 0).iter().any(|l| l.contains(" notice ")));
+    }
+
+    #[test]
     fn the_rules_see_the_real_request_and_the_trace_shows_the_nudge() {
         let mut s = session(SCENARIO);
         let r = s.handle(Api::ChatCompletions, &openai(0, "", None, true));
@@ -1679,6 +1808,43 @@ reply = { tool_calls = [{ name = "exec", args = {} }] }
     }
 
     #[test]
+    fn a_server_fault_and_an_empty_conversation_are_answered_as_each_api_does() {
+        let faulty = SCENARIO.replace(
+            "reply = { tool_calls = [{ name = \"exec\", args = {} }] }",
+            "reply = { fault = { kind = \"server_error\" } }",
+        );
+        let message = |r: &HttpAnswer| match &r.body {
+            AnswerBody::Json(v) => v["error"]["message"].as_str().unwrap_or("").to_owned(),
+            AnswerBody::Events { .. } => String::new(),
+        };
+        let mut s = session(&faulty);
+        let r = s.handle(Api::ChatCompletions, &openai(0, "", None, true));
+        assert_eq!((r.status, message(&r).as_str()), (500, OPENAI_SERVER_ERROR));
+        let mut s = session(&faulty);
+        let anthropic = json!({"model": "claude", "max_tokens": 10, "system": "sys",
+            "messages": [{"role": "user", "content": "List the files."}]});
+        let r = s.handle(Api::Messages, anthropic.to_string().as_bytes());
+        assert_eq!(r.status, 529);
+        assert!(message(&r).contains("Overloaded"), "{}", message(&r));
+        // `messages: []` is refused, on both APIs.
+        let mut s = session(SCENARIO);
+        let r = s.handle(Api::ChatCompletions, br#"{"model": "m", "messages": []}"#);
+        assert_eq!(r.status, 400);
+        assert!(message(&r).contains("too short"), "{}", message(&r));
+        let r = s.handle(
+            Api::Messages,
+            br#"{"model": "m", "max_tokens": 5, "messages": []}"#,
+        );
+        assert_eq!(r.status, 400);
+        assert!(
+            message(&r).contains("at least one message"),
+            "{}",
+            message(&r)
+        );
+        assert!(s.conversations().is_empty());
+    }
+
+    #[test]
     fn responses_api_whole_and_streamed_continues_by_call_id() {
         let mut s = session(SCENARIO);
         let first = json!({"model": "gpt", "instructions": "sys", "input": "List the files.",
@@ -1715,6 +1881,56 @@ reply = { tool_calls = [{ name = "exec", args = {} }] }
             "{l:?}"
         );
         assert!(l.last().is_some_and(|l| l.contains("outcome response")));
+    }
+
+    /// A client that continues by `previous_response_id` and re-sends `instructions` on every
+    /// turn gives the trace of its twin that re-sends the whole history; an unknown id is 404.
+    #[test]
+    fn a_stateful_responses_client_reads_as_its_full_history_twin() {
+        let tools = json!([{"type": "function", "name": "exec", "parameters": {"type": "object"}}]);
+        let run = |stateful: bool| {
+            let mut s = session(SCENARIO);
+            let mut items = vec![json!({"role": "user", "content": "List the files."})];
+            let mut previous: Option<String> = None;
+            let mut pending: Vec<Value> = Vec::new();
+            for turn in 0..3 {
+                let mut body = json!({"model": "gpt", "instructions": "sys", "tools": tools});
+                if stateful && previous.is_some() {
+                    body["previous_response_id"] = json!(previous);
+                    body["input"] = json!(pending);
+                } else {
+                    body["input"] = json!(items);
+                }
+                let r = s.handle(Api::Responses, body.to_string().as_bytes());
+                assert_eq!(r.status, 200, "turn {turn}: {:?}", r.body);
+                let v = json_of(&r).clone();
+                previous = v["id"].as_str().map(str::to_owned);
+                let output = v["output"].as_array().cloned().unwrap_or_default();
+                items.extend(output.iter().cloned());
+                pending.clear();
+                for call in output.iter().filter(|o| o["type"] == "function_call") {
+                    let result = json!({"type": "function_call_output", "call_id": call["call_id"], "output": "Error: no"});
+                    items.push(result.clone());
+                    pending.push(result);
+                }
+            }
+            assert_eq!(s.conversations().len(), 1, "one conversation");
+            lines(&s, 0)
+        };
+        let full = run(false);
+        assert!(
+            full.iter()
+                .any(|l| l.contains("model_request call=3 messages=6")),
+            "{full:?}"
+        );
+        assert_eq!(run(true), full);
+        // An id no answer had is refused as OpenAI refuses it.
+        let mut s = session(SCENARIO);
+        let body = json!({"model": "gpt", "previous_response_id": "resp_nope", "input": [
+            {"type": "function_call_output", "call_id": "call_x", "output": "ok"}]});
+        let r = s.handle(Api::Responses, body.to_string().as_bytes());
+        assert_eq!(r.status, 404);
+        assert_eq!(json_of(&r)["error"]["code"], "previous_response_not_found");
     }
 
     #[test]

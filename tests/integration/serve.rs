@@ -158,6 +158,18 @@ fn exec_of_a_command_that_asks_nothing_gives_one_reason() {
     run.expect_code(1)
         .expect_stdout("harness exec: FAILED. 1 cases from 1 files")
         .expect_stdout("expected a model request; the command made none");
+    // A command that asks, but on paths that are no endpoint, is told which.
+    let asked = p.harness(&[
+        "exec",
+        SCENARIO,
+        "--",
+        "python3",
+        "-c",
+        "import os, urllib.request\nfor p in ('/v1/embeddings', '/v1/embeddings', '/v2/chat'):\n    try: urllib.request.urlopen(urllib.request.Request(os.environ['OPENAI_BASE_URL'].removesuffix('/v1') + p, data=b'{}', method='POST'))\n    except Exception: pass",
+    ]);
+    asked.expect_code(1).expect_stdout(
+        "expected a model request; the command made 3 request(s), all to unknown paths (POST /v1/embeddings, POST /v2/chat)",
+    );
     for wrong in [
         "harness run",
         "ad-hoc",
@@ -186,6 +198,18 @@ fn exec_fails_a_silent_or_hung_command_and_refuses_a_missing_one() {
     run.expect_code(1)
         .expect_stdout("expected the command to finish within 300 ms; it was killed")
         .expect_stdout("expected a model request; the command made none");
+    // A command that asks, but on paths that are no endpoint, is told which.
+    let asked = p.harness(&[
+        "exec",
+        SCENARIO,
+        "--",
+        "python3",
+        "-c",
+        "import os, urllib.request\nfor p in ('/v1/embeddings', '/v1/embeddings', '/v2/chat'):\n    try: urllib.request.urlopen(urllib.request.Request(os.environ['OPENAI_BASE_URL'].removesuffix('/v1') + p, data=b'{}', method='POST'))\n    except Exception: pass",
+    ]);
+    asked.expect_code(1).expect_stdout(
+        "expected a model request; the command made 3 request(s), all to unknown paths (POST /v1/embeddings, POST /v2/chat)",
+    );
     let run = p.harness(&["exec", SCENARIO, "--", "no-such-agent-command"]);
     run.expect_code(2);
     assert!(
@@ -198,6 +222,17 @@ fn exec_fails_a_silent_or_hung_command_and_refuses_a_missing_one() {
     let run = p.harness(&["serve", SCENARIO, "--addr", "0.0.0.0:0"]);
     run.expect_code(2);
     assert!(run.stderr.contains("--allow-remote"), "{run}");
+}
+
+/// Send raw bytes to the server and read its whole answer (the server closes).
+fn answer_of(addr: &str, request: &str) -> String {
+    let mut s = std::net::TcpStream::connect(addr).expect("connect to the server");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .expect("a read timeout");
+    s.write_all(request.as_bytes()).expect("send");
+    let mut all = String::new();
+    let _ = s.read_to_string(&mut all);
+    all
 }
 
 /// Send raw bytes to the server and read its status line.
@@ -248,6 +283,36 @@ fn serve_answers_an_agent_and_prints_the_inferred_trace() {
     let get = |path: &str| format!("GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n");
     assert!(status_of(&addr, &get("/v1/models")).contains(" 200 "));
     assert!(status_of(&addr, &get("/v1/embeddings")).contains(" 404 "));
+    // A method an endpoint does not take: 405 with an error body in the API's shape, and the
+    // method it takes; every answer has a request id, as the providers' do.
+    let wrong = answer_of(&addr, &get("/v1/chat/completions")).to_ascii_lowercase();
+    assert!(wrong.starts_with("http/1.1 405 "), "{wrong}");
+    assert!(wrong.contains("\r\nallow: post\r\n"), "{wrong}");
+    assert!(wrong.contains("\r\nx-request-id: req_harness"), "{wrong}");
+    assert!(
+        wrong.contains(r#""message":"harness serve: get is not allowed on /v1/chat/completions: it takes post""#),
+        "{wrong}"
+    );
+    let wrong = answer_of(&addr, &get("/messages"));
+    assert!(
+        wrong.contains(r#""type":"error""#),
+        "Anthropic's shape on its path:\n{wrong}"
+    );
+    // The endpoints without `/v1` (the AI SDK's Anthropic provider posts to `/messages`).
+    let body = r#"{"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "List the files."}]}"#;
+    let post = format!(
+        "POST /messages HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\nanthropic-version: 2023-06-01\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let answer = answer_of(&addr, &post);
+    assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
+    assert!(
+        answer
+            .to_ascii_lowercase()
+            .contains("\r\nrequest-id: req_harness"),
+        "{answer}"
+    );
+    assert!(answer.contains(r#""type":"message""#), "{answer}");
     drop(server.stdin.take());
     let mut rest = String::new();
     stdout.read_to_string(&mut rest).expect("the traces");
@@ -263,7 +328,96 @@ fn serve_answers_an_agent_and_prints_the_inferred_trace() {
     );
     assert!(rest.contains("outcome response iterations=4"), "{rest}");
     assert!(
-        rest.contains("harness serve: 1 conversation(s), 4 request(s)"),
+        rest.contains("harness serve: 2 conversation(s), 5 request(s)"),
         "{rest}"
     );
+}
+
+/// A Responses API agent on the standard library: with `--stateful` it continues each turn by
+/// `previous_response_id` and sends only its new items (re-sending `instructions`, as OpenAI
+/// documents); without, it re-sends the whole history. `--stream` reads streamed answers.
+const RESPONSES_AGENT: &str = r#"
+import json, os, sys, urllib.request, urllib.error
+stateful, stream = "--stateful" in sys.argv, "--stream" in sys.argv
+url = os.environ["OPENAI_BASE_URL"].rstrip("/") + "/responses"
+tools = [{"type": "function", "name": "exec", "description": "Run a shell command",
+          "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}]
+items = [{"role": "user", "content": os.environ["HARNESS_USER"]}]
+pending, previous = [], None
+for _ in range(40):
+    body = {"model": "gpt-4o-mini", "instructions": os.environ["HARNESS_SYSTEM"], "tools": tools, "stream": stream}
+    if stateful and previous:
+        body["previous_response_id"], body["input"] = previous, pending
+    else:
+        body["input"] = items
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                 headers={"content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            text = r.read().decode()
+    except urllib.error.HTTPError as e:
+        print("refused:", e.code)
+        break
+    if stream:
+        events = [json.loads(l[6:]) for l in text.split("\n") if l.startswith("data: ")]
+        response = [e["response"] for e in events if e.get("type") == "response.completed"][0]
+    else:
+        response = json.loads(text)
+    previous, output = response["id"], response["output"]
+    items += output
+    calls = [o for o in output if o["type"] == "function_call"]
+    if not calls:
+        print("answer:", output[-1]["content"][0]["text"])
+        break
+    pending = [{"type": "function_call_output", "call_id": c["call_id"],
+                "output": "Error: missing 'command' parameter"} for c in calls]
+    items += pending
+"#;
+
+#[test]
+fn a_stateful_responses_agent_is_read_as_its_full_history_twin() {
+    let p = project();
+    p.write("agent.py", RESPONSES_AGENT);
+    let run = |label: &str, command: &str| {
+        let traces = format!("traces/{label}");
+        let run = p.harness(&[
+            "exec",
+            SCENARIO,
+            "--label",
+            "same",
+            "--expect",
+            "none",
+            "--traces",
+            &traces,
+            "--no-baseline",
+            "--",
+            "bash",
+            "-c",
+            command,
+        ]);
+        let files: Vec<String> = p
+            .tree(&traces)
+            .into_values()
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .collect();
+        assert!(!files.is_empty(), "{run}");
+        (run.code, run.summary().to_owned(), files)
+    };
+    for stream in ["", " --stream"] {
+        let one = |extra: &str| format!("python3 agent.py{stream}{extra}");
+        let three = |extra: &str| {
+            let agent = one(extra);
+            format!("for i in 1 2 3; do {agent} & done; wait")
+        };
+        for (twin, command) in [("one", &one as &dyn Fn(&str) -> String), ("three", &three)] {
+            let full = run(&format!("full-{twin}{stream}"), &command(""));
+            let stateful = run(&format!("stateful-{twin}{stream}"), &command(" --stateful"));
+            assert_eq!(stateful, full, "{twin}{stream}");
+            let (_, _, files) = &full;
+            let trace = &files[0];
+            // The bare loop runs to the cap; the re-sent instructions are no intervention.
+            assert!(trace.contains("\"iterations\":25"), "{trace}");
+            assert!(!trace.contains("intervention"), "{trace}");
+        }
+    }
 }
