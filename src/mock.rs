@@ -7,13 +7,15 @@ use crate::llm::{
     Arguments, FaultKind, Finish, Message, Model, ModelError, ModelRequest, ModelResponse,
     ProviderFault, Role, ScriptError, ToolCall, Usage,
 };
-use crate::scenario::{CallDef, Conditions, ModelScript, TurnDef, WithoutTools};
+use crate::scenario::{CallDef, Conditions, ModelScript, TurnDef, WithoutTools, generate};
 use serde_json::Value;
 
 /// The mock.
 pub struct MockModel<'s> {
     script: &'s ModelScript,
     state: MockState,
+    /// The case answered: seeds generated arguments.
+    case: String,
 }
 
 /// Where a mock is in its script: how often each rule fired, the turn and its repeats used,
@@ -36,7 +38,17 @@ impl<'s> MockModel<'s> {
     /// A mock answering from `script` where `state` left it (a fresh state starts the script).
     pub fn resume(script: &'s ModelScript, mut state: MockState) -> Self {
         state.fired.resize(script.rules.len(), 0);
-        Self { script, state }
+        Self {
+            script,
+            state,
+            case: String::new(),
+        }
+    }
+
+    /// The mock answering case `id`: its generated arguments are seeded by it.
+    pub fn for_case(mut self, id: &str) -> Self {
+        id.clone_into(&mut self.case);
+        self
     }
 
     /// Where the mock is, to [`MockModel::resume`] it later.
@@ -88,7 +100,7 @@ impl<'s> MockModel<'s> {
     }
 
     fn build(&mut self, turn: &TurnDef, req: &ModelRequest<'_>) -> ModelResponse {
-        let tool_calls: Vec<ToolCall> = turn.tool_calls.iter().map(|c| self.call(c)).collect();
+        let tool_calls: Vec<ToolCall> = turn.tool_calls.iter().map(|c| self.call(c, req)).collect();
         let finish = match turn.finish {
             Some(f) => f,
             None if tool_calls.is_empty() => Finish::Stop,
@@ -135,16 +147,28 @@ impl<'s> MockModel<'s> {
         }
     }
 
-    fn call(&mut self, def: &CallDef) -> ToolCall {
-        let id = def
-            .id
-            .clone()
-            .unwrap_or_else(|| format!("call_{}", self.state.next_call_id));
+    fn call(&mut self, def: &CallDef, req: &ModelRequest<'_>) -> ToolCall {
+        let n = self.state.next_call_id;
+        let id = def.id.clone().unwrap_or_else(|| format!("call_{n}"));
         self.state.next_call_id += 1;
-        let arguments = match (&def.raw_args, &def.args) {
-            (Some(raw), _) => Arguments::Raw(raw.clone()),
-            (None, Some(v)) => Arguments::Parsed(v.clone()),
-            (None, None) => Arguments::Parsed(Value::Object(Default::default())),
+        let arguments = match (def.generate, &def.raw_args, &def.args) {
+            (Some(how), _, _) => {
+                // From the schema of the tool as offered on this request (the agent's own,
+                // for a bound tool); a tool not offered has none to follow.
+                let open = serde_json::json!({"type": "object"});
+                let schema = req
+                    .tools
+                    .iter()
+                    .find(|t| t.name == def.name)
+                    .map_or(&open, |t| &t.schema);
+                match generate::arguments(schema, how, generate::seed(&self.case, n)) {
+                    generate::Generated::Parsed(v) => Arguments::Parsed(v),
+                    generate::Generated::Raw(r) => Arguments::Raw(r),
+                }
+            }
+            (None, Some(raw), _) => Arguments::Raw(raw.clone()),
+            (None, None, Some(v)) => Arguments::Parsed(v.clone()),
+            (None, None, None) => Arguments::Parsed(Value::Object(Default::default())),
         };
         ToolCall {
             id,
@@ -288,6 +312,7 @@ mod tests {
             name: name.to_owned(),
             args,
             raw_args: None,
+            generate: None,
         }
     }
 

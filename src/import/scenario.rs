@@ -108,6 +108,7 @@ pub fn scenario_of(run: &Run, file: &str) -> Scenario {
                                 name: c.name.clone(),
                                 args,
                                 raw_args,
+                                generate: None,
                             }
                         })
                         .collect(),

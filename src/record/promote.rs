@@ -61,6 +61,7 @@ pub fn script_turns(cassette: &Cassette, scenario: &mut Scenario) {
                                 name: c.name,
                                 args,
                                 raw_args,
+                                generate: None,
                             }
                         })
                         .collect();

@@ -614,7 +614,10 @@ pub fn replay(case: &Case) -> Result<Vec<TimedEvent>, ScriptGap> {
 
 /// Replay one case; on a script gap, the events up to it and the gap.
 fn replay_partial(case: &Case) -> (Vec<TimedEvent>, Option<ScriptGap>) {
-    engine::run_case(case, &mut MockModel::new(&case.scenario.model))
+    engine::run_case(
+        case,
+        &mut MockModel::new(&case.scenario.model).for_case(&case.id),
+    )
 }
 
 /// Compare a replayed case with its golden, check its expectations, write pending files.

@@ -5,6 +5,7 @@
 
 mod bounds;
 pub use bounds::MAX_USAGE_TOKENS;
+pub mod generate;
 mod locate;
 pub use locate::{Seg, did_you_mean, json_token_start, line_col, suggest};
 mod model;

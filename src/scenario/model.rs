@@ -178,6 +178,69 @@ pub struct ToolDef {
     /// Whether the runtime asks for approval before running it (used by profiles with approvals).
     #[serde(default)]
     pub needs_approval: bool,
+    /// Makes the scenario portable: served to an agent (`serve`, `exec`), the tool stands for
+    /// one the agent offers, chosen by this rule — `any` (the first offered tool not bound
+    /// already), `position:N` (the N-th offered, from 1), `required:TYPE` (the first with a
+    /// required parameter of that JSON type), `name:GLOB` (the first whose name matches, `*`
+    /// any run of characters). The model's calls of the tool go out under the bound tool's
+    /// name, with arguments generated from its schema where a call says `generate`; the trace
+    /// keeps this tool's name and notes the binding. Under the engine's own profiles (`run`)
+    /// the tool is this one, as declared.
+    #[serde(default)]
+    #[schemars(regex(
+        pattern = r"^(any|position:[1-9][0-9]*|required:(string|integer|number|boolean|array|object)|name:.+)$"
+    ))]
+    pub bind: Option<String>,
+}
+
+/// How a portable tool picks the agent's tool it stands for (see [`ToolDef::bind`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Bind {
+    /// The first offered tool not bound already.
+    Any,
+    /// The N-th offered tool, from 1.
+    Position(usize),
+    /// The first offered tool with a required parameter of this JSON type.
+    Required(String),
+    /// The first offered tool whose name matches this glob (`*`: any run of characters).
+    Name(String),
+}
+
+/// The JSON types a `required:TYPE` binding names.
+pub const JSON_TYPES: [&str; 6] = ["string", "integer", "number", "boolean", "array", "object"];
+
+impl Bind {
+    /// Read a `bind` value; what is wrong with it otherwise.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let form = "`any`, `position:N`, `required:TYPE` or `name:GLOB`";
+        match text.split_once(':') {
+            None if text == "any" => Ok(Self::Any),
+            Some(("position", n)) => match n.parse::<usize>() {
+                Ok(n) if n >= 1 => Ok(Self::Position(n)),
+                _ => Err(format!(
+                    "`{text}`: a position counts the offered tools from 1"
+                )),
+            },
+            Some(("required", t)) if JSON_TYPES.contains(&t) => Ok(Self::Required(t.to_owned())),
+            Some(("required", t)) => Err(format!(
+                "`{t}` is not a JSON type; one of {}",
+                JSON_TYPES.join(", ")
+            )),
+            Some(("name", glob)) if !glob.is_empty() => Ok(Self::Name(glob.to_owned())),
+            _ => Err(format!("`{text}` is not a binding; it is {form}")),
+        }
+    }
+}
+
+impl std::fmt::Display for Bind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Any => write!(f, "any"),
+            Self::Position(n) => write!(f, "position:{n}"),
+            Self::Required(t) => write!(f, "required:{t}"),
+            Self::Name(g) => write!(f, "name:{g}"),
+        }
+    }
 }
 
 /// What a call gets past the results a recording holds for its tool (the default outcome of
@@ -195,6 +258,7 @@ impl ToolDef {
             outcomes: Vec::new(),
             default: None,
             needs_approval: false,
+            bind: None,
         }
     }
 }
@@ -411,6 +475,30 @@ pub struct CallDef {
     /// Arguments as the raw string the model emitted (may be malformed or cut off).
     #[serde(default)]
     pub raw_args: Option<String>,
+    /// Arguments generated from the schema of the tool called (the agent's own, for a bound
+    /// tool), the same on every run of the case: `empty` (`{}`), `missing_required` (a valid
+    /// instance without its first required field), `wrong_type` (a valid instance whose first
+    /// field has another JSON type), `valid` (an instance of the schema) or `truncated` (a valid
+    /// instance cut off mid-JSON, as a call cut by the output limit). Instead of `args` and
+    /// `raw_args`.
+    #[serde(default)]
+    pub generate: Option<Generate>,
+}
+
+/// How a call's arguments are generated from its tool's schema (see [`CallDef::generate`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Generate {
+    /// `{}`.
+    Empty,
+    /// A valid instance without its first required field.
+    MissingRequired,
+    /// A valid instance whose first field has another JSON type.
+    WrongType,
+    /// An instance of the schema.
+    Valid,
+    /// A valid instance cut off mid-JSON.
+    Truncated,
 }
 
 /// A reactive rule of the mock model.

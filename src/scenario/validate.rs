@@ -332,6 +332,13 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
         if let Some(d) = &tool.default {
             c.outcome(d, || [at(), vec![key("default")]].concat(), true);
         }
+        if let Some(Err(e)) = tool.bind.as_deref().map(super::Bind::parse) {
+            c.report(
+                [at(), vec![key("bind")]].concat(),
+                e,
+                Some("write `bind = \"any\"` (the first tool the agent offers), `\"position:2\"`, `\"required:string\"` or `\"name:search_*\"`".to_owned()),
+            );
+        }
     }
 
     let m = &s.model;
@@ -405,6 +412,13 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
                     cat(),
                     "a tool call has both `args` and `raw_args`".to_owned(),
                     Some("keep one: `args` (parsed) or `raw_args` (the raw string)".to_owned()),
+                );
+            }
+            if call.generate.is_some() && (call.args.is_some() || call.raw_args.is_some()) {
+                c.report(
+                    [cat(), vec![key("generate")]].concat(),
+                    "a tool call has `generate` and also `args` or `raw_args`".to_owned(),
+                    Some("keep one: `generate` (arguments from the tool's schema) or the arguments themselves".to_owned()),
                 );
             }
             if !known.contains(&call.name.as_str()) {

@@ -86,6 +86,23 @@ pub fn infer(ctx: &Context<'_>, requests: &[ServedRequest]) -> Vec<TimedEvent> {
     let mut call = 0u32;
     let mut prev: Option<&ServedRequest> = None;
     for e in requests {
+        for b in &e.bound {
+            c.push(Event::Notice {
+                source: SERVE.to_owned(),
+                text: match &b.offered {
+                    Some(o) => format!(
+                        "the scenario's tool `{}` stands for the agent's `{o}` (bind = {})",
+                        b.declared, b.rule
+                    ),
+                    None => format!(
+                        "the scenario's tool `{}` (bind = {}) fits none of the tools the agent offers ({}): its calls go out under its own name",
+                        b.declared,
+                        b.rule,
+                        e.request.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ")
+                    ),
+                },
+            });
+        }
         let msgs = &e.request.messages;
         let tools = names(&e.request.tools);
         let stripped = !offered.is_empty() && tools.len() < offered.len();

@@ -79,6 +79,49 @@ pub const MAX_REQUEST_BYTES: usize = crate::limits::MAX_REQUEST_BODY_BYTES as us
 /// virtual times from here, never the wall clock.
 pub const EPOCH_S: u64 = 1_767_225_600;
 
+/// Does the agent's `i`-th offered tool (from 0) fit a portable tool's rule?
+fn fits(rule: &crate::scenario::Bind, i: usize, tool: &crate::llm::ToolSpec) -> bool {
+    use crate::scenario::Bind;
+    match rule {
+        Bind::Any => true,
+        Bind::Position(n) => i + 1 == *n,
+        Bind::Name(glob) => glob_matches(glob, &tool.name),
+        Bind::Required(kind) => {
+            let schema = &tool.schema;
+            schema["required"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .any(|field| {
+                    let t = &schema["properties"][field]["type"];
+                    t == kind.as_str()
+                        || t.as_array()
+                            .is_some_and(|ts| ts.iter().any(|x| x == kind.as_str()))
+                })
+        }
+    }
+}
+
+/// Does `text` match `glob` (`*`: any run of characters, anything else itself)?
+fn glob_matches(glob: &str, text: &str) -> bool {
+    let parts: Vec<&str> = glob.split('*').collect();
+    let (first, rest) = parts.split_first().unwrap_or((&"", &[]));
+    let Some(mut tail) = text.strip_prefix(first) else {
+        return false;
+    };
+    let Some((last, middle)) = rest.split_last() else {
+        return tail.is_empty();
+    };
+    for part in middle {
+        match tail.find(part) {
+            Some(at) => tail = &tail[at + part.len()..],
+            None => return false,
+        }
+    }
+    tail.len() >= last.len() && tail.ends_with(last)
+}
+
 /// OpenAI's answer to a `previous_response_id` it does not know.
 fn previous_not_found(id: &str) -> HttpAnswer {
     HttpAnswer {
@@ -149,6 +192,9 @@ pub struct ServedRequest {
     pub reply: Reply,
     /// A replayed conversation diverged from its recording at this request.
     pub divergence: Option<replay::Divergence>,
+    /// The portable tools were bound at this request (the conversation's first that offered
+    /// tools).
+    pub bound: Vec<Binding>,
 }
 
 /// The requests of one agent run.
@@ -172,6 +218,21 @@ pub struct Conversation {
     /// request it answered (an index into `requests`) and its output items, which a request
     /// naming it as `previous_response_id` continues.
     stored: BTreeMap<String, (usize, Value)>,
+    /// How the scenario's portable tools stand for the agent's (see [`Binding`]), once a
+    /// request offered tools.
+    binding: Option<Vec<Binding>>,
+}
+
+/// A portable tool of the scenario ([`crate::scenario::ToolDef::bind`]) and the agent's tool
+/// it stands for in one conversation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binding {
+    /// The scenario's tool.
+    pub declared: String,
+    /// Its rule (`any`, `position:2`, …).
+    pub rule: String,
+    /// The agent's tool it stands for; `None` when no offered tool fits the rule.
+    pub offered: Option<String>,
 }
 
 /// Where a replayed conversation is in its cassette.
@@ -492,6 +553,11 @@ impl Session {
                 "harness serve: this conversation has ended (iteration cap or script exhausted)",
             ));
         };
+        let bound = if self.replay.is_none() {
+            self.bind_tools(at, &mut request)
+        } else {
+            Vec::new()
+        };
         text_protocol |= unmerge_steps(&self.conversations[at], &mut request)
             || restore_calls(&self.conversations[at], &mut request);
         self.conversations[at].last_user = first_user;
@@ -530,6 +596,7 @@ impl Session {
             iteration,
             reply,
             divergence,
+            bound,
         });
         // A recorded answer moved the conversation one exchange on in its cassette.
         let recorded = match (&before, &self.conversations[at].replayed) {
@@ -541,6 +608,70 @@ impl Session {
             answer: served,
             recorded,
         }
+    }
+
+    /// Read the request under the scenario's names: the agent's tools that its portable
+    /// tools stand for are renamed to theirs, in the offered tools and in the calls of the
+    /// history (the binding is made at the conversation's first request that offers tools,
+    /// and kept). The bindings, when made by this request.
+    fn bind_tools(&mut self, at: usize, request: &mut WireRequest) -> Vec<Binding> {
+        let portable: Vec<(&str, crate::scenario::Bind)> = self
+            .case
+            .scenario
+            .tools
+            .iter()
+            .filter_map(|t| {
+                let bind = crate::scenario::Bind::parse(t.bind.as_deref()?).ok()?;
+                Some((t.name.as_str(), bind))
+            })
+            .collect();
+        if portable.is_empty() {
+            return Vec::new();
+        }
+        let conversation = &mut self.conversations[at];
+        let mut made = Vec::new();
+        if conversation.binding.is_none() && !request.tools.is_empty() {
+            let mut taken: Vec<&str> = Vec::new();
+            let bindings: Vec<Binding> = portable
+                .iter()
+                .map(|(declared, rule)| {
+                    let offered = request
+                        .tools
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, t)| !taken.contains(&t.name.as_str()))
+                        .find(|(i, t)| fits(rule, *i, t))
+                        .map(|(_, t)| t.name.as_str());
+                    taken.extend(offered);
+                    Binding {
+                        declared: (*declared).to_owned(),
+                        rule: rule.to_string(),
+                        offered: offered.map(str::to_owned),
+                    }
+                })
+                .collect();
+            made.clone_from(&bindings);
+            conversation.binding = Some(bindings);
+        }
+        if let Some(bindings) = &conversation.binding {
+            let declared = |name: &str| {
+                bindings
+                    .iter()
+                    .find(|b| b.offered.as_deref() == Some(name))
+                    .map(|b| b.declared.clone())
+            };
+            for t in &mut request.tools {
+                if let Some(d) = declared(&t.name) {
+                    t.name = d;
+                }
+            }
+            for c in request.messages.iter_mut().flat_map(|m| &mut m.tool_calls) {
+                if let Some(d) = declared(&c.name) {
+                    c.name = d;
+                }
+            }
+        }
+        made
     }
 
     /// A Responses request that continues `previous` (its `previous_response_id`) as the
@@ -676,6 +807,7 @@ impl Session {
                     replayed: None,
                     live: false,
                     stored: BTreeMap::new(),
+                    binding: None,
                 });
                 Some(self.conversations.len() - 1)
             }
@@ -696,7 +828,8 @@ impl Session {
     ) -> (Reply, HttpAnswer) {
         let provider = api.provider();
         let conversation = &mut self.conversations[at];
-        let mut mock = MockModel::resume(&scenario.model, std::mem::take(&mut conversation.mock));
+        let mut mock = MockModel::resume(&scenario.model, std::mem::take(&mut conversation.mock))
+            .for_case(&self.case.id);
         let answered = mock.respond(&model_request(request, iteration, conversation.calls + 1));
         conversation.mock = mock.into_state();
         if matches!(answered, Ok(_) | Err(ModelError::Provider(_))) {
@@ -735,10 +868,21 @@ impl Session {
                     wire.insert(c.id.clone(), w);
                 }
                 let rename = |id: &str| wire.get(id).cloned().unwrap_or_else(|| id.to_owned());
+                // A portable tool's calls go out under the name of the agent's tool it stands
+                // for.
+                let bindings = self.conversations[at].binding.clone().unwrap_or_default();
+                let offered = |name: &str| {
+                    bindings
+                        .iter()
+                        .find(|b| b.declared == name)
+                        .and_then(|b| b.offered.clone())
+                        .unwrap_or_else(|| name.to_owned())
+                };
                 let mut meta = AnswerMeta::for_request(request, id, EPOCH_S + served_count);
                 let mut on_wire = whole.clone();
                 for c in &mut on_wire.tool_calls {
                     c.id = rename(&c.id);
+                    c.name = offered(&c.name);
                 }
                 if api == Api::Responses {
                     // Stored as the provider stores it, for `previous_response_id`: the output
@@ -756,7 +900,7 @@ impl Session {
                                 Chunk::ToolCallStart { index, id, name } => Chunk::ToolCallStart {
                                     index,
                                     id: rename(&id),
-                                    name,
+                                    name: offered(&name),
                                 },
                                 other => other,
                             })
@@ -1383,6 +1527,129 @@ reply = { tool_calls = [{ name = "exec", args = {} }] }
             .iter()
             .map(|e| format!("{} {}", e.t_ms, render_event(&e.event)))
             .collect()
+    }
+
+    #[test]
+    fn a_portable_tool_stands_for_the_agents_own_and_generates_its_arguments() {
+        let portable = r#"
+format = 1
+description = "test"
+family = "t"
+profile = "none"
+user = "Book a flight."
+config = { max_iterations = 3 }
+
+[[tools]]
+name = "exec"
+schema = { type = "object", properties = { command = { type = "string" } }, required = ["command"] }
+default = { error = "no" }
+bind = "required:string"
+
+[model]
+name = "m"
+
+[[model.rules]]
+when = { last_tool_failed = true }
+reply = { tool_calls = [{ name = "exec", generate = "valid" }] }
+
+[[model.rules]]
+reply = { tool_calls = [{ name = "exec", generate = "empty" }] }
+"#;
+        let tools = json!([
+            {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"days": {"type": "integer"}}, "required": ["days"]}}},
+            {"type": "function", "function": {"name": "search_flights", "parameters": {"type": "object", "properties": {
+                "origin": {"type": "string"}, "destination": {"type": "string"}, "date": {"type": "string", "format": "date"}},
+                "required": ["origin", "destination", "date"]}}}
+        ]);
+        let mut s = session(portable);
+        let first = json!({"model": "gpt", "tools": tools, "messages": [{"role": "user", "content": "Book a flight."}]});
+        let r = s.handle(Api::ChatCompletions, first.to_string().as_bytes());
+        let call = json_of(&r)["choices"][0]["message"]["tool_calls"][0].clone();
+        // The first offered tool with a required string parameter, with empty arguments.
+        assert_eq!(call["function"]["name"], "search_flights");
+        assert_eq!(call["function"]["arguments"], "{}");
+        let next = json!({"model": "gpt", "tools": tools, "messages": [
+            {"role": "user", "content": "Book a flight."},
+            {"role": "assistant", "content": null, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": call["id"], "content": "Error: origin is required"}
+        ]});
+        let r = s.handle(Api::ChatCompletions, next.to_string().as_bytes());
+        let again = &json_of(&r)["choices"][0]["message"]["tool_calls"][0]["function"];
+        assert_eq!(again["name"], "search_flights");
+        let args: Value =
+            serde_json::from_str(again["arguments"].as_str().unwrap_or("")).unwrap_or_default();
+        assert_eq!(
+            args["date"], "2026-03-14",
+            "valid arguments from the agent's schema: {args}"
+        );
+        assert!(
+            args["origin"].is_string() && args["destination"].is_string(),
+            "{args}"
+        );
+        // The trace keeps the scenario's name, and says what it stood for.
+        let l = lines(&s, 0);
+        assert!(
+            l.iter().any(|l| l.contains("notice source=serve text=\"the scenario's tool `exec` stands for the agent's `search_flights` (bind = required:string)\"")),
+            "{l:?}"
+        );
+        assert!(
+            l.iter()
+                .any(|l| l.contains("tool_call_end call_0 exec failed")),
+            "{l:?}"
+        );
+        assert!(
+            l[0].contains("tools=[get_weather,exec]") || l[0].contains("tools=[get_weather, exec]"),
+            "{l:?}"
+        );
+        // An agent whose tools fit no rule is told so in the trace; the call keeps its name.
+        let mut s = session(&portable.replace("required:string", "name:book_*"));
+        s.handle(Api::ChatCompletions, first.to_string().as_bytes());
+        assert!(
+            lines(&s, 0).iter().any(|l| l
+                .contains("fits none of the tools the agent offers (get_weather, search_flights)")),
+            "{:?}",
+            lines(&s, 0)
+        );
+    }
+
+    #[test]
+    fn bindings_and_globs_pick_as_documented() {
+        use crate::scenario::Bind;
+        let tool = |name: &str, schema: Value| crate::llm::ToolSpec {
+            name: name.to_owned(),
+            description: String::new(),
+            schema,
+        };
+        let read = tool(
+            "read_file",
+            json!({"properties": {"path": {"type": "string"}}, "required": ["path"]}),
+        );
+        let count = tool(
+            "count",
+            json!({"properties": {"n": {"type": ["integer", "null"]}}, "required": ["n"]}),
+        );
+        assert!(fits(&Bind::Any, 0, &read));
+        assert!(fits(&Bind::Position(2), 1, &count) && !fits(&Bind::Position(2), 0, &read));
+        assert!(fits(&Bind::Required("string".into()), 0, &read));
+        assert!(!fits(&Bind::Required("string".into()), 1, &count));
+        assert!(fits(&Bind::Required("integer".into()), 1, &count));
+        assert!(fits(&Bind::Name("read_*".into()), 0, &read));
+        assert!(fits(&Bind::Name("*_file".into()), 0, &read));
+        assert!(fits(&Bind::Name("r*d*e".into()), 0, &read));
+        assert!(!fits(&Bind::Name("read".into()), 0, &read));
+        assert!(!fits(&Bind::Name("*x*".into()), 0, &read));
+        assert_eq!(
+            Bind::parse("position:0")
+                .err()
+                .map(|e| e.contains("from 1")),
+            Some(true)
+        );
+        assert!(Bind::parse("required:text").is_err());
+        assert!(Bind::parse("first").is_err());
+        assert_eq!(
+            Bind::parse("name:a*").map(|b| b.to_string()),
+            Ok("name:a*".to_owned())
+        );
     }
 
     #[test]

@@ -421,3 +421,133 @@ fn a_stateful_responses_agent_is_read_as_its_full_history_twin() {
         }
     }
 }
+
+/// The reflex loop as a portable scenario: the model calls whatever tool the agent offers
+/// first, with empty arguments, until it sees a loop warning.
+const PORTABLE_REFLEX: &str = r#"format = 1
+description = "The reflex loop on the agent's own first tool."
+family = "reflex"
+profile = "moltis"
+system = "You are a travel agent. Use tools to act."
+user = "Find me a flight."
+
+[[tools]]
+name = "exec"
+description = "Run a shell command"
+schema = { type = "object", properties = { command = { type = "string" } }, required = ["command"] }
+default = { error = "missing 'command' parameter" }
+bind = "any"
+
+[model]
+name = "m"
+
+[[model.rules]]
+when = { any_message_contains = "LOOP DETECTED" }
+reply = { text = "Sorry, I cannot search without details." }
+
+[[model.rules]]
+reply = { tool_calls = [{ name = "exec", generate = "empty" }] }
+
+[expect]
+outcome = "response"
+
+[compare.none]
+outcome = "max_iterations"
+"#;
+
+/// A travel agent on the standard library with tools of its own: it validates the arguments
+/// as a framework does, and with `--detector` warns after three identical failures.
+const TRAVEL_AGENT: &str = r#"
+import json, os, sys, urllib.request
+url = os.environ["OPENAI_BASE_URL"].rstrip("/") + "/chat/completions"
+tools = [
+    {"type": "function", "function": {"name": "search_flights", "description": "Search flights",
+     "parameters": {"type": "object", "properties": {"origin": {"type": "string"}, "destination": {"type": "string"},
+                    "date": {"type": "string", "format": "date"}}, "required": ["origin", "destination", "date"]}}},
+    {"type": "function", "function": {"name": "read_file", "description": "Read a file",
+     "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}},
+]
+messages = [{"role": "system", "content": os.environ["HARNESS_SYSTEM"]}, {"role": "user", "content": os.environ["HARNESS_USER"]}]
+failures = []
+for _ in range(40):
+    body = {"model": "gpt-4o-mini", "messages": messages, "tools": tools}
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                headers={"content-type": "application/json"}), timeout=30) as r:
+            msg = json.loads(r.read())["choices"][0]["message"]
+    except Exception as e:
+        print("stopped:", e)
+        break
+    messages.append(msg)
+    if not msg.get("tool_calls"):
+        print("answer:", msg["content"])
+        break
+    for c in msg["tool_calls"]:
+        name, args = c["function"]["name"], json.loads(c["function"]["arguments"] or "{}")
+        spec = next(t["function"] for t in tools if t["function"]["name"] == name)
+        missing = [k for k in spec["parameters"]["required"] if k not in args]
+        result = f"Error: missing {missing[0]!r}" if missing else "ok"
+        failures.append((name, result))
+        messages.append({"role": "tool", "tool_call_id": c["id"], "content": result})
+    if "--detector" in sys.argv and len(failures) >= 3 and len(set(failures[-3:])) == 1 and failures[-1][1] != "ok":
+        messages.append({"role": "user", "content": "LOOP DETECTED: stop calling tools; answer in plain text."})
+"#;
+
+#[test]
+fn a_portable_scenario_drives_an_agent_through_its_own_tools() {
+    let p = Project::new();
+    p.write("scenarios/portable/reflex.toml", PORTABLE_REFLEX);
+    p.write("agent.py", TRAVEL_AGENT);
+    let exec = |label: &str, expect: &str, detector: &[&str]| {
+        let mut args = vec![
+            "exec",
+            "scenarios/portable/reflex.toml",
+            "--label",
+            label,
+            "--expect",
+            expect,
+            "--no-baseline",
+            "--",
+            "python3",
+            "agent.py",
+        ];
+        args.extend_from_slice(detector);
+        p.harness(&args)
+    };
+    // The bare agent loops on its own first tool to the cap; with a detector it recovers.
+    let bare = exec("bare", "none", &[]);
+    let golden = p.read("snapshots/portable/reflex@bare.snap.new");
+    assert!(
+        golden.contains(
+            "the scenario's tool `exec` stands for the agent's `search_flights` (bind = any)"
+        ),
+        "{golden}"
+    );
+    assert!(
+        golden.contains("exec failed error=\"Error: missing 'origin'\""),
+        "{golden}"
+    );
+    assert!(
+        golden.contains("outcome max_iterations"),
+        "{bare}\n{golden}"
+    );
+    let guarded = exec("guarded", "moltis", &["--detector"]);
+    guarded.expect_stdout("0 expectation failures");
+    let golden = p.read("snapshots/portable/reflex@guarded.snap.new");
+    assert!(
+        golden.contains("intervention policy=agent stage=1 action=nudge"),
+        "{golden}"
+    );
+    assert!(golden.contains("outcome response iterations=4"), "{golden}");
+    // Under the engine's own profile the same scenario runs with its declared tool.
+    let run = p.harness(&["run", "scenarios/portable/reflex.toml", "--no-baseline"]);
+    run.expect_code(1)
+        .expect_stdout("2 missing goldens, 0 expectation failures");
+    p.harness(&["accept"]).expect_code(0);
+    p.harness(&["run", "scenarios/portable/reflex.toml", "--no-baseline"])
+        .expect_code(0);
+    assert!(
+        p.read("snapshots/portable/reflex.snap")
+            .contains("exec({})")
+    );
+}
