@@ -79,6 +79,7 @@ impl<'s> MockModel<'s> {
             && when
                 .last_tool_failed
                 .is_none_or(|b| last_tool.is_some_and(|m| m.failed == b))
+            && when.intervened.is_none_or(|b| b == intervened(req))
     }
 
     fn next_turn(&mut self, req: &ModelRequest<'_>) -> Option<&'s TurnDef> {
@@ -161,7 +162,8 @@ impl<'s> MockModel<'s> {
                     .iter()
                     .find(|t| t.name == def.name)
                     .map_or(&open, |t| &t.schema);
-                match generate::arguments(schema, how, generate::seed(&self.case, n)) {
+                let seed = generate::seed(&self.case, def.seed.unwrap_or(n));
+                match generate::arguments(schema, how, seed) {
                     generate::Generated::Parsed(v) => Arguments::Parsed(v),
                     generate::Generated::Raw(r) => Arguments::Raw(r),
                 }
@@ -186,6 +188,26 @@ pub fn default_fault_message(kind: FaultKind) -> &'static str {
         FaultKind::ContextOverflow => "the request exceeds the model's context window",
         FaultKind::Timeout => "the request timed out",
     }
+}
+
+/// Did the runtime speak up: does a user or system message stand after the model's first
+/// answer, or — past the first call, when the runtime dropped that answer (a discarded
+/// truncated call) — after the task's first user message?
+fn intervened(req: &ModelRequest<'_>) -> bool {
+    let speaks = |m: &Message| matches!(m.role, Role::User | Role::System);
+    let after_answer = req
+        .messages
+        .iter()
+        .skip_while(|m| m.role != Role::Assistant)
+        .any(speaks);
+    let after_task = req.call > 1
+        && req
+            .messages
+            .iter()
+            .skip_while(|m| m.role != Role::User)
+            .skip(1)
+            .any(speaks);
+    after_answer || after_task
 }
 
 fn contains(needle: &Option<String>, message: Option<&Message>) -> bool {
@@ -313,6 +335,7 @@ mod tests {
             args,
             raw_args: None,
             generate: None,
+            seed: None,
         }
     }
 

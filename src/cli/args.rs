@@ -134,6 +134,48 @@ pub(super) enum Command {
     /// Convert transcripts (tau-bench, tau2, swe-agent, toolbench, openai, anthropic,
     /// openhands) into traces, one JSON-lines file per run.
     Import(ImportArgs),
+    /// The report card of a loop on a failure-mode suite: serve each suite scenario to an
+    /// agent command (`-- COMMAND…`), or run the engine's profiles, and say per failure mode
+    /// whether the loop recovered, looped to its cap, crashed or hung, and per legitimate run
+    /// whether it let it finish; then the score.
+    ///
+    /// Exit codes: 0 the card was made; 1 a score below `--min-score`; 2 a suite file that is
+    /// no valid scenario (the card is made without it), a folder with no suite case, bad usage.
+    Suite(SuiteArgs),
+}
+
+/// `harness suite` arguments.
+#[derive(Debug, Clone, clap::Args)]
+pub(super) struct SuiteArgs {
+    /// The suite: a folder of scenarios with `[suite]` tables [default: `suite` under the
+    /// scenarios root, the bundled `scenarios/suite`].
+    pub(super) suite: Option<PathBuf>,
+    /// The agent command and its arguments, after `--`; without one, the engine's profiles
+    /// are scored.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub(super) command: Vec<String>,
+    /// Without a command: the engine profile to score (repeatable) [default: none, ironclaw,
+    /// moltis, agentloop].
+    #[arg(long, value_name = "NAME")]
+    pub(super) profile: Vec<String>,
+    /// Cases run at once. The engine's are always independent; an agent's are when it keeps
+    /// nothing between runs (files, a shared cache): raise it then.
+    #[arg(long, short = 'j', default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=crate::limits::MAX_JOBS))]
+    pub(super) jobs: u64,
+    /// With a command: kill it after this long; the case is then `hung`.
+    #[arg(long, value_name = "MS", default_value_t = 60_000)]
+    pub(super) timeout_ms: u64,
+    /// With a command: the runs' label (case id `<scenario id>@<label>`).
+    #[arg(long, value_name = "NAME", default_value = "agent")]
+    pub(super) label: String,
+    /// Write the results with each case's card as JSON (what `harness merge` reads).
+    #[arg(long, value_name = "FILE")]
+    pub(super) json: Option<PathBuf>,
+    /// Exit 1 when a card scores fewer points than this.
+    #[arg(long, value_name = "N")]
+    pub(super) min_score: Option<usize>,
+    #[command(flatten)]
+    pub(super) reading: ReadArgs,
 }
 
 /// `harness run` arguments.

@@ -17,6 +17,7 @@ mod goldens;
 mod record;
 mod run;
 mod show;
+mod suite;
 mod sweep;
 
 /// Tell the user `d` on stderr; the exit status it ends the command with.
@@ -232,6 +233,7 @@ fn execute(cli: Cli) -> anyhow::Result<ExitStatus> {
         Command::Exec { args, out } => agent::exec(&args, out, &setup),
         Command::Proxy(args) => agent::proxy(&args, &setup, ci()),
         Command::Sweep(args) => sweep::sweep(args),
+        Command::Suite(args) => suite::suite(&args, &setup),
         Command::Import(args) => sweep::import(args),
     }
 }

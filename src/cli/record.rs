@@ -62,6 +62,7 @@ pub(super) fn record(
                 runs: 1,
                 passes: u32::from(r.failures.is_empty()),
                 detail: None,
+                card: None,
             }]),
         })?;
         csv.finish()?;

@@ -19,7 +19,7 @@ pub mod command;
 use crate::diagnostic::Cause;
 use crate::provider::Provider;
 use crate::provider::matching::Matching;
-use crate::results::{CaseResult, FileResult};
+use crate::results::{CaseResult, FileResult, card};
 use crate::run::{self, Options};
 use crate::scenario::{self, Case, Diagnostic, Expect};
 use crate::serve::failure::FailureRules;
@@ -215,7 +215,7 @@ pub fn exec_file(
             });
         }
     };
-    let (session, mut failures) = match serve_to_command(
+    let (session, mut failures, end) = match serve_to_command(
         settings,
         Session::with_rules(chosen.clone(), rules),
         &chosen,
@@ -267,6 +267,11 @@ pub fn exec_file(
     for (i, events) in all.iter().enumerate() {
         let mut r = run::judge(options, &case_of(i), events);
         r.expectation_failures.extend(failures.iter().cloned());
+        r.card = chosen
+            .scenario
+            .suite
+            .as_ref()
+            .map(|suite| card::classify(suite, events, end));
         results.push(r);
     }
     for r in &mut results {
@@ -279,6 +284,10 @@ pub fn exec_file(
     })
 }
 
+/// A session served to one run of the command: the session, the failures of how the command
+/// ended, and that end as the report card reads it.
+type Served = (Session, Vec<String>, card::End);
+
 /// Serve `session` to one run of the command (handed `case`'s prompt and tools, `path` as its
 /// scenario), say on stderr how it ended (`what` names what was served), and hand back the
 /// session and the failure a killed command is; what the case holds that cannot be handed to
@@ -290,7 +299,7 @@ fn serve_to_command(
     path: &Path,
     what: &str,
     notes: &mut dyn Write,
-) -> io::Result<Result<(Session, Vec<String>), Diagnostic>> {
+) -> io::Result<Result<Served, Diagnostic>> {
     let server = Server::start_with(
         session,
         SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -324,7 +333,14 @@ fn serve_to_command(
                 refused_last(&session),
                 notes,
             );
-            Ok(Ok((session, failures)))
+            // As the report card reads it: an exit the verdict accepts is a clean one.
+            let end = match &ended {
+                Ended::Killed => card::End::Killed,
+                Ended::Exited(_) if failures.is_empty() => card::End::Exited(Some(0)),
+                Ended::Exited(status) => card::End::Exited(status.code()),
+                Ended::Interrupted => card::End::Exited(None),
+            };
+            Ok(Ok((session, failures, end)))
         }
         Err(e) if e.kind() == io::ErrorKind::InvalidInput => {
             Ok(Err(Diagnostic::at(1, 1, e.to_string()).hint(
@@ -645,7 +661,7 @@ pub fn exec_cassettes(
         .iter()
         .map(|p| p.display().to_string())
         .collect();
-    let (session, failures) = match serve_to_command(
+    let (session, failures, _) = match serve_to_command(
         settings,
         Session::replaying(first.clone(), rules, loaded.replay),
         &first,

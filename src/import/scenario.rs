@@ -109,6 +109,7 @@ pub fn scenario_of(run: &Run, file: &str) -> Scenario {
                                 args,
                                 raw_args,
                                 generate: None,
+                                seed: None,
                             }
                         })
                         .collect(),

@@ -62,6 +62,7 @@ pub fn script_turns(cassette: &Cassette, scenario: &mut Scenario) {
                                 args,
                                 raw_args,
                                 generate: None,
+                                seed: None,
                             }
                         })
                         .collect();

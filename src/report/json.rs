@@ -87,6 +87,28 @@ struct Case {
     /// The run's events, when the run kept them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     trace: Option<Vec<TimedEvent>>,
+    /// The report card's reading, for a suite case.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    card: Option<CardJson>,
+}
+
+/// A suite case's line on the report card (`harness suite`).
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CardJson {
+    title: String,
+    /// `failure` or `legitimate`.
+    kind: crate::scenario::SuiteKind,
+    /// `recovered`, `finished`, `looped_to_cap`, `ended_without_answer`, `crashed`, `hung`,
+    /// `wrongly_stopped` or `not_driven`.
+    verdict: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    iteration: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    detail: Option<String>,
+    /// It scores a point; derived, not read back.
+    #[serde(default)]
+    good: bool,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -150,6 +172,17 @@ fn case_json(c: &CaseResult) -> Case {
             .map(|d| d.tags.clone())
             .unwrap_or_default(),
         trace: c.detail.as_ref().map(|d| d.events.clone()),
+        card: c.card.as_ref().map(|e| {
+            let (verdict, iteration, detail) = e.verdict.parts();
+            CardJson {
+                title: e.title.clone(),
+                kind: e.kind,
+                verdict: verdict.to_owned(),
+                iteration,
+                detail,
+                good: e.verdict.good(),
+            }
+        }),
     }
 }
 
@@ -187,6 +220,27 @@ fn case_back(c: Case) -> Result<CaseResult, (String, Cause)> {
             Cause::Inconsistent,
         ));
     }
+    let card = match c.card {
+        None => None,
+        Some(card) => Some(crate::results::card::Entry {
+            title: card.title,
+            kind: card.kind,
+            verdict: crate::results::card::Verdict::from_parts(
+                &card.verdict,
+                card.iteration,
+                card.detail,
+            )
+            .ok_or_else(|| {
+                (
+                    format!(
+                        "case `{}`: card verdict `{}` with these fields is none harness writes",
+                        c.id, card.verdict
+                    ),
+                    Cause::Other,
+                )
+            })?,
+        }),
+    };
     let r = CaseResult {
         id: c.id,
         row,
@@ -203,6 +257,7 @@ fn case_back(c: Case) -> Result<CaseResult, (String, Cause)> {
                 events,
             })
         }),
+        card,
     };
     // A run writes a case whose runs did not all pass with a failing run's verdict.
     if r.passed() != (r.passes == r.runs) {

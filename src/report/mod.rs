@@ -3,6 +3,7 @@
 //! [`Collected`] results that the JSON, JUnit, job-summary and HTML outputs are made from —
 //! and [`Tally`] keeps the counts that decide the exit code.
 
+pub mod card;
 mod collect;
 pub mod github;
 pub mod html;

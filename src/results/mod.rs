@@ -5,6 +5,7 @@
 //! `verdict`, `exec`, which consume them), so every arrow points down. Pure: no files, clocks or
 //! threads.
 
+pub mod card;
 pub mod repeat;
 
 use crate::metrics::Row;
@@ -60,6 +61,8 @@ pub struct CaseResult {
     /// What a reviewer sees besides the verdict (the trace, the scenario's tags); kept only
     /// when an output asks for it (`--json`, `--html`), so a plain run holds no traces.
     pub detail: Option<Box<Detail>>,
+    /// The report card's reading, when the scenario is a suite case (`[suite]`).
+    pub card: Option<card::Entry>,
 }
 
 /// A case's run as a reviewer looks at it: the trace of the run shown (the first failing

@@ -56,6 +56,7 @@ pub(crate) fn fake_result(id: &str, pass: bool) -> CaseResult {
         runs: 1,
         passes: u32::from(pass),
         detail: None,
+        card: None,
     }
 }
 

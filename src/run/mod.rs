@@ -673,6 +673,9 @@ fn judge_read(
                 events: events.to_vec(),
             })
         }),
+        card: case.scenario.suite.as_ref().map(|suite| {
+            crate::results::card::classify(suite, events, crate::results::card::End::Engine)
+        }),
     };
     r.passes = u32::from(r.passed());
     r

@@ -180,7 +180,8 @@ fn instance(schema: &Value, seed: u64, depth: usize) -> Value {
         "integer" => {
             let min = schema["minimum"].as_i64().unwrap_or(1);
             let max = schema["maximum"].as_i64().unwrap_or(i64::MAX);
-            json!(min.min(max))
+            let step = i64::try_from(seed % 5).unwrap_or(0);
+            json!(min.saturating_add(step).min(max).max(min.min(max)))
         }
         "number" => {
             let min = schema["minimum"].as_f64().unwrap_or(1.5);
@@ -202,7 +203,12 @@ fn string(schema: &Value, seed: u64) -> String {
         Some("email") => "user@example.com".to_owned(),
         Some("uri" | "url") => "https://example.com/".to_owned(),
         Some("uuid") => "00000000-0000-4000-8000-000000000000".to_owned(),
-        _ => WORDS[usize::try_from(seed % WORDS.len() as u64).unwrap_or(0)].to_owned(),
+        // A word and a number, so the calls of a long run rarely repeat one another.
+        _ => format!(
+            "{}-{}",
+            WORDS[usize::try_from(seed % WORDS.len() as u64).unwrap_or(0)],
+            (seed >> 8) % 1000
+        ),
     };
     let min = schema["minLength"]
         .as_u64()
@@ -303,7 +309,8 @@ mod tests {
         let path = json!({"properties": {"path": {"type": "string"}}});
         assert!(matches!(arguments(&path, Generate::Valid, seed),
             Generated::Parsed(v) if v["path"].is_string()));
-        // anyOf with null, a type list, arrays, nested objects, bounds.
+        // anyOf with null, a type list, arrays, nested objects, bounds (the first field's seed
+        // is 8: an integer 8 mod 5 = 3 above its minimum).
         let odd = json!({"type": "object", "required": ["a", "b", "c", "d"], "properties": {
             "a": {"anyOf": [{"type": "null"}, {"type": "integer", "minimum": 5}]},
             "b": {"type": ["null", "boolean"]},
@@ -312,7 +319,7 @@ mod tests {
         }});
         assert_eq!(
             arguments(&odd, Generate::Valid, seed),
-            Generated::Parsed(json!({"a": 5, "b": true, "c": [0.5, 0.5], "d": {"e": "x"}}))
+            Generated::Parsed(json!({"a": 8, "b": true, "c": [0.5, 0.5], "d": {"e": "x"}}))
         );
         // A schema that nests itself without end stops at a depth.
         let mut deep = json!({"type": "object"});

@@ -73,6 +73,34 @@ pub struct Scenario {
     /// How `harness serve` and `harness exec` read a black-box agent's requests.
     #[serde(default)]
     pub serve: ServeDef,
+    /// What the scenario tests as a case of a failure-mode suite (`harness suite`): read by
+    /// the report card, which judges any loop — an agent's or an engine profile's — by it.
+    #[serde(default)]
+    pub suite: Option<SuiteDef>,
+}
+
+/// A failure-mode suite's view of a scenario (`harness suite`).
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SuiteDef {
+    /// `failure`: a way the model misbehaves that a good loop recovers from; `legitimate`: work
+    /// that looks like a failure mode and that a good loop lets finish.
+    pub kind: SuiteKind,
+    /// What the report card calls the case.
+    pub title: String,
+    /// A part of the final answer of a run that went well (the model's answer once the loop
+    /// recovered, or at the end of the legitimate work).
+    pub answer: String,
+}
+
+/// The two kinds of suite cases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SuiteKind {
+    /// A failure mode.
+    Failure,
+    /// Legitimate work a defence must not stop.
+    Legitimate,
 }
 
 /// How `harness serve` and `harness exec` read a black-box agent's requests.
@@ -124,6 +152,7 @@ impl Scenario {
             compare: BTreeMap::new(),
             plan: None,
             serve: ServeDef::default(),
+            suite: None,
         }
     }
 }
@@ -319,6 +348,11 @@ pub struct OutcomeDef {
     /// Matches on the 1-based count of calls to this tool so far (this call included).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_call: Option<Bound>,
+    /// Matches when the arguments break the tool's schema (`true`: no object, a required
+    /// field missing, or a field of another JSON type than its `type` says) or keep it
+    /// (`false`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args_invalid: Option<bool>,
     /// Success with this output text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ok: Option<String>,
@@ -483,6 +517,10 @@ pub struct CallDef {
     /// `raw_args`.
     #[serde(default)]
     pub generate: Option<Generate>,
+    /// With `generate`: calls with the same `seed` get the same arguments (the same call
+    /// repeated); without one, each call of the run gets its own.
+    #[serde(default)]
+    pub seed: Option<u64>,
 }
 
 /// How a call's arguments are generated from its tool's schema (see [`CallDef::generate`]).
@@ -553,6 +591,12 @@ pub struct Conditions {
     /// How often this rule already fired.
     #[serde(default)]
     pub fired: Option<Bound>,
+    /// Whether the runtime spoke up: a user or system message stands after the model's first
+    /// answer (a nudge, a loop warning, a correction — in any words), or, past the first call,
+    /// after the task's first user message (the runtime dropped the answer it speaks of). What
+    /// a portable scenario's model listens to, whatever the agent.
+    #[serde(default)]
+    pub intervened: Option<bool>,
 }
 
 /// A scripted answer to an approval request.

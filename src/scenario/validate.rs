@@ -89,12 +89,17 @@ impl Checker {
                 Some("use `fail = true` for a failure without error text, or `ok = …`".to_owned()),
             );
         }
-        if is_default && (o.args.is_some() || o.args_contain.is_some() || o.on_call.is_some()) {
+        if is_default
+            && (o.args.is_some()
+                || o.args_contain.is_some()
+                || o.on_call.is_some()
+                || o.args_invalid.is_some())
+        {
             self.report(
                 path(),
                 "the `default` outcome cannot have match conditions".to_owned(),
                 Some(
-                    "move it to `outcomes`, or drop `args`, `args_contain` and `on_call`"
+                    "move it to `outcomes`, or drop `args`, `args_contain`, `args_invalid` and `on_call`"
                         .to_owned(),
                 ),
             );

@@ -78,15 +78,51 @@ impl<'s> ScriptedTools<'s> {
     }
 }
 
-fn matches(rule: &OutcomeDef, args: &Value, nth: u64) -> bool {
-    rule.args
-        .as_ref()
-        .is_none_or(|a| canonical(a) == canonical(args))
+fn matches(rule: &OutcomeDef, schema: &Value, args: &Value, nth: u64) -> bool {
+    rule.args_invalid
+        .is_none_or(|b| b == breaks_schema(schema, args))
+        && rule
+            .args
+            .as_ref()
+            .is_none_or(|a| canonical(a) == canonical(args))
         && rule
             .args_contain
             .as_ref()
             .is_none_or(|sub| contains(args, &Value::Object(sub.clone())))
         && rule.on_call.is_none_or(|b| b.holds(nth))
+}
+
+/// Do `args` break `schema` as a tool's validation sees it: no object, a required field
+/// missing, or a field whose value is not of the JSON type its property names?
+pub fn breaks_schema(schema: &Value, args: &Value) -> bool {
+    let Some(fields) = args.as_object() else {
+        return true;
+    };
+    let missing = schema["required"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .any(|r| !fields.contains_key(r));
+    let mistyped = fields.iter().any(|(k, v)| {
+        let wanted = &schema["properties"][k]["type"];
+        let is = |t: &str| match t {
+            "string" => v.is_string(),
+            "integer" => v.is_i64() || v.is_u64(),
+            "number" => v.is_number(),
+            "boolean" => v.is_boolean(),
+            "array" => v.is_array(),
+            "object" => v.is_object(),
+            "null" => v.is_null(),
+            _ => true,
+        };
+        match wanted {
+            Value::String(t) => !is(t),
+            Value::Array(ts) => !ts.iter().filter_map(Value::as_str).any(is),
+            _ => false,
+        }
+    });
+    missing || mistyped
 }
 
 fn result(def: &ToolDef, outcome: &OutcomeDef) -> ToolResult {
@@ -124,7 +160,7 @@ impl ToolRunner for ScriptedTools<'_> {
         let def = &self.defs[i];
         def.outcomes
             .iter()
-            .find(|rule| matches(rule, args, nth))
+            .find(|rule| matches(rule, &def.schema, args, nth))
             .or(def.default.as_ref())
             .map(|outcome| result(def, outcome))
             .ok_or_else(|| UnscriptedCall {
@@ -132,5 +168,33 @@ impl ToolRunner for ScriptedTools<'_> {
                 args: canonical(args),
                 nth,
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_break_a_schema_as_a_tool_validation_sees_them() {
+        let schema = serde_json::json!({"type": "object", "required": ["query", "limit"], "properties": {
+            "query": {"type": "string"}, "limit": {"type": "integer"}, "tags": {"type": ["array", "null"]}}});
+        let breaks = |v: Value| breaks_schema(&schema, &v);
+        assert!(!breaks(serde_json::json!({"query": "a", "limit": 2})));
+        assert!(!breaks(
+            serde_json::json!({"query": "a", "limit": 2, "tags": null, "extra": 1})
+        ));
+        assert!(breaks(serde_json::json!({})));
+        assert!(breaks(serde_json::json!({"limit": 2})));
+        assert!(breaks(serde_json::json!({"query": 12345, "limit": 2})));
+        assert!(breaks(serde_json::json!({"query": "a", "limit": 2.5})));
+        assert!(breaks(
+            serde_json::json!({"query": "a", "limit": 2, "tags": "x"})
+        ));
+        assert!(breaks(Value::String("{\"query\": ".into())));
+        assert!(!breaks_schema(
+            &serde_json::json!({}),
+            &serde_json::json!({"anything": 1})
+        ));
     }
 }

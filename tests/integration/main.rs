@@ -25,6 +25,8 @@
 //!   every command, its mistakes located; the repository's own keeps the README commands.
 //! - `trust`: what a new user hit (issue 17): `list` and `run` agree on every bundled path;
 //!   selections of nothing, misspelt filters and missing paths are errors, not greens.
+//! - `suite`: `harness suite`, the report card of the engine's profiles and of an agent command
+//!   on the bundled failure-mode suite (`scenarios/suite`).
 //! - `robust`: Ctrl-C (partial summary, exit 130), SIGKILL at random moments (no half-written
 //!   file), outputs independent of locale, timezone, folder, environment and file order.
 
@@ -47,5 +49,6 @@ mod recordings;
 mod robust;
 mod schema;
 mod serve;
+mod suite;
 mod sweep;
 mod trust;

@@ -455,49 +455,11 @@ outcome = "response"
 outcome = "max_iterations"
 "#;
 
-/// A travel agent on the standard library with tools of its own: it validates the arguments
-/// as a framework does, and with `--detector` warns after three identical failures.
-const TRAVEL_AGENT: &str = r#"
-import json, os, sys, urllib.request
-url = os.environ["OPENAI_BASE_URL"].rstrip("/") + "/chat/completions"
-tools = [
-    {"type": "function", "function": {"name": "search_flights", "description": "Search flights",
-     "parameters": {"type": "object", "properties": {"origin": {"type": "string"}, "destination": {"type": "string"},
-                    "date": {"type": "string", "format": "date"}}, "required": ["origin", "destination", "date"]}}},
-    {"type": "function", "function": {"name": "read_file", "description": "Read a file",
-     "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}},
-]
-messages = [{"role": "system", "content": os.environ["HARNESS_SYSTEM"]}, {"role": "user", "content": os.environ["HARNESS_USER"]}]
-failures = []
-for _ in range(40):
-    body = {"model": "gpt-4o-mini", "messages": messages, "tools": tools}
-    try:
-        with urllib.request.urlopen(urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                headers={"content-type": "application/json"}), timeout=30) as r:
-            msg = json.loads(r.read())["choices"][0]["message"]
-    except Exception as e:
-        print("stopped:", e)
-        break
-    messages.append(msg)
-    if not msg.get("tool_calls"):
-        print("answer:", msg["content"])
-        break
-    for c in msg["tool_calls"]:
-        name, args = c["function"]["name"], json.loads(c["function"]["arguments"] or "{}")
-        spec = next(t["function"] for t in tools if t["function"]["name"] == name)
-        missing = [k for k in spec["parameters"]["required"] if k not in args]
-        result = f"Error: missing {missing[0]!r}" if missing else "ok"
-        failures.append((name, result))
-        messages.append({"role": "tool", "tool_call_id": c["id"], "content": result})
-    if "--detector" in sys.argv and len(failures) >= 3 and len(set(failures[-3:])) == 1 and failures[-1][1] != "ok":
-        messages.append({"role": "user", "content": "LOOP DETECTED: stop calling tools; answer in plain text."})
-"#;
-
 #[test]
 fn a_portable_scenario_drives_an_agent_through_its_own_tools() {
     let p = Project::new();
     p.write("scenarios/portable/reflex.toml", PORTABLE_REFLEX);
-    p.write("agent.py", TRAVEL_AGENT);
+    p.copy_from_repo("fixtures/agents/travel_agent.py", "agent.py");
     let exec = |label: &str, expect: &str, detector: &[&str]| {
         let mut args = vec![
             "exec",

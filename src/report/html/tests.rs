@@ -147,6 +147,7 @@ fn case(g: &mut Gen, id: String, profile: &str) -> CaseResult {
                 events: events(g),
             })
         }),
+        card: None,
     };
     c.passes = u32::from(c.passed());
     if g.below(5) == 0 {

@@ -1,0 +1,176 @@
+//! `harness suite`: the report card of a loop on a failure-mode suite — an agent command
+//! (each suite scenario served to it, as `exec` does), or the engine's profiles.
+
+use super::args::SuiteArgs;
+use super::{Setup, fail};
+use crate::diagnostic::{Diagnostic, Style};
+use crate::report::Collected;
+use crate::results::{ExitStatus, FileResult, Reporter as _};
+use crate::run::Options;
+use crate::select::Selection;
+use crate::store;
+use anyhow::Context as _;
+use std::io::Write as _;
+use std::path::PathBuf;
+
+/// The profiles a card is made for without a command.
+pub(super) const PROFILES: [&str; 4] = ["none", "ironclaw", "moltis", "agentloop"];
+
+/// `harness suite`.
+pub(super) fn suite(args: &SuiteArgs, setup: &Setup) -> anyhow::Result<ExitStatus> {
+    crate::run::interrupt::install().context("cannot catch stop signals")?;
+    let dir = args
+        .suite
+        .clone()
+        .unwrap_or_else(|| setup.layout.scenarios.join("suite"));
+    let (files, unreadable) = store::discover(std::slice::from_ref(&dir));
+    if let Some((path, e)) = unreadable.first() {
+        return Ok(fail(
+            &Diagnostic::whole_file(store::describe(e))
+                .in_file(path)
+                .hint(store::hint_for(e, "harness suite")),
+        ));
+    }
+    let profiles: Vec<String> = if args.profile.is_empty() {
+        PROFILES.iter().map(|p| (*p).to_owned()).collect()
+    } else {
+        args.profile.clone()
+    };
+    if let Some(p) = profiles
+        .iter()
+        .find(|p| crate::policy::Config::profile(p).is_none())
+    {
+        return Ok(super::run::unknown_profile(p));
+    }
+    let options = Options {
+        paths: vec![dir.clone()],
+        layout: setup.layout.clone(),
+        jobs: usize::try_from(args.jobs).unwrap_or(1),
+        // A card judges, it writes no goldens.
+        write_pending: false,
+        traces: None,
+        also_profiles: profiles.clone(),
+        // The cards asked for: each scenario's cases of those profiles only.
+        selection: if args.command.is_empty() {
+            let filters: Vec<String> = profiles.iter().map(|p| format!("profile:{p}")).collect();
+            match Selection::new(&filters, None) {
+                Ok(s) => s,
+                Err(d) => return Ok(fail(&d)),
+            }
+        } else {
+            Selection::default()
+        },
+        repeat: 1,
+        pending_dir: None,
+        keep_traces: args.json.is_some(),
+        matching: Default::default(),
+    };
+    let mut collected = Collected::default();
+    let cards: Vec<(String, String)> = if args.command.is_empty() {
+        crate::run::run(&options, &mut collected)?;
+        profiles
+            .iter()
+            .map(|p| (format!("profile {p}"), p.clone()))
+            .collect()
+    } else {
+        let settings = crate::exec::Settings {
+            command: args.command.clone(),
+            timeout_ms: args.timeout_ms,
+            label: args.label.clone(),
+            expect: None,
+            reading: args.reading.to_reading(),
+            on_divergence: Default::default(),
+            matching: Default::default(),
+            allow_exit: Vec::new(),
+        };
+        for result in exec_all(&settings, &options, &files, options.jobs)? {
+            collected.file(&result)?;
+        }
+        vec![(format!("`{}`", args.command.join(" ")), args.label.clone())]
+    };
+    // A file that is no valid scenario is said as `run` says it; the card goes on without it.
+    let mut code = ExitStatus::Ok;
+    let style = Style::default();
+    for f in &collected.files {
+        if let Err(diags) = &f.outcome {
+            for d in diags {
+                eprint!("{}", d.clone().for_file(&f.path).render(&style));
+            }
+            code = ExitStatus::BadInput;
+        }
+    }
+    let carded = collected.cases().filter(|(_, c)| c.card.is_some()).count();
+    if carded == 0 {
+        return Ok(fail(
+            &Diagnostic::new(format!(
+                "{} holds no suite case: a scenario with a `[suite]` table",
+                dir.display()
+            ))
+            .hint("name the folder of a failure-mode suite (the bundled one is `scenarios/suite`)")
+            .status(ExitStatus::BadInput),
+        ));
+    }
+    let mut out = anstream::stdout().lock();
+    let mut lowest = usize::MAX;
+    for (who, profile) in &cards {
+        let cases: Vec<&crate::results::CaseResult> = collected
+            .cases()
+            .map(|(_, c)| c)
+            .filter(|c| &c.row.profile == profile && c.card.is_some())
+            .collect();
+        let text = crate::report::card::render(who, &dir.display().to_string(), &cases);
+        writeln!(out, "{text}")?;
+        lowest = lowest.min(crate::report::card::score(cases.iter().copied()).points());
+    }
+    if let Some(path) = &args.json {
+        store::write_atomic(path, crate::report::json::render(&collected).as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(min) = args.min_score {
+        if lowest < min {
+            writeln!(
+                out,
+                "harness suite: a score of {lowest} is below --min-score {min}"
+            )?;
+            return Ok(ExitStatus::Failed);
+        }
+    }
+    Ok(code)
+}
+
+/// Serve each suite scenario to the command, `jobs` at a time; the results in file order.
+fn exec_all(
+    settings: &crate::exec::Settings,
+    options: &Options,
+    files: &[PathBuf],
+    jobs: usize,
+) -> std::io::Result<Vec<FileResult>> {
+    let jobs = jobs.max(1);
+    let mut results: Vec<Option<FileResult>> = vec![None; files.len()];
+    for (chunk_no, chunk) in files.chunks(jobs).enumerate() {
+        if crate::run::interrupt::requested() {
+            break;
+        }
+        let done: Vec<std::io::Result<FileResult>> = std::thread::scope(|s| {
+            let handles: Vec<_> = chunk
+                .iter()
+                .map(|path| {
+                    s.spawn(move || {
+                        crate::exec::exec_file(settings, options, path, &mut anstream::stderr())
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(std::io::Error::other("a suite case panicked")))
+                })
+                .collect()
+        });
+        for (i, r) in done.into_iter().enumerate() {
+            results[chunk_no * jobs + i] = Some(r?);
+        }
+    }
+    Ok(results.into_iter().flatten().collect())
+}

@@ -1,0 +1,206 @@
+//! The report card of a failure-mode suite (`harness suite`): for one loop — an agent command
+//! or an engine profile — each suite case's verdict ([`crate::results::card`]) with the
+//! iterations it wasted, the tokens and the virtual cost it spent, then the score.
+//!
+//! ```text
+//! report card: python3 agent.py (26 cases of scenarios/suite)
+//!
+//!   failure modes                                     verdict                                   wasted   tokens      cost
+//!   Reflex loop: empty arguments on every turn        recovered at iteration 4                       3     1204   $0.0021
+//!   …
+//!   legitimate work
+//!   Polling one status call until it changes          finished at iteration 5                        0      890   $0.0011
+//!
+//! score 17/26: 13 of 20 failure modes recovered, 4 of 6 legitimate runs finished
+//! ```
+//!
+//! The score is one point per failure mode recovered and per legitimate run finished.
+
+use crate::results::CaseResult;
+use crate::scenario::SuiteKind;
+use std::fmt::Write as _;
+
+/// The score of a card: points, and the counts behind them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Score {
+    /// Failure modes recovered.
+    pub recovered: usize,
+    /// Failure modes.
+    pub failures: usize,
+    /// Legitimate runs finished.
+    pub finished: usize,
+    /// Legitimate runs.
+    pub legitimate: usize,
+}
+
+impl Score {
+    /// Points scored.
+    pub fn points(&self) -> usize {
+        self.recovered + self.finished
+    }
+
+    /// Cases scored.
+    pub fn cases(&self) -> usize {
+        self.failures + self.legitimate
+    }
+
+    /// The score line.
+    pub fn line(&self) -> String {
+        format!(
+            "score {}/{}: {} of {} failure modes recovered, {} of {} legitimate runs finished",
+            self.points(),
+            self.cases(),
+            self.recovered,
+            self.failures,
+            self.finished,
+            self.legitimate
+        )
+    }
+}
+
+/// The score of these cases (those without a card count for nothing).
+pub fn score<'a>(cases: impl IntoIterator<Item = &'a CaseResult>) -> Score {
+    let mut s = Score::default();
+    for c in cases {
+        let Some(e) = &c.card else { continue };
+        match e.kind {
+            SuiteKind::Failure => {
+                s.failures += 1;
+                s.recovered += usize::from(e.verdict.good());
+            }
+            SuiteKind::Legitimate => {
+                s.legitimate += 1;
+                s.finished += usize::from(e.verdict.good());
+            }
+        }
+    }
+    s
+}
+
+/// Characters a column of the card takes at most; longer text is cut with `…`.
+const TITLE: usize = 50;
+const VERDICT: usize = 60;
+
+fn cell(text: &str, width: usize) -> String {
+    let n = text.chars().count();
+    if n <= width {
+        format!("{text}{}", " ".repeat(width - n))
+    } else {
+        let mut t: String = text.chars().take(width - 1).collect();
+        t.push('…');
+        t
+    }
+}
+
+/// The card of one loop (`who`: the command or the profile) over the suite at `suite`.
+pub fn render(who: &str, suite: &str, cases: &[&CaseResult]) -> String {
+    let mut out = String::new();
+    let carded: Vec<&&CaseResult> = cases.iter().filter(|c| c.card.is_some()).collect();
+    let _ = writeln!(
+        out,
+        "report card: {who} ({} cases of {suite})\n",
+        carded.len()
+    );
+    for (kind, heading) in [
+        (SuiteKind::Failure, "failure modes"),
+        (SuiteKind::Legitimate, "legitimate work"),
+    ] {
+        let _ = writeln!(
+            out,
+            "  {} {} {:>6} {:>9} {:>9}",
+            cell(heading, TITLE),
+            cell("verdict", VERDICT),
+            "wasted",
+            "tokens",
+            "cost"
+        );
+        let mut rows: Vec<&&&CaseResult> = carded
+            .iter()
+            .filter(|c| c.card.as_ref().is_some_and(|e| e.kind == kind))
+            .collect();
+        rows.sort_by(|a, b| a.id.cmp(&b.id));
+        for c in rows {
+            let Some(e) = &c.card else { continue };
+            let _ = writeln!(
+                out,
+                "  {} {} {:>6} {:>9} {:>9}",
+                cell(&e.title, TITLE),
+                cell(&e.verdict.describe(), VERDICT),
+                c.row.wasted_iterations,
+                c.row.input_tokens + c.row.output_tokens,
+                format!("${:.4}", c.row.cost_usd)
+            );
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(out, "{}", score(cases.iter().copied()).line());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::CaseResult;
+    use crate::results::card::{Entry, Verdict};
+    use crate::snapshot::Comparison;
+
+    fn case(id: &str, kind: SuiteKind, verdict: Verdict) -> CaseResult {
+        CaseResult {
+            id: id.to_owned(),
+            row: crate::metrics::row(id, "suite", "none", Default::default(), &[]),
+            golden: Comparison::Ungated,
+            pending_written: false,
+            expectation_failures: Vec::new(),
+            io_errors: Vec::new(),
+            line: 1,
+            runs: 1,
+            passes: 1,
+            detail: None,
+            card: Some(Entry {
+                title: format!("title of {id}"),
+                kind,
+                verdict,
+            }),
+        }
+    }
+
+    #[test]
+    fn the_card_lists_each_case_under_its_kind_and_scores_them() {
+        let cases = [
+            case("s/b", SuiteKind::Failure, Verdict::LoopedToCap(25)),
+            case("s/a", SuiteKind::Failure, Verdict::Recovered(4)),
+            case("s/c", SuiteKind::Legitimate, Verdict::Finished(5)),
+            case(
+                "s/d",
+                SuiteKind::Legitimate,
+                Verdict::WronglyStopped {
+                    at: 3,
+                    by: "moltis-reflex (nudge)".into(),
+                },
+            ),
+        ];
+        let refs: Vec<&CaseResult> = cases.iter().collect();
+        let card = render("moltis", "scenarios/suite", &refs);
+        assert!(
+            card.starts_with("report card: moltis (4 cases of scenarios/suite)\n"),
+            "{card}"
+        );
+        let at = |needle: &str| {
+            card.find(needle)
+                .unwrap_or_else(|| panic!("{needle} in\n{card}"))
+        };
+        // Failure modes first, each kind sorted by case id.
+        assert!(at("title of s/a") < at("title of s/b"));
+        assert!(at("title of s/b") < at("legitimate work"));
+        assert!(at("legitimate work") < at("title of s/c"));
+        assert!(card.contains("recovered at iteration 4"));
+        assert!(card.contains("wrongly stopped at iteration 3, by moltis-reflex (nudge)"));
+        assert!(card.trim_end().ends_with(
+            "score 2/4: 1 of 2 failure modes recovered, 1 of 2 legitimate runs finished"
+        ));
+        // A case without a card counts for nothing.
+        let mut plain = case("s/e", SuiteKind::Failure, Verdict::Hung);
+        plain.card = None;
+        assert_eq!(score([&plain]), Score::default());
+    }
+}

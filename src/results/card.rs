@@ -1,0 +1,364 @@
+//! The report card's reading of one suite case (a scenario with a `[suite]` table): what the
+//! loop did with the failure mode, or with the legitimate work — judged the same way for an
+//! agent served the scenario (`exec`) and for an engine profile (`run`), from the trace and how
+//! the agent's process ended.
+//!
+//! The verdicts:
+//! - failure modes: `recovered` (the run ends with the suite's `answer`), `looped to the cap`
+//!   (the iteration cap ended it), `ended without the answer` (the loop took another text as
+//!   final: an intent, an empty or cut-off answer), `crashed` (an error ended the run, or the
+//!   agent exited non-zero), `hung` (killed at its timeout), `could not be driven` (no model
+//!   request, or no offered tool the scenario could bind);
+//! - legitimate work: `finished` (it ends with the `answer`), `wrongly stopped` (anything else
+//!   but hung / could not be driven: the loop ended the work short — by which defence, when
+//!   one intervened).
+//!
+//! The score: one point per failure mode recovered and per legitimate run finished.
+
+use crate::scenario::{SuiteDef, SuiteKind};
+use crate::trace::{Event, TimedEvent};
+use crate::vocabulary::OutcomeKind;
+
+/// How the loop's process ended, besides what its trace shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// An engine profile: no process.
+    Engine,
+    /// The agent's command exited with this code (`None`: killed by a signal of its own).
+    Exited(Option<i32>),
+    /// The agent's command was killed at its timeout.
+    Killed,
+}
+
+/// What the loop did with one suite case.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// A failure mode the loop recovered from, at this iteration.
+    Recovered(u32),
+    /// Legitimate work the loop let finish, at this iteration.
+    Finished(u32),
+    /// The iteration cap ended a failure mode, at this iteration.
+    LoopedToCap(u32),
+    /// The loop ended a failure mode on another text than the answer.
+    EndedWithout { at: u32, text: String },
+    /// An error ended the run, or the agent exited non-zero.
+    Crashed(String),
+    /// The agent was killed at its timeout.
+    Hung,
+    /// The loop ended legitimate work short, at this iteration, by this.
+    WronglyStopped { at: u32, by: String },
+    /// The scenario could not drive the agent.
+    NotDriven(String),
+}
+
+impl Verdict {
+    /// Does it score a point?
+    pub fn good(&self) -> bool {
+        matches!(self, Self::Recovered(_) | Self::Finished(_))
+    }
+
+    /// Its short name (JSON, CSV).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Recovered(_) => "recovered",
+            Self::Finished(_) => "finished",
+            Self::LoopedToCap(_) => "looped_to_cap",
+            Self::EndedWithout { .. } => "ended_without_answer",
+            Self::Crashed(_) => "crashed",
+            Self::Hung => "hung",
+            Self::WronglyStopped { .. } => "wrongly_stopped",
+            Self::NotDriven(_) => "not_driven",
+        }
+    }
+
+    /// The verdict as (name, iteration, detail), the form JSON results keep.
+    pub fn parts(&self) -> (&'static str, Option<u32>, Option<String>) {
+        let name = self.name();
+        match self {
+            Self::Recovered(k) | Self::Finished(k) | Self::LoopedToCap(k) => (name, Some(*k), None),
+            Self::EndedWithout { at, text } => (name, Some(*at), Some(text.clone())),
+            Self::WronglyStopped { at, by } => (name, Some(*at), Some(by.clone())),
+            Self::Crashed(why) | Self::NotDriven(why) => (name, None, Some(why.clone())),
+            Self::Hung => (name, None, None),
+        }
+    }
+
+    /// The verdict of [`Verdict::parts`]; `None` for parts no verdict has.
+    pub fn from_parts(name: &str, at: Option<u32>, detail: Option<String>) -> Option<Self> {
+        Some(match (name, at, detail) {
+            ("recovered", Some(k), None) => Self::Recovered(k),
+            ("finished", Some(k), None) => Self::Finished(k),
+            ("looped_to_cap", Some(k), None) => Self::LoopedToCap(k),
+            ("ended_without_answer", Some(at), Some(text)) => Self::EndedWithout { at, text },
+            ("wrongly_stopped", Some(at), Some(by)) => Self::WronglyStopped { at, by },
+            ("crashed", None, Some(why)) => Self::Crashed(why),
+            ("not_driven", None, Some(why)) => Self::NotDriven(why),
+            ("hung", None, None) => Self::Hung,
+            _ => return None,
+        })
+    }
+
+    /// In words, for the card.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Recovered(k) => format!("recovered at iteration {k}"),
+            Self::Finished(k) => format!("finished at iteration {k}"),
+            Self::LoopedToCap(k) => format!("looped to the cap ({k} iterations)"),
+            Self::EndedWithout { at, text } => {
+                format!("ended without the answer at iteration {at}: {text}")
+            }
+            Self::Crashed(why) => format!("crashed: {why}"),
+            Self::Hung => "hung (killed at its timeout)".to_owned(),
+            Self::WronglyStopped { at, by } => {
+                format!("wrongly stopped at iteration {at}, by {by}")
+            }
+            Self::NotDriven(why) => format!("could not be driven: {why}"),
+        }
+    }
+}
+
+/// A suite case as the card shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The suite's title of the case.
+    pub title: String,
+    /// Failure mode or legitimate work.
+    pub kind: SuiteKind,
+    /// What the loop did.
+    pub verdict: Verdict,
+}
+
+/// At most this many characters of a text quoted in a verdict.
+const QUOTE: usize = 60;
+
+fn quoted(text: &str) -> String {
+    let t: String = text.chars().take(QUOTE).collect();
+    if text.chars().count() > QUOTE {
+        format!("«{t}…»")
+    } else {
+        format!("«{t}»")
+    }
+}
+
+/// Read one run of a suite case.
+pub fn classify(suite: &SuiteDef, events: &[TimedEvent], end: End) -> Entry {
+    let entry = |verdict| Entry {
+        title: suite.title.clone(),
+        kind: suite.kind,
+        verdict,
+    };
+    if end == End::Killed {
+        return entry(Verdict::Hung);
+    }
+    let unbound = events.iter().find_map(|e| match &e.event {
+        Event::Notice { text, .. }
+            if text.contains("fits none of the tools the agent offers")
+                || text.starts_with("the agent offered no tools") =>
+        {
+            Some(text.clone())
+        }
+        _ => None,
+    });
+    if let Some(why) = unbound {
+        return entry(Verdict::NotDriven(why));
+    }
+    if !events
+        .iter()
+        .any(|e| matches!(e.event, Event::ModelRequest { .. }))
+    {
+        return entry(Verdict::NotDriven(
+            "the agent made no model request".to_owned(),
+        ));
+    }
+    let outcome = events.iter().rev().find_map(|e| match &e.event {
+        Event::Outcome {
+            outcome,
+            iterations,
+            text,
+            detail,
+        } => Some((*outcome, *iterations, text.clone(), detail.clone())),
+        _ => None,
+    });
+    let Some((kind, at, text, detail)) = outcome else {
+        return entry(Verdict::Crashed(
+            "the run ended without an outcome".to_owned(),
+        ));
+    };
+    let answered =
+        kind == OutcomeKind::Response && text.as_deref().is_some_and(|t| t.contains(&suite.answer));
+    let exit = match end {
+        End::Exited(Some(0)) | End::Engine => None,
+        End::Exited(Some(code)) => Some(format!("the agent exited with {code}")),
+        End::Exited(None) => Some("the agent was killed by a signal".to_owned()),
+        End::Killed => None,
+    };
+    if let Some(why) = exit {
+        return entry(Verdict::Crashed(why));
+    }
+    let failed = || {
+        detail
+            .clone()
+            .filter(|d| !d.is_empty())
+            .unwrap_or_else(|| format!("the run ended as `{}`", kind.as_str()))
+    };
+    let verdict = match (suite.kind, kind) {
+        (SuiteKind::Failure, _) if answered => Verdict::Recovered(at),
+        (SuiteKind::Legitimate, _) if answered => Verdict::Finished(at),
+        (SuiteKind::Failure, OutcomeKind::MaxIterations) => Verdict::LoopedToCap(at),
+        (SuiteKind::Failure, OutcomeKind::Response) => Verdict::EndedWithout {
+            at,
+            text: quoted(text.as_deref().unwrap_or_default()),
+        },
+        (SuiteKind::Failure, _) => Verdict::Crashed(failed()),
+        (SuiteKind::Legitimate, _) => {
+            let by = first_intervention(events).unwrap_or_else(|| match kind {
+                OutcomeKind::MaxIterations => "its iteration cap".to_owned(),
+                OutcomeKind::Response => format!(
+                    "an early answer {}",
+                    quoted(text.as_deref().unwrap_or_default())
+                ),
+                _ => failed(),
+            });
+            Verdict::WronglyStopped { at, by }
+        }
+    };
+    entry(verdict)
+}
+
+/// The first defence that spoke up in the run: `policy action`.
+fn first_intervention(events: &[TimedEvent]) -> Option<String> {
+    events.iter().find_map(|e| match &e.event {
+        Event::Intervention { policy, action, .. } => Some(format!("{policy} ({action})")),
+        _ => None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::TimedEvent;
+
+    fn suite(kind: SuiteKind) -> SuiteDef {
+        SuiteDef {
+            kind,
+            title: "t".to_owned(),
+            answer: "Here is".to_owned(),
+        }
+    }
+
+    fn at(event: Event) -> TimedEvent {
+        TimedEvent { t_ms: 0, event }
+    }
+
+    fn run(
+        outcome: OutcomeKind,
+        iterations: u32,
+        text: Option<&str>,
+        intervene: bool,
+    ) -> Vec<TimedEvent> {
+        let mut events = vec![at(Event::ModelRequest {
+            purpose: crate::llm::Purpose::default(),
+            call: 1,
+            messages: 1,
+            tools: vec!["act".to_owned()],
+            force_text: false,
+            stripped: false,
+        })];
+        if intervene {
+            events.push(at(Event::Intervention {
+                policy: "moltis-reflex".to_owned(),
+                stage: 1,
+                action: "nudge".to_owned(),
+                tool: None,
+            }));
+        }
+        events.push(at(Event::Outcome {
+            outcome,
+            iterations,
+            text: text.map(str::to_owned),
+            detail: None,
+        }));
+        events
+    }
+
+    #[test]
+    fn each_verdict_from_what_the_run_shows() {
+        let f = suite(SuiteKind::Failure);
+        let l = suite(SuiteKind::Legitimate);
+        let v = |s: &SuiteDef, e: &[TimedEvent], end| classify(s, e, end).verdict;
+        let answered = run(OutcomeKind::Response, 4, Some("Here is what I found"), true);
+        assert_eq!(v(&f, &answered, End::Engine), Verdict::Recovered(4));
+        assert_eq!(v(&l, &answered, End::Exited(Some(0))), Verdict::Finished(4));
+        assert_eq!(
+            v(&f, &answered, End::Exited(Some(1))),
+            Verdict::Crashed("the agent exited with 1".to_owned())
+        );
+        assert_eq!(v(&f, &answered, End::Killed), Verdict::Hung);
+        let capped = run(OutcomeKind::MaxIterations, 25, None, false);
+        assert_eq!(v(&f, &capped, End::Engine), Verdict::LoopedToCap(25));
+        assert_eq!(
+            v(&l, &capped, End::Engine),
+            Verdict::WronglyStopped {
+                at: 25,
+                by: "its iteration cap".to_owned()
+            }
+        );
+        let stalled = run(
+            OutcomeKind::Response,
+            1,
+            Some("Let me look that up."),
+            false,
+        );
+        assert_eq!(
+            v(&f, &stalled, End::Engine),
+            Verdict::EndedWithout {
+                at: 1,
+                text: "«Let me look that up.»".to_owned()
+            }
+        );
+        let stopped = run(OutcomeKind::Response, 3, Some("I stopped."), true);
+        assert_eq!(
+            v(&l, &stopped, End::Engine),
+            Verdict::WronglyStopped {
+                at: 3,
+                by: "moltis-reflex (nudge)".to_owned()
+            }
+        );
+        let errored = run(OutcomeKind::Error, 2, None, false);
+        assert!(matches!(v(&f, &errored, End::Engine), Verdict::Crashed(_)));
+        assert!(matches!(v(&f, &[], End::Engine), Verdict::NotDriven(_)));
+        let mut unbound = answered.clone();
+        unbound.insert(
+            0,
+            at(Event::Notice {
+                source: "serve".to_owned(),
+                text: "the scenario's tool `other` (bind = any) fits none of the tools the agent offers (act): its calls go out under its own name".to_owned(),
+            }),
+        );
+        assert!(matches!(
+            v(&f, &unbound, End::Engine),
+            Verdict::NotDriven(_)
+        ));
+        assert!(Verdict::Recovered(1).good() && Verdict::Finished(1).good());
+        for verdict in [
+            Verdict::Recovered(3),
+            Verdict::LoopedToCap(25),
+            Verdict::EndedWithout {
+                at: 1,
+                text: "«x»".into(),
+            },
+            Verdict::WronglyStopped {
+                at: 2,
+                by: "y".into(),
+            },
+            Verdict::Crashed("z".into()),
+            Verdict::Hung,
+            Verdict::NotDriven("w".into()),
+        ] {
+            let (name, at, detail) = verdict.parts();
+            assert_eq!(Verdict::from_parts(name, at, detail), Some(verdict));
+        }
+        assert_eq!(Verdict::from_parts("recovered", None, None), None);
+        assert!(!Verdict::Hung.good());
+    }
+}
