@@ -171,6 +171,10 @@ pub(super) struct SuiteArgs {
     /// Write the results with each case's card as JSON (what `harness merge` reads).
     #[arg(long, value_name = "FILE")]
     pub(super) json: Option<PathBuf>,
+    /// Write the cards as JUnit XML: a testsuite per card, a testcase per case, failed when
+    /// it scores no point.
+    #[arg(long, value_name = "FILE")]
+    pub(super) junit: Option<PathBuf>,
     /// Exit 1 when a card scores fewer points than this.
     #[arg(long, value_name = "N")]
     pub(super) min_score: Option<usize>,

@@ -112,6 +112,7 @@ pub(super) fn suite(args: &SuiteArgs, setup: &Setup) -> anyhow::Result<ExitStatu
     }
     let mut out = anstream::stdout().lock();
     let mut lowest = usize::MAX;
+    let mut each = Vec::new();
     for (who, profile) in &cards {
         let cases: Vec<&crate::results::CaseResult> = collected
             .cases()
@@ -121,9 +122,14 @@ pub(super) fn suite(args: &SuiteArgs, setup: &Setup) -> anyhow::Result<ExitStatu
         let text = crate::report::card::render(who, &dir.display().to_string(), &cases);
         writeln!(out, "{text}")?;
         lowest = lowest.min(crate::report::card::score(cases.iter().copied()).points());
+        each.push((who.clone(), cases));
     }
     if let Some(path) = &args.json {
         store::write_atomic(path, crate::report::json::render(&collected).as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(path) = &args.junit {
+        store::write_atomic(path, crate::report::card::junit(&each).as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     if let Some(min) = args.min_score {

@@ -137,6 +137,44 @@ pub fn render(who: &str, suite: &str, cases: &[&CaseResult]) -> String {
     out
 }
 
+/// The cards as JUnit XML: one testsuite per card (the loop), one testcase per suite case (its
+/// title; classname the case id), failed when its verdict scores no point, with the verdict as
+/// the failure's message and type. No timestamps or host names.
+pub fn junit(cards: &[(String, Vec<&CaseResult>)]) -> String {
+    use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+    let mut report = Report::new("harness suite");
+    for (who, cases) in cards {
+        let mut suite = TestSuite::new(who.as_str());
+        let mut sorted: Vec<&&CaseResult> = cases.iter().filter(|c| c.card.is_some()).collect();
+        sorted.sort_by(|a, b| a.id.cmp(&b.id));
+        for c in sorted {
+            let Some(e) = &c.card else { continue };
+            let status = if e.verdict.good() {
+                TestCaseStatus::success()
+            } else {
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                s.set_message(e.verdict.describe())
+                    .set_type(e.verdict.name());
+                s
+            };
+            let mut tc = TestCase::new(e.title.as_str(), status);
+            tc.set_classname(c.id.as_str())
+                .set_time(std::time::Duration::from_millis(c.row.virtual_ms));
+            suite.add_test_case(tc);
+        }
+        let time = suite.test_cases.iter().filter_map(|c| c.time).sum();
+        suite.set_time(time);
+        report.add_test_suite(suite);
+    }
+    let time = report.test_suites.iter().filter_map(|s| s.time).sum();
+    report.set_time(time);
+    let mut text = report.to_string().unwrap_or_default();
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,6 +236,18 @@ mod tests {
         assert!(card.trim_end().ends_with(
             "score 2/4: 1 of 2 failure modes recovered, 1 of 2 legitimate runs finished"
         ));
+        // The JUnit form: a testcase per case, failed when it scores no point.
+        let xml = junit(&[("moltis".to_owned(), refs.clone())]);
+        assert!(
+            xml.contains(r#"<testsuite name="moltis" tests="4""#),
+            "{xml}"
+        );
+        assert!(xml.contains(r#"failures="2""#), "{xml}");
+        assert!(
+            xml.contains(r#"type="looped_to_cap""#)
+                && xml.contains("looped to the cap (25 iterations)"),
+            "{xml}"
+        );
         // A case without a card counts for nothing.
         let mut plain = case("s/e", SuiteKind::Failure, Verdict::Hung);
         plain.card = None;

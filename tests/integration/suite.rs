@@ -29,6 +29,8 @@ fn the_engine_profiles_get_a_card_each_from_their_traces() {
         "moltis",
         "--json",
         "cards.json",
+        "--junit",
+        "cards.xml",
     ]);
     run.expect_code(0);
     let cards: Vec<&str> = run.stdout.split("report card: ").skip(1).collect();
@@ -87,6 +89,21 @@ fn the_engine_profiles_get_a_card_each_from_their_traces() {
     assert_eq!(moltis_reflex["card"]["verdict"], "recovered");
     assert_eq!(moltis_reflex["card"]["iteration"], 4);
     assert_eq!(moltis_reflex["card"]["good"], true);
+    // And the JUnit form: a testsuite per card, a testcase per case, failed without a point.
+    let xml = p.read("cards.xml");
+    assert!(
+        xml.contains(r#"<testsuite name="profile none" tests="26""#),
+        "{xml}"
+    );
+    assert!(
+        xml.contains(r#"<testsuite name="profile moltis" tests="26""#),
+        "{xml}"
+    );
+    assert!(
+        xml.contains(r#"<testcase name="Reflex loop: empty arguments on every turn" classname="suite/reflex-empty-arguments""#),
+        "{xml}"
+    );
+    assert!(xml.contains(r#"type="looped_to_cap""#), "{xml}");
     // A card writes no goldens.
     assert!(
         !p.exists("snapshots"),
