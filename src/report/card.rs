@@ -166,13 +166,7 @@ pub fn junit(cards: &[(String, Vec<&CaseResult>)]) -> String {
         suite.set_time(time);
         report.add_test_suite(suite);
     }
-    let time = report.test_suites.iter().filter_map(|s| s.time).sum();
-    report.set_time(time);
-    let mut text = report.to_string().unwrap_or_default();
-    if !text.ends_with('\n') {
-        text.push('\n');
-    }
-    text
+    super::junit::finish(report)
 }
 
 #[cfg(test)]

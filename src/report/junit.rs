@@ -156,6 +156,11 @@ pub fn render(c: &Collected, scenario_id: impl Fn(&Path) -> String) -> String {
     if !orphans.is_empty() {
         report.add_test_suite(suite("orphaned-goldens", orphans));
     }
+    finish(report)
+}
+
+/// The report's text, its time the sum of its suites', ending with a newline.
+pub(super) fn finish(mut report: Report) -> String {
     let time = report.test_suites.iter().filter_map(|s| s.time).sum();
     report.set_time(time);
     let mut text = report.to_string().unwrap_or_default();

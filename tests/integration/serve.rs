@@ -198,18 +198,6 @@ fn exec_fails_a_silent_or_hung_command_and_refuses_a_missing_one() {
     run.expect_code(1)
         .expect_stdout("expected the command to finish within 300 ms; it was killed")
         .expect_stdout("expected a model request; the command made none");
-    // A command that asks, but on paths that are no endpoint, is told which.
-    let asked = p.harness(&[
-        "exec",
-        SCENARIO,
-        "--",
-        "python3",
-        "-c",
-        "import os, urllib.request\nfor p in ('/v1/embeddings', '/v1/embeddings', '/v2/chat'):\n    try: urllib.request.urlopen(urllib.request.Request(os.environ['OPENAI_BASE_URL'].removesuffix('/v1') + p, data=b'{}', method='POST'))\n    except Exception: pass",
-    ]);
-    asked.expect_code(1).expect_stdout(
-        "expected a model request; the command made 3 request(s), all to unknown paths (POST /v1/embeddings, POST /v2/chat)",
-    );
     let run = p.harness(&["exec", SCENARIO, "--", "no-such-agent-command"]);
     run.expect_code(2);
     assert!(
