@@ -171,6 +171,9 @@ pub(super) struct SuiteArgs {
     /// Write the results with each case's card as JSON (what `harness merge` reads).
     #[arg(long, value_name = "FILE")]
     pub(super) json: Option<PathBuf>,
+    /// Write the cards as one self-contained HTML page.
+    #[arg(long, value_name = "FILE")]
+    pub(super) html: Option<PathBuf>,
     /// Write the cards as JUnit XML: a testsuite per card, a testcase per case, failed when
     /// it scores no point.
     #[arg(long, value_name = "FILE")]

@@ -128,6 +128,11 @@ pub(super) fn suite(args: &SuiteArgs, setup: &Setup) -> anyhow::Result<ExitStatu
         store::write_atomic(path, crate::report::json::render(&collected).as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
+    if let Some(path) = &args.html {
+        let page = crate::report::card::html(&each, &dir.display().to_string());
+        store::write_atomic(path, page.as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
     if let Some(path) = &args.junit {
         store::write_atomic(path, crate::report::card::junit(&each).as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;

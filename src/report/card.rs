@@ -169,6 +169,61 @@ pub fn junit(cards: &[(String, Vec<&CaseResult>)]) -> String {
     super::junit::finish(report)
 }
 
+/// The cards as one self-contained page (the run report's frame: inline style, no script that
+/// does anything, a policy that lets nothing load): per card a table of the cases under their
+/// kind, each row marked by whether it scores, then the score.
+pub fn html(cards: &[(String, Vec<&CaseResult>)], suite: &str) -> String {
+    use super::html::escape;
+    let mut body = String::from(
+        "<style>.card td.verdict.good{color:#1a7f37}.card td.verdict.bad{color:#cf222e}\
+         .card td.n{text-align:right;font-variant-numeric:tabular-nums}.card h3{margin-top:1.2em}</style>\n",
+    );
+    let _ = writeln!(
+        body,
+        "<h1>Report card</h1>\n<p>The failure-mode suite <code>{}</code>: per failure mode, whether the loop recovered; per legitimate run, whether it let it finish.</p>",
+        escape(suite)
+    );
+    for (who, cases) in cards {
+        let _ = writeln!(body, "<section class=\"card\">\n<h2>{}</h2>", escape(who));
+        for (kind, heading) in [
+            (SuiteKind::Failure, "Failure modes"),
+            (SuiteKind::Legitimate, "Legitimate work"),
+        ] {
+            let mut rows: Vec<&&CaseResult> = cases
+                .iter()
+                .filter(|c| c.card.as_ref().is_some_and(|e| e.kind == kind))
+                .collect();
+            rows.sort_by(|a, b| a.id.cmp(&b.id));
+            let _ = writeln!(
+                body,
+                "<h3>{heading}</h3>\n<table>\n<thead><tr><th>case</th><th>verdict</th><th>wasted</th><th>tokens</th><th>cost</th></tr></thead>\n<tbody>"
+            );
+            for c in rows {
+                let Some(e) = &c.card else { continue };
+                let _ = writeln!(
+                    body,
+                    "<tr data-case=\"{}\"><td title=\"{}\">{}</td><td class=\"verdict {}\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">${:.4}</td></tr>",
+                    escape(&c.id),
+                    escape(&c.id),
+                    escape(&e.title),
+                    if e.verdict.good() { "good" } else { "bad" },
+                    escape(&e.verdict.describe()),
+                    c.row.wasted_iterations,
+                    c.row.input_tokens + c.row.output_tokens,
+                    c.row.cost_usd
+                );
+            }
+            body.push_str("</tbody>\n</table>\n");
+        }
+        let _ = writeln!(
+            body,
+            "<p class=\"score\">{}</p>\n</section>",
+            escape(&score(cases.iter().copied()).line())
+        );
+    }
+    super::html::page("harness report card", &body, "", "")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,6 +297,15 @@ mod tests {
                 && xml.contains("looped to the cap (25 iterations)"),
             "{xml}"
         );
+        // The page: a row per case, escaped, marked by whether it scores.
+        let page = html(
+            &[("moltis <b>".to_owned(), refs.clone())],
+            "scenarios/suite",
+        );
+        assert_eq!(page.matches("<tr data-case=").count(), 4);
+        assert_eq!(page.matches("class=\"verdict good\"").count(), 2);
+        assert!(page.contains("<h2>moltis &lt;b&gt;</h2>"), "{page}");
+        assert!(page.contains("score 2/4: 1 of 2 failure modes recovered"));
         // A case without a card counts for nothing.
         let mut plain = case("s/e", SuiteKind::Failure, Verdict::Hung);
         plain.card = None;

@@ -453,3 +453,44 @@ fn the_sweep_page_lists_the_runs_a_point_fired_on() {
     assert!(text(&mut page, "#fires-1 h4").starts_with("moltis-reflex "));
     assert_clean(&mut page);
 }
+
+#[test]
+#[ignore = "needs Debian's Chromium: .ci/browser installs it and runs these"]
+fn the_report_card_page_shows_every_case_of_each_card() {
+    let p = Project::new();
+    p.copy_from_repo("scenarios/suite", "scenarios/suite");
+    let run = p.harness(&[
+        "suite",
+        "--profile",
+        "none",
+        "--profile",
+        "moltis",
+        "--html",
+        "card.html",
+    ]);
+    run.expect_code(0);
+    // The points the terminal gave, to find on the page.
+    let points: usize = run
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("score "))
+        .map(|l| l.split('/').next().unwrap().parse::<usize>().unwrap())
+        .sum();
+    let mut browser = Browser::launch();
+    let mut page = browser.open(&url(&p, "card.html"), 900);
+    assert_clean(&mut page);
+    assert_eq!(count(&mut page, "section.card"), 2);
+    assert_eq!(count(&mut page, "section.card tr[data-case]"), 52);
+    assert_eq!(count(&mut page, "td.verdict.good"), points);
+    assert_eq!(text(&mut page, "section.card h2"), "profile none");
+    assert!(
+        text(&mut page, "section.card p.score").starts_with("score "),
+        "the score line"
+    );
+    assert_eq!(
+        page.eval("document.documentElement.scrollWidth <= window.innerWidth"),
+        json!(true),
+        "no horizontal overflow"
+    );
+    assert_clean(&mut page);
+}
