@@ -104,3 +104,9 @@ pub const INTERVENTION_ACTIONS: &[&str] = &[
     "stop",
     "fail",
 ];
+
+/// How `serve`'s refusal of a text answer to a request that requires a tool call begins (the
+/// run's `error` outcome carries it): the report card reads such a case as one that could not
+/// drive the agent.
+pub const TEXT_REFUSED_FOR_TOOL_CHOICE: &str =
+    "harness serve: the request requires a tool call (tool_choice `required` / `any`)";

@@ -142,6 +142,30 @@ pub(super) enum Command {
     /// Exit codes: 0 the card was made; 1 a score below `--min-score`; 2 a suite file that is
     /// no valid scenario (the card is made without it), a folder with no suite case, bad usage.
     Suite(SuiteArgs),
+    /// Several loops' report cards side by side, from saved `harness suite --json` results
+    /// (each file one or more loops: engine profiles, or an agent's `--label`): a Markdown
+    /// scorecard (a summary, a column per loop, what each missed) and its HTML page.
+    ///
+    /// Exit codes: 0 the scorecard was written; 2 a results file that cannot be read, holds no
+    /// suite case, or names a loop another file also names.
+    Scorecard(ScorecardArgs),
+}
+
+/// `harness scorecard` arguments.
+#[derive(Debug, clap::Args)]
+pub(super) struct ScorecardArgs {
+    /// JSON results of `harness suite --json`, in the order of the scorecard's columns.
+    #[arg(required = true)]
+    pub(super) results: Vec<PathBuf>,
+    /// Write the Markdown scorecard here [default: print it].
+    #[arg(long, value_name = "FILE")]
+    pub(super) markdown: Option<PathBuf>,
+    /// Write the loops' cards as one self-contained HTML page.
+    #[arg(long, value_name = "FILE")]
+    pub(super) html: Option<PathBuf>,
+    /// Text put above the Markdown tables (a file's contents): what was scored, and how.
+    #[arg(long, value_name = "FILE")]
+    pub(super) preface: Option<PathBuf>,
 }
 
 /// `harness suite` arguments.

@@ -234,6 +234,7 @@ fn execute(cli: Cli) -> anyhow::Result<ExitStatus> {
         Command::Proxy(args) => agent::proxy(&args, &setup, ci()),
         Command::Sweep(args) => sweep::sweep(args),
         Command::Suite(args) => suite::suite(&args, &setup),
+        Command::Scorecard(args) => suite::scorecard(&args),
         Command::Import(args) => sweep::import(args),
     }
 }

@@ -1,7 +1,7 @@
 //! `harness suite`: the report card of a loop on a failure-mode suite — an agent command
 //! (each suite scenario served to it, as `exec` does), or the engine's profiles.
 
-use super::args::SuiteArgs;
+use super::args::{ScorecardArgs, SuiteArgs};
 use super::{Setup, fail};
 use crate::diagnostic::{Diagnostic, Style};
 use crate::report::Collected;
@@ -147,6 +147,96 @@ pub(super) fn suite(args: &SuiteArgs, setup: &Setup) -> anyhow::Result<ExitStatu
         }
     }
     Ok(code)
+}
+
+/// `harness scorecard`: the loops of several `harness suite --json` results side by side.
+pub(super) fn scorecard(args: &ScorecardArgs) -> anyhow::Result<ExitStatus> {
+    // Each file read on its own (they are not shards of one run: each is a loop's run of the
+    // same suite); a loop is a profile (or an agent's label) of a file.
+    let mut loaded: Vec<(PathBuf, Collected)> = Vec::new();
+    for path in &args.results {
+        match crate::verdict::merge_shards(std::slice::from_ref(path)) {
+            Ok(c) => loaded.push((path.clone(), c)),
+            Err(d) => return Ok(fail(&d.status(ExitStatus::BadInput))),
+        }
+    }
+    let mut loops: Vec<(String, Vec<&crate::results::CaseResult>)> = Vec::new();
+    let mut from: Vec<&PathBuf> = Vec::new();
+    for (path, collected) in &loaded {
+        let mut here: Vec<(String, Vec<&crate::results::CaseResult>)> = Vec::new();
+        for (_, c) in collected.cases().filter(|(_, c)| c.card.is_some()) {
+            match here.iter_mut().find(|(who, _)| *who == c.row.profile) {
+                Some((_, cases)) => cases.push(c),
+                None => here.push((c.row.profile.clone(), vec![c])),
+            }
+        }
+        if here.is_empty() {
+            return Ok(fail(
+                &Diagnostic::whole_file("holds no suite case (no case with a report card)")
+                    .in_file(path)
+                    .hint("give the results of `harness suite --json FILE`")
+                    .status(ExitStatus::BadInput),
+            ));
+        }
+        for (who, cases) in here {
+            if let Some(i) = loops.iter().position(|(w, _)| *w == who) {
+                return Ok(fail(
+                    &Diagnostic::whole_file(format!(
+                        "the loop `{who}` is also in {}",
+                        from[i].display()
+                    ))
+                    .in_file(path)
+                    .hint("give each agent's run its own `harness suite --label`")
+                    .status(ExitStatus::BadInput),
+                ));
+            }
+            loops.push((who, cases));
+            from.push(path);
+        }
+    }
+    let preface = match &args.preface {
+        Some(p) => match std::fs::read_to_string(p) {
+            Ok(t) => t,
+            Err(e) => {
+                return Ok(fail(
+                    &Diagnostic::whole_file(format!("cannot read: {e}"))
+                        .in_file(p)
+                        .status(ExitStatus::BadInput),
+                ));
+            }
+        },
+        None => String::new(),
+    };
+    let mut text = preface;
+    if !text.is_empty() && !text.ends_with("\n\n") {
+        text.push_str(if text.ends_with('\n') { "\n" } else { "\n\n" });
+    }
+    text.push_str(&crate::report::card::scorecard(&loops));
+    match &args.markdown {
+        Some(path) => store::write_atomic(path, text.as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?,
+        None => write!(anstream::stdout().lock(), "{text}")?,
+    }
+    if let Some(path) = &args.html {
+        // The suite's folder, as the first case's id names it (`<folder>/<stem>@<loop>`).
+        let suite = loops
+            .first()
+            .and_then(|(_, cases)| cases.first())
+            .and_then(|c| c.id.rsplit_once('/'))
+            .map_or_else(|| "suite".to_owned(), |(folder, _)| folder.to_owned());
+        let page = crate::report::card::html(&loops, &suite);
+        store::write_atomic(path, page.as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    let mut err = anstream::stderr().lock();
+    for (who, cases) in &loops {
+        let _ = writeln!(
+            err,
+            "harness scorecard: {who}: {}",
+            crate::report::card::score(cases.iter().copied()).line()
+        );
+    }
+    Ok(ExitStatus::Ok)
 }
 
 /// Serve each suite scenario to the command, `jobs` at a time; the results in file order.

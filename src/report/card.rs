@@ -224,6 +224,125 @@ pub fn html(cards: &[(String, Vec<&CaseResult>)], suite: &str) -> String {
     super::html::page("harness report card", &body, "", "")
 }
 
+/// A verdict in a scorecard cell: `✓ k` scores (recovered or finished at iteration k), `✗ …`
+/// does not, `–` the case could not drive the loop.
+fn cell_of(v: &crate::results::card::Verdict) -> String {
+    use crate::results::card::Verdict;
+    match v {
+        Verdict::Recovered(k) | Verdict::Finished(k) => format!("✓ {k}"),
+        Verdict::LoopedToCap(k) => format!("✗ cap {k}"),
+        Verdict::EndedWithout { at, .. } => format!("✗ no answer {at}"),
+        Verdict::GaveUp { at, .. } => format!("✗ gave up {at}"),
+        Verdict::Crashed(_) => "✗ crashed".to_owned(),
+        Verdict::Hung => "✗ hung".to_owned(),
+        Verdict::WronglyStopped { at, .. } => format!("✗ stopped {at}"),
+        Verdict::NotDriven(_) => "– not driven".to_owned(),
+    }
+}
+
+/// A suite case's row key: its scenario's file stem (the case id without folders and label),
+/// so the same scenario matches across loops whatever path each run named the suite by.
+fn row_key(id: &str) -> &str {
+    let scenario = id.rsplit_once('@').map_or(id, |(s, _)| s);
+    scenario.rsplit('/').next().unwrap_or(scenario)
+}
+
+/// Text in a Markdown table cell: `|` escaped, line breaks as spaces.
+fn md(text: &str) -> String {
+    text.replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+/// The scorecard: several loops' cards side by side, as Markdown — a summary table (score,
+/// wasted iterations, tokens, cost per loop), then per case kind a table with a row per case
+/// and a column per loop, then per loop the cases it scored no point on, in words.
+pub fn scorecard(loops: &[(String, Vec<&CaseResult>)]) -> String {
+    let mut out = String::new();
+    out.push_str("| loop | score | failure modes recovered | legitimate runs finished | wasted iterations | tokens | cost |\n");
+    out.push_str("|---|---:|---:|---:|---:|---:|---:|\n");
+    for (who, cases) in loops {
+        let s = score(cases.iter().copied());
+        let carded = || cases.iter().filter(|c| c.card.is_some());
+        let _ = writeln!(
+            out,
+            "| {} | {}/{} | {}/{} | {}/{} | {} | {} | ${:.4} |",
+            md(who),
+            s.points(),
+            s.cases(),
+            s.recovered,
+            s.failures,
+            s.finished,
+            s.legitimate,
+            carded()
+                .map(|c| u64::from(c.row.wasted_iterations))
+                .sum::<u64>(),
+            carded()
+                .map(|c| c.row.input_tokens + c.row.output_tokens)
+                .sum::<u64>(),
+            carded().map(|c| c.row.cost_usd).sum::<f64>()
+        );
+    }
+    for (kind, heading) in [
+        (SuiteKind::Failure, "Failure modes"),
+        (SuiteKind::Legitimate, "Legitimate work"),
+    ] {
+        // The rows: every case of this kind any loop has, by key; the title the first loop gives.
+        let mut rows: Vec<(&str, &str)> = Vec::new();
+        for (_, cases) in loops {
+            for c in cases {
+                let Some(e) = &c.card else { continue };
+                if e.kind == kind && !rows.iter().any(|(k, _)| *k == row_key(&c.id)) {
+                    rows.push((row_key(&c.id), e.title.as_str()));
+                }
+            }
+        }
+        if rows.is_empty() {
+            continue;
+        }
+        rows.sort_by(|a, b| a.0.cmp(b.0));
+        let _ = write!(out, "\n### {heading}\n\n| case |");
+        for (who, _) in loops {
+            let _ = write!(out, " {} |", md(who));
+        }
+        out.push_str("\n|---|");
+        out.push_str(&"---|".repeat(loops.len()));
+        out.push('\n');
+        for (key, title) in rows {
+            let _ = write!(out, "| {} <sub>`{}`</sub> |", md(title), md(key));
+            for (_, cases) in loops {
+                let found = cases
+                    .iter()
+                    .find(|c| row_key(&c.id) == key)
+                    .and_then(|c| c.card.as_ref());
+                let _ = write!(
+                    out,
+                    " {} |",
+                    found.map_or(String::new(), |e| cell_of(&e.verdict))
+                );
+            }
+            out.push('\n');
+        }
+    }
+    out.push_str("\n### What each loop scored no point on\n");
+    for (who, cases) in loops {
+        let mut missed: Vec<&&CaseResult> = cases
+            .iter()
+            .filter(|c| c.card.as_ref().is_some_and(|e| !e.verdict.good()))
+            .collect();
+        missed.sort_by(|a, b| row_key(&a.id).cmp(row_key(&b.id)));
+        let _ = write!(out, "\n**{}**", md(who));
+        if missed.is_empty() {
+            out.push_str(": every case scored.\n");
+            continue;
+        }
+        out.push_str("\n\n");
+        for c in missed {
+            let Some(e) = &c.card else { continue };
+            let _ = writeln!(out, "- `{}`: {}", row_key(&c.id), md(&e.verdict.describe()));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -99,8 +99,8 @@ struct CardJson {
     title: String,
     /// `failure` or `legitimate`.
     kind: crate::scenario::SuiteKind,
-    /// `recovered`, `finished`, `looped_to_cap`, `ended_without_answer`, `crashed`, `hung`,
-    /// `wrongly_stopped` or `not_driven`.
+    /// `recovered`, `finished`, `looped_to_cap`, `ended_without_answer`, `gave_up`, `crashed`,
+    /// `hung`, `wrongly_stopped` or `not_driven`.
     verdict: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     iteration: Option<u32>,

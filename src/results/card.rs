@@ -6,9 +6,11 @@
 //! The verdicts:
 //! - failure modes: `recovered` (the run ends with the suite's `answer`), `looped to the cap`
 //!   (the iteration cap ended it), `ended without the answer` (the loop took another text as
-//!   final: an intent, an empty or cut-off answer), `crashed` (an error ended the run, or the
-//!   agent exited non-zero), `hung` (killed at its timeout), `could not be driven` (no model
-//!   request, or no offered tool the scenario could bind);
+//!   final: an intent, an empty or cut-off answer), `gave up` (the loop stopped without an
+//!   answer: its own turn limit, or a defence that ends the run), `crashed` (an error ended
+//!   the run, or the agent exited non-zero), `hung` (killed at its timeout), `could not be
+//!   driven` (no model request, no offered tool the scenario could bind, or an agent that
+//!   requires a tool call on every request where the case answers in text);
 //! - legitimate work: `finished` (it ends with the `answer`), `wrongly stopped` (anything else
 //!   but hung / could not be driven: the loop ended the work short — by which defence, when
 //!   one intervened).
@@ -41,6 +43,9 @@ pub enum Verdict {
     LoopedToCap(u32),
     /// The loop ended a failure mode on another text than the answer.
     EndedWithout { at: u32, text: String },
+    /// The loop stopped a failure mode without an answer, at this iteration (its own turn
+    /// limit, or a defence that ends the run): why.
+    GaveUp { at: u32, why: String },
     /// An error ended the run, or the agent exited non-zero.
     Crashed(String),
     /// The agent was killed at its timeout.
@@ -64,6 +69,7 @@ impl Verdict {
             Self::Finished(_) => "finished",
             Self::LoopedToCap(_) => "looped_to_cap",
             Self::EndedWithout { .. } => "ended_without_answer",
+            Self::GaveUp { .. } => "gave_up",
             Self::Crashed(_) => "crashed",
             Self::Hung => "hung",
             Self::WronglyStopped { .. } => "wrongly_stopped",
@@ -77,6 +83,7 @@ impl Verdict {
         match self {
             Self::Recovered(k) | Self::Finished(k) | Self::LoopedToCap(k) => (name, Some(*k), None),
             Self::EndedWithout { at, text } => (name, Some(*at), Some(text.clone())),
+            Self::GaveUp { at, why } => (name, Some(*at), Some(why.clone())),
             Self::WronglyStopped { at, by } => (name, Some(*at), Some(by.clone())),
             Self::Crashed(why) | Self::NotDriven(why) => (name, None, Some(why.clone())),
             Self::Hung => (name, None, None),
@@ -90,6 +97,7 @@ impl Verdict {
             ("finished", Some(k), None) => Self::Finished(k),
             ("looped_to_cap", Some(k), None) => Self::LoopedToCap(k),
             ("ended_without_answer", Some(at), Some(text)) => Self::EndedWithout { at, text },
+            ("gave_up", Some(at), Some(why)) => Self::GaveUp { at, why },
             ("wrongly_stopped", Some(at), Some(by)) => Self::WronglyStopped { at, by },
             ("crashed", None, Some(why)) => Self::Crashed(why),
             ("not_driven", None, Some(why)) => Self::NotDriven(why),
@@ -107,6 +115,7 @@ impl Verdict {
             Self::EndedWithout { at, text } => {
                 format!("ended without the answer at iteration {at}: {text}")
             }
+            Self::GaveUp { at, why } => format!("gave up at iteration {at}: {why}"),
             Self::Crashed(why) => format!("crashed: {why}"),
             Self::Hung => "hung (killed at its timeout)".to_owned(),
             Self::WronglyStopped { at, by } => {
@@ -184,6 +193,16 @@ pub fn classify(suite: &SuiteDef, events: &[TimedEvent], end: End) -> Entry {
             "the run ended without an outcome".to_owned(),
         ));
     };
+    // An agent that requires a tool call on every request cannot be given the case's text.
+    if kind == OutcomeKind::Error
+        && detail
+            .as_deref()
+            .is_some_and(|d| d.starts_with(crate::vocabulary::TEXT_REFUSED_FOR_TOOL_CHOICE))
+    {
+        return entry(Verdict::NotDriven(format!(
+            "the agent requires a tool call on every request (tool_choice `required`), so the case's text answer at iteration {at} cannot be served"
+        )));
+    }
     let answered =
         kind == OutcomeKind::Response && text.as_deref().is_some_and(|t| t.contains(&suite.answer));
     let exit = match end {
@@ -209,10 +228,12 @@ pub fn classify(suite: &SuiteDef, events: &[TimedEvent], end: End) -> Entry {
             at,
             text: quoted(text.as_deref().unwrap_or_default()),
         },
+        (SuiteKind::Failure, OutcomeKind::Stopped) => Verdict::GaveUp { at, why: failed() },
         (SuiteKind::Failure, _) => Verdict::Crashed(failed()),
         (SuiteKind::Legitimate, _) => {
             let by = first_intervention(events).unwrap_or_else(|| match kind {
                 OutcomeKind::MaxIterations => "its iteration cap".to_owned(),
+                OutcomeKind::Stopped => format!("its own stop ({})", failed()),
                 OutcomeKind::Response => format!(
                     "an early answer {}",
                     quoted(text.as_deref().unwrap_or_default())
@@ -296,6 +317,39 @@ mod tests {
         assert_eq!(v(&f, &answered, End::Killed), Verdict::Hung);
         let capped = run(OutcomeKind::MaxIterations, 25, None, false);
         assert_eq!(v(&f, &capped, End::Engine), Verdict::LoopedToCap(25));
+        // A text the agent's tool_choice `required` refuses: the case cannot drive it.
+        let mut forced = run(OutcomeKind::Error, 1, None, false);
+        if let Some(Event::Outcome { detail, .. }) = forced.last_mut().map(|e| &mut e.event) {
+            *detail = Some(format!(
+                "{}, but the script answers in text here",
+                crate::vocabulary::TEXT_REFUSED_FOR_TOOL_CHOICE
+            ));
+        }
+        assert!(matches!(
+            v(&f, &forced, End::Exited(Some(0))),
+            Verdict::NotDriven(why) if why.contains("tool_choice `required`")
+        ));
+        // A loop that stopped with its calls unanswered (its own turn limit) gave up.
+        let limited = run(OutcomeKind::Stopped, 10, None, false);
+        let gave_up = v(&f, &limited, End::Exited(Some(0)));
+        assert_eq!(
+            gave_up,
+            Verdict::GaveUp {
+                at: 10,
+                why: "the run ended as `stopped`".to_owned()
+            }
+        );
+        let (name, k, detail) = gave_up.parts();
+        assert_eq!(Verdict::from_parts(name, k, detail), Some(gave_up));
+        assert!(matches!(
+            v(&l, &limited, End::Exited(Some(0))),
+            Verdict::WronglyStopped { at: 10, by } if by.starts_with("its own stop")
+        ));
+        let other_error = run(OutcomeKind::Error, 1, None, false);
+        assert!(matches!(
+            v(&f, &other_error, End::Exited(Some(0))),
+            Verdict::Crashed(_)
+        ));
         assert_eq!(
             v(&l, &capped, End::Engine),
             Verdict::WronglyStopped {

@@ -21,7 +21,10 @@
 //!      and others send it);
 //!    - `tool-invoke-failed`: "Failed to invoke Tool `NAME` …" (Haystack);
 //!    - `missing-argument`: "… missing N required positional (or keyword-only) argument(s)"
-//!      (Python's `TypeError`, as LlamaIndex sends it).
+//!      (Python's `TypeError`, as LlamaIndex sends it);
+//!    - `unknown-tool`: a call to a tool the agent does not have, in the words of the Vercel AI
+//!      SDK ("Model tried to call unavailable tool 'NAME'. …") or LlamaIndex ("Tool NAME not
+//!      found. …").
 //!
 //!    The JSON-error shape also takes zod's issue arrays (objects with `code` and `message`,
 //!    and usually `path`), as the AI SDK sends them. A framework that sends a bare exception
@@ -53,7 +56,7 @@ impl Default for FailureRules {
 type Shape = (&'static str, fn(&str) -> bool);
 
 /// The built-in shapes, in order.
-const BUILTIN: [Shape; 9] = [
+const BUILTIN: [Shape; 10] = [
     ("error-prefix", error_prefix),
     ("exception", exception),
     ("tool-error-notice", tool_error_notice),
@@ -63,6 +66,7 @@ const BUILTIN: [Shape; 9] = [
     ("validation-errors", validation_errors),
     ("tool-invoke-failed", tool_invoke_failed),
     ("missing-argument", missing_argument),
+    ("unknown-tool", unknown_tool),
 ];
 
 impl FailureRules {
@@ -183,6 +187,25 @@ fn tool_invoke_failed(text: &str) -> bool {
     text.trim_start().starts_with("Failed to invoke Tool ")
 }
 
+/// "Model tried to call unavailable tool 'x'. …" (the AI SDK), "Tool x not found. …"
+/// (LlamaIndex): the whole text is the framework's notice, never a tool's output that
+/// mentions a tool.
+fn unknown_tool(text: &str) -> bool {
+    let t = text.trim_start();
+    if t.starts_with("Model tried to call unavailable tool ") {
+        return true;
+    }
+    t.strip_prefix("Tool ")
+        .and_then(|rest| rest.split_once(' '))
+        .is_some_and(|(name, rest)| {
+            !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || "_-.:".contains(c))
+                && rest.starts_with("not found.")
+        })
+}
+
 /// Python's "f() missing 1 required positional argument: 'x'" (or keyword-only, or several).
 fn missing_argument(text: &str) -> bool {
     let Some(at) = text.find(" missing ") else {
@@ -288,6 +311,17 @@ mod tests {
                 "run() missing 2 required keyword-only arguments: 'a' and 'b'",
                 Some("missing-argument"),
             ),
+            (
+                None,
+                "Model tried to call unavailable tool 'delete_everything'. Available tools: search_flights, read_file.",
+                Some("unknown-tool"),
+            ),
+            (
+                None,
+                "Tool delete_everything not found. Please select a tool that is available.",
+                Some("unknown-tool"),
+            ),
+            (None, "Tool search results not found in cache", None),
             (None, "a.txt\nb.txt", None),
             (None, "3 files missing from the index", None),
             (None, "validation errors for the form are shown below", None),

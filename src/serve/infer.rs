@@ -103,6 +103,14 @@ pub fn infer(ctx: &Context<'_>, requests: &[ServedRequest]) -> Vec<TimedEvent> {
                 },
             });
         }
+        if let Some(tool) = &e.answer_tool {
+            c.push(Event::Notice {
+                source: SERVE.to_owned(),
+                text: format!(
+                    "the scenario's answer goes out as a call of the agent's answer tool `{tool}` (the agent ends its runs through it)"
+                ),
+            });
+        }
         let msgs = &e.request.messages;
         let tools = names(&e.request.tools);
         let stripped = !offered.is_empty() && tools.len() < offered.len();

@@ -34,8 +34,12 @@
 //! latest id it echoes: a call id in an assistant message or a tool result, or the Responses
 //! API's `previous_response_id`. A request that echoes none and holds no assistant message
 //! starts a conversation, unless it is the retry of one that ended on a provider fault (the
-//! SDKs' `x-stainless-retry-count` header says so when present; otherwise the oldest such
-//! conversation with the same first user message takes it). A request with assistant messages
+//! SDKs' `x-stainless-retry-count` header says so when present — a count of 0 too when the
+//! fault was the session's latest answer: an application's own retry after its SDK gave up;
+//! otherwise the oldest such conversation with the same first user message takes it), or an
+//! agent's retry after an empty answer it dropped from its history (a message after the first
+//! user message: the oldest conversation with the same first user message whose last answer
+//! was empty). A request with assistant messages
 //! but no id we served (an agent that rewrote its history) continues the latest conversation
 //! with the same first user message. Each conversation is one scenario run: its own mock, its
 //! own iteration cap, its own inferred trace; the traces carry the script's own call ids
@@ -195,6 +199,8 @@ pub struct ServedRequest {
     /// The portable tools were bound at this request (the conversation's first that offered
     /// tools).
     pub bound: Vec<Binding>,
+    /// The scripted answer (text) went out as a call of this answer tool of the agent's.
+    pub answer_tool: Option<String>,
 }
 
 /// The requests of one agent run.
@@ -264,6 +270,7 @@ impl Conversation {
                 .requests
                 .last()
                 .map_or(LastAnswer::Nothing, |e| LastAnswer::of(&e.reply)),
+            latest: false,
         }
     }
 
@@ -285,6 +292,8 @@ pub enum LastAnswer {
     Calls,
     /// In text.
     Text,
+    /// With neither text nor calls (an agent may drop it from the history it sends next).
+    Empty,
     /// With a provider fault (the next request may be its retry).
     Fault,
     /// With a refusal that ends it (a cap, no answer).
@@ -295,6 +304,11 @@ impl LastAnswer {
     /// How `reply` leaves a conversation.
     pub fn of(reply: &Reply) -> Self {
         match reply {
+            Reply::Answer(r)
+                if r.tool_calls.is_empty() && r.text.as_deref().is_none_or(str::is_empty) =>
+            {
+                Self::Empty
+            }
             Reply::Answer(r) if r.tool_calls.is_empty() => Self::Text,
             Reply::Answer(_) => Self::Calls,
             Reply::Fault(_) => Self::Fault,
@@ -312,6 +326,8 @@ pub struct ConversationView<'a> {
     pub last_user: &'a str,
     /// How its latest request was answered.
     pub last: LastAnswer,
+    /// It got the session's latest answer (nothing was answered since).
+    pub latest: bool,
 }
 
 /// Which of `threads` a request continues (see the module doc), given `ids`, every id served
@@ -338,11 +354,31 @@ pub fn continues(
     if request.messages.iter().any(|m| m.role == Role::Assistant) {
         return threads.iter().rposition(|t| t.key == key);
     }
+    // The SDK's retry count says whether it retries; 0 is also an application's own retry
+    // after its SDK gave up (inspect_ai's), taken as one when the fault was the session's
+    // latest answer.
     let may_retry = hints.retry_count.is_none_or(|n| n > 0);
     threads
         .iter()
-        .position(|t| t.key == key && t.last == LastAnswer::Fault)
-        .filter(|_| may_retry)
+        .position(|t| t.key == key && t.last == LastAnswer::Fault && (may_retry || t.latest))
+        .or_else(|| {
+            // An agent that drops an empty answer from its history and asks again (a retry
+            // prompt after the first user message, as a user or a system message): it
+            // continues the oldest conversation with that first message whose last answer
+            // was empty.
+            let asks_again = request
+                .messages
+                .iter()
+                .position(|m| m.role == Role::User)
+                .is_some_and(|first| request.messages.len() > first + 1);
+            asks_again
+                .then(|| {
+                    threads
+                        .iter()
+                        .position(|t| t.key == key && t.last == LastAnswer::Empty)
+                })
+                .flatten()
+        })
         .or_else(|| {
             // An agent that folds each step into its first user message (the text-protocol
             // shape of `unmerge_steps`): its message grew by one step.
@@ -401,6 +437,10 @@ pub struct Session {
     /// Requests to paths that are no endpoint: how many, and the first distinct ones.
     unknown_requests: usize,
     unknown: Vec<String>,
+    /// The answer tool the latest scripted answer went out through (see [`answer_tool`]).
+    answered_through: Option<String>,
+    /// The conversation that got the latest answer.
+    latest: Option<usize>,
 }
 
 impl Session {
@@ -423,6 +463,8 @@ impl Session {
             replay: None,
             unknown_requests: 0,
             unknown: Vec::new(),
+            answered_through: None,
+            latest: None,
         }
     }
 
@@ -597,7 +639,9 @@ impl Session {
             reply,
             divergence,
             bound,
+            answer_tool: self.answered_through.take(),
         });
+        self.latest = Some(at);
         // A recorded answer moved the conversation one exchange on in its cassette.
         let recorded = match (&before, &self.conversations[at].replayed) {
             (None, Some(now)) if now.next == 1 => Some((now.cassette, 0)),
@@ -787,7 +831,11 @@ impl Session {
         let threads: Vec<ConversationView<'_>> = self
             .conversations
             .iter()
-            .map(Conversation::thread)
+            .enumerate()
+            .map(|(i, c)| ConversationView {
+                latest: self.latest == Some(i),
+                ..c.thread()
+            })
             .collect();
         continues(&threads, &self.ids, request, hints)
     }
@@ -838,7 +886,7 @@ impl Session {
         let served_count = conversation.requests.len() as u64;
         match answered {
             Ok(r) => {
-                let (whole, chunks) = match served_answer(r, request.options.stream) {
+                let (mut whole, mut chunks) = match served_answer(r, request.options.stream) {
                     Ok(a) => a,
                     Err(message) => {
                         return (
@@ -847,6 +895,31 @@ impl Session {
                         );
                     }
                 };
+                // The suite's answer goes to an agent that ends its runs through an answer
+                // tool as a call of it; the trace keeps the scripted text.
+                let scripted = answer_tool(&whole, request, scenario).map(|(tool, param)| {
+                    let text = whole.text.clone().unwrap_or_default();
+                    let scripted = whole.clone();
+                    whole = ModelResponse {
+                        text: None,
+                        tool_calls: vec![crate::llm::ToolCall {
+                            id: "call_answer".to_owned(),
+                            name: tool.clone(),
+                            arguments: crate::llm::Arguments::Parsed(
+                                serde_json::json!({ param: text }),
+                            ),
+                        }],
+                        finish: Finish::ToolUse,
+                        ..whole.clone()
+                    };
+                    if chunks.is_some() {
+                        let c = chunks_of(&whole);
+                        whole.chunks = c.len();
+                        chunks = Some(c);
+                    }
+                    self.answered_through = Some(tool);
+                    scripted
+                });
                 if let Some(message) = refused_choice(&request.asks.tool_choice, &whole) {
                     return (
                         Reply::NoAnswer(message.clone()),
@@ -924,7 +997,7 @@ impl Session {
                 };
 
                 (
-                    Reply::Answer(whole),
+                    Reply::Answer(scripted.unwrap_or(whole)),
                     HttpAnswer {
                         status: 200,
                         headers: Vec::new(),
@@ -1095,10 +1168,10 @@ impl Session {
 /// in text when a call is required, nor calls another tool than the one named).
 fn refused_choice(choice: &ToolChoice, r: &ModelResponse) -> Option<String> {
     match choice {
-        ToolChoice::Required if r.tool_calls.is_empty() => Some(
-            "harness serve: the request requires a tool call (tool_choice `required` / `any`), but the script answers in text here\n  hint: script a tool call for this request, or have the agent leave tool_choice at `auto`"
-                .to_owned(),
-        ),
+        ToolChoice::Required if r.tool_calls.is_empty() => Some(format!(
+            "{}, but the script answers in text here\n  hint: script a tool call for this request, or have the agent leave tool_choice at `auto`",
+            crate::vocabulary::TEXT_REFUSED_FOR_TOOL_CHOICE
+        )),
         ToolChoice::Named(name) if r.tool_calls.is_empty() || r.tool_calls.iter().any(|c| &c.name != name) => {
             Some(format!(
                 "harness serve: the request requires a call of `{name}` (tool_choice), but the script answers otherwise here\n  hint: script a call of `{name}` for this request"
@@ -1402,6 +1475,35 @@ fn served_answer(
         },
         Some(chunks),
     ))
+}
+
+/// The tools agents end their runs through, by the frameworks' conventions: inspect_ai's
+/// `react()` agent ends on `submit`, smolagents' agents on `final_answer`. Such an agent does not
+/// take a text answer as final (it nudges the model to call the tool, or refuses text).
+const ANSWER_TOOLS: [&str; 2] = ["submit", "final_answer"];
+
+/// The answer tool a scripted answer goes out through, and the parameter that carries the
+/// text: when the answer is a suite case's final answer (text holding its `answer`, no calls)
+/// and the request offers one of [`ANSWER_TOOLS`] that the scenario does not declare itself.
+fn answer_tool(
+    r: &ModelResponse,
+    request: &WireRequest,
+    scenario: &crate::scenario::Scenario,
+) -> Option<(String, String)> {
+    let suite = scenario.suite.as_ref()?;
+    let text = r.text.as_deref()?;
+    if !r.tool_calls.is_empty() || suite.answer.is_empty() || !text.contains(&suite.answer) {
+        return None;
+    }
+    let tool = request.tools.iter().find(|t| {
+        ANSWER_TOOLS.contains(&t.name.as_str()) && !scenario.tools.iter().any(|d| d.name == t.name)
+    })?;
+    let param = tool.schema["required"]
+        .as_array()
+        .and_then(|a| a.first())
+        .and_then(Value::as_str)
+        .unwrap_or("answer");
+    Some((tool.name.clone(), param.to_owned()))
 }
 
 /// A whole answer as stream chunks: its text, each call (start, arguments, complete), finish.
@@ -1813,6 +1915,121 @@ reply = { tool_calls = [{ name = "exec", generate = "empty" }] }
         let r = s.handle(Api::Messages, b"{not json");
         assert_eq!(r.status, 400);
         assert_eq!(json_of(&r)["type"], "error");
+        assert_eq!(s.conversations().len(), 3);
+    }
+
+    #[test]
+    fn a_suite_answer_goes_to_an_agent_that_ends_through_an_answer_tool() {
+        let text = SCENARIO
+            .replace(
+                "config = { max_iterations = 3 }",
+                "config = { max_iterations = 3 }\n\n[suite]\nkind = \"legitimate\"\ntitle = \"t\"\nanswer = \"Done\"",
+            )
+            .replace(
+                "[[model.rules]]\nwhen = { any_message_contains = \"LOOP\" }",
+                "[[model.rules]]\nwhen = { any_message_contains = \"ANSWER\" }\nreply = { text = \"Done: a.txt\" }\n\n[[model.rules]]\nwhen = { any_message_contains = \"STALL\" }\nreply = { text = \"Let me look.\" }\n\n[[model.rules]]\nwhen = { any_message_contains = \"LOOP\" }",
+            );
+        let submit = json!({"type": "function", "function": {"name": "submit", "description": "Submit an answer",
+            "parameters": {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}}});
+        let request = |user: &str, stream: bool| {
+            json!({"model": "m", "stream": stream, "tools": [tool()[0].clone(), submit.clone()], "messages": [
+                {"role": "system", "content": "sys"}, {"role": "user", "content": user}]})
+            .to_string()
+        };
+        let mut s = session(&text);
+        // The final answer: a call of `submit` with the text, whole and streamed.
+        let r = s.handle(Api::ChatCompletions, request("ANSWER", false).as_bytes());
+        let message = &json_of(&r)["choices"][0]["message"];
+        assert_eq!(message["tool_calls"][0]["function"]["name"], "submit");
+        assert_eq!(
+            message["tool_calls"][0]["function"]["arguments"],
+            r#"{"answer":"Done: a.txt"}"#
+        );
+        assert!(message["content"].is_null(), "{message}");
+        let r = s.handle(Api::ChatCompletions, request("ANSWER", true).as_bytes());
+        let AnswerBody::Events { events, .. } = &r.body else {
+            panic!("expected a stream")
+        };
+        let streamed: String = events.iter().map(|e| e.data.clone()).collect();
+        assert!(streamed.contains(r#""name":"submit""#), "{streamed}");
+        // The trace keeps the script's text, and says where it went.
+        let l = lines(&s, 0);
+        assert!(
+            l.iter().any(|l| l.contains("answer tool `submit`")),
+            "{l:?}"
+        );
+        assert!(
+            l.iter()
+                .any(|l| l.contains("outcome response") && l.contains("Done: a.txt")),
+            "{l:?}"
+        );
+        // Any other text goes out as text.
+        let r = s.handle(Api::ChatCompletions, request("STALL", false).as_bytes());
+        assert_eq!(
+            json_of(&r)["choices"][0]["message"]["content"],
+            "Let me look."
+        );
+    }
+
+    #[test]
+    fn a_retry_after_a_dropped_empty_answer_continues_its_conversation() {
+        let text = SCENARIO.replace(
+            "[[model.rules]]\nwhen = { any_message_contains = \"LOOP\" }",
+            "[[model.rules]]\ntimes = 1\nreply = { text = \"\" }\n\n[[model.rules]]\nwhen = { any_message_contains = \"Please\" }\nreply = { text = \"Done.\" }\n\n[[model.rules]]\nwhen = { any_message_contains = \"LOOP\" }",
+        );
+        let mut s = session(&text);
+        let first = json!({"model": "m", "messages": [
+            {"role": "system", "content": "sys"}, {"role": "user", "content": "List the files."}]});
+        let r = s.handle(Api::ChatCompletions, first.to_string().as_bytes());
+        assert_eq!(r.status, 200);
+        // pydantic-ai's way: the empty answer left out, a system message asking again.
+        let again = json!({"model": "m", "messages": [
+            {"role": "system", "content": "sys"}, {"role": "user", "content": "List the files."},
+            {"role": "system", "content": "Please return text or call a tool."}]});
+        let r = s.handle(Api::ChatCompletions, again.to_string().as_bytes());
+        assert_eq!(json_of(&r)["choices"][0]["message"]["content"], "Done.");
+        assert_eq!(s.conversations().len(), 1);
+        let l = lines(&s, 0);
+        assert!(
+            l.iter()
+                .any(|l| l.contains("model_request call=2 messages=3")),
+            "{l:?}"
+        );
+        // The same prompt sent afresh is another run (answered empty, and continued by its
+        // own retry); a retry when no conversation's last answer was empty is one more.
+        s.handle(Api::ChatCompletions, first.to_string().as_bytes());
+        assert_eq!(s.conversations().len(), 2);
+        s.handle(Api::ChatCompletions, again.to_string().as_bytes());
+        assert_eq!(s.conversations().len(), 2);
+        assert_eq!(s.conversations()[1].requests.len(), 2);
+        s.handle(Api::ChatCompletions, again.to_string().as_bytes());
+        assert_eq!(s.conversations().len(), 3);
+    }
+
+    #[test]
+    fn an_applications_own_retry_after_its_sdk_gave_up_continues_the_faulted_run() {
+        let text = SCENARIO.replace(
+            "[[model.rules]]\nwhen = { any_message_contains = \"LOOP\" }",
+            "[[model.rules]]\ntimes = 1\nreply = { fault = { kind = \"rate_limit\" } }\n\n[[model.rules]]\nwhen = { any_message_contains = \"LOOP\" }",
+        );
+        let fresh = RequestHints {
+            retry_count: Some(0),
+        };
+        // inspect_ai's way: the SDK's retries spent, its own retry goes out with count 0.
+        let mut s = session(&text);
+        let r = s.handle_with(Api::ChatCompletions, &openai(0, "", None, true), fresh);
+        assert_eq!(r.status, 429);
+        let r = s.handle_with(Api::ChatCompletions, &openai(0, "", None, true), fresh);
+        assert_eq!(r.status, 200);
+        assert_eq!(s.conversations().len(), 1);
+        // Once another run was answered since the fault, count 0 is a new run again.
+        let mut s = session(&text);
+        s.handle_with(Api::ChatCompletions, &openai(0, "", None, true), fresh);
+        let other = String::from_utf8(openai(0, "", None, true))
+            .unwrap_or_default()
+            .replace("List the files.", "Something else.");
+        s.handle_with(Api::ChatCompletions, other.as_bytes(), fresh);
+        s.handle_with(Api::ChatCompletions, &openai(0, "", None, true), fresh);
         assert_eq!(s.conversations().len(), 3);
     }
 

@@ -825,6 +825,7 @@ pub fn conversations(slots: &[Slot]) -> Vec<Vec<usize>> {
                     key: &c.key,
                     last_user: &c.last_user,
                     last: c.last,
+                    latest: false,
                 })
                 .collect();
             continues(&threads, &ids, r, RequestHints::default())

@@ -187,3 +187,115 @@ fn a_folder_without_suite_cases_is_no_card() {
     );
     p.harness(&["suite", "--profile", "nope"]).expect_code(2);
 }
+
+#[test]
+/// The README's "put your own loops side by side": `suite --json`, `suite --label --json -- CMD`,
+/// `scorecard … --markdown --html`.
+fn the_scorecard_puts_the_loops_side_by_side() {
+    let p = project();
+    p.harness(&[
+        "suite",
+        "--profile",
+        "none",
+        "--profile",
+        "moltis",
+        "--json",
+        "engine.json",
+    ])
+    .expect_code(0);
+    p.harness(&[
+        "suite",
+        "--jobs",
+        "2",
+        "--label",
+        "travel",
+        "--json",
+        "travel.json",
+        "--",
+        "python3",
+        "agent.py",
+        "--detector",
+    ])
+    .expect_code(0);
+    p.write("preface.md", "# Our loops\n");
+    let run = p.harness(&[
+        "scorecard",
+        "engine.json",
+        "travel.json",
+        "--preface",
+        "preface.md",
+        "--markdown",
+        "scorecard.md",
+        "--html",
+        "scorecard.html",
+    ]);
+    run.expect_code(0);
+    let md = p.read("scorecard.md");
+    assert!(md.starts_with("# Our loops\n\n| loop | score |"), "{md}");
+    // A summary row per loop, in the files' order (a file's profiles in their run's order).
+    let rows: Vec<&str> = md
+        .lines()
+        .filter(|l| {
+            l.starts_with("| none |") || l.starts_with("| moltis |") || l.starts_with("| travel |")
+        })
+        .collect();
+    assert_eq!(rows.len(), 3, "{md}");
+    assert!(rows[0].starts_with("| none | 10/26 | 4/20 | 6/6 |"), "{md}");
+    assert!(
+        rows[1].starts_with("| moltis | 16/26 | 10/20 | 6/6 |"),
+        "{md}"
+    );
+    assert!(
+        rows[2].starts_with("| travel | 10/26 | 4/20 | 6/6 |"),
+        "{md}"
+    );
+    // A column per loop; the cell says the verdict short: the same case's row across loops.
+    assert!(md.contains("| case | none | moltis | travel |"), "{md}");
+    let reflex = md
+        .lines()
+        .find(|l| l.contains("`reflex-empty-arguments`"))
+        .unwrap_or_else(|| panic!("{md}"));
+    assert!(reflex.ends_with("| ✗ cap 25 | ✓ 4 | ✓ 4 |"), "{reflex}");
+    // What each missed, in words.
+    assert!(
+        md.contains("- `unknown-tool`: crashed: the agent exited with 1"),
+        "{md}"
+    );
+    assert!(
+        run.stderr
+            .contains("harness scorecard: travel: score 10/26"),
+        "{run}"
+    );
+    let page = p.read("scorecard.html");
+    assert_eq!(page.matches("<section class=\"card\">").count(), 3);
+    assert!(page.contains("<code>suite</code>"), "{page}");
+    // The same inputs, the same bytes.
+    p.harness(&[
+        "scorecard",
+        "engine.json",
+        "travel.json",
+        "--preface",
+        "preface.md",
+        "--markdown",
+        "again.md",
+    ])
+    .expect_code(0);
+    assert_eq!(p.read("again.md"), md);
+    // A loop named twice, or results without a card, are bad input.
+    let twice = p.harness(&["scorecard", "engine.json", "engine.json"]);
+    twice.expect_code(2);
+    assert!(
+        twice
+            .stderr
+            .contains("the loop `none` is also in engine.json"),
+        "{twice}"
+    );
+    p.copy_from_repo("scenarios/reflex", "scenarios/reflex");
+    p.harness(&["run", "scenarios/reflex", "--json", "plain.json"]);
+    let plain = p.harness(&["scorecard", "plain.json"]);
+    plain.expect_code(2);
+    assert!(
+        plain.stderr.contains("plain.json:1:1: holds no suite case"),
+        "{plain}"
+    );
+}

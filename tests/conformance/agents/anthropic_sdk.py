@@ -4,10 +4,9 @@
 import sys
 
 import anthropic
-from common import DESCRIPTION, STEPS, SYSTEM, USER, arguments, refused, run_exec
+from common import STEPS, SYSTEM, USER, arguments, call_plain, final, plain_tools, refused
 
-TOOLS = [{"name": "exec", "description": DESCRIPTION,
-          "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}]
+TOOLS = [{"name": n, "description": d, "input_schema": p} for n, d, p, _ in plain_tools()]
 
 
 def main():
@@ -27,12 +26,12 @@ def main():
             messages.append({"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in message.content]})
             uses = [b for b in message.content if b.type == "tool_use"]
             if not uses:
-                print("".join(b.text for b in message.content if b.type == "text"))
+                final("".join(b.text for b in message.content if b.type == "text"))
                 return 0
             results = []
             for u in uses:
                 try:
-                    results.append({"type": "tool_result", "tool_use_id": u.id, "content": run_exec(u.input.get("command", ""))})
+                    results.append({"type": "tool_result", "tool_use_id": u.id, "content": call_plain(u.name, u.input)})
                 except Exception as e:
                     results.append({"type": "tool_result", "tool_use_id": u.id, "content": str(e), "is_error": True})
             messages.append({"role": "user", "content": results})

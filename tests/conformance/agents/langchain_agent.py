@@ -3,7 +3,7 @@ ChatAnthropic, whole or streamed.    langchain_agent.py [--api openai|anthropic]
 
 import sys
 
-from common import STEPS, SYSTEM, USER, arguments, refused, run_exec
+from common import LIMIT, SYSTEM, TOOL_SET, TRAVEL, USER, arguments, final, refused, run_exec
 from langchain.agents import create_agent
 from langchain_core.tools import tool
 
@@ -22,11 +22,12 @@ def main():
     else:
         from langchain_anthropic import ChatAnthropic
         model = ChatAnthropic(model="claude-haiku-4-5", max_retries=2, streaming=a.stream)
-    agent = create_agent(model, tools=[exec_tool], system_prompt=SYSTEM)
-    config = {"recursion_limit": 2 * STEPS + 1}
+    tools = [tool(f) for f in TRAVEL] if TOOL_SET == "travel" else [exec_tool]
+    agent = create_agent(model, tools=tools, system_prompt=SYSTEM)
+    config = {"recursion_limit": 2 * LIMIT + 1} if LIMIT else {}
     try:
         state = agent.invoke({"messages": [{"role": "user", "content": USER}]}, config=config)
-        print(state["messages"][-1].content)
+        final(state["messages"][-1].content)
     except Exception as e:  # the refusal, or the graph's recursion limit
         return refused(e)
     return 0

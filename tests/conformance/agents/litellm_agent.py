@@ -7,10 +7,10 @@ import sys
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network for the price list
 import litellm  # noqa: E402
-from common import DESCRIPTION, STEPS, SYSTEM, USER, arguments, refused, run_exec
+from common import STEPS, SYSTEM, USER, arguments, call_plain, final, plain_tools, refused
 
-TOOLS = [{"type": "function", "function": {"name": "exec", "description": DESCRIPTION, "parameters": {
-    "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}}]
+TOOLS = [{"type": "function", "function": {"name": n, "description": d, "parameters": p}}
+         for n, d, p, _ in plain_tools()]
 
 
 def main():
@@ -28,11 +28,11 @@ def main():
             message = r.choices[0].message
             messages.append(message.model_dump(exclude_none=True))
             if not message.tool_calls:
-                print(message.content)
+                final(message.content)
                 return 0
             for c in message.tool_calls:
                 try:
-                    out = run_exec(json.loads(c.function.arguments or "{}").get("command", ""))
+                    out = call_plain(c.function.name, json.loads(c.function.arguments or "{}"))
                 except Exception as e:
                     out = f"Error: {e}"
                 messages.append({"role": "tool", "tool_call_id": c.id, "content": out})

@@ -7,7 +7,7 @@ import sys
 
 from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool, set_tracing_disabled
 from agents.exceptions import AgentsException, MaxTurnsExceeded
-from common import STEPS, SYSTEM, USER, arguments, refused, run_exec
+from common import LIMIT, SYSTEM, TOOL_SET, TRAVEL, USER, arguments, final, refused, run_exec
 from openai import APIStatusError, AsyncOpenAI
 
 
@@ -26,15 +26,17 @@ async def main():
     set_tracing_disabled(True)
     client = AsyncOpenAI(max_retries=2)
     model = "gpt-4o-mini" if a.api == "responses" else OpenAIChatCompletionsModel("gpt-4o-mini", client)
-    agent = Agent(name="coder", instructions=SYSTEM, tools=[exec_tool], model=model)
+    tools = [function_tool(f) for f in TRAVEL] if TOOL_SET == "travel" else [exec_tool]
+    agent = Agent(name="coder", instructions=SYSTEM, tools=tools, model=model)
+    turns = {"max_turns": LIMIT} if LIMIT else {}
     try:
         if a.stream:
-            result = Runner.run_streamed(agent, USER, max_turns=STEPS)
+            result = Runner.run_streamed(agent, USER, **turns)
             async for _event in result.stream_events():
                 pass
         else:
-            result = await Runner.run(agent, USER, max_turns=STEPS)
-        print(result.final_output)
+            result = await Runner.run(agent, USER, **turns)
+        final(result.final_output)
     except (APIStatusError, MaxTurnsExceeded, AgentsException) as e:
         return refused(e)
     return 0

@@ -5,21 +5,19 @@ import json
 import sys
 
 import openai
-from common import DESCRIPTION, STEPS, SYSTEM, USER, arguments, refused, run_exec
-
-SCHEMA = {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}
+from common import STEPS, SYSTEM, USER, arguments, call_plain, final, plain_tools, refused
 
 
 def call_tool(name, arguments):
     try:
-        args = json.loads(arguments or "{}")
-        return run_exec(args.get("command", ""))
+        return call_plain(name, json.loads(arguments or "{}"))
     except Exception as e:  # the tool's failure goes back to the model, as text
         return f"Error: {e}"
 
 
 def chat(client, stream):
-    tools = [{"type": "function", "function": {"name": "exec", "description": DESCRIPTION, "parameters": SCHEMA}}]
+    tools = [{"type": "function", "function": {"name": n, "description": d, "parameters": p}}
+             for n, d, p, _ in plain_tools()]
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": USER}]
     for _ in range(STEPS):
         if stream:
@@ -31,14 +29,14 @@ def chat(client, stream):
             message = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=tools).choices[0].message
         messages.append(message.model_dump(exclude_none=True, exclude={"parsed"}))
         if not message.tool_calls:
-            print(message.content)
+            final(message.content)
             return
         for c in message.tool_calls:
             messages.append({"role": "tool", "tool_call_id": c.id, "content": call_tool(c.function.name, c.function.arguments)})
 
 
 def responses(client, stream):
-    tools = [{"type": "function", "name": "exec", "description": DESCRIPTION, "parameters": SCHEMA}]
+    tools = [{"type": "function", "name": n, "description": d, "parameters": p} for n, d, p, _ in plain_tools()]
     items = [{"role": "user", "content": USER}]
     for _ in range(STEPS):
         if stream:
@@ -51,7 +49,7 @@ def responses(client, stream):
         calls = [o for o in response.output if o.type == "function_call"]
         items += [o.model_dump(exclude_none=True) for o in response.output]
         if not calls:
-            print(response.output_text)
+            final(response.output_text)
             return
         for c in calls:
             items.append({"type": "function_call_output", "call_id": c.call_id, "output": call_tool(c.name, c.arguments)})

@@ -7,8 +7,8 @@ import sys
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network for the price list
 
-from common import STEPS, USER, arguments, refused, run_exec  # noqa: E402
-from smolagents import LiteLLMModel, OpenAIServerModel, Tool, ToolCallingAgent  # noqa: E402
+from common import LIMIT, TOOL_SET, TRAVEL, USER, arguments, final, refused, run_exec  # noqa: E402
+from smolagents import LiteLLMModel, OpenAIServerModel, Tool, ToolCallingAgent, tool  # noqa: E402
 
 
 class Exec(Tool):
@@ -29,9 +29,10 @@ def main():
     else:
         model = LiteLLMModel(model_id="anthropic/claude-haiku-4-5", api_base=os.environ["ANTHROPIC_BASE_URL"],
                              api_key=os.environ["ANTHROPIC_API_KEY"])
-    agent = ToolCallingAgent(tools=[Exec()], model=model, max_steps=STEPS, stream_outputs=a.stream, verbosity_level=0)
+    tools = [tool(f) for f in TRAVEL] if TOOL_SET == "travel" else [Exec()]
+    agent = ToolCallingAgent(tools=tools, model=model, **({"max_steps": LIMIT} if LIMIT else {}), stream_outputs=a.stream, verbosity_level=0)
     try:
-        print(agent.run(USER))
+        final(agent.run(USER))
     except Exception as e:
         return refused(e)
     return 0
