@@ -165,13 +165,14 @@ pub fn discover(cwd: &Path) -> Result<Option<Project>, Diagnostic> {
     let text =
         crate::store::read_input_text(&file, "project file", crate::limits::MAX_SCENARIO_BYTES)
             .map_err(|e| {
-                e.diagnostic(&file, "cannot read: ")
+                e.diagnostic(&relative_to(&file, cwd), "cannot read: ")
                     .hint_by(|cause| match cause {
                         Cause::NotUtf8 => "save the project file as UTF-8".to_owned(),
                         _ => "check the file's permissions; it must be UTF-8 TOML".to_owned(),
                     })
             })?;
-    let config = parse(&text).map_err(|d| d.in_file(&file))?;
+    // Errors name the file as the user would: from the current folder.
+    let config = parse(&text).map_err(|d| d.in_file(&relative_to(&file, cwd)))?;
     let root = file.parent().unwrap_or(Path::new("/"));
     let from_cwd = |rel: &str| relative_to(&root.join(rel), cwd);
     Ok(Some(Project {
@@ -192,8 +193,27 @@ pub fn parse(text: &str) -> Result<ProjectFile, Diagnostic> {
             .map_or((1, 1), |s| crate::scenario::line_col(text, s.start));
         let message = e.message().trim().to_owned();
         let read = Serde::read(&message);
-        let hint = hint_for(&read);
+        let mut hint = hint_for(&read);
         let cause = read.cause;
+        // The deserializer's words for two common slips, in the user's.
+        let message = match message.strip_prefix("invalid type: string ") {
+            Some(rest)
+                if ["usize", "u64", "u32", "u16", "u8"]
+                    .iter()
+                    .any(|t| rest.ends_with(&format!("expected {t}"))) =>
+            {
+                let value = rest.split(", expected").next().unwrap_or(rest);
+                hint = format!(
+                    "write the number without quotes: {}",
+                    value.trim_matches('"')
+                );
+                format!("a whole number is expected here, not the string {value}")
+            }
+            _ => message,
+        };
+        if message.starts_with("string values must be quoted") {
+            hint = "put text in double quotes: `key = \"value\"`".to_owned();
+        }
         Diagnostic::at(line, col, message).hint(hint).cause(cause)
     })?;
     let at = |path: &[&str], message: String, hint: String| {

@@ -142,6 +142,15 @@ pub(super) enum Command {
     /// Exit codes: 0 the card was made; 1 a score below `--min-score`; 2 a suite file that is
     /// no valid scenario (the card is made without it), a folder with no suite case, bad usage.
     Suite(SuiteArgs),
+    /// Start a project to test your own agent in a folder (default: the current one): the
+    /// project file, a first portable scenario and an example agent on the openai SDK, never
+    /// overwriting a file; then print the commands to run next.
+    ///
+    /// Exit codes: 0 the files were written (or kept); 2 a file cannot be written.
+    Init {
+        /// The folder [default: the current folder].
+        dir: Option<PathBuf>,
+    },
     /// Several loops' report cards side by side, from saved `harness suite --json` results
     /// (each file one or more loops: engine profiles, or an agent's `--label`): a Markdown
     /// scorecard (a summary, a column per loop, what each missed) and its HTML page.

@@ -14,6 +14,7 @@ use std::process::ExitCode;
 mod agent;
 mod args;
 mod goldens;
+mod init;
 mod record;
 mod run;
 mod show;
@@ -203,6 +204,10 @@ impl Setup {
 
 /// Run the command; its exit code.
 fn execute(cli: Cli) -> anyhow::Result<ExitStatus> {
+    // `init` makes the project: it needs none.
+    if let Command::Init { dir } = &cli.command {
+        return init::init(dir.as_deref());
+    }
     let setup = match Setup::new(&cli) {
         Ok(s) => s,
         Err(code) => return Ok(code),
@@ -235,6 +240,7 @@ fn execute(cli: Cli) -> anyhow::Result<ExitStatus> {
         Command::Sweep(args) => sweep::sweep(args),
         Command::Suite(args) => suite::suite(&args, &setup),
         Command::Scorecard(args) => suite::scorecard(&args),
+        Command::Init { dir } => init::init(dir.as_deref()),
         Command::Import(args) => sweep::import(args),
     }
 }

@@ -29,6 +29,18 @@ pub(super) fn run(args: RunArgs, setup: &Setup) -> anyhow::Result<ExitStatus> {
     } = args;
     let layout = &setup.layout;
     let defaults = setup.run_defaults();
+    // No path, no project and no scenarios folder: a folder harness has not been set up in.
+    if paths.is_empty() && setup.project.is_none() && !layout.scenarios.exists() {
+        return Ok(fail(
+            &Diagnostic::new(format!(
+                "no scenarios here: no {} in this folder or above, and no `{}` folder",
+                crate::project::FILE_NAME,
+                layout.scenarios.display()
+            ))
+            .hint("`harness init` writes a first project (a scenario and an example agent) into this folder; or name scenario files: `harness run PATH…`")
+            .status(ExitStatus::BadInput),
+        ));
+    }
     let paths = setup.paths_or_root(paths);
     let profile = if profile.is_empty() {
         defaults.profile

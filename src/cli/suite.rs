@@ -13,16 +13,154 @@ use anyhow::Context as _;
 use std::io::Write as _;
 use std::path::PathBuf;
 
+/// The bundled failure-mode suite (`scenarios/suite`), built into the binary so that
+/// `harness suite` works in any project: file stem, contents.
+pub(super) const BUNDLED: [(&str, &str); 26] = [
+    (
+        "answer-cut-by-length",
+        include_str!("../../scenarios/suite/answer-cut-by-length.toml"),
+    ),
+    (
+        "content-filter",
+        include_str!("../../scenarios/suite/content-filter.toml"),
+    ),
+    (
+        "context-overflow",
+        include_str!("../../scenarios/suite/context-overflow.toml"),
+    ),
+    (
+        "corrected-after-validation-error",
+        include_str!("../../scenarios/suite/corrected-after-validation-error.toml"),
+    ),
+    (
+        "empty-answer-after-tools",
+        include_str!("../../scenarios/suite/empty-answer-after-tools.toml"),
+    ),
+    (
+        "empty-tool-completion",
+        include_str!("../../scenarios/suite/empty-tool-completion.toml"),
+    ),
+    (
+        "identical-successful-calls",
+        include_str!("../../scenarios/suite/identical-successful-calls.toml"),
+    ),
+    (
+        "ignores-the-first-warning",
+        include_str!("../../scenarios/suite/ignores-the-first-warning.toml"),
+    ),
+    (
+        "intent-stall",
+        include_str!("../../scenarios/suite/intent-stall.toml"),
+    ),
+    (
+        "long-answer-after-many-tools",
+        include_str!("../../scenarios/suite/long-answer-after-many-tools.toml"),
+    ),
+    (
+        "long-productive-run",
+        include_str!("../../scenarios/suite/long-productive-run.toml"),
+    ),
+    (
+        "malformed-arguments",
+        include_str!("../../scenarios/suite/malformed-arguments.toml"),
+    ),
+    (
+        "missing-argument-repeated",
+        include_str!("../../scenarios/suite/missing-argument-repeated.toml"),
+    ),
+    (
+        "never-stops-calling",
+        include_str!("../../scenarios/suite/never-stops-calling.toml"),
+    ),
+    (
+        "polling-until-change",
+        include_str!("../../scenarios/suite/polling-until-change.toml"),
+    ),
+    (
+        "rate-limit-storm",
+        include_str!("../../scenarios/suite/rate-limit-storm.toml"),
+    ),
+    (
+        "reflex-empty-arguments",
+        include_str!("../../scenarios/suite/reflex-empty-arguments.toml"),
+    ),
+    (
+        "request-timeout",
+        include_str!("../../scenarios/suite/request-timeout.toml"),
+    ),
+    (
+        "retry-then-correct",
+        include_str!("../../scenarios/suite/retry-then-correct.toml"),
+    ),
+    (
+        "same-invalid-call",
+        include_str!("../../scenarios/suite/same-invalid-call.toml"),
+    ),
+    (
+        "server-errors-then-recovery",
+        include_str!("../../scenarios/suite/server-errors-then-recovery.toml"),
+    ),
+    (
+        "stream-cut-in-a-call",
+        include_str!("../../scenarios/suite/stream-cut-in-a-call.toml"),
+    ),
+    (
+        "truncated-calls",
+        include_str!("../../scenarios/suite/truncated-calls.toml"),
+    ),
+    (
+        "two-tool-cycle",
+        include_str!("../../scenarios/suite/two-tool-cycle.toml"),
+    ),
+    (
+        "two-tools-alternating",
+        include_str!("../../scenarios/suite/two-tools-alternating.toml"),
+    ),
+    (
+        "unknown-tool",
+        include_str!("../../scenarios/suite/unknown-tool.toml"),
+    ),
+];
+
+/// The bundled suite written into `root/suite` (a temporary folder the caller keeps alive).
+fn write_bundled(root: &std::path::Path) -> std::io::Result<PathBuf> {
+    let dir = root.join("suite");
+    std::fs::create_dir_all(&dir)?;
+    for (stem, text) in BUNDLED {
+        std::fs::write(dir.join(format!("{stem}.toml")), text)?;
+    }
+    Ok(dir)
+}
+
 /// The profiles a card is made for without a command.
 pub(super) const PROFILES: [&str; 4] = ["none", "ironclaw", "moltis", "agentloop"];
 
 /// `harness suite`.
 pub(super) fn suite(args: &SuiteArgs, setup: &Setup) -> anyhow::Result<ExitStatus> {
     crate::run::interrupt::install().context("cannot catch stop signals")?;
-    let dir = args
-        .suite
-        .clone()
-        .unwrap_or_else(|| setup.layout.scenarios.join("suite"));
+    // No folder named, and none at `<scenarios>/suite`: the bundled suite, from a temporary
+    // folder that stands for the scenarios root (so its case ids are `suite/<stem>`).
+    let mut layout = setup.layout.clone();
+    let mut bundled: Option<tempfile::TempDir> = None;
+    let dir = match &args.suite {
+        Some(d) => d.clone(),
+        None if setup.layout.scenarios.join("suite").is_dir() => {
+            setup.layout.scenarios.join("suite")
+        }
+        None => {
+            let tmp = tempfile::tempdir().context("cannot make a folder for the bundled suite")?;
+            let dir = write_bundled(tmp.path()).context("cannot write the bundled suite")?;
+            layout.scenarios = tmp.path().to_path_buf();
+            bundled = Some(tmp);
+            dir
+        }
+    };
+    // What the card calls the suite.
+    let shown = if bundled.is_some() {
+        "the bundled suite".to_owned()
+    } else {
+        dir.display().to_string()
+    };
     let (files, unreadable) = store::discover(std::slice::from_ref(&dir));
     if let Some((path, e)) = unreadable.first() {
         return Ok(fail(
@@ -44,7 +182,7 @@ pub(super) fn suite(args: &SuiteArgs, setup: &Setup) -> anyhow::Result<ExitStatu
     }
     let options = Options {
         paths: vec![dir.clone()],
-        layout: setup.layout.clone(),
+        layout,
         jobs: usize::try_from(args.jobs).unwrap_or(1),
         // A card judges, it writes no goldens.
         write_pending: false,
@@ -88,6 +226,14 @@ pub(super) fn suite(args: &SuiteArgs, setup: &Setup) -> anyhow::Result<ExitStatu
         }
         vec![(format!("`{}`", args.command.join(" ")), args.label.clone())]
     };
+    // The bundled suite's files are named as the binary's, not by the temporary folder's path.
+    if let Some(tmp) = &bundled {
+        for f in &mut collected.files {
+            if let Ok(rel) = f.path.strip_prefix(tmp.path()) {
+                f.path = PathBuf::from("(bundled)").join(rel);
+            }
+        }
+    }
     // A file that is no valid scenario is said as `run` says it; the card goes on without it.
     let mut code = ExitStatus::Ok;
     let style = Style::default();
@@ -119,7 +265,7 @@ pub(super) fn suite(args: &SuiteArgs, setup: &Setup) -> anyhow::Result<ExitStatu
             .map(|(_, c)| c)
             .filter(|c| &c.row.profile == profile && c.card.is_some())
             .collect();
-        let text = crate::report::card::render(who, &dir.display().to_string(), &cases);
+        let text = crate::report::card::render(who, &shown, &cases);
         writeln!(out, "{text}")?;
         lowest = lowest.min(crate::report::card::score(cases.iter().copied()).points());
         each.push((who.clone(), cases));
@@ -129,7 +275,7 @@ pub(super) fn suite(args: &SuiteArgs, setup: &Setup) -> anyhow::Result<ExitStatu
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     if let Some(path) = &args.html {
-        let page = crate::report::card::html(&each, &dir.display().to_string());
+        let page = crate::report::card::html(&each, &shown);
         store::write_atomic(path, page.as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
@@ -274,4 +420,33 @@ fn exec_all(
         }
     }
     Ok(results.into_iter().flatten().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    /// The binary carries every scenario of `scenarios/suite`, as it is on disk.
+    #[test]
+    fn the_bundled_suite_is_the_folder() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/suite");
+        let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter_map(|n| n.strip_suffix(".toml").map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        on_disk.sort();
+        let bundled: Vec<String> = super::BUNDLED
+            .iter()
+            .map(|(s, _)| (*s).to_owned())
+            .collect();
+        assert_eq!(bundled, on_disk, "add or remove the file in BUNDLED");
+        for (stem, text) in super::BUNDLED {
+            let file =
+                std::fs::read_to_string(dir.join(format!("{stem}.toml"))).unwrap_or_default();
+            assert_eq!(text, file, "{stem}");
+        }
+    }
 }

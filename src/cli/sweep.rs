@@ -85,23 +85,16 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<ExitStatus> {
         .map(|s| s.id)
         .collect::<std::collections::BTreeSet<_>>()
         .len();
-    // Fires stream into a temporary file beside the target, renamed into place at the end.
+    // Fires stream into a temporary file beside the target, put in place at the end as every
+    // output is (a new file with the umask's mode, an existing one keeping its own).
     let mut fires_tmp = match &args.fires {
-        Some(path) => {
-            let dir = path
-                .parent()
-                .filter(|d| !d.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            Some(
-                tempfile::NamedTempFile::new_in(dir)
-                    .with_context(|| format!("cannot write {}", path.display()))?,
-            )
-        }
+        Some(path) => Some(
+            store::Output::create(path)
+                .with_context(|| format!("cannot write {}", path.display()))?,
+        ),
         None => None,
     };
-    let mut fires_out = fires_tmp
-        .as_mut()
-        .map(|t| std::io::BufWriter::new(t.as_file_mut()));
+    let mut fires_out = fires_tmp.as_mut().map(std::io::BufWriter::new);
     // The page lists the runs each setting fired on: the fires rows are kept for it too.
     let mut fires_kept = args.html.as_ref().map(|_| Vec::new());
     let mut fires_to = (fires_out.is_some() || fires_kept.is_some()).then(|| {
@@ -168,7 +161,7 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<ExitStatus> {
         written.push(path.display().to_string());
     }
     if let (Some(tmp), Some(path)) = (fires_tmp, &args.fires) {
-        tmp.persist(path)
+        tmp.commit()
             .with_context(|| format!("cannot write {}", path.display()))?;
         written.push(path.display().to_string());
     }

@@ -542,11 +542,34 @@ impl TraceBuilder {
     }
 }
 
-/// A file name for a run id (for `import --out`): characters that do not belong in a file
-/// name become `_`; an id longer than [`MAX_STEM`] keeps its head and gets a hash of the
-/// whole id (FNV-1a), so names stay unique and within file-system limits.
+/// A file name for a run id (for `import --out`): the transcript file's extension is left out
+/// (`runs.jsonl#r1` → `runs_r1`), characters that do not belong in a file name become `_`; an
+/// id longer than [`MAX_STEM`] keeps its head and gets a hash of the whole id (FNV-1a), so
+/// names stay unique and within file-system limits.
 pub fn file_stem(id: &str) -> String {
-    let clean: String = id
+    let mut bare = String::with_capacity(id.len());
+    let mut rest = id;
+    'scan: while !rest.is_empty() {
+        for ext in [".jsonl", ".json", ".traj"] {
+            if let Some(after) = rest.strip_prefix(ext) {
+                if after
+                    .chars()
+                    .next()
+                    .is_none_or(|c| !c.is_ascii_alphanumeric())
+                {
+                    rest = after;
+                    continue 'scan;
+                }
+            }
+        }
+        let mut chars = rest.chars();
+        if let Some(c) = chars.next() {
+            bare.push(c);
+        }
+        rest = chars.as_str();
+    }
+    let id_for_name = if bare.is_empty() { id } else { bare.as_str() };
+    let clean: String = id_for_name
         .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
@@ -695,7 +718,9 @@ mod tests {
         let b = format!("{}#2", "x".repeat(300));
         assert_eq!(file_stem(&a).len(), MAX_STEM);
         assert_ne!(file_stem(&a), file_stem(&b));
-        assert_eq!(file_stem("a/b.json#t1"), "a_b.json_t1");
+        assert_eq!(file_stem("a/b.json#t1"), "a_b_t1");
+        assert_eq!(file_stem("runs.jsonl#r1"), "runs_r1");
+        assert_eq!(file_stem("a.jsonlines/x.json"), "a.jsonlines_x");
     }
 
     #[test]

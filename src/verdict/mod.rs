@@ -191,6 +191,10 @@ pub fn report(
     }
     let mut extra = String::new();
     let mut checked = None;
+    // A run that selected nothing, or whose files all failed to load, compared nothing: no
+    // baseline verdict to claim.
+    let checked_rows = checked_rows
+        .filter(|_| terminal.tally.nothing_selected.is_none() && terminal.tally.cases > 0);
     if let (Some(check), Some(path)) = (checked_rows, &outputs.baseline) {
         let (verdict, places) = check
             .into_verdict()
@@ -310,7 +314,12 @@ impl Reporter for BaselineCheck<'_> {
         if self.error.is_some() {
             return Ok(());
         }
-        match baseline::check(self.base, cases.iter().map(|c| &c.row)) {
+        // Ad-hoc runs (`--profile` beyond what a scenario declares) are not gated: the baseline
+        // neither holds them nor should `bless` be suggested for them.
+        let gated = cases
+            .iter()
+            .filter(|c| c.golden != crate::snapshot::Comparison::Ungated);
+        match baseline::check(self.base, gated.map(|c| &c.row)) {
             Ok(v) => {
                 for c in &v.regressions {
                     let case = cases.iter().find(|r| r.id == c.case);

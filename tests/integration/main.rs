@@ -39,6 +39,7 @@ mod determinism;
 mod gate;
 mod golden_workflow;
 mod harden;
+mod init;
 mod invalid;
 mod mapping;
 mod outputs;

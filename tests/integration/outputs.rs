@@ -110,6 +110,37 @@ fn sweep_prints_the_best_setting_per_detector() {
             "fires.csv"
         ]
     );
+    // Written as every output is: a new file takes the umask's mode (0644 under 022), an
+    // existing one keeps its own (the fires file used to come out 0600).
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = |f: &str| {
+            std::fs::metadata(p.join(f))
+                .map(|m| m.permissions().mode() & 0o777)
+                .unwrap_or(0)
+        };
+        assert_eq!(
+            mode("fires.csv"),
+            mode("sweep.csv"),
+            "fires.csv and sweep.csv"
+        );
+        assert_ne!(mode("fires.csv") & 0o044, 0, "fires.csv readable by others");
+        std::fs::set_permissions(p.join("fires.csv"), std::fs::Permissions::from_mode(0o640))
+            .unwrap_or_else(|e| panic!("chmod: {e}"));
+        p.harness(&[
+            "sweep",
+            "transcripts",
+            "--detector",
+            "moltis-reflex",
+            "--out",
+            "sweep.csv",
+            "--fires",
+            "fires.csv",
+        ])
+        .expect_code(0);
+        assert_eq!(mode("fires.csv"), 0o640);
+    }
     assert_whole!(
         "sweep_bad_detector",
         p,

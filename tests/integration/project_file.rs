@@ -176,12 +176,27 @@ fn mistakes_in_the_project_file_are_located_with_a_suggestion() {
             "harness.toml:3:1: unknown field `diff_limt`",
             "did you mean `diff_limit`?",
         ),
+        (
+            "format = 1\n[run]\njobs = \"2\"\n",
+            "harness.toml:3:8: a whole number is expected here, not the string \"2\"",
+            "write the number without quotes: 2",
+        ),
+        (
+            "format = 1\nscenarios = scen\n",
+            "harness.toml:2:",
+            "put text in double quotes: `key = \"value\"`",
+        ),
     ] {
         p.write("harness.toml", text);
         for args in [&["run"][..], &["list"], &["accept"]] {
             let run = p.harness_in("scenarios", args);
             run.expect_code(2);
             assert!(run.stderr.contains(location), "{text}\n{run}");
+            // Named from the current folder, as the user would type it.
+            assert!(
+                run.stderr.starts_with("error: ../harness.toml:"),
+                "{text}\n{run}"
+            );
             assert!(
                 run.stderr.contains(&format!("  hint: {hint}")),
                 "{text}\n{run}"

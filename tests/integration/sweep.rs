@@ -188,7 +188,7 @@ fn imported_traces_sweep_like_the_transcripts() {
         .expect_code(0)
         .expect_stdout("harness import: 14 run(s) written to traces");
     assert_eq!(p.files("traces", ".jsonl").len(), 14);
-    let first = p.read("traces/airline.json_task1_trial0.jsonl");
+    let first = p.read("traces/airline_task1_trial0.jsonl");
     assert!(first.starts_with(r#"{"format":"harness-import","version":1,"run":"airline.json#task1_trial0","source":"tau-bench","success":false"#), "{first}");
     let spec = ["--detector", "all", "--out"];
     sweep(&p, &formats(), &[spec[0], spec[1], spec[2], "direct.csv"]).expect_code(0);
@@ -409,13 +409,13 @@ fn importer_fixes_hold_on_real_files() {
     );
     assert!(
         !p.join("out")
-            .join("toolbench-G1-69-no-train-messages.json.jsonl")
+            .join("toolbench-G1-69-no-train-messages.jsonl")
             .exists()
     );
     for (file, failing) in [
-        ("swe-agent-flash.traj.jsonl", "No such file"),
-        ("swe-agent-katy.traj.jsonl", "EXECUTION TIMED OUT"),
-        ("swe-agent-eps.traj.jsonl", "base64: invalid input"),
+        ("swe-agent-flash.jsonl", "No such file"),
+        ("swe-agent-katy.jsonl", "EXECUTION TIMED OUT"),
+        ("swe-agent-eps.jsonl", "base64: invalid input"),
     ] {
         let trace = p.read(&format!("out/{file}"));
         let last_end = trace
@@ -427,7 +427,7 @@ fn importer_fixes_hold_on_real_files() {
             "{file}: {last_end}"
         );
     }
-    let bare = p.read("out/tau2-bare-array.json_23_trial0_a77b4d53.jsonl");
+    let bare = p.read("out/tau2-bare-array_23_trial0_a77b4d53.jsonl");
     assert!(bare.contains("\"source\":\"tau2\""), "{bare}");
     let forced = p.harness(&[
         "import",
@@ -910,13 +910,13 @@ fn the_real_scenarios_are_their_transcripts_imported() {
     let pairs = [
         (
             "tau2-qwen-airline-task-40.toml",
-            "qwen2.5_7b_airline_default_gpt-4.1-2025-04-14_1trials.json_40_trial0_8b4d82b4.toml",
+            "qwen2.5_7b_airline_default_gpt-4.1-2025-04-14_1trials_40_trial0_8b4d82b4.toml",
         ),
         (
             "tau2-qwen-airline-task-37.toml",
-            "qwen2.5_7b_airline_default_gpt-4.1-2025-04-14_1trials.json_37_trial0_85f9deab.toml",
+            "qwen2.5_7b_airline_default_gpt-4.1-2025-04-14_1trials_37_trial0_85f9deab.toml",
         ),
-        ("swe-agent-ctf-eps.toml", "demo__ctf__crypto__eps.traj.toml"),
+        ("swe-agent-ctf-eps.toml", "demo__ctf__crypto__eps.toml"),
     ];
     let committed_files = std::fs::read_dir(repo().join("scenarios/real"))
         .expect("scenarios/real")

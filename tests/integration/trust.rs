@@ -134,9 +134,14 @@ fn a_selection_of_nothing_is_bad_input_naming_the_filters() {
         );
         assert!(run.stderr.contains("--allow-empty"), "{run}");
     }
-    // The verdict does not claim success either.
+    // The verdict does not claim success either, nor does a baseline that compared nothing.
     let run = p.harness(&["run", "--filter", "tag:mien"]);
     assert!(run.summary().starts_with("harness run: FAILED."), "{run}");
+    p.write("baseline.toml", "");
+    p.harness(&["bless", "--baseline", "baseline.toml"]);
+    let run = p.harness(&["run", "--filter", "tag:mien", "--baseline", "baseline.toml"]);
+    run.expect_code(2);
+    assert!(!run.stdout.contains("harness baseline:"), "{run}");
     // Two kinds that each match something, but not together.
     let run = p.harness(&[
         "run",
@@ -413,4 +418,25 @@ fn the_progress_bar_shows_on_a_terminal_only() {
     assert!(piped.stderr.is_empty(), "{piped}");
     assert_eq!(stdout, piped.stdout);
     assert_eq!(ci_stdout, piped.stdout);
+}
+
+#[test]
+fn ad_hoc_profile_runs_are_not_counted_as_missing_from_the_baseline() {
+    let p = bundled();
+    p.copy_from_repo("baselines", "baselines");
+    let run = p.harness(&[
+        "run",
+        "scenarios/reflex",
+        "--profile",
+        "plan-step",
+        "--baseline",
+        "baselines/scenarios.toml",
+    ]);
+    run.expect_code(0);
+    assert!(
+        run.stdout.contains("ad-hoc run(s) under --profile"),
+        "{run}"
+    );
+    assert!(run.stdout.contains(", 0 cases without a baseline"), "{run}");
+    assert!(!run.stdout.contains("harness bless` records"), "{run}");
 }

@@ -133,10 +133,13 @@ pub struct BaselineCheck {
     pub improvements: Vec<Moved>,
 }
 
-/// A case's status as the page names it: `failed`, `flaky`, `passed` or `ungated`.
-fn status(c: &CaseResult) -> &'static str {
+/// A case's status as the page names it: `failed`, `flaky`, `regressed` (it passed, but its
+/// metrics regressed against the baseline: the run failed for it), `passed` or `ungated`.
+fn status(c: &CaseResult, regressed: &BTreeSet<&str>) -> &'static str {
     if !c.passed() {
         if c.flaky() { "flaky" } else { "failed" }
+    } else if regressed.contains(c.id.as_str()) {
+        "regressed"
     } else if c.golden == Comparison::Ungated {
         "ungated"
     } else {
@@ -148,6 +151,7 @@ fn status(c: &CaseResult) -> &'static str {
 fn status_mark(status: &str) -> &'static str {
     match status {
         "failed" => "\u{2717} FAILED",
+        "regressed" => "\u{25b2} metrics regressed",
         "flaky" => "~ flaky",
         "ungated" => "\u{25cb} not gated",
         _ => "\u{2713} passed",
@@ -218,7 +222,10 @@ pub fn render(c: &Collected, baseline: Option<&BaselineCheck>) -> String {
     if problems {
         body.push_str(&problems_section(c).0);
     }
-    let (cases_html, index, blocks) = cases_section(c);
+    let regressed: BTreeSet<&str> = baseline
+        .map(|b| b.regressions.iter().map(|m| m.case.as_str()).collect())
+        .unwrap_or_default();
+    let (cases_html, index, blocks) = cases_section(c, &regressed);
     body.push_str(&cases_html.0);
     body.push_str(&metrics_section(&t).0);
     body.push_str(&savings_section(&t).0);
@@ -262,17 +269,18 @@ fn problems_section(c: &Collected) -> Html {
     Html(h)
 }
 
-/// Sort rank: failing cases first, then flaky, then the rest in run order.
+/// Sort rank: failing cases first (and those whose metrics regressed), then flaky, then the
+/// rest in run order.
 fn rank(status: &str) -> u8 {
     match status {
-        "failed" => 0,
+        "failed" | "regressed" => 0,
         "flaky" => 1,
         _ => 2,
     }
 }
 
 /// The case list (filters, table, pager), its JSON index and each case's detail block.
-fn cases_section(c: &Collected) -> (Html, serde_json::Value, String) {
+fn cases_section(c: &Collected, regressed: &BTreeSet<&str>) -> (Html, serde_json::Value, String) {
     let files: Vec<String> = c
         .files
         .iter()
@@ -287,7 +295,7 @@ fn cases_section(c: &Collected) -> (Html, serde_json::Value, String) {
         }
     }
     let mut order: Vec<usize> = (0..all.len()).collect();
-    order.sort_by_key(|&i| (rank(status(all[i].2)), i));
+    order.sort_by_key(|&i| (rank(status(all[i].2, regressed)), i));
 
     let mut families = BTreeMap::<&str, usize>::new();
     let mut profiles = BTreeMap::<&str, usize>::new();
@@ -296,7 +304,7 @@ fn cases_section(c: &Collected) -> (Html, serde_json::Value, String) {
     for (_, _, case) in &all {
         *families.entry(&case.row.family).or_default() += 1;
         *profiles.entry(&case.row.profile).or_default() += 1;
-        *statuses.entry(status(case)).or_default() += 1;
+        *statuses.entry(status(case, regressed)).or_default() += 1;
         let case_tags: BTreeSet<&str> = case
             .detail
             .iter()
@@ -335,7 +343,7 @@ fn cases_section(c: &Collected) -> (Html, serde_json::Value, String) {
     let mut blocks = String::new();
     for &i in &order {
         let (fi, n, case) = all[i];
-        let st = status(case);
+        let st = status(case, regressed);
         index.push(json!({
             "n": n,
             "id": case.id,
@@ -357,7 +365,7 @@ fn cases_section(c: &Collected) -> (Html, serde_json::Value, String) {
         let compared = lanes_of.contains_key(&fi);
         blocks.push_str(&html_block(
             &format!("d{n}"),
-            &case_detail(case, &files[fi], compared.then_some(fi)).0,
+            &case_detail(case, st, &files[fi], compared.then_some(fi)).0,
         ));
     }
     for (fi, lanes) in &lanes_of {
@@ -402,9 +410,8 @@ fn cases_section(c: &Collected) -> (Html, serde_json::Value, String) {
 }
 
 /// A case's detail; `compared`: the file whose block of lanes it shows.
-fn case_detail(case: &CaseResult, file: &str, compared: Option<usize>) -> Html {
+fn case_detail(case: &CaseResult, st: &str, file: &str, compared: Option<usize>) -> Html {
     let mut h = String::from("<div class=\"case-detail\">");
-    let st = status(case);
     let _ = write!(
         h,
         "<dl class=\"facts\"><dt>case</dt><dd><code>{}</code></dd><dt>status</dt><dd class=\"st-{st}\">{}</dd><dt>scenario</dt><dd><code>{}:{}</code></dd><dt>family</dt><dd>{}</dd><dt>profile</dt><dd>{}</dd>",

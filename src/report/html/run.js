@@ -120,7 +120,7 @@
       frag.appendChild(tr);
     }
     rows.replaceChildren(frag);
-    var failing = list.filter(function (c) { return c.status === 'failed'; }).length;
+    var failing = list.filter(function (c) { return c.status === 'failed' || c.status === 'regressed'; }).length;
     shown.textContent = (list.length ? 'Showing ' + (from + 1) + '\u2013' + to + ' of ' + list.length : 'Showing 0 of 0') +
       ' cases' + (list.length < cases.length ? ' (filtered from ' + cases.length + ')' : '') +
       '; ' + failing + ' failing.';

@@ -436,3 +436,53 @@ fn a_scenario_with_several_profiles_gets_one_block_of_lanes() {
     assert!(blocks[0].1.contains("data-block=\"f0\""));
     assert_eq!(blocks[2].1.matches("class=\"lane\"").count(), 2);
 }
+
+#[test]
+fn a_case_whose_metrics_regressed_is_listed_as_such_and_first() {
+    let mut g = Gen(12);
+    let passing = |g: &mut Gen, id: &str| {
+        let mut c = case(g, id.to_owned(), "none");
+        c.golden = Comparison::Match;
+        c.expectation_failures.clear();
+        c.passes = c.runs;
+        c
+    };
+    let (a, b) = (passing(&mut g, "a/first"), passing(&mut g, "b/second"));
+    let collected = Collected {
+        files: vec![FileResult {
+            path: PathBuf::from("scenarios/x.toml"),
+            outcome: Ok(vec![a, b]),
+        }],
+        ..Collected::default()
+    };
+    let check = BaselineCheck {
+        file: "baseline.toml".into(),
+        regressions: vec![Moved {
+            case: "b/second".into(),
+            metric: "tokens".into(),
+            old: "10".into(),
+            new: "20".into(),
+            allowed: "11".into(),
+        }],
+        ..BaselineCheck::default()
+    };
+    let page = render(&collected, Some(&check));
+    assert!(page.contains("FAILED: metrics regressed"), "{page}");
+    let listed = listed_cases(&page).unwrap_or_default();
+    assert_eq!(
+        listed,
+        vec![
+            ("b/second".to_owned(), "regressed".to_owned()),
+            ("a/first".to_owned(), "passed".to_owned())
+        ]
+    );
+    // The case's own block says it too.
+    let (_, block) = blocks(&page)
+        .into_iter()
+        .find(|(_, html)| html.contains("b/second"))
+        .unwrap_or_default();
+    assert!(block.contains("metrics regressed"), "{block}");
+    // Without the baseline, both passed.
+    let plain = listed_cases(&render(&collected, None)).unwrap_or_default();
+    assert!(plain.iter().all(|(_, s)| s == "passed"), "{plain:?}");
+}

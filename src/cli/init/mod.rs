@@ -1,0 +1,71 @@
+//! `harness init`: a project to test your own agent, in a folder — the project file, a first
+//! portable scenario and an example agent on the official openai SDK — never overwriting a
+//! file; then the commands to run next.
+
+use super::fail;
+use crate::diagnostic::Diagnostic;
+use crate::results::ExitStatus;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+/// The files `init` writes: path in the folder, contents.
+const FILES: [(&str, &str); 3] = [
+    ("harness.toml", include_str!("harness.toml")),
+    ("scenarios/first.toml", include_str!("first.toml")),
+    ("agent.py", include_str!("agent.py")),
+];
+
+/// The commands to run next, printed after the files.
+pub(crate) const NEXT: &str = "\
+next, in this folder (the example agent needs the openai package: python3 -m pip install openai):
+
+  harness exec scenarios -- python3 agent.py    serve each scenario to the agent; the first run
+                                                has no golden yet: read its trace, then keep it
+  harness accept                                keep the trace as the reviewed golden
+  harness exec scenarios -- python3 agent.py    green: the agent does what the golden says
+
+then put your own agent's command after `--`, and try `harness suite -- python3 agent.py` (its
+report card on 26 failure modes).";
+
+/// `harness init [DIR]`.
+pub(super) fn init(dir: Option<&Path>) -> anyhow::Result<ExitStatus> {
+    let dir = dir.map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let mut out = anstream::stdout().lock();
+    let mut wrote = 0;
+    for (name, contents) in FILES {
+        let path = dir.join(name);
+        match std::fs::symlink_metadata(&path) {
+            Ok(_) => {
+                writeln!(
+                    out,
+                    "kept     {} (it exists; harness init never overwrites)",
+                    path.display()
+                )?;
+                continue;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Ok(fail(
+                    &Diagnostic::new(format!("cannot read: {e}")).in_file(&path),
+                ));
+            }
+        }
+        if let Err(e) = crate::store::write_atomic(&path, contents.as_bytes()) {
+            return Ok(fail(
+                &Diagnostic::new(format!("cannot write: {e}"))
+                    .in_file(&path)
+                    .hint("run harness init in a folder you can write to"),
+            ));
+        }
+        writeln!(out, "wrote    {}", path.display())?;
+        wrote += 1;
+    }
+    if wrote == 0 {
+        writeln!(
+            out,
+            "nothing to write: the folder already holds harness init's files"
+        )?;
+    }
+    writeln!(out, "\n{NEXT}")?;
+    Ok(ExitStatus::Ok)
+}

@@ -1,0 +1,122 @@
+//! `harness init` in an empty folder, then the commands it prints: the first run has no golden,
+//! `accept` keeps it, the second run is green. The example agent it writes needs the openai
+//! package, which the conformance suite installs and runs it with
+//! (`tests/conformance/run`); here a standard-library twin of it speaks the same wire.
+
+use crate::support::Project;
+
+/// The example agent's loop on the standard library (urllib), for machines without openai.
+const TWIN: &str = r#"
+import json, os, urllib.request
+base = os.environ["OPENAI_BASE_URL"]
+tools = [{"type": "function", "function": {"name": "get_weather", "description": "The weather",
+          "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+messages = [{"role": "system", "content": os.environ["HARNESS_SYSTEM"]},
+            {"role": "user", "content": os.environ["HARNESS_USER"]}]
+for _ in range(10):
+    body = json.dumps({"model": "gpt-4o-mini", "messages": messages, "tools": tools}).encode()
+    request = urllib.request.Request(base + "/chat/completions", body, {"content-type": "application/json"})
+    message = json.load(urllib.request.urlopen(request))["choices"][0]["message"]
+    messages.append(message)
+    if not message.get("tool_calls"):
+        print(message["content"])
+        break
+    for call in message["tool_calls"]:
+        city = json.loads(call["function"]["arguments"])["city"]
+        messages.append({"role": "tool", "tool_call_id": call["id"], "content": f"Sunny, 22 C in {city}."})
+"#;
+
+#[test]
+fn init_then_the_printed_commands_give_a_green_run() {
+    let p = Project::new();
+    let init = p.harness(&["init"]);
+    init.expect_code(0);
+    for file in ["harness.toml", "scenarios/first.toml", "agent.py"] {
+        assert!(p.exists(file), "{file} not written\n{init}");
+        assert!(
+            init.stdout.contains(&format!("wrote    ./{file}")),
+            "{init}"
+        );
+    }
+    // The commands it prints are the ones run below.
+    for command in [
+        "harness exec scenarios -- python3 agent.py",
+        "harness accept",
+    ] {
+        assert!(init.stdout.contains(command), "{init}");
+    }
+    assert!(p.read("agent.py").contains("from openai import OpenAI"));
+    p.write("agent.py", TWIN);
+    let first = p.harness(&["exec", "scenarios", "--", "python3", "agent.py"]);
+    first.expect_code(1);
+    assert!(first.stdout.contains("1 missing goldens"), "{first}");
+    assert!(
+        first
+            .stdout
+            .contains("stands for the agent's `get_weather` (bind = position:1)"),
+        "{first}"
+    );
+    p.harness(&["accept"]).expect_code(0);
+    let green = p.harness(&["exec", "scenarios", "--", "python3", "agent.py"]);
+    green.expect_code(0);
+    assert!(green.stdout.contains("1 passed"), "{green}");
+    // The engine replays the same scenario too.
+    p.harness(&["run"]).expect_code(1);
+}
+
+#[test]
+fn init_never_overwrites() {
+    let p = Project::new();
+    p.write("agent.py", "# mine\n");
+    let init = p.harness(&["init"]);
+    init.expect_code(0);
+    assert!(
+        init.stdout
+            .contains("kept     ./agent.py (it exists; harness init never overwrites)"),
+        "{init}"
+    );
+    assert_eq!(p.read("agent.py"), "# mine\n");
+    assert!(p.exists("scenarios/first.toml"));
+    let again = p.harness(&["init"]);
+    again.expect_code(0);
+    assert!(again.stdout.contains("nothing to write"), "{again}");
+    // Into another folder, made if need be.
+    p.harness(&["init", "sub/project"]).expect_code(0);
+    assert!(p.exists("sub/project/scenarios/first.toml"));
+    // A folder that is a file cannot take it.
+    p.write("plain", "x");
+    let bad = p.harness(&["init", "plain"]);
+    bad.expect_code(2);
+    assert!(bad.stderr.contains("plain/harness.toml"), "{bad}");
+}
+
+#[test]
+fn a_folder_without_scenarios_says_what_to_do() {
+    let p = Project::new();
+    let run = p.harness(&["run"]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("no scenarios here"), "{run}");
+    assert!(
+        run.stderr.contains("`harness init` writes a first project"),
+        "{run}"
+    );
+}
+
+#[test]
+fn the_bundled_suite_scores_any_project() {
+    let p = Project::new();
+    let run = p.harness(&["suite", "--profile", "moltis", "--json", "card.json"]);
+    run.expect_code(0);
+    assert!(
+        run.stdout
+            .starts_with("report card: profile moltis (26 cases of the bundled suite)"),
+        "{run}"
+    );
+    assert!(run.stdout.contains("score 16/26"), "{run}");
+    let json = p.read("card.json");
+    assert!(
+        json.contains("\"(bundled)/suite/reflex-empty-arguments.toml\""),
+        "{json}"
+    );
+    assert!(!json.contains("/tmp"), "a temporary path in the results");
+}
