@@ -154,6 +154,10 @@ fn toml_offset(text: &str, path: &[Seg], at_key: bool) -> Option<usize> {
 /// calls for.
 pub(super) fn from_parser(line: usize, col: usize, message: &str, json: bool) -> Diagnostic {
     let d = crate::diagnostic::parse_error(line, col, message, json);
+    // TOML's words for text left without quotes name no remedy.
+    if !json && message.starts_with("string values must be quoted") {
+        return d.hint("put text in double quotes: `key = \"value\"`");
+    }
     let hint = hint_for(&Serde::read(message));
     d.maybe_hint(hint)
 }
@@ -233,6 +237,19 @@ pub fn suggest(found: &str, candidates: &[&str], otherwise: impl FnOnce() -> Str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_without_quotes_is_told_to_take_them() {
+        let d = crate::scenario::parse(
+            "format = 1\ndescription = hello world\n",
+            crate::scenario::SourceFormat::Toml,
+        )
+        .err()
+        .map(|d| d.render(&crate::diagnostic::Style::default()))
+        .unwrap_or_default();
+        assert!(d.contains("2:15: string values must be quoted"), "{d}");
+        assert!(d.contains("hint: put text in double quotes"), "{d}");
+    }
 
     #[test]
     fn line_col_counts_chars() {
