@@ -81,6 +81,15 @@ pub(super) fn record(
         r.exchanges,
         r.out.display()
     )?;
+    if r.live {
+        // A cassette recorded again changes its trace: the main job fails until its golden
+        // and baseline follow.
+        writeln!(
+            out,
+            "  next: `harness run {}` shows its trace against the golden; review it, `harness accept`, and `harness bless` if its metrics moved",
+            r.out.display()
+        )?;
+    }
     Ok(if r.failures.is_empty() {
         ExitStatus::Ok
     } else {
