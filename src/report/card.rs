@@ -431,3 +431,36 @@ mod tests {
         assert_eq!(score([&plain]), Score::default());
     }
 }
+
+#[cfg(test)]
+mod published {
+    /// `docs/scorecard.html` is made by [`super::html`]: its frame (style, heading, the words
+    /// before the first card) must be the current one, or the conformance suite's byte-for-byte
+    /// check fails far from the change that caused it (a rule added to the report's stylesheet).
+    #[test]
+    fn the_published_scorecard_page_has_the_current_frame() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/scorecard.html");
+        let published = std::fs::read_to_string(&path).unwrap_or_default();
+        let current = super::html(&[], "suite");
+        let cut = |page: &str, at: &str| page.find(at).map(|i| page[..i].trim_end().to_owned());
+        let published_frame = cut(&published, "<section class=\"card\">").unwrap_or_default();
+        let current_frame = cut(&current, "<script></script>").unwrap_or_default();
+        assert!(
+            !published_frame.is_empty(),
+            "{} holds no card",
+            path.display()
+        );
+        let differs_at = published_frame
+            .bytes()
+            .zip(current_frame.bytes())
+            .position(|(a, b)| a != b)
+            .unwrap_or(published_frame.len().min(current_frame.len()));
+        assert!(
+            published_frame == current_frame,
+            "docs/scorecard.html is behind the page frame from byte {differs_at} ({:?}): run tests/conformance/run --bless",
+            current_frame
+                .get(differs_at..)
+                .map(|t| t.chars().take(60).collect::<String>())
+        );
+    }
+}
