@@ -180,6 +180,15 @@ pub fn parse_error(line: usize, col: usize, message: &str, json: bool) -> Diagno
     Diagnostic::at(line, col, message).cause(cause)
 }
 
+/// The remedy for a TOML syntax slip whose words name none (text left without quotes), for
+/// every TOML file harness reads.
+pub fn toml_syntax_hint(message: &str) -> Option<&'static str> {
+    message
+        .trim_start()
+        .starts_with("string values must be quoted")
+        .then_some("put text in double quotes: `key = \"value\"`")
+}
+
 /// A place in a file: 1-based line and column (in chars).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Position {

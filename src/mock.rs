@@ -163,10 +163,7 @@ impl<'s> MockModel<'s> {
                     .find(|t| t.name == def.name)
                     .map_or(&open, |t| &t.schema);
                 let seed = generate::seed(&self.case, def.seed.unwrap_or(n));
-                match generate::arguments(schema, how, seed) {
-                    generate::Generated::Parsed(v) => Arguments::Parsed(v),
-                    generate::Generated::Raw(r) => Arguments::Raw(r),
-                }
+                generate::arguments(schema, how, seed)
             }
             (None, Some(raw), _) => Arguments::Raw(raw.clone()),
             (None, None, Some(v)) => Arguments::Parsed(v.clone()),

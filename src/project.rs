@@ -211,8 +211,8 @@ pub fn parse(text: &str) -> Result<ProjectFile, Diagnostic> {
             }
             _ => message,
         };
-        if message.starts_with("string values must be quoted") {
-            hint = "put text in double quotes: `key = \"value\"`".to_owned();
+        if let Some(h) = crate::diagnostic::toml_syntax_hint(&message) {
+            hint = h.to_owned();
         }
         Diagnostic::at(line, col, message).hint(hint).cause(cause)
     })?;

@@ -174,9 +174,10 @@ impl FileKind {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        if name.ends_with(".cassette.json") {
+        let ext = |e: &str| name.ends_with(&format!(".{e}"));
+        if super::is_cassette(path) {
             Self::Cassette
-        } else if name.ends_with(".snap") || name.ends_with(".snap.new") {
+        } else if ext(crate::store::GOLDEN_EXT) || ext(crate::store::PENDING_EXT) {
             Self::Golden
         } else if name.ends_with(".jsonl") {
             Self::Trace

@@ -77,6 +77,21 @@ pub fn score<'a>(cases: impl IntoIterator<Item = &'a CaseResult>) -> Score {
     s
 }
 
+/// The cases with a card, of `kind` (all kinds with `None`), sorted by case id: each with its
+/// card entry.
+fn rows<'a>(
+    cases: &[&'a CaseResult],
+    kind: Option<SuiteKind>,
+) -> Vec<(&'a CaseResult, &'a crate::results::card::Entry)> {
+    let mut rows: Vec<(&CaseResult, &crate::results::card::Entry)> = cases
+        .iter()
+        .filter_map(|c| c.card.as_ref().map(|e| (*c, e)))
+        .filter(|(_, e)| kind.is_none_or(|k| e.kind == k))
+        .collect();
+    rows.sort_by(|a, b| a.0.id.cmp(&b.0.id));
+    rows
+}
+
 /// Characters a column of the card takes at most; longer text is cut with `…`.
 const TITLE: usize = 50;
 const VERDICT: usize = 60;
@@ -95,11 +110,10 @@ fn cell(text: &str, width: usize) -> String {
 /// The card of one loop (`who`: the command or the profile) over the suite at `suite`.
 pub fn render(who: &str, suite: &str, cases: &[&CaseResult]) -> String {
     let mut out = String::new();
-    let carded: Vec<&&CaseResult> = cases.iter().filter(|c| c.card.is_some()).collect();
     let _ = writeln!(
         out,
         "report card: {who} ({} cases of {suite})\n",
-        carded.len()
+        rows(cases, None).len()
     );
     for (kind, heading) in [
         (SuiteKind::Failure, "failure modes"),
@@ -114,13 +128,7 @@ pub fn render(who: &str, suite: &str, cases: &[&CaseResult]) -> String {
             "tokens",
             "cost"
         );
-        let mut rows: Vec<&&&CaseResult> = carded
-            .iter()
-            .filter(|c| c.card.as_ref().is_some_and(|e| e.kind == kind))
-            .collect();
-        rows.sort_by(|a, b| a.id.cmp(&b.id));
-        for c in rows {
-            let Some(e) = &c.card else { continue };
+        for (c, e) in rows(cases, Some(kind)) {
             let _ = writeln!(
                 out,
                 "  {} {} {:>6} {:>9} {:>9}",
@@ -145,10 +153,7 @@ pub fn junit(cards: &[(String, Vec<&CaseResult>)]) -> String {
     let mut report = Report::new("harness suite");
     for (who, cases) in cards {
         let mut suite = TestSuite::new(who.as_str());
-        let mut sorted: Vec<&&CaseResult> = cases.iter().filter(|c| c.card.is_some()).collect();
-        sorted.sort_by(|a, b| a.id.cmp(&b.id));
-        for c in sorted {
-            let Some(e) = &c.card else { continue };
+        for (c, e) in rows(cases, None) {
             let status = if e.verdict.good() {
                 TestCaseStatus::success()
             } else {
@@ -189,17 +194,11 @@ pub fn html(cards: &[(String, Vec<&CaseResult>)], suite: &str) -> String {
             (SuiteKind::Failure, "Failure modes"),
             (SuiteKind::Legitimate, "Legitimate work"),
         ] {
-            let mut rows: Vec<&&CaseResult> = cases
-                .iter()
-                .filter(|c| c.card.as_ref().is_some_and(|e| e.kind == kind))
-                .collect();
-            rows.sort_by(|a, b| a.id.cmp(&b.id));
             let _ = writeln!(
                 body,
                 "<h3>{heading}</h3>\n<table>\n<thead><tr><th>case</th><th>verdict</th><th>wasted</th><th>tokens</th><th>cost</th></tr></thead>\n<tbody>"
             );
-            for c in rows {
-                let Some(e) = &c.card else { continue };
+            for (c, e) in rows(cases, Some(kind)) {
                 let _ = writeln!(
                     body,
                     "<tr data-case=\"{}\"><td title=\"{}\">{}</td><td class=\"verdict {}\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">${:.4}</td></tr>",

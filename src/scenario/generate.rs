@@ -10,16 +10,8 @@
 //! with plain values; nesting past 8 levels is `null`.
 
 use super::Generate;
+use crate::llm::Arguments;
 use serde_json::{Map, Value, json};
-
-/// Generated arguments: parsed, or (cut off) as the raw text a model emitted.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Generated {
-    /// A JSON value.
-    Parsed(Value),
-    /// Text that is not whole JSON.
-    Raw(String),
-}
 
 /// A seed from a case id and a call number (FNV-1a: the same on every platform).
 pub fn seed(case: &str, call: u64) -> u64 {
@@ -31,18 +23,19 @@ pub fn seed(case: &str, call: u64) -> u64 {
     h
 }
 
-/// The arguments `how` asks for, from `schema`.
-pub fn arguments(schema: &Value, how: Generate, seed: u64) -> Generated {
+/// The arguments `how` asks for, from `schema`: parsed, or (cut off) the raw text a model
+/// emitted.
+pub fn arguments(schema: &Value, how: Generate, seed: u64) -> Arguments {
     let valid = || instance(schema, seed, 0);
     match how {
-        Generate::Empty => Generated::Parsed(json!({})),
-        Generate::Valid => Generated::Parsed(valid()),
+        Generate::Empty => Arguments::Parsed(json!({})),
+        Generate::Valid => Arguments::Parsed(valid()),
         Generate::MissingRequired => {
             let mut v = valid();
             if let (Some(o), Some(field)) = (v.as_object_mut(), first_field(schema)) {
                 o.remove(&field);
             }
-            Generated::Parsed(v)
+            Arguments::Parsed(v)
         }
         Generate::WrongType => {
             let mut v = valid();
@@ -50,10 +43,10 @@ pub fn arguments(schema: &Value, how: Generate, seed: u64) -> Generated {
                 (Some(o), Some(field)) => {
                     let was = o.get(&field).cloned().unwrap_or(Value::Null);
                     o.insert(field, other_type(&was));
-                    Generated::Parsed(v)
+                    Arguments::Parsed(v)
                 }
                 // No field to spoil: arguments that are no object at all.
-                _ => Generated::Parsed(json!([])),
+                _ => Arguments::Parsed(json!([])),
             }
         }
         Generate::Truncated => {
@@ -62,7 +55,7 @@ pub fn arguments(schema: &Value, how: Generate, seed: u64) -> Generated {
             while !text.is_char_boundary(cut) {
                 cut -= 1;
             }
-            Generated::Raw(text[..cut].to_owned())
+            Arguments::Raw(text[..cut].to_owned())
         }
     }
 }
@@ -245,7 +238,7 @@ mod tests {
     fn each_kind_of_arguments_from_a_real_schema() {
         let s = flights();
         let seed = seed("suite/reflex@exec", 0);
-        let Generated::Parsed(valid) = arguments(&s, Generate::Valid, seed) else {
+        let Arguments::Parsed(valid) = arguments(&s, Generate::Valid, seed) else {
             panic!("valid arguments are JSON")
         };
         let o = valid.as_object().expect("an object");
@@ -258,17 +251,17 @@ mod tests {
         assert_eq!(o["origin"].as_str().map(str::len), Some(3));
         assert_eq!(
             arguments(&s, Generate::Empty, seed),
-            Generated::Parsed(json!({}))
+            Arguments::Parsed(json!({}))
         );
-        let Generated::Parsed(missing) = arguments(&s, Generate::MissingRequired, seed) else {
+        let Arguments::Parsed(missing) = arguments(&s, Generate::MissingRequired, seed) else {
             panic!()
         };
         assert!(missing.get("origin").is_none() && missing.get("destination").is_some());
-        let Generated::Parsed(wrong) = arguments(&s, Generate::WrongType, seed) else {
+        let Arguments::Parsed(wrong) = arguments(&s, Generate::WrongType, seed) else {
             panic!()
         };
         assert!(wrong["origin"].is_number(), "{wrong}");
-        let Generated::Raw(cut) = arguments(&s, Generate::Truncated, seed) else {
+        let Arguments::Raw(cut) = arguments(&s, Generate::Truncated, seed) else {
             panic!("truncated arguments are raw text")
         };
         assert!(serde_json::from_str::<Value>(&cut).is_err(), "{cut}");
@@ -280,13 +273,13 @@ mod tests {
         // The same case and call give the same arguments; another case may not.
         assert_eq!(
             arguments(&s, Generate::Valid, seed),
-            Generated::Parsed(valid.clone())
+            Arguments::Parsed(valid.clone())
         );
         let words: std::collections::BTreeSet<String> = (0..8)
             .map(
                 |c| match arguments(&s, Generate::Valid, super::seed("x", c)) {
-                    Generated::Parsed(v) => v["destination"].to_string(),
-                    Generated::Raw(r) => r,
+                    Arguments::Parsed(v) => v["destination"].to_string(),
+                    Arguments::Raw(r) => r,
                 },
             )
             .collect();
@@ -299,16 +292,16 @@ mod tests {
         // No properties at all: `{}` is valid, and there is no field to spoil.
         assert_eq!(
             arguments(&json!({"type": "object"}), Generate::Valid, seed),
-            Generated::Parsed(json!({}))
+            Arguments::Parsed(json!({}))
         );
         assert_eq!(
             arguments(&json!({}), Generate::WrongType, seed),
-            Generated::Parsed(json!([]))
+            Arguments::Parsed(json!([]))
         );
         // Nothing required: the first property is filled.
         let path = json!({"properties": {"path": {"type": "string"}}});
         assert!(matches!(arguments(&path, Generate::Valid, seed),
-            Generated::Parsed(v) if v["path"].is_string()));
+            Arguments::Parsed(v) if v["path"].is_string()));
         // anyOf with null, a type list, arrays, nested objects, bounds (the first field's seed
         // is 8: an integer 8 mod 5 = 3 above its minimum).
         let odd = json!({"type": "object", "required": ["a", "b", "c", "d"], "properties": {
@@ -319,14 +312,14 @@ mod tests {
         }});
         assert_eq!(
             arguments(&odd, Generate::Valid, seed),
-            Generated::Parsed(json!({"a": 8, "b": true, "c": [0.5, 0.5], "d": {"e": "x"}}))
+            Arguments::Parsed(json!({"a": 8, "b": true, "c": [0.5, 0.5], "d": {"e": "x"}}))
         );
         // A schema that nests itself without end stops at a depth.
         let mut deep = json!({"type": "object"});
         for _ in 0..12 {
             deep = json!({"type": "object", "required": ["n"], "properties": {"n": deep}});
         }
-        let Generated::Parsed(v) = arguments(&deep, Generate::Valid, seed) else {
+        let Arguments::Parsed(v) = arguments(&deep, Generate::Valid, seed) else {
             panic!()
         };
         assert!(v.to_string().contains("null"), "{v}");

@@ -154,9 +154,8 @@ fn toml_offset(text: &str, path: &[Seg], at_key: bool) -> Option<usize> {
 /// calls for.
 pub(super) fn from_parser(line: usize, col: usize, message: &str, json: bool) -> Diagnostic {
     let d = crate::diagnostic::parse_error(line, col, message, json);
-    // TOML's words for text left without quotes name no remedy.
-    if !json && message.starts_with("string values must be quoted") {
-        return d.hint("put text in double quotes: `key = \"value\"`");
+    if let Some(hint) = crate::diagnostic::toml_syntax_hint(message).filter(|_| !json) {
+        return d.hint(hint);
     }
     let hint = hint_for(&Serde::read(message));
     d.maybe_hint(hint)
