@@ -229,7 +229,12 @@ pub fn classify(suite: &SuiteDef, events: &[TimedEvent], end: End) -> Entry {
             text: quoted(text.as_deref().unwrap_or_default()),
         },
         (SuiteKind::Failure, OutcomeKind::Stopped) => Verdict::GaveUp { at, why: failed() },
-        (SuiteKind::Failure, _) => Verdict::Crashed(failed()),
+        // A defence that ends the run (`failure`) reads as a crash today, as errors do; see
+        // the module doc's `gave up` for where it may belong.
+        (
+            SuiteKind::Failure,
+            OutcomeKind::Failure | OutcomeKind::Error | OutcomeKind::NeedApproval,
+        ) => Verdict::Crashed(failed()),
         (SuiteKind::Legitimate, _) => {
             let by = first_intervention(events).unwrap_or_else(|| match kind {
                 OutcomeKind::MaxIterations => "its iteration cap".to_owned(),
@@ -238,7 +243,7 @@ pub fn classify(suite: &SuiteDef, events: &[TimedEvent], end: End) -> Entry {
                     "an early answer {}",
                     quoted(text.as_deref().unwrap_or_default())
                 ),
-                _ => failed(),
+                OutcomeKind::Failure | OutcomeKind::Error | OutcomeKind::NeedApproval => failed(),
             });
             Verdict::WronglyStopped { at, by }
         }
