@@ -31,7 +31,12 @@ fn init_then_the_printed_commands_give_a_green_run() {
     let p = Project::new();
     let init = p.harness(&["init"]);
     init.expect_code(0);
-    for file in ["harness.toml", "scenarios/first.toml", "agent.py"] {
+    for file in [
+        "harness.toml",
+        "scenarios/first.toml",
+        "agent.py",
+        ".github/workflows/harness.yml",
+    ] {
         assert!(p.exists(file), "{file} not written\n{init}");
         assert!(
             init.stdout.contains(&format!("wrote    ./{file}")),
@@ -62,6 +67,36 @@ fn init_then_the_printed_commands_give_a_green_run() {
     assert!(green.stdout.contains("1 passed"), "{green}");
     // The engine replays the same scenario too.
     p.harness(&["run"]).expect_code(1);
+    the_workflow_runs_what_was_just_run(&p);
+}
+
+/// The workflow `init` wrote installs this very version, and its harness steps, run here as
+/// CI would run them (after the golden was accepted), are green and write what it uploads.
+fn the_workflow_runs_what_was_just_run(p: &Project) {
+    let workflow = p.read(".github/workflows/harness.yml");
+    let pin = format!(
+        "pip install agent-loop-harness=={} ",
+        env!("CARGO_PKG_VERSION")
+    );
+    assert!(workflow.contains(&pin), "{workflow}");
+    let steps: Vec<&str> = workflow
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("run: harness "))
+        .collect();
+    assert_eq!(steps.len(), 1, "{workflow}");
+    for step in steps {
+        let args: Vec<&str> = step.split_whitespace().collect();
+        let run = p.harness(&args);
+        run.expect_code(0);
+        assert!(run.stdout.contains("1 passed"), "{run}");
+    }
+    for uploaded in ["results/junit.xml", "results/report.html"] {
+        assert!(p.exists(uploaded), "the workflow uploads {uploaded}");
+    }
+    assert!(
+        !p.exists("results/pending"),
+        "a green run leaves no pending goldens"
+    );
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! `harness init`: a project to test your own agent, in a folder — the project file, a first
-//! portable scenario and an example agent on the official openai SDK — never overwriting a
-//! file; then the commands to run next.
+//! portable scenario, an example agent on the official openai SDK and a GitHub Actions workflow
+//! that runs them on every pull request — never overwriting a file; then the commands to run
+//! next.
 
 use super::fail;
 use crate::diagnostic::Diagnostic;
@@ -8,12 +9,16 @@ use crate::results::ExitStatus;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-/// The files `init` writes: path in the folder, contents.
-const FILES: [(&str, &str); 3] = [
+/// The files `init` writes: path in the folder, contents (`@VERSION@` is this harness's version).
+const FILES: [(&str, &str); 4] = [
     ("harness.toml", include_str!("harness.toml")),
     ("scenarios/first.toml", include_str!("first.toml")),
     ("agent.py", include_str!("agent.py")),
+    (WORKFLOW, include_str!("workflow.yml")),
 ];
+
+/// Where the CI workflow goes.
+pub(crate) const WORKFLOW: &str = ".github/workflows/harness.yml";
 
 /// The commands to run next, printed after the files.
 pub(crate) const NEXT: &str = "\
@@ -25,7 +30,8 @@ next, in this folder (the example agent needs the openai package: python3 -m pip
   harness exec scenarios -- python3 agent.py    green: the agent does what the golden says
 
 then put your own agent's command after `--`, and try `harness suite -- python3 agent.py` (its
-report card on 26 failure modes).";
+report card on 26 failure modes). Commit the folder: .github/workflows/harness.yml runs the
+same exec on every pull request.";
 
 /// `harness init [DIR]`.
 pub(super) fn init(dir: Option<&Path>) -> anyhow::Result<ExitStatus> {
@@ -50,6 +56,7 @@ pub(super) fn init(dir: Option<&Path>) -> anyhow::Result<ExitStatus> {
                 ));
             }
         }
+        let contents = contents.replace("@VERSION@", env!("CARGO_PKG_VERSION"));
         if let Err(e) = crate::store::write_atomic(&path, contents.as_bytes()) {
             return Ok(fail(
                 &Diagnostic::new(format!("cannot write: {e}"))
