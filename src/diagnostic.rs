@@ -11,7 +11,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// How a command ends, as its process exit code ([`ExitStatus::code`]); documented per command
-/// in its `--help` and the README.
+/// in its `--help` and the book (`docs/`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ExitStatus {
     /// 0: everything passed (or the command did what it was asked).

@@ -4,6 +4,10 @@
 //! no part of the library's surface. Each takes any bytes; a broken invariant (a diagnostic without a place, a
 //! file that does not read back) is a panic, which is what the fuzzer looks for. Each returns
 //! how far the input got, for the tests' assertions on the seeds.
+//!
+//! Mirrors docs/robustness.md (Fuzzing): `cargo fuzz run TARGET fuzz/corpus/TARGET
+//! fuzz/seeds/DIR` mutates these seeds through these bodies; the tests below run every seed and
+//! finding through them on each `cargo test`, where no `cargo install cargo-fuzz` is needed.
 
 use crate::import::{self, Format};
 use crate::provider::{Provider, SseEvent};

@@ -1,7 +1,7 @@
 //! Every size and count harness accepts from its inputs, in one place, so each format (scenario,
 //! baseline, JSON results, cassettes, transcripts and served requests) enforces the same
 //! figures. Going past one is bad input: a located error with a hint, exit code 2, never a
-//! crash or a hang. README.md ("Limits") lists them.
+//! crash or a hang. docs/robustness.md ("Limits") lists them.
 //!
 //! Pure: the checks take figures, the callers do the reading.
 

@@ -305,7 +305,7 @@ fn hint_for(read: &Serde<'_>) -> String {
             format!("start the file with `format = {FORMAT_VERSION}`")
         }
         (Cause::NoVariant, _) => "write a whole number of cases, or \"all\"".to_owned(),
-        _ => "the project file's keys are described in README.md (Project file) and schema/harness.schema.json".to_owned(),
+        _ => "the project file's keys are described in docs/project-file.md and schema/harness.schema.json".to_owned(),
     }
 }
 

@@ -186,10 +186,9 @@ pub(super) fn serve(args: &ServeArgs, setup: &Setup) -> anyhow::Result<ExitStatu
     for (id, events) in &all {
         let id = id.clone();
         if let Err(e) = trace::check_limits(events) {
-            code = fail(
-                &Diagnostic::new(format!("{id}: {e}"))
-                    .hint("the agent sent more than a run may hold; see README \"Limits\""),
-            );
+            code = fail(&Diagnostic::new(format!("{id}: {e}")).hint(
+                "the agent sent more than a run may hold; see docs/robustness.md \"Limits\"",
+            ));
             continue;
         }
         match &args.traces {
@@ -543,7 +542,7 @@ pub(super) fn proxy(args: &ProxyArgs, setup: &Setup, ci: bool) -> anyhow::Result
                     crate::limits::MAX_RESPONSE_BYTES
                 ))
                 .in_file(&path)
-                .hint("ask the agent for shorter answers while recording (README \"Limits\")")
+                .hint("ask the agent for shorter answers while recording (docs/robustness.md \"Limits\")")
                 .status(ExitStatus::Failed),
             );
             continue;
@@ -580,7 +579,7 @@ pub(super) fn proxy(args: &ProxyArgs, setup: &Setup, ci: bool) -> anyhow::Result
                     crate::limits::MAX_CASSETTE_BYTES
                 ))
                 .in_file(path)
-                .hint("record a shorter session (README \"Limits\")")
+                .hint("record a shorter session (docs/robustness.md \"Limits\")")
                 .status(ExitStatus::Failed),
             );
             continue;
@@ -608,7 +607,7 @@ pub(super) fn proxy(args: &ProxyArgs, setup: &Setup, ci: bool) -> anyhow::Result
                 crate::limits::MAX_CASSETTE_BYTES / (1024 * 1024),
                 crate::limits::MAX_CASSETTE_EXCHANGES
             ))
-            .hint("record a shorter session, or one conversation at a time (README \"Limits\"); the conversations recorded before the limit were written")
+            .hint("record a shorter session, or one conversation at a time (docs/robustness.md \"Limits\"); the conversations recorded before the limit were written")
             .status(ExitStatus::Failed),
         );
     }

@@ -57,6 +57,18 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// Whether `args` (without the program name) is a command line `harness` accepts, as the
+/// parser sees it; Err is clap's message. The docs test holds every `harness` command the README
+/// and the book show to it.
+pub fn parses(args: &[&str]) -> Result<(), String> {
+    use clap::error::ErrorKind;
+    match Cli::try_parse_from(std::iter::once("harness").chain(args.iter().copied())) {
+        Ok(_) => Ok(()),
+        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => Ok(()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 /// Add a suggestion to an unknown subcommand clap found none for: clap's similarity measure
 /// misses transposed letters in short names (`rnu`, `lsit`), one edit away from a command.
 fn suggest_subcommand(e: &mut clap::Error) {

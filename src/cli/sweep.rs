@@ -129,7 +129,7 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<ExitStatus> {
     }
     for (setting, run, why) in &report.failed {
         let d = Diagnostic::new(format!("detector {setting}: run {run}: {why}")).hint(
-            "the setting is left out of the results; see README \"Your own detector\" for the protocol",
+            "the setting is left out of the results; see docs/sweeps.md \"Your own detector\" for the protocol",
         );
         write!(err, "{}", d.render(&Style::default()))?;
     }

@@ -239,7 +239,7 @@ pub fn exec_file(
                 outcome: Err(vec![Diagnostic::at(1, 1, format!(
                         "the trace inferred for `{}`: {e}",
                         conversation_id(&scenario_id, &settings.label, i)
-                    )).hint("the agent sent more than a run may hold (README \"Limits\"); its conversation is not judged")]),
+                    )).hint("the agent sent more than a run may hold (docs/robustness.md \"Limits\"); its conversation is not judged")]),
             });
         }
     }
@@ -694,7 +694,7 @@ pub fn exec_cassettes(
                 outcome: Err(vec![
                     Diagnostic::whole_file(format!("the trace inferred for `{}`: {e}", t.id))
                         .hint(
-                            "the agent sent more than a run may hold (README \"Limits\"); its conversation is not judged",
+                            "the agent sent more than a run may hold (docs/robustness.md \"Limits\"); its conversation is not judged",
                         ),
                 ]),
             }]);

@@ -309,7 +309,7 @@ fn syntax(e: &serde_json::Error, line: Option<usize>) -> Diagnostic {
     let (message, hint) = match crate::limits::explain_nesting(&message, true) {
         Some(deep) => (
             deep,
-            "no transcript nests this deep; check the file is the transcript meant (see README \"Limits\")",
+            "no transcript nests this deep; check the file is the transcript meant (see docs/robustness.md \"Limits\")",
         ),
         None => (format!("invalid JSON: {message}"), hint),
     };

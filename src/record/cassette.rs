@@ -343,7 +343,7 @@ pub fn parse(text: &str) -> Result<Cassette, Diagnostic> {
             format!("invalid cassette at `{path}`: {message}")
         };
         Diagnostic::at(line, col, message).hint(
-            "cassettes are written by `harness record`; re-record it, or compare with the format in the README",
+            "cassettes are written by `harness record`; re-record it, or compare with the format in docs/recording.md",
         )
     })?;
     check_limits(text, &c)?;
@@ -398,7 +398,7 @@ fn check_limits(text: &str, c: &Cassette) -> Result<(), Diagnostic> {
                 "the cassette holds {} exchanges, over the limit of {MAX_CASSETTE_EXCHANGES} per cassette",
                 c.exchanges.len()
             ),
-            "no run makes this many model calls (see README \"Limits\"); record a shorter run",
+            "no run makes this many model calls (see docs/robustness.md \"Limits\"); record a shorter run",
         ));
     }
     let streamed = c
@@ -420,7 +420,7 @@ fn check_limits(text: &str, c: &Cassette) -> Result<(), Diagnostic> {
                     i + 1,
                     chunks.len()
                 ),
-                "no provider streams this many events for one answer (see README \"Limits\"); record a shorter answer",
+                "no provider streams this many events for one answer (see docs/robustness.md \"Limits\"); record a shorter answer",
             ));
         }
     }

@@ -288,7 +288,7 @@ pub fn load_cassette(path: &Path) -> Result<(Cassette, String), Diagnostic> {
             let (context, hint) = match e.kind() {
                 std::io::ErrorKind::FileTooLarge => (
                     "",
-                    "a cassette this large is not a recording harness made; see README \"Limits\"",
+                    "a cassette this large is not a recording harness made; see docs/robustness.md \"Limits\"",
                 ),
                 std::io::ErrorKind::InvalidData => (
                     "",
@@ -646,7 +646,7 @@ pub fn record(args: &RecordOptions, layout: &Layout, ci: bool) -> Result<Recorde
             ),
             live::Fatal::TooLarge(m) => refuse(
                 m,
-                "a cassette must stay small enough for `harness run` to replay (README \"Limits\"); ask for a shorter answer (--max-tokens); nothing was written",
+                "a cassette must stay small enough for `harness run` to replay (docs/robustness.md \"Limits\"); ask for a shorter answer (--max-tokens); nothing was written",
             ),
             live::Fatal::Refused(m) => refuse(
                 format!("the provider refused the request: {m}"),

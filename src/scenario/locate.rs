@@ -178,7 +178,7 @@ pub(super) fn hint_for(read: &Serde<'_>) -> Option<String> {
             format!("allowed {what} here: {}", expected.join(", "))
         }
         Cause::MissingKey => format!(
-            "add `{}`; the scenario format is described in README.md and schema/scenario.schema.json",
+            "add `{}`; the scenario format is described in docs/scenario-format.md and schema/scenario.schema.json",
             quoted.first().unwrap_or(&"")
         ),
         Cause::DuplicateKey => {
@@ -202,11 +202,11 @@ pub(super) fn hint_for(read: &Serde<'_>) -> Option<String> {
                 _ => "",
             };
             if want.is_empty() {
-                "check the value against the scenario format (README.md, schema/scenario.schema.json)"
+                "check the value against the scenario format (docs/scenario-format.md, schema/scenario.schema.json)"
                     .to_owned()
             } else {
                 format!(
-                    "expected {want} here; the scenario format is in README.md and schema/scenario.schema.json"
+                    "expected {want} here; the scenario format is in docs/scenario-format.md and schema/scenario.schema.json"
                 )
             }
         }

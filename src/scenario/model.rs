@@ -109,7 +109,7 @@ pub enum SuiteKind {
 pub struct ServeDef {
     /// Regular expressions that mark a tool result the agent sends back as failed, searched
     /// anywhere in its text; checked in order after the provider's flag (`is_error`) and
-    /// before the built-in shapes (README "Serving black-box agents").
+    /// before the built-in shapes (docs/black-box.md).
     #[serde(default)]
     pub failure: Vec<String>,
     /// Also read the built-in failure shapes (`Error: …`, tracebacks, JSON error objects, …).

@@ -151,7 +151,7 @@ pub fn existing_cassettes(out: &Path) -> Vec<PathBuf> {
     found
 }
 
-/// The API's path, as the README names it.
+/// The API's path, as the docs name it.
 pub fn api_name(api: Api) -> &'static str {
     match api {
         Api::ChatCompletions => "/v1/chat/completions",
@@ -430,7 +430,7 @@ async fn forward(
         {
             budget.refused += 1;
             let message = format!(
-                "harness proxy: recording this request would take the session past what a cassette may hold ({} MiB, {} exchanges; README \"Limits\"); it was not sent",
+                "harness proxy: recording this request would take the session past what a cassette may hold ({} MiB, {} exchanges; docs/robustness.md \"Limits\"); it was not sent",
                 crate::limits::MAX_CASSETTE_BYTES / (1024 * 1024),
                 crate::limits::MAX_CASSETTE_EXCHANGES
             );

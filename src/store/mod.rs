@@ -355,7 +355,7 @@ pub fn describe(e: &io::Error) -> String {
 /// The hint for a path [`discover`] could not take, for `command` (`harness run`, …).
 pub fn hint_for(e: &io::Error, command: &str) -> String {
     if e.kind() == io::ErrorKind::InvalidInput {
-        "harness reads regular scenario files with plain names (README \"Robustness\"): rename or replace it, or name a link's target on the command line".to_owned()
+        "harness reads regular scenario files with plain names (docs/robustness.md): rename or replace it, or name a link's target on the command line".to_owned()
     } else {
         format!("check the path; `{command}` takes scenario files and folders")
     }

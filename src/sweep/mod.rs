@@ -6,7 +6,7 @@
 //! per-setting counters (and detection delays) are kept. Results do not depend on `--jobs`.
 //! A malformed file is a located error; the others are still scored.
 //!
-//! Definitions (also in the README's "Tuning a detector"):
+//! Definitions (also in docs/sweeps.md):
 //! - a **successful run** has the source's success label (reward 1, `win`, expectations held);
 //! - a **false alarm** is a detector firing anywhere on a successful run;
 //! - a **stuck run** is labelled stuck (labels file, else [`labels::heuristic`]);

@@ -130,7 +130,7 @@ pub fn load(input: &Input, format: Option<import::Format>) -> FileImport {
         },
         Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => {
             return failed(Diagnostic::at(1, 1, e.to_string()).hint(
-                "split the file, or check it is the transcript meant (see README \"Limits\")",
+                "split the file, or check it is the transcript meant (see docs/robustness.md \"Limits\")",
             ));
         }
         Err(e) => {

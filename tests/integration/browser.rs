@@ -6,14 +6,14 @@
 //! Every page must open without a console error, an exception, a dialog, a CSP violation or
 //! a request to anything but itself.
 //!
-//! `HARNESS_UPDATE_SCREENSHOT=1` rewrites `docs/report.png` (the README's screenshot) from the
+//! `HARNESS_UPDATE_SCREENSHOT=1` rewrites `docs/report.png` (the screenshot of the README and the book) from the
 //! bundled report instead of comparing with it.
 
 use crate::cdp::{Browser, Page, luminance_grid};
 use crate::support::{EXAMPLE_ID, Project, repo};
 use serde_json::{Value, json};
 
-/// The README's screenshot of the bundled report, the failing case opened.
+/// The screenshot of the bundled report (README, docs/html-report.md), the failing case opened.
 const SCREENSHOT: &str = "docs/report.png";
 /// Its viewport.
 const SHOT_HEIGHT: u32 = 1400;
@@ -174,7 +174,7 @@ fn the_bundled_report_lists_every_case_and_shows_a_failing_diff() {
         eprintln!("wrote {}", target.display());
         return;
     }
-    // Loosely the README's screenshot: the same layout on a coarse grid, whatever the fonts'
+    // Loosely the screenshot: the same layout on a coarse grid, whatever the fonts'
     // pixels do.
     let want =
         std::fs::read(&target).expect("docs/report.png (HARNESS_UPDATE_SCREENSHOT=1 makes it)");

@@ -36,6 +36,7 @@ mod browser;
 mod cdp;
 mod cli;
 mod determinism;
+mod docs;
 mod gate;
 mod golden_workflow;
 mod harden;

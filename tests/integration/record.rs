@@ -2,6 +2,10 @@
 //! contacted): an OpenAI-compatible server and an Anthropic one serving fixed bodies, SSE
 //! streams, 429, 5xx, a hung request and a cut stream. Each test records with the real binary,
 //! then replays offline and compares traces and metrics byte for byte.
+//!
+//! Mirrors docs/recording.md: `harness record` (`--provider`, `--model`, `--stream`,
+//! `--base-url`, `--out`) against the stubs, then `harness run` of the cassette, `harness promote`
+//! and `harness lint`.
 
 use crate::support::{Project, Run, repo};
 use axum::body::{Body, Bytes};

@@ -3,6 +3,9 @@
 //! without a divergence. The provider is a stub on 127.0.0.1 that writes its streams the way
 //! real ones do (the stream's end and the body's end in separate writes, one byte per write);
 //! the agent closes the connection at the stream's terminal event, as the official SDKs do.
+//!
+//! Mirrors README.md and docs/record-your-agent.md: their proxy → exec → accept flow, followed
+//! literally in a copy of this project (the stub as the provider).
 
 use crate::support::Project;
 use std::io::{BufReader, Read, Write};
@@ -631,7 +634,7 @@ fn a_replay_that_leaves_recorded_exchanges_unused_fails_and_names_them() {
     );
 }
 
-/// The README's "Record your agent, replay it in CI", followed literally in a copy of this
+/// The README's and docs/record-your-agent.md's proxy → exec → accept flow, followed literally in a copy of this
 /// project (the stub as the provider), leaves the main job green: the exec golden is neither an
 /// orphan nor an invalid file, and a recording kept inside the scenarios folder is left to
 /// `exec` by the main job.

@@ -2,6 +2,9 @@
 //! Python standard library only) against the served reflex scenario in both wire formats,
 //! whole and streamed, with and without a loop detector; `harness serve` is driven by hand.
 //! Nothing but 127.0.0.1 is contacted.
+//!
+//! Mirrors docs/black-box.md: `harness serve` of the served reflex scenario, and `harness exec`
+//! with `--label` and `--expect`.
 
 use crate::support::{Project, listening_address, repo};
 use std::io::{BufRead, BufReader, Read, Write};

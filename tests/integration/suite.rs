@@ -189,7 +189,7 @@ fn a_folder_without_suite_cases_is_no_card() {
 }
 
 #[test]
-/// The README's "put your own loops side by side": `suite --json`, `suite --label --json -- CMD`,
+/// docs/suite.md's "put your own loops side by side": `suite --json`, `suite --label --json -- CMD`,
 /// `scorecard … --markdown --html`.
 fn the_scorecard_puts_the_loops_side_by_side() {
     let p = project();

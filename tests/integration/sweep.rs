@@ -2,6 +2,9 @@
 //! `fixtures/transcripts/` (one folder per format; broken files in `fixtures/invalid/transcript/`), and
 //! over the public corpus the repository carries (`corpus/`, 730 runs): the committed
 //! `docs/tuning/` must come out of it byte for byte.
+//!
+//! Mirrors docs/sweeps.md: the committed sweep and labels come out of its commands, and its
+//! `exec:` detector example runs.
 
 use crate::support::{Project, repo};
 use std::collections::BTreeMap;
@@ -600,7 +603,7 @@ fn corpus_matches_its_manifest() {
 }
 
 /// The committed sweep (`docs/tuning/`) comes out of the corpus byte for byte with the
-/// README's two commands.
+/// commands of docs/sweeps.md.
 #[test]
 fn docs_tuning_is_reproduced_from_the_corpus() {
     let corpus = corpus().to_string_lossy().into_owned();
@@ -643,7 +646,7 @@ fn docs_tuning_is_reproduced_from_the_corpus() {
             .expect("the committed file");
         assert!(
             p.read(file) == committed,
-            "docs/tuning/{file} is not what the README's command makes from corpus/: rerun it and review the change"
+            "docs/tuning/{file} is not what the command of docs/sweeps.md makes from corpus/: rerun it and review the change"
         );
     }
 }
