@@ -1,7 +1,7 @@
 //! Size and speed of the HTML report at scale: `harness report` over JSON results of 10,000
 //! cases (default), and the page's first paint in Debian's headless Chromium.
 //!
-//! The results are real: the bundled scenarios run once with `--json` (230 cases, their
+//! The results are real: the bundled scenarios run once with `--json` (every case, their
 //! traces), copied under `copy-K/` prefixes until there are as many cases as asked. The
 //! benchmark then times `harness report RESULTS --html` (best and median of the runs), states
 //! the file's size, and opens the page several times in a fresh headless Chromium each time
