@@ -149,11 +149,50 @@ pub struct Project {
     pub root: PathBuf,
 }
 
-/// The nearest `harness.toml` in `dir` or a folder above it.
+/// The nearest `harness.toml` in `dir` or a folder above it, up to the repository's root: the
+/// walk stops at the first folder holding `.git` (a folder, or a worktree's file), so a
+/// project file in a folder above a checkout (a shared temporary folder, a CI workspace) never
+/// takes over a checkout that has none.
 pub fn find(dir: &Path) -> Option<PathBuf> {
-    dir.ancestors()
-        .map(|d| d.join(FILE_NAME))
-        .find(|f| f.is_file())
+    for folder in dir.ancestors() {
+        let file = folder.join(FILE_NAME);
+        if file.is_file() {
+            return Some(file);
+        }
+        if folder.join(".git").exists() {
+            return None;
+        }
+    }
+    None
+}
+
+/// Where `value`, a path of the project file relative to its folder, leads without leaving
+/// it: `Err` when a `..` climbs past the folder, or when what it names (or the nearest folder
+/// of it that exists) resolves, through a link, to somewhere outside.
+fn stays_inside(root: &Path, value: &str) -> Result<(), String> {
+    let mut depth = 0usize;
+    for part in Path::new(value).components() {
+        match part {
+            std::path::Component::ParentDir => {
+                depth = depth
+                    .checked_sub(1)
+                    .ok_or_else(|| format!("`{value}` leads out of the project's folder"))?;
+            }
+            std::path::Component::Normal(_) => depth += 1,
+            _ => {}
+        }
+    }
+    let Ok(real_root) = root.canonicalize() else {
+        return Ok(());
+    };
+    let target = root.join(value);
+    match target.ancestors().find_map(|a| a.canonicalize().ok()) {
+        Some(real) if !real.starts_with(&real_root) => Err(format!(
+            "`{value}` resolves to {}, outside the project's folder (a link)",
+            real.display()
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Find the project file above the current folder `cwd` and read it; `Ok(None)` when there is
@@ -174,6 +213,25 @@ pub fn discover(cwd: &Path) -> Result<Option<Project>, Diagnostic> {
     // Errors name the file as the user would: from the current folder.
     let config = parse(&text).map_err(|d| d.in_file(&relative_to(&file, cwd)))?;
     let root = file.parent().unwrap_or(Path::new("/"));
+    let paths = [
+        ("scenarios", Some(&config.scenarios)),
+        ("snapshots", Some(&config.snapshots)),
+        ("baseline", config.baseline.as_ref()),
+    ];
+    for (key, value) in paths {
+        let Some(value) = value else { continue };
+        if let Err(message) = stays_inside(root, value) {
+            let path = vec![Seg::Key(key.to_owned())];
+            return Err(crate::scenario::diagnose_at(
+                &text,
+                SourceFormat::Toml,
+                path,
+                format!("`{key}`: {message}"),
+                Some("a project's paths stay inside the folder harness.toml is in, so that no command reads or writes outside the checkout; move the folder inside it".to_owned()),
+            )
+            .in_file(&relative_to(&file, cwd)));
+        }
+    }
     let from_cwd = |rel: &str| relative_to(&root.join(rel), cwd);
     Ok(Some(Project {
         scenarios: from_cwd(&config.scenarios),

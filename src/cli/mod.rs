@@ -8,7 +8,7 @@ use crate::store::Layout;
 use args::{Cli, Command};
 use clap::Parser as _;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 mod agent;
@@ -148,6 +148,18 @@ impl Setup {
                 .or_else(|| project.as_ref().map(|p| p.snapshots.clone()))
                 .unwrap_or_else(|| PathBuf::from("snapshots")),
         };
+        // Said once, on stderr, when the file is not the current folder's: which project
+        // the command's paths come from.
+        if let Some(p) = project
+            .as_ref()
+            .filter(|p| !cli.verbose && p.root != Path::new("."))
+        {
+            let _ = writeln!(
+                anstream::stderr(),
+                "harness: using {}",
+                p.root.join(crate::project::FILE_NAME).display()
+            );
+        }
         if cli.verbose {
             let mut err = anstream::stderr();
             let _ = match &project {

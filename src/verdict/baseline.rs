@@ -231,14 +231,55 @@ pub fn parse(text: &str) -> Result<Baseline, Diagnostic> {
     Ok(b)
 }
 
-/// The baseline file's text: a header, tolerances, then the cases sorted by id.
+/// The baseline file's text: a header, tolerances, then the cases sorted by id, each under a
+/// key no shell reads as a command ([`inert_key`]).
 pub fn render(b: &Baseline) -> String {
-    let body = toml::to_string_pretty(b).unwrap_or_default();
-    format!(
+    let mut out = String::from(
         "# harness metric baseline: each case's metrics as `harness run --baseline` compares them.\n\
          # `harness bless` rewrites the cases and keeps [tolerance] (allowed growth per metric:\n\
-         # a number in the metric's unit, or a percentage string such as \"5%\").\n{body}"
-    )
+         # a number in the metric's unit, or a percentage string such as \"5%\").\n",
+    );
+    let _ = write!(
+        out,
+        "version = {}\n\n[tolerance]\n{}",
+        b.version,
+        toml::to_string(&b.tolerance).unwrap_or_default()
+    );
+    for (id, metrics) in &b.cases {
+        let _ = write!(
+            out,
+            "\n[cases.{}]\n{}",
+            inert_key(id),
+            toml::to_string(metrics).unwrap_or_default()
+        );
+    }
+    out
+}
+
+/// A case id as a TOML key that no shell sourcing the file could run: bare when it is only
+/// ASCII letters, digits, `_` and `-`; otherwise a basic string in which `"`, `\`, `$`, `` ` ``,
+/// controls and every non-ASCII character are `\u` escapes (a case id comes from a file name,
+/// and `x$(cmd).toml` is one).
+fn inert_key(id: &str) -> String {
+    if !id.is_empty()
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        return id.to_owned();
+    }
+    let mut out = String::from("\"");
+    for c in id.chars() {
+        if c == ' ' || (c.is_ascii_graphic() && !matches!(c, '"' | '\\' | '$' | '`')) {
+            out.push(c);
+        } else if u32::from(c) <= 0xFFFF {
+            let _ = write!(out, "\\u{:04X}", u32::from(c));
+        } else {
+            let _ = write!(out, "\\U{:08X}", u32::from(c));
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// Replace the metrics of `rows` in `b` (all of them when `full`: cases not run are dropped).
@@ -464,6 +505,39 @@ mod tests {
         // A defence that stops firing at all is later than any iteration.
         let v = check(&b, &[row("a", 4, 2, None, 900)]).unwrap();
         assert_eq!(v.regressions[0].new, "never");
+    }
+
+    #[test]
+    fn the_committed_baseline_renders_as_it_reads() {
+        let text = include_str!("../../baselines/scenarios.toml");
+        assert_eq!(render(&parse(text).expect("the committed baseline")), text);
+    }
+
+    #[test]
+    fn a_case_id_no_shell_can_run_round_trips() {
+        let mut b = Baseline {
+            version: VERSION,
+            ..Baseline::default()
+        };
+        let hostile = "x$(touch PWNED)`id`\"\\é\u{202e}😀/y";
+        let metrics = Metrics {
+            iterations: 1,
+            wasted_iterations: 0,
+            first_intervention_iteration: None,
+            tokens: 2,
+            cost_usd: 0.0,
+            virtual_ms: 3,
+        };
+        b.cases.insert(hostile.to_owned(), metrics);
+        b.cases.insert("plain-id".to_owned(), metrics);
+        let text = render(&b);
+        let keys: Vec<&str> = text.lines().filter(|l| l.starts_with("[cases.")).collect();
+        assert_eq!(keys.len(), 2, "{text}");
+        for raw in ["$", "`", "\u{202e}", "é", "😀"] {
+            assert!(!keys[1].contains(raw), "{raw:?} written raw: {}", keys[1]);
+        }
+        assert!(text.contains("[cases.plain-id]"), "{text}");
+        assert_eq!(parse(&text).expect("it reads back"), b);
     }
 
     #[test]

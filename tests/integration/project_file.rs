@@ -224,3 +224,106 @@ fn committed_project_schema_matches_harness_schema_project() {
         );
     }
 }
+
+/// Issue 31: no path of the project file leads out of the project's folder, by `..` or through
+/// a link; the error names the key, and nothing is written outside.
+#[test]
+fn project_paths_stay_inside_the_project() {
+    let p = Project::new();
+    p.copy_from_repo(EXAMPLE, &format!("project/{EXAMPLE}"));
+    for (line, command, message) in [
+        (
+            "baseline = \"../victim/.profile\"",
+            &["bless"][..],
+            "harness.toml:2:1: `baseline`: `../victim/.profile` leads out of the project's folder",
+        ),
+        (
+            "snapshots = \"../outside/snaps\"",
+            &["run"][..],
+            "harness.toml:2:1: `snapshots`: `../outside/snaps` leads out of the project's folder",
+        ),
+        (
+            "scenarios = \"scenarios/../../..\"",
+            &["list"][..],
+            "harness.toml:2:1: `scenarios`: `scenarios/../../..` leads out of the project's folder",
+        ),
+    ] {
+        p.write("project/harness.toml", format!("format = 1\n{line}\n"));
+        let run = p.harness_in("project", command);
+        run.expect_code(2);
+        assert!(run.stderr.contains(message), "{line}\n{run}");
+        assert!(
+            run.stderr
+                .contains("hint: a project's paths stay inside the folder harness.toml is in"),
+            "{run}"
+        );
+        assert!(
+            !p.exists("victim") && !p.exists("outside"),
+            "{line}: written outside"
+        );
+    }
+    // Through a link that resolves outside.
+    std::fs::create_dir_all(p.join("elsewhere")).expect("a folder outside");
+    std::os::unix::fs::symlink(p.join("elsewhere"), p.join("project/snaps")).expect("a link");
+    p.write(
+        "project/harness.toml",
+        "format = 1\nsnapshots = \"snaps/goldens\"\n",
+    );
+    let run = p.harness_in("project", &["run"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr
+            .contains("`snapshots`: `snaps/goldens` resolves to ")
+            && run.stderr.contains("outside the project's folder (a link)"),
+        "{run}"
+    );
+    assert!(
+        p.files("elsewhere", "").is_empty(),
+        "written through the link"
+    );
+    // A `..` that comes back inside is a path like any other.
+    p.write(
+        "project/harness.toml",
+        "format = 1\nscenarios = \"scenarios/../scenarios\"\n",
+    );
+    p.harness_in("project", &["list"]).expect_code(0);
+}
+
+/// Issue 31: the walk up for `harness.toml` stops at the checkout's root (`.git`): a project
+/// file in a folder above it (a shared temporary folder, a CI workspace) is not used.
+#[test]
+fn a_project_file_above_the_checkout_is_not_used() {
+    let p = Project::new();
+    p.write("harness.toml", "format = 1\nsnapshots = \"not-these\"\n");
+    p.copy_from_repo(EXAMPLE, &format!("checkout/{EXAMPLE}"));
+    // Without a checkout root between them, the parent's file is the project's (the control).
+    let run = p.harness_in("checkout", &["-v", "list", "scenarios"]);
+    assert!(run.stderr.contains("harness: project file "), "{run}");
+    std::fs::create_dir_all(p.join("checkout/.git")).expect(".git");
+    let run = p.harness_in("checkout", &["-v", "list", "scenarios"]);
+    run.expect_code(0);
+    assert!(run.stderr.contains("harness: no harness.toml in "), "{run}");
+    // A worktree's `.git` is a file: the same.
+    std::fs::remove_dir(p.join("checkout/.git")).expect("rm .git");
+    p.write("checkout/.git", "gitdir: /elsewhere\n");
+    let run = p.harness_in("checkout/scenarios", &["-v", "list", "."]);
+    assert!(run.stderr.contains("harness: no harness.toml in "), "{run}");
+}
+
+/// Issue 31: a command run below the project's folder says once, on stderr, which project file
+/// it uses; run in the project's folder, nothing.
+#[test]
+fn a_command_below_the_project_says_which_project_file_it_uses() {
+    let p = repository();
+    let run = p.harness_in("scenarios/reflex", &["list", "."]);
+    run.expect_code(0);
+    assert_eq!(
+        run.stderr
+            .matches("harness: using ../../harness.toml\n")
+            .count(),
+        1,
+        "{run}"
+    );
+    let run = p.harness(&["list", "scenarios/reflex"]);
+    assert!(!run.stderr.contains("harness: using"), "{run}");
+}
