@@ -38,7 +38,10 @@ fn corpus() -> (PathBuf, &'static str) {
 /// One sweep over `paths` with the settings of `spec`: (runs, settings, wall time).
 fn once(paths: &[PathBuf], spec: &str, jobs: usize) -> Result<(u64, usize, Duration)> {
     let settings = if spec.starts_with(sweep::external::PREFIX) {
-        sweep::external::spec(spec)?
+        sweep::external::spec(
+            spec,
+            std::time::Duration::from_millis(harness::limits::DETECTOR_TIMEOUT_MS),
+        )?
     } else {
         detector::spec(spec)?
     };

@@ -89,6 +89,58 @@ pub fn baseline(data: &[u8]) -> bool {
     )
 }
 
+/// `project_file`: the project-file reader (`harness.toml`): any bytes give a project file or
+/// a located error; one that reads writes out to a file that reads again. Whether it read.
+pub fn project_file(data: &[u8]) -> bool {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return false;
+    };
+    match crate::project::parse(text) {
+        Ok(config) => {
+            let again = toml::to_string(&config).unwrap_or_default();
+            if let Err(e) = crate::project::parse(&again) {
+                panic!("a project file written out does not read back: {e}\n{again}");
+            }
+            true
+        }
+        Err(d) => {
+            assert!(
+                d.line() >= 1 && d.col() >= 1,
+                "diagnostic at {}:{}",
+                d.line(),
+                d.col()
+            );
+            false
+        }
+    }
+}
+
+/// `detector_answer`: what `sweep` reads from an external detector's stdout: lines bounded
+/// (read through a small buffer, so a line straddles many reads), each answer read strictly
+/// against a run of 3 calls. How many answers were read as one.
+pub fn detector_answer(data: &[u8]) -> usize {
+    use crate::sweep::external::{parse_answer, read_answer};
+    const LIMIT: usize = 64;
+    let mut reader = std::io::BufReader::with_capacity(7, data);
+    let mut answers = 0;
+    loop {
+        match read_answer(&mut reader, LIMIT) {
+            Ok(Some(line)) => {
+                assert!(line.len() <= LIMIT, "a line of {} bytes passed", line.len());
+                assert!(!line.contains('\n'));
+                match parse_answer(line.trim(), 3) {
+                    Ok(fire) => {
+                        assert!(fire.is_none_or(|f| f.at <= 3), "{fire:?}");
+                        answers += 1;
+                    }
+                    Err(e) => assert!(e.contains("answer one line"), "{e}"),
+                }
+            }
+            Ok(None) | Err(_) => return answers,
+        }
+    }
+}
+
 /// `results`: the JSON results reader of `harness merge` and `--json`'s writer; whether the
 /// input read.
 pub fn results(data: &[u8]) -> bool {
@@ -536,6 +588,13 @@ mod tests {
             eprintln!("stream_scrub: {name}");
             fuzzing::stream_scrub(&data);
         }
+        let seeds = inputs("fuzz/seeds/detector_answer");
+        let answers: usize = seeds.iter().map(|(_, d)| fuzzing::detector_answer(d)).sum();
+        assert_eq!(answers, 5, "the detector_answer seeds hold five answers");
+        for (name, data) in inputs("fuzz/regressions/detector_answer") {
+            eprintln!("detector_answer: {name}");
+            fuzzing::detector_answer(&data);
+        }
         let seeds = inputs("fuzz/seeds/serve_request");
         for (name, data) in &seeds {
             assert!(
@@ -562,9 +621,10 @@ mod tests {
             }
         }
 
-        let round_trips: [(&str, Target); 2] = [
+        let round_trips: [(&str, Target); 3] = [
             ("baseline", fuzzing::baseline),
             ("results", fuzzing::results),
+            ("project_file", fuzzing::project_file),
         ];
         for (target, run) in round_trips {
             let seeds = inputs(&format!("fuzz/seeds/{target}"));

@@ -74,6 +74,15 @@ pub const MAX_RUN_TOKENS: u64 = 1_000_000_000 * MAX_TRACE_EVENTS as u64;
 pub const MAX_JOBS: u64 = 256;
 /// Most runs of each case `--repeat` may ask for.
 pub const MAX_REPEAT: u32 = 10_000;
+/// Bytes of one answer line of an external detector (`sweep --detector exec:`): an answer is
+/// a short JSON object; a longer line is the setting's error, read no further.
+pub const MAX_DETECTOR_ANSWER_BYTES: usize = 64 * 1024;
+/// How long an external detector may take to answer one run, by default
+/// (`sweep --detector-timeout-ms`).
+pub const DETECTOR_TIMEOUT_MS: u64 = 10_000;
+/// How long the external detectors have, all together, to exit once their input is closed at
+/// the end of a sweep; those still running are ended with their process group.
+pub const DETECTOR_EXIT_GRACE_MS: u64 = 2_000;
 
 /// A limit a run went past.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -410,6 +410,10 @@ pub(super) struct SweepArgs {
     /// Worker threads (default: the machine's cores; at most 256).
     #[arg(short, long, value_name = "N", value_parser = jobs_parser())]
     pub(super) jobs: Option<usize>,
+    /// How long an external detector (`exec:`) may take to answer one run; past it the setting
+    /// fails and its process group is ended.
+    #[arg(long, value_name = "MS", default_value_t = crate::limits::DETECTOR_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub(super) detector_timeout_ms: u64,
 }
 
 /// Arguments of `harness import`.

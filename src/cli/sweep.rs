@@ -33,7 +33,10 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<ExitStatus> {
     let mut settings: Vec<Setting> = Vec::new();
     for spec in &args.detectors {
         let parsed = if spec.trim().starts_with(sweep::external::PREFIX) {
-            sweep::external::spec(spec)
+            sweep::external::spec(
+                spec,
+                std::time::Duration::from_millis(args.detector_timeout_ms),
+            )
         } else {
             detector::spec(spec)
         };

@@ -261,6 +261,10 @@ pub trait Detector: Send + Sync {
     fn check(&self, view: &View) -> Result<Option<Fire>, String> {
         Ok(self.first_fire(view))
     }
+
+    /// No more runs will come: a detector outside the process is told so (its input closed),
+    /// so that all of them can exit at once; the built-in ones have nothing to do.
+    fn close_input(&self) {}
 }
 
 /// One parameter a detector takes.

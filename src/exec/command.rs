@@ -91,8 +91,7 @@ pub fn agent_command(program: &str, args: &[String], base: &str) -> Command {
 /// on a stop signal.
 pub fn wait_for(mut cmd: Command, program: &str, timeout: Duration) -> io::Result<Ended> {
     // Its own process group, so a timeout or a stop signal ends what it started too.
-    #[cfg(unix)]
-    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    crate::run::process::own_group(&mut cmd);
     let mut child = cmd.spawn().map_err(|e| {
         // Not InvalidInput: that kind means the scenario could not be handed over.
         io::Error::other(format!("cannot run `{program}`: {e}"))
@@ -104,7 +103,7 @@ pub fn wait_for(mut cmd: Command, program: &str, timeout: Duration) -> io::Resul
         }
         let interrupted = crate::run::interrupt::requested();
         if interrupted || Instant::now() >= deadline {
-            end_group(&mut child);
+            crate::run::process::end_group(&mut child);
             return Ok(if interrupted {
                 Ended::Interrupted
             } else {
@@ -113,18 +112,4 @@ pub fn wait_for(mut cmd: Command, program: &str, timeout: Duration) -> io::Resul
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-}
-
-/// Kill the command and every process of its group, and reap it.
-fn end_group(child: &mut std::process::Child) {
-    #[cfg(unix)]
-    if let Ok(pid) = i32::try_from(child.id()) {
-        // SAFETY: kill(2) with a negative pid signals the process group the child leads
-        // (`process_group(0)` made it); it touches no memory.
-        unsafe {
-            libc::kill(-pid, libc::SIGKILL);
-        }
-    }
-    let _ = child.kill();
-    let _ = child.wait();
 }

@@ -3,6 +3,7 @@
 //! flat however large the corpus; results are identical for any `--jobs`.
 
 pub mod interrupt;
+pub mod process;
 
 use crate::engine::{self, ScriptGap};
 use crate::metrics;

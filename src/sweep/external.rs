@@ -11,24 +11,32 @@
 //! fires after the last one). Runs come in the sweep's order, one at a time per process;
 //! different settings run side by side. When stdin closes, the process should exit.
 //!
-//! An answer that is not that line, an index past the run, or a process that cannot start,
-//! exits or closes its stdout is the setting's error: the sweep names the program and the run,
-//! leaves that setting out and scores the others. This is the edge of the sweep (processes);
-//! the detectors in `detector/` stay pure.
+//! An answer that is not that line, a line past 64 KiB, no answer within the timeout (10 s a
+//! run unless `--detector-timeout-ms` says otherwise), an index past the run, or a process that
+//! cannot start, exits or closes its stdout is the setting's error: the sweep names the program
+//! and the run, ends the process with its process group (each setting runs in a group of its
+//! own, so a wrapper's children go too), leaves that setting out and scores the others. At the
+//! end of the sweep every process's input is closed at once, and all of them together get two
+//! seconds to exit before their groups are ended. This is the edge of the sweep (processes); the
+//! detectors in `detector/` stay pure.
 
 use crate::detector::{Detector, Fire, Item, Params, Setting, Verdict, View};
+use crate::limits::{DETECTOR_EXIT_GRACE_MS, MAX_DETECTOR_ANSWER_BYTES};
+use crate::run::process::{end_group, own_group};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::Mutex;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 /// The prefix that names an external detector in `--detector`.
 pub const PREFIX: &str = "exec:";
 
-/// Parse `exec:PATH[:name=v1,v2…]` into its grid of settings (one process each).
-pub fn spec(text: &str) -> Result<Vec<Setting>, String> {
+/// Parse `exec:PATH[:name=v1,v2…]` into its grid of settings (one process each), each
+/// allowed `timeout` to answer a run.
+pub fn spec(text: &str, timeout: Duration) -> Result<Vec<Setting>, String> {
     let rest = text.trim().strip_prefix(PREFIX).unwrap_or(text);
     let mut parts = rest.split(':');
     let program = PathBuf::from(parts.next().unwrap_or("").trim());
@@ -69,7 +77,7 @@ pub fn spec(text: &str) -> Result<Vec<Setting>, String> {
         crate::detector::grid(axes.iter().map(|(name, values)| (*name, values.as_slice())))
             .into_iter()
             .map(|values| {
-                let detector = External::new(&program, &values);
+                let detector = External::new(&program, &values, timeout);
                 Setting {
                     id,
                     params: Params {
@@ -87,6 +95,7 @@ pub fn spec(text: &str) -> Result<Vec<Setting>, String> {
 struct External {
     program: PathBuf,
     args: Vec<String>,
+    timeout: Duration,
     state: Mutex<State>,
 }
 
@@ -95,42 +104,67 @@ struct State {
     running: Option<Running>,
     /// Once it failed, every later run gets the same error without asking again.
     failed: Option<String>,
+    /// When its input was closed at the end of the sweep.
+    closed: Option<Instant>,
 }
 
 struct Running {
     child: Child,
     stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
+    /// Its answer lines, read by a thread of their own (so that a silent process can be given
+    /// up on): each a line, or why reading stopped.
+    answers: Receiver<Result<String, String>>,
 }
 
 impl External {
-    fn new(program: &Path, values: &[(&'static str, String)]) -> Self {
+    fn new(program: &Path, values: &[(&'static str, String)], timeout: Duration) -> Self {
         Self {
             program: program.to_owned(),
             args: values.iter().map(|(n, v)| format!("{n}={v}")).collect(),
+            timeout,
             state: Mutex::new(State::default()),
         }
     }
 
     fn start(&self) -> Result<Running, String> {
-        let mut child = Command::new(&self.program)
+        let mut command = Command::new(&self.program);
+        command
             .args(&self.args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::inherit());
+        own_group(&mut command);
+        let mut child = command
             .spawn()
             .map_err(|e| format!("cannot start `{}`: {e}", self.program.display()))?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            end_group(&mut child);
             return Err("its stdin and stdout could not be connected".to_owned());
         };
+        let (send, answers) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut stdout = BufReader::new(stdout);
+            loop {
+                let read = read_answer(&mut stdout, MAX_DETECTOR_ANSWER_BYTES);
+                let more = matches!(read, Ok(Some(_)));
+                let sent = match read {
+                    Ok(Some(line)) => send.send(Ok(line)),
+                    Ok(None) => break,
+                    Err(e) => send.send(Err(e)),
+                };
+                if !more || sent.is_err() {
+                    break;
+                }
+            }
+        });
         Ok(Running {
             child,
             stdin: Some(stdin),
-            stdout: BufReader::new(stdout),
+            answers,
         })
     }
 
-    fn ask(running: &mut Running, line: &str, calls: usize) -> Result<Option<Fire>, String> {
+    fn ask(&self, running: &mut Running, line: &str, calls: usize) -> Result<Option<Fire>, String> {
         let stdin = running
             .stdin
             .as_mut()
@@ -140,24 +174,64 @@ impl External {
             .and_then(|()| stdin.write_all(b"\n"))
             .and_then(|()| stdin.flush())
             .map_err(|e| format!("it stopped reading its input ({e})"))?;
-        let mut answer = String::new();
-        let n = running
-            .stdout
-            .read_line(&mut answer)
-            .map_err(|e| format!("cannot read its answer: {e}"))?;
-        if n == 0 {
-            let status = running.child.try_wait().ok().flatten().map_or_else(
-                || "closed its stdout".to_owned(),
-                |s| format!("ended ({s})"),
-            );
-            return Err(format!("it {status} without answering"));
+        match running.answers.recv_timeout(self.timeout) {
+            Ok(Ok(answer)) => parse_answer(answer.trim(), calls),
+            Ok(Err(e)) => Err(e),
+            Err(RecvTimeoutError::Timeout) => Err(format!(
+                "it did not answer within {} ms (--detector-timeout-ms)",
+                self.timeout.as_millis()
+            )),
+            Err(RecvTimeoutError::Disconnected) => {
+                let status = running.child.try_wait().ok().flatten().map_or_else(
+                    || "closed its stdout".to_owned(),
+                    |s| format!("ended ({s})"),
+                );
+                Err(format!("it {status} without answering"))
+            }
         }
-        parse_answer(answer.trim(), calls)
     }
 }
 
+/// Read one line of at most `limit` bytes from `reader`, without its line end: `Ok(None)` at
+/// the end of input; `Err` for a longer line (read no further) or one that is not UTF-8.
+pub fn read_answer(reader: &mut impl BufRead, limit: usize) -> Result<Option<String>, String> {
+    let mut line = Vec::new();
+    loop {
+        let buffer = reader
+            .fill_buf()
+            .map_err(|e| format!("cannot read its answer: {e}"))?;
+        if buffer.is_empty() {
+            if line.is_empty() {
+                return Ok(None);
+            }
+            break;
+        }
+        let (take, done) = match buffer.iter().position(|&b| b == b'\n') {
+            Some(at) => (at + 1, true),
+            None => (buffer.len(), false),
+        };
+        if line.len() + take > limit + 1 {
+            return Err(format!(
+                "its answer is longer than {} KiB; answer one short line",
+                limit / 1024
+            ));
+        }
+        line.extend_from_slice(&buffer[..take]);
+        reader.consume(take);
+        if done {
+            break;
+        }
+    }
+    if line.last() == Some(&b'\n') {
+        line.pop();
+    }
+    String::from_utf8(line)
+        .map(Some)
+        .map_err(|_| "its answer is not UTF-8".to_owned())
+}
+
 /// Read one answer line: where it fired (a call index up to `calls`), if anywhere.
-fn parse_answer(answer: &str, calls: usize) -> Result<Option<Fire>, String> {
+pub fn parse_answer(answer: &str, calls: usize) -> Result<Option<Fire>, String> {
     let shown: String = answer.chars().take(120).collect();
     let bad = |why: &str| {
         format!(
@@ -241,17 +315,25 @@ impl Detector for External {
         }
         let line = run_line(view);
         let answered = match state.running.as_mut() {
-            Some(running) => Self::ask(running, &line, view.calls.len()),
+            Some(running) => self.ask(running, &line, view.calls.len()),
             None => Err("it is not running".to_owned()),
         };
         if let Err(e) = &answered {
             state.failed = Some(e.clone());
             if let Some(mut r) = state.running.take() {
-                let _ = r.child.kill();
-                let _ = r.child.wait();
+                end_group(&mut r.child);
             }
         }
         answered
+    }
+
+    fn close_input(&self) {
+        if let Ok(mut state) = self.state.lock() {
+            if let Some(r) = state.running.as_mut() {
+                drop(r.stdin.take());
+            }
+            state.closed.get_or_insert_with(Instant::now);
+        }
     }
 }
 
@@ -261,17 +343,20 @@ impl Drop for External {
             return;
         };
         if let Some(mut r) = state.running.take() {
-            // End of input asks it to exit; one that does not is ended.
+            // End of input asks it to exit; one that does not is ended with its group. The
+            // grace counts from when the sweep closed every input at once.
             drop(r.stdin.take());
-            let deadline = Instant::now() + Duration::from_secs(5);
+            let grace = Duration::from_millis(DETECTOR_EXIT_GRACE_MS);
+            let deadline = state.closed.unwrap_or_else(Instant::now) + grace;
             while Instant::now() < deadline {
                 if let Ok(Some(_)) = r.child.try_wait() {
+                    // Its group may still hold what it started.
+                    end_group(&mut r.child);
                     return;
                 }
                 std::thread::sleep(Duration::from_millis(10));
             }
-            let _ = r.child.kill();
-            let _ = r.child.wait();
+            end_group(&mut r.child);
         }
     }
 }

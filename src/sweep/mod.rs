@@ -284,6 +284,10 @@ pub fn sweep(
         }
     }
     report.rows = rows;
+    // Every external detector's input closed at once: their exit grace runs side by side.
+    for s in &options.settings {
+        s.detector.close_input();
+    }
     Ok(report)
 }
 

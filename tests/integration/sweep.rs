@@ -548,6 +548,120 @@ fn a_failing_external_detector_is_named_and_the_others_still_scored() {
     assert!(rows.contains_key("consecutive-identical k=3"));
 }
 
+/// An executable script in the project, for `--detector exec:`.
+fn script(p: &Project, name: &str, body: &str) -> String {
+    p.write(name, body);
+    std::fs::set_permissions(
+        p.join(name),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    format!("exec:{}", p.join(name).display())
+}
+
+/// Whether a process is still there (a zombie counts as gone).
+fn alive(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()))
+        .is_ok_and(|stat| !stat.split(") ").nth(1).unwrap_or("").starts_with('Z'))
+}
+
+/// Issue 31: a detector that floods one endless line, one that hangs without answering (and
+/// leaves a child behind, as a wrapper would), each fail their setting with a message within
+/// the timeout, the others are scored, and no process of theirs outlives the sweep.
+#[test]
+fn flooding_and_hanging_detectors_fail_their_setting_and_leave_no_process() {
+    let p = Project::new();
+    let flood = script(
+        &p,
+        "flood.sh",
+        "#!/bin/sh\necho $$ >> pids\nwhile :; do printf xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx; done\n",
+    );
+    let hang = script(
+        &p,
+        "hang.sh",
+        "#!/bin/sh\necho $$ >> pids\nsleep 1000 &\necho $! >> pids\nsleep 1000\n",
+    );
+    let fixtures = repo()
+        .join("fixtures/transcripts")
+        .to_string_lossy()
+        .into_owned();
+    let run = sweep(
+        &p,
+        &[fixtures],
+        &[
+            "--detector",
+            &flood,
+            "--detector",
+            &hang,
+            "--detector",
+            "consecutive-identical:k=3",
+            "--detector-timeout-ms",
+            "500",
+            "--out",
+            "c.csv",
+        ],
+    );
+    run.expect_code(1)
+        .expect_stdout("2 setting(s) failed and have no row");
+    assert!(
+        run.stderr.contains("flood.sh: run ")
+            && run.stderr.contains("its answer is longer than 64 KiB"),
+        "{run}"
+    );
+    assert!(
+        run.stderr.contains("hang.sh: run ")
+            && run
+                .stderr
+                .contains("it did not answer within 500 ms (--detector-timeout-ms)"),
+        "{run}"
+    );
+    assert!(rows(&p.read("c.csv")).contains_key("consecutive-identical k=3"));
+    let pids = p.read("pids");
+    assert_eq!(pids.lines().count(), 3, "{pids}");
+    for pid in pids.lines() {
+        assert!(!alive(pid), "process {pid} outlived the sweep");
+    }
+}
+
+/// Issue 31: detectors that keep running after their input closes get the exit grace together,
+/// not one after another: six of them end within about one grace (2 s), not six.
+#[test]
+fn detectors_ignoring_the_end_of_input_share_one_exit_grace() {
+    let p = Project::new();
+    let stubborn = script(
+        &p,
+        "stubborn.py",
+        "#!/usr/bin/env python3\nimport os, sys, time\nopen('pids', 'a').write(f'{os.getpid()}\\n')\nfor line in sys.stdin:\n    print('{\"fired\": null}', flush=True)\ntime.sleep(1000)\n",
+    );
+    let fixtures = repo()
+        .join("fixtures/transcripts")
+        .to_string_lossy()
+        .into_owned();
+    let start = std::time::Instant::now();
+    sweep(
+        &p,
+        &[fixtures],
+        &[
+            "--detector",
+            &format!("{stubborn}:k=1,2,3,4,5,6"),
+            "--out",
+            "c.csv",
+        ],
+    )
+    .expect_code(0);
+    // Generous: one grace and the sweep itself; one grace each would be 12 s.
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(8),
+        "{:?}",
+        start.elapsed()
+    );
+    let pids = p.read("pids");
+    assert_eq!(pids.lines().count(), 6, "{pids}");
+    for pid in pids.lines() {
+        assert!(!alive(pid), "process {pid} outlived the sweep");
+    }
+}
+
 /// The corpus the repository carries; a clone without it is broken, and the tests say so
 /// rather than pass on nothing.
 fn corpus() -> PathBuf {
