@@ -414,6 +414,10 @@ pub(super) struct SweepArgs {
     /// fails and its process group is ended.
     #[arg(long, value_name = "MS", default_value_t = crate::limits::DETECTOR_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     pub(super) detector_timeout_ms: u64,
+    /// Let a sweep that reads no run pass (by default it is bad input, exit 2: a table of 0/0
+    /// must not look like a result).
+    #[arg(long)]
+    pub(super) allow_empty: bool,
 }
 
 /// Arguments of `harness import`.
@@ -436,6 +440,10 @@ pub(super) struct ImportArgs {
     /// follow-ups).
     #[arg(long = "as", value_enum, default_value_t = ImportAs::Trace, value_name = "KIND")]
     pub(super) as_: ImportAs,
+    /// Let an import that writes no run pass (by default it is bad input, exit 2: a wrong
+    /// path or format must not look like an import).
+    #[arg(long)]
+    pub(super) allow_empty: bool,
 }
 
 /// What `harness import` writes for each run.
@@ -567,6 +575,10 @@ pub(super) struct PromoteArgs {
 pub(super) struct LintArgs {
     /// Files and folders (default: `scenarios`, `fixtures` and `snapshots`, those that exist).
     pub(super) paths: Vec<PathBuf>,
+    /// Let a lint that reads no file pass (by default it is bad input, exit 2: a lint of
+    /// nothing must not look clean).
+    #[arg(long)]
+    pub(super) allow_empty: bool,
 }
 
 /// `harness serve` arguments.

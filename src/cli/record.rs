@@ -199,6 +199,7 @@ pub(super) fn lint(args: &LintArgs, setup: &super::Setup) -> anyhow::Result<Exit
     }
     Ok(crate::record::lint_paths(
         &paths,
+        args.allow_empty,
         &mut anstream::stdout().lock(),
     )?)
 }

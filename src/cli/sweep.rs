@@ -7,6 +7,7 @@ use crate::detector::{self, Setting};
 use crate::diagnostic::{Diagnostic, Style};
 use crate::import;
 use crate::results::ExitStatus;
+use crate::scenario::SourceFormat;
 use crate::store;
 use crate::sweep::{self, Options, labels};
 use anyhow::Context as _;
@@ -221,6 +222,15 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<ExitStatus> {
         )?;
         return Ok(ExitStatus::BadInput);
     }
+    if report.runs == 0 && !args.allow_empty {
+        let d = Diagnostic::new(format!(
+            "nothing was scored: {} file(s) read, no run in them",
+            report.files
+        ))
+        .hint("give transcript, trace, scenario or cassette files that hold runs (or `--format`); `--allow-empty` lets a sweep of nothing pass");
+        write!(err, "{}", d.render(&Style::default()))?;
+        return Ok(ExitStatus::BadInput);
+    }
     if !report.failed.is_empty() {
         writeln!(
             out,
@@ -240,6 +250,10 @@ pub(super) fn import(args: ImportArgs) -> anyhow::Result<ExitStatus> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
     let (inputs, unreadable) = sweep::source::discover(&args.files);
+    // Files read with no run written from them, and runs not written.
+    let mut skipped_files = unreadable.len();
+    let mut skipped_runs = 0;
+    let files = inputs.len() + unreadable.len();
     for (path, message) in unreadable {
         write!(
             err,
@@ -257,6 +271,7 @@ pub(super) fn import(args: ImportArgs) -> anyhow::Result<ExitStatus> {
                 "note: {}: skipped: a scenario, not a transcript",
                 input.path.display()
             )?;
+            skipped_files += 1;
             continue;
         }
         let got = sweep::source::load(&input, args.format);
@@ -266,6 +281,9 @@ pub(super) fn import(args: ImportArgs) -> anyhow::Result<ExitStatus> {
         }
         if let Some(n) = &got.note {
             writeln!(err, "note: {}: skipped: {n}", input.path.display())?;
+        }
+        if got.runs.is_empty() {
+            skipped_files += 1;
         }
         for run in &got.runs {
             let name = format!("{}.{}", import::file_stem(&run.id), args.as_.extension());
@@ -289,23 +307,62 @@ pub(super) fn import(args: ImportArgs) -> anyhow::Result<ExitStatus> {
                 ImportAs::Scenario => {
                     let file = input.path.to_string_lossy().replace('\\', "/");
                     let scenario = import::scenario::scenario_of(run, &file);
-                    crate::record::write_scenario(
+                    let text = crate::record::scenario_text(
                         &scenario,
-                        &path,
                         "# Imported from a transcript by `harness import --as scenario`: edit freely.\n",
                     )
                     .map_err(|r| anyhow::anyhow!("{}", r.message))?;
+                    // Only what `run` takes is written: the same loading and checks.
+                    if let Err(problems) = crate::scenario::load(&text, SourceFormat::Toml, &run.id)
+                    {
+                        let why = problems
+                            .first()
+                            .map_or_else(|| "it does not load".to_owned(), |d| d.message.clone());
+                        let d = Diagnostic::new(format!(
+                            "run `{}` was not written: as a scenario, {why}",
+                            run.id
+                        ))
+                        .in_file(&input.path)
+                        .hint("`harness run` would refuse it; import it as a trace (the default) to sweep it");
+                        write!(err, "{}", d.render(&Style::default()))?;
+                        written.remove(&name);
+                        skipped_runs += 1;
+                        bad = true;
+                        continue;
+                    }
+                    store::write_atomic(&path, text.as_bytes())
+                        .with_context(|| format!("cannot write {}", path.display()))?;
                 }
             }
         }
     }
+    let mut skipped = Vec::new();
+    if skipped_files > 0 {
+        skipped.push(format!("{skipped_files} of {files} file(s) gave no run"));
+    }
+    if skipped_runs > 0 {
+        skipped.push(format!("{skipped_runs} run(s) not written"));
+    }
+    let skipped = if skipped.is_empty() {
+        String::new()
+    } else {
+        format!("; {} (see stderr)", skipped.join(", "))
+    };
     writeln!(
         out,
-        "harness import: {} {} written to {}",
+        "harness import: {} {} written to {}{skipped}",
         written.len(),
         args.as_.noun(),
         args.out.display()
     )?;
+    if written.is_empty() && !args.allow_empty {
+        let d = Diagnostic::new(format!(
+            "nothing was imported: {files} file(s) read, no run written"
+        ))
+        .hint("check the paths and the format (`--format`); `--allow-empty` lets an import of nothing pass");
+        write!(err, "{}", d.render(&Style::default()))?;
+        return Ok(ExitStatus::BadInput);
+    }
     Ok(if bad {
         ExitStatus::BadInput
     } else {

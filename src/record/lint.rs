@@ -26,7 +26,7 @@ pub struct Hit {
 }
 
 /// Lint these files and folders; the findings and the paths that could not be read.
-pub fn lint(paths: &[PathBuf], scrubber: &Scrubber) -> (Vec<Hit>, Vec<(PathBuf, io::Error)>) {
+pub fn lint(paths: &[PathBuf], scrubber: &Scrubber) -> Linted {
     let mut hits = Vec::new();
     let mut errors = Vec::new();
     let mut files = Vec::new();
@@ -49,6 +49,7 @@ pub fn lint(paths: &[PathBuf], scrubber: &Scrubber) -> (Vec<Hit>, Vec<(PathBuf, 
     }
     files.sort();
     files.dedup();
+    let mut read = 0;
     for f in files {
         let bytes = match std::fs::read(&f) {
             Ok(b) => b,
@@ -57,6 +58,7 @@ pub fn lint(paths: &[PathBuf], scrubber: &Scrubber) -> (Vec<Hit>, Vec<(PathBuf, 
                 continue;
             }
         };
+        read += 1;
         let text = String::from_utf8_lossy(&bytes);
         let mut file_hits = Vec::new();
         for (n, line) in text.lines().enumerate() {
@@ -85,7 +87,17 @@ pub fn lint(paths: &[PathBuf], scrubber: &Scrubber) -> (Vec<Hit>, Vec<(PathBuf, 
         }
         hits.extend(file_hits);
     }
-    (hits, errors)
+    Linted { hits, errors, read }
+}
+
+/// What a lint found: the hits, the paths it could not read, and how many files it read.
+pub struct Linted {
+    /// Secret-looking strings.
+    pub hits: Vec<Hit>,
+    /// Paths that could not be read.
+    pub errors: Vec<(PathBuf, io::Error)>,
+    /// Files read.
+    pub read: usize,
 }
 
 /// Secrets a line-by-line scan cannot see in a cassette: split across the events of a stream
@@ -209,10 +221,11 @@ impl FileKind {
 
 /// Print the findings; the exit code (0 clean, 1 secrets found, 2 unreadable path).
 pub fn report(
-    hits: &[Hit],
-    errors: &[(PathBuf, io::Error)],
+    linted: &Linted,
+    allow_empty: bool,
     out: &mut dyn Write,
 ) -> io::Result<crate::results::ExitStatus> {
+    let (hits, errors) = (&linted.hits, &linted.errors);
     for (p, e) in errors {
         let d = crate::diagnostic::Diagnostic::whole_file(format!("cannot read: {e}")).in_file(p);
         write!(out, "{}", d.render(&crate::diagnostic::Style::default()))?;
@@ -237,7 +250,18 @@ pub fn report(
     if !hits.is_empty() {
         writeln!(out, "  hint: rotate the key if it was real")?;
     }
-    writeln!(out, "harness lint: {} secret-looking strings", hits.len())?;
+    writeln!(
+        out,
+        "harness lint: {} secret-looking strings in {} file(s)",
+        hits.len(),
+        linted.read
+    )?;
+    if linted.read == 0 && !allow_empty {
+        let d = crate::diagnostic::Diagnostic::new("nothing was read: no scenario, cassette, golden or fixture file in the paths given")
+            .hint("give the files and folders to check (default: the project's scenarios, fixtures and snapshots); `--allow-empty` lets a lint of nothing pass");
+        write!(out, "{}", d.render(&crate::diagnostic::Style::default()))?;
+        return Ok(crate::results::ExitStatus::BadInput);
+    }
     Ok(if !errors.is_empty() {
         crate::results::ExitStatus::BadInput
     } else if hits.is_empty() {
@@ -262,14 +286,16 @@ mod tests {
         .expect("write");
         std::fs::write(dir.path().join("b.toml"), "user = \"clean\"\n").expect("write");
         std::fs::write(dir.path().join("c.bin"), "sk-proj-0123456789abcdefgh").expect("write");
-        let (hits, errors) = lint(&[dir.path().to_path_buf()], &Scrubber::default());
+        let linted = lint(&[dir.path().to_path_buf()], &Scrubber::default());
+        let (hits, errors) = (&linted.hits, &linted.errors);
         assert!(errors.is_empty());
+        assert_eq!(linted.read, 2, "the cassette and the scenario; not c.bin");
         assert_eq!(hits.len(), 1, "{hits:?}");
         assert_eq!((hits[0].line, hits[0].col), (3, 11));
         assert_eq!(hits[0].kind, "OpenAI-style API key");
         let mut out = Vec::new();
         assert_eq!(
-            report(&hits, &errors, &mut out).ok(),
+            report(&linted, false, &mut out).ok(),
             Some(crate::results::ExitStatus::Failed)
         );
         let text = String::from_utf8_lossy(&out);
@@ -291,10 +317,10 @@ mod tests {
         ] {
             std::fs::write(dir.path().join(name), format!("key {key}\n")).expect("write");
         }
-        let (hits, errors) = lint(&[dir.path().to_path_buf()], &Scrubber::default());
-        assert_eq!(hits.len(), 5, "{hits:?}");
+        let linted = lint(&[dir.path().to_path_buf()], &Scrubber::default());
+        assert_eq!(linted.hits.len(), 5, "{:?}", linted.hits);
         let mut out = Vec::new();
-        report(&hits, &errors, &mut out).expect("report");
+        report(&linted, false, &mut out).expect("report");
         let text = String::from_utf8_lossy(&out);
         // One hint per kind, in a fixed order, none telling to re-record a golden.
         let hints: Vec<&str> = text.lines().filter(|l| l.contains("hint:")).collect();

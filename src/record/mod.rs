@@ -817,6 +817,17 @@ pub fn write_scenario(
     out: &Path,
     header: &str,
 ) -> Result<(), Diagnostic> {
+    let body = scenario_text(promoted, header)?;
+    store::write_atomic(out, body.as_bytes()).map_err(|e| {
+        refuse(
+            format!("cannot write {}: {e}", out.display()),
+            "check the folder's permissions",
+        )
+    })
+}
+
+/// A scenario as the TOML file [`write_scenario`] writes, `header` first.
+pub fn scenario_text(promoted: &scenario::Scenario, header: &str) -> Result<String, Diagnostic> {
     let mut value = serde_json::to_value(promoted).unwrap_or_default();
     prune(&mut value);
     let mut body = toml::to_string_pretty(&value).map_err(|e| {
@@ -826,12 +837,7 @@ pub fn write_scenario(
         )
     })?;
     body.insert_str(0, header);
-    store::write_atomic(out, body.as_bytes()).map_err(|e| {
-        refuse(
-            format!("cannot write {}: {e}", out.display()),
-            "check the folder's permissions",
-        )
-    })
+    Ok(body)
 }
 
 /// Drop what a hand-written scenario leaves out: empty lists and tables, and the defaults
@@ -867,6 +873,7 @@ fn prune(v: &mut serde_json::Value) {
 /// exist): the exit code.
 pub fn lint_paths(
     paths: &[PathBuf],
+    allow_empty: bool,
     out: &mut dyn std::io::Write,
 ) -> std::io::Result<crate::results::ExitStatus> {
     let paths = if paths.is_empty() {
@@ -878,8 +885,7 @@ pub fn lint_paths(
     } else {
         paths.to_vec()
     };
-    let (hits, errors) = lint::lint(&paths, &scrubber(None));
-    lint::report(&hits, &errors, out)
+    lint::report(&lint::lint(&paths, &scrubber(None)), allow_empty, out)
 }
 
 #[cfg(test)]

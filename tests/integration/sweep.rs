@@ -1075,3 +1075,96 @@ fn the_real_scenarios_are_their_transcripts_imported() {
         );
     }
 }
+
+/// Issue 31: `import --as scenario` writes only scenarios `run` takes. Runs it cannot turn into
+/// one (a tool output past 1 MiB, an empty tool name, a control character in a name) are
+/// reported with the reason, the rest are written, and the exit status says some were skipped.
+#[test]
+fn import_as_scenario_writes_only_what_replays() {
+    let p = Project::new();
+    let good = r#"{"id": "good", "success": true, "messages": [{"role": "user", "content": "Read a"}, {"role": "assistant", "content": null, "tool_calls": [{"id": "x1", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\": \"a\"}"}}]}, {"role": "tool", "tool_call_id": "x1", "content": "hello"}, {"role": "assistant", "content": "It says hello."}]}"#;
+    let run_with = |id: &str, name: &str, output: &str| {
+        serde_json::json!({"id": id, "messages": [
+            {"role": "user", "content": "Go"},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "x1", "type": "function", "function": {"name": name, "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "x1", "content": output},
+            {"role": "assistant", "content": "Done."}
+        ]})
+        .to_string()
+    };
+    let huge = "x".repeat(1024 * 1024 + 1);
+    let lines = [
+        good.to_owned(),
+        run_with("huge-output", "read_file", &huge),
+        run_with("empty-name", "", "ok"),
+        run_with("control-name", "read\u{7}file", "ok"),
+    ];
+    p.write("hostile/runs.jsonl", lines.join("\n") + "\n");
+    let import = p.harness(&[
+        "import",
+        "hostile",
+        "--format",
+        "openai",
+        "--as",
+        "scenario",
+        "--out",
+        "scenarios/imported",
+    ]);
+    import.expect_code(2);
+    assert!(
+        import
+            .stdout
+            .contains("harness import: 1 scenario(s) written to scenarios/imported; 3 run(s) not written (see stderr)"),
+        "{import}"
+    );
+    for id in ["huge-output", "empty-name", "control-name"] {
+        assert!(
+            import.stderr.contains(&format!(
+                "run `runs.jsonl#{id}` was not written: as a scenario, "
+            )),
+            "{id}\n{import}"
+        );
+    }
+    assert_eq!(p.files("scenarios/imported", ".toml").len(), 1, "{import}");
+    // What was written replays: only its golden is missing.
+    let run = p.harness(&["run", "scenarios/imported", "--no-baseline"]);
+    run.expect_code(1);
+    assert!(run.stdout.contains(" 0 invalid files"), "{run}");
+}
+
+/// Issue 31: no silent greens. An import or a sweep of files that hold no run, and a lint of
+/// nothing, are bad input with the reason; `--allow-empty` lets them pass.
+#[test]
+fn import_sweep_and_lint_of_nothing_are_bad_input_unless_allowed() {
+    let p = Project::new();
+    p.write("nothing/notes.json", "{\"hello\": 1}\n");
+    p.write("nothing/empty.jsonl", "");
+    p.write("empty/.keep", "");
+    let import = p.harness(&["import", "nothing", "--out", "out"]);
+    import.expect_code(2);
+    assert!(
+        import
+            .stderr
+            .contains("nothing was imported: 2 file(s) read, no run written"),
+        "{import}"
+    );
+    let sweep = p.harness(&["sweep", "nothing", "--detector", "consecutive-identical"]);
+    sweep.expect_code(2);
+    assert!(sweep.stderr.contains("nothing was scored: "), "{sweep}");
+    let lint = p.harness(&["lint", "empty"]);
+    lint.expect_code(2);
+    assert!(lint.stdout.contains("nothing was read"), "{lint}");
+    // Allowed, only the unreadable file itself is an error: an empty folder passes.
+    p.harness(&["import", "empty", "--out", "out", "--allow-empty"])
+        .expect_code(0);
+    p.harness(&[
+        "sweep",
+        "empty",
+        "--detector",
+        "consecutive-identical",
+        "--allow-empty",
+    ])
+    .expect_code(0);
+    p.harness(&["lint", "empty", "--allow-empty"])
+        .expect_code(0);
+}
