@@ -186,6 +186,41 @@ fn case_json(c: &CaseResult) -> Case {
     }
 }
 
+/// A trace read back holds what a run can give: at most [`MAX_TRACE_EVENTS`] events, times
+/// within [`MAX_VIRTUAL_MS`] that never go back. Checked before a report allocates anything
+/// from it (a page's time axis is as long as its last time).
+///
+/// [`MAX_TRACE_EVENTS`]: crate::limits::MAX_TRACE_EVENTS
+/// [`MAX_VIRTUAL_MS`]: crate::limits::MAX_VIRTUAL_MS
+fn check_trace(events: &[crate::trace::TimedEvent]) -> Result<(), String> {
+    use crate::limits::{MAX_TRACE_EVENTS, MAX_VIRTUAL_MS};
+    if events.len() > MAX_TRACE_EVENTS {
+        return Err(format!(
+            "{} events, over the limit of {MAX_TRACE_EVENTS} for one run",
+            events.len()
+        ));
+    }
+    let mut last = 0;
+    for (i, e) in events.iter().enumerate() {
+        if e.t_ms > MAX_VIRTUAL_MS {
+            return Err(format!(
+                "event {} is at t_ms {}, over the limit of {MAX_VIRTUAL_MS} for one run",
+                i + 1,
+                e.t_ms
+            ));
+        }
+        if e.t_ms < last {
+            return Err(format!(
+                "event {} is at t_ms {}, before the event ahead of it ({last}); a run's clock never goes back",
+                i + 1,
+                e.t_ms
+            ));
+        }
+        last = e.t_ms;
+    }
+    Ok(())
+}
+
 /// A case read back; what is wrong with it, and its kind.
 fn case_back(c: Case) -> Result<CaseResult, (String, Cause)> {
     let golden = match (c.golden.as_str(), c.diff) {
@@ -214,6 +249,9 @@ fn case_back(c: Case) -> Result<CaseResult, (String, Cause)> {
     })?;
     crate::metrics::check_row(&row)
         .map_err(|e| (format!("case `{}`: metrics: {e}", c.id), Cause::Figure))?;
+    if let Some(events) = &c.trace {
+        check_trace(events).map_err(|e| (format!("case `{}`: trace: {e}", c.id), Cause::Figure))?;
+    }
     if c.runs == 0 || c.passes > c.runs {
         return Err((
             format!("case `{}`: {} passes of {} runs", c.id, c.passes, c.runs),

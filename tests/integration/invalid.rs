@@ -459,6 +459,7 @@ const OTHER_POINTS_AT: &[(&str, &str)] = &[
     ("results/invalid-utf8.json", "\u{FFFD}"),
     ("results/missing-files.json", "}"),
     ("results/tokens-past-the-limit.json", "{"),
+    ("results/trace-time-past-the-limit.json", "{"),
     ("results/truncated.json", ""),
     ("results/unknown-file-key.json", "\"unknown_key\""),
     ("results/unknown-golden-verdict.json", "{"),
