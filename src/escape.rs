@@ -1,15 +1,30 @@
 //! Text from inputs shown where one line means one thing — golden lines, the terminal, CI
 //! logs (where a line starting with `::` is a GitHub workflow command): control characters
-//! (line breaks, escapes, bell, NUL, C1 controls) and the bidirectional overrides that make a
-//! line read differently from what it holds are spelled out (`\n`, `\r`, `\u{1b}`). Tabs stay.
-//! Pure; owns no format of its own.
+//! (line breaks, escapes, bell, NUL, C1 controls), the bidirectional controls that make a line
+//! read differently from what it holds (embeddings, overrides, isolates and the invisible
+//! direction marks) and the invisible characters that hide text between others (zero-width
+//! space, word joiner and its kin, the byte-order mark) are spelled out (`\n`, `\r`,
+//! `\u{1b}`). Tabs stay, and so do the zero-width joiner and non-joiner, which scripts and emoji
+//! need. Pure; owns no format of its own.
 
 use std::borrow::Cow;
 
 /// Must `c` be spelled out?
 pub fn is_unsafe(c: char) -> bool {
     (c.is_control() && c != '\t')
-        || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        || matches!(
+            c,
+            '\u{061c}'
+                | '\u{200b}'
+                | '\u{200e}'
+                | '\u{200f}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202a}'..='\u{202e}'
+                | '\u{2060}'..='\u{2064}'
+                | '\u{2066}'..='\u{2069}'
+                | '\u{feff}'
+        )
 }
 
 /// `s` with every unsafe character spelled out; borrowed when there is none.
@@ -59,6 +74,15 @@ mod tests {
             "a\\n::error::x\\r\\u{1b}[2J\\u{7}\\u{0}\\u{9b}\\u{202e}"
         );
         assert_eq!(escape_in_lines("one\r\ntwo\u{1b}"), "one\\r\ntwo\\u{1b}");
+        // The invisible bidirectional marks and hiding characters too; joiners stay.
+        assert_eq!(
+            escape_controls("a\u{200e}b\u{200f}c\u{61c}d\u{200b}e\u{2060}f\u{feff}g\u{2067}h"),
+            "a\\u{200e}b\\u{200f}c\\u{61c}d\\u{200b}e\\u{2060}f\\u{feff}g\\u{2067}h"
+        );
+        assert!(matches!(
+            escape_controls("👨\u{200d}👩 می\u{200c}خواهم"),
+            Cow::Borrowed(_)
+        ));
         assert_eq!(first_unsafe("ok"), None);
         assert_eq!(first_unsafe("a\u{7}"), Some('\u{7}'));
     }

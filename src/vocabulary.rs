@@ -110,3 +110,7 @@ pub const INTERVENTION_ACTIONS: &[&str] = &[
 /// drive the agent.
 pub const TEXT_REFUSED_FOR_TOOL_CHOICE: &str =
     "harness serve: the request requires a tool call (tool_choice `required` / `any`)";
+
+/// What a failure pattern (`[serve] failure`, `--failure`) may be written in, for hints: the
+/// patterns are compiled by `regex-lite`, Rust's `regex` syntax without Unicode classes.
+pub const REGEX_SYNTAX: &str = "Rust `regex` syntax without Unicode classes: `\\p{…}` is not supported (use `[[:alpha:]]` or explicit ranges); `\\w`, `\\d` and `\\s` match ASCII only";

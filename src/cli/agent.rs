@@ -455,6 +455,7 @@ pub(super) fn proxy(args: &ProxyArgs, setup: &Setup, ci: bool) -> anyhow::Result
         None
     };
     let bounded = proxy.bounded();
+    let unsent = proxy.unsent();
     let (slots, scrubber, refusals) = proxy.stop_replaying()?;
     if let Some(ended) = &ended {
         let note = match ended {
@@ -467,6 +468,13 @@ pub(super) fn proxy(args: &ProxyArgs, setup: &Setup, ci: bool) -> anyhow::Result
     }
     let groups = proxy::conversations(&slots);
     let mut code = ExitStatus::Ok;
+    for said in &unsent {
+        code = fail(
+            &Diagnostic::new(format!("a request was not passed on: {said}"))
+                .hint("the proxy passes on only the model APIs and the model list, by plain paths; the agent was answered with this error")
+                .status(ExitStatus::Failed),
+        );
+    }
     for said in &refusals {
         code = fail(
             &Diagnostic::new(format!("a request the recording does not answer was refused: {said}"))
@@ -625,7 +633,10 @@ pub(super) fn proxy(args: &ProxyArgs, setup: &Setup, ci: bool) -> anyhow::Result
 
 /// The proxy's exit status: the signal's, when one stopped it.
 fn finish_proxy(ended: &Option<Ended>, code: ExitStatus) -> ExitStatus {
-    if matches!(ended, Some(Ended::Interrupted)) {
+    // Without a command the session lasts until a stop signal, which the exit status says
+    // (130 for Ctrl-C) once the cassettes are written, as the help promises.
+    let stopped = ended.is_none() && crate::run::interrupt::requested();
+    if stopped || matches!(ended, Some(Ended::Interrupted)) {
         crate::run::interrupt::status()
     } else {
         code

@@ -692,7 +692,7 @@ fn part_name(s: &str) -> Result<Part, String> {
 pub(super) struct ReadArgs {
     /// Also read a tool result as failed when it matches this regular expression (repeatable;
     /// checked after the scenario's `[serve] failure` patterns).
-    #[arg(long = "failure", value_name = "REGEX")]
+    #[arg(long = "failure", value_name = "REGEX", value_parser = failure_pattern)]
     pub(super) failure: Vec<String>,
     /// Read failures only by the provider's flag and the patterns, not the built-in shapes.
     #[arg(long)]
@@ -846,4 +846,17 @@ impl ExecArgs {
             allow_exit: self.allow_exit.clone(),
         }
     }
+}
+
+/// A `--failure` pattern, compiled as the served session compiles it: a mistake is a usage
+/// error at the flag, not a scenario file's.
+fn failure_pattern(text: &str) -> Result<String, String> {
+    regex_lite::Regex::new(text)
+        .map(|_| text.to_owned())
+        .map_err(|e| {
+            format!(
+                "not a regular expression ({e}); {}",
+                crate::vocabulary::REGEX_SYNTAX
+            )
+        })
 }

@@ -209,9 +209,10 @@ pub fn exec_file(
         Err(e) => {
             return Ok(FileResult {
                 path: path.to_owned(),
-                outcome: Err(vec![
-                    Diagnostic::at(1, 1, e).hint("fix the --failure pattern (Rust `regex` syntax)"),
-                ]),
+                outcome: Err(vec![Diagnostic::at(1, 1, e).hint(format!(
+                    "fix the pattern ({})",
+                    crate::vocabulary::REGEX_SYNTAX
+                ))]),
             });
         }
     };
@@ -650,9 +651,10 @@ pub fn exec_cassettes(
         Err(e) => {
             return Ok(vec![FileResult {
                 path: loaded.paths[0].clone(),
-                outcome: Err(vec![
-                    Diagnostic::at(1, 1, e).hint("fix the --failure pattern (Rust `regex` syntax)"),
-                ]),
+                outcome: Err(vec![Diagnostic::at(1, 1, e).hint(format!(
+                    "fix the pattern ({})",
+                    crate::vocabulary::REGEX_SYNTAX
+                ))]),
             }]);
         }
     };

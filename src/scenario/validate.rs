@@ -237,7 +237,10 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
             c.report(
                 vec![key("serve"), key("failure"), Seg::Index(i)],
                 format!("the failure pattern is not a regular expression: {e}"),
-                Some("write a regular expression (Rust `regex` syntax); escape literal brackets and dots with `\\`".to_owned()),
+                Some(format!(
+                    "write a regular expression ({}); escape literal brackets and dots with `\\`",
+                    crate::vocabulary::REGEX_SYNTAX
+                )),
             );
         }
     }

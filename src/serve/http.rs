@@ -82,13 +82,15 @@ pub(super) struct Running {
 }
 
 impl Running {
-    /// Bind `addr` and serve `app` on a thread named `name`.
+    /// Bind `addr` and serve `app` on a thread named `name`; `stopping` is set the moment it
+    /// begins to stop (asked, or a signal), before open connections are ended.
     pub(super) fn start(
         name: &str,
         addr: SocketAddr,
         signals: Signals,
         timeouts: Timeouts,
         app: Router,
+        stopping: Arc<std::sync::atomic::AtomicBool>,
     ) -> io::Result<Self> {
         let listener = std::net::TcpListener::bind(addr)?;
         listener.set_nonblocking(true)?;
@@ -111,6 +113,7 @@ impl Running {
                             let _ = futures_util::future::select(stopped, signal).await;
                         }
                     }
+                    stopping.store(true, std::sync::atomic::Ordering::SeqCst);
                 };
                 // Dropping the runtime at the end drops the connections the grace cut.
                 rt.block_on(serve(listener, app, shutdown, timeouts))
@@ -186,7 +189,14 @@ impl Server {
             pace: timeouts.pace,
         });
         let app = router(Arc::clone(&state));
-        let running = Running::start("harness-serve", addr, signals, timeouts, app)?;
+        let running = Running::start(
+            "harness-serve",
+            addr,
+            signals,
+            timeouts,
+            app,
+            Arc::default(),
+        )?;
         Ok(Self { running, state })
     }
 

@@ -187,6 +187,12 @@ struct Shared {
     replay: Mutex<Option<Session>>,
     /// What the replay refused, as it told the agent.
     refusals: Mutex<Vec<String>>,
+    /// Requests the proxy does not pass on (an endpoint it does not serve, a path that is not
+    /// plain), each as the agent was told.
+    unsent: Mutex<Vec<String>>,
+    /// Set when the proxy begins to stop: an answer cut after it was cut by the proxy, not by
+    /// the agent.
+    stopping: Arc<std::sync::atomic::AtomicBool>,
     /// Record mode `none`: nothing goes to the provider, not even a request that is no model
     /// request (a model list).
     offline: bool,
@@ -265,12 +271,21 @@ impl Proxy {
                 .is_some_and(|r| r.record_mode == Some(super::replay::RecordMode::None)),
             replay: Mutex::new(replay),
             refusals: Mutex::new(Vec::new()),
+            unsent: Mutex::new(Vec::new()),
+            stopping: Arc::default(),
         });
         let app = Router::new()
             .fallback(forward)
             .layer(DefaultBodyLimit::disable())
             .with_state(Arc::clone(&shared));
-        let running = Running::start("harness-proxy", addr, signals, timeouts, app)?;
+        let running = Running::start(
+            "harness-proxy",
+            addr,
+            signals,
+            timeouts,
+            app,
+            Arc::clone(&shared.stopping),
+        )?;
         Ok(Self { running, shared })
     }
 
@@ -296,6 +311,11 @@ impl Proxy {
     pub fn stop(self) -> io::Result<(Vec<Slot>, Scrubber)> {
         self.stop_replaying()
             .map(|(slots, scrubber, _)| (slots, scrubber))
+    }
+
+    /// The requests not passed on so far (each as the agent was told), in order; taken.
+    pub fn unsent(&self) -> Vec<String> {
+        std::mem::take(&mut *lock(&self.shared.unsent))
     }
 
     /// [`Proxy::stop`], with what the replay refused (each as the agent was told), in order.
@@ -326,6 +346,52 @@ fn api_of(path: &str) -> Option<Api> {
         "/responses" => Some(Api::Responses),
         "/messages" => Some(Api::Messages),
         _ => None,
+    }
+}
+
+/// Whether the proxy passes `method path` on: only the endpoints `serve` itself answers (the
+/// three model APIs and Anthropic's token count by POST, the model list and one model by GET,
+/// with or without `/v1`), each segment plain — no `.` or `..` and no encoded `/`, `\` or `.`
+/// that would climb out of the upstream's base path with harness's key. `Err` is the status
+/// and why.
+fn passes(method: &Method, path: &str) -> Result<(), (u16, String)> {
+    let shown = path.escape_default();
+    let segments: Vec<&str> = path.strip_prefix('/').unwrap_or(path).split('/').collect();
+    let plain = |seg: &str| {
+        !seg.is_empty() && !matches!(seg, "." | "..") && !seg.contains('%') && !seg.contains('\\')
+    };
+    if !segments.iter().all(|s| plain(s)) {
+        return Err((
+            400,
+            format!(
+                "harness proxy: the path {shown} is not a plain API path (empty, `.` or `..` segments, or percent-escapes); it was not sent"
+            ),
+        ));
+    }
+    let below = match segments.as_slice() {
+        ["v1", rest @ ..] => rest,
+        rest => rest,
+    };
+    let post = matches!(
+        below,
+        ["chat", "completions"] | ["responses"] | ["messages"] | ["messages", "count_tokens"]
+    );
+    let get = matches!(below, ["models"] | ["models", _]);
+    match (post || get, method) {
+        (false, _) => Err((
+            404,
+            format!(
+                "harness proxy: {method} {shown} is none of the API endpoints the proxy passes on (chat/completions, responses, messages, messages/count_tokens, models); it was not sent"
+            ),
+        )),
+        (true, m) if (post && *m == Method::POST) || (get && *m == Method::GET) => Ok(()),
+        (true, _) => Err((
+            405,
+            format!(
+                "harness proxy: {method} is not how {shown} is asked ({}); it was not sent",
+                if post { "POST" } else { "GET" }
+            ),
+        )),
     }
 }
 
@@ -388,6 +454,10 @@ async fn forward(
     } else {
         Provider::Openai
     };
+    if let Err((status, message)) = passes(&method, uri.path()) {
+        lock(&s.unsent).push(message.clone());
+        return render(refusal(provider, status, &message), 0.0);
+    }
     let bytes = match read_body(provider, &headers, body, s.read_timeout).await {
         Ok(b) => b,
         Err(r) => return r,
@@ -728,10 +798,18 @@ impl Drop for Tee {
     fn drop(&mut self) {
         if !self.finished {
             self.finished = true;
-            self.write(Some((
-                TransportKind::Cut,
-                "the agent closed the connection before the answer ended".to_owned(),
-            )));
+            // Who cut it: the proxy ending its session (a signal, or the agent's command
+            // ended) while the answer still came, or the agent hanging up.
+            let who = if self
+                .shared
+                .stopping
+                .load(std::sync::atomic::Ordering::SeqCst)
+            {
+                "the proxy's session ended before the answer did (it was stopped)"
+            } else {
+                "the agent closed the connection before the answer ended"
+            };
+            self.write(Some((TransportKind::Cut, who.to_owned())));
         }
     }
 }
@@ -949,6 +1027,39 @@ mod tests {
         assert_eq!(api_of("/v1/messages"), Some(Api::Messages));
         assert_eq!(api_of("/responses"), Some(Api::Responses));
         assert_eq!(api_of("/v1/models"), None);
+    }
+
+    #[test]
+    fn only_the_served_endpoints_pass_and_no_path_climbs_out() {
+        for (method, path) in [
+            (Method::POST, "/v1/chat/completions"),
+            (Method::POST, "/chat/completions"),
+            (Method::POST, "/v1/responses"),
+            (Method::POST, "/v1/messages"),
+            (Method::POST, "/v1/messages/count_tokens"),
+            (Method::GET, "/v1/models"),
+            (Method::GET, "/v1/models/gpt-4o-mini"),
+        ] {
+            assert_eq!(passes(&method, path), Ok(()), "{method} {path}");
+        }
+        for (method, path, status) in [
+            (Method::POST, "/v1/../../tenant-b/chat/completions", 400),
+            (Method::POST, "/v1/%2e%2e/tenant-b/chat/completions", 400),
+            (Method::GET, "/v1/models/..%2fadmin", 400),
+            (Method::POST, "/v1//chat/completions", 400),
+            (Method::POST, "/v1/./chat/completions", 400),
+            (Method::DELETE, "/v1/models/gpt-4o-mini", 405),
+            (Method::GET, "/v1/chat/completions", 405),
+            (Method::POST, "/v1/files", 404),
+            (Method::DELETE, "/v1/responses/resp_1", 404),
+            (Method::GET, "/v1/models/a/b", 404),
+        ] {
+            assert_eq!(
+                passes(&method, path).map_err(|(s, _)| s),
+                Err(status),
+                "{method} {path}"
+            );
+        }
     }
 
     #[test]

@@ -274,6 +274,8 @@ fn hostile_text_in_the_results_stays_text() {
             e["text"] = json!(evil);
         }
     }
+    // A name that reads backwards on screen (issue 31): shown with its override spelled out.
+    r["files"][0]["cases"][1]["id"] = json!("reflex/a\u{202e}gnp.exe\u{200f}");
     p.write("evil.json", serde_json::to_string_pretty(&r).unwrap());
     p.harness(&["report", "evil.json", "--html", "evil.html"])
         .expect_code(0);
@@ -284,6 +286,12 @@ fn hostile_text_in_the_results_stays_text() {
     let id = format!("reflex/{evil}");
     let ids = page.eval("Array.prototype.map.call(document.querySelectorAll('button.open'), function (b) { return b.textContent; })");
     assert!(ids.as_array().unwrap().contains(&json!(id)), "{ids}");
+    assert!(
+        ids.as_array()
+            .unwrap()
+            .contains(&json!("reflex/a\\u{202e}gnp.exe\\u{200f}")),
+        "{ids}"
+    );
     page.click("button.open");
     page.wait_for("!!document.querySelector('tr.detail td[data-ready]')");
     let detail = text(&mut page, "tr.detail");

@@ -1075,3 +1075,34 @@ fn inputs_named_on_the_command_line_that_are_fifos_are_refused_without_hanging()
         );
     }
 }
+
+/// Issue 31: a bad `--failure` pattern is a usage error at the flag (it was reported at the
+/// scenario file's `:1:1` and counted as an invalid file), and the hint says which syntax is
+/// supported (`\p{…}` is not).
+#[test]
+fn a_bad_failure_pattern_is_a_usage_error_at_the_flag() {
+    let p = crate::support::Project::new();
+    p.copy_from_repo(
+        "scenarios/serve/reflex-black-box.toml",
+        "scenarios/serve/reflex-black-box.toml",
+    );
+    for pattern in ["(unclosed", "\\p{L}+"] {
+        let run = p.harness(&[
+            "exec",
+            "scenarios/serve/reflex-black-box.toml",
+            "--failure",
+            pattern,
+            "--",
+            "true",
+        ]);
+        run.expect_code(2);
+        assert!(
+            run.stderr.contains(&format!(
+                "invalid value '{pattern}' for '--failure <REGEX>'"
+            )),
+            "{run}"
+        );
+        assert!(run.stderr.contains("`\\p{…}` is not supported"), "{run}");
+        assert!(!run.stdout.contains("invalid files"), "{run}");
+    }
+}

@@ -321,3 +321,168 @@ for body in [task, task, dict(task, stream=True, messages=[{"role": "user", "con
     assert!(again.stderr.contains("made no model request"), "{again}");
     assert_eq!(p.tree("faults"), before);
 }
+
+/// Issue 31: the proxy passes on only the endpoints it serves, by plain paths: a path that
+/// climbs out of the upstream's base path (raw or percent-escaped `..`), an endpoint it does
+/// not serve and a `DELETE` never reach the provider with harness's key; the agent is answered
+/// with the reason, and the session says so and fails.
+#[test]
+fn requests_off_the_api_never_reach_the_provider() {
+    let p = Project::new();
+    let answer = r#"{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"done"},"finish_reason":"stop"}]}"#;
+    let ok = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{answer}",
+        answer.len()
+    );
+    let (base, stub) = raw_stub(vec![ok.into()]);
+    let client = r#"
+import http.client, json, os, urllib.parse
+base = urllib.parse.urlsplit(os.environ["OPENAI_BASE_URL"])
+def ask(method, path, body=None):
+    c = http.client.HTTPConnection(base.hostname, base.port, timeout=20)
+    c.request(method, path, body=json.dumps(body) if body else None, headers={"content-type": "application/json"})
+    r = c.getresponse()
+    print(method, path, r.status, r.read().decode()[:120])
+ask("POST", "/v1/../../tenant-b/chat/completions", {"model": "m", "messages": []})
+ask("POST", "/v1/%2e%2e/tenant-b/chat/completions", {"model": "m", "messages": []})
+ask("DELETE", "/v1/models/m")
+ask("POST", "/v1/files", {"purpose": "x"})
+ask("POST", "/v1/chat/completions", {"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+"#;
+    p.write("client.py", client);
+    let run = p.harness_env(
+        &[("OPENAI_API_KEY", CANARY)],
+        &[
+            "proxy",
+            "--upstream",
+            &base,
+            "--out",
+            "rec",
+            "--",
+            "python3",
+            "client.py",
+        ],
+    );
+    run.expect_code(1);
+    let seen = stub.join().expect("the stub");
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert!(
+        seen[0].starts_with("POST /v1/chat/completions "),
+        "{seen:?}"
+    );
+    for (line, status) in [
+        ("POST /v1/../../tenant-b/chat/completions", 400),
+        ("POST /v1/%2e%2e/tenant-b/chat/completions", 400),
+        ("DELETE /v1/models/m", 405),
+        ("POST /v1/files", 404),
+        ("POST /v1/chat/completions", 200),
+    ] {
+        assert!(
+            run.stdout.contains(&format!("{line} {status}")),
+            "{line}\n{run}"
+        );
+    }
+    assert_eq!(
+        run.stderr
+            .matches("error: a request was not passed on: harness proxy: ")
+            .count(),
+        4,
+        "{run}"
+    );
+    assert!(p.exists("rec/conversation-1.cassette.json"), "{run}");
+}
+
+/// Issue 31: `harness proxy` without a command records until Ctrl-C, writes the cassettes, and
+/// exits 130, as its help says (it exited 0).
+#[test]
+fn a_proxy_without_a_command_ends_on_ctrl_c_with_130() {
+    use std::io::Read as _;
+    let p = Project::new();
+    let answer = r#"{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"done"},"finish_reason":"stop"}]}"#;
+    let ok = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{answer}",
+        answer.len()
+    );
+    let (base, stub) = raw_stub(vec![ok.into()]);
+    let mut proxy =
+        crate::support::harness_command(p.path(), &["proxy", "--upstream", &base, "--out", "rec"])
+            .env("OPENAI_API_KEY", CANARY)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start the proxy");
+    let addr = crate::support::listening_address(&mut BufReader::new(
+        proxy.stdout.as_mut().expect("stdout"),
+    ));
+    let body = r#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#;
+    let mut s = std::net::TcpStream::connect(&addr).expect("connect");
+    write!(
+        s,
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("send");
+    let mut got = String::new();
+    s.read_to_string(&mut got).expect("the answer");
+    assert!(got.contains("\"content\":\"done\""), "{got}");
+    stub.join().expect("the stub");
+    // SAFETY: kill(2) on the child's pid; it touches no memory.
+    unsafe { libc::kill(proxy.id() as i32, libc::SIGINT) };
+    let status = crate::support::wait_at_most(&mut proxy, std::time::Duration::from_secs(20));
+    assert_eq!(status.code(), Some(130));
+    assert!(p.exists("rec/conversation-1.cassette.json"));
+}
+
+/// Issue 31: a stream the proxy cuts because its own session ended (Ctrl-C) is recorded as cut
+/// by the proxy, not as the agent having closed the connection.
+#[test]
+fn a_stream_cut_by_the_proxys_stop_says_who_cut_it() {
+    let p = Project::new();
+    // A provider whose stream starts and then never ends.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let base = format!("http://{}/v1", listener.local_addr().expect("addr"));
+    let provider = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().expect("accept");
+        let mut reader = BufReader::new(s.try_clone().expect("clone"));
+        crate::support::read_request(&mut reader);
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n44\r\ndata: {\"id\":\"c2\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n\r\n");
+        std::thread::sleep(std::time::Duration::from_secs(15));
+    });
+    let mut proxy =
+        crate::support::harness_command(p.path(), &["proxy", "--upstream", &base, "--out", "rec"])
+            .env("OPENAI_API_KEY", CANARY)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start the proxy");
+    let addr = crate::support::listening_address(&mut BufReader::new(
+        proxy.stdout.as_mut().expect("stdout"),
+    ));
+    let body = r#"{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
+    let mut s = std::net::TcpStream::connect(&addr).expect("connect");
+    write!(
+        s,
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("send");
+    // The first event has passed through: the answer is under way.
+    let mut reader = BufReader::new(s.try_clone().expect("clone"));
+    let mut line = String::new();
+    while !line.contains("\"Hi\"") {
+        line.clear();
+        std::io::BufRead::read_line(&mut reader, &mut line).expect("read");
+        assert!(!line.is_empty(), "the stream ended early");
+    }
+    // SAFETY: kill(2) on the child's pid; it touches no memory.
+    unsafe { libc::kill(proxy.id() as i32, libc::SIGINT) };
+    let status = crate::support::wait_at_most(&mut proxy, std::time::Duration::from_secs(20));
+    assert_eq!(status.code(), Some(130));
+    let cassette = p.read("rec/conversation-1.cassette.json");
+    assert!(
+        cassette.contains("the proxy's session ended before the answer did"),
+        "{cassette}"
+    );
+    drop(s);
+    drop(provider);
+}

@@ -36,7 +36,10 @@ const CSS: &str = include_str!("page.css");
 /// The run report's script.
 const RUN_JS: &str = include_str!("run.js");
 
-/// Text as HTML text or attribute value: `& < > " '` escaped.
+/// Text as HTML text or attribute value: `& < > " '` escaped, and the characters that would
+/// make a reviewer read something else than what is there (controls, bidirectional controls,
+/// invisible ones: [`crate::escape::is_unsafe`]) spelled out visibly, as on the terminal; line
+/// breaks stay.
 pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + s.len() / 8);
     for ch in s.chars() {
@@ -46,6 +49,10 @@ pub fn escape(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
+            '\n' => out.push('\n'),
+            c if crate::escape::is_unsafe(c) => {
+                out.push_str(&crate::escape::escape_controls(c.encode_utf8(&mut [0; 4])));
+            }
             c => out.push(c),
         }
     }

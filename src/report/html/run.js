@@ -17,6 +17,16 @@
 
   function field(name) { return form.elements[name].value; }
 
+  // Text as a reviewer must read it: the characters that hide or reorder what is there
+  // (controls, bidirectional controls, invisible ones) spelled out, as the report's own
+  // escaping and the terminal spell them.
+  var hidden = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u061c\u200b\u200e\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g;
+  function visible(text) {
+    return String(text).replace(hidden, function (ch) {
+      return ch === '\n' ? '\\n' : ch === '\r' ? '\\r' : '\\u{' + ch.charCodeAt(0).toString(16) + '}';
+    });
+  }
+
   function filter() {
     var st = field('status'), fam = field('family'), pro = field('profile'), tag = field('tag');
     var q = field('q').toLowerCase();
@@ -30,7 +40,7 @@
 
   function cell(tr, text, cls) {
     var td = document.createElement('td');
-    td.textContent = text;
+    td.textContent = visible(text);
     if (cls) td.className = cls;
     tr.appendChild(td);
     return td;
@@ -88,7 +98,7 @@
     var b = document.createElement('button');
     b.type = 'button';
     b.className = 'open';
-    b.textContent = c.id;
+    b.textContent = visible(c.id);
     b.setAttribute('aria-expanded', opened[c.n] ? 'true' : 'false');
     b.setAttribute('data-n', c.n);
     td.appendChild(b);

@@ -6,8 +6,7 @@ use crate::trace::{CallSummary, Event, TimedEvent};
 use std::path::PathBuf;
 
 /// Text meant to break out of every context the page puts text in.
-const HOSTILE: &str =
-    "</script><script>alert(1)</script><img src=x onerror=alert(2)><!--\"'&amp;\u{2028}";
+const HOSTILE: &str = "</script><script>alert(1)</script><img src=x onerror=alert(2)><!--\"'&amp;\u{2028}\u{202e}\u{200f}";
 
 /// A small deterministic generator (xorshift64*), so the property below runs the same cases
 /// on every machine.
@@ -364,7 +363,14 @@ fn hostile_text_is_escaped_everywhere_it_appears() {
             html.contains("&lt;img src=x onerror=alert(2)&gt;"),
             "{id}: {html}"
         );
+        // Bidirectional and invisible characters are shown, not obeyed (issue 31).
+        assert!(
+            !html.contains('\u{202e}') && !html.contains('\u{200f}'),
+            "{id}: {html}"
+        );
+        assert!(html.contains("\\u{202e}\\u{200f}"), "{id}: {html}");
     }
+
     assert_eq!(listed_cases(&page).unwrap()[0].0, HOSTILE);
 }
 
