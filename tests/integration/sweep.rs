@@ -1154,17 +1154,19 @@ fn import_sweep_and_lint_of_nothing_are_bad_input_unless_allowed() {
     let lint = p.harness(&["lint", "empty"]);
     lint.expect_code(2);
     assert!(lint.stdout.contains("nothing was read"), "{lint}");
-    // Allowed, only the unreadable file itself is an error: an empty folder passes.
-    p.harness(&["import", "empty", "--out", "out", "--allow-empty"])
+    // Allowed, the same files pass, and so does an empty folder.
+    for folder in ["nothing", "empty"] {
+        p.harness(&["import", folder, "--out", "out", "--allow-empty"])
+            .expect_code(0);
+        p.harness(&[
+            "sweep",
+            folder,
+            "--detector",
+            "consecutive-identical",
+            "--allow-empty",
+        ])
         .expect_code(0);
-    p.harness(&[
-        "sweep",
-        "empty",
-        "--detector",
-        "consecutive-identical",
-        "--allow-empty",
-    ])
-    .expect_code(0);
+    }
     p.harness(&["lint", "empty", "--allow-empty"])
         .expect_code(0);
 }
