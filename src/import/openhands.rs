@@ -13,8 +13,10 @@
 //! one batch. An observation answers its `cause`; it failed when it is an `error`
 //! observation or a command's `exit_code` is not 0. System, recall and agent-state events are
 //! not the agent's behaviour and are left out; the last agent state is the termination
-//! (`finished`, `error`, `stopped`, …). The format records no success label. Run id: the file
-//! path (`#instance_id` for an evaluation row).
+//! (`finished`, `error`, `stopped`, …). A response's tokens are its `usage` in
+//! `tool_call_metadata.model_response`, else the event's `llm_metrics.token_usages` entry for
+//! it. The format records no success label. Run id: the file path (`#instance_id` for an
+//! evaluation row).
 
 use super::{Format, Run, TraceBuilder, located};
 use crate::diagnostic::Diagnostic;
@@ -114,7 +116,7 @@ pub fn convert(doc: Value, rel: &str, _text: &str) -> Result<Vec<Run>, Diagnosti
                 ("user", _) | ("environment", _) => {}
                 (_, "message") => {
                     batch.flush(&mut b);
-                    b.response(&text("content"), Vec::new(), (0, 0));
+                    b.response(&text("content"), Vec::new(), tokens_of(e));
                 }
                 (_, "finish") => {
                     batch.flush(&mut b);
@@ -124,7 +126,7 @@ pub fn convert(doc: Value, rel: &str, _text: &str) -> Result<Vec<Run>, Diagnosti
                     } else {
                         last
                     };
-                    b.response(&last, Vec::new(), (0, 0));
+                    b.response(&last, Vec::new(), tokens_of(e));
                     finished = true;
                 }
                 (_, action) => {
@@ -135,6 +137,7 @@ pub fn convert(doc: Value, rel: &str, _text: &str) -> Result<Vec<Run>, Diagnosti
                     if key.is_none() || key != batch.key {
                         batch.flush(&mut b);
                         batch.thought = text("thought");
+                        batch.tokens = tokens_of(e);
                     }
                     batch.key = key;
                     let name = e
@@ -201,6 +204,8 @@ pub fn convert(doc: Value, rel: &str, _text: &str) -> Result<Vec<Run>, Diagnosti
 struct Batch {
     key: Option<String>,
     thought: String,
+    /// The response's tokens (input, output), from its first action.
+    tokens: (u64, u64),
     /// (event id, name, args).
     calls: Vec<(String, String, Value)>,
     /// (cause, content, failed), in arrival order.
@@ -211,14 +216,46 @@ impl Batch {
     /// The response with its calls, then the results that came back for them.
     fn flush(&mut self, b: &mut TraceBuilder) {
         if !self.calls.is_empty() {
-            b.response(&self.thought, std::mem::take(&mut self.calls), (0, 0));
+            b.response(&self.thought, std::mem::take(&mut self.calls), self.tokens);
         }
+        self.tokens = (0, 0);
         for (cause, content, failed) in self.results.drain(..) {
             b.result(&cause, &content, failed);
         }
         self.thought.clear();
         self.key = None;
     }
+}
+
+/// The tokens (input, output) of the model response behind an agent event, where OpenHands
+/// records them: the response's own `usage` in `tool_call_metadata.model_response`, else the
+/// event's `llm_metrics.token_usages` entry for that response (by `response_id`, else the
+/// latest one, which is the response that made the event). (0, 0) when it records none.
+fn tokens_of(e: &Value) -> (u64, u64) {
+    let count = |v: &Value, key: &str| v.get(key).and_then(Value::as_u64).unwrap_or(0);
+    if let Some(usage) = e.pointer("/tool_call_metadata/model_response/usage") {
+        return (
+            count(usage, "prompt_tokens"),
+            count(usage, "completion_tokens"),
+        );
+    }
+    let Some(usages) = e
+        .pointer("/llm_metrics/token_usages")
+        .and_then(Value::as_array)
+    else {
+        return (0, 0);
+    };
+    let response = e
+        .pointer("/tool_call_metadata/model_response/id")
+        .and_then(Value::as_str);
+    let entry = usages
+        .iter()
+        .rev()
+        .find(|u| response.is_some() && u.get("response_id").and_then(Value::as_str) == response)
+        .or_else(|| usages.last());
+    entry.map_or((0, 0), |u| {
+        (count(u, "prompt_tokens"), count(u, "completion_tokens"))
+    })
 }
 
 fn event_id(e: &Value) -> String {
@@ -238,6 +275,40 @@ mod tests {
     use super::convert;
     use crate::detector::View;
     use serde_json::json;
+
+    #[test]
+    fn token_usage_is_read_where_openhands_records_it() {
+        let doc = json!([
+            {"id": 1, "source": "user", "action": "message", "args": {"content": "Fix the test"}},
+            // Two calls of one response: its usage counts once.
+            {"id": 2, "source": "agent", "action": "run", "args": {"command": "pytest"},
+             "tool_call_metadata": {"function_name": "execute_bash", "model_response": {"id": "r1", "usage": {"prompt_tokens": 3475, "completion_tokens": 95}}}},
+            {"id": 3, "source": "agent", "action": "read", "args": {"path": "/a.py"},
+             "tool_call_metadata": {"function_name": "str_replace_editor", "model_response": {"id": "r1", "usage": {"prompt_tokens": 3475, "completion_tokens": 95}}}},
+            {"id": 4, "source": "agent", "observation": "run", "cause": 2, "content": "1 failed", "extras": {}},
+            {"id": 5, "source": "agent", "observation": "read", "cause": 3, "content": "x", "extras": {}},
+            // A text answer whose usage is in the event's metrics.
+            {"id": 6, "source": "agent", "action": "message", "args": {"content": "Which test?"},
+             "llm_metrics": {"token_usages": [
+                 {"prompt_tokens": 3475, "completion_tokens": 95, "response_id": "r1"},
+                 {"prompt_tokens": 3720, "completion_tokens": 12, "response_id": "r2"}]}},
+            {"id": 7, "source": "agent", "action": "finish", "args": {"final_thought": "Done"}}
+        ]);
+        let runs = convert(doc, "t.json", "").unwrap();
+        let tokens: Vec<(u64, u64)> = runs[0]
+            .events
+            .iter()
+            .filter_map(|e| match &e.event {
+                crate::trace::Event::ModelResponse {
+                    input_tokens,
+                    output_tokens,
+                    ..
+                } => Some((*input_tokens, *output_tokens)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(tokens, [(3475, 95), (3720, 12), (0, 0)]);
+    }
 
     #[test]
     fn actions_are_calls_observations_results_and_errors_fail() {
