@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 pub const FILE_NAME: &str = "harness.toml";
 
 /// The newest project-file format this build reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: i64 = 1;
 
 /// `harness.toml`: a project's layout and run defaults. Paths are relative to the folder the
 /// file is in; command-line flags override every value.
@@ -29,7 +29,7 @@ pub const FORMAT_VERSION: u32 = 1;
 #[schemars(title = "harness project file (harness.toml)")]
 pub struct ProjectFile {
     /// Format version; must be 1.
-    pub format: u32,
+    pub format: i64,
     /// Root of scenario ids (a scenario's id is its path below it), and what `harness run`,
     /// `list` and `bless` take when given no path. Default `scenarios`.
     #[serde(default = "default_scenarios")]
@@ -156,7 +156,12 @@ pub struct Project {
 pub fn find(dir: &Path) -> Option<PathBuf> {
     for folder in dir.ancestors() {
         let file = folder.join(FILE_NAME);
-        if file.is_file() {
+        // A link to nothing is found too, so that reading it says so rather than the walk
+        // going on to a project file above.
+        let link = file
+            .symlink_metadata()
+            .is_ok_and(|m| m.file_type().is_symlink());
+        if file.is_file() || link {
             return Some(file);
         }
         if folder.join(".git").exists() {
@@ -207,6 +212,9 @@ pub fn discover(cwd: &Path) -> Result<Option<Project>, Diagnostic> {
                 e.diagnostic(&relative_to(&file, cwd), "cannot read: ")
                     .hint_by(|cause| match cause {
                         Cause::NotUtf8 => "save the project file as UTF-8".to_owned(),
+                        _ if !file.exists() => {
+                            format!("{FILE_NAME} is a link to nothing: mend the link or remove it")
+                        }
                         _ => "check the file's permissions; it must be UTF-8 TOML".to_owned(),
                     })
             })?;
@@ -256,15 +264,17 @@ pub fn parse(text: &str) -> Result<ProjectFile, Diagnostic> {
         // The deserializer's words for two common slips, in the user's.
         let message = match message.strip_prefix("invalid type: string ") {
             Some(rest)
-                if ["usize", "u64", "u32", "u16", "u8"]
+                if ["usize", "u64", "u32", "u16", "u8", "i64"]
                     .iter()
                     .any(|t| rest.ends_with(&format!("expected {t}"))) =>
             {
                 let value = rest.split(", expected").next().unwrap_or(rest);
-                hint = format!(
-                    "write the number without quotes: {}",
-                    value.trim_matches('"')
-                );
+                let bare = value.trim_matches('"');
+                hint = if bare.trim().parse::<f64>().is_ok() {
+                    format!("write the number without quotes: {bare}")
+                } else {
+                    "write a whole number, without quotes (`format = 1`, `jobs = 2`)".to_owned()
+                };
                 format!("a whole number is expected here, not the string {value}")
             }
             _ => message,

@@ -436,7 +436,13 @@ pub(super) fn proxy(args: &ProxyArgs, setup: &Setup, ci: bool) -> anyhow::Result
     let ended = if let Some((program, rest)) = args.command.split_first() {
         let mut cmd = command::agent_command(program, rest, &base);
         cmd.stdin(Stdio::inherit());
-        match command::wait_for(cmd, program, Duration::from_millis(args.timeout_ms)) {
+        let waited = command::wait_for_then(
+            cmd,
+            program,
+            Duration::from_millis(args.timeout_ms),
+            &|| proxy.mark_stopping(),
+        );
+        match waited {
             Ok(e) => Some(e),
             Err(e) => {
                 let _ = proxy.stop();
@@ -485,7 +491,7 @@ pub(super) fn proxy(args: &ProxyArgs, setup: &Setup, ci: bool) -> anyhow::Result
                 .status(ExitStatus::Failed),
         );
     }
-    if groups.is_empty() && !refusals.is_empty() {
+    if groups.is_empty() && !(refusals.is_empty() && unsent.is_empty()) {
         return Ok(finish_proxy(&ended, code));
     }
     if groups.is_empty() {
@@ -551,6 +557,21 @@ pub(super) fn proxy(args: &ProxyArgs, setup: &Setup, ci: bool) -> anyhow::Result
                 ))
                 .in_file(&path)
                 .hint("ask the agent for shorter answers while recording (docs/robustness.md \"Limits\")")
+                .status(ExitStatus::Failed),
+            );
+            continue;
+        }
+        if let Some((at, encoding)) = members
+            .iter()
+            .enumerate()
+            .find_map(|(i, &m)| slots[m].encoded.as_ref().map(|e| (i + 1, e)))
+        {
+            code = fail(
+                &Diagnostic::new(format!(
+                    "an answer of this conversation (request {at}) came compressed (`content-encoding: {encoding}`) although harness asked for a plain body; not written"
+                ))
+                .in_file(&path)
+                .hint("the provider ignores `accept-encoding: identity`; record through one that honours it (the agent got the answer as sent)")
                 .status(ExitStatus::Failed),
             );
             continue;

@@ -228,9 +228,15 @@ impl Setup {
 
 /// Run the command; its exit code.
 fn execute(cli: Cli) -> anyhow::Result<ExitStatus> {
-    // `init` makes the project: it needs none.
-    if let Command::Init { dir } = &cli.command {
-        return init::init(dir.as_deref());
+    // `init` makes the project, and these read none: a project file they cannot read is
+    // not theirs to refuse (`harness schema project` is how to mend one).
+    match &cli.command {
+        Command::Init { dir } => return init::init(dir.as_deref()),
+        Command::Schema { of } => return show::schema(*of),
+        Command::Profile { name } => return show::profile(name.as_deref()),
+        Command::Report(args) => return run::report(args),
+        Command::Promote(args) => return record::promote(args),
+        _ => {}
     }
     let setup = match Setup::new(&cli) {
         Ok(s) => s,

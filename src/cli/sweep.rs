@@ -301,7 +301,24 @@ pub(super) fn import(args: ImportArgs) -> anyhow::Result<ExitStatus> {
             let path = args.out.join(&name);
             match args.as_ {
                 ImportAs::Trace => {
-                    store::write_atomic(&path, import::render_imported(run).as_bytes())
+                    let text = import::render_imported(run);
+                    // Only what `sweep` and `trace` read back is written.
+                    if text.len() as u64 > crate::limits::MAX_TRANSCRIPT_BYTES {
+                        let d = Diagnostic::new(format!(
+                            "run `{}` was not written: its trace would be {} MiB, past the {} MiB `sweep` reads",
+                            run.id,
+                            text.len() / (1024 * 1024),
+                            crate::limits::MAX_TRANSCRIPT_BYTES / (1024 * 1024)
+                        ))
+                        .in_file(&input.path)
+                        .hint("split the run, or sweep the transcript itself");
+                        write!(err, "{}", d.render(&Style::default()))?;
+                        written.remove(&name);
+                        skipped_runs += 1;
+                        bad = true;
+                        continue;
+                    }
+                    store::write_atomic(&path, text.as_bytes())
                         .with_context(|| format!("cannot write {}", path.display()))?;
                 }
                 ImportAs::Scenario => {

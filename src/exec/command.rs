@@ -89,7 +89,18 @@ pub fn agent_command(program: &str, args: &[String], base: &str) -> Command {
 
 /// Start `cmd` in its own process group and wait for it; kill the group after `timeout` or
 /// on a stop signal.
-pub fn wait_for(mut cmd: Command, program: &str, timeout: Duration) -> io::Result<Ended> {
+pub fn wait_for(cmd: Command, program: &str, timeout: Duration) -> io::Result<Ended> {
+    wait_for_then(cmd, program, timeout, &|| {})
+}
+
+/// [`wait_for`], calling `before_end` just before the group is killed (a timeout or a stop
+/// signal), so that what serves the command knows the cut is harness's.
+pub fn wait_for_then(
+    mut cmd: Command,
+    program: &str,
+    timeout: Duration,
+    before_end: &dyn Fn(),
+) -> io::Result<Ended> {
     // Its own process group, so a timeout or a stop signal ends what it started too.
     crate::run::process::own_group(&mut cmd);
     let mut child = cmd.spawn().map_err(|e| {
@@ -103,6 +114,7 @@ pub fn wait_for(mut cmd: Command, program: &str, timeout: Duration) -> io::Resul
         }
         let interrupted = crate::run::interrupt::requested();
         if interrupted || Instant::now() >= deadline {
+            before_end();
             crate::run::process::end_group(&mut child);
             return Ok(if interrupted {
                 Ended::Interrupted

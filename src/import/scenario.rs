@@ -261,20 +261,36 @@ fn same(a: &OutcomeDef, b: &OutcomeDef) -> bool {
 /// results; the calls of arguments that got different results, and of arguments a table
 /// cannot hold, get theirs by call order (`on_call`, with `args` when known), first.
 fn outcomes(recorded: &[(Option<Value>, OutcomeDef)]) -> Vec<OutcomeDef> {
-    let consistent = |args: &Value| {
-        let mut of_args = recorded
-            .iter()
-            .filter(|(a, _)| a.as_ref() == Some(args))
-            .map(|(_, o)| o);
-        let first = of_args.next();
-        first.is_some_and(|f| of_args.all(|o| same(o, f)))
-    };
+    use std::collections::{HashMap, HashSet};
+    // Arguments as a key (objects' keys sorted: equal arguments, equal keys), and whether all
+    // the results recorded for them are the same; one pass, so a long run stays linear.
+    let keys: Vec<Option<String>> = recorded
+        .iter()
+        .map(|(a, _)| a.as_ref().map(canonical))
+        .collect();
+    let mut first: HashMap<&str, usize> = HashMap::new();
+    let mut consistent: HashMap<&str, bool> = HashMap::new();
+    for (n, key) in keys.iter().enumerate() {
+        let Some(key) = key.as_deref() else { continue };
+        match first.get(key) {
+            None => {
+                first.insert(key, n);
+                consistent.insert(key, true);
+            }
+            Some(&f) => {
+                if !same(&recorded[n].1, &recorded[f].1) {
+                    consistent.insert(key, false);
+                }
+            }
+        }
+    }
     let mut by_order = Vec::new();
     let mut by_args: Vec<OutcomeDef> = Vec::new();
-    for (n, (args, outcome)) in recorded.iter().enumerate() {
-        match args {
-            Some(a) if consistent(a) => {
-                if !by_args.iter().any(|o| o.args.as_ref() == Some(a)) {
+    let mut kept: HashSet<&str> = HashSet::new();
+    for (n, ((args, outcome), key)) in recorded.iter().zip(&keys).enumerate() {
+        match (args, key.as_deref()) {
+            (Some(a), Some(key)) if consistent.get(key) == Some(&true) => {
+                if kept.insert(key) {
                     by_args.push(OutcomeDef {
                         args: Some(a.clone()),
                         ..outcome.clone()
@@ -292,9 +308,9 @@ fn outcomes(recorded: &[(Option<Value>, OutcomeDef)]) -> Vec<OutcomeDef> {
         }
     }
     // A shifted call of such arguments gets their last recorded result.
-    for (args, outcome) in recorded.iter().rev() {
-        if let Some(a) = args {
-            if !by_args.iter().any(|o| o.args.as_ref() == Some(a)) {
+    for ((args, outcome), key) in recorded.iter().zip(&keys).rev() {
+        if let (Some(a), Some(key)) = (args, key.as_deref()) {
+            if kept.insert(key) {
                 by_args.push(OutcomeDef {
                     args: Some(a.clone()),
                     ..outcome.clone()
@@ -304,4 +320,40 @@ fn outcomes(recorded: &[(Option<Value>, OutcomeDef)]) -> Vec<OutcomeDef> {
     }
     by_order.extend(by_args);
     by_order
+}
+
+/// `v` as text with every object's keys sorted: equal values (key order aside) give equal text.
+fn canonical(v: &Value) -> String {
+    fn write(v: &Value, out: &mut String) {
+        match v {
+            Value::Object(o) => {
+                let mut entries: Vec<(&String, &Value)> = o.iter().collect();
+                entries.sort_by(|a, b| a.0.cmp(b.0));
+                out.push('{');
+                for (i, (k, v)) in entries.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&Value::String(k.clone()).to_string());
+                    out.push(':');
+                    write(v, out);
+                }
+                out.push('}');
+            }
+            Value::Array(a) => {
+                out.push('[');
+                for (i, v) in a.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write(v, out);
+                }
+                out.push(']');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    let mut out = String::new();
+    write(v, &mut out);
+    out
 }

@@ -491,14 +491,20 @@ async fn count_tokens(
     render(served, 0.0)
 }
 
-/// An error answer in the shape of `provider`'s API.
+/// An error answer in the shape of `provider`'s API, from `harness serve`.
 fn refused(provider: Provider, status: StatusCode, message: &str) -> Response<axum::body::Body> {
+    refused_by("harness serve", provider, status, message)
+}
+
+/// An error answer in the shape of `provider`'s API, from the command `who`.
+fn refused_by(
+    who: &str,
+    provider: Provider,
+    status: StatusCode,
+    message: &str,
+) -> Response<axum::body::Body> {
     render(
-        refusal(
-            provider,
-            status.as_u16(),
-            &format!("harness serve: {message}"),
-        ),
+        refusal(provider, status.as_u16(), &format!("{who}: {message}")),
         0.0,
     )
 }
@@ -512,7 +518,9 @@ async fn read(
     headers: &HeaderMap,
     body: axum::body::Body,
 ) -> Result<Bytes, Response<axum::body::Body>> {
-    let bytes = read_body(provider, headers, body, s.read_timeout).await?;
+    let bytes = read_body("harness serve", provider, headers, body, s.read_timeout)
+        .await
+        .map_err(|(r, _)| r)?;
     let total = s
         .read_bytes
         .fetch_add(bytes.len() as u64, Ordering::SeqCst)
@@ -530,22 +538,27 @@ async fn read(
     Ok(bytes)
 }
 
-/// The body of one request, bounded in size and time.
+/// The body of one request, bounded in size and time; a refusal is the answer `who` (the
+/// command) sends, and why.
 pub(super) async fn read_body(
+    who: &str,
     provider: Provider,
     headers: &HeaderMap,
     body: axum::body::Body,
     timeout: Duration,
-) -> Result<Bytes, Response<axum::body::Body>> {
+) -> Result<Bytes, (Response<axum::body::Body>, String)> {
     let declared = headers
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
+    let refuse = |status: StatusCode, why: String| {
+        let answer = refused_by(who, provider, status, &why);
+        (answer, format!("{who}: {why}"))
+    };
     let too_large = || {
-        refused(
-            provider,
+        refuse(
             StatusCode::PAYLOAD_TOO_LARGE,
-            &format!("the request body exceeds {MAX_REQUEST_BYTES} bytes"),
+            format!("the request body exceeds {MAX_REQUEST_BYTES} bytes"),
         )
     };
     if declared.is_some_and(|n| n > MAX_REQUEST_BYTES as u64) {
@@ -553,10 +566,9 @@ pub(super) async fn read_body(
     }
     match tokio::time::timeout(timeout, axum::body::to_bytes(body, MAX_REQUEST_BYTES)).await {
         Ok(read) => read.map_err(|_| too_large()),
-        Err(_) => Err(refused(
-            provider,
+        Err(_) => Err(refuse(
             StatusCode::REQUEST_TIMEOUT,
-            &format!(
+            format!(
                 "the request body did not arrive within {} ms",
                 timeout.as_millis()
             ),

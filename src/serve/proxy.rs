@@ -171,6 +171,9 @@ pub struct Slot {
     pub done: bool,
     /// The answer went past [`crate::limits::MAX_RESPONSE_BYTES`]: passed on, not kept.
     pub too_large: bool,
+    /// The answer came compressed (its `content-encoding`) although harness asked for none:
+    /// passed on, not kept.
+    pub encoded: Option<String>,
     /// Answered from this recorded exchange (cassette, exchange; 0-based) of the session's
     /// replay, not by the provider.
     pub replayed: Option<(usize, usize)>,
@@ -311,6 +314,14 @@ impl Proxy {
     pub fn stop(self) -> io::Result<(Vec<Slot>, Scrubber)> {
         self.stop_replaying()
             .map(|(slots, scrubber, _)| (slots, scrubber))
+    }
+
+    /// From now on, an answer cut short is harness's doing (it is ending the agent: a timeout
+    /// or a stop signal), not the agent's.
+    pub fn mark_stopping(&self) {
+        self.shared
+            .stopping
+            .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// The requests not passed on so far (each as the agent was told), in order; taken.
@@ -458,9 +469,12 @@ async fn forward(
         lock(&s.unsent).push(message.clone());
         return render(refusal(provider, status, &message), 0.0);
     }
-    let bytes = match read_body(provider, &headers, body, s.read_timeout).await {
+    let bytes = match read_body("harness proxy", provider, &headers, body, s.read_timeout).await {
         Ok(b) => b,
-        Err(r) => return r,
+        Err((answer, why)) => {
+            lock(&s.unsent).push(why);
+            return answer;
+        }
     };
     let (base, key) = if anthropic {
         (&s.upstreams.anthropic, s.upstreams.anthropic_key.as_deref())
@@ -480,6 +494,12 @@ async fn forward(
         }
         out.append(name.clone(), value.clone());
     }
+    // Plain bodies, so that the recording can read them (the agent's own wish was dropped
+    // with the other per-connection headers).
+    out.insert(
+        reqwest::header::ACCEPT_ENCODING,
+        HeaderValue::from_static("identity"),
+    );
     if let Some(key) = key {
         for (name, value) in provider.auth_headers(key) {
             if name == "anthropic-version" && out.contains_key(name) {
@@ -530,6 +550,7 @@ async fn forward(
             exchange: Exchange::unanswered(request),
             done: false,
             too_large: false,
+            encoded: None,
             replayed: None,
         });
         slots.len() - 1
@@ -587,6 +608,13 @@ async fn forward(
     let mut tee = Tee::new(&s, slot, started, is_sse);
     tee.status = Some(status.as_u16());
     tee.headers = kept;
+    // Asked for plain bodies; a provider that compresses regardless cannot be recorded (its
+    // bytes still reach the agent, with their header).
+    tee.encoded = response
+        .headers()
+        .get("content-encoding")
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).trim().to_owned())
+        .filter(|e| !e.is_empty() && !e.eq_ignore_ascii_case("identity"));
     let stream = futures_util::stream::unfold(
         (response.bytes_stream(), Some(tee)),
         |(mut upstream, mut tee)| async move {
@@ -666,6 +694,7 @@ fn replayed(
             exchange,
             done: true,
             too_large: false,
+            encoded: None,
             replayed: recorded,
         });
     }
@@ -691,6 +720,8 @@ struct Tee {
     ended: bool,
     bytes: u64,
     too_large: bool,
+    /// The answer's `content-encoding`, when it has one other than identity.
+    encoded: Option<String>,
     finished: bool,
 }
 
@@ -709,6 +740,7 @@ impl Tee {
             ended: false,
             bytes: 0,
             too_large: false,
+            encoded: None,
             finished: false,
         }
     }
@@ -791,6 +823,7 @@ impl Tee {
         ex.error = error.map(|(kind, message)| TransportError { kind, message });
         slot.done = true;
         slot.too_large = self.too_large;
+        slot.encoded = self.encoded.take();
     }
 }
 
@@ -1107,6 +1140,7 @@ mod tests {
             },
             done: true,
             too_large: false,
+            encoded: None,
             replayed: None,
         }
     }

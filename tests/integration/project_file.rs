@@ -327,3 +327,52 @@ fn a_command_below_the_project_says_which_project_file_it_uses() {
     let run = p.harness(&["list", "scenarios/reflex"]);
     assert!(!run.stderr.contains("harness: using"), "{run}");
 }
+
+/// Issue 31 (attacked again): a wrong `format` says the format harness reads, whatever the
+/// value; commands that read no project (`schema`, `profile`) work beside a broken one, so it
+/// can be mended; `init` does not call a folder ready whose project file every next command
+/// refuses; a `harness.toml` that is a link to nothing is an error, not skipped.
+#[test]
+fn wrong_formats_broken_and_dangling_project_files_say_what_to_do() {
+    let p = Project::with_example();
+    for (value, message) in [
+        (
+            "2",
+            "project file format 2 is not one this harness reads (1)",
+        ),
+        (
+            "-1",
+            "project file format -1 is not one this harness reads (1)",
+        ),
+        (
+            "99999999999",
+            "project file format 99999999999 is not one this harness reads (1)",
+        ),
+        (
+            "\"one\"",
+            "a whole number is expected here, not the string \"one\"",
+        ),
+    ] {
+        p.write("harness.toml", format!("format = {value}\n"));
+        let run = p.harness(&["list"]);
+        run.expect_code(2);
+        assert!(run.stderr.contains(message), "{value}\n{run}");
+        assert!(!run.stderr.contains("without quotes: one"), "{run}");
+    }
+    p.harness(&["schema", "project"]).expect_code(0);
+    p.harness(&["profile", "moltis"]).expect_code(0);
+    let init = p.harness(&["init"]);
+    init.expect_code(2);
+    assert!(
+        init.stderr.contains("harness init kept this harness.toml"),
+        "{init}"
+    );
+    p.remove("harness.toml");
+    std::os::unix::fs::symlink(p.join("nowhere.toml"), p.join("harness.toml")).expect("a link");
+    let run = p.harness(&["list"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr.contains("harness.toml is a link to nothing"),
+        "{run}"
+    );
+}

@@ -486,3 +486,102 @@ fn a_stream_cut_by_the_proxys_stop_says_who_cut_it() {
     drop(s);
     drop(provider);
 }
+
+/// Issue 31: the proxy asks the provider for plain bodies; one that compresses regardless gets
+/// its bytes to the agent as sent, but its conversation is not written as garbage: the session
+/// says why and fails.
+#[test]
+fn a_compressed_answer_is_passed_on_and_not_recorded_as_garbage() {
+    let p = Project::new();
+    let gzipped: &[u8] =
+        b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\xab\xae\x05\x00\x43\xbf\xa6\xa3\x02\x00\x00\x00";
+    let mut answer = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-encoding: gzip\r\nconnection: close\r\ncontent-length: {}\r\n\r\n",
+        gzipped.len()
+    )
+    .into_bytes();
+    answer.extend_from_slice(gzipped);
+    let (base, stub) = raw_stub(vec![answer]);
+    let client = r#"
+import json, os, urllib.request
+req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions",
+    data=json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode(),
+    headers={"content-type": "application/json", "accept-encoding": "gzip"})
+with urllib.request.urlopen(req, timeout=20) as r:
+    print(r.status, r.headers.get("content-encoding"), r.read()[:2].hex())
+"#;
+    p.write("client.py", client);
+    let run = p.harness_env(
+        &[("OPENAI_API_KEY", CANARY)],
+        &[
+            "proxy",
+            "--upstream",
+            &base,
+            "--out",
+            "rec",
+            "--",
+            "python3",
+            "client.py",
+        ],
+    );
+    run.expect_code(1);
+    let seen = stub.join().expect("the stub");
+    assert!(seen[0].contains("accept-encoding: identity"), "{seen:?}");
+    assert!(
+        run.stdout.contains("200 gzip 1f8b") || run.stderr.contains("200 gzip 1f8b"),
+        "{run}"
+    );
+    assert!(
+        run.stderr.contains("came compressed (`content-encoding: gzip`) although harness asked for a plain body; not written"),
+        "{run}"
+    );
+    assert!(!p.exists("rec/conversation-1.cassette.json"), "{run}");
+}
+
+/// Issue 31: with a command, a stream cut because harness ended the agent (its
+/// `--timeout-ms`) is recorded as cut by the proxy's stop, not as the agent hanging up.
+#[test]
+fn a_stream_cut_by_the_commands_timeout_says_who_cut_it() {
+    let p = Project::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let base = format!("http://{}/v1", listener.local_addr().expect("addr"));
+    let provider = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().expect("accept");
+        let mut reader = BufReader::new(s.try_clone().expect("clone"));
+        crate::support::read_request(&mut reader);
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n44\r\ndata: {\"id\":\"c2\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n\r\n");
+        std::thread::sleep(std::time::Duration::from_secs(10));
+    });
+    let client = r#"
+import json, os, urllib.request
+req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions",
+    data=json.dumps({"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}).encode(),
+    headers={"content-type": "application/json"})
+with urllib.request.urlopen(req, timeout=60) as r:
+    for line in r:
+        print(line.decode().strip(), flush=True)
+"#;
+    p.write("client.py", client);
+    let run = p.harness_env(
+        &[("OPENAI_API_KEY", CANARY)],
+        &[
+            "proxy",
+            "--upstream",
+            &base,
+            "--out",
+            "rec",
+            "--timeout-ms",
+            "2000",
+            "--",
+            "python3",
+            "client.py",
+        ],
+    );
+    assert!(run.stderr.contains("killed after 2000 ms"), "{run}");
+    let cassette = p.read("rec/conversation-1.cassette.json");
+    assert!(
+        cassette.contains("the proxy's session ended before the answer did"),
+        "{cassette}"
+    );
+    drop(provider);
+}

@@ -74,5 +74,14 @@ pub(super) fn init(dir: Option<&Path>) -> anyhow::Result<ExitStatus> {
         )?;
     }
     writeln!(out, "\n{NEXT}")?;
+    // A project file kept must be one the next commands read.
+    let project = dir.join("harness.toml");
+    if let Ok(text) = std::fs::read_to_string(&project) {
+        if let Err(d) = crate::project::parse(&text) {
+            return Ok(fail(&d.in_file(&project).hint(
+                "harness init kept this harness.toml, and every command above would refuse it: mend it (`harness schema project` describes its keys)",
+            )));
+        }
+    }
     Ok(ExitStatus::Ok)
 }
