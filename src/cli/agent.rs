@@ -504,13 +504,22 @@ pub(super) fn proxy(args: &ProxyArgs, setup: &Setup, ci: bool) -> anyhow::Result
         ));
     }
     // Answers the proxy made up because the provider could not be reached are no recording:
-    // nothing is written, as `harness record` writes nothing then.
-    let unreached = slots.iter().filter(|s| s.replayed.is_none()).find_map(|s| {
-        s.exchange
+    // nothing is written, as `harness record` writes nothing then. When no live request got
+    // through, the session says so (bad --upstream or no network); otherwise only the
+    // conversations holding such an answer are left out, below.
+    fn unreached_of(slot: &proxy::Slot) -> Option<&crate::record::cassette::TransportError> {
+        slot.exchange
             .error
             .as_ref()
             .filter(|e| matches!(e.kind, TransportKind::Connect | TransportKind::Timeout))
-    });
+            .filter(|_| slot.replayed.is_none())
+    }
+    let live: Vec<&proxy::Slot> = slots.iter().filter(|s| s.replayed.is_none()).collect();
+    let unreached = live
+        .iter()
+        .all(|s| unreached_of(s).is_some())
+        .then(|| live.iter().find_map(|s| unreached_of(s)))
+        .flatten();
     if let Some(e) = unreached {
         return Ok(fail(
             &Diagnostic::new(format!(
@@ -548,6 +557,22 @@ pub(super) fn proxy(args: &ProxyArgs, setup: &Setup, ci: bool) -> anyhow::Result
                 }
             },
         };
+        if let Some((at, e)) = members
+            .iter()
+            .enumerate()
+            .find_map(|(i, &m)| unreached_of(&slots[m]).map(|e| (i + 1, e)))
+        {
+            code = fail(
+                &Diagnostic::new(format!(
+                    "the provider did not answer request {at} of this conversation ({}); not written",
+                    scrubber.scrub(&e.message)
+                ))
+                .in_file(&path)
+                .hint("the agent got a 502 for it; record the conversation again when the provider answers (`--upstream-timeout-ms` for a slow one)")
+                .status(ExitStatus::Failed),
+            );
+            continue;
+        }
         if let Some(&big) = members.iter().find(|&&m| slots[m].too_large) {
             code = fail(
                 &Diagnostic::new(format!(

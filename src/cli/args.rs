@@ -748,7 +748,8 @@ pub(super) struct ProxyArgs {
     /// Kill the command after this long (the cassettes are still written).
     #[arg(long, default_value_t = 3_600_000, value_name = "MS")]
     pub(super) timeout_ms: u64,
-    /// How long the provider may take to start an answer (502 to the agent past it).
+    /// How long the provider may take to start an answer (502 to the agent past it), and fall
+    /// silent in the middle of one (the answer is cut past it).
     #[arg(long, default_value_t = 600_000, value_name = "MS")]
     pub(super) upstream_timeout_ms: u64,
     /// A request field the replay's match ignores, written into every cassette (repeatable;

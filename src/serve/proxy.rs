@@ -615,12 +615,25 @@ async fn forward(
         .get("content-encoding")
         .map(|v| String::from_utf8_lossy(v.as_bytes()).trim().to_owned())
         .filter(|e| !e.is_empty() && !e.eq_ignore_ascii_case("identity"));
+    // The provider may not fall silent mid-answer for longer than it may take to start one
+    // (`--upstream-timeout-ms`): past it the answer is cut, and recorded as cut, saying why.
+    let idle = s.upstreams.timeout;
     let stream = futures_util::stream::unfold(
         (response.bytes_stream(), Some(tee)),
-        |(mut upstream, mut tee)| async move {
+        move |(mut upstream, mut tee)| async move {
             use futures_util::StreamExt as _;
             let t = tee.as_mut()?;
-            match upstream.next().await {
+            let Ok(next) = tokio::time::timeout(idle, upstream.next()).await else {
+                let message = format!(
+                    "the provider sent nothing for {} ms in the middle of its answer (--upstream-timeout-ms)",
+                    idle.as_millis()
+                );
+                if let Some(t) = tee.take() {
+                    t.finish(Some((TransportKind::Cut, message.clone())));
+                }
+                return Some((Err(io::Error::other(message)), (upstream, None)));
+            };
+            match next {
                 Some(Ok(bytes)) => {
                     t.push(&bytes);
                     Some((Ok(bytes), (upstream, tee)))

@@ -585,3 +585,138 @@ with urllib.request.urlopen(req, timeout=60) as r:
     );
     drop(provider);
 }
+
+/// Issue 31 (attacked again): a provider that falls silent in the middle of a stream is cut
+/// after `--upstream-timeout-ms`, the agent's answer with it, and the recording says why (it
+/// held the agent until the command's own timeout).
+#[test]
+fn a_provider_silent_mid_stream_is_cut_after_the_upstream_timeout() {
+    let p = Project::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let base = format!("http://{}/v1", listener.local_addr().expect("addr"));
+    let provider = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().expect("accept");
+        let mut reader = BufReader::new(s.try_clone().expect("clone"));
+        crate::support::read_request(&mut reader);
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n44\r\ndata: {\"id\":\"c2\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n\r\n");
+        std::thread::sleep(std::time::Duration::from_secs(10));
+    });
+    let client = r#"
+import json, os, urllib.request
+req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions",
+    data=json.dumps({"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}).encode(),
+    headers={"content-type": "application/json"})
+try:
+    with urllib.request.urlopen(req, timeout=60) as r:
+        for line in r:
+            pass
+    print("ended")
+except Exception as e:
+    print("cut:", type(e).__name__)
+"#;
+    p.write("client.py", client);
+    let run = p.harness_env(
+        &[("OPENAI_API_KEY", CANARY)],
+        &[
+            "proxy",
+            "--upstream",
+            &base,
+            "--upstream-timeout-ms",
+            "1000",
+            "--out",
+            "rec",
+            "--",
+            "python3",
+            "client.py",
+        ],
+    );
+    assert!(
+        !run.stderr.contains("killed after"),
+        "the agent was released: {run}"
+    );
+    let cassette = p.read("rec/conversation-1.cassette.json");
+    assert!(
+        cassette.contains("\"kind\": \"cut\"")
+            && cassette
+                .contains("the provider sent nothing for 1000 ms in the middle of its answer"),
+        "{cassette}"
+    );
+    drop(provider);
+}
+
+/// Issue 31 (attacked again): one request the provider never answered no longer throws away
+/// the whole session: the conversation holding it is left out, saying why, and the others are
+/// written (exit 1).
+#[test]
+fn an_unanswered_request_leaves_out_its_conversation_only() {
+    let p = Project::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let base = format!("http://{}/v1", listener.local_addr().expect("addr"));
+    let provider = std::thread::spawn(move || {
+        let mut handles = Vec::new();
+        for _ in 0..2 {
+            let (mut s, _) = listener.accept().expect("accept");
+            handles.push(std::thread::spawn(move || {
+                let mut reader = BufReader::new(s.try_clone().expect("clone"));
+                let request = crate::support::read_request(&mut reader);
+                if String::from_utf8_lossy(&request.body).contains("stall") {
+                    std::thread::sleep(std::time::Duration::from_secs(4));
+                    return;
+                }
+                let answer = r#"{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"done"},"finish_reason":"stop"}]}"#;
+                let _ = write!(
+                    s,
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{answer}",
+                    answer.len()
+                );
+            }));
+        }
+        for h in handles {
+            let _ = h.join();
+        }
+    });
+    let client = r#"
+import json, os, urllib.request, urllib.error
+def ask(task):
+    req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions",
+        data=json.dumps({"model": "m", "messages": [{"role": "user", "content": task}]}).encode(),
+        headers={"content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            print(task, r.status)
+    except urllib.error.HTTPError as e:
+        print(task, e.code)
+ask("stall, please")
+ask("answer, please")
+"#;
+    p.write("client.py", client);
+    let run = p.harness_env(
+        &[("OPENAI_API_KEY", CANARY)],
+        &[
+            "proxy",
+            "--upstream",
+            &base,
+            "--upstream-timeout-ms",
+            "1000",
+            "--out",
+            "rec",
+            "--",
+            "python3",
+            "client.py",
+        ],
+    );
+    run.expect_code(1);
+    assert!(
+        run.stderr
+            .contains("the provider did not answer request 1 of this conversation"),
+        "{run}"
+    );
+    let written = p.files("rec", ".cassette.json");
+    assert_eq!(written.len(), 1, "{run}");
+    assert!(
+        p.read(&written[0]).contains("answer, please"),
+        "{}",
+        written[0]
+    );
+    drop(provider);
+}
