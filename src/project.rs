@@ -123,6 +123,19 @@ impl DiffLimit {
     }
 }
 
+impl ProjectFile {
+    /// The paths the file gives, by key (those it names).
+    fn paths(&self) -> impl Iterator<Item = (&'static str, &String)> {
+        [
+            ("scenarios", Some(&self.scenarios)),
+            ("snapshots", Some(&self.snapshots)),
+            ("baseline", self.baseline.as_ref()),
+        ]
+        .into_iter()
+        .filter_map(|(key, value)| value.map(|v| (key, v)))
+    }
+}
+
 fn default_scenarios() -> String {
     "scenarios".to_owned()
 }
@@ -221,13 +234,7 @@ pub fn discover(cwd: &Path) -> Result<Option<Project>, Diagnostic> {
     // Errors name the file as the user would: from the current folder.
     let config = parse(&text).map_err(|d| d.in_file(&relative_to(&file, cwd)))?;
     let root = file.parent().unwrap_or(Path::new("/"));
-    let paths = [
-        ("scenarios", Some(&config.scenarios)),
-        ("snapshots", Some(&config.snapshots)),
-        ("baseline", config.baseline.as_ref()),
-    ];
-    for (key, value) in paths {
-        let Some(value) = value else { continue };
+    for (key, value) in config.paths() {
         if let Err(message) = stays_inside(root, value) {
             let path = vec![Seg::Key(key.to_owned())];
             return Err(crate::scenario::diagnose_at(
@@ -298,13 +305,7 @@ pub fn parse(text: &str) -> Result<ProjectFile, Diagnostic> {
             format!("write `format = {FORMAT_VERSION}`, or upgrade harness"),
         ));
     }
-    let paths = [
-        ("scenarios", Some(&config.scenarios)),
-        ("snapshots", Some(&config.snapshots)),
-        ("baseline", config.baseline.as_ref()),
-    ];
-    for (key, value) in paths {
-        let Some(value) = value else { continue };
+    for (key, value) in config.paths() {
         if value.is_empty() || Path::new(value).is_absolute() || value.starts_with('\\') {
             return Err(at(
                 &[key],

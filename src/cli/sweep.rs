@@ -299,27 +299,23 @@ pub(super) fn import(args: ImportArgs) -> anyhow::Result<ExitStatus> {
                 continue;
             }
             let path = args.out.join(&name);
-            match args.as_ {
+            // What is written, or why the run is not: only what `sweep`, `trace` and `run`
+            // read back is written.
+            let made = match args.as_ {
                 ImportAs::Trace => {
                     let text = import::render_imported(run);
-                    // Only what `sweep` and `trace` read back is written.
                     if text.len() as u64 > crate::limits::MAX_TRANSCRIPT_BYTES {
-                        let d = Diagnostic::new(format!(
-                            "run `{}` was not written: its trace would be {} MiB, past the {} MiB `sweep` reads",
-                            run.id,
-                            text.len() / (1024 * 1024),
-                            crate::limits::MAX_TRANSCRIPT_BYTES / (1024 * 1024)
+                        Err((
+                            format!(
+                                "its trace would be {} MiB, past the {} MiB `sweep` reads",
+                                text.len() / (1024 * 1024),
+                                crate::limits::MAX_TRANSCRIPT_BYTES / (1024 * 1024)
+                            ),
+                            "split the run, or sweep the transcript itself",
                         ))
-                        .in_file(&input.path)
-                        .hint("split the run, or sweep the transcript itself");
-                        write!(err, "{}", d.render(&Style::default()))?;
-                        written.remove(&name);
-                        skipped_runs += 1;
-                        bad = true;
-                        continue;
+                    } else {
+                        Ok(text)
                     }
-                    store::write_atomic(&path, text.as_bytes())
-                        .with_context(|| format!("cannot write {}", path.display()))?;
                 }
                 ImportAs::Scenario => {
                     let file = input.path.to_string_lossy().replace('\\', "/");
@@ -329,26 +325,31 @@ pub(super) fn import(args: ImportArgs) -> anyhow::Result<ExitStatus> {
                         "# Imported from a transcript by `harness import --as scenario`: edit freely.\n",
                     )
                     .map_err(|r| anyhow::anyhow!("{}", r.message))?;
-                    // Only what `run` takes is written: the same loading and checks.
-                    if let Err(problems) = crate::scenario::load(&text, SourceFormat::Toml, &run.id)
-                    {
-                        let why = problems
-                            .first()
-                            .map_or_else(|| "it does not load".to_owned(), |d| d.message.clone());
-                        let d = Diagnostic::new(format!(
-                            "run `{}` was not written: as a scenario, {why}",
-                            run.id
-                        ))
-                        .in_file(&input.path)
-                        .hint("`harness run` would refuse it; import it as a trace (the default) to sweep it");
-                        write!(err, "{}", d.render(&Style::default()))?;
-                        written.remove(&name);
-                        skipped_runs += 1;
-                        bad = true;
-                        continue;
+                    match crate::scenario::load(&text, SourceFormat::Toml, &run.id) {
+                        Ok(_) => Ok(text),
+                        Err(problems) => Err((
+                            format!(
+                                "as a scenario, {}",
+                                problems
+                                    .first()
+                                    .map_or("it does not load", |d| d.message.as_str())
+                            ),
+                            "`harness run` would refuse it; import it as a trace (the default) to sweep it",
+                        )),
                     }
-                    store::write_atomic(&path, text.as_bytes())
-                        .with_context(|| format!("cannot write {}", path.display()))?;
+                }
+            };
+            match made {
+                Ok(text) => store::write_atomic(&path, text.as_bytes())
+                    .with_context(|| format!("cannot write {}", path.display()))?,
+                Err((why, hint)) => {
+                    let d = Diagnostic::new(format!("run `{}` was not written: {why}", run.id))
+                        .in_file(&input.path)
+                        .hint(hint);
+                    write!(err, "{}", d.render(&Style::default()))?;
+                    written.remove(&name);
+                    skipped_runs += 1;
+                    bad = true;
                 }
             }
         }

@@ -266,7 +266,7 @@ fn outcomes(recorded: &[(Option<Value>, OutcomeDef)]) -> Vec<OutcomeDef> {
     // the results recorded for them are the same; one pass, so a long run stays linear.
     let keys: Vec<Option<String>> = recorded
         .iter()
-        .map(|(a, _)| a.as_ref().map(canonical))
+        .map(|(a, _)| a.as_ref().map(crate::json::canonical))
         .collect();
     let mut first: HashMap<&str, usize> = HashMap::new();
     let mut consistent: HashMap<&str, bool> = HashMap::new();
@@ -320,40 +320,4 @@ fn outcomes(recorded: &[(Option<Value>, OutcomeDef)]) -> Vec<OutcomeDef> {
     }
     by_order.extend(by_args);
     by_order
-}
-
-/// `v` as text with every object's keys sorted: equal values (key order aside) give equal text.
-fn canonical(v: &Value) -> String {
-    fn write(v: &Value, out: &mut String) {
-        match v {
-            Value::Object(o) => {
-                let mut entries: Vec<(&String, &Value)> = o.iter().collect();
-                entries.sort_by(|a, b| a.0.cmp(b.0));
-                out.push('{');
-                for (i, (k, v)) in entries.into_iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    out.push_str(&Value::String(k.clone()).to_string());
-                    out.push(':');
-                    write(v, out);
-                }
-                out.push('}');
-            }
-            Value::Array(a) => {
-                out.push('[');
-                for (i, v) in a.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    write(v, out);
-                }
-                out.push(']');
-            }
-            other => out.push_str(&other.to_string()),
-        }
-    }
-    let mut out = String::new();
-    write(v, &mut out);
-    out
 }

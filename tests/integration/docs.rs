@@ -443,32 +443,6 @@ fn every_mirrored_command_block_names_a_file_that_runs_it() {
     assert!(mirrored >= 8, "only {mirrored} mirrored blocks");
 }
 
-/// A stand-in for the reader's agent (`my_agent.py`, `agent.py`): the openai wire on the
-/// standard library, one tool, its loop; it never crashes on the arguments it is sent.
-const STAND_IN: &str = r#"
-import json, os, urllib.request
-base = os.environ["OPENAI_BASE_URL"]
-tools = [{"type": "function", "function": {"name": "get_weather", "description": "The weather",
-          "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
-messages = [{"role": "system", "content": os.environ.get("HARNESS_SYSTEM", "")},
-            {"role": "user", "content": os.environ.get("HARNESS_USER", "hello")}]
-for _ in range(10):
-    body = json.dumps({"model": "gpt-4o-mini", "messages": messages, "tools": tools}).encode()
-    request = urllib.request.Request(base + "/chat/completions", body, {"content-type": "application/json"})
-    message = json.load(urllib.request.urlopen(request))["choices"][0]["message"]
-    messages.append(message)
-    if not message.get("tool_calls"):
-        print(message.get("content"))
-        break
-    for call in message["tool_calls"]:
-        try:
-            city = json.loads(call["function"]["arguments"])["city"]
-            result = f"Sunny in {city}."
-        except Exception as e:
-            result = f"Error: {e}"
-        messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
-"#;
-
 /// A folder for a block to run in: empty but for the stand-in agents, or a copy of this
 /// project.
 fn scratch(with_repo: bool) -> Project {
@@ -485,7 +459,7 @@ fn scratch(with_repo: bool) -> Project {
             p.copy_from_repo(part, part);
         }
     }
-    p.write("my_agent.py", STAND_IN);
+    p.write("my_agent.py", crate::support::STAND_IN_AGENT);
     p
 }
 

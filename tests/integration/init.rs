@@ -1,30 +1,9 @@
 //! `harness init` in an empty folder, then the commands it prints: the first run has no golden,
 //! `accept` keeps it, the second run is green. The example agent it writes needs the openai
 //! package, which the conformance suite installs and runs it with
-//! (`tests/conformance/run`); here a standard-library twin of it speaks the same wire.
+//! (`tests/conformance/run`); here a standard-library stand-in speaks the same wire.
 
 use crate::support::Project;
-
-/// The example agent's loop on the standard library (urllib), for machines without openai.
-const TWIN: &str = r#"
-import json, os, urllib.request
-base = os.environ["OPENAI_BASE_URL"]
-tools = [{"type": "function", "function": {"name": "get_weather", "description": "The weather",
-          "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
-messages = [{"role": "system", "content": os.environ["HARNESS_SYSTEM"]},
-            {"role": "user", "content": os.environ["HARNESS_USER"]}]
-for _ in range(10):
-    body = json.dumps({"model": "gpt-4o-mini", "messages": messages, "tools": tools}).encode()
-    request = urllib.request.Request(base + "/chat/completions", body, {"content-type": "application/json"})
-    message = json.load(urllib.request.urlopen(request))["choices"][0]["message"]
-    messages.append(message)
-    if not message.get("tool_calls"):
-        print(message["content"])
-        break
-    for call in message["tool_calls"]:
-        city = json.loads(call["function"]["arguments"])["city"]
-        messages.append({"role": "tool", "tool_call_id": call["id"], "content": f"Sunny, 22 C in {city}."})
-"#;
 
 #[test]
 fn init_then_the_printed_commands_give_a_green_run() {
@@ -51,7 +30,7 @@ fn init_then_the_printed_commands_give_a_green_run() {
         assert!(init.stdout.contains(command), "{init}");
     }
     assert!(p.read("agent.py").contains("from openai import OpenAI"));
-    p.write("agent.py", TWIN);
+    p.write("agent.py", crate::support::STAND_IN_AGENT);
     let first = p.harness(&["exec", "scenarios", "--", "python3", "agent.py"]);
     first.expect_code(1);
     assert!(first.stdout.contains("1 missing goldens"), "{first}");

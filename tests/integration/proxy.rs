@@ -350,19 +350,7 @@ ask("POST", "/v1/files", {"purpose": "x"})
 ask("POST", "/v1/chat/completions", {"model": "m", "messages": [{"role": "user", "content": "hi"}]})
 "#;
     p.write("client.py", client);
-    let run = p.harness_env(
-        &[("OPENAI_API_KEY", CANARY)],
-        &[
-            "proxy",
-            "--upstream",
-            &base,
-            "--out",
-            "rec",
-            "--",
-            "python3",
-            "client.py",
-        ],
-    );
+    let run = proxy_client(&p, &base, &[]);
     run.expect_code(1);
     let seen = stub.join().expect("the stub");
     assert_eq!(seen.len(), 1, "{seen:?}");
@@ -439,15 +427,7 @@ fn a_proxy_without_a_command_ends_on_ctrl_c_with_130() {
 fn a_stream_cut_by_the_proxys_stop_says_who_cut_it() {
     let p = Project::new();
     // A provider whose stream starts and then never ends.
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let base = format!("http://{}/v1", listener.local_addr().expect("addr"));
-    let provider = std::thread::spawn(move || {
-        let (mut s, _) = listener.accept().expect("accept");
-        let mut reader = BufReader::new(s.try_clone().expect("clone"));
-        crate::support::read_request(&mut reader);
-        let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n44\r\ndata: {\"id\":\"c2\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n\r\n");
-        std::thread::sleep(std::time::Duration::from_secs(15));
-    });
+    let (base, provider) = stalling_stream();
     let mut proxy =
         crate::support::harness_command(p.path(), &["proxy", "--upstream", &base, "--out", "rec"])
             .env("OPENAI_API_KEY", CANARY)
@@ -511,19 +491,7 @@ with urllib.request.urlopen(req, timeout=20) as r:
     print(r.status, r.headers.get("content-encoding"), r.read()[:2].hex())
 "#;
     p.write("client.py", client);
-    let run = p.harness_env(
-        &[("OPENAI_API_KEY", CANARY)],
-        &[
-            "proxy",
-            "--upstream",
-            &base,
-            "--out",
-            "rec",
-            "--",
-            "python3",
-            "client.py",
-        ],
-    );
+    let run = proxy_client(&p, &base, &[]);
     run.expect_code(1);
     let seen = stub.join().expect("the stub");
     assert!(seen[0].contains("accept-encoding: identity"), "{seen:?}");
@@ -543,15 +511,7 @@ with urllib.request.urlopen(req, timeout=20) as r:
 #[test]
 fn a_stream_cut_by_the_commands_timeout_says_who_cut_it() {
     let p = Project::new();
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let base = format!("http://{}/v1", listener.local_addr().expect("addr"));
-    let provider = std::thread::spawn(move || {
-        let (mut s, _) = listener.accept().expect("accept");
-        let mut reader = BufReader::new(s.try_clone().expect("clone"));
-        crate::support::read_request(&mut reader);
-        let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n44\r\ndata: {\"id\":\"c2\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n\r\n");
-        std::thread::sleep(std::time::Duration::from_secs(10));
-    });
+    let (base, provider) = stalling_stream();
     let client = r#"
 import json, os, urllib.request
 req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions",
@@ -562,21 +522,7 @@ with urllib.request.urlopen(req, timeout=60) as r:
         print(line.decode().strip(), flush=True)
 "#;
     p.write("client.py", client);
-    let run = p.harness_env(
-        &[("OPENAI_API_KEY", CANARY)],
-        &[
-            "proxy",
-            "--upstream",
-            &base,
-            "--out",
-            "rec",
-            "--timeout-ms",
-            "2000",
-            "--",
-            "python3",
-            "client.py",
-        ],
-    );
+    let run = proxy_client(&p, &base, &["--timeout-ms", "2000"]);
     assert!(run.stderr.contains("killed after 2000 ms"), "{run}");
     let cassette = p.read("rec/conversation-1.cassette.json");
     assert!(
@@ -592,15 +538,7 @@ with urllib.request.urlopen(req, timeout=60) as r:
 #[test]
 fn a_provider_silent_mid_stream_is_cut_after_the_upstream_timeout() {
     let p = Project::new();
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let base = format!("http://{}/v1", listener.local_addr().expect("addr"));
-    let provider = std::thread::spawn(move || {
-        let (mut s, _) = listener.accept().expect("accept");
-        let mut reader = BufReader::new(s.try_clone().expect("clone"));
-        crate::support::read_request(&mut reader);
-        let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n44\r\ndata: {\"id\":\"c2\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n\r\n");
-        std::thread::sleep(std::time::Duration::from_secs(10));
-    });
+    let (base, provider) = stalling_stream();
     let client = r#"
 import json, os, urllib.request
 req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions",
@@ -615,21 +553,7 @@ except Exception as e:
     print("cut:", type(e).__name__)
 "#;
     p.write("client.py", client);
-    let run = p.harness_env(
-        &[("OPENAI_API_KEY", CANARY)],
-        &[
-            "proxy",
-            "--upstream",
-            &base,
-            "--upstream-timeout-ms",
-            "1000",
-            "--out",
-            "rec",
-            "--",
-            "python3",
-            "client.py",
-        ],
-    );
+    let run = proxy_client(&p, &base, &["--upstream-timeout-ms", "1000"]);
     assert!(
         !run.stderr.contains("killed after"),
         "the agent was released: {run}"
@@ -690,21 +614,7 @@ ask("stall, please")
 ask("answer, please")
 "#;
     p.write("client.py", client);
-    let run = p.harness_env(
-        &[("OPENAI_API_KEY", CANARY)],
-        &[
-            "proxy",
-            "--upstream",
-            &base,
-            "--upstream-timeout-ms",
-            "1000",
-            "--out",
-            "rec",
-            "--",
-            "python3",
-            "client.py",
-        ],
-    );
+    let run = proxy_client(&p, &base, &["--upstream-timeout-ms", "1000"]);
     run.expect_code(1);
     assert!(
         run.stderr
@@ -719,4 +629,27 @@ ask("answer, please")
         written[0]
     );
     drop(provider);
+}
+
+/// A provider that starts a stream (one event) and then falls silent for 15 s, answering one
+/// request: its base URL and its thread.
+fn stalling_stream() -> (String, std::thread::JoinHandle<()>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let base = format!("http://{}/v1", listener.local_addr().expect("addr"));
+    let provider = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().expect("accept");
+        let mut reader = BufReader::new(s.try_clone().expect("clone"));
+        crate::support::read_request(&mut reader);
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n44\r\ndata: {\"id\":\"c2\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n\r\n");
+        std::thread::sleep(std::time::Duration::from_secs(15));
+    });
+    (base, provider)
+}
+
+/// `harness proxy --upstream BASE --out rec EXTRA… -- python3 client.py` with the canary key.
+fn proxy_client(p: &Project, base: &str, extra: &[&str]) -> crate::support::Run {
+    let mut args = vec!["proxy", "--upstream", base, "--out", "rec"];
+    args.extend_from_slice(extra);
+    args.extend(["--", "python3", "client.py"]);
+    p.harness_env(&[("OPENAI_API_KEY", CANARY)], &args)
 }

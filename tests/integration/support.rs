@@ -423,3 +423,31 @@ pub struct Counts {
     pub invalid: u32,
     pub orphans: u32,
 }
+
+/// A stand-in for a user's agent (`my_agent.py`, `harness init`'s `agent.py`): the openai
+/// wire on the standard library, one tool, its loop; it never crashes on the arguments it is
+/// sent. For machines without the openai package, which the conformance suite and `.ci/wheel`
+/// run the real example with.
+pub const STAND_IN_AGENT: &str = r#"
+import json, os, urllib.request
+base = os.environ["OPENAI_BASE_URL"]
+tools = [{"type": "function", "function": {"name": "get_weather", "description": "The weather",
+          "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+messages = [{"role": "system", "content": os.environ.get("HARNESS_SYSTEM", "")},
+            {"role": "user", "content": os.environ.get("HARNESS_USER", "hello")}]
+for _ in range(10):
+    body = json.dumps({"model": "gpt-4o-mini", "messages": messages, "tools": tools}).encode()
+    request = urllib.request.Request(base + "/chat/completions", body, {"content-type": "application/json"})
+    message = json.load(urllib.request.urlopen(request))["choices"][0]["message"]
+    messages.append(message)
+    if not message.get("tool_calls"):
+        print(message.get("content"))
+        break
+    for call in message["tool_calls"]:
+        try:
+            city = json.loads(call["function"]["arguments"])["city"]
+            result = f"Sunny in {city}."
+        except Exception as e:
+            result = f"Error: {e}"
+        messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+"#;
