@@ -225,6 +225,13 @@ pub fn read_answer(reader: &mut impl BufRead, limit: usize) -> Result<Option<Str
     if line.last() == Some(&b'\n') {
         line.pop();
     }
+    // The bound above counts a line end; a last line without one must hold to it too.
+    if line.len() > limit {
+        return Err(format!(
+            "its answer is longer than {} KiB; answer one short line",
+            limit / 1024
+        ));
+    }
     String::from_utf8(line)
         .map(Some)
         .map_err(|_| "its answer is not UTF-8".to_owned())
