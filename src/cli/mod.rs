@@ -130,24 +130,39 @@ struct Setup {
 }
 
 impl Setup {
+    /// The layout of the flags alone, for the commands that read no project.
+    fn without_project(cli: &Cli) -> Self {
+        Self {
+            project: None,
+            layout: Layout {
+                scenarios: cli
+                    .scenarios_root
+                    .clone()
+                    .unwrap_or_else(|| PathBuf::from("scenarios")),
+                snapshots: cli
+                    .snapshots
+                    .clone()
+                    .unwrap_or_else(|| PathBuf::from("snapshots")),
+            },
+        }
+    }
+
     fn new(cli: &Cli) -> Result<Self, ExitStatus> {
         let cwd = std::env::current_dir().unwrap_or_default();
         let project = match crate::project::discover(&cwd) {
             Ok(p) => p,
             Err(d) => return Err(fail(&d)),
         };
-        let layout = Layout {
-            scenarios: cli
-                .scenarios_root
-                .clone()
-                .or_else(|| project.as_ref().map(|p| p.scenarios.clone()))
-                .unwrap_or_else(|| PathBuf::from("scenarios")),
-            snapshots: cli
-                .snapshots
-                .clone()
-                .or_else(|| project.as_ref().map(|p| p.snapshots.clone()))
-                .unwrap_or_else(|| PathBuf::from("snapshots")),
-        };
+        // The flags win over the project file, which wins over the defaults.
+        let mut layout = Self::without_project(cli).layout;
+        if let Some(p) = &project {
+            if cli.scenarios_root.is_none() {
+                layout.scenarios = p.scenarios.clone();
+            }
+            if cli.snapshots.is_none() {
+                layout.snapshots = p.snapshots.clone();
+            }
+        }
         // Said once, on stderr, when the file is not the current folder's: which project
         // the command's paths come from.
         if let Some(p) = project
@@ -230,17 +245,21 @@ impl Setup {
 fn execute(cli: Cli) -> anyhow::Result<ExitStatus> {
     // `init` makes the project, and these read none: a project file they cannot read is
     // not theirs to refuse (`harness schema project` is how to mend one).
-    match &cli.command {
-        Command::Init { dir } => return init::init(dir.as_deref()),
-        Command::Schema { of } => return show::schema(*of),
-        Command::Profile { name } => return show::profile(name.as_deref()),
-        Command::Report(args) => return run::report(args),
-        Command::Promote(args) => return record::promote(args),
-        _ => {}
-    }
-    let setup = match Setup::new(&cli) {
-        Ok(s) => s,
-        Err(code) => return Ok(code),
+    let project_free = matches!(
+        cli.command,
+        Command::Init { .. }
+            | Command::Schema { .. }
+            | Command::Profile { .. }
+            | Command::Report(_)
+            | Command::Promote(_)
+    );
+    let setup = if project_free {
+        Setup::without_project(&cli)
+    } else {
+        match Setup::new(&cli) {
+            Ok(s) => s,
+            Err(code) => return Ok(code),
+        }
     };
     let layout = &setup.layout;
     match cli.command {

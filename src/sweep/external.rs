@@ -144,15 +144,11 @@ impl External {
         let (send, answers) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let mut stdout = BufReader::new(stdout);
-            loop {
-                let read = read_answer(&mut stdout, MAX_DETECTOR_ANSWER_BYTES);
-                let more = matches!(read, Ok(Some(_)));
-                let sent = match read {
-                    Ok(Some(line)) => send.send(Ok(line)),
-                    Ok(None) => break,
-                    Err(e) => send.send(Err(e)),
-                };
-                if !more || sent.is_err() {
+            // Until the end of its output, a bad line (reading stops there), or nobody
+            // waiting for answers.
+            while let Some(read) = read_answer(&mut stdout, MAX_DETECTOR_ANSWER_BYTES).transpose() {
+                let last = read.is_err();
+                if send.send(read).is_err() || last {
                     break;
                 }
             }

@@ -392,16 +392,7 @@ fn a_proxy_without_a_command_ends_on_ctrl_c_with_130() {
         answer.len()
     );
     let (base, stub) = raw_stub(vec![ok.into()]);
-    let mut proxy =
-        crate::support::harness_command(p.path(), &["proxy", "--upstream", &base, "--out", "rec"])
-            .env("OPENAI_API_KEY", CANARY)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("start the proxy");
-    let addr = crate::support::listening_address(&mut BufReader::new(
-        proxy.stdout.as_mut().expect("stdout"),
-    ));
+    let (mut proxy, addr) = proxy_alone(&p, &base);
     let body = r#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#;
     let mut s = std::net::TcpStream::connect(&addr).expect("connect");
     write!(
@@ -428,16 +419,7 @@ fn a_stream_cut_by_the_proxys_stop_says_who_cut_it() {
     let p = Project::new();
     // A provider whose stream starts and then never ends.
     let (base, provider) = stalling_stream();
-    let mut proxy =
-        crate::support::harness_command(p.path(), &["proxy", "--upstream", &base, "--out", "rec"])
-            .env("OPENAI_API_KEY", CANARY)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("start the proxy");
-    let addr = crate::support::listening_address(&mut BufReader::new(
-        proxy.stdout.as_mut().expect("stdout"),
-    ));
+    let (mut proxy, addr) = proxy_alone(&p, &base);
     let body = r#"{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
     let mut s = std::net::TcpStream::connect(&addr).expect("connect");
     write!(
@@ -652,4 +634,20 @@ fn proxy_client(p: &Project, base: &str, extra: &[&str]) -> crate::support::Run 
     args.extend_from_slice(extra);
     args.extend(["--", "python3", "client.py"]);
     p.harness_env(&[("OPENAI_API_KEY", CANARY)], &args)
+}
+
+/// `harness proxy --upstream BASE --out rec` with no command (it records until stopped), with
+/// the canary key: the child and the address it listens on.
+fn proxy_alone(p: &Project, base: &str) -> (Child, String) {
+    let mut proxy =
+        crate::support::harness_command(p.path(), &["proxy", "--upstream", base, "--out", "rec"])
+            .env("OPENAI_API_KEY", CANARY)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start the proxy");
+    let addr = crate::support::listening_address(&mut BufReader::new(
+        proxy.stdout.as_mut().expect("stdout"),
+    ));
+    (proxy, addr)
 }
