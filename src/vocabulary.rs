@@ -69,6 +69,7 @@ impl OutcomeKind {
 pub const INTERVENTION_SOURCES: &[&str] = &[
     "moltis-reflex",
     "moltis-auto-continue",
+    "moltis-answer-fallback",
     "ironclaw-intent",
     "ironclaw-truncation",
     "ironclaw-duplicate",

@@ -47,8 +47,11 @@ pub struct RunInput<'a> {
     pub user: &'a str,
     /// External signals.
     pub signals: &'a [SignalDef],
-    /// Prices of the model, for the cost guard.
+    /// Prices of the model: what the run costs (turn ends, metrics).
     pub prices: Prices,
+    /// Prices the profile's own accounting charges, which its cost guard reads (the book's
+    /// loop prices a model it does not list as claude-sonnet-4-6).
+    pub guard_prices: Prices,
     /// Scripted approval decisions, in order.
     pub approvals: &'a [ApprovalDef],
     /// Further user messages, one per later turn.
@@ -136,10 +139,17 @@ struct Loop<'a> {
     input_tokens: u64,
     output_tokens: u64,
     cost_usd: f64,
+    /// Spending as the profile's own accounting counts it (`guard_prices`).
+    guard_cost_usd: f64,
     turn_start: (u64, u64, f64),
     next_approval: usize,
     auth_prompt: Option<String>,
     ended: Option<(OutcomeKind, String)>,
+    /// Iterations a loop starts counting from: 0, or the count the last turn ended at when the
+    /// configuration keeps the loop's state across turns.
+    carried_iterations: u32,
+    /// The text of the last tool-call response that had any (Moltis' `last_answer_text`).
+    last_answer_text: Option<String>,
 }
 
 /// How one call of a batch is handled before dispatch.
@@ -166,6 +176,7 @@ pub fn run_case(
         user: &s.user,
         signals: &s.signals,
         prices: case.prices(),
+        guard_prices: case.guard_prices(),
         approvals: &s.approvals,
         followups: &s.followups,
         workspace: &s.workspace,
@@ -201,10 +212,13 @@ pub fn run(input: RunInput<'_>, model: &mut dyn Model, tools: &mut dyn ToolRunne
         input_tokens: 0,
         output_tokens: 0,
         cost_usd: 0.0,
+        guard_cost_usd: 0.0,
         turn_start: (0, 0, 0.0),
         next_approval: 0,
         auth_prompt: None,
         ended: None,
+        carried_iterations: 0,
+        last_answer_text: None,
     };
     let tool_names: Vec<String> = tools.specs().iter().map(|t| t.name.clone()).collect();
     lp.emit(Event::RunStart {
@@ -254,6 +268,8 @@ impl Loop<'_> {
         self.force_text = false;
         self.strip_this_call = false;
         self.total_tool_calls = 0;
+        self.carried_iterations = 0;
+        self.last_answer_text = None;
     }
 
     fn turns(
@@ -291,7 +307,12 @@ impl Loop<'_> {
                                 text: text.clone(),
                             });
                             self.remember(Message::new(Role::User, text.clone()));
-                            self.fresh();
+                            // The book's one `AgentLoop` instance carries the conversation:
+                            // the next `run()` counts on from the last iteration, with the same
+                            // detector and the same spending.
+                            if self.config.turn_state == policy::TurnState::Fresh {
+                                self.fresh();
+                            }
                         }
                         _ => return Ok(()),
                     }
@@ -306,7 +327,7 @@ impl Loop<'_> {
             total_tool_calls: self.total_tool_calls,
             tools_available,
             force_text: self.force_text,
-            cost_usd: self.cost_usd,
+            cost_usd: self.guard_cost_usd,
             tokens: self.input_tokens + self.output_tokens,
         }
     }
@@ -318,6 +339,7 @@ impl Loop<'_> {
         text: Option<String>,
         detail: Option<String>,
     ) -> LoopEnd {
+        self.carried_iterations = iterations;
         self.emit(Event::Outcome {
             outcome,
             iterations,
@@ -399,7 +421,7 @@ impl Loop<'_> {
     ) -> Result<LoopEnd, ScriptGap> {
         let signals = self.input.signals;
         let ceiling = self.config.ceiling();
-        let mut iterations = 0u32;
+        let mut iterations = self.carried_iterations;
         loop {
             let n = iterations + 1;
             let g = self.run_iterations + 1;
@@ -489,6 +511,11 @@ impl Loop<'_> {
                 continue;
             }
 
+            if self.config.empty_answer.last_text_fallback {
+                if let Some(text) = response.text.as_ref().filter(|t| !t.is_empty()) {
+                    self.last_answer_text = Some(text.clone());
+                }
+            }
             let batch_len = response.tool_calls.len();
             let mut discarded = None;
             for p in &mut self.policies {
@@ -539,7 +566,9 @@ impl Loop<'_> {
             p.after_text(&text, continued.is_some());
         }
         if let Some((id, actions)) = continued {
-            self.remember(Message::new(Role::Assistant, text));
+            if !(text.is_empty() && self.config.empty_answer.skip_in_history) {
+                self.remember(Message::new(Role::Assistant, text));
+            }
             self.apply(id, actions, 0);
             return self.ended_by_policy(iterations);
         }
@@ -549,6 +578,17 @@ impl Loop<'_> {
             TextAnswer::CompletionPhrase => policy::completion::signals_completion(&text),
         };
         if last {
+            let fallback = text.is_empty() && self.config.empty_answer.last_text_fallback;
+            let text = match self.last_answer_text.take().filter(|_| fallback) {
+                Some(earlier) => {
+                    self.emit(Event::Notice {
+                        source: "moltis-answer-fallback".to_owned(),
+                        text: "the final answer is empty: the text of the last tool-call response stands in for it".to_owned(),
+                    });
+                    earlier
+                }
+                None => text,
+            };
             return Some(self.finish(OutcomeKind::Response, iterations, Some(text), None));
         }
         self.remember(Message::new(Role::Assistant, text));
@@ -634,10 +674,12 @@ impl Loop<'_> {
         self.clock = self.clock.saturating_add(r.latency_ms);
         self.input_tokens = self.input_tokens.saturating_add(r.usage.input);
         self.output_tokens = self.output_tokens.saturating_add(r.usage.output);
-        let p = self.input.prices;
-        self.cost_usd += (r.usage.input as f64 * p.input_per_mtok
-            + r.usage.output as f64 * p.output_per_mtok)
-            / 1_000_000.0;
+        let cost = |p: Prices| {
+            (r.usage.input as f64 * p.input_per_mtok + r.usage.output as f64 * p.output_per_mtok)
+                / 1_000_000.0
+        };
+        self.cost_usd += cost(self.input.prices);
+        self.guard_cost_usd += cost(self.input.guard_prices);
     }
 
     /// One model call, with the profile's answer to provider errors: after a context
@@ -911,9 +953,21 @@ impl Loop<'_> {
         tools: &mut dyn ToolRunner,
     ) -> Result<Vec<CallRecord>, ScriptGap> {
         let mut prepared = Vec::with_capacity(calls.len());
+        // The arguments as sent, where coercion changed them: the defences see these.
+        let mut sent = Vec::with_capacity(calls.len());
+        let coerce = self.config.validation.enabled && self.config.validation.coerce_scalars;
         for (call, args) in calls {
             let spec = tools.specs().iter().find(|t| t.name == call.name);
-            let p = match args.clone() {
+            let coerced = match (args, spec) {
+                (Ok(a), Some(spec)) if coerce => policy::validate::coerce_scalars(&spec.schema, a),
+                _ => None,
+            };
+            sent.push(coerced.as_ref().and(args.as_ref().ok().cloned()));
+            let args = match coerced {
+                Some(c) => Ok(c),
+                None => args.clone(),
+            };
+            let p = match args {
                 Err(e) => Prepared::Broken(call.arguments.text().into_owned(), e),
                 Ok(args) if spec.is_none() => Prepared::Unknown(args),
                 Ok(args) => match self
@@ -972,7 +1026,9 @@ impl Loop<'_> {
         });
 
         let mut records = Vec::with_capacity(calls.len());
-        for (((call, _), p), (status, latency_ms)) in calls.iter().zip(prepared).zip(results) {
+        for ((((call, _), p), (status, latency_ms)), sent) in
+            calls.iter().zip(prepared).zip(results).zip(sent)
+        {
             let (args, result) = match (p, status) {
                 (Prepared::Run(a), Ok(output)) => {
                     self.capture_auth_prompt(&call.name, &output);
@@ -1023,7 +1079,7 @@ impl Loop<'_> {
             };
             records.push(CallRecord {
                 name: call.name.clone(),
-                args,
+                args: sent.unwrap_or(args),
                 result,
             });
         }
@@ -1165,6 +1221,7 @@ mod tests {
             user,
             signals: &[],
             prices: Prices::default(),
+            guard_prices: Prices::default(),
             approvals: &[],
             followups: &[],
             workspace: &workspace,

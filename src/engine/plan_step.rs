@@ -59,15 +59,16 @@ pub(crate) enum Reading {
     Invalid,
 }
 
-/// Read one (stutter-guarded) reply.
-pub(crate) fn read(text: &str, parse_priority: bool) -> Reading {
+/// Read one (stutter-guarded) reply: `parse_priority` is the seed's fix 4 (a control object is
+/// never a tool call), `first_json` the wider envelope reading of [`lenient_envelope`].
+pub(crate) fn read(text: &str, parse_priority: bool, first_json: bool) -> Reading {
     if let Some(envelope) = strict_envelope(text) {
         return Reading::Envelope {
             envelope,
             lenient: false,
         };
     }
-    if parse_priority {
+    if first_json {
         if let Some(envelope) = lenient_envelope(text) {
             return Reading::Envelope {
                 envelope,
@@ -97,7 +98,8 @@ pub(crate) fn strict_envelope(text: &str) -> Option<Envelope> {
     }
 }
 
-/// Parse priority's reading: the first valid envelope among the tool-call candidates (whole
+/// The `extract_first_json` reading (named for the upstream analysis'
+/// `extract_first_json_and_ignore_rest`, not the seed's fixes): the first valid envelope among the tool-call candidates (whole
 /// reply, first fenced block, first `{` to last `}`) and then the JSON objects that start at each
 /// `{` of the reply in turn, each read up to its own closing brace whatever follows. So an
 /// envelope inside prose, in a fence, or repeated (`{…}\n\n{…}`) is found; an envelope with
@@ -487,7 +489,8 @@ impl PlanLoop<'_> {
             self.finish(OutcomeKind::Stopped, None, None);
             return Ok(Flow::Ended);
         }
-        if n > self.config.max_iterations {
+        // 0: no cap of harness's own; the step budgets and the replan limit end the run.
+        if self.config.max_iterations > 0 && n > self.config.max_iterations {
             let detail = fill(
                 &self.config.max_iterations_message,
                 &[("n", &self.config.max_iterations.to_string())],
@@ -577,7 +580,7 @@ impl PlanLoop<'_> {
                 ("step", title),
             ],
         );
-        let mut tool_succeeded = false;
+        let mut last_call_succeeded = false;
         for _ in 0..self.ps.max_step_calls {
             let Flow::Go(()) = self.begin_iteration(input)? else {
                 return Ok(Flow::Ended);
@@ -586,7 +589,10 @@ impl PlanLoop<'_> {
             let Flow::Go(reply) = self.call_model(Purpose::Turn, tools.specs(), model)? else {
                 return Ok(Flow::Ended);
             };
-            match read(&reply, self.ps.parse_priority) {
+            // The seed's forced completion looks at this iteration only (its flags are set
+            // afresh by every `execute_single_step_iteration`).
+            last_call_succeeded = false;
+            match read(&reply, self.ps.parse_priority, self.ps.extract_first_json) {
                 Reading::Envelope { envelope, lenient } => {
                     if lenient {
                         self.intervene(1, "lenient_envelope");
@@ -610,7 +616,7 @@ impl PlanLoop<'_> {
                 }
                 Reading::Tool { name, args } => {
                     if self.run_tool(&name, args, tools)? {
-                        tool_succeeded = true;
+                        last_call_succeeded = true;
                         if self.ps.completion_inference {
                             self.intervene(2, "infer_done");
                             return Ok(Flow::Go(StepEnd::new(StepStatus::Done, "inferred_tool")));
@@ -635,7 +641,7 @@ impl PlanLoop<'_> {
                 }
             }
         }
-        if self.ps.forced_completion_at_cap && tool_succeeded {
+        if self.ps.forced_completion_at_cap && last_call_succeeded {
             self.intervene(2, "force_done");
             return Ok(Flow::Go(StepEnd::new(StepStatus::Done, "forced_at_cap")));
         }
@@ -846,32 +852,44 @@ mod tests {
         assert_eq!(tool_call(both, true), None);
         // In `read` the envelope comes first anyway, with or without parse priority.
         assert!(matches!(
-            read(both, false),
+            read(both, false, false),
             Reading::Envelope { lenient: false, .. }
         ));
     }
 
     #[test]
-    fn read_checks_in_order_and_parse_priority_widens_only_envelopes() {
+    fn read_checks_in_order_and_only_extract_first_json_widens_envelopes() {
         let doubled = "{\"control\": \"step_done\"}\n\n{\"control\": \"step_done\"}";
-        assert_eq!(read(doubled, false), Reading::Invalid);
+        // The seed's parse priority keeps the strict envelope.
+        assert_eq!(read(doubled, false, false), Reading::Invalid);
+        assert_eq!(read(doubled, true, false), Reading::Invalid);
         assert!(matches!(
-            read(doubled, true),
+            read(doubled, false, true),
             Reading::Envelope { lenient: true, .. }
         ));
-        // An envelope beats a legacy marker only under parse priority.
+        // An envelope beats a legacy marker only under the wider reading.
         let mixed = r#"No need to REPLAN. {"control":"step_done"}"#;
-        assert_eq!(read(mixed, false), Reading::Legacy(Control::Replan));
+        assert_eq!(read(mixed, true, false), Reading::Legacy(Control::Replan));
         assert!(matches!(
-            read(mixed, true),
+            read(mixed, false, true),
             Reading::Envelope { lenient: true, .. }
         ));
-        assert_eq!(read(r#"{control: "step_done"}"#, true), Reading::Invalid);
+        assert_eq!(
+            read(r#"{control: "step_done"}"#, true, true),
+            Reading::Invalid
+        );
         assert!(matches!(
-            read(r#"{"tool":"ls","args":{}}"#, true),
+            read(r#"{"tool":"ls","args":{}}"#, true, true),
             Reading::Tool { .. }
         ));
-        assert_eq!(read("I have listed the directory.", true), Reading::Invalid);
+        assert_eq!(
+            read("I have listed the directory.", true, true),
+            Reading::Invalid
+        );
+        // A control object with a tool beside it, in prose: a tool call unless parse priority.
+        let both = r#"Done: {"tool":"ls","args":{},"control":"step_done"}"#;
+        assert!(matches!(read(both, false, false), Reading::Tool { .. }));
+        assert_eq!(read(both, true, false), Reading::Invalid);
     }
 
     #[test]

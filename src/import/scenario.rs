@@ -17,23 +17,31 @@
 //!   arguments past the recorded ones fails with [`crate::scenario::NO_RESULT`].
 //! - **Users.** The first user message is the task; each later one is a follow-up, which the
 //!   engine sends when a turn ends with a text answer, as the recording's user answered the
-//!   agent's text. Answers recorded before the first user message (a greeting) are left out.
-//! - **Cap.** `max_iterations` is one more than the longest loop recorded (answers between two
-//!   user messages), so the recording fits and the end-of-recording answer can come.
+//!   agent's text. User messages in a row (a simulated user that writes twice before the agent
+//!   answers) are one message, joined by a blank line, so every recorded answer is heard after
+//!   the messages it answered. Answers recorded before the first user message (a greeting) are
+//!   left out.
+//! - **Cap.** `max_iterations` is one more than the answers recorded, so the whole recording
+//!   fits and the end-of-recording answer can come under every profile: those that count
+//!   iterations per user message and `agentloop`, whose count runs over the conversation.
 //!
 //! Pure: the caller writes the file.
 
 use super::Run;
 use crate::scenario::{
-    Bound, CallDef, Conditions, ModelScript, OutcomeDef, RuleDef, Scenario, ToolDef, TurnDef,
-    UsageDef, WithoutTools, called_tool,
+    Bound, CallDef, Conditions, ModelScript, OutcomeDef, RECORDED_ASSUMPTIONS, RuleDef, Scenario,
+    ToolDef, TurnDef, UsageDef, WithoutTools, called_tool, holds_null, recorded_outcomes,
 };
 use crate::trace::Event;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
 /// The answer past the recording's end.
-pub const END_OF_RECORDING: &str = "(The recorded run ends here.)";
+pub const END_OF_RECORDING: &str = "(The recorded run ends here; no recorded answer follows.)";
+
+/// What joins user messages the recording has in a row, with no answer between: they become
+/// one follow-up, so each recorded answer stays paired with what it answered.
+pub const USER_JOIN: &str = "\n\n";
 
 /// The scenario of an imported run; `file` names the transcript (in the description).
 pub fn scenario_of(run: &Run, file: &str) -> Scenario {
@@ -63,17 +71,21 @@ pub fn scenario_of(run: &Run, file: &str) -> Scenario {
     // hold no null) and what came back.
     let mut results: BTreeMap<String, Vec<(Option<Value>, OutcomeDef)>> = BTreeMap::new();
     let mut args_of: BTreeMap<&str, Option<Value>> = BTreeMap::new();
-    let (mut loop_len, mut longest) = (0u32, 0u32);
     let mut calls = 0usize;
+    // Whether the last user message has had no answer yet: a second one then joins it.
+    let mut unanswered = false;
     for event in &events[start..] {
         match event {
             Event::UserTurn { text, .. } => {
-                if user.is_none() {
-                    user = Some(text.clone());
-                } else {
-                    followups.push(text.clone());
+                match (unanswered, followups.last_mut(), &mut user) {
+                    (true, Some(last), _) | (true, None, Some(last)) => {
+                        last.push_str(USER_JOIN);
+                        last.push_str(text);
+                    }
+                    (_, _, None) => user = Some(text.clone()),
+                    _ => followups.push(text.clone()),
                 }
-                loop_len = 0;
+                unanswered = true;
             }
             Event::ModelResponse {
                 finish,
@@ -83,13 +95,12 @@ pub fn scenario_of(run: &Run, file: &str) -> Scenario {
                 output_tokens,
                 ..
             } => {
-                loop_len += 1;
-                longest = longest.max(loop_len);
+                unanswered = false;
                 for c in summaries {
                     called_tool(&mut tools, &c.name);
                     let parsed = serde_json::from_str::<Value>(&c.args)
                         .ok()
-                        .filter(|v| !has_null(v));
+                        .filter(|v| !holds_null(v));
                     args_of.insert(c.id.as_str(), parsed);
                 }
                 calls += summaries.len();
@@ -100,7 +111,7 @@ pub fn scenario_of(run: &Run, file: &str) -> Scenario {
                         .map(|c| {
                             // TOML has no null: arguments holding one keep their text.
                             let (args, raw_args) = match serde_json::from_str::<Value>(&c.args) {
-                                Ok(v) if !has_null(&v) => (Some(v), None),
+                                Ok(v) if !holds_null(&v) => (Some(v), None),
                                 _ => (None, Some(c.args.clone())),
                             };
                             CallDef {
@@ -151,14 +162,14 @@ pub fn scenario_of(run: &Run, file: &str) -> Scenario {
         .filter(|(_, o)| o.ok.is_none())
         .count();
     for (name, recorded) in results {
-        called_tool(&mut tools, &name).outcomes = outcomes(&recorded);
+        called_tool(&mut tools, &name).outcomes = recorded_outcomes(&recorded);
     }
     for t in &mut tools {
         t.default = Some(OutcomeDef::no_result());
     }
     let answers = turns.len();
     let mut config = serde_json::Map::new();
-    config.insert("max_iterations".to_owned(), json!(longest + 1));
+    config.insert("max_iterations".to_owned(), json!(answers + 1));
     let label = run
         .success
         .map(|s| if s { "a success" } else { "a failure" });
@@ -181,11 +192,7 @@ pub fn scenario_of(run: &Run, file: &str) -> Scenario {
     let description = format!(
         "Imported from {file} ({source}), run `{id}`: {answers} model answers, {calls} tool \
          calls ({failed} failed), {follow} follow-up user message(s).{ended}{greeting}{task}\n\n\
-         The model is the recording, answer by answer, whatever the runtime sends: a stubborn \
-         model that, after an intervention, goes on as it did when recorded (and keeps calling \
-         tools a runtime withholds). What a profile's defence saves here is what it saves on a \
-         model that ignores it. The tools give the recorded results, by arguments or in call \
-         order; past the recording the model answers `{END_OF_RECORDING}`.",
+         {RECORDED_ASSUMPTIONS} Past the recording the model answers `{END_OF_RECORDING}`.",
         source = run.source,
         id = run.id,
         follow = followups.len(),
@@ -224,16 +231,6 @@ pub fn scenario_of(run: &Run, file: &str) -> Scenario {
     scenario
 }
 
-/// Does `v` hold a null anywhere?
-fn has_null(v: &Value) -> bool {
-    match v {
-        Value::Null => true,
-        Value::Array(a) => a.iter().any(has_null),
-        Value::Object(o) => o.values().any(has_null),
-        _ => false,
-    }
-}
-
 /// What one recorded result gives back.
 fn result(ok: bool, text: Option<String>) -> OutcomeDef {
     match (ok, text) {
@@ -250,74 +247,4 @@ fn result(ok: bool, text: Option<String>) -> OutcomeDef {
             ..OutcomeDef::default()
         },
     }
-}
-
-fn same(a: &OutcomeDef, b: &OutcomeDef) -> bool {
-    (&a.ok, &a.error, a.fail) == (&b.ok, &b.error, b.fail)
-}
-
-/// A tool's outcomes from its recorded results. Arguments that always got the same result get
-/// it by argument (`args`), so a call a defence skipped or rejected does not shift the others'
-/// results; the calls of arguments that got different results, and of arguments a table
-/// cannot hold, get theirs by call order (`on_call`, with `args` when known), first.
-fn outcomes(recorded: &[(Option<Value>, OutcomeDef)]) -> Vec<OutcomeDef> {
-    use std::collections::{HashMap, HashSet};
-    // Arguments as a key (objects' keys sorted: equal arguments, equal keys), and whether all
-    // the results recorded for them are the same; one pass, so a long run stays linear.
-    let keys: Vec<Option<String>> = recorded
-        .iter()
-        .map(|(a, _)| a.as_ref().map(crate::json::canonical))
-        .collect();
-    let mut first: HashMap<&str, usize> = HashMap::new();
-    let mut consistent: HashMap<&str, bool> = HashMap::new();
-    for (n, key) in keys.iter().enumerate() {
-        let Some(key) = key.as_deref() else { continue };
-        match first.get(key) {
-            None => {
-                first.insert(key, n);
-                consistent.insert(key, true);
-            }
-            Some(&f) => {
-                if !same(&recorded[n].1, &recorded[f].1) {
-                    consistent.insert(key, false);
-                }
-            }
-        }
-    }
-    let mut by_order = Vec::new();
-    let mut by_args: Vec<OutcomeDef> = Vec::new();
-    let mut kept: HashSet<&str> = HashSet::new();
-    for (n, ((args, outcome), key)) in recorded.iter().zip(&keys).enumerate() {
-        match (args, key.as_deref()) {
-            (Some(a), Some(key)) if consistent.get(key) == Some(&true) => {
-                if kept.insert(key) {
-                    by_args.push(OutcomeDef {
-                        args: Some(a.clone()),
-                        ..outcome.clone()
-                    });
-                }
-            }
-            _ => by_order.push(OutcomeDef {
-                args: args.clone(),
-                on_call: Some(Bound {
-                    min: Some(n as u64 + 1),
-                    max: Some(n as u64 + 1),
-                }),
-                ..outcome.clone()
-            }),
-        }
-    }
-    // A shifted call of such arguments gets their last recorded result.
-    for ((args, outcome), key) in recorded.iter().zip(&keys).rev() {
-        if let (Some(a), Some(key)) = (args, key.as_deref()) {
-            if kept.insert(key) {
-                by_args.push(OutcomeDef {
-                    args: Some(a.clone()),
-                    ..outcome.clone()
-                });
-            }
-        }
-    }
-    by_order.extend(by_args);
-    by_order
 }

@@ -40,10 +40,15 @@ impl RetryRule {
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Iterations before the run ends with `max_iterations` (each iteration is one model call;
-    /// in the plan/step loop the cap counts every model call of the run, replans included).
+    /// in the plan/step loop the cap counts every model call of the run, replans included, and
+    /// 0 means no cap of harness's own: the step budgets and the replan limit end the run).
     pub max_iterations: u32,
     /// Failure text of a run that hit the cap; `{n}` is the cap.
     pub max_iterations_message: String,
+    /// What a follow-up user message (a later turn) starts from.
+    pub turn_state: TurnState,
+    /// What the loop does with empty answers.
+    pub empty_answer: EmptyAnswerConfig,
     /// How the calls of one batch run on the virtual clock.
     pub tool_execution: ToolExecution,
     /// What happens to a call whose raw arguments are not valid JSON.
@@ -90,6 +95,31 @@ pub struct Config {
     pub approvals: ApprovalConfig,
     /// The plan/step executor (clude_code); `enabled` swaps the loop for the plan/step loop.
     pub plan_step: PlanStepConfig,
+}
+
+/// What a follow-up user message starts from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnState {
+    /// A new loop: the iteration count, the defences' counters and detectors start afresh
+    /// (IronClaw runs `run_agentic_loop` per message, Moltis runs its runner per message).
+    Fresh,
+    /// The same loop goes on: the iteration count (and so the cap), the defences' state and the
+    /// session cost run on across user messages (the book's `AgentLoop` instance holds
+    /// `turnCount`, `messages`, `sessionCost` and its loop detector as fields, and `run()`
+    /// resets none of them).
+    Kept,
+}
+
+/// What the loop does with empty answers (Moltis' runner).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EmptyAnswerConfig {
+    /// An empty final answer is replaced by the text of the last tool-call response that had
+    /// any (Moltis' `last_answer_text`, taken once).
+    pub last_text_fallback: bool,
+    /// An empty answer that a defence holds back (auto-continue) is not added to the history.
+    pub skip_in_history: bool,
 }
 
 /// What a text answer that no defence holds back does.
@@ -205,6 +235,12 @@ pub struct ContinuationConfig {
     pub enabled: bool,
     /// The prompt (a user message).
     pub message: String,
+    /// A response whose stop reason the book's `switch` has no case for (a refusal, mapped to
+    /// `content_filter`) falls through: its text is kept and the model is called again, tool
+    /// calls unexecuted, until the cap. Off: such a text is a final answer.
+    pub unhandled_goes_on: bool,
+    /// Notice of a fall-through; `{reason}` is filled in.
+    pub unhandled_notice: String,
 }
 
 /// The book's similarity loop detector.
@@ -308,6 +344,12 @@ pub struct ValidationConfig {
     pub header: String,
     /// Last line of a rejection.
     pub footer: String,
+    /// A `type` list passes a value of any listed type (upstream since `13342423`; at PR #664
+    /// a list is not read and every value passes).
+    pub union_types: bool,
+    /// String values of scalar-typed properties are coerced before validation and dispatch
+    /// (upstream since `2feb400e`); the reflex detector still sees the arguments as sent.
+    pub coerce_scalars: bool,
 }
 
 /// Moltis reflex-loop detector.
@@ -415,17 +457,23 @@ pub struct PlanStepConfig {
     /// (the failed step), `{reason}` (why it failed) and `{plan}` (the plan, one step a line
     /// with its status) are filled in.
     pub replan_prompt: String,
-    /// Fix 1 of the analysis: a successful tool call, or a reply that is neither a tool call
+    /// Fixes 2 and 3 of the analysis (state inference, the retry that reads completion): a successful tool call, or a reply that is neither a tool call
     /// nor a control signal but contains one of `completion_words`, marks the step done.
     pub completion_inference: bool,
     /// Words (matched case-insensitively as substrings) that claim completion.
     pub completion_words: Vec<String>,
-    /// Fix 2 of the analysis: also read a control envelope that is surrounded by prose, fenced,
-    /// or followed by more JSON (the doubled envelope), before legacy markers and tool calls;
-    /// a JSON object whose `control` is `step_done` or `replan` is never a tool call.
+    /// Fix 4 of the analysis, parse priority: the control envelope is read first (strictly: the
+    /// whole reply is the object), and a JSON object whose `control` is `step_done` or `replan`
+    /// is never read as a tool call.
     pub parse_priority: bool,
-    /// Fix 3 of the analysis: when a step's budget runs out after a successful tool call in that
-    /// step, the step is done instead of failed.
+    /// A wider envelope reading from another upstream analysis (its
+    /// `extract_first_json_and_ignore_rest`), not among the seed's fixes: a control envelope
+    /// surrounded by prose, fenced, or followed by more JSON (the doubled envelope) is read
+    /// before legacy markers and tool calls, with an intervention `lenient_envelope`.
+    pub extract_first_json: bool,
+    /// Fix 5 of the analysis, forced completion: when a step's budget runs out and the step's
+    /// last call was a successful tool call, the step is done instead of failed (the seed's
+    /// `iter_did_use_tool and not iter_failed`, flags of that last iteration only).
     pub forced_completion_at_cap: bool,
 }
 
@@ -452,6 +500,11 @@ impl Config {
         Self {
             max_iterations: 25,
             max_iterations_message: "iteration cap reached ({n})".to_owned(),
+            turn_state: TurnState::Fresh,
+            empty_answer: EmptyAnswerConfig {
+                last_text_fallback: false,
+                skip_in_history: false,
+            },
             tool_execution: ToolExecution::Parallel,
             malformed_args: MalformedArgs::Error,
             tool_error_message: "Error: {error}".to_owned(),
@@ -460,6 +513,8 @@ impl Config {
                 enabled: false,
                 header: "Tool call rejected before execution by `{tool}`.".to_owned(),
                 footer: "Do not retry with the same arguments. If you do not know what arguments to use, respond in plain text and ask the user for clarification.".to_owned(),
+                union_types: false,
+                coerce_scalars: false,
             },
             reflex: ReflexConfig {
                 enabled: false,
@@ -529,6 +584,8 @@ impl Config {
             continuation: ContinuationConfig {
                 enabled: false,
                 message: "Please continue. Your previous answer was cut off.".to_owned(),
+                unhandled_goes_on: false,
+                unhandled_notice: "stop reason `{reason}` has no case in the loop's switch: the model is called again".to_owned(),
             },
             similarity: SimilarityConfig {
                 enabled: false,
@@ -574,6 +631,7 @@ impl Config {
                 completion_inference: false,
                 completion_words: vec!["done".to_owned(), "finished".to_owned(), "\u{5b8c}\u{6210}".to_owned()],
                 parse_priority: false,
+                extract_first_json: false,
                 forced_completion_at_cap: false,
             },
         }
@@ -624,9 +682,15 @@ impl Config {
     }
 
     /// Moltis at PR #664 (merge 8828cc5): pre-dispatch validation, reflex detector window 3 with
-    /// strip on second fire, auto-continue, 25 iterations, `{}` for undecodable arguments.
+    /// strip on second fire, auto-continue, 25 iterations, `{}` for undecodable arguments; an
+    /// empty final answer falls back to the last tool-call response's text, and an empty
+    /// answer that auto-continue holds back stays out of the history.
     pub fn moltis() -> Self {
         let mut c = Self::none();
+        c.empty_answer = EmptyAnswerConfig {
+            last_text_fallback: true,
+            skip_in_history: true,
+        };
         c.max_iterations_message = "agent loop exceeded max iterations ({n})".to_owned();
         c.malformed_args = MalformedArgs::EmptyObject;
         c.tool_error_message = "{\"error\":{error_json}}".to_owned();
@@ -655,6 +719,18 @@ impl Config {
         c
     }
 
+    /// Moltis as upstream's `main` has it at `6bd2d118` (2026-08-21): [`Config::moltis`] with
+    /// the defaults and validator changes merged since PR #664 — reflex window 2 (`5bcd85b9`),
+    /// `type` lists honoured (`13342423`), string values of scalar-typed properties coerced
+    /// before validation and dispatch (`2feb400e`).
+    pub fn moltis_head() -> Self {
+        let mut c = Self::moltis();
+        c.reflex.window = 2;
+        c.validation.union_types = true;
+        c.validation.coerce_scalars = true;
+        c
+    }
+
     /// The book's TypeScript AgentLoop (runtimes.md AgentLoop): stop reasons with max_tokens
     /// continuation, retryable errors after 2 s (each retry uses an iteration), per-model
     /// prices with a warning past 80 % of a $5 session cap and a stop at the cap, compaction
@@ -663,7 +739,9 @@ impl Config {
     pub fn agentloop() -> Self {
         let mut c = Self::none();
         c.max_iterations_message = "exceeded the maximum number of iterations: {n}".to_owned();
+        c.turn_state = TurnState::Kept;
         c.continuation.enabled = true;
+        c.continuation.unhandled_goes_on = true;
         let retry = RetryRule {
             max_retries: u32::MAX,
             delay_ms: 2_000,
@@ -707,13 +785,14 @@ impl Config {
 
     /// clude_code's plan/step executor on `master` (f965900): steps of a plan, 100 model calls a
     /// step, 2 replans, history of 30 messages, stutter guard at 50; none of the analysis' fixes.
-    /// `max_iterations` (500) is a hard cap on all model calls of the run (step turns and
-    /// replans together), which upstream does not have. With master's figures at most three
-    /// steps fail (100 calls each) and two replans run, so failures alone cost at most 302
-    /// calls; the cap bounds the rest, long plans whose steps each take many calls.
+    /// No call cap of harness's own (`max_iterations` 0), as upstream has none: every step's
+    /// budget is finite and replans are limited, so a run always ends by upstream's rules (a
+    /// scenario may still set a cap; the trace then says it was harness's).
     pub fn plan_step() -> Self {
         let mut c = Self::none();
-        c.max_iterations = 500;
+        c.max_iterations = 0;
+        c.max_iterations_message =
+            "harness's call cap reached ({n}); upstream's executor has no such cap".to_owned();
         c.plan_step.enabled = true;
         c
     }
@@ -724,6 +803,7 @@ impl Config {
             "none" => Some(Self::none()),
             "ironclaw" => Some(Self::ironclaw()),
             "moltis" => Some(Self::moltis()),
+            "moltis-head" => Some(Self::moltis_head()),
             "agentloop" => Some(Self::agentloop()),
             "plan-step" => Some(Self::plan_step()),
             _ => None,

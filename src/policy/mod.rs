@@ -31,7 +31,14 @@ use crate::vocabulary::OutcomeKind;
 use serde_json::Value;
 
 /// Names of the profiles this build reproduces.
-pub const PROFILES: &[&str] = &["none", "ironclaw", "moltis", "agentloop", "plan-step"];
+pub const PROFILES: &[&str] = &[
+    "none",
+    "ironclaw",
+    "moltis",
+    "moltis-head",
+    "agentloop",
+    "plan-step",
+];
 
 /// The loop's state as policies may read it.
 #[derive(Debug, Clone, Copy)]

@@ -1,6 +1,9 @@
 //! Moltis' pre-dispatch argument validation (`tool_arg_validator.rs` at PR #664).
 //!
 //! Deliberately narrow: required fields (null counts as missing) and top-level `type` strings.
+//! Upstream since (the `moltis-head` profile): a `type` list passes a value of any listed type
+//! (`13342423`), and string values of scalar-typed properties are coerced before validation
+//! and dispatch (`2feb400e`, [`coerce_scalars`]).
 //! A rejected call never runs: the engine records `tool_call_rejected` instead of start/end and
 //! feeds the rejection message back to the model.
 
@@ -42,8 +45,16 @@ impl Findings {
     }
 }
 
-/// Check `args` against a tool's parameter schema.
+/// Check `args` against a tool's parameter schema, as at PR #664 (a `type` list is not read).
 pub fn check(schema: &Value, args: &Value) -> Findings {
+    check_as(schema, args, false)
+}
+
+/// Check `args` against a tool's parameter schema; with `union_types` a `type` list passes a
+/// value of any listed type (its label is the types joined by ` | `); a list without strings,
+/// or a `type` that is neither a string nor a list, fails every value (labelled `unknown` when
+/// nothing names a type).
+pub fn check_as(schema: &Value, args: &Value, union_types: bool) -> Findings {
     let mut out = Findings::default();
     let Value::Object(schema) = schema else {
         return out;
@@ -70,15 +81,23 @@ pub fn check(schema: &Value, args: &Value) -> Findings {
         let Some(value) = args.get(field).filter(|v| !v.is_null()) else {
             continue;
         };
-        let Some(expected) = prop.get("type").and_then(Value::as_str) else {
-            continue;
+        let (label, passes) = match prop.get("type") {
+            Some(Value::String(t)) => (t.clone(), type_matches(t, value)),
+            Some(Value::Array(types)) if union_types => {
+                let names: Vec<&str> = types.iter().filter_map(Value::as_str).collect();
+                let label = if names.is_empty() {
+                    "unknown".to_owned()
+                } else {
+                    names.join(" | ")
+                };
+                (label, names.iter().any(|t| type_matches(t, value)))
+            }
+            Some(t) if union_types && !t.is_null() => ("unknown".to_owned(), false),
+            _ => continue,
         };
-        if !type_matches(expected, value) {
-            out.mismatches.push((
-                field.clone(),
-                expected.to_owned(),
-                kind_name(value).to_owned(),
-            ));
+        if !passes {
+            out.mismatches
+                .push((field.clone(), label, kind_name(value).to_owned()));
         }
     }
     out
@@ -97,6 +116,57 @@ fn type_matches(expected: &str, value: &Value) -> bool {
         "null" => value.is_null(),
         _ => true,
     }
+}
+
+/// Upstream's `coerce_scalar_args` (`2feb400e`): at the top level only, a string value of a
+/// property typed `boolean`, `integer` or `number` (alone or in a list with others, `null`
+/// included, but never beside `string`) that parses cleanly is replaced by the parsed value —
+/// `true`/`false` in any case after trimming, integers as i64 then u64, numbers as finite
+/// floats. Strings that do not parse stay for the validator to refuse. `None`: nothing
+/// changed.
+pub fn coerce_scalars(schema: &Value, args: &Value) -> Option<Value> {
+    let properties = schema.get("properties")?.as_object()?;
+    let Value::Object(map) = args else {
+        return None;
+    };
+    let mut out = map.clone();
+    let mut changed = false;
+    for (field, prop) in properties {
+        let Some(Value::String(text)) = map.get(field) else {
+            continue;
+        };
+        let types: Vec<&str> = match prop.get("type") {
+            Some(Value::String(t)) => vec![t.as_str()],
+            Some(Value::Array(list)) => list.iter().filter_map(Value::as_str).collect(),
+            _ => continue,
+        };
+        if types.contains(&"string") {
+            continue;
+        }
+        let parsed = types.iter().find_map(|t| match *t {
+            "boolean" => match text.trim().to_ascii_lowercase().as_str() {
+                "true" => Some(Value::Bool(true)),
+                "false" => Some(Value::Bool(false)),
+                _ => None,
+            },
+            "integer" => text
+                .parse::<i64>()
+                .map(Value::from)
+                .or_else(|_| text.parse::<u64>().map(Value::from))
+                .ok(),
+            "number" => text
+                .parse::<f64>()
+                .ok()
+                .filter(|f| f.is_finite())
+                .and_then(|f| serde_json::Number::from_f64(f).map(Value::Number)),
+            _ => None,
+        });
+        if let Some(value) = parsed {
+            out.insert(field.clone(), value);
+            changed = true;
+        }
+    }
+    changed.then_some(Value::Object(out))
 }
 
 /// The message the model receives for a rejected call.
@@ -135,7 +205,7 @@ impl Policy for Validator {
     fn validate(&self, name: &str, args: &Value, tool: Option<&ToolSpec>) -> Option<String> {
         // Calls to unknown tools are not validated; they fail at dispatch.
         let tool = tool?;
-        let findings = check(&tool.schema, args);
+        let findings = check_as(&tool.schema, args, self.config.union_types);
         (!findings.is_ok()).then(|| message(&self.config, name, &findings, args))
     }
 }
@@ -258,5 +328,120 @@ mod tests {
         let s = check(&schema, &json!({"b": "x"})).short_summary();
         assert!(s.contains("missing=a"), "{s}");
         assert!(s.contains("type_mismatch=b:integer!=string"), "{s}");
+    }
+
+    // Moltis' `main` (the `moltis-head` profile): runtimes.md Moltis §5.3, HEAD rows.
+
+    #[test]
+    fn union_type_array_accepts_any_matching_type() {
+        let schema = json!({"type":"object","properties":{
+            "a":{"type":["object","string","integer"]},"b":{"type":["string","null"]}}});
+        for args in [
+            json!({"a": {}, "b": "x"}),
+            json!({"a": "s", "b": null}),
+            json!({"a": 3}),
+        ] {
+            assert!(check_as(&schema, &args, true).is_ok(), "{args}");
+        }
+        // At PR #664 a type list is not read: anything passes.
+        assert!(check(&schema, &json!({"a": false})).is_ok());
+    }
+
+    #[test]
+    fn union_type_array_reports_mismatch_when_nothing_matches() {
+        let schema =
+            json!({"type":"object","properties":{"a":{"type":["object","string","integer"]}}});
+        let f = check_as(&schema, &json!({"a": false}), true);
+        assert_eq!(
+            f.mismatches,
+            vec![(
+                "a".to_owned(),
+                "object | string | integer".to_owned(),
+                "boolean".to_owned()
+            )]
+        );
+        // A list naming no type fails every present value.
+        let none = json!({"type":"object","properties":{"a":{"type":[1, 2]}}});
+        let f = check_as(&none, &json!({"a": "x"}), true);
+        assert_eq!(f.mismatches[0].1, "unknown");
+    }
+
+    fn coerce(schema: Value, args: Value) -> Value {
+        coerce_scalars(&schema, &args).unwrap_or(args)
+    }
+
+    #[test]
+    fn coerces_browser_style_stringified_scalars() {
+        let schema = json!({"type":"object","properties":{
+            "headless":{"type":"boolean"},"timeout_ms":{"type":"integer"},"url":{"type":"string"}},
+            "required":["url"]});
+        let args = coerce(
+            schema.clone(),
+            json!({"url": "https://example.com", "headless": "true", "timeout_ms": "5000"}),
+        );
+        assert_eq!(
+            args,
+            json!({"url": "https://example.com", "headless": true, "timeout_ms": 5000})
+        );
+        assert!(check_as(&schema, &args, true).is_ok());
+    }
+
+    #[test]
+    fn coerces_false_and_negative_and_float() {
+        let schema = json!({"type":"object","properties":{
+            "flag":{"type":"boolean"},"delta":{"type":"integer"},"ratio":{"type":"number"}}});
+        let args = coerce(
+            schema,
+            json!({"flag": " False ", "delta": "-12", "ratio": "0.5"}),
+        );
+        assert_eq!(args, json!({"flag": false, "delta": -12, "ratio": 0.5}));
+    }
+
+    #[test]
+    fn leaves_string_union_fields_alone() {
+        let schema = json!({"type":"object","properties":{"n":{"type":["integer","string"]}}});
+        assert_eq!(coerce_scalars(&schema, &json!({"n": "5"})), None);
+    }
+
+    #[test]
+    fn leaves_unparseable_strings_for_the_validator() {
+        let schema = json!({"type":"object","properties":{
+            "n":{"type":"integer"},"f":{"type":"number"},"b":{"type":"boolean"}}});
+        for args in [
+            json!({"n": "five"}),
+            json!({"n": " 5"}),
+            json!({"f": "NaN"}),
+            json!({"f": "inf"}),
+            json!({"b": "yes"}),
+        ] {
+            assert_eq!(coerce_scalars(&schema, &args), None, "{args}");
+            assert!(!check_as(&schema, &args, true).is_ok(), "{args}");
+        }
+    }
+
+    #[test]
+    fn coerces_into_nullable_numeric_union() {
+        let schema = json!({"type":"object","properties":{"page":{"type":["integer","null"]}}});
+        assert_eq!(coerce(schema, json!({"page": "14"})), json!({"page": 14}));
+        let big = json!({"type":"object","properties":{"id":{"type":"integer"}}});
+        assert_eq!(
+            coerce(big, json!({"id": "18446744073709551615"})),
+            json!({"id": u64::MAX})
+        );
+    }
+
+    #[test]
+    fn coercion_is_a_noop_for_unstructured_inputs() {
+        let schema = json!({"type":"object","properties":{"n":{"type":"integer"}}});
+        for args in [json!("5"), json!(5), json!(["5"]), json!(null)] {
+            assert_eq!(coerce_scalars(&schema, &args), None, "{args}");
+        }
+        assert_eq!(
+            coerce_scalars(&json!({"type": "object"}), &json!({"n": "5"})),
+            None
+        );
+        // Nested values are not coerced: the top level only.
+        let nested = json!({"type":"object","properties":{"o":{"type":"object","properties":{"n":{"type":"integer"}}}}});
+        assert_eq!(coerce_scalars(&nested, &json!({"o": {"n": "5"}})), None);
     }
 }

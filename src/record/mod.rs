@@ -841,13 +841,24 @@ pub fn scenario_text(promoted: &scenario::Scenario, header: &str) -> Result<Stri
 }
 
 /// Drop what a hand-written scenario leaves out: empty lists and tables, and the defaults
-/// `repeat = 1`, `needs_approval = false`, `without_tools = "as_scripted"`.
+/// `repeat = 1`, `needs_approval = false`, `without_tools = "as_scripted"`. Values that are
+/// data, not the scenario's shape (arguments, schemas, configuration patches, event fields,
+/// workspace files), are kept as they are: an empty list among a call's arguments is part of
+/// the call, and `args = {}` (a call without arguments) is not the same as no `args`.
 fn prune(v: &mut serde_json::Value) {
     use serde_json::Value;
+    const DATA: [&str; 5] = ["args", "schema", "config", "where", "workspace"];
     match v {
         Value::Object(o) => {
-            o.values_mut().for_each(prune);
+            for (k, x) in o.iter_mut() {
+                if !DATA.contains(&k.as_str()) {
+                    prune(x);
+                }
+            }
             o.retain(|k, x| {
+                if k == "args" && !x.is_null() {
+                    return true;
+                }
                 let default = match k.as_str() {
                     "repeat" => x.as_u64() == Some(1),
                     "needs_approval" => x.as_bool() == Some(false),

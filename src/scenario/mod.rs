@@ -9,6 +9,8 @@ pub mod generate;
 mod locate;
 pub use locate::{Seg, did_you_mean, json_token_start, line_col, suggest};
 mod model;
+mod recorded;
+pub use recorded::{RECORDED_ASSUMPTIONS, holds_null, recorded_outcomes};
 mod validate;
 mod values;
 
@@ -46,8 +48,16 @@ pub struct Case {
 }
 
 impl Case {
-    /// Prices of the scenario's model under this case's profile.
+    /// What the run costs: the scenario model's own prices, the same under every profile (none
+    /// stated: $0), so costs compare across profiles.
     pub fn prices(&self) -> Prices {
+        self.scenario.model.prices
+    }
+
+    /// What this case's profile charges in its own accounting, which its cost guard reads: the
+    /// scenario's prices, else the profile's table (the book's loop falls back to
+    /// claude-sonnet-4-6's prices for a model it does not list).
+    pub fn guard_prices(&self) -> Prices {
         self.config
             .prices_for(&self.scenario.model.name, self.scenario.model.prices)
     }

@@ -27,8 +27,9 @@ pub struct Scenario {
     /// Free tags for selection and grouping.
     #[serde(default)]
     pub tags: Vec<String>,
-    /// Defence profile the scenario runs under: `none`, `ironclaw`, `moltis`, `agentloop` or
-    /// `plan-step` (`harness profile` lists them).
+    /// Defence profile the scenario runs under: `none`, `ironclaw`, `moltis` (at PR #664),
+    /// `moltis-head` (Moltis' `main` at 6bd2d118), `agentloop` or `plan-step` (`harness profile`
+    /// lists them).
     #[serde(default = "default_profile")]
     pub profile: String,
     /// Overrides of the profile's configuration (same keys as `harness profile NAME` prints).
@@ -53,7 +54,9 @@ pub struct Scenario {
     #[serde(default)]
     pub approvals: Vec<ApprovalDef>,
     /// Further user messages: after a turn ends with a text answer, the next one starts a new
-    /// turn (a fresh loop, as a chat runtime starts one per message).
+    /// turn (a fresh loop, as a chat runtime starts one per message; under `agentloop` the same
+    /// loop goes on, its iteration count, detector and spending kept, as the book's one
+    /// `AgentLoop` instance carries the conversation).
     #[serde(default)]
     pub followups: Vec<String>,
     /// Files the agent's workspace holds and their line counts, for checks that verify
@@ -310,17 +313,6 @@ pub fn called_tool<'a>(tools: &'a mut Vec<ToolDef>, name: &str) -> &'a mut ToolD
 }
 
 impl OutcomeDef {
-    /// This outcome on the `n`-th call of its tool only.
-    pub fn on_nth_call(self, n: u64) -> Self {
-        Self {
-            on_call: Some(Bound {
-                min: Some(n),
-                max: Some(n),
-            }),
-            ..self
-        }
-    }
-
     /// The failure [`NO_RESULT`].
     pub fn no_result() -> Self {
         Self {
@@ -670,7 +662,7 @@ pub struct EventExpect {
     pub kind: String,
     /// Field values the event must have (compared with the event's JSON form). The values of
     /// `policy` (interventions) and `source` (injected messages, notices) are defence ids:
-    /// `moltis-reflex`, `moltis-auto-continue`, `ironclaw-intent`, `ironclaw-truncation`,
+    /// `moltis-reflex`, `moltis-auto-continue`, `moltis-answer-fallback`, `ironclaw-intent`, `ironclaw-truncation`,
     /// `ironclaw-duplicate`, `ironclaw-budget`, `ironclaw-recovery`, `cost-guard`,
     /// `agentloop-continuation`, `agentloop-loop-detector`, `agentloop-citations`, `plan-step`,
     /// and `agent` (a black-box agent under `harness exec`). An intervention's `action` is one
@@ -862,10 +854,5 @@ mod tests {
         assert_eq!(tools.len(), 2);
         assert_eq!(tools[0].outcomes.len(), 1);
         assert_eq!(tools[1].schema, serde_json::json!({"type": "object"}));
-        let nth = OutcomeDef::no_result().on_nth_call(3);
-        assert!(
-            nth.on_call
-                .is_some_and(|b| b.holds(3) && !b.holds(2) && !b.holds(4))
-        );
     }
 }

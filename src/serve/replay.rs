@@ -441,8 +441,9 @@ fn quote(text: &str) -> String {
 
 /// An agent's cassette as an editable scenario: its first request's system prompt, task and
 /// tools; the recorded answers as the model's turns (with `max_iterations` as many); each
-/// tool's outcomes the results the agent sent back, in call order (`on_call`), read as failed
-/// by `rules`. Its profile is `none`.
+/// tool's outcomes the results the agent sent back, read as failed by `rules`, by arguments
+/// where unambiguous, else in call order ([`crate::scenario::recorded_outcomes`], as `import
+/// --as scenario` builds them). Its profile is `none`.
 pub fn promote_agent(c: &Cassette, source: &str, rules: &FailureRules) -> Option<Scenario> {
     let agent = c.agent.as_ref()?;
     let api = agent.api;
@@ -470,7 +471,10 @@ pub fn promote_agent(c: &Cassette, source: &str, rules: &FailureRules) -> Option
         .iter()
         .map(|t| ToolDef::open(&t.name, &t.description, t.schema.clone()))
         .collect();
-    let mut calls_so_far: std::collections::BTreeMap<String, u64> = Default::default();
+    // Each tool's results in call order: the call's arguments (when a table holds them) and
+    // what the agent sent back.
+    let mut recorded: std::collections::BTreeMap<String, Vec<(Option<Value>, OutcomeDef)>> =
+        Default::default();
     for (k, ex) in c.exchanges.iter().enumerate() {
         let super::Reply::Answer(r) = reply_of(ex, c.api(), 0) else {
             continue;
@@ -491,8 +495,12 @@ pub fn promote_agent(c: &Cassette, source: &str, rules: &FailureRules) -> Option
             .skip(before)
             .collect();
         for (call, result) in r.tool_calls.iter().zip(results) {
-            let n = calls_so_far.entry(call.name.clone()).or_insert(0);
-            *n += 1;
+            let args = match &call.arguments {
+                crate::llm::Arguments::Parsed(v) => {
+                    Some(v.clone()).filter(|v| !crate::scenario::holds_null(v))
+                }
+                crate::llm::Arguments::Raw(_) => None,
+            };
             let flag = flags.next().and_then(|f| f.is_error);
             let failed = rules.classify(flag, &result.content).is_some();
             let outcome = OutcomeDef {
@@ -500,10 +508,15 @@ pub fn promote_agent(c: &Cassette, source: &str, rules: &FailureRules) -> Option
                 error: failed.then(|| result.content.clone()),
                 ..OutcomeDef::default()
             };
-            called_tool(&mut tools, &call.name)
-                .outcomes
-                .push(outcome.on_nth_call(*n));
+            called_tool(&mut tools, &call.name);
+            recorded
+                .entry(call.name.clone())
+                .or_default()
+                .push((args, outcome));
         }
+    }
+    for (name, results) in &recorded {
+        called_tool(&mut tools, name).outcomes = crate::scenario::recorded_outcomes(results);
     }
     for t in &mut tools {
         // A call past the recording fails as an unknown one would.
@@ -525,10 +538,11 @@ pub fn promote_agent(c: &Cassette, source: &str, rules: &FailureRules) -> Option
         "recorded",
         vec!["recorded".to_owned()],
         format!(
-            "Promoted from {source}: conversation {} of {command} on {} ({} exchanges).",
+            "Promoted from {source}: conversation {} of {command} on {} ({} exchanges).\n\n{}",
             agent.conversation,
             c.model,
-            c.exchanges.len()
+            c.exchanges.len(),
+            crate::scenario::RECORDED_ASSUMPTIONS,
         ),
     );
     scenario.config = config;

@@ -993,7 +993,7 @@ fn every_imported_run_becomes_a_scenario_that_replays_the_recording() {
             .map(|e| e["text"].clone());
         assert_eq!(outcome["outcome"], "response", "{file}: {outcome}");
         assert!(
-            outcome["text"] == "(The recorded run ends here.)"
+            outcome["text"] == "(The recorded run ends here; no recorded answer follows.)"
                 || Some(&outcome["text"]) == final_text.as_ref(),
             "{file} ends: {outcome}"
         );
@@ -1169,4 +1169,129 @@ fn import_sweep_and_lint_of_nothing_are_bad_input_unless_allowed() {
     }
     p.harness(&["lint", "empty", "--allow-empty"])
         .expect_code(0);
+}
+
+/// One answer or one user message of a trace, as the pairing check compares them: an answer's
+/// text (empty as absent) and its calls (name, arguments as values); the user messages the
+/// recording has in a row joined by a blank line, as `import --as scenario` joins them.
+#[derive(Debug, PartialEq)]
+enum Said {
+    User(String),
+    Answer(String, Vec<(String, serde_json::Value)>),
+}
+
+fn conversation(jsonl: &str, imported: bool) -> Vec<Said> {
+    let events: Vec<serde_json::Value> = jsonl
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .filter(|e: &serde_json::Value| e.get("kind").is_some())
+        .collect();
+    // A recording's answers before its first user message (a greeting) and that message with
+    // those right after it (the task, which a replay does not print as a turn) are not compared.
+    let first = events.iter().position(|e| e["kind"] == "user_turn");
+    let start = match first.filter(|_| imported) {
+        Some(i) => events[i..]
+            .iter()
+            .position(|e| e["kind"] != "user_turn")
+            .map_or(events.len(), |k| i + k),
+        None => 0,
+    };
+    let mut said: Vec<Said> = Vec::new();
+    for e in &events[start..] {
+        match e["kind"].as_str() {
+            Some("user_turn") => {
+                let text = e["text"].as_str().unwrap_or_default();
+                match said.last_mut() {
+                    Some(Said::User(last)) => {
+                        last.push_str("\n\n");
+                        last.push_str(text);
+                    }
+                    _ => said.push(Said::User(text.to_owned())),
+                }
+            }
+            Some("model_response") => {
+                let calls = e["calls"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|c| {
+                        let args = c["args"].as_str().unwrap_or_default();
+                        let value = serde_json::from_str(args).unwrap_or_else(|_| args.into());
+                        (c["name"].as_str().unwrap_or_default().to_owned(), value)
+                    })
+                    .collect();
+                let text = e["text"].as_str().unwrap_or_default().to_owned();
+                said.push(Said::Answer(text, calls));
+            }
+            _ => {}
+        }
+    }
+    said
+}
+
+/// Issue 32: every tau2 run of the bundled corpus (494 runs in 11 files), and a hand-written
+/// run whose simulated user writes two and three times before the agent answers, imported as
+/// scenarios, replay under their own profile with each recorded answer heard after exactly the
+/// user messages it answered: the same user messages and answers, in the same order, and after
+/// them at most the end-of-recording answer (when the recording ends in tool calls or with a
+/// user message).
+#[test]
+fn every_tau2_run_replays_with_its_user_messages_and_answers_paired() {
+    let p = Project::new();
+    let corpus = repo().join("corpus/tau2-bench");
+    let inputs = [
+        corpus.to_string_lossy().into_owned(),
+        repo()
+            .join("fixtures/imports/tau2-users-in-a-row.json")
+            .to_string_lossy()
+            .into_owned(),
+    ];
+    let import = |extra: &[&str]| {
+        let mut args = vec!["import", inputs[0].as_str(), inputs[1].as_str()];
+        args.extend(extra);
+        p.harness(&args).expect_code(0);
+    };
+    import(&["--out", "recorded"]);
+    import(&["--as", "scenario", "--out", "scenarios"]);
+    // No goldens yet: the run fails, and writes every replay's trace.
+    p.harness(&["run", "scenarios", "--traces", "replayed", "--no-baseline"])
+        .expect_code(1);
+    let recordings = p.files("recorded", ".jsonl");
+    assert!(recordings.len() >= 495, "{} runs", recordings.len());
+    let mut answers = 0;
+    for file in &recordings {
+        let stem = file
+            .trim_start_matches("recorded/")
+            .trim_end_matches(".jsonl");
+        let recorded = conversation(&p.read(file), true);
+        let mut replayed = conversation(&p.read(&format!("replayed/{stem}.jsonl")), false);
+        if replayed.len() == recorded.len() + 1 {
+            let end = replayed.pop();
+            assert!(
+                matches!(&end, Some(Said::Answer(t, c)) if t.starts_with("(The recorded run ends here") && c.is_empty()),
+                "{stem}: the replay ends with {end:?}"
+            );
+        }
+        assert_eq!(replayed, recorded, "{stem}: the replay pairs differently");
+        answers += recorded
+            .iter()
+            .filter(|s| matches!(s, Said::Answer(..)))
+            .count();
+    }
+    assert!(answers > 5_000, "only {answers} answers compared");
+    // The hand-written run: its two and three user messages in a row are one message each.
+    let hand = p
+        .files("scenarios", ".toml")
+        .into_iter()
+        .find(|f| f.contains("tau2-users-in-a-row"))
+        .expect("the hand-written run's scenario");
+    let scenario: toml::Table = toml::from_str(&p.read(&hand)).expect("it parses");
+    assert_eq!(
+        scenario["user"].as_str(),
+        Some("I moved and need my address changed.\n\nMy email is a@b.c, by the way.")
+    );
+    assert_eq!(
+        scenario["followups"][0].as_str(),
+        Some("12 Elm Street, Springfield.\n\nApartment 4, sorry.\n\nThat is everything.")
+    );
 }
