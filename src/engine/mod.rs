@@ -10,7 +10,9 @@
 //! model call (provider errors: compaction retry or retry per kind) → empty-reply fallback →
 //! text (policies may hold it back; then the profile's text rule) or tool batch (policies may
 //! discard it; screening, approval split, validation, execution, policies after the batch).
-//! An approved pause and a follow-up user message restart the loop with fresh counters.
+//! An approved pause and a follow-up user message restart the loop with fresh counters, unless
+//! the configuration keeps the loop's state across turns (`turn_state = "kept"`, the book's one
+//! `AgentLoop` instance): then the iteration count, the defences and the spending go on.
 //!
 //! A second loop, the plan/step executor (`plan_step.rs`), runs instead when the
 //! configuration enables it; it shares the model and tool traits, the clock and the event
@@ -281,7 +283,12 @@ impl Loop<'_> {
         let mut turn = 1u32;
         loop {
             match self.agent_loop(model, tools)? {
-                LoopEnd::Resume => self.fresh(),
+                // IronClaw resumes an approved call with a fresh loop; a loop that keeps its
+                // state across turns keeps it across a resume too.
+                LoopEnd::Resume if self.config.turn_state == policy::TurnState::Fresh => {
+                    self.fresh()
+                }
+                LoopEnd::Resume => {}
                 LoopEnd::Finished(kind, answer) => {
                     if !followups.is_empty() {
                         let (i, o, c) = self.turn_start;
@@ -940,7 +947,10 @@ impl Loop<'_> {
                     call = deferred[i].clone();
                     deferred = deferred[i + 1..].to_vec();
                 }
-                None => return Ok(LoopEnd::Resume),
+                None => {
+                    self.carried_iterations = iterations;
+                    return Ok(LoopEnd::Resume);
+                }
             }
         }
     }

@@ -1295,3 +1295,91 @@ fn every_tau2_run_replays_with_its_user_messages_and_answers_paired() {
         Some("12 Elm Street, Springfield.\n\nApartment 4, sorry.\n\nThat is everything.")
     );
 }
+
+/// Issue 32: the `agentloop` profile and the sweep's `agentloop-similarity` detector keep the
+/// book's loop detector for the whole conversation, so they see the same loops: on each of the
+/// 50 runs of the qwen2.5 airline file (several of whose loops span user turns), the engine,
+/// replaying the run imported as a scenario under `agentloop`, skips its first call exactly
+/// where the sweep (3 repeats, the book's setting) fires on the recording, or neither does.
+#[test]
+fn the_engine_and_the_sweep_agree_on_where_the_books_detector_fires() {
+    let p = Project::new();
+    let file = repo()
+        .join("corpus/tau2-bench/sierra-feature-gym/qwen2.5_7b_airline_default_gpt-4.1-2025-04-14_1trials.json")
+        .to_string_lossy()
+        .into_owned();
+    p.harness(&["import", &file, "--as", "scenario", "--out", "scenarios"])
+        .expect_code(0);
+    p.harness(&[
+        "run",
+        "scenarios",
+        "--profile",
+        "agentloop",
+        "--traces",
+        "replayed",
+        "--no-baseline",
+    ])
+    .expect_code(1);
+    p.harness(&[
+        "sweep",
+        &file,
+        "--detector",
+        "agentloop-similarity:repeats=3",
+        "--out",
+        "sweep.csv",
+        "--fires",
+        "fires.csv",
+    ])
+    .expect_code(0);
+    // The sweep's first fire per run, counted in tool calls from the start of the run.
+    let fires = p.read("fires.csv");
+    let mut lines = fires.lines();
+    let header: Vec<&str> = lines.next().expect("a header").split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).expect(name);
+    let (run, at) = (col("run"), col("fired_at"));
+    let swept: BTreeMap<String, usize> = lines
+        .map(|l| {
+            let cells: Vec<&str> = l.split(',').collect();
+            (
+                cells[run].to_owned(),
+                cells[at].parse().expect("a call index"),
+            )
+        })
+        .collect();
+    let (mut compared, mut firing) = (0, 0);
+    for scenario in p.files("scenarios", ".toml") {
+        let table: toml::Table = toml::from_str(&p.read(&scenario)).expect("it parses");
+        let description = table["description"].as_str().unwrap_or_default();
+        let id = description
+            .split("run `")
+            .nth(1)
+            .and_then(|rest| rest.split('`').next())
+            .expect("the description names the run");
+        let stem = scenario
+            .trim_start_matches("scenarios/")
+            .trim_end_matches(".toml");
+        let trace = p.read(&format!("replayed/{stem}@agentloop.jsonl"));
+        let mut calls = 0;
+        let mut skipped = None;
+        for line in trace.lines() {
+            let e: serde_json::Value = serde_json::from_str(line).expect("a trace line");
+            match e["kind"].as_str() {
+                Some("tool_call_skipped") => {
+                    skipped.get_or_insert(calls);
+                    calls += 1;
+                }
+                Some("tool_call_start" | "tool_call_rejected") => calls += 1,
+                _ => {}
+            }
+        }
+        assert_eq!(
+            skipped,
+            swept.get(id).copied(),
+            "{id}: the engine's first skip and the sweep's first fire"
+        );
+        compared += 1;
+        firing += usize::from(skipped.is_some());
+    }
+    assert_eq!(compared, 50);
+    assert!(firing >= 10, "only {firing} runs fire");
+}
