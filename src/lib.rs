@@ -11,7 +11,7 @@
 //! that points sideways or up, and on a module missing from it.
 //!
 //! ```text
-//! cli, fuzzing                    the commands: clap types, parsing, exit statuses; fuzz targets' bodies
+//! cli, fuzzing, testing           the commands; fuzz targets' bodies; serving inside your tests
 //! exec, sweep                     black-box agents run and judged; detector sweeps over recorded runs
 //! run, serve, verdict             the runner; served sessions and the proxy; a run's outputs and verdict
 //! record, report                  live recording and cassettes; terminal, CSV, JSON, JUnit, HTML outputs
@@ -60,6 +60,7 @@ pub mod serve;
 pub mod snapshot;
 pub mod store;
 pub mod sweep;
+pub mod testing;
 pub mod tool;
 pub mod trace;
 pub mod verdict;

@@ -127,7 +127,7 @@ impl Exceeded {
     pub fn hint(&self) -> &'static str {
         match self {
             Self::TraceEvents => {
-                "lower `max_iterations`, the turns' `repeat` or the follow-ups: no scenario needs this many events"
+                "lower `max_iterations` (the plan/step loop: `plan_step.max_step_calls` or `max_replans`), the turns' `repeat` or the follow-ups: no scenario needs this many events"
             }
             Self::VirtualTime(_) => "lower the scripted latencies and retry delays",
             Self::TraceBytes | Self::HistoryBytes => {

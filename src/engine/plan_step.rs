@@ -7,9 +7,12 @@
 //! step spins on). A step whose budget runs out fails; a failed step triggers a replan (a model
 //! call with purpose `replan` answering `{"steps": […]}`) until `max_replans` are used up.
 //!
-//! The analysis' three fixes are options of [`PlanStepConfig`], off by default: completion
-//! inference, parse priority (lenient envelopes) and forced completion at the cap. Each leaves
-//! an `intervention` event (policy `plan-step`) where it changes the course of the run.
+//! The analysis' fixes in code are options of [`PlanStepConfig`], off by default: completion
+//! inference (fixes 2 and 3), parse priority (fix 4: the strict envelope first, a control
+//! object never a tool call) and forced completion at the cap (fix 5: the step's last call).
+//! A wider envelope reading from another upstream analysis is the option `extract_first_json`.
+//! Each leaves an `intervention` event (policy `plan-step`) where it changes the course of the
+//! run.
 //!
 //! Pure like the agent loop: the same [`Model`] and [`ToolRunner`] traits, the same virtual clock
 //! (model latency plus tool latency) and the same event stream, plus `step_start`, `step_end`
@@ -46,7 +49,7 @@ pub(crate) struct Envelope {
 /// What one reply asks for, in the order the loop checks.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Reading {
-    /// A control envelope; `lenient` when only parse priority's wider reading found it.
+    /// A control envelope; `lenient` when only the `extract_first_json` reading found it.
     Envelope { envelope: Envelope, lenient: bool },
     /// A legacy marker in the text.
     Legacy(Control),

@@ -161,23 +161,25 @@ pub fn traces(session: &Session, label: &str) -> Vec<Vec<TimedEvent>> {
     all.into_iter().map(|(_, _, e)| e).collect()
 }
 
-/// Serve one scenario to one run of the command and judge what it sent; how the command ended
-/// is said on `notes`.
-pub fn exec_file(
+/// A scenario ready to serve: its id, the case whose expectations judge the conversations
+/// (none, or `--expect PROFILE`'s) and the rules that read tool results as failed.
+pub struct Prepared {
+    /// The scenario's id (the case id of its own profile).
+    pub scenario_id: String,
+    /// The case served and judged.
+    pub case: Case,
+    /// How tool results are read as failed.
+    pub rules: FailureRules,
+}
+
+/// Load the scenario at `path` and choose what serves and judges it; the located errors are
+/// the failure.
+pub fn prepare(
     settings: &Settings,
     options: &Options,
     path: &Path,
-    notes: &mut dyn Write,
-) -> io::Result<FileResult> {
-    let cases = match load(&options.layout, path) {
-        Ok(c) => c,
-        Err(diags) => {
-            return Ok(FileResult {
-                path: path.to_owned(),
-                outcome: Err(diags),
-            });
-        }
-    };
+) -> Result<Prepared, Vec<Diagnostic>> {
+    let cases = load(&options.layout, path)?;
     let chosen = match &settings.expect {
         None => Case {
             expect: Expect::default(),
@@ -186,66 +188,96 @@ pub fn exec_file(
         Some(p) => match cases.iter().find(|c| &c.profile == p) {
             Some(c) => c.clone(),
             None => {
-                return Ok(FileResult {
-                    path: path.to_owned(),
-                    outcome: Err(vec![
-                        Diagnostic::at(
-                            1,
-                            1,
-                            format!("the scenario states no expectations for profile `{p}`"),
-                        )
-                        .hint(format!(
-                            "use its own profile `{}` or add a `[compare.{p}]` table",
-                            cases[0].profile
-                        )),
-                    ]),
-                });
+                return Err(vec![
+                    Diagnostic::at(
+                        1,
+                        1,
+                        format!("the scenario states no expectations for profile `{p}`"),
+                    )
+                    .hint(format!(
+                        "use its own profile `{}` or add a `[compare.{p}]` table",
+                        cases[0].profile
+                    )),
+                ]);
             }
         },
     };
-    let scenario_id = cases[0].id.clone();
-    let rules = match failure_rules(&chosen, &settings.reading) {
-        Ok(r) => r,
-        Err(e) => {
-            return Ok(FileResult {
-                path: path.to_owned(),
-                outcome: Err(vec![Diagnostic::at(1, 1, e).hint(format!(
-                    "fix the pattern ({})",
-                    crate::vocabulary::REGEX_SYNTAX
-                ))]),
-            });
-        }
+    let rules = failure_rules(&chosen, &settings.reading).map_err(|e| {
+        vec![Diagnostic::at(1, 1, e).hint(format!(
+            "fix the pattern ({})",
+            crate::vocabulary::REGEX_SYNTAX
+        ))]
+    })?;
+    Ok(Prepared {
+        scenario_id: cases[0].id.clone(),
+        case: chosen,
+        rules,
+    })
+}
+
+/// Serve one scenario to one run of the command and judge what it sent; how the command ended
+/// is said on `notes`.
+pub fn exec_file(
+    settings: &Settings,
+    options: &Options,
+    path: &Path,
+    notes: &mut dyn Write,
+) -> io::Result<FileResult> {
+    let failed = |diags: Vec<Diagnostic>| FileResult {
+        path: path.to_owned(),
+        outcome: Err(diags),
     };
-    let (session, mut failures, end) = match serve_to_command(
+    let prepared = match prepare(settings, options, path) {
+        Ok(p) => p,
+        Err(diags) => return Ok(failed(diags)),
+    };
+    let chosen = prepared.case.clone();
+    let (session, failures, end) = match serve_to_command(
         settings,
-        Session::with_rules(chosen.clone(), rules),
+        Session::with_rules(chosen.clone(), prepared.rules.clone()),
         &chosen,
         path,
         &path.display().to_string(),
         notes,
     )? {
         Ok(done) => done,
-        Err(d) => {
-            return Ok(FileResult {
-                path: path.to_owned(),
-                outcome: Err(vec![d]),
-            });
-        }
+        Err(d) => return Ok(failed(vec![d])),
     };
-    let all = traces(&session, &settings.label);
+    Ok(
+        match judge_session(settings, options, &prepared, &session, failures, end) {
+            Ok(results) => FileResult {
+                path: path.to_owned(),
+                outcome: Ok(results),
+            },
+            Err(d) => failed(vec![d]),
+        },
+    )
+}
+
+/// Judge what a served session's conversations sent, as `harness run` judges a case: one
+/// result per conversation (case `<scenario id>@<label>`, `….2`, …), each with `failures` (how
+/// the agent ended) among its failed expectations; a session without a model request is one
+/// failed case. A trace past the run limits is the error.
+pub fn judge_session(
+    settings: &Settings,
+    options: &Options,
+    prepared: &Prepared,
+    session: &Session,
+    mut failures: Vec<String>,
+    end: card::End,
+) -> Result<Vec<CaseResult>, Diagnostic> {
+    let (scenario_id, chosen) = (&prepared.scenario_id, &prepared.case);
+    let all = traces(session, &settings.label);
     for (i, events) in all.iter().enumerate() {
         if let Err(e) = trace::check_limits(events) {
-            return Ok(FileResult {
-                path: path.to_owned(),
-                outcome: Err(vec![Diagnostic::at(1, 1, format!(
+            return Err(Diagnostic::at(1, 1, format!(
                         "the trace inferred for `{}`: {e}",
-                        conversation_id(&scenario_id, &settings.label, i)
-                    )).hint("the agent sent more than a run may hold (docs/robustness.md \"Limits\"); its conversation is not judged")]),
-            });
+                        conversation_id(scenario_id, &settings.label, i)
+                    )).hint("the agent sent more than a run may hold (docs/robustness.md \"Limits\"); its conversation is not judged"));
         }
     }
     let case_of = |i: usize| Case {
-        id: conversation_id(&scenario_id, &settings.label, i),
+        id: conversation_id(scenario_id, &settings.label, i),
         profile: settings.label.clone(),
         // Every conversation is one run of the agent: each must show what the profile asks.
         expect: chosen.expect.clone(),
@@ -261,7 +293,7 @@ pub fn exec_file(
         };
         let mut r = run::judge(&quiet, &case_of(0), &[]);
         r.golden = Comparison::Ungated;
-        failures.push(no_model_request(&session));
+        failures.push(no_model_request(session));
         r.expectation_failures.append(&mut failures);
         results.push(r);
     }
@@ -279,10 +311,7 @@ pub fn exec_file(
         r.row.expectations_passed = r.expectation_failures.is_empty();
         r.passes = u32::from(r.passed());
     }
-    Ok(FileResult {
-        path: path.to_owned(),
-        outcome: Ok(results),
-    })
+    Ok(results)
 }
 
 /// A session served to one run of the command: the session, the failures of how the command

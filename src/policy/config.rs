@@ -457,7 +457,8 @@ pub struct PlanStepConfig {
     /// (the failed step), `{reason}` (why it failed) and `{plan}` (the plan, one step a line
     /// with its status) are filled in.
     pub replan_prompt: String,
-    /// Fixes 2 and 3 of the analysis (state inference, the retry that reads completion): a successful tool call, or a reply that is neither a tool call
+    /// Fixes 2 and 3 of the analysis (state inference, without fix 2's condition on the kind of
+    /// step; the retry that reads completion): a successful tool call, or a reply that is neither a tool call
     /// nor a control signal but contains one of `completion_words`, marks the step done.
     pub completion_inference: bool,
     /// Words (matched case-insensitively as substrings) that claim completion.
@@ -634,6 +635,15 @@ impl Config {
                 extract_first_json: false,
                 forced_completion_at_cap: false,
             },
+        }
+    }
+
+    /// The cap on model calls a served conversation gets: `max_iterations`, or none (`u32::MAX`)
+    /// for the plan/step loop's 0, which means no cap of harness's own.
+    pub fn call_cap(&self) -> u32 {
+        match self.max_iterations {
+            0 if self.plan_step.enabled => u32::MAX,
+            n => n,
         }
     }
 
@@ -934,6 +944,23 @@ mod tests {
         assert_eq!((iron.max_iterations, molt.max_iterations), (50, 25));
         let plan = Config::plan_step();
         assert!(plan.plan_step.enabled && !none.plan_step.enabled && !molt.plan_step.enabled);
+        // Upstream's executor has no cap on a run's calls, and neither has the profile.
+        assert_eq!((plan.max_iterations, plan.call_cap()), (0, u32::MAX));
+        assert_eq!((none.max_iterations, none.call_cap()), (25, 25));
+        assert!(!plan.plan_step.extract_first_json && !plan.plan_step.parse_priority);
+        // The book's one AgentLoop instance carries the conversation and falls through on a
+        // stop reason its switch does not handle; the others start afresh per message.
+        let book = Config::agentloop();
+        assert_eq!(book.turn_state, TurnState::Kept);
+        assert!(book.continuation.unhandled_goes_on);
+        assert_eq!(molt.turn_state, TurnState::Fresh);
+        assert!(molt.empty_answer.last_text_fallback && molt.empty_answer.skip_in_history);
+        assert!(!iron.empty_answer.last_text_fallback);
+        // Moltis' main: window 2, type lists and coercion; PR #664: neither.
+        let head = Config::moltis_head();
+        assert_eq!((head.reflex.window, molt.reflex.window), (2, 3));
+        assert!(head.validation.union_types && head.validation.coerce_scalars);
+        assert!(!molt.validation.union_types && !molt.validation.coerce_scalars);
         assert_eq!(
             (plan.plan_step.max_step_calls, plan.plan_step.max_replans),
             (100, 2)

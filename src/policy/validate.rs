@@ -51,9 +51,9 @@ pub fn check(schema: &Value, args: &Value) -> Findings {
 }
 
 /// Check `args` against a tool's parameter schema; with `union_types` a `type` list passes a
-/// value of any listed type (its label is the types joined by ` | `); a list without strings,
-/// or a `type` that is neither a string nor a list, fails every value (labelled `unknown` when
-/// nothing names a type).
+/// value of any listed type (its label is the types joined by ` | `), and a list naming no type
+/// fails every value (labelled `unknown`); a `type` that is neither a string nor a list is not
+/// checked.
 pub fn check_as(schema: &Value, args: &Value, union_types: bool) -> Findings {
     let mut out = Findings::default();
     let Value::Object(schema) = schema else {
@@ -92,7 +92,7 @@ pub fn check_as(schema: &Value, args: &Value, union_types: bool) -> Findings {
                 };
                 (label, names.iter().any(|t| type_matches(t, value)))
             }
-            Some(t) if union_types && !t.is_null() => ("unknown".to_owned(), false),
+            // Neither a string nor a list: nothing to check (upstream's `type_matches` passes it).
             _ => continue,
         };
         if !passes {
@@ -120,10 +120,10 @@ fn type_matches(expected: &str, value: &Value) -> bool {
 
 /// Upstream's `coerce_scalar_args` (`2feb400e`): at the top level only, a string value of a
 /// property typed `boolean`, `integer` or `number` (alone or in a list with others, `null`
-/// included, but never beside `string`) that parses cleanly is replaced by the parsed value —
-/// `true`/`false` in any case after trimming, integers as i64 then u64, numbers as finite
-/// floats. Strings that do not parse stay for the validator to refuse. `None`: nothing
-/// changed.
+/// included, but never beside `string`) that parses cleanly once trimmed is replaced by the
+/// parsed value — `true`/`false` in any case, integers as i64 then u64, numbers as finite
+/// floats. Strings that do not parse (an empty one too) stay for the validator to refuse.
+/// `None`: nothing changed.
 pub fn coerce_scalars(schema: &Value, args: &Value) -> Option<Value> {
     let properties = schema.get("properties")?.as_object()?;
     let Value::Object(map) = args else {
@@ -132,9 +132,13 @@ pub fn coerce_scalars(schema: &Value, args: &Value) -> Option<Value> {
     let mut out = map.clone();
     let mut changed = false;
     for (field, prop) in properties {
-        let Some(Value::String(text)) = map.get(field) else {
+        let Some(Value::String(raw)) = map.get(field) else {
             continue;
         };
+        let text = raw.trim();
+        if text.is_empty() {
+            continue;
+        }
         let types: Vec<&str> = match prop.get("type") {
             Some(Value::String(t)) => vec![t.as_str()],
             Some(Value::Array(list)) => list.iter().filter_map(Value::as_str).collect(),
@@ -144,7 +148,7 @@ pub fn coerce_scalars(schema: &Value, args: &Value) -> Option<Value> {
             continue;
         }
         let parsed = types.iter().find_map(|t| match *t {
-            "boolean" => match text.trim().to_ascii_lowercase().as_str() {
+            "boolean" => match text.to_ascii_lowercase().as_str() {
                 "true" => Some(Value::Bool(true)),
                 "false" => Some(Value::Bool(false)),
                 _ => None,
@@ -360,10 +364,13 @@ mod tests {
                 "boolean".to_owned()
             )]
         );
-        // A list naming no type fails every present value.
+        // A list naming no type fails every present value; a `type` that is neither a string
+        // nor a list is not checked.
         let none = json!({"type":"object","properties":{"a":{"type":[1, 2]}}});
         let f = check_as(&none, &json!({"a": "x"}), true);
         assert_eq!(f.mismatches[0].1, "unknown");
+        let odd = json!({"type":"object","properties":{"a":{"type":{"x":1}}}});
+        assert!(check_as(&odd, &json!({"a": "x"}), true).is_ok());
     }
 
     fn coerce(schema: Value, args: Value) -> Value {
@@ -392,7 +399,7 @@ mod tests {
             "flag":{"type":"boolean"},"delta":{"type":"integer"},"ratio":{"type":"number"}}});
         let args = coerce(
             schema,
-            json!({"flag": " False ", "delta": "-12", "ratio": "0.5"}),
+            json!({"flag": " False ", "delta": " -12", "ratio": "0.5 "}),
         );
         assert_eq!(args, json!({"flag": false, "delta": -12, "ratio": 0.5}));
     }
@@ -409,7 +416,7 @@ mod tests {
             "n":{"type":"integer"},"f":{"type":"number"},"b":{"type":"boolean"}}});
         for args in [
             json!({"n": "five"}),
-            json!({"n": " 5"}),
+            json!({"n": "   "}),
             json!({"f": "NaN"}),
             json!({"f": "inf"}),
             json!({"b": "yes"}),

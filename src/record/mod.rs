@@ -843,15 +843,18 @@ pub fn scenario_text(promoted: &scenario::Scenario, header: &str) -> Result<Stri
 /// Drop what a hand-written scenario leaves out: empty lists and tables, and the defaults
 /// `repeat = 1`, `needs_approval = false`, `without_tools = "as_scripted"`. Values that are
 /// data, not the scenario's shape (arguments, schemas, configuration patches, event fields,
-/// workspace files), are kept as they are: an empty list among a call's arguments is part of
-/// the call, and `args = {}` (a call without arguments) is not the same as no `args`.
+/// workspace files), are kept as they are but for their nulls, which TOML cannot hold: an
+/// empty list among a call's arguments is part of the call, and `args = {}` (a call without
+/// arguments) is not the same as no `args`.
 fn prune(v: &mut serde_json::Value) {
     use serde_json::Value;
     const DATA: [&str; 5] = ["args", "schema", "config", "where", "workspace"];
     match v {
         Value::Object(o) => {
             for (k, x) in o.iter_mut() {
-                if !DATA.contains(&k.as_str()) {
+                if DATA.contains(&k.as_str()) {
+                    drop_nulls(x);
+                } else {
                     prune(x);
                 }
             }
@@ -876,6 +879,23 @@ fn prune(v: &mut serde_json::Value) {
             });
         }
         Value::Array(a) => a.iter_mut().for_each(prune),
+        _ => {}
+    }
+}
+
+/// Drop the nulls inside a data value, which TOML cannot hold (a schema's `"default": null`);
+/// everything else stays as it is.
+fn drop_nulls(v: &mut serde_json::Value) {
+    use serde_json::Value;
+    match v {
+        Value::Object(o) => {
+            o.retain(|_, x| !x.is_null());
+            o.values_mut().for_each(drop_nulls);
+        }
+        Value::Array(a) => {
+            a.retain(|x| !x.is_null());
+            a.iter_mut().for_each(drop_nulls);
+        }
         _ => {}
     }
 }
@@ -922,5 +942,63 @@ mod tests {
         );
         assert!(is_cassette(Path::new("x/y.cassette.json")));
         assert!(!is_cassette(Path::new("x/y.json")));
+    }
+
+    #[test]
+    fn a_written_scenario_keeps_its_data_and_loses_only_what_toml_cannot_hold() {
+        use crate::scenario::{CallDef, OutcomeDef, ToolDef, TurnDef};
+        use serde_json::json;
+        let mut s = scenario::Scenario::recorded("recorded", Vec::new(), String::new());
+        s.user = "go".to_owned();
+        // A schema as pydantic writes an optional field: `"default": null`.
+        let mut tool = ToolDef::open(
+            "search",
+            "",
+            json!({"type": "object", "properties": {"limit": {"type": ["integer", "null"], "default": null}, "tags": {"type": "array"}}}),
+        );
+        tool.outcomes.push(OutcomeDef {
+            args: Some(json!({})),
+            ok: Some("nothing".to_owned()),
+            ..OutcomeDef::default()
+        });
+        s.tools.push(tool);
+        s.model.turns.push(TurnDef {
+            tool_calls: vec![CallDef {
+                id: None,
+                name: "search".to_owned(),
+                args: Some(json!({"q": "x", "tags": [], "filters": {}})),
+                raw_args: None,
+                generate: None,
+                seed: None,
+            }],
+            repeat: 1,
+            ..TurnDef::default()
+        });
+        let text = scenario_text(&s, "").expect("it writes");
+        let back: toml::Table = toml::from_str(&text).expect("it parses");
+        let call = &back["model"]["turns"][0]["tool_calls"][0]["args"];
+        assert_eq!(call["tags"].as_array().map(Vec::len), Some(0), "{text}");
+        assert!(
+            call["filters"]
+                .as_table()
+                .is_some_and(toml::Table::is_empty),
+            "{text}"
+        );
+        let outcome = &back["tools"][0]["outcomes"][0];
+        assert!(
+            outcome["args"]
+                .as_table()
+                .is_some_and(toml::Table::is_empty),
+            "{text}"
+        );
+        let limit = &back["tools"][0]["schema"]["properties"]["limit"];
+        assert!(
+            limit.get("default").is_none() && limit.get("type").is_some(),
+            "{text}"
+        );
+        assert!(
+            scenario::load(&text, scenario::SourceFormat::Toml, "x").is_ok(),
+            "{text}"
+        );
     }
 }

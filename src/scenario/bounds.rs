@@ -227,7 +227,7 @@ fn reply(out: &mut Vec<Problem>, place: ReplyAt, turn: &TurnDef) {
 /// `[config]` keys. Retry counts are not capped (a profile may retry without end, each retry
 /// spending an iteration); the trace limit bounds them.
 fn config_bounds(c: &Config) -> Vec<Problem> {
-    let cap_hint = "no scripted run needs more than 1000 iterations (the plan/step loop's default cap is 500); lower it";
+    let cap_hint = "no scripted run needs more than 1000 iterations; lower it";
     let mut out = Vec::new();
     let caps: [(&[&str], u32); 4] = [
         (&["max_iterations"], c.max_iterations),

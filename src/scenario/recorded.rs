@@ -13,7 +13,8 @@ recorded (and keeps calling tools a runtime withholds). What a profile's defence
 what it saves on a model that ignores it. The tools give the recorded results, by arguments \
 where the same arguments always got the same result, else in call order. The model has no \
 prices: the run costs $0 under every profile (a profile's cost guard keeps its own accounting); \
-give `[model] prices` to compare costs.";
+give `[model] prices` to compare costs. The cap (`max_iterations`) is set by the recording's \
+length, not the runtime's, so a runtime's own cap does not end the replay.";
 
 /// Does `v` hold a null anywhere?
 pub fn holds_null(v: &Value) -> bool {

@@ -452,7 +452,7 @@ impl Session {
 
     /// Serve `case`'s scripted model, reading tool results with `rules`.
     pub fn with_rules(case: Case, rules: FailureRules) -> Self {
-        let cap = case.config.max_iterations;
+        let cap = case.config.call_cap();
         Self {
             case,
             cap,

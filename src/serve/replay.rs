@@ -17,7 +17,8 @@
 //! read here, pure.
 //!
 //! [`promote_agent`] turns an agent's cassette into an editable scenario: the recorded
-//! answers as turns, the results the agent sent back as its tools' outcomes in call order.
+//! answers as turns, the results the agent sent back as its tools' outcomes (by arguments where
+//! the same arguments always got the same result, else in call order).
 
 use super::failure::FailureRules;
 use super::{AnswerBody, HttpAnswer, refusal};

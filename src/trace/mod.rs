@@ -283,7 +283,8 @@ pub enum Event {
         /// Dollars of the turn.
         cost_usd: f64,
     },
-    /// The user sent another message; a fresh loop starts.
+    /// The user sent another message; a fresh loop starts (unless the profile keeps the loop's
+    /// state across turns: `turn_state = "kept"`).
     UserTurn {
         /// 1-based turn.
         turn: u32,
