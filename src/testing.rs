@@ -1,8 +1,8 @@
-//! harness inside your own tests: a scenario's scripted model served on a loopback port of the
-//! test process, the code under test pointed at it, and the verdict `harness exec` would give
-//! as values — the inferred trace of each conversation, its metrics row, the expectations that
-//! did not hold, the golden comparison — plus one assertion that fails the test with exec's
-//! report.
+//! harness inside your own tests: a scenario's scripted model (or an agent's cassettes) served
+//! on a loopback port of the test process, the code under test pointed at it, and the verdict
+//! `harness exec` would give as values — the inferred trace of each conversation, its metrics
+//! row, the expectations that did not hold, the golden comparison — plus one assertion that
+//! fails the test with exec's report.
 //!
 //! ```no_run
 //! // A test of your agent loop (here a stand-in that calls the endpoint once).
@@ -16,6 +16,10 @@
 //! my_agent_loop(&base);
 //! served.verdict().assert_passed();
 //! ```
+//!
+//! Cassettes (`harness proxy`'s recordings, a file or a folder of them) replay as `harness exec
+//! CASSETTE…` replays them: each conversation from the cassette it binds to, judged by its
+//! golden and by whether it follows the recording (a divergence fails it).
 //!
 //! The session is `harness serve`'s: every conversation the code under test starts (by its
 //! first user message) is a case `<scenario id>@<label>` (then `….2`, …), served the chat
@@ -32,9 +36,9 @@
 use crate::diagnostic::Diagnostic;
 use crate::exec::{self, Prepared, Reading, Settings};
 use crate::provider::matching::Matching;
-use crate::report::{DEFAULT_DIFF_LIMIT, Terminal};
-use crate::results::{CaseResult, FileResult, Reporter, card};
+use crate::results::{CaseResult, FileResult, card};
 use crate::run::Options;
+use crate::scenario::Case;
 use crate::serve::Session;
 use crate::serve::http::{Server, Signals, Timeouts};
 use crate::serve::replay::OnDivergence;
@@ -52,10 +56,12 @@ pub struct Serve {
     expect: Option<String>,
     reading: Reading,
     layout: Option<Layout>,
+    write_pending: Option<bool>,
 }
 
 /// Serve the scenario at `path` (TOML or JSON), judged by its golden only until
-/// [`Serve::expect_profile`] names the expectations to hold.
+/// [`Serve::expect_profile`] names the expectations to hold; or replay the agent cassettes at
+/// `path` (a `.cassette.json` file, or a folder of them).
 pub fn serve(path: impl AsRef<Path>) -> Serve {
     Serve {
         path: path.as_ref().to_owned(),
@@ -63,6 +69,7 @@ pub fn serve(path: impl AsRef<Path>) -> Serve {
         expect: None,
         reading: Reading::default(),
         layout: None,
+        write_pending: None,
     }
 }
 
@@ -117,6 +124,14 @@ impl Serve {
         self
     }
 
+    /// Write a pending golden (`.snap.new`) beside each missing or differing one, or not;
+    /// default: unless `CI` is set, as every harness command does.
+    #[must_use]
+    pub fn write_pending(mut self, write: bool) -> Self {
+        self.write_pending = Some(write);
+        self
+    }
+
     /// Load the scenario and serve it on a free port of 127.0.0.1.
     pub fn start(self) -> Result<Served, Error> {
         exec::check_label(&self.label).map_err(|d| Error::new(&self.path, vec![d]))?;
@@ -135,12 +150,13 @@ impl Serve {
             Some(l) => l,
             None => project_layout().map_err(|d| Error::new(&self.path, vec![d]))?,
         };
-        let ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty());
+        // `CI` as the commands read it: set, and not `0` or `false`.
+        let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false");
         let options = Options {
             paths: Vec::new(),
             layout,
             jobs: 1,
-            write_pending: !ci,
+            write_pending: self.write_pending.unwrap_or(!ci),
             traces: None,
             also_profiles: Vec::new(),
             selection: crate::select::Selection::default(),
@@ -159,9 +175,38 @@ impl Serve {
             matching: Matching::default(),
             allow_exit: Vec::new(),
         };
-        let prepared = exec::prepare(&settings, &options, &self.path)
-            .map_err(|d| Error::new(&self.path, d))?;
-        let session = Session::with_rules(prepared.case.clone(), prepared.rules.clone());
+        let (files, unreadable) = crate::store::discover(std::slice::from_ref(&self.path));
+        if let Some((path, e)) = unreadable.into_iter().next() {
+            let d = Diagnostic::new(crate::store::describe(&e))
+                .hint(crate::store::hint_for(&e, "harness::testing::serve"));
+            return Err(Error::new(&path, vec![d]));
+        }
+        let (what, session) = if files.iter().any(|f| crate::record::is_cassette(f)) {
+            if self.expect.is_some() {
+                let d = Diagnostic::new(
+                    "expect_profile judges a scenario's expectations, and cassettes state none",
+                )
+                .hint("a replayed conversation is judged by its golden and by whether it follows its recording");
+                return Err(Error::new(&self.path, vec![d]));
+            }
+            let p = exec::prepare_cassettes(&settings, &options, &files).map_err(|errors| {
+                let path = errors.first().map_or(self.path.clone(), |f| f.path.clone());
+                let diags = errors
+                    .into_iter()
+                    .flat_map(|f| f.outcome.err().unwrap_or_default());
+                Error::new(&path, diags.collect())
+            })?;
+            let what = What::Replay {
+                cases: p.cases,
+                paths: p.paths,
+            };
+            (what, p.session)
+        } else {
+            let prepared = exec::prepare(&settings, &options, &self.path)
+                .map_err(|d| Error::new(&self.path, d))?;
+            let session = Session::with_rules(prepared.case.clone(), prepared.rules.clone());
+            (What::Scenario(Box::new(prepared)), session)
+        };
         let server = Server::start_with(
             session,
             SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -183,7 +228,7 @@ impl Serve {
             path: self.path,
             settings,
             options,
-            prepared,
+            what,
             ci,
         }
         .with_addr())
@@ -206,6 +251,17 @@ fn project_layout() -> Result<Layout, Diagnostic> {
     })
 }
 
+/// What is served.
+enum What {
+    /// A scenario's scripted model, and the case that judges it.
+    Scenario(Box<Prepared>),
+    /// Agent cassettes: each one's case and path.
+    Replay {
+        cases: Vec<Case>,
+        paths: Vec<PathBuf>,
+    },
+}
+
 /// A scenario being served; its endpoints are the base URLs the code under test takes.
 pub struct Served {
     server: Option<Server>,
@@ -213,14 +269,14 @@ pub struct Served {
     path: PathBuf,
     settings: Settings,
     options: Options,
-    prepared: Prepared,
+    what: What,
     ci: bool,
 }
 
 impl fmt::Debug for Served {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Served")
-            .field("scenario", &self.prepared.scenario_id)
+            .field("path", &self.path)
             .field("addr", &self.addr)
             .finish_non_exhaustive()
     }
@@ -267,19 +323,31 @@ impl Served {
             Some(Err(e)) => return self.failed(format!("the server failed: {e}")),
             None => return self.failed("the server was already stopped".to_owned()),
         };
-        let judged = exec::judge_session(
-            &self.settings,
-            &self.options,
-            &self.prepared,
-            &session,
-            Vec::new(),
-            card::End::Exited(Some(0)),
-        );
-        let file = FileResult {
-            path: self.path.clone(),
-            outcome: judged.map_err(|d| vec![d]),
+        let files = match &self.what {
+            What::Scenario(prepared) => vec![FileResult {
+                path: self.path.clone(),
+                outcome: exec::judge_session(
+                    &self.settings,
+                    &self.options,
+                    prepared,
+                    &session,
+                    Vec::new(),
+                    card::End::Exited(Some(0)),
+                )
+                .map_err(|d| vec![d]),
+            }],
+            // A divergence the session only notes (none under the default policy) goes nowhere.
+            What::Replay { cases, paths } => exec::judge_replayed(
+                &self.settings,
+                &self.options,
+                cases,
+                paths,
+                &session,
+                &[],
+                &mut std::io::sink(),
+            ),
         };
-        Verdict::of(file, self.ci)
+        Verdict::of(files, self.ci)
     }
 
     fn failed(&self, message: String) -> Verdict {
@@ -287,7 +355,7 @@ impl Served {
             path: self.path.clone(),
             outcome: Err(vec![Diagnostic::new(message)]),
         };
-        Verdict::of(file, self.ci)
+        Verdict::of(vec![file], self.ci)
     }
 }
 
@@ -302,40 +370,36 @@ impl Drop for Served {
 /// What the code under test did with the scenario, judged as `harness exec` judges it.
 #[derive(Debug, Clone)]
 pub struct Verdict {
-    file: FileResult,
+    files: Vec<FileResult>,
+    passed: bool,
     report: String,
 }
 
 impl Verdict {
-    fn of(file: FileResult, ci: bool) -> Self {
+    fn of(files: Vec<FileResult>, ci: bool) -> Self {
         let mut out = Vec::new();
-        {
-            let mut terminal = Terminal::new(anstream::StripStream::new(&mut out), ci)
-                .for_exec(true)
-                .with_detail(DEFAULT_DIFF_LIMIT, false)
-                .require_cases(Some(Diagnostic::new("no conversation was judged")));
-            // Writing to memory cannot fail.
-            let _ = terminal.file(&file);
-            let _ = terminal.finish();
-        }
+        // Writing to memory cannot fail.
+        let status = exec::report_to(anstream::StripStream::new(&mut out), &files, ci, "exec");
         Self {
-            file,
+            passed: status.is_ok_and(crate::results::ExitStatus::is_ok),
+            files,
             report: String::from_utf8_lossy(&out).into_owned(),
         }
     }
 
     /// Did every conversation hold its expectations and match its golden (and was there one)?
     pub fn passed(&self) -> bool {
-        match &self.file.outcome {
-            Ok(cases) => !cases.is_empty() && cases.iter().all(CaseResult::passed),
-            Err(_) => false,
-        }
+        self.passed
     }
 
-    /// Each conversation's result: its case id, metrics row, golden comparison and the
-    /// expectations that did not hold. Empty when the scenario could not be judged.
-    pub fn conversations(&self) -> &[CaseResult] {
-        self.file.outcome.as_deref().unwrap_or(&[])
+    /// Each conversation's result, in order (a replay's by cassette): its case id, metrics row,
+    /// golden comparison and the expectations that did not hold.
+    pub fn conversations(&self) -> Vec<&CaseResult> {
+        self.files
+            .iter()
+            .filter_map(|f| f.outcome.as_ref().ok())
+            .flatten()
+            .collect()
     }
 
     /// The trace inferred for the `n`-th conversation (0-based), as its golden shows it.
@@ -344,9 +408,13 @@ impl Verdict {
         Some(&detail.events)
     }
 
-    /// Why the scenario could not be judged (a trace past the run limits, the server failing).
-    pub fn errors(&self) -> &[Diagnostic] {
-        self.file.outcome.as_ref().err().map_or(&[], Vec::as_slice)
+    /// Why something could not be judged (a trace past the run limits, the server failing).
+    pub fn errors(&self) -> Vec<&Diagnostic> {
+        self.files
+            .iter()
+            .filter_map(|f| f.outcome.as_ref().err())
+            .flatten()
+            .collect()
     }
 
     /// The report `harness exec` prints for this verdict (no colours).

@@ -7,8 +7,9 @@ use super::{Setup, fail};
 use crate::diagnostic::{Diagnostic, Style};
 use crate::exec::command::{self, Ended};
 use crate::exec::{
-    check_label, conversation_id, exec_cassettes, exec_file, failure_rules, load, load_cassettes,
-    replayed_traces, traces,
+    Settings, check_label, conversation_id, exec_cassettes, exec_file, failure_rules,
+    judge_replayed, judge_session, load, load_cassettes, prepare, replayed_traces, report_to,
+    traces,
 };
 use crate::record::cassette::{ReplayOptions, TransportKind};
 use crate::results::{ExitStatus, FileResult};
@@ -70,6 +71,53 @@ pub(super) fn serve(args: &ServeArgs, setup: &Setup) -> anyhow::Result<ExitStatu
         ));
     }
     let replaying = files.iter().any(|f| crate::record::is_cassette(f));
+    if let Some(p) = args
+        .expect
+        .as_ref()
+        .filter(|p| crate::policy::Config::profile(p).is_none())
+    {
+        return Ok(super::run::unknown_profile(p));
+    }
+    if replaying && args.expect.is_some() {
+        return Ok(fail(
+            &Diagnostic::new("--expect judges a scenario's expectations, and cassettes state none")
+                .hint("a replayed conversation is judged by its golden and by whether it follows its recording (--on-divergence)"),
+        ));
+    }
+    // With --judge, what exec judges: the case `--expect` names, and its rules.
+    let settings = Settings {
+        command: Vec::new(),
+        timeout_ms: 0,
+        label: args.label.clone(),
+        expect: args.expect.clone(),
+        reading: args.reading.to_reading(),
+        on_divergence: args.on_divergence.clone(),
+        matching: args.matching.matching(setup),
+        allow_exit: Vec::new(),
+    };
+    let options = Options {
+        paths: Vec::new(),
+        layout: layout.clone(),
+        jobs: 1,
+        write_pending: !super::ci(),
+        traces: args.traces.clone(),
+        also_profiles: Vec::new(),
+        selection: Selection::default(),
+        repeat: 1,
+        pending_dir: None,
+        keep_traces: false,
+        matching: settings.matching.clone(),
+    };
+    let judged = match (args.judge, files.as_slice()) {
+        (true, [one]) => match prepare(&settings, &options, one) {
+            Ok(p) => Some(p),
+            Err(diags) => {
+                print_diagnostics(one, &diags);
+                return Ok(ExitStatus::BadInput);
+            }
+        },
+        _ => None,
+    };
     let loaded = if replaying {
         match load_cassettes(
             layout,
@@ -90,16 +138,17 @@ pub(super) fn serve(args: &ServeArgs, setup: &Setup) -> anyhow::Result<ExitStatu
     } else {
         None
     };
-    let case = match (&loaded, files.as_slice()) {
-        (Some(l), _) => l.cases[0].clone(),
-        (None, [one]) => match load(layout, one) {
+    let case = match (&judged, &loaded, files.as_slice()) {
+        (Some(p), _, _) => p.case.clone(),
+        (None, Some(l), _) => l.cases[0].clone(),
+        (None, None, [one]) => match load(layout, one) {
             Ok(mut cases) => cases.remove(0),
             Err(diags) => {
                 print_diagnostics(one, &diags);
                 return Ok(ExitStatus::BadInput);
             }
         },
-        (None, _) => {
+        (None, None, _) => {
             return Ok(fail(
                 &Diagnostic::new("serve answers from one scenario, or from agent cassettes")
                     .hint("name one scenario file, or cassette files and folders"),
@@ -125,8 +174,13 @@ pub(super) fn serve(args: &ServeArgs, setup: &Setup) -> anyhow::Result<ExitStatu
         pace: args.reading.pace,
         ..Default::default()
     };
+    // What --judge needs of the cassettes once their replay has moved into the session.
+    let mut cassettes: (Vec<crate::scenario::Case>, Vec<PathBuf>) = (Vec::new(), Vec::new());
     let session = match loaded {
-        Some(l) => Session::replaying(case, rules, l.replay),
+        Some(l) => {
+            cassettes = (l.cases, l.paths);
+            Session::replaying(case, rules, l.replay)
+        }
         None => Session::with_rules(case, rules),
     };
     let server = Server::start_with(
@@ -145,7 +199,12 @@ pub(super) fn serve(args: &ServeArgs, setup: &Setup) -> anyhow::Result<ExitStatu
     }
     let _ = writeln!(
         anstream::stderr(),
-        "harness serve: OPENAI_BASE_URL=http://{addr}/v1 ANTHROPIC_BASE_URL=http://{addr}; Ctrl-C ends and prints the inferred traces"
+        "harness serve: OPENAI_BASE_URL=http://{addr}/v1 ANTHROPIC_BASE_URL=http://{addr}; Ctrl-C ends and {}",
+        if args.judge {
+            "judges the conversations"
+        } else {
+            "prints the inferred traces"
+        }
     );
     let (tx, rx) = std::sync::mpsc::channel::<()>();
     if args.until_eof {
@@ -165,6 +224,37 @@ pub(super) fn serve(args: &ServeArgs, setup: &Setup) -> anyhow::Result<ExitStatu
         }
     }
     let session = server.stop()?;
+    if args.judge {
+        let judged = match &judged {
+            Some(prepared) => vec![FileResult {
+                path: files[0].clone(),
+                outcome: judge_session(
+                    &settings,
+                    &options,
+                    prepared,
+                    &session,
+                    Vec::new(),
+                    crate::results::card::End::Exited(Some(0)),
+                )
+                .map_err(|d| vec![d]),
+            }],
+            None => judge_replayed(
+                &settings,
+                &options,
+                &cassettes.0,
+                &cassettes.1,
+                &session,
+                &[],
+                &mut anstream::stderr(),
+            ),
+        };
+        return Ok(report_to(
+            anstream::stdout().lock(),
+            &judged,
+            super::ci(),
+            "serve",
+        )?);
+    }
     let all: Vec<(String, Vec<TimedEvent>)> = match session.replay() {
         Some(_) => replayed_traces(&session, &args.label)
             .into_iter()

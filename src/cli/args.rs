@@ -606,6 +606,15 @@ pub(super) struct ServeArgs {
     /// Also stop when standard input ends (Ctrl-D; for scripts that pipe into it).
     #[arg(long)]
     pub(super) until_eof: bool,
+    /// When it ends, judge each conversation as `harness exec` does (its golden
+    /// `<scenario id>@<label>`, and the expectations `--expect` names), print exec's report
+    /// instead of the traces and exit with its status.
+    #[arg(long)]
+    pub(super) judge: bool,
+    /// With `--judge`: the profile whose expectations (the scenario's own, or a
+    /// `[compare.NAME]`) every conversation must show; default: golden only.
+    #[arg(long, value_name = "PROFILE", requires = "judge")]
+    pub(super) expect: Option<String>,
     /// How long a client may take to send a request's headers, and then its body.
     #[arg(long, value_name = "MS", default_value_t = crate::limits::READ_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..))]
     pub(super) read_timeout_ms: u64,

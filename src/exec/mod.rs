@@ -19,7 +19,7 @@ pub mod command;
 use crate::diagnostic::Cause;
 use crate::provider::Provider;
 use crate::provider::matching::Matching;
-use crate::results::{CaseResult, FileResult, card};
+use crate::results::{CaseResult, ExitStatus, FileResult, card};
 use crate::run::{self, Options};
 use crate::scenario::{self, Case, Diagnostic, Expect};
 use crate::serve::failure::FailureRules;
@@ -312,6 +312,26 @@ pub fn judge_session(
         r.passes = u32::from(r.passed());
     }
     Ok(results)
+}
+
+/// The report `harness exec` prints for these results (colours as `out` keeps them), under the
+/// verdict of `command`, and exec's exit status. A run that judged no conversation fails.
+pub fn report_to(
+    out: impl Write,
+    files: &[FileResult],
+    ci: bool,
+    command: &'static str,
+) -> io::Result<ExitStatus> {
+    use crate::results::Reporter;
+    let mut terminal = crate::report::Terminal::new(out, ci)
+        .for_served(command)
+        .with_detail(crate::report::DEFAULT_DIFF_LIMIT, false)
+        .require_cases(Some(Diagnostic::new("no conversation was judged")));
+    for file in files {
+        terminal.file(file)?;
+    }
+    terminal.finish()?;
+    Ok(terminal.tally.exit_code())
 }
 
 /// A session served to one run of the command: the session, the failures of how the command
@@ -656,79 +676,126 @@ pub fn replayed_traces(session: &Session, label: &str) -> Vec<ReplayedTrace> {
         .collect()
 }
 
-/// Serve the cassettes to one run of the command (one session: each conversation the agent
-/// begins is answered from the cassette it binds to) and judge each conversation; a cassette
-/// no conversation played fails.
+/// A replay session ready to serve: its cassettes' cases and paths, what it replays, and the
+/// rules that read tool results as failed.
+pub struct PreparedReplay {
+    /// One case per cassette: its promoted scenario.
+    pub cases: Vec<Case>,
+    /// The cassettes, in the order given.
+    pub paths: Vec<PathBuf>,
+    /// The session that replays them.
+    pub session: Session,
+}
+
+/// Load the agent cassettes of a replay session and make its session; every file that cannot
+/// serve is its result.
+pub fn prepare_cassettes(
+    settings: &Settings,
+    options: &Options,
+    files: &[PathBuf],
+) -> Result<PreparedReplay, Vec<FileResult>> {
+    let loaded = load_cassettes(
+        &options.layout,
+        files,
+        &settings.on_divergence,
+        &settings.matching,
+    )?;
+    let first = loaded.cases[0].clone();
+    let rules = failure_rules(&first, &settings.reading).map_err(|e| {
+        vec![FileResult {
+            path: loaded.paths[0].clone(),
+            outcome: Err(vec![Diagnostic::at(1, 1, e).hint(format!(
+                "fix the pattern ({})",
+                crate::vocabulary::REGEX_SYNTAX
+            ))]),
+        }]
+    })?;
+    Ok(PreparedReplay {
+        session: Session::replaying(first, rules, loaded.replay),
+        cases: loaded.cases,
+        paths: loaded.paths,
+    })
+}
+
+/// Serve agent cassettes to one run of the command (each conversation the agent begins is
+/// answered from the cassette it binds to) and judge each conversation; a cassette no
+/// conversation played fails.
 pub fn exec_cassettes(
     settings: &Settings,
     options: &Options,
     files: &[PathBuf],
     notes: &mut dyn Write,
 ) -> io::Result<Vec<FileResult>> {
-    let loaded = match load_cassettes(
-        &options.layout,
-        files,
-        &settings.on_divergence,
-        &settings.matching,
-    ) {
-        Ok(l) => l,
+    let prepared = match prepare_cassettes(settings, options, files) {
+        Ok(p) => p,
         Err(errors) => return Ok(errors),
     };
-    let first = loaded.cases[0].clone();
-    let rules = match failure_rules(&first, &settings.reading) {
-        Ok(r) => r,
-        Err(e) => {
-            return Ok(vec![FileResult {
-                path: loaded.paths[0].clone(),
-                outcome: Err(vec![Diagnostic::at(1, 1, e).hint(format!(
-                    "fix the pattern ({})",
-                    crate::vocabulary::REGEX_SYNTAX
-                ))]),
-            }]);
-        }
-    };
-    let names: Vec<String> = loaded
+    let names: Vec<String> = prepared
         .paths
         .iter()
         .map(|p| p.display().to_string())
         .collect();
+    let first = prepared.cases[0].clone();
     let (session, failures, _) = match serve_to_command(
         settings,
-        Session::replaying(first.clone(), rules, loaded.replay),
+        prepared.session,
         &first,
-        &loaded.paths[0],
+        &prepared.paths[0],
         &names.join(", "),
         notes,
     )? {
         Ok(done) => done,
         Err(d) => {
             return Ok(vec![FileResult {
-                path: loaded.paths[0].clone(),
+                path: prepared.paths[0].clone(),
                 outcome: Err(vec![d]),
             }]);
         }
     };
-    let traces = replayed_traces(&session, &settings.label);
+    Ok(judge_replayed(
+        settings,
+        options,
+        &prepared.cases,
+        &prepared.paths,
+        &session,
+        &failures,
+        notes,
+    ))
+}
+
+/// Judge what a replay session's conversations sent: one result per cassette, each
+/// conversation by the cassette it played (its golden, whether it followed the recording, and
+/// `failures`, how the agent ended); a cassette no conversation played fails.
+pub fn judge_replayed(
+    settings: &Settings,
+    options: &Options,
+    cases: &[Case],
+    paths: &[PathBuf],
+    session: &Session,
+    failures: &[String],
+    notes: &mut dyn Write,
+) -> Vec<FileResult> {
+    let traces = replayed_traces(session, &settings.label);
     let fail_on_divergence = settings.on_divergence == replay::OnDivergence::Fail;
     let case_of = |i: usize, id: String| Case {
         id,
         profile: settings.label.clone(),
         expect: Expect::default(),
         gated: true,
-        ..loaded.cases[i].clone()
+        ..cases[i].clone()
     };
-    let mut per_file: Vec<Vec<CaseResult>> = vec![Vec::new(); loaded.paths.len()];
+    let mut per_file: Vec<Vec<CaseResult>> = vec![Vec::new(); paths.len()];
     for t in &traces {
         if let Err(e) = trace::check_limits(&t.events) {
-            return Ok(vec![FileResult {
-                path: loaded.paths[t.cassette].clone(),
+            return vec![FileResult {
+                path: paths[t.cassette].clone(),
                 outcome: Err(vec![
                     Diagnostic::whole_file(format!("the trace inferred for `{}`: {e}", t.id))
                         .hint(
                             "the agent sent more than a run may hold (docs/robustness.md \"Limits\"); its conversation is not judged",
                         ),
                 ]),
-            }]);
+            }];
         }
         let mut r = run::judge(options, &case_of(t.cassette, t.id.clone()), &t.events);
         if let Some(report) = &t.report {
@@ -762,21 +829,21 @@ pub fn exec_cassettes(
         }
         let mut r = run::judge(
             &quiet,
-            &case_of(i, conversation_id(&loaded.cases[i].id, &settings.label, 0)),
+            &case_of(i, conversation_id(&cases[i].id, &settings.label, 0)),
             &[],
         );
         r.golden = Comparison::Ungated;
         r.expectation_failures.push(if traces.is_empty() {
-            no_model_request(&session)
+            no_model_request(session)
         } else {
             "the agent to begin this recorded conversation; none of its conversations began nearer to it than to another cassette".to_owned()
         });
         r.expectation_failures.extend(failures.iter().cloned());
         results.push(r);
     }
-    Ok(loaded
-        .paths
-        .into_iter()
+    paths
+        .iter()
+        .cloned()
         .zip(per_file)
         .map(|(path, mut results)| {
             for r in &mut results {
@@ -788,5 +855,5 @@ pub fn exec_cassettes(
                 outcome: Ok(results),
             }
         })
-        .collect())
+        .collect()
 }

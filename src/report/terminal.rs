@@ -50,6 +50,8 @@ pub struct Terminal<W: Write> {
     /// The verdict is `harness exec`'s: a case there without a golden to compare is a
     /// conversation that never happened (failed with its own reason), not an ad-hoc profile.
     exec: bool,
+    /// The command the verdict names (`run`, `exec`, `serve`).
+    command: &'static str,
     /// What stopped an interrupted run (`Ctrl-C`, `SIGTERM`, `SIGHUP`).
     stopped_by: &'static str,
 }
@@ -72,6 +74,7 @@ impl<W: Write> Terminal<W> {
             diff_limit: DEFAULT_DIFF_LIMIT,
             quiet: false,
             exec: false,
+            command: "run",
             stopped_by: "Ctrl-C",
         }
     }
@@ -80,6 +83,15 @@ impl<W: Write> Terminal<W> {
     #[must_use]
     pub fn for_exec(mut self, exec: bool) -> Self {
         self.exec = exec;
+        self.command = if exec { "exec" } else { "run" };
+        self
+    }
+
+    /// Judge as `harness exec` does, under the verdict of `command` (`serve --judge`).
+    #[must_use]
+    pub fn for_served(mut self, command: &'static str) -> Self {
+        self.exec = true;
+        self.command = command;
         self
     }
 
@@ -277,7 +289,7 @@ impl<W: Write> Reporter for Terminal<W> {
         } else {
             format!("{RED}FAILED{RED:#}")
         };
-        let command = if self.exec { "exec" } else { "run" };
+        let command = self.command;
         let verdict = format!(
             "harness {command}: {verdict}. {} cases from {} files: {} passed, {failed} failed \
              ({} golden mismatches, {} missing goldens, {} expectation failures), \

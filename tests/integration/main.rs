@@ -29,6 +29,8 @@
 //!   on the bundled failure-mode suite (`scenarios/suite`).
 //! - `robust`: Ctrl-C (partial summary, exit 130), SIGKILL at random moments (no half-written
 //!   file), outputs independent of locale, timezone, folder, environment and file order.
+//! - `testing`: `harness::testing` in this process: a scenario and a proxy's cassettes served to
+//!   the reference agent, judged, failing with exec's report.
 
 mod support;
 
@@ -53,4 +55,5 @@ mod schema;
 mod serve;
 mod suite;
 mod sweep;
+mod testing;
 mod trust;

@@ -504,3 +504,70 @@ fn a_portable_scenario_drives_an_agent_through_its_own_tools() {
             .contains("exec({})")
     );
 }
+
+/// `serve --judge`: when it ends, every conversation is judged as `harness exec` judges it and
+/// exec's report is printed (under a `harness serve:` verdict) with exec's exit status — what
+/// the pytest plugin's fixture reads. A recovering agent passes once its golden is accepted; the
+/// bare one (a second server) fails by the expectations `--expect moltis` names.
+#[test]
+fn serve_judge_reports_each_conversation_as_exec_does() {
+    let p = project();
+    let judged = |label: &str, detector: &str| {
+        let mut server = Command::new(env!("CARGO_BIN_EXE_harness"))
+            .args([
+                "serve",
+                SCENARIO,
+                "--until-eof",
+                "--judge",
+                "--expect",
+                "moltis",
+            ])
+            .args(["--label", label])
+            .current_dir(p.path())
+            .env("NO_COLOR", "1")
+            .env_remove("CI")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start harness serve");
+        let mut stdout = BufReader::new(server.stdout.take().expect("stdout"));
+        let addr = listening_address(&mut stdout);
+        let out = Command::new("python3")
+            .args([&agent(), "--api", "openai", "--detector", detector])
+            .env("OPENAI_BASE_URL", format!("http://{addr}/v1"))
+            .env("OPENAI_API_KEY", "dummy")
+            .output()
+            .expect("run the agent");
+        drop(server.stdin.take());
+        let mut report = String::new();
+        stdout.read_to_string(&mut report).expect("the report");
+        let status = server.wait().expect("serve ends");
+        (status.code(), report, out)
+    };
+    let (code, report, _) = judged("judged", "nudge");
+    assert_eq!(code, Some(1), "{report}");
+    assert!(report.contains("no golden yet"), "{report}");
+    assert!(
+        report.contains("harness serve: FAILED. 1 cases from 1 files"),
+        "{report}"
+    );
+    p.harness(&["accept", SCENARIO]).expect_code(0);
+    let (code, report, _) = judged("judged", "nudge");
+    assert_eq!(code, Some(0), "{report}");
+    assert!(report.contains("harness serve: ok. 1 cases"), "{report}");
+    assert!(p.join(&format!("snapshots/{ID}@judged.snap")).is_file());
+    // The bare agent runs into the cap: the golden aside, its expectations fail.
+    let (code, report, _) = judged("bare", "none");
+    assert_eq!(code, Some(1), "{report}");
+    assert!(
+        report.contains("outcome: expected response, got max_iterations"),
+        "{report}"
+    );
+    // --expect names a profile, and needs --judge.
+    let run = p.harness(&["serve", SCENARIO, "--expect", "moltis"]);
+    run.expect_code(2);
+    let run = p.harness(&["serve", SCENARIO, "--judge", "--expect", "moltys"]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("unknown profile `moltys`"), "{run}");
+}

@@ -1,0 +1,101 @@
+"""The pytest plugin of the wheel, used as a Python agent's author uses it (.ci/wheel runs this
+file from a clean virtual environment holding only the wheel, pytest and the official openai
+SDK, with no Rust toolchain on PATH; docs/in-your-tests.md shows the fixture).
+
+An inner test file holds two tests of a minimal agent loop on the openai SDK against the reflex
+scenario (scenarios/serve/reflex-black-box.toml, judged with its `moltis` expectations): the loop
+with a defence (a warning after three identical failed calls) and the same loop without it. They
+run in a scratch project under pytest's own `pytester`, and what pytest reports is asserted:
+first both fail for want of goldens, then `harness accept` keeps them, then the loop with the
+defence passes and the one without fails with harness's report.
+"""
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from agent_loop_harness import find_harness_bin
+
+pytest_plugins = ["pytester"]
+
+SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "serve" / "reflex-black-box.toml"
+
+INNER = '''
+import json
+from openai import OpenAI, APIStatusError
+
+TOOLS = [{"type": "function", "function": {
+    "name": "exec", "description": "Run a shell command",
+    "parameters": {"type": "object", "properties": {"command": {"type": "string"}},
+                   "required": ["command"]}}}]
+
+
+def agent_loop(client, defence):
+    messages = [{"role": "system", "content": "You are a coding agent. Use tools to act."},
+                {"role": "user", "content": "List the files in the project."}]
+    failed = []
+    for _ in range(50):
+        try:
+            reply = client.chat.completions.create(
+                model="claude-haiku-4.5", messages=messages, tools=TOOLS)
+        except APIStatusError:
+            return None  # refused at the scenario's cap
+        message = reply.choices[0].message
+        messages.append(message.model_dump(exclude_none=True))
+        if not message.tool_calls:
+            return message.content
+        for call in message.tool_calls:
+            args = json.loads(call.function.arguments or "{}")
+            ok = "command" in args
+            messages.append({"role": "tool", "tool_call_id": call.id,
+                             "content": "Cargo.toml" if ok else "Error: missing 'command' parameter"})
+            failed = [] if ok else failed + [call.function.name + call.function.arguments]
+        if defence and len(failed) >= 3 and len(set(failed[-3:])) == 1:
+            failed = []
+            messages.append({"role": "user", "content":
+                             "LOOP DETECTED: your last 3 tool calls failed the same way. "
+                             "Do not call a tool again; tell the user what you need."})
+    return None
+
+
+def test_the_loop_with_its_defence(harness_serve):
+    served = harness_serve("scenarios/reflex-black-box.toml", label="py-loop", expect="moltis")
+    client = OpenAI(base_url=served.openai_base_url, api_key="harness")
+    assert agent_loop(client, defence=True).startswith("Sorry")
+
+
+def test_the_loop_without_it(harness_serve):
+    harness_serve("scenarios/reflex-black-box.toml", label="py-loop-undefended",
+                  expect="moltis", env=True)
+    agent_loop(OpenAI(), defence=False)
+'''
+
+
+def test_the_fixture_serves_judges_and_fails_a_test_with_the_report(pytester, monkeypatch):
+    # Pending goldens are written only off CI, as by every harness command.
+    monkeypatch.delenv("CI", raising=False)
+    (pytester.path / "scenarios").mkdir()
+    shutil.copy(SCENARIO, pytester.path / "scenarios" / "reflex-black-box.toml")
+    pytester.makepyfile(test_agent=INNER)
+
+    # No goldens yet: both tests fail, and pending goldens are written.
+    first = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    first.assert_outcomes(failed=2)
+    first.stdout.fnmatch_lines(["*no golden yet*"])
+    pending = sorted(p.name for p in (pytester.path / "snapshots").iterdir())
+    assert pending == ["reflex-black-box@py-loop-undefended.snap.new",
+                       "reflex-black-box@py-loop.snap.new"], pending
+
+    # Reviewed and kept as harness's own workflow does it.
+    subprocess.run([find_harness_bin(), "accept"], cwd=pytester.path, check=True)
+
+    # The loop with its defence passes; the one without fails with harness's report.
+    second = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    second.assert_outcomes(passed=1, failed=1)
+    second.stdout.fnmatch_lines([
+        "*harness serve: FAILED*",
+        "*outcome: expected response, got max_iterations*",
+        "*FAILED test_agent.py::test_the_loop_without_it*",
+    ])
+    assert "FAILED test_agent.py::test_the_loop_with_its_defence" not in second.stdout.str()
