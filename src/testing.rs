@@ -183,10 +183,7 @@ impl Serve {
         }
         let (what, session) = if files.iter().any(|f| crate::record::is_cassette(f)) {
             if self.expect.is_some() {
-                let d = Diagnostic::new(
-                    "expect_profile judges a scenario's expectations, and cassettes state none",
-                )
-                .hint("a replayed conversation is judged by its golden and by whether it follows its recording");
+                let d = exec::no_expectations_in_cassettes();
                 return Err(Error::new(&self.path, vec![d]));
             }
             let p = exec::prepare_cassettes(&settings, &options, &files).map_err(|errors| {

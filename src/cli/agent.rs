@@ -79,10 +79,7 @@ pub(super) fn serve(args: &ServeArgs, setup: &Setup) -> anyhow::Result<ExitStatu
         return Ok(super::run::unknown_profile(p));
     }
     if replaying && args.expect.is_some() {
-        return Ok(fail(
-            &Diagnostic::new("--expect judges a scenario's expectations, and cassettes state none")
-                .hint("a replayed conversation is judged by its golden and by whether it follows its recording (--on-divergence)"),
-        ));
+        return Ok(fail(&crate::exec::no_expectations_in_cassettes()));
     }
     // With --judge, what exec judges: the case `--expect` names, and its rules.
     let settings = Settings {
@@ -366,10 +363,7 @@ fn exec_judged(args: &ExecArgs, setup: &Setup, outputs: &Outputs) -> anyhow::Res
         );
     }
     if replaying && args.expect.is_some() {
-        return Ok(fail(
-            &Diagnostic::new("--expect judges a scenario's expectations, and cassettes state none")
-                .hint("a replayed conversation is judged by its golden and by whether it follows its recording (--on-divergence)"),
-        ));
+        return Ok(fail(&crate::exec::no_expectations_in_cassettes()));
     }
     let options = Options {
         paths: Vec::new(),

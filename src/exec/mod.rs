@@ -69,6 +69,13 @@ pub struct Settings {
     pub allow_exit: Vec<i32>,
 }
 
+/// Why expectations cannot judge a replay: cassettes state none.
+pub fn no_expectations_in_cassettes() -> Diagnostic {
+    Diagnostic::new("--expect judges a scenario's expectations, and cassettes state none").hint(
+        "a replayed conversation is judged by its golden and by whether it follows its recording (--on-divergence)",
+    )
+}
+
 /// The failure rules of a case: the scenario's patterns, then the command line's.
 pub fn failure_rules(case: &Case, reading: &Reading) -> Result<FailureRules, String> {
     let s = &case.scenario.serve;

@@ -239,13 +239,22 @@ fn status_of(addr: &str, request: &str) -> String {
     line
 }
 
-#[test]
-fn serve_answers_an_agent_and_prints_the_inferred_trace() {
-    let p = project();
+/// `harness serve SCENARIO --until-eof ARGS…` in `p` (CI unset): the server, its stdout past the
+/// `listening on` line, and the address.
+fn serving(
+    p: &Project,
+    args: &[&str],
+) -> (
+    std::process::Child,
+    BufReader<std::process::ChildStdout>,
+    String,
+) {
     let mut server = Command::new(env!("CARGO_BIN_EXE_harness"))
         .args(["serve", SCENARIO, "--until-eof"])
+        .args(args)
         .current_dir(p.path())
         .env("NO_COLOR", "1")
+        .env_remove("CI")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -253,6 +262,13 @@ fn serve_answers_an_agent_and_prints_the_inferred_trace() {
         .expect("start harness serve");
     let mut stdout = BufReader::new(server.stdout.take().expect("stdout"));
     let addr = listening_address(&mut stdout);
+    (server, stdout, addr)
+}
+
+#[test]
+fn serve_answers_an_agent_and_prints_the_inferred_trace() {
+    let p = project();
+    let (mut server, mut stdout, addr) = serving(&p, &[]);
     assert!(addr.starts_with("127.0.0.1:"), "{addr}");
     let out = Command::new("python3")
         .args([&agent(), "--api", "anthropic", "--detector", "nudge"])
@@ -513,26 +529,8 @@ fn a_portable_scenario_drives_an_agent_through_its_own_tools() {
 fn serve_judge_reports_each_conversation_as_exec_does() {
     let p = project();
     let judged = |label: &str, detector: &str| {
-        let mut server = Command::new(env!("CARGO_BIN_EXE_harness"))
-            .args([
-                "serve",
-                SCENARIO,
-                "--until-eof",
-                "--judge",
-                "--expect",
-                "moltis",
-            ])
-            .args(["--label", label])
-            .current_dir(p.path())
-            .env("NO_COLOR", "1")
-            .env_remove("CI")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start harness serve");
-        let mut stdout = BufReader::new(server.stdout.take().expect("stdout"));
-        let addr = listening_address(&mut stdout);
+        let (mut server, mut stdout, addr) =
+            serving(&p, &["--judge", "--expect", "moltis", "--label", label]);
         let out = Command::new("python3")
             .args([&agent(), "--api", "openai", "--detector", detector])
             .env("OPENAI_BASE_URL", format!("http://{addr}/v1"))
