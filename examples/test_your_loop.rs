@@ -98,8 +98,7 @@ fn run_tool(function: &Value) -> (String, bool) {
 
 /// Serve the scenario, run the loop against it on a current-thread runtime, and judge.
 fn tested(label: &str, defence: bool) -> harness::testing::Verdict {
-    let served = harness::testing::serve(SCENARIO)
-        .label(label)
+    let served = harness::testing::serve(SCENARIO, label)
         .expect_profile(EXPECT)
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
@@ -126,7 +125,7 @@ mod tests {
     fn the_loop_with_its_defence_recovers_from_the_reflex_loop() {
         let verdict = tested("rust-loop", true);
         verdict.assert_passed();
-        let run = &verdict.conversations()[0];
+        let run = verdict.conversations().next().expect("one conversation");
         assert_eq!(run.row.outcome, "response");
         assert_eq!(run.row.iterations, 4);
         assert_eq!(run.row.nudges, 1);
@@ -136,7 +135,7 @@ mod tests {
     fn the_loop_without_it_fails_with_the_report() {
         let verdict = tested("rust-loop-undefended", false);
         assert!(!verdict.passed());
-        let run = &verdict.conversations()[0];
+        let run = verdict.conversations().next().expect("one conversation");
         assert_eq!(run.row.outcome, "max_iterations");
         assert_eq!(run.row.iterations, 25);
         // `assert_passed` fails the test with the report `harness exec` prints.

@@ -6,8 +6,7 @@
 //!
 //! ```no_run
 //! // A test of your agent loop (here a stand-in that calls the endpoint once).
-//! let served = harness::testing::serve("scenarios/serve/reflex-black-box.toml")
-//!     .label("my-agent")
+//! let served = harness::testing::serve("scenarios/serve/reflex-black-box.toml", "my-agent")
 //!     .expect_profile("moltis")
 //!     .start()
 //!     .expect("the scenario loads");
@@ -17,26 +16,31 @@
 //! served.verdict().assert_passed();
 //! ```
 //!
-//! Cassettes (`harness proxy`'s recordings, a file or a folder of them) replay as `harness exec
-//! CASSETTE…` replays them: each conversation from the cassette it binds to, judged by its
-//! golden and by whether it follows the recording (a divergence fails it).
+//! The label names the test's runs: every conversation the code under test starts (by its
+//! first user message) is a case `<scenario id>@<label>` (then `….2`, …), with its golden
+//! `snapshots/<scenario id>@<label>.snap` beside the scenario's own; give each test its own. The
+//! session is `harness serve`'s: the chat completions, responses and messages endpoints,
+//! streamed or not. A missing or differing golden fails the verdict and writes a pending one
+//! beside it (not under `CI`, unless [`Serve::write_pending`] says so), which `harness diff`
+//! shows and `harness accept` keeps, as for any run. The paths are those of the project file
+//! found from the current folder (a crate's root under `cargo test`), else `scenarios/` and
+//! `snapshots/` there; [`Serve::layout`] names others. The scenario must lie below the scenarios
+//! folder, so its id (and its goldens' names) are the same on every machine.
 //!
-//! The session is `harness serve`'s: every conversation the code under test starts (by its
-//! first user message) is a case `<scenario id>@<label>` (then `….2`, …), served the chat
-//! completions, responses and messages endpoints, streamed or not; its golden lives where
-//! `harness run` keeps the scenario's (`snapshots/<scenario id>@<label>.snap`). A missing or
-//! differing golden fails the verdict and writes a pending one beside it (not under `CI`),
-//! which `harness diff` shows and `harness accept` keeps, as for any run. The paths are those
-//! of the project file found from the current folder (a crate's root under `cargo test`), else
-//! `scenarios/` and `snapshots/` there; [`Serve::layout`] names others.
+//! Cassettes (`harness proxy`'s recordings, a file or a folder of them) replay as `harness exec
+//! CASSETTE…` replays them, with the project file's `[replay]` settings: each conversation from
+//! the cassette it binds to, judged by its golden and by whether it follows the recording (a
+//! divergence fails it).
 //!
 //! The server runs on a thread of its own, so the code under test may be blocking or async, on
-//! any runtime; it stops when the verdict is taken or the [`Served`] handle drops.
+//! any runtime. Judging happens only in [`Served::verdict`]; dropping the handle stops the
+//! server without a verdict. Both wait for open connections (up to two seconds), so drop your
+//! clients, or let your tasks finish, first.
 
 use crate::diagnostic::Diagnostic;
 use crate::exec::{self, Prepared, Reading, Settings};
 use crate::provider::matching::Matching;
-use crate::results::{CaseResult, FileResult, card};
+use crate::results::{CaseResult, ExitStatus, FileResult, card};
 use crate::run::Options;
 use crate::scenario::Case;
 use crate::serve::Session;
@@ -50,6 +54,7 @@ use std::path::{Path, PathBuf};
 
 /// How a scenario is served to a test: [`serve`] starts one.
 #[derive(Debug, Clone)]
+#[must_use = "a Serve does nothing until started"]
 pub struct Serve {
     path: PathBuf,
     label: String,
@@ -59,13 +64,15 @@ pub struct Serve {
     write_pending: Option<bool>,
 }
 
-/// Serve the scenario at `path` (TOML or JSON), judged by its golden only until
-/// [`Serve::expect_profile`] names the expectations to hold; or replay the agent cassettes at
-/// `path` (a `.cassette.json` file, or a folder of them).
-pub fn serve(path: impl AsRef<Path>) -> Serve {
+/// Serve the scenario at `path` (TOML or JSON) — judged by its golden only until
+/// [`Serve::expect_profile`] names the expectations to hold — or replay the agent cassettes at
+/// `path` (a `.cassette.json` file, or a folder of them). `label` names the runs: case ids
+/// `<id>@<label>` and their goldens (lower-case letters, digits, `-`, `_`; not a profile's
+/// name); give each test its own.
+pub fn serve(path: impl AsRef<Path>, label: &str) -> Serve {
     Serve {
         path: path.as_ref().to_owned(),
-        label: "test".to_owned(),
+        label: label.to_owned(),
         expect: None,
         reading: Reading::default(),
         layout: None,
@@ -74,18 +81,8 @@ pub fn serve(path: impl AsRef<Path>) -> Serve {
 }
 
 impl Serve {
-    /// Name the runs: case id `<scenario id>@<label>` and golden
-    /// `snapshots/<scenario id>@<label>.snap` (lower-case letters, digits, `-`, `_`; not a
-    /// profile's name). Default `test`.
-    #[must_use]
-    pub fn label(mut self, label: &str) -> Self {
-        label.clone_into(&mut self.label);
-        self
-    }
-
     /// Judge each conversation with the expectations the scenario states for `profile` (its
     /// own, or a `[compare.PROFILE]` table), whose `max_iterations` is also the cap.
-    #[must_use]
     pub fn expect_profile(mut self, profile: &str) -> Self {
         self.expect = Some(profile.to_owned());
         self
@@ -93,14 +90,12 @@ impl Serve {
 
     /// Also read a tool result as failed when it matches this regular expression (after the
     /// scenario's own `[serve] failure` patterns).
-    #[must_use]
     pub fn failure_pattern(mut self, regex: &str) -> Self {
         self.reading.failure.push(regex.to_owned());
         self
     }
 
     /// Read failures only by the provider's flag and the patterns, not the built-in shapes.
-    #[must_use]
     pub fn no_builtin_failures(mut self) -> Self {
         self.reading.no_builtin_failures = true;
         self
@@ -108,14 +103,12 @@ impl Serve {
 
     /// Stream answers at this many wall seconds per scripted second of latency (default 0:
     /// at once).
-    #[must_use]
     pub fn pace(mut self, seconds_per_second: f64) -> Self {
         self.reading.pace = seconds_per_second;
         self
     }
 
     /// Take scenario ids below `scenarios` and goldens from `snapshots` instead of the project's.
-    #[must_use]
     pub fn layout(mut self, scenarios: impl Into<PathBuf>, snapshots: impl Into<PathBuf>) -> Self {
         self.layout = Some(Layout {
             scenarios: scenarios.into(),
@@ -126,44 +119,44 @@ impl Serve {
 
     /// Write a pending golden (`.snap.new`) beside each missing or differing one, or not;
     /// default: unless `CI` is set, as every harness command does.
-    #[must_use]
     pub fn write_pending(mut self, write: bool) -> Self {
         self.write_pending = Some(write);
         self
     }
 
-    /// Load the scenario and serve it on a free port of 127.0.0.1.
+    /// Load the scenario (or cassettes) and serve it on a free port of 127.0.0.1.
     pub fn start(self) -> Result<Served, Error> {
-        exec::check_label(&self.label).map_err(|d| Error::new(&self.path, vec![d]))?;
+        let refuse = |d: Diagnostic| Error::new(&self.path, vec![d]);
+        exec::check_label(&self.label).map_err(refuse)?;
         if let Some(p) = self
             .expect
             .as_ref()
             .filter(|p| crate::policy::Config::profile(p).is_none())
         {
-            let d = Diagnostic::new(format!("unknown profile `{p}`")).hint(format!(
-                "known profiles: {}",
-                crate::policy::PROFILES.join(", ")
+            return Err(refuse(
+                Diagnostic::new(format!("unknown profile `{p}`")).hint(format!(
+                    "known profiles: {}",
+                    crate::policy::PROFILES.join(", ")
+                )),
             ));
-            return Err(Error::new(&self.path, vec![d]));
         }
-        let layout = match self.layout.clone() {
-            Some(l) => l,
-            None => project_layout().map_err(|d| Error::new(&self.path, vec![d]))?,
+        let (layout, matching) = match self.layout.clone() {
+            Some(l) => (l, project()?.1),
+            None => project()?,
         };
-        // `CI` as the commands read it: set, and not `0` or `false`.
-        let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false");
+        let write_pending = self.write_pending.unwrap_or(!ci());
         let options = Options {
             paths: Vec::new(),
             layout,
             jobs: 1,
-            write_pending: self.write_pending.unwrap_or(!ci),
+            write_pending,
             traces: None,
             also_profiles: Vec::new(),
             selection: crate::select::Selection::default(),
             repeat: 1,
             pending_dir: None,
             keep_traces: true,
-            matching: Matching::default(),
+            matching: matching.clone(),
         };
         let settings = Settings {
             command: Vec::new(),
@@ -172,7 +165,7 @@ impl Serve {
             expect: self.expect.clone(),
             reading: self.reading.clone(),
             on_divergence: OnDivergence::default(),
-            matching: Matching::default(),
+            matching,
             allow_exit: Vec::new(),
         };
         let (files, unreadable) = crate::store::discover(std::slice::from_ref(&self.path));
@@ -183,15 +176,18 @@ impl Serve {
         }
         let (what, session) = if files.iter().any(|f| crate::record::is_cassette(f)) {
             if self.expect.is_some() {
-                let d = exec::no_expectations_in_cassettes();
-                return Err(Error::new(&self.path, vec![d]));
+                return Err(refuse(exec::no_expectations_in_cassettes()));
             }
             let p = exec::prepare_cassettes(&settings, &options, &files).map_err(|errors| {
-                let path = errors.first().map_or(self.path.clone(), |f| f.path.clone());
-                let diags = errors
-                    .into_iter()
-                    .flat_map(|f| f.outcome.err().unwrap_or_default());
-                Error::new(&path, diags.collect())
+                let diags = errors.into_iter().flat_map(|f| {
+                    let path = f.path;
+                    f.outcome
+                        .err()
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(move |d| d.in_file(&path))
+                });
+                Error::new(&self.path, diags.collect())
             })?;
             let what = What::Replay {
                 cases: p.cases,
@@ -199,6 +195,21 @@ impl Serve {
             };
             (what, p.session)
         } else {
+            if files.len() != 1 || files[0] != self.path {
+                return Err(refuse(
+                    Diagnostic::new("serve answers from one scenario, or from agent cassettes")
+                        .hint("name one scenario file, or cassette files and folders"),
+                ));
+            }
+            if crate::store::strip_prefix_lenient(&self.path, &options.layout.scenarios).is_none() {
+                return Err(refuse(
+                    Diagnostic::new(format!(
+                        "the scenario is not below the scenarios folder {}: its id, and so its goldens' names, would depend on where the checkout is",
+                        options.layout.scenarios.display()
+                    ))
+                    .hint("move it below that folder, or name the folders with .layout(scenarios, snapshots)"),
+                ));
+            }
             let prepared = exec::prepare(&settings, &options, &self.path)
                 .map_err(|d| Error::new(&self.path, d))?;
             let session = Session::with_rules(prepared.case.clone(), prepared.rules.clone());
@@ -215,36 +226,55 @@ impl Serve {
             crate::limits::MAX_SESSION_REQUEST_BYTES,
         )
         .map_err(|e| {
-            let d = Diagnostic::new(format!("cannot serve on 127.0.0.1: {e}"))
-                .hint("the test needs a free loopback port");
-            Error::new(&self.path, vec![d])
+            refuse(
+                Diagnostic::new(format!("cannot serve on 127.0.0.1: {e}"))
+                    .hint("the test needs a free loopback port"),
+            )
         })?;
         Ok(Served {
+            addr: server.addr(),
             server: Some(server),
-            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             path: self.path,
             settings,
             options,
             what,
-            ci,
-        }
-        .with_addr())
+        })
     }
 }
 
-/// The project's layout from the current folder, or `scenarios/` and `snapshots/` there.
-fn project_layout() -> Result<Layout, Diagnostic> {
-    let cwd = std::env::current_dir()
-        .map_err(|e| Diagnostic::new(format!("cannot read the current folder: {e}")))?;
-    Ok(match crate::project::discover(&cwd)? {
-        Some(p) => Layout {
-            scenarios: p.scenarios,
-            snapshots: p.snapshots,
-        },
-        None => Layout {
-            scenarios: PathBuf::from("scenarios"),
-            snapshots: PathBuf::from("snapshots"),
-        },
+/// `CI` as the commands read it: set, and not `0` or `false`.
+fn ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false")
+}
+
+/// The project's layout and replay matching from the current folder, or `scenarios/` and
+/// `snapshots/` there and every request part compared.
+fn project() -> Result<(Layout, Matching), Error> {
+    let here = Path::new(".");
+    let cwd = std::env::current_dir().map_err(|e| {
+        Error::new(
+            here,
+            vec![Diagnostic::new(format!(
+                "cannot read the current folder: {e}"
+            ))],
+        )
+    })?;
+    let project = crate::project::discover(&cwd).map_err(|d| Error::new(here, vec![d]))?;
+    Ok(match project {
+        Some(p) => (
+            Layout {
+                scenarios: p.scenarios,
+                snapshots: p.snapshots,
+            },
+            p.config.replay.matching(&[], &[]),
+        ),
+        None => (
+            Layout {
+                scenarios: PathBuf::from("scenarios"),
+                snapshots: PathBuf::from("snapshots"),
+            },
+            Matching::default(),
+        ),
     })
 }
 
@@ -259,7 +289,9 @@ enum What {
     },
 }
 
-/// A scenario being served; its endpoints are the base URLs the code under test takes.
+/// A scenario being served; its endpoints are the base URLs the code under test takes. Take
+/// the [verdict](Served::verdict): dropping it stops the server without judging.
+#[must_use = "the verdict judges what the code under test did; dropping it judges nothing"]
 pub struct Served {
     server: Option<Server>,
     addr: SocketAddr,
@@ -267,7 +299,6 @@ pub struct Served {
     settings: Settings,
     options: Options,
     what: What,
-    ci: bool,
 }
 
 impl fmt::Debug for Served {
@@ -280,13 +311,6 @@ impl fmt::Debug for Served {
 }
 
 impl Served {
-    fn with_addr(mut self) -> Self {
-        if let Some(s) = &self.server {
-            self.addr = s.addr();
-        }
-        self
-    }
-
     /// The address served (127.0.0.1 and a free port).
     pub fn addr(&self) -> SocketAddr {
         self.addr
@@ -315,10 +339,20 @@ impl Served {
 
     /// Stop serving and judge every conversation the code under test had with the scenario.
     pub fn verdict(mut self) -> Verdict {
-        let session = match self.server.take().map(Server::stop) {
-            Some(Ok(session)) => session,
-            Some(Err(e)) => return self.failed(format!("the server failed: {e}")),
-            None => return self.failed("the server was already stopped".to_owned()),
+        let stopped = match self.server.take() {
+            Some(server) => server.stop(),
+            // Only `verdict` (which consumes the handle) and `Drop` take the server.
+            None => unreachable!("a Served handle holds its server until its verdict"),
+        };
+        let session = match stopped {
+            Ok(session) => session,
+            Err(e) => {
+                let file = FileResult {
+                    path: self.path.clone(),
+                    outcome: Err(vec![Diagnostic::new(format!("the server failed: {e}"))]),
+                };
+                return Verdict::of(vec![file], !self.options.write_pending);
+            }
         };
         let files = match &self.what {
             What::Scenario(prepared) => vec![FileResult {
@@ -333,7 +367,7 @@ impl Served {
                 )
                 .map_err(|d| vec![d]),
             }],
-            // A divergence the session only notes (none under the default policy) goes nowhere.
+            // Under the default policy a divergence fails its case; no note is left over.
             What::Replay { cases, paths } => exec::judge_replayed(
                 &self.settings,
                 &self.options,
@@ -344,15 +378,7 @@ impl Served {
                 &mut std::io::sink(),
             ),
         };
-        Verdict::of(files, self.ci)
-    }
-
-    fn failed(&self, message: String) -> Verdict {
-        let file = FileResult {
-            path: self.path.clone(),
-            outcome: Err(vec![Diagnostic::new(message)]),
-        };
-        Verdict::of(vec![file], self.ci)
+        Verdict::of(files, !self.options.write_pending)
     }
 }
 
@@ -366,6 +392,7 @@ impl Drop for Served {
 
 /// What the code under test did with the scenario, judged as `harness exec` judges it.
 #[derive(Debug, Clone)]
+#[must_use = "a verdict fails nothing until asserted"]
 pub struct Verdict {
     files: Vec<FileResult>,
     passed: bool,
@@ -373,12 +400,18 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    fn of(files: Vec<FileResult>, ci: bool) -> Self {
+    /// `quiet_pending`: pending goldens were not written (the report says so, as under `CI`).
+    fn of(files: Vec<FileResult>, quiet_pending: bool) -> Self {
         let mut out = Vec::new();
         // Writing to memory cannot fail.
-        let status = exec::report_to(anstream::StripStream::new(&mut out), &files, ci, "exec");
+        let status = exec::report_to(
+            anstream::StripStream::new(&mut out),
+            &files,
+            quiet_pending,
+            "exec",
+        );
         Self {
-            passed: status.is_ok_and(crate::results::ExitStatus::is_ok),
+            passed: status.is_ok_and(ExitStatus::is_ok),
             files,
             report: String::from_utf8_lossy(&out).into_owned(),
         }
@@ -391,27 +424,25 @@ impl Verdict {
 
     /// Each conversation's result, in order (a replay's by cassette): its case id, metrics row,
     /// golden comparison and the expectations that did not hold.
-    pub fn conversations(&self) -> Vec<&CaseResult> {
+    pub fn conversations(&self) -> impl Iterator<Item = &CaseResult> {
         self.files
             .iter()
             .filter_map(|f| f.outcome.as_ref().ok())
             .flatten()
-            .collect()
     }
 
     /// The trace inferred for the `n`-th conversation (0-based), as its golden shows it.
     pub fn trace(&self, n: usize) -> Option<&[TimedEvent]> {
-        let detail = self.conversations().get(n)?.detail.as_ref()?;
+        let detail = self.conversations().nth(n)?.detail.as_ref()?;
         Some(&detail.events)
     }
 
     /// Why something could not be judged (a trace past the run limits, the server failing).
-    pub fn errors(&self) -> Vec<&Diagnostic> {
+    pub fn errors(&self) -> impl Iterator<Item = &Diagnostic> {
         self.files
             .iter()
             .filter_map(|f| f.outcome.as_ref().err())
             .flatten()
-            .collect()
     }
 
     /// The report `harness exec` prints for this verdict (no colours).
@@ -441,7 +472,12 @@ impl Error {
         }
     }
 
-    /// What is wrong, each with its place in the file when it has one.
+    /// What was given to serve.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// What is wrong, each with its place (its file, when it is not [`Error::path`]).
     pub fn diagnostics(&self) -> &[Diagnostic] {
         &self.diagnostics
     }

@@ -19,12 +19,16 @@ def find_harness_bin() -> str:
     if override:
         return override
     name = "harness.exe" if os.name == "nt" else "harness"
-    for scheme in (sysconfig.get_default_scheme(), "posix_user", "nt_user", "osx_framework_user"):
+    # The interpreter's own scripts folder first (a virtual environment's `bin`), then the
+    # user schemes `pip install --user` writes to.
+    folders = [sysconfig.get_path("scripts")]
+    for scheme in ("posix_user", "nt_user", "osx_framework_user"):
         try:
-            scripts = sysconfig.get_path("scripts", scheme)
+            folders.append(sysconfig.get_path("scripts", scheme))
         except KeyError:
             continue
-        candidate = os.path.join(scripts, name)
+    for folder in folders:
+        candidate = os.path.join(folder, name)
         if os.path.isfile(candidate):
             return candidate
     found = shutil.which("harness")

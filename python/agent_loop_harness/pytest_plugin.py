@@ -1,26 +1,33 @@
 """pytest plugin of harness: the ``harness_serve`` fixture.
 
     def test_my_agent(harness_serve):
-        served = harness_serve("scenarios/serve/reflex-black-box.toml",
-                               label="my-agent", expect="moltis")
+        served = harness_serve("scenarios/serve/reflex-black-box.toml", expect="moltis")
         client = OpenAI(base_url=served.openai_base_url, api_key="harness")
         run_my_agent(client)
         # after the test body: every conversation is judged; the test fails with the report
 
 Each call starts ``harness serve SCENARIO --judge`` on a free loopback port (the scenario's
-scripted model behind the OpenAI and Anthropic APIs). When the test body returns, the server is
-stopped and judges every conversation the test had with it, as ``harness exec`` does: its
-golden ``<scenario id>@<label>`` and, with ``expect``, the expectations the scenario states for
-that profile. A failing verdict fails the test with harness's report. Goldens are reviewed as
-for any run: the first run writes a pending ``.snap.new`` (not under ``CI``), which
-``harness diff`` shows and ``harness accept`` keeps. Paths are the project file's, found from
-the folder pytest runs in (or ``cwd=``).
+scripted model, or an agent's cassettes, behind the OpenAI and Anthropic APIs). When the test
+body returns, the server is stopped and judges every conversation the test had with it, as
+``harness exec`` does: its golden ``<id>@<label>`` (the label defaults to the test's name) and,
+with ``expect``, the expectations the scenario states for that profile. A failing verdict fails
+the test with harness's report; a verdict the test took itself (``served.verdict()``) is the
+test's to assert. A test that fails on its own is not judged. Goldens are reviewed as for any
+run: the first run writes a pending ``.snap.new`` (not under ``CI``), which ``harness diff``
+shows and ``harness accept`` keeps. Paths are the project file's, found from the folder pytest
+runs in (or ``cwd=``).
+
+The plugin is registered when the wheel is installed and does nothing in a test that does not
+ask for the fixture; ``-p no:agent_loop_harness`` turns it off, and with
+``PYTEST_DISABLE_PLUGIN_AUTOLOAD`` set, ``-p agent_loop_harness.pytest_plugin`` turns it on.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from typing import IO, List, Optional
@@ -29,12 +36,16 @@ import pytest
 
 from . import find_harness_bin
 
-_SERVED = pytest.StashKey[list]()
+#: How long the server may take to start, and to judge once its input ends (seconds).
+TIMEOUT = 60
+
+# Where a test's servers are kept on its item (an attribute: no stash on older pytest).
+_ITEM_KEY = "_agent_loop_harness_served"
 
 
 @dataclass
 class Served:
-    """A scenario served for one test."""
+    """A scenario (or cassettes) served for one test."""
 
     #: ``http://127.0.0.1:PORT``
     url: str
@@ -47,6 +58,7 @@ class Served:
     _process: subprocess.Popen = field(repr=False)
     _stderr: IO[bytes] = field(repr=False)
     _verdict: Optional["Verdict"] = field(default=None, repr=False)
+    _taken: bool = field(default=False, repr=False)
 
     @property
     def env(self) -> dict:
@@ -59,10 +71,20 @@ class Served:
         }
 
     def verdict(self) -> "Verdict":
-        """Stop serving and judge (once; later calls give the same verdict)."""
+        """Stop serving and judge (once; later calls give the same verdict). A verdict taken
+        here is the test's to assert: the plugin does not fail the test for it."""
+        self._taken = True
+        return self._judge()
+
+    def _judge(self) -> "Verdict":
         if self._verdict is None:
             # The end of its standard input stops the server (`--until-eof`); it then judges.
-            out, _ = self._process.communicate(input=b"")
+            try:
+                out, _ = self._process.communicate(input=b"", timeout=TIMEOUT)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                out, _ = self._process.communicate()
+                out += f"\nharness serve did not end within {TIMEOUT} s of its input ending: killed".encode()
             self._stderr.seek(0)
             self._verdict = Verdict(
                 passed=self._process.returncode == 0,
@@ -73,20 +95,40 @@ class Served:
             self._stderr.close()
         return self._verdict
 
+    def _stop(self) -> None:
+        """Stop without judging (the test failed on its own)."""
+        if self._verdict is None:
+            if self._process.poll() is None:
+                self._process.kill()
+            self._process.communicate()
+            self._stderr.close()
+
 
 @dataclass
 class Verdict:
     """What ``harness serve --judge`` said about the test's conversations."""
 
     passed: bool
-    #: 0 passed, 1 a golden or an expectation did not hold, 2 bad input (see docs/project-file.md).
+    #: 0 passed, 1 a golden or an expectation did not hold, 2 bad input.
     returncode: int
     #: The report ``harness exec`` prints.
     report: str
     stderr: str
 
+    def explanation(self) -> str:
+        """The report, and what the server said on stderr when it did not judge (exit 2)."""
+        if self.returncode == 1:
+            return self.report
+        return (self.report + "\n" + self.stderr).strip()
 
-def _start(scenario, label, expect, cwd, failure, pace) -> Served:
+
+def _label_of(name: str) -> str:
+    """A test's name as a label: lower-case letters, digits, `-` and `_`."""
+    label = re.sub(r"[^a-z0-9_-]+", "-", name.lower()).strip("-")
+    return label or "pytest"
+
+
+def _start(scenario, label, expect, cwd, failure, pace, no_builtin_failures) -> Served:
     command = [find_harness_bin(), "serve", os.fspath(scenario), "--judge", "--until-eof",
                "--label", label]
     if expect:
@@ -95,22 +137,28 @@ def _start(scenario, label, expect, cwd, failure, pace) -> Served:
         command += ["--failure", pattern]
     if pace:
         command += ["--pace", str(pace)]
+    if no_builtin_failures:
+        command.append("--no-builtin-failures")
     stderr = tempfile.TemporaryFile()
-    process = subprocess.Popen(
-        command,
-        cwd=cwd,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=stderr,
-    )
+    # A session of its own: Ctrl-C on pytest does not reach it (it would judge a conversation
+    # cut short); the plugin stops it.
+    extra = ({"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if sys.platform == "win32"
+             else {"start_new_session": True})
+    process = subprocess.Popen(command, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=stderr, **extra)
     first = process.stdout.readline().decode("utf-8", "replace").strip()
     if not first.startswith("listening on "):
-        rest, _ = process.communicate()
+        try:
+            rest, _ = process.communicate(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            rest, _ = process.communicate()
         stderr.seek(0)
+        said = stderr.read().decode("utf-8", "replace")
+        stderr.close()
         raise RuntimeError(
             f"harness serve {scenario} did not start (exit {process.returncode}):\n"
-            f"{first}\n{rest.decode('utf-8', 'replace')}"
-            f"{stderr.read().decode('utf-8', 'replace')}"
+            f"{first}\n{rest.decode('utf-8', 'replace')}{said}"
         )
     url = first[len("listening on "):]
     return Served(url=url, openai_base_url=url + "/v1", anthropic_base_url=url,
@@ -119,16 +167,25 @@ def _start(scenario, label, expect, cwd, failure, pace) -> Served:
 
 @pytest.fixture
 def harness_serve(request, monkeypatch):
-    """Start serving a scenario for this test: ``harness_serve(scenario, label=..., expect=...,
-    env=False, cwd=None, failure=(), pace=0)`` returns a :class:`Served`. With ``env=True`` the
-    test's environment gets ``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL`` and placeholder keys, so
-    ``OpenAI()`` and ``Anthropic()`` with no arguments reach it. Every served scenario is judged
-    when the test body returns."""
+    """Start serving a scenario (or cassettes) for this test: ``harness_serve(scenario,
+    label=None, expect=None, env=False, cwd=None, failure=(), pace=0,
+    no_builtin_failures=False)`` returns a :class:`Served`. The label names the runs and their
+    goldens (default: the test's name). With ``env=True`` the test's environment gets
+    ``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL`` and placeholder keys, so ``OpenAI()`` and
+    ``Anthropic()`` with no arguments reach it. Every served scenario is judged when the test
+    body returns."""
     served: List[Served] = []
-    request.node.stash[_SERVED] = served
+    setattr(request.node, _ITEM_KEY, served)
 
-    def start(scenario, *, label="pytest", expect=None, env=False, cwd=None, failure=(), pace=0):
-        s = _start(scenario, label, expect, cwd or os.getcwd(), failure, pace)
+    def start(scenario, *, label=None, expect=None, env=False, cwd=None, failure=(), pace=0,
+              no_builtin_failures=False):
+        label = label or _label_of(request.node.name)
+        if any(s.scenario == os.fspath(scenario) and s.label == label for s in served):
+            raise ValueError(
+                f"{scenario} is already served with label {label!r} in this test: give the "
+                "second one its own label (its runs and goldens are named by it)")
+        s = _start(scenario, label, expect, cwd or os.getcwd(), failure, pace,
+                   no_builtin_failures)
         served.append(s)
         if env:
             for key, value in s.env.items():
@@ -138,16 +195,13 @@ def harness_serve(request, monkeypatch):
     yield start
     # A test that failed on its own is not judged; its servers still stop.
     for s in served:
-        if s._verdict is None and s._process.poll() is None:
-            s._process.kill()
-            s._process.communicate()
-            s._stderr.close()
+        s._stop()
 
 
-@pytest.hookimpl(wrapper=True)
+@pytest.hookimpl(trylast=True)
 def pytest_runtest_call(item):
-    result = yield
-    failed = [v for v in (s.verdict() for s in item.stash.get(_SERVED, [])) if not v.passed]
+    # Runs after the test body, only when it did not raise.
+    verdicts = [s._judge() for s in getattr(item, _ITEM_KEY, []) if not s._taken]
+    failed = [v for v in verdicts if not v.passed]
     if failed:
-        pytest.fail("\n".join(v.report or v.stderr for v in failed), pytrace=False)
-    return result
+        pytest.fail("\n".join(v.explanation() for v in failed), pytrace=False)

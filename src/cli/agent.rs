@@ -106,7 +106,7 @@ pub(super) fn serve(args: &ServeArgs, setup: &Setup) -> anyhow::Result<ExitStatu
         matching: settings.matching.clone(),
     };
     let judged = match (args.judge, files.as_slice()) {
-        (true, [one]) => match prepare(&settings, &options, one) {
+        (true, [one]) if !replaying => match prepare(&settings, &options, one) {
             Ok(p) => Some(p),
             Err(diags) => {
                 print_diagnostics(one, &diags);
@@ -196,7 +196,12 @@ pub(super) fn serve(args: &ServeArgs, setup: &Setup) -> anyhow::Result<ExitStatu
     }
     let _ = writeln!(
         anstream::stderr(),
-        "harness serve: OPENAI_BASE_URL=http://{addr}/v1 ANTHROPIC_BASE_URL=http://{addr}; Ctrl-C ends and {}",
+        "harness serve: OPENAI_BASE_URL=http://{addr}/v1 ANTHROPIC_BASE_URL=http://{addr}; Ctrl-C{} ends and {}",
+        if args.until_eof {
+            " (or the end of standard input)"
+        } else {
+            ""
+        },
         if args.judge {
             "judges the conversations"
         } else {

@@ -597,7 +597,8 @@ pub(super) struct ServeArgs {
     /// Listen on a non-loopback address (the endpoint has no authentication).
     #[arg(long)]
     pub(super) allow_remote: bool,
-    /// Name of the runs in the printed traces (`<scenario id>@<label>`).
+    /// Name of the runs in the printed traces (`<scenario id>@<label>`), and with `--judge` of
+    /// their goldens.
     #[arg(long, default_value = "serve", value_name = "NAME")]
     pub(super) label: String,
     /// Write each conversation's trace as JSON lines into this folder instead of printing it.
@@ -606,8 +607,8 @@ pub(super) struct ServeArgs {
     /// Also stop when standard input ends (Ctrl-D; for scripts that pipe into it).
     #[arg(long)]
     pub(super) until_eof: bool,
-    /// When it ends, judge each conversation as `harness exec` does (its golden
-    /// `<scenario id>@<label>`, and the expectations `--expect` names), print exec's report
+    /// When it ends, judge each conversation as `harness exec` does (its golden `<id>@<label>`
+    /// of the scenario or cassette, and the expectations `--expect` names), print exec's report
     /// instead of the traces and exit with its status.
     #[arg(long)]
     pub(super) judge: bool,

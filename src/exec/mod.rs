@@ -70,7 +70,7 @@ pub struct Settings {
 }
 
 /// Why expectations cannot judge a replay: cassettes state none.
-pub fn no_expectations_in_cassettes() -> Diagnostic {
+pub(crate) fn no_expectations_in_cassettes() -> Diagnostic {
     Diagnostic::new("--expect judges a scenario's expectations, and cassettes state none").hint(
         "a replayed conversation is judged by its golden and by whether it follows its recording (--on-divergence)",
     )
@@ -170,7 +170,7 @@ pub fn traces(session: &Session, label: &str) -> Vec<Vec<TimedEvent>> {
 
 /// A scenario ready to serve: its id, the case whose expectations judge the conversations
 /// (none, or `--expect PROFILE`'s) and the rules that read tool results as failed.
-pub struct Prepared {
+pub(crate) struct Prepared {
     /// The scenario's id (the case id of its own profile).
     pub scenario_id: String,
     /// The case served and judged.
@@ -181,7 +181,7 @@ pub struct Prepared {
 
 /// Load the scenario at `path` and choose what serves and judges it; the located errors are
 /// the failure.
-pub fn prepare(
+pub(crate) fn prepare(
     settings: &Settings,
     options: &Options,
     path: &Path,
@@ -265,7 +265,7 @@ pub fn exec_file(
 /// result per conversation (case `<scenario id>@<label>`, `….2`, …), each with `failures` (how
 /// the agent ended) among its failed expectations; a session without a model request is one
 /// failed case. A trace past the run limits is the error.
-pub fn judge_session(
+pub(crate) fn judge_session(
     settings: &Settings,
     options: &Options,
     prepared: &Prepared,
@@ -323,7 +323,7 @@ pub fn judge_session(
 
 /// The report `harness exec` prints for these results (colours as `out` keeps them), under the
 /// verdict of `command`, and exec's exit status. A run that judged no conversation fails.
-pub fn report_to(
+pub(crate) fn report_to(
     out: impl Write,
     files: &[FileResult],
     ci: bool,
@@ -685,7 +685,7 @@ pub fn replayed_traces(session: &Session, label: &str) -> Vec<ReplayedTrace> {
 
 /// A replay session ready to serve: its cassettes' cases and paths, what it replays, and the
 /// rules that read tool results as failed.
-pub struct PreparedReplay {
+pub(crate) struct PreparedReplay {
     /// One case per cassette: its promoted scenario.
     pub cases: Vec<Case>,
     /// The cassettes, in the order given.
@@ -696,7 +696,7 @@ pub struct PreparedReplay {
 
 /// Load the agent cassettes of a replay session and make its session; every file that cannot
 /// serve is its result.
-pub fn prepare_cassettes(
+pub(crate) fn prepare_cassettes(
     settings: &Settings,
     options: &Options,
     files: &[PathBuf],
@@ -773,7 +773,7 @@ pub fn exec_cassettes(
 /// Judge what a replay session's conversations sent: one result per cassette, each
 /// conversation by the cassette it played (its golden, whether it followed the recording, and
 /// `failures`, how the agent ended); a cassette no conversation played fails.
-pub fn judge_replayed(
+pub(crate) fn judge_replayed(
     settings: &Settings,
     options: &Options,
     cases: &[Case],

@@ -408,9 +408,10 @@ impl<W: Write> Reporter for Terminal<W> {
                     dir.display()
                 )?;
             } else if self.ci {
+                let command = if self.exec { "it" } else { "`harness run`" };
                 writeln!(
                     self.out,
-                    "pending goldens were not written because CI is set; run `harness run` locally to review them"
+                    "pending goldens were not written because CI is set; run {command} locally to review them"
                 )?;
             } else if t.pending_written > 0 {
                 let review = if self.in_brief > 0 {

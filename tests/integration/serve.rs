@@ -565,6 +565,7 @@ fn serve_judge_reports_each_conversation_as_exec_does() {
     // --expect names a profile, and needs --judge.
     let run = p.harness(&["serve", SCENARIO, "--expect", "moltis"]);
     run.expect_code(2);
+    assert!(run.stderr.contains("--judge"), "{run}");
     let run = p.harness(&["serve", SCENARIO, "--judge", "--expect", "moltys"]);
     run.expect_code(2);
     assert!(run.stderr.contains("unknown profile `moltys`"), "{run}");

@@ -24,8 +24,7 @@ fn a_scenario_served_in_process_is_judged_as_exec_judges_it() {
     let p = Project::new();
     p.copy_from_repo(SCENARIO, SCENARIO);
     let start = |label: &str| {
-        harness::testing::serve(p.join(SCENARIO))
-            .label(label)
+        harness::testing::serve(p.join(SCENARIO), label)
             .expect_profile("moltis")
             .layout(p.join("scenarios"), p.join("snapshots"))
             .write_pending(true)
@@ -52,14 +51,14 @@ fn a_scenario_served_in_process_is_judged_as_exec_judges_it() {
     agent(&served, "nudge");
     let verdict = served.verdict();
     verdict.assert_passed();
-    let runs = verdict.conversations();
+    let runs: Vec<_> = verdict.conversations().collect();
     assert_eq!(runs.len(), 1);
     assert_eq!(
         (runs[0].row.outcome.as_str(), runs[0].row.iterations),
         ("response", 4)
     );
     assert!(verdict.trace(0).is_some_and(|t| !t.is_empty()));
-    assert!(verdict.errors().is_empty());
+    assert_eq!(verdict.errors().count(), 0);
 }
 
 /// Cassettes recorded by `harness proxy` replay in process: the agent that was recorded passes
@@ -90,8 +89,7 @@ fn cassettes_replay_in_process_and_a_divergence_fails_with_the_report() {
     drop(upstream.stdin.take());
     let _ = upstream.wait();
     let replay = |detector: &str| {
-        let served = harness::testing::serve(p.join("scenarios/recorded"))
-            .label("replayed")
+        let served = harness::testing::serve(p.join("scenarios/recorded"), "replayed")
             .layout(p.join("scenarios"), p.join("snapshots"))
             .write_pending(true)
             .start()
@@ -99,6 +97,48 @@ fn cassettes_replay_in_process_and_a_divergence_fails_with_the_report() {
         agent(&served, detector);
         served.verdict()
     };
+    // The same folder (one cassette) under `harness serve --judge`, traces written beside.
+    {
+        use std::io::{BufReader, Read};
+        use std::process::Stdio;
+        let mut server = crate::support::harness_command(
+            p.path(),
+            &[
+                "serve",
+                "scenarios/recorded",
+                "--judge",
+                "--until-eof",
+                "--label",
+                "judged",
+                "--traces",
+                "judged-traces",
+            ],
+        )
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start harness serve --judge");
+        let mut stdout = BufReader::new(server.stdout.take().expect("stdout"));
+        let addr = crate::support::listening_address(&mut stdout);
+        let out = Command::new("python3")
+            .arg(repo().join("fixtures/agents/reflex_agent.py"))
+            .args(["--api", "openai", "--detector", "nudge"])
+            .env("OPENAI_BASE_URL", format!("http://{addr}/v1"))
+            .env("OPENAI_API_KEY", "harness")
+            .output()
+            .expect("run the reference agent");
+        assert!(out.status.success(), "{out:?}");
+        drop(server.stdin.take());
+        let mut report = String::new();
+        stdout.read_to_string(&mut report).expect("the report");
+        assert_eq!(server.wait().expect("it ends").code(), Some(1), "{report}");
+        assert!(
+            report.contains("FAIL recorded/conversation-1.cassette@judged  no golden yet"),
+            "{report}"
+        );
+        assert_eq!(p.files("judged-traces", ".jsonl").len(), 1);
+    }
     let first = replay("nudge");
     assert!(!first.passed());
     assert!(
@@ -119,12 +159,12 @@ fn cassettes_replay_in_process_and_a_divergence_fails_with_the_report() {
     );
     // Bad input is an error value with its place, never a panic.
     p.write("scenarios/broken.toml", "format = 1\nuser = 3\n");
-    let err = harness::testing::serve(p.join("scenarios/broken.toml"))
+    let err = harness::testing::serve(p.join("scenarios/broken.toml"), "t")
         .layout(p.join("scenarios"), p.join("snapshots"))
         .start()
         .expect_err("a broken scenario does not start");
     assert!(err.to_string().contains("broken.toml:"), "{err}");
-    let err = harness::testing::serve(p.join(SCENARIO))
+    let err = harness::testing::serve(p.join(SCENARIO), "t")
         .expect_profile("moltys")
         .start()
         .expect_err("an unknown profile does not start");
@@ -132,4 +172,21 @@ fn cassettes_replay_in_process_and_a_divergence_fails_with_the_report() {
         err.to_string().contains("unknown profile `moltys`"),
         "{err}"
     );
+    // A scenario outside the scenarios folder would get an id (and goldens) that depend on
+    // where the checkout is.
+    p.write("elsewhere/x.toml", p.read("stub.toml"));
+    let err = harness::testing::serve(p.join("elsewhere/x.toml"), "t")
+        .layout(p.join("scenarios"), p.join("snapshots"))
+        .start()
+        .expect_err("a scenario outside the scenarios folder does not start");
+    assert!(
+        err.to_string().contains("not below the scenarios folder"),
+        "{err}"
+    );
+    // A label that is a profile's name is refused, as exec refuses it.
+    let err = harness::testing::serve(p.join(SCENARIO), "moltis")
+        .layout(p.join("scenarios"), p.join("snapshots"))
+        .start()
+        .expect_err("a profile's name is no label");
+    assert!(err.to_string().contains("is a profile name"), "{err}");
 }

@@ -4,9 +4,11 @@ SDK, with no Rust toolchain on PATH; docs/in-your-tests.md shows the fixture).
 
 An inner test file holds two tests of a minimal agent loop on the openai SDK against the reflex
 scenario (scenarios/serve/reflex-black-box.toml, judged with its `moltis` expectations): the loop
-with a defence (a warning after three identical failed calls) and the same loop without it. They
-run in a scratch project under pytest's own `pytester`, and what pytest reports is asserted:
-first both fail for want of goldens, then `harness accept` keeps them, then the loop with the
+with a defence (a warning after three identical failed calls) and the same loop without it;
+beside them a test that takes the verdict itself (its failure is the test's to assert), one
+that fails on its own (not judged), and one without the fixture (left alone). They run in a
+scratch project under pytest's own `pytester`, and what pytest reports is asserted: first the
+two loops fail for want of goldens, then `harness accept` keeps them, then the loop with the
 defence passes and the one without fails with harness's report.
 """
 
@@ -69,6 +71,24 @@ def test_the_loop_without_it(harness_serve):
     harness_serve("scenarios/reflex-black-box.toml", label="py-loop-undefended",
                   expect="moltis", env=True)
     agent_loop(OpenAI(), defence=False)
+
+
+def test_the_verdict_taken_by_the_test(harness_serve):
+    served = harness_serve("scenarios/reflex-black-box.toml", expect="moltis")
+    agent_loop(OpenAI(base_url=served.openai_base_url, api_key="harness"), defence=False)
+    verdict = served.verdict()
+    assert not verdict.passed
+    assert "outcome: expected response, got max_iterations" in verdict.report
+
+
+def test_a_test_failing_on_its_own(harness_serve):
+    served = harness_serve("scenarios/reflex-black-box.toml", label="py-raises")
+    agent_loop(OpenAI(base_url=served.openai_base_url, api_key="harness"), defence=True)
+    raise RuntimeError("the test's own failure")
+
+
+def test_without_the_fixture():
+    assert True
 '''
 
 
@@ -79,23 +99,28 @@ def test_the_fixture_serves_judges_and_fails_a_test_with_the_report(pytester, mo
     shutil.copy(SCENARIO, pytester.path / "scenarios" / "reflex-black-box.toml")
     pytester.makepyfile(test_agent=INNER)
 
-    # No goldens yet: both tests fail, and pending goldens are written.
+    # No goldens yet: both loops fail, and pending goldens are written (not for the test that
+    # failed on its own: it is not judged). The label defaults to the test's name.
     first = pytester.runpytest_subprocess("-p", "no:cacheprovider")
-    first.assert_outcomes(failed=2)
+    first.assert_outcomes(passed=2, failed=3)
     first.stdout.fnmatch_lines(["*no golden yet*"])
     pending = sorted(p.name for p in (pytester.path / "snapshots").iterdir())
     assert pending == ["reflex-black-box@py-loop-undefended.snap.new",
-                       "reflex-black-box@py-loop.snap.new"], pending
+                       "reflex-black-box@py-loop.snap.new",
+                       "reflex-black-box@test_the_verdict_taken_by_the_test.snap.new"], pending
 
     # Reviewed and kept as harness's own workflow does it.
     subprocess.run([find_harness_bin(), "accept"], cwd=pytester.path, check=True)
 
     # The loop with its defence passes; the one without fails with harness's report.
     second = pytester.runpytest_subprocess("-p", "no:cacheprovider")
-    second.assert_outcomes(passed=1, failed=1)
+    second.assert_outcomes(passed=3, failed=2)
     second.stdout.fnmatch_lines([
         "*harness serve: FAILED*",
         "*outcome: expected response, got max_iterations*",
         "*FAILED test_agent.py::test_the_loop_without_it*",
     ])
-    assert "FAILED test_agent.py::test_the_loop_with_its_defence" not in second.stdout.str()
+    out = second.stdout.str()
+    assert "FAILED test_agent.py::test_the_loop_with_its_defence" not in out
+    assert "FAILED test_agent.py::test_a_test_failing_on_its_own - RuntimeError" in out
+    assert "FAILED test_agent.py::test_the_verdict_taken_by_the_test" not in out
