@@ -146,28 +146,17 @@ impl Serve {
         };
         let write_pending = self.write_pending.unwrap_or(!ci());
         let options = Options {
-            paths: Vec::new(),
-            layout,
-            jobs: 1,
             write_pending,
-            traces: None,
-            also_profiles: Vec::new(),
-            selection: crate::select::Selection::default(),
-            repeat: 1,
-            pending_dir: None,
             keep_traces: true,
-            matching: matching.clone(),
+            ..Options::judging(layout, matching.clone())
         };
-        let settings = Settings {
-            command: Vec::new(),
-            timeout_ms: 0,
-            label: self.label.clone(),
-            expect: self.expect.clone(),
-            reading: self.reading.clone(),
-            on_divergence: OnDivergence::default(),
+        let settings = Settings::without_command(
+            &self.label,
+            self.expect.clone(),
+            self.reading.clone(),
+            OnDivergence::default(),
             matching,
-            allow_exit: Vec::new(),
-        };
+        );
         let (files, unreadable) = crate::store::discover(std::slice::from_ref(&self.path));
         if let Some((path, e)) = unreadable.into_iter().next() {
             let d = Diagnostic::new(crate::store::describe(&e))

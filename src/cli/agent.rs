@@ -14,7 +14,6 @@ use crate::exec::{
 use crate::record::cassette::{ReplayOptions, TransportKind};
 use crate::results::{ExitStatus, FileResult};
 use crate::run::Options;
-use crate::select::Selection;
 use crate::serve::http::{Server, Signals};
 use crate::serve::proxy::{self, Upstreams, api_name, cassette_path, existing_cassettes};
 use crate::serve::{Session, replay};
@@ -82,28 +81,17 @@ pub(super) fn serve(args: &ServeArgs, setup: &Setup) -> anyhow::Result<ExitStatu
         return Ok(fail(&crate::exec::no_expectations_in_cassettes()));
     }
     // With --judge, what exec judges: the case `--expect` names, and its rules.
-    let settings = Settings {
-        command: Vec::new(),
-        timeout_ms: 0,
-        label: args.label.clone(),
-        expect: args.expect.clone(),
-        reading: args.reading.to_reading(),
-        on_divergence: args.on_divergence.clone(),
-        matching: args.matching.matching(setup),
-        allow_exit: Vec::new(),
-    };
+    let settings = Settings::without_command(
+        &args.label,
+        args.expect.clone(),
+        args.reading.to_reading(),
+        args.on_divergence.clone(),
+        args.matching.matching(setup),
+    );
     let options = Options {
-        paths: Vec::new(),
-        layout: layout.clone(),
-        jobs: 1,
         write_pending: !super::ci(),
         traces: args.traces.clone(),
-        also_profiles: Vec::new(),
-        selection: Selection::default(),
-        repeat: 1,
-        pending_dir: None,
-        keep_traces: false,
-        matching: settings.matching.clone(),
+        ..Options::judging(layout.clone(), settings.matching.clone())
     };
     let judged = match (args.judge, files.as_slice()) {
         (true, [one]) if !replaying => match prepare(&settings, &options, one) {
@@ -371,17 +359,11 @@ fn exec_judged(args: &ExecArgs, setup: &Setup, outputs: &Outputs) -> anyhow::Res
         return Ok(fail(&crate::exec::no_expectations_in_cassettes()));
     }
     let options = Options {
-        paths: Vec::new(),
-        layout: layout.clone(),
-        jobs: 1,
         write_pending: !outputs.ci || outputs.pending_dir.is_some(),
         traces: args.traces.clone(),
-        also_profiles: Vec::new(),
-        selection: Selection::default(),
-        repeat: 1,
         pending_dir: outputs.pending_dir.clone(),
         keep_traces: outputs.keeps_traces(),
-        matching: args.matching.matching(setup),
+        ..Options::judging(layout.clone(), args.matching.matching(setup))
     };
     let settings = args.settings(setup);
     let status = verdict::report(outputs, layout, |r| {

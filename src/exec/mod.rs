@@ -69,6 +69,29 @@ pub struct Settings {
     pub allow_exit: Vec<i32>,
 }
 
+impl Settings {
+    /// A session served to no command of harness's own (`serve --judge`, `harness::testing`):
+    /// the runs' label, the expectations, how requests are read and replays matched.
+    pub(crate) fn without_command(
+        label: &str,
+        expect: Option<String>,
+        reading: Reading,
+        on_divergence: OnDivergence,
+        matching: Matching,
+    ) -> Self {
+        Self {
+            command: Vec::new(),
+            timeout_ms: 0,
+            label: label.to_owned(),
+            expect,
+            reading,
+            on_divergence,
+            matching,
+            allow_exit: Vec::new(),
+        }
+    }
+}
+
 /// Why expectations cannot judge a replay: cassettes state none.
 pub(crate) fn no_expectations_in_cassettes() -> Diagnostic {
     Diagnostic::new("--expect judges a scenario's expectations, and cassettes state none").hint(

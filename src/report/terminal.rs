@@ -47,10 +47,9 @@ pub struct Terminal<W: Write> {
     diff_limit: usize,
     /// No summary table or savings: failing cases one line each, then the verdict.
     quiet: bool,
-    /// The verdict is `harness exec`'s: a case there without a golden to compare is a
-    /// conversation that never happened (failed with its own reason), not an ad-hoc profile.
-    exec: bool,
-    /// The command the verdict names (`run`, `exec`, `serve`).
+    /// The command the verdict names (`run`, `exec`, `serve`). Any but `run` judges served
+    /// conversations: a case there without a golden to compare is a conversation that never
+    /// happened (failed with its own reason), not an ad-hoc profile.
     command: &'static str,
     /// What stopped an interrupted run (`Ctrl-C`, `SIGTERM`, `SIGHUP`).
     stopped_by: &'static str,
@@ -73,7 +72,6 @@ impl<W: Write> Terminal<W> {
             in_brief: 0,
             diff_limit: DEFAULT_DIFF_LIMIT,
             quiet: false,
-            exec: false,
             command: "run",
             stopped_by: "Ctrl-C",
         }
@@ -82,7 +80,6 @@ impl<W: Write> Terminal<W> {
     /// Name the verdict `harness exec` and leave out what only a run can have.
     #[must_use]
     pub fn for_exec(mut self, exec: bool) -> Self {
-        self.exec = exec;
         self.command = if exec { "exec" } else { "run" };
         self
     }
@@ -90,9 +87,13 @@ impl<W: Write> Terminal<W> {
     /// Judge as `harness exec` does, under the verdict of `command` (`serve --judge`).
     #[must_use]
     pub fn for_served(mut self, command: &'static str) -> Self {
-        self.exec = true;
         self.command = command;
         self
+    }
+
+    /// Does the verdict judge served conversations (`exec`, `serve --judge`)?
+    fn serves(&self) -> bool {
+        self.command != "run"
     }
 
     /// Show at most `diff_limit` failing cases in full, the rest one line each; `quiet` shows
@@ -390,7 +391,7 @@ impl<W: Write> Reporter for Terminal<W> {
                 t.flaky
             )?;
         }
-        if t.ungated > 0 && !self.exec {
+        if t.ungated > 0 && !self.serves() {
             writeln!(
                 self.out,
                 "{} ad-hoc run(s) under --profile are reported above but not gated (no golden, no expectations)",
@@ -408,7 +409,7 @@ impl<W: Write> Reporter for Terminal<W> {
                     dir.display()
                 )?;
             } else if self.ci {
-                let command = if self.exec { "it" } else { "`harness run`" };
+                let command = if self.serves() { "it" } else { "`harness run`" };
                 writeln!(
                     self.out,
                     "pending goldens were not written because CI is set; run {command} locally to review them"

@@ -52,6 +52,26 @@ pub struct Options {
     pub matching: Matching,
 }
 
+impl Options {
+    /// What judging one served session needs (`exec`, `serve --judge`, `harness::testing`):
+    /// goldens under `layout`, pending ones written beside them, one job, no traces kept.
+    pub fn judging(layout: Layout, matching: Matching) -> Self {
+        Self {
+            paths: Vec::new(),
+            layout,
+            jobs: 1,
+            write_pending: true,
+            traces: None,
+            also_profiles: Vec::new(),
+            selection: Selection::default(),
+            repeat: 1,
+            pending_dir: None,
+            keep_traces: false,
+            matching,
+        }
+    }
+}
+
 /// The files a run takes: discovered under its paths, sorted, this shard's share.
 pub struct Plan {
     /// Scenario and cassette files this shard runs, sorted.
