@@ -27,9 +27,32 @@ pub fn is_unsafe(c: char) -> bool {
         )
 }
 
+/// The bytes that can begin an unsafe character in UTF-8: the C0 controls but tab, DEL, and
+/// the lead bytes of U+0080–U+00BF (C1 controls), U+0600–U+063F (U+061C), U+2000–U+2FFF and
+/// U+F000–U+FFFF (U+FEFF). Text without any (most text) is safe, found without decoding.
+const SUSPECT: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        t[b] = b != 0x09;
+        b += 1;
+    }
+    t[0x7f] = true;
+    t[0xc2] = true;
+    t[0xd8] = true;
+    t[0xe2] = true;
+    t[0xef] = true;
+    t
+};
+
+/// Might `s` hold an unsafe character? `false` means it certainly does not.
+fn suspect(s: &str) -> bool {
+    s.bytes().any(|b| SUSPECT[usize::from(b)])
+}
+
 /// `s` with every unsafe character spelled out; borrowed when there is none.
 pub fn escape_controls(s: &str) -> Cow<'_, str> {
-    if !s.chars().any(is_unsafe) {
+    if !suspect(s) || !s.chars().any(is_unsafe) {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 8);
@@ -46,7 +69,7 @@ pub fn escape_controls(s: &str) -> Cow<'_, str> {
 
 /// Like [`escape_controls`], but line breaks stay: for text that is several lines on purpose.
 pub fn escape_in_lines(s: &str) -> Cow<'_, str> {
-    if !s.chars().any(|c| c != '\n' && is_unsafe(c)) {
+    if !suspect(s) || !s.chars().any(|c| c != '\n' && is_unsafe(c)) {
         return Cow::Borrowed(s);
     }
     Cow::Owned(
@@ -59,6 +82,9 @@ pub fn escape_in_lines(s: &str) -> Cow<'_, str> {
 
 /// The first unsafe character of `s`, if any.
 pub fn first_unsafe(s: &str) -> Option<char> {
+    if !suspect(s) {
+        return None;
+    }
     s.chars().find(|c| is_unsafe(*c))
 }
 
@@ -84,6 +110,12 @@ mod tests {
             Cow::Borrowed(_)
         ));
         assert_eq!(first_unsafe("ok"), None);
+        // The quick byte test never passes an unsafe character: every one is suspect.
+        for c in (0..=0x10ffff).filter_map(char::from_u32) {
+            if is_unsafe(c) {
+                assert!(suspect(c.encode_utf8(&mut [0; 4])), "{c:?}");
+            }
+        }
         assert_eq!(first_unsafe("a\u{7}"), Some('\u{7}'));
     }
 }

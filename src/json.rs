@@ -71,41 +71,95 @@ pub struct Quoted<'a>(pub &'a str);
 
 impl std::fmt::Display for Quoted<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        f.write_char('"')?;
-        let text = self.0;
-        let mut from = 0;
-        for (i, b) in text.bytes().enumerate() {
-            let short = match b {
-                b'"' => "\\\"",
-                b'\\' => "\\\\",
-                b'\n' => "\\n",
-                b'\r' => "\\r",
-                b'\t' => "\\t",
-                0x08 => "\\b",
-                0x0c => "\\f",
-                0..0x20 => "",
-                _ => continue,
-            };
-            // Every byte escaped is ASCII, so `i` is a char boundary.
-            f.write_str(&text[from..i])?;
-            from = i + 1;
-            if short.is_empty() {
-                let hex = [HEX[usize::from(b >> 4)], HEX[usize::from(b & 0xf)]];
-                f.write_str("\\u00")?;
-                f.write_str(std::str::from_utf8(&hex).unwrap_or("00"))?;
-            } else {
-                f.write_str(short)?;
-            }
-        }
-        f.write_str(&text[from..])?;
-        f.write_char('"')
+        quote_with(self.0, |piece| f.write_str(piece))
     }
+}
+
+/// Append [`Quoted`]'s text of `text` to `out`.
+pub fn push_quoted(out: &mut String, text: &str) {
+    let _ = quote_with(text, |piece| {
+        out.push_str(piece);
+        Ok::<(), std::convert::Infallible>(())
+    });
+}
+
+/// Hand [`Quoted`]'s text to `write`, piece by piece.
+fn quote_with<E>(text: &str, mut write: impl FnMut(&str) -> Result<(), E>) -> Result<(), E> {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    write("\"")?;
+    let mut from = 0;
+    for (i, b) in text.bytes().enumerate() {
+        let short = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0..0x20 => "",
+            _ => continue,
+        };
+        // Every byte escaped is ASCII, so `i` is a char boundary.
+        write(&text[from..i])?;
+        from = i + 1;
+        if short.is_empty() {
+            let hex = [HEX[usize::from(b >> 4)], HEX[usize::from(b & 0xf)]];
+            write("\\u00")?;
+            write(std::str::from_utf8(&hex).unwrap_or("00"))?;
+        } else {
+            write(short)?;
+        }
+    }
+    write(&text[from..])?;
+    write("\"")
 }
 
 /// Compact JSON in the value's own key order (serde_json is built with `preserve_order`).
 pub fn compact(value: &Value) -> String {
     serde_json::to_string(value).unwrap_or_default()
+}
+
+/// The length in bytes of [`compact`]'s text, counted without writing it.
+pub fn compact_len(value: &Value) -> usize {
+    match value {
+        Value::Null => 4,
+        Value::Bool(b) => {
+            if *b {
+                4
+            } else {
+                5
+            }
+        }
+        Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+            (Some(u), _) => itoa::Buffer::new().format(u).len(),
+            (None, Some(i)) => itoa::Buffer::new().format(i).len(),
+            _ => n.to_string().len(),
+        },
+        Value::String(s) => quoted_len(s),
+        Value::Array(items) => {
+            2 + items.len().saturating_sub(1) + items.iter().map(compact_len).sum::<usize>()
+        }
+        Value::Object(map) => {
+            2 + map.len().saturating_sub(1)
+                + map
+                    .iter()
+                    .map(|(k, v)| quoted_len(k) + 1 + compact_len(v))
+                    .sum::<usize>()
+        }
+    }
+}
+
+/// The length of [`Quoted`]'s text of `s`.
+fn quoted_len(s: &str) -> usize {
+    2 + s.len()
+        + s.bytes()
+            .map(|b| match b {
+                b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
+                0..0x20 => 5,
+                _ => 0,
+            })
+            .sum::<usize>()
 }
 
 /// The JSON kind name used in validation messages.
@@ -172,6 +226,32 @@ mod tests {
             &every_char,
         ] {
             assert_eq!(Quoted(s).to_string(), serde_json::to_string(s).unwrap());
+            let mut pushed = "x".to_owned();
+            push_quoted(&mut pushed, s);
+            assert_eq!(pushed[1..], serde_json::to_string(s).unwrap());
+        }
+    }
+
+    #[test]
+    fn compact_len_is_the_length_of_the_compact_text() {
+        for v in [
+            json!(null),
+            json!({}),
+            json!({"command": "ls \"src\"\n", "n": 1.5e300, "a": [1, -2, true, {"é": "😀"}]}),
+            json!("\u{1}\u{7f}"),
+            json!([]),
+            json!([
+                [],
+                {},
+                [null, false],
+                -9_223_372_036_854_775_808_i64,
+                u64::MAX,
+                0.1,
+                -2.5e-8
+            ]),
+            json!({"\u{8}\u{c}\t\"\\": "\u{1f} \u{2028}"}),
+        ] {
+            assert_eq!(compact_len(&v), compact(&v).len(), "{v}");
         }
     }
 

@@ -239,14 +239,14 @@ pub fn estimate_input_tokens(
         .sum();
     let tools: usize = tools
         .iter()
-        .map(|t| t.name.len() + t.description.len() + t.schema.to_string().len())
+        .map(|t| t.name.len() + t.description.len() + crate::json::compact_len(&t.schema))
         .sum();
     tokens(messages + tools)
 }
 
 fn args_len(a: &Arguments) -> usize {
     match a {
-        Arguments::Parsed(v) => v.to_string().len(),
+        Arguments::Parsed(v) => crate::json::compact_len(v),
         Arguments::Raw(s) => s.len(),
     }
 }
@@ -261,7 +261,7 @@ fn estimate_output(turn: &TurnDef) -> u64 {
                 + c.raw_args
                     .as_ref()
                     .map(String::len)
-                    .or_else(|| c.args.as_ref().map(|v| v.to_string().len()))
+                    .or_else(|| c.args.as_ref().map(crate::json::compact_len))
                     .unwrap_or(2)
         })
         .sum();

@@ -254,6 +254,9 @@ pub(super) struct ListArgs {
     /// Also list every scenario under these profiles, as `run --profile` would.
     #[arg(long, value_name = "NAME", value_delimiter = ',')]
     pub(super) profile: Vec<String>,
+    /// Worker threads reading the files (default: as `run`, the machine's cores; at most 256).
+    #[arg(short, long, value_name = "N", value_parser = jobs_parser())]
+    pub(super) jobs: Option<usize>,
 }
 
 /// `harness merge` arguments.

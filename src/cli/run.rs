@@ -90,6 +90,7 @@ pub(super) fn list(args: ListArgs, setup: &Setup) -> anyhow::Result<ExitStatus> 
         paths,
         select,
         profile,
+        jobs,
     } = args;
     let paths = setup.paths_or_root(paths);
     let profile = if profile.is_empty() {
@@ -100,7 +101,10 @@ pub(super) fn list(args: ListArgs, setup: &Setup) -> anyhow::Result<ExitStatus> 
     let require = select.require_cases(&paths);
     match options(paths, setup, profile, &select) {
         Ok(o) => list_cases(
-            &o,
+            &Options {
+                jobs: jobs_or_cores(jobs.or(setup.run_defaults().jobs)),
+                ..o
+            },
             require.as_ref(),
             &mut anstream::stdout().lock(),
             &mut anstream::stderr().lock(),
@@ -371,32 +375,44 @@ fn list_cases(
         code = ExitStatus::BadInput;
     }
     let mut listed = 0usize;
-    for path in &plan.files {
-        if let Some(r) = plan.refused(&path) {
-            located_errors(err, &r)?;
-            code = ExitStatus::BadInput;
-            continue;
-        }
-        match run::selected_cases(options, &path) {
-            Ok((cases, _)) => {
-                for c in &cases {
-                    let shown = crate::escape::escape_controls;
-                    writeln!(
-                        out,
-                        "{:<60} {:<10} {}",
-                        shown(&c.id),
-                        c.profile,
-                        shown(&c.scenario.family)
-                    )?;
+    // Files load on the run's worker pool, each into its lines (the cases are dropped where
+    // they were made); the lines are written in file order.
+    let pool = run::pool::build(options.jobs)?;
+    run::pool::for_each_ordered(
+        &pool,
+        run::WINDOW,
+        &plan.files,
+        |path| {
+            if let Some(r) = plan.refused(&path) {
+                return Err(r);
+            }
+            let (cases, _) = run::selected_cases(options, &path)?;
+            let mut lines = String::new();
+            for c in &cases {
+                let shown = crate::escape::escape_controls;
+                lines.push_str(&format!(
+                    "{:<60} {:<10} {}\n",
+                    shown(&c.id),
+                    c.profile,
+                    shown(&c.scenario.family)
+                ));
+            }
+            Ok((lines, cases.len()))
+        },
+        |loaded| -> io::Result<()> {
+            match loaded {
+                Ok((lines, n)) => {
+                    out.write_all(lines.as_bytes())?;
+                    listed += n;
                 }
-                listed += cases.len();
+                Err(r) => {
+                    located_errors(err, &r)?;
+                    code = ExitStatus::BadInput;
+                }
             }
-            Err(r) => {
-                located_errors(err, &r)?;
-                code = ExitStatus::BadInput;
-            }
-        }
-    }
+            Ok(())
+        },
+    )?;
     if listed == 0 && code == ExitStatus::Ok {
         if let Some(d) = require_cases {
             write!(err, "{}", d.render(&Style::default()))?;

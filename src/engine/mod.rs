@@ -1122,15 +1122,16 @@ impl Loop<'_> {
         let Some(error) = error else {
             return policy::fill(&self.config.tool_fail_message, &[("name", name)]);
         };
-        let error_json = serde_json::to_string(error).unwrap_or_default();
-        policy::fill(
+        let text = policy::fill(
             &self.config.tool_error_message,
-            &[
-                ("name", name),
-                ("error", error),
-                ("error_json", &error_json),
-            ],
-        )
+            &[("name", name), ("error", error)],
+        );
+        // `{error_json}` last, as the three-pair fill would: the JSON only when it is asked for.
+        if text.contains("{error_json}") {
+            let error_json = serde_json::to_string(error).unwrap_or_default();
+            return policy::fill(&text, &[("error_json", &error_json)]);
+        }
+        text
     }
 
     fn push_tool(&mut self, content: String, failed: bool) {

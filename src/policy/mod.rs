@@ -309,8 +309,16 @@ pub(crate) fn say(
 /// Replace `{key}` placeholders in a message template.
 pub(crate) fn fill(template: &str, pairs: &[(&str, &str)]) -> String {
     let mut out = template.to_owned();
+    let mut placeholder = String::new();
     for (key, value) in pairs {
-        out = out.replace(&format!("{{{key}}}"), value);
+        placeholder.clear();
+        placeholder.push('{');
+        placeholder.push_str(key);
+        placeholder.push('}');
+        // In turn, each in the text the ones before it left.
+        if out.contains(placeholder.as_str()) {
+            out = out.replace(placeholder.as_str(), value);
+        }
     }
     out
 }

@@ -3,6 +3,7 @@
 //! flat however large the corpus; results are identical for any `--jobs`.
 
 pub mod interrupt;
+pub mod pool;
 pub mod process;
 
 use crate::engine::{self, ScriptGap};
@@ -15,13 +16,13 @@ use crate::select::Selection;
 use crate::snapshot::{self, Comparison};
 use crate::store::{self, Layout, PathList};
 use crate::trace::{self, TimedEvent};
-use rayon::prelude::*;
 use std::collections::{HashMap, HashSet};
 use std::io;
 use std::path::{Path, PathBuf};
 
-/// Files replayed per parallel chunk.
-const CHUNK: usize = 512;
+/// Files run ahead of the oldest one not yet reported ([`pool::for_each_ordered`]): what a
+/// run holds at once is bounded by this, not by the number of files.
+pub const WINDOW: usize = 512;
 
 /// What `harness run` was asked to do.
 #[derive(Debug, Clone)]
@@ -155,6 +156,24 @@ pub fn run_with(
     reporter: &mut dyn Reporter,
     progress: Option<&dyn Progress>,
 ) -> io::Result<()> {
+    std::thread::scope(|scope| {
+        // The goldens folders are walked beside the rest of the run, for the orphans at its end.
+        let goldens = scope.spawn(|| golden_files(options));
+        run_planned(options, reporter, progress, || {
+            goldens
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })
+    })
+}
+
+/// [`run_with`], the goldens under the folders being run given by `goldens` at the end.
+fn run_planned(
+    options: &Options,
+    reporter: &mut dyn Reporter,
+    progress: Option<&dyn Progress>,
+    goldens: impl FnOnce() -> (PathList, Vec<PathBuf>),
+) -> io::Result<()> {
     let Plan {
         files,
         unreadable,
@@ -167,57 +186,49 @@ pub fn run_with(
     for r in &unreadable {
         reporter.unreadable(r)?;
     }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(options.jobs.max(1))
-        .build()
-        .map_err(io::Error::other)?;
-    let mut ids = CaseIds::default();
+    let pool = pool::build(options.jobs)?;
+    let mut ids = CaseIds::with_capacity(files.len());
     let mut not_run = 0;
-    let mut paths = files.iter();
-    loop {
-        let chunk: Vec<PathBuf> = paths.by_ref().take(CHUNK).collect();
-        if chunk.is_empty() {
-            break;
-        }
-        // After Ctrl-C no file starts; those in flight finish.
-        let results: Vec<Option<(Option<FileResult>, Vec<String>)>> = pool.install(|| {
-            chunk
-                .par_iter()
-                .map(|f| {
-                    let r = (!interrupt::requested()).then(|| match conflicts.get(f) {
-                        Some(why) => (Some(refused_file(f, why)), Vec::new()),
-                        None => run_file(options, f),
-                    });
-                    if let Some(p) = progress {
-                        p.file_done();
-                    }
-                    r
-                })
-                .collect()
-        });
-        for result in results {
+    // After Ctrl-C no file starts; those in flight finish.
+    pool::for_each_ordered(
+        &pool,
+        WINDOW,
+        &files,
+        |f| {
+            let r = (!interrupt::requested()).then(|| match conflicts.get(&f) {
+                Some(why) => (Some(refused_file(&f, why)), Vec::new()),
+                None => run_file(options, &f),
+            });
+            if let Some(p) = progress {
+                p.file_done();
+            }
+            r
+        },
+        |result| {
             let Some((r, case_ids)) = result else {
                 not_run += 1;
-                continue;
+                return Ok(());
             };
             // Cases the filters left out still own their goldens.
             for id in &case_ids {
                 ids.insert(id);
             }
-            if let Some(r) = r {
-                reporter.file(&r)?;
+            match r {
+                Some(r) => reporter.file(&r),
+                None => Ok(()),
             }
-        }
-    }
+        },
+    )?;
     if let Some(p) = progress {
         p.finish();
     }
+    let goldens = goldens();
     if interrupt::requested() {
         // Goldens of files not run would look orphaned: none are reported.
         reporter.interrupted(not_run, interrupt::name())?;
         return reporter.finish();
     }
-    let orphans = orphans(options, &ids).into_iter().filter(|g| {
+    let orphans = orphans(options, &goldens, &ids).into_iter().filter(|g| {
         owner
             .as_ref()
             .is_none_or(|owner| options.selection.owns_golden(&golden_id(options, g), owner))
@@ -237,6 +248,11 @@ pub fn run_with(
 struct CaseIds(HashSet<u128>);
 
 impl CaseIds {
+    /// Room for the cases of about `files` files.
+    fn with_capacity(files: usize) -> Self {
+        Self(HashSet::with_capacity(files.saturating_mul(2)))
+    }
+
     fn key(id: &str) -> u128 {
         use std::hash::{DefaultHasher, Hasher as _};
         let (mut a, mut b) = (DefaultHasher::new(), DefaultHasher::new());
@@ -256,10 +272,10 @@ impl CaseIds {
     }
 }
 
-/// Goldens under the folders being run whose case no longer exists, found as the goldens
-/// folders are walked (none is kept but the orphans).
-fn orphans(options: &Options, ids: &CaseIds) -> Vec<PathBuf> {
-    let mut out = Vec::new();
+/// The goldens under the goldens folders that mirror the folders being run: kept compact,
+/// and apart those whose names are not UTF-8 (which a [`PathList`] does not hold).
+fn golden_files(options: &Options) -> (PathList, Vec<PathBuf>) {
+    let (mut goldens, mut odd) = (PathList::new(), Vec::new());
     for p in &options.paths {
         if !p.is_dir() {
             continue;
@@ -268,15 +284,25 @@ fn orphans(options: &Options, ids: &CaseIds) -> Vec<PathBuf> {
             continue;
         };
         for golden in store::walk_files_with_ext(&mirror, store::GOLDEN_EXT) {
-            if golden.strip_prefix(&options.layout.snapshots).is_err() {
-                continue;
-            }
-            let id = golden_id(options, &golden);
-            if !ids.contains(&id) && !exec_golden(&id, ids) && !agent_golden(options, &id) {
-                out.push(golden);
+            if golden.strip_prefix(&options.layout.snapshots).is_ok() && !goldens.push(&golden) {
+                odd.push(golden);
             }
         }
     }
+    (goldens, odd)
+}
+
+/// Of `goldens` ([`golden_files`]), those whose case no longer exists.
+fn orphans(options: &Options, goldens: &(PathList, Vec<PathBuf>), ids: &CaseIds) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = goldens
+        .0
+        .iter()
+        .chain(goldens.1.iter().cloned())
+        .filter(|golden| {
+            let id = golden_id(options, golden);
+            !ids.contains(&id) && !exec_golden(&id, ids) && !agent_golden(options, &id)
+        })
+        .collect();
     out.sort();
     out.dedup();
     out
@@ -477,7 +503,7 @@ fn run_selected(options: &Options, path: &Path) -> Result<(FileResult, Vec<Strin
             Err(e) => return Err(FileResult {
                 path: path.to_owned(),
                 outcome: Err(vec![
-                    Diagnostic::at(case_line(&text, format, case), 1, e.to_string()).hint(
+                    Diagnostic::at(case.line, 1, e.to_string()).hint(
                         "put back the regular file harness wrote (`git checkout` it), or delete it and run again",
                     ),
                 ]),
@@ -546,7 +572,7 @@ fn run_selected(options: &Options, path: &Path) -> Result<(FileResult, Vec<Strin
             let mut r = crate::results::repeat::fold(first, options.repeat, || {
                 judge_read(options, case, &replay_partial(case).0, golden)
             });
-            r.line = case_line(&text, format, case);
+            r.line = case.line;
             r
         })
         .collect();
@@ -564,18 +590,6 @@ fn run_selected(options: &Options, path: &Path) -> Result<(FileResult, Vec<Strin
 /// replays it).
 fn leaves_to_exec(options: &Options, path: &Path, d: &Diagnostic) -> bool {
     d.cause == crate::diagnostic::Cause::AgentCassette && !options.paths.iter().any(|p| p == path)
-}
-
-/// The line of a case in its file: its `[compare.NAME]` table, else 1.
-fn case_line(text: &str, format: SourceFormat, case: &Case) -> usize {
-    if !case.gated || case.profile == case.scenario.profile {
-        return 1;
-    }
-    let at = vec![
-        Seg::Key("compare".to_owned()),
-        Seg::Key(case.profile.clone()),
-    ];
-    scenario::diagnose_at(text, format, at, String::new(), None).line()
 }
 
 /// Replay a cassette strictly and judge it like a scenario case (when the selection keeps

@@ -86,6 +86,35 @@ pub(super) fn diagnose(text: &str, format: SourceFormat, p: Problem) -> Diagnost
     Diagnostic::at(line, col, p.message).maybe_hint(p.hint)
 }
 
+/// The line of each entry of the table `key` of a parsed TOML document, in its order: where
+/// its value begins (a `[key.NAME]` table's header line).
+pub(super) fn table_lines(text: &str, root: &DeTable<'_>, key: &str) -> Vec<(String, usize)> {
+    let Some(DeValue::Table(table)) = root.get(key).map(|v| v.get_ref()) else {
+        return Vec::new();
+    };
+    let mut lines = Vec::with_capacity(table.len());
+    // Offsets only grow along the text: count lines from the last one.
+    let (mut at, mut line) = (0, 1);
+    let mut entries: Vec<(String, usize)> = table
+        .iter()
+        .map(|(name, value)| (name.get_ref().to_string(), value.span().start))
+        .collect();
+    entries.sort_by_key(|(_, offset)| *offset);
+    for (name, offset) in entries {
+        let offset = floor_char_boundary(text, offset.min(text.len()));
+        line += text[at..offset].matches('\n').count();
+        at = offset;
+        lines.push((name, line));
+    }
+    lines
+}
+
+/// The line where the value at `path` of a JSON text begins (1 when it is not there).
+pub(super) fn json_line(text: &str, path: &[&str]) -> usize {
+    let path: Vec<Seg> = path.iter().map(|k| Seg::Key((*k).to_owned())).collect();
+    json_offset(text, &path, false).map_or(1, |o| line_col(text, o).0)
+}
+
 /// Byte offset of the deepest node of `path` that exists in a JSON document.
 fn json_offset(text: &str, path: &[Seg], at_key: bool) -> Option<usize> {
     use jsonc_parser::ast::Value as J;
@@ -274,6 +303,28 @@ mod tests {
         assert_eq!(line_col(t, off), (5, 8));
         let off = toml_offset(t, &[Seg::Key("a".into())], true).unwrap();
         assert_eq!(line_col(t, off), (1, 1));
+    }
+
+    #[test]
+    fn compare_entries_are_located_where_the_parser_puts_them() {
+        let lines = |t: &str| {
+            let root = DeTable::parse(t).unwrap();
+            let mut found = table_lines(t, root.get_ref(), "compare");
+            found.sort();
+            for (name, line) in &found {
+                let at = [Seg::Key("compare".into()), Seg::Key(name.clone())];
+                let parsed = toml_offset(t, &at, false).map(|o| line_col(t, o).0);
+                assert_eq!(parsed, Some(*line), "{name}");
+            }
+            found
+        };
+        let t = "d = \"\"\"\n[compare.none]\n\"\"\"\n[compare.moltis]\nx = 1\n\n  [compare.none]  # c\r\nx = 2\n";
+        assert_eq!(lines(t), [("moltis".into(), 4), ("none".into(), 7)]);
+        let t = "a = 1\ncompare = { none = { outcome = \"error\" },\n  \"é\" = {} }\n";
+        assert_eq!(lines(t), [("none".into(), 2), ("é".into(), 3)]);
+        assert!(lines("a = 1\n").is_empty());
+        let j = "{\n \"compare\": {\n  \"none\": {}\n }\n}";
+        assert_eq!(json_line(j, &["compare", "none"]), 3);
     }
 
     #[test]

@@ -45,6 +45,9 @@ pub struct Case {
     /// Whether the scenario declares this case (its own profile or a `compare` entry), so its
     /// golden and expectations gate the run; ad-hoc `--profile` cases are not gated.
     pub gated: bool,
+    /// The line of the file where the case is declared, where reports point: its
+    /// `[compare.PROFILE]` table, else 1.
+    pub line: usize,
 }
 
 impl Case {
@@ -66,7 +69,7 @@ impl Case {
 /// Parse, validate and expand a scenario text into its cases.
 pub fn load(text: &str, format: SourceFormat, id: &str) -> Result<Vec<Case>, Vec<Diagnostic>> {
     let text = without_bom(text);
-    let scenario = parse(text, format).map_err(|d| vec![d])?;
+    let (scenario, compare_lines) = parse_located(text, format).map_err(|d| vec![d])?;
     let configs = validate::check(&scenario).map_err(|problems| {
         problems
             .into_iter()
@@ -82,11 +85,15 @@ pub fn load(text: &str, format: SourceFormat, id: &str) -> Result<Vec<Case>, Vec
             } else {
                 format!("{id}@{profile}")
             },
-            profile,
             config,
+            line: compare_lines
+                .iter()
+                .find(|(name, _)| *name == profile && profile != scenario.profile)
+                .map_or(1, |(_, line)| *line),
             expect,
             scenario: Arc::clone(&scenario),
             gated: true,
+            profile,
         })
         .collect())
 }
@@ -106,6 +113,7 @@ pub fn ad_hoc(own: &Case, profile: &str) -> Option<Case> {
         expect: Expect::default(),
         scenario: Arc::clone(&own.scenario),
         gated: false,
+        line: 1,
     })
 }
 
@@ -113,10 +121,7 @@ pub fn ad_hoc(own: &Case, profile: &str) -> Option<Case> {
 pub fn parse(text: &str, format: SourceFormat) -> Result<Scenario, Diagnostic> {
     let text = without_bom(text);
     match format {
-        SourceFormat::Toml => toml::from_str(text).map_err(|e| {
-            let (line, col) = e.span().map_or((1, 1), |s| locate::line_col(text, s.start));
-            locate::from_parser(line, col, e.message(), false)
-        }),
+        SourceFormat::Toml => parse_located(text, format).map(|(s, _)| s),
         SourceFormat::Json => serde_json::from_str(text).map_err(|e| {
             let msg = e.to_string();
             let msg = msg
@@ -127,6 +132,32 @@ pub fn parse(text: &str, format: SourceFormat) -> Result<Scenario, Diagnostic> {
             locate::from_parser(line, json_token_start(text, line, col), &msg, true)
         }),
     }
+}
+
+/// [`parse`], and the line of each `compare` entry (by profile): a TOML text is parsed once
+/// into its spanned document, which gives both.
+fn parse_located(
+    text: &str,
+    format: SourceFormat,
+) -> Result<(Scenario, Vec<(String, usize)>), Diagnostic> {
+    if format == SourceFormat::Json {
+        let scenario = parse(text, format)?;
+        let lines = scenario
+            .compare
+            .keys()
+            .map(|name| (name.clone(), locate::json_line(text, &["compare", name])))
+            .collect();
+        return Ok((scenario, lines));
+    }
+    let located = |e: toml::de::Error| {
+        let (line, col) = e.span().map_or((1, 1), |s| locate::line_col(text, s.start));
+        locate::from_parser(line, col, e.message(), false)
+    };
+    let root = toml::de::DeTable::parse(text).map_err(located)?;
+    let lines = locate::table_lines(text, root.get_ref(), "compare");
+    let scenario =
+        serde::Deserialize::deserialize(toml::de::Deserializer::from(root)).map_err(located)?;
+    Ok((scenario, lines))
 }
 
 /// `text` without a leading UTF-8 byte order mark, which editors on some systems write and

@@ -203,8 +203,52 @@ pub fn read_inside_checked(
     what: &str,
     max: u64,
 ) -> io::Result<io::Result<Option<String>>> {
-    if !folders_below(root, path, what)? {
-        return Ok(Ok(None));
+    read_checked(root, path, what, max, false)
+}
+
+/// [`read_inside_checked`] for a pass that reads many files of a few folders (a run reads
+/// every golden): the folders on the way to the last file this thread read are not looked at
+/// again for the next file in the same folder. The file itself is checked every time.
+pub fn read_inside_checked_often(
+    root: &Path,
+    path: &Path,
+    what: &str,
+    max: u64,
+) -> io::Result<io::Result<Option<String>>> {
+    read_checked(root, path, what, max, true)
+}
+
+thread_local! {
+    /// The root and the folder below it whose way down this thread last found free of links.
+    static CHECKED_FOLDER: std::cell::RefCell<(PathBuf, PathBuf)> =
+        std::cell::RefCell::new((PathBuf::new(), PathBuf::new()));
+}
+
+fn read_checked(
+    root: &Path,
+    path: &Path,
+    what: &str,
+    max: u64,
+    remember: bool,
+) -> io::Result<io::Result<Option<String>>> {
+    let folder = path.parent().unwrap_or(Path::new(""));
+    let known = remember
+        && !folder.as_os_str().is_empty()
+        && CHECKED_FOLDER.with_borrow(|(r, f)| {
+            f.as_os_str() == folder.as_os_str() && r.as_os_str() == root.as_os_str()
+        });
+    if !known {
+        if !folders_below(root, path, what)? {
+            return Ok(Ok(None));
+        }
+        if remember {
+            CHECKED_FOLDER.with_borrow_mut(|(r, f)| {
+                r.as_mut_os_string().clear();
+                r.as_mut_os_string().push(root.as_os_str());
+                f.as_mut_os_string().clear();
+                f.as_mut_os_string().push(folder.as_os_str());
+            });
+        }
     }
     let file = match open_no_follow(path) {
         Ok(f) => f,

@@ -71,7 +71,7 @@ impl Layout {
     /// file) as the outer error and what cannot be read as the inner one
     /// ([`guard::read_inside_checked`]).
     pub fn read_golden_checked(&self, case_id: &str) -> io::Result<io::Result<Option<String>>> {
-        guard::read_inside_checked(
+        guard::read_inside_checked_often(
             &self.snapshots,
             &self.golden(case_id),
             "golden",

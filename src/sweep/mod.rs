@@ -1,9 +1,10 @@
 //! `harness sweep`: score post-hoc detectors over many recorded runs — transcripts in public
 //! formats, imported traces and scenarios — one row per (detector, parameters).
 //!
-//! Files are read in sorted order, in parallel chunks (rayon), each file parsed, scored and
-//! dropped before the next chunk: memory is bounded by a chunk, not the corpus, and only
-//! per-setting counters (and detection delays) are kept. Results do not depend on `--jobs`.
+//! Files are read in sorted order on the worker pool ([`crate::run::pool`]), each file parsed,
+//! scored and folded in file order: at most [`WINDOW`] scored files wait to be folded, so
+//! memory is bounded by the window, not the corpus, and only per-setting counters (and
+//! detection delays) are kept. Results do not depend on `--jobs`.
 //! A malformed file is a located error; the others are still scored.
 //!
 //! Definitions (also in docs/sweeps.md):
@@ -26,13 +27,12 @@ use crate::detector::{Fire, Setting, View};
 use crate::diagnostic::Diagnostic;
 use crate::import::Format;
 use labels::Label;
-use rayon::prelude::*;
 use source::Input;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-/// Files scored per parallel chunk.
-const CHUNK: usize = 64;
+/// Scored files that may wait for an earlier one to be folded.
+const WINDOW: usize = 64;
 
 /// The CSV header, in order.
 pub const COLUMNS: [&str; 12] = [
@@ -238,19 +238,15 @@ pub fn sweep(
             ),
         ));
     }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(options.jobs.max(1))
-        .build()
-        .map_err(std::io::Error::other)?;
+    let pool = crate::run::pool::build(options.jobs)?;
     let mut accs = vec![Acc::default(); options.settings.len()];
-    for chunk in inputs.chunks(CHUNK) {
-        let scored: Vec<FileScore> = pool.install(|| {
-            chunk
-                .par_iter()
-                .map(|i| score_file(&options, i.clone()))
-                .collect()
-        });
-        for f in scored {
+    // Files are scored on the pool and folded in file order as they finish.
+    crate::run::pool::for_each_ordered(
+        &pool,
+        WINDOW,
+        &inputs,
+        |i| score_file(&options, i.clone()),
+        |f| -> std::io::Result<()> {
             report.files += 1;
             for e in f.errors {
                 report.errors.push((f.input.path.clone(), e));
@@ -264,8 +260,9 @@ pub fn sweep(
                 }
                 fold(&mut report, &mut accs, r, options.keep_labels);
             }
-        }
-    }
+            Ok(())
+        },
+    )?;
     if let Some(w) = &mut fires {
         w.flush()?;
     }

@@ -528,10 +528,6 @@ where
     }
 }
 
-fn list<T: std::fmt::Display>(items: &[T]) -> List<std::slice::Iter<'_, T>> {
-    List(items.iter())
-}
-
 /// One event as a golden line (without the time column).
 pub fn render_event(event: &Event) -> String {
     let mut s = String::new();
@@ -550,12 +546,16 @@ fn write_event(out: &mut String, event: &Event) {
             model,
             max_iterations,
             tools,
-        } => write!(
-            s,
-            " profile={profile} model={model} max_iterations={max_iterations} tools={}",
-            list(tools)
-        ),
-        Event::Iteration { n } => write!(s, " {n}"),
+        } => {
+            s.t(" profile=").t(profile).t(" model=").t(model);
+            s.t(" max_iterations=").n((*max_iterations).into());
+            s.t(" tools=").names(tools);
+            Ok(())
+        }
+        Event::Iteration { n } => {
+            s.t(" ").n((*n).into());
+            Ok(())
+        }
         Event::Signal { signal, text } => {
             let _ = write!(s, " {signal}");
             match text {
@@ -572,9 +572,11 @@ fn write_event(out: &mut String, event: &Event) {
             stripped,
         } => {
             if !purpose.is_turn() {
-                let _ = write!(s, " {}", purpose.as_str());
+                s.t(" ").t(purpose.as_str());
             }
-            let _ = write!(s, " call={call} messages={messages} tools={}", list(tools));
+            s.t(" call=").n((*call).into());
+            s.t(" messages=").n(*messages as u64);
+            s.t(" tools=").names(tools);
             if *force_text {
                 s.push_str(" force_text");
             }
@@ -593,23 +595,29 @@ fn write_event(out: &mut String, event: &Event) {
             anomaly,
             chunks,
         } => {
-            let _ = write!(s, " finish={}", finish.as_str());
+            s.t(" finish=").t(finish.as_str());
             if let Some(a) = anomaly {
-                let _ = write!(s, " anomaly={}", a.as_str());
+                s.t(" anomaly=").t(a.as_str());
             }
             if *chunks > 0 {
-                let _ = write!(s, " chunks={chunks}");
+                s.t(" chunks=").n(*chunks as u64);
             }
             if !calls.is_empty() {
-                let _ = write!(s, " calls={}", list(calls));
+                s.t(" calls=[");
+                for (i, c) in calls.iter().enumerate() {
+                    if i > 0 {
+                        s.t(", ");
+                    }
+                    s.t(&c.id).t(" ").t(&c.name).t("(").t(&c.args).t(")");
+                }
+                s.t("]");
             }
             if let Some(t) = text {
-                let _ = write!(s, " text={}", q(t));
+                s.t(" text=").q(t);
             }
-            write!(
-                s,
-                " tokens={input_tokens}/{output_tokens} latency={latency_ms}ms"
-            )
+            s.t(" tokens=").n(*input_tokens).t("/").n(*output_tokens);
+            s.t(" latency=").n(*latency_ms).t("ms");
+            Ok(())
         }
         Event::ToolCallStart { id, name, args } => {
             // `Value`'s `Display` is its compact JSON, as `json::compact` gives.
@@ -624,18 +632,19 @@ fn write_event(out: &mut String, event: &Event) {
             latency_ms,
             rule,
         } => {
-            let _ = write!(s, " {id} {name} {}", if *ok { "ok" } else { "failed" });
+            s.t(" ").t(id).t(" ").t(name);
+            s.t(if *ok { " ok" } else { " failed" });
             if let Some(o) = output {
-                let _ = write!(s, " output={}", q(o));
+                s.t(" output=").q(o);
             }
             if let Some(e) = error {
-                let _ = write!(s, " error={}", q(e));
+                s.t(" error=").q(e);
             }
-            let _ = write!(s, " latency={latency_ms}ms");
-            match rule {
-                Some(r) => write!(s, " rule={}", q(r)),
-                None => Ok(()),
+            s.t(" latency=").n(*latency_ms).t("ms");
+            if let Some(r) = rule {
+                s.t(" rule=").q(r);
             }
+            Ok(())
         }
         Event::ToolCallRejected {
             id,
@@ -659,12 +668,9 @@ fn write_event(out: &mut String, event: &Event) {
             }
         }
         Event::MessageInjected { source, role, text } => {
-            write!(
-                s,
-                " source={source} role={} text={}",
-                role.as_str(),
-                q(text)
-            )
+            s.t(" source=").t(source).t(" role=").t(role.as_str());
+            s.t(" text=").q(text);
+            Ok(())
         }
         Event::ForceText { on, cause } => {
             write!(s, " {} cause={cause}", if *on { "on" } else { "off" })
@@ -675,16 +681,20 @@ fn write_event(out: &mut String, event: &Event) {
             text,
             detail,
         } => {
-            let _ = write!(s, " {} iterations={iterations}", outcome.as_str());
+            s.t(" ").t(outcome.as_str());
+            s.t(" iterations=").n((*iterations).into());
             if let Some(t) = text {
-                let _ = write!(s, " text={}", q(t));
+                s.t(" text=").q(t);
             }
-            match detail {
-                Some(d) => write!(s, " detail={}", q(d)),
-                None => Ok(()),
+            if let Some(d) = detail {
+                s.t(" detail=").q(d);
             }
+            Ok(())
         }
-        Event::Notice { source, text } => write!(s, " source={source} text={}", q(text)),
+        Event::Notice { source, text } => {
+            s.t(" source=").t(source).t(" text=").q(text);
+            Ok(())
+        }
         Event::Diverged {
             request,
             at,
@@ -751,7 +761,10 @@ fn write_event(out: &mut String, event: &Event) {
             s,
             " {turn} tokens={input_tokens}/{output_tokens} cost=${cost_usd:.6}"
         ),
-        Event::UserTurn { turn, text } => write!(s, " {turn} text={}", q(text)),
+        Event::UserTurn { turn, text } => {
+            s.t(" ").n((*turn).into()).t(" text=").q(text);
+            Ok(())
+        }
         Event::StepStart { step, total, title } => {
             write!(s, " {step}/{total} title={}", q(title))
         }
@@ -790,7 +803,64 @@ fn write_event(out: &mut String, event: &Event) {
 
 /// `12.345s`, right-aligned: the golden's time column.
 fn clock(out: &mut String, t_ms: u64) {
-    let _ = write!(out, "{:>9}.{:03}s", t_ms / 1000, t_ms % 1000);
+    let mut secs = itoa::Buffer::new();
+    let secs = secs.format(t_ms / 1000);
+    for _ in secs.len()..9 {
+        out.push(' ');
+    }
+    out.push_str(secs);
+    let ms = t_ms % 1000;
+    // `ms` < 1000: three digits, leading zeros kept.
+    let digits = [
+        b'.',
+        b'0' + (ms / 100) as u8,
+        b'0' + (ms / 10 % 10) as u8,
+        b'0' + (ms % 10) as u8,
+        b's',
+    ];
+    out.push_str(std::str::from_utf8(&digits).unwrap_or(".000s"));
+}
+
+/// Appending golden text piece by piece, without the formatting machinery: a run writes some
+/// forty lines a case.
+trait Push {
+    /// Text as it is.
+    fn t(&mut self, text: &str) -> &mut Self;
+    /// A number in decimal.
+    fn n(&mut self, n: u64) -> &mut Self;
+    /// Text as a JSON string ([`q`]).
+    fn q(&mut self, text: &str) -> &mut Self;
+    /// Names as `[a, b, c]`.
+    fn names(&mut self, names: &[String]) -> &mut Self;
+}
+
+impl Push for String {
+    fn t(&mut self, text: &str) -> &mut Self {
+        self.push_str(text);
+        self
+    }
+
+    fn n(&mut self, n: u64) -> &mut Self {
+        self.push_str(itoa::Buffer::new().format(n));
+        self
+    }
+
+    fn q(&mut self, text: &str) -> &mut Self {
+        crate::json::push_quoted(self, text);
+        self
+    }
+
+    fn names(&mut self, names: &[String]) -> &mut Self {
+        self.push('[');
+        for (i, name) in names.iter().enumerate() {
+            if i > 0 {
+                self.push_str(", ");
+            }
+            self.push_str(name);
+        }
+        self.push(']');
+        self
+    }
 }
 
 /// The golden text of a run: a short header, then one line per event.
