@@ -532,6 +532,50 @@ pub fn read_input_text(path: &Path, what: &str, max: u64) -> Result<String, Read
     })
 }
 
+/// Read an input text file of at most `max` bytes line by line, each line (with its line
+/// break) handed to `each` as it is read, never the whole file held: what
+/// [`read_input_text`] refuses, this refuses (the same errors, invalid UTF-8 at its place),
+/// and `each`'s first error ends the reading (the inner error).
+pub fn for_each_input_line<E>(
+    path: &Path,
+    what: &str,
+    max: u64,
+    mut each: impl FnMut(&str) -> Result<(), E>,
+) -> Result<Result<(), E>, ReadError> {
+    use io::BufRead as _;
+    let too_large = |len: u64| match crate::limits::file_too_large(what, len, max) {
+        Some(message) => Err(io::Error::new(io::ErrorKind::FileTooLarge, message)),
+        None => Ok(()),
+    };
+    let (file, len) = guard::open_regular_sized(path, what)?;
+    too_large(len)?;
+    let mut reader = io::BufReader::with_capacity(64 * 1024, io::Read::take(file, max + 1));
+    let (mut buf, mut read, mut line) = (Vec::new(), 0u64, 0usize);
+    loop {
+        buf.clear();
+        let n = reader.read_until(b'\n', &mut buf)?;
+        if n == 0 {
+            return Ok(Ok(()));
+        }
+        read += n as u64;
+        too_large(read)?;
+        line += 1;
+        let text = std::str::from_utf8(&buf).map_err(|e| {
+            let valid = std::str::from_utf8(&buf[..e.valid_up_to()]).unwrap_or_default();
+            ReadError::NotUtf8 {
+                what: what.to_owned(),
+                at: crate::diagnostic::Position {
+                    line,
+                    col: valid.chars().count() + 1,
+                },
+            }
+        })?;
+        if let Err(e) = each(text) {
+            return Ok(Err(e));
+        }
+    }
+}
+
 /// Write a file the user named atomically, creating parent folders (see [`guard::Output`]:
 /// links are written through, devices and FIFOs in place, a replaced file keeps its mode).
 pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {

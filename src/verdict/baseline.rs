@@ -16,17 +16,172 @@ use std::fmt::Write as _;
 pub const VERSION: u32 = 1;
 
 /// The baseline file.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Baseline {
     /// Format version (1).
     pub version: u32,
     /// How much each metric may grow before it is a regression.
-    #[serde(default)]
     pub tolerance: Tolerance,
     /// Each case's metrics, by case id.
+    pub cases: Cases,
+}
+
+/// Each case's metrics by case id, kept compact and sorted by id: a baseline of 40,000 cases
+/// holds about 100 bytes a case, where a map of `String`s holds nearly twice that.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Cases(Vec<(Box<str>, Metrics)>);
+
+impl Cases {
+    /// The metrics of a case.
+    pub fn get(&self, id: &str) -> Option<&Metrics> {
+        self.0
+            .binary_search_by(|(k, _)| k.as_ref().cmp(id))
+            .ok()
+            .map(|i| &self.0[i].1)
+    }
+
+    /// The cases, sorted by id.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Metrics)> {
+        self.0.iter().map(|(k, m)| (k.as_ref(), m))
+    }
+
+    /// How many cases.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// No cases?
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Forget every case.
+    pub fn clear(&mut self) {
+        self.0.clear();
+    }
+
+    /// Set these cases' metrics (a later one of the same id wins), keeping the others.
+    pub fn set_all(&mut self, cases: impl IntoIterator<Item = (String, Metrics)>) {
+        let new: BTreeMap<String, Metrics> = cases.into_iter().collect();
+        if new.is_empty() {
+            return;
+        }
+        let old = std::mem::take(&mut self.0);
+        let mut merged = Vec::with_capacity(old.len() + new.len());
+        let mut new = new.into_iter().peekable();
+        for (id, m) in old {
+            while let Some((n, nm)) = new.next_if(|(n, _)| n.as_str() < id.as_ref()) {
+                merged.push((n.into_boxed_str(), nm));
+            }
+            match new.next_if(|(n, _)| n.as_str() == id.as_ref()) {
+                Some((n, nm)) => merged.push((n.into_boxed_str(), nm)),
+                None => merged.push((id, m)),
+            }
+        }
+        merged.extend(new.map(|(n, m)| (n.into_boxed_str(), m)));
+        self.0 = merged;
+    }
+
+    /// Add a case read from a file, where they usually come sorted; `false` (and nothing
+    /// added) when the id is there already.
+    fn add(&mut self, id: String, m: Metrics) -> bool {
+        match self.0.last() {
+            Some((last, _)) if last.as_ref() >= id.as_str() => {
+                match self.0.binary_search_by(|(k, _)| k.as_ref().cmp(&id)) {
+                    Ok(_) => false,
+                    Err(at) => {
+                        self.0.insert(at, (id.into_boxed_str(), m));
+                        true
+                    }
+                }
+            }
+            _ => {
+                self.0.push((id.into_boxed_str(), m));
+                true
+            }
+        }
+    }
+}
+
+/// One part of a baseline file: the text before its first table header, or a table header and
+/// what follows it up to the next one. Each part is parsed on its own, so reading a file never
+/// holds more than one part's document tree (the whole file's tree is about 27 times its size).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Part {
+    version: Option<u32>,
+    tolerance: Option<Tolerance>,
     #[serde(default)]
-    pub cases: BTreeMap<String, Metrics>,
+    cases: BTreeMap<String, Metrics>,
+}
+
+/// Tells, line by line, which lines of a TOML text open a table (`[…]` or `[[…]]`) outside
+/// any string, comment, array or inline table: where the parts of a baseline file begin.
+#[derive(Debug, Default)]
+struct Splitter {
+    /// Open brackets and braces of values (and of the header being read).
+    depth: usize,
+    /// The string being read: its quote, and whether it is a multi-line one.
+    string: Option<(u8, bool)>,
+}
+
+impl Splitter {
+    /// Read the next line (with its line break, if any); does it open a table?
+    fn opens_table(&mut self, line: &str) -> bool {
+        let b = line.as_bytes();
+        let mut opens = false;
+        let mut line_start = true;
+        let mut i = 0;
+        while i < b.len() {
+            let c = b[i];
+            if let Some((q, multi)) = self.string {
+                if c == b'\\' && q == b'"' {
+                    i += 2;
+                    continue;
+                }
+                if c == q && (!multi || b[i..].starts_with(&[q, q, q])) {
+                    self.string = None;
+                    i += if multi { 3 } else { 1 };
+                    // Up to two more quotes end a multi-line string's text.
+                    while multi && b.get(i) == Some(&q) {
+                        i += 1;
+                    }
+                } else {
+                    i += 1;
+                }
+                line_start = false;
+                continue;
+            }
+            match c {
+                b' ' | b'\t' | b'\r' | b'\n' => {
+                    i += 1;
+                    continue;
+                }
+                b'#' => break,
+                b'"' | b'\'' => {
+                    let multi = b[i..].starts_with(&[c, c, c]);
+                    self.string = Some((c, multi));
+                    i += if multi { 3 } else { 1 };
+                }
+                b'[' => {
+                    opens |= line_start && self.depth == 0;
+                    self.depth += 1;
+                    i += 1;
+                }
+                b'{' => {
+                    self.depth += 1;
+                    i += 1;
+                }
+                b']' | b'}' => {
+                    self.depth = self.depth.saturating_sub(1);
+                    i += 1;
+                }
+                _ => i += 1,
+            }
+            line_start = false;
+        }
+        opens
+    }
 }
 
 /// A case's metrics as the baseline keeps them. Higher is worse for each.
@@ -191,44 +346,130 @@ pub struct Verdict {
 
 /// Parse a baseline file; an error is located in it, with its cause.
 pub fn parse(text: &str) -> Result<Baseline, Diagnostic> {
-    let b: Baseline = toml::from_str(text).map_err(|e| {
-        let (line, col) = e
-            .span()
-            .map_or((1, 1), |s| crate::scenario::line_col(text, s.start));
-        parse_error(line, col, e.message(), false)
-    })?;
-    let at = |path: &[&str], message: String, cause: Cause| {
-        let path = path.iter().map(|k| Seg::Key((*k).to_owned())).collect();
-        crate::scenario::diagnose_at(text, SourceFormat::Toml, path, message, None).cause(cause)
-    };
-    if b.version != VERSION {
-        return Err(at(
-            &["version"],
-            format!(
-                "baseline version {} is not supported (this harness writes version {VERSION})",
-                b.version
-            ),
-            Cause::Version,
-        ));
+    let mut r = Reader::default();
+    for line in text.split_inclusive('\n') {
+        r.line(line)?;
     }
-    for (name, allowance) in b.tolerance.entries() {
-        if let Some(e) = allowance.and_then(|a| a.amount(1.0).err()) {
-            return Err(at(&["tolerance", name], e, Cause::WrongValue));
+    r.finish()
+}
+
+/// Reads a baseline file line by line ([`parse`] reads a whole text with it; a caller reading
+/// a file can hand it the lines as it reads them). Each part of the file — the text before its
+/// first table header, then each header and what follows it up to the next — is parsed on its
+/// own as it ends, so reading never holds more than one part and what the parts hold: not the
+/// file, not a document tree of it (the whole file's tree is about 27 times its size).
+#[derive(Debug, Default)]
+pub struct Reader {
+    splitter: Splitter,
+    /// The part being read, and the lines above it.
+    part: String,
+    above: usize,
+    /// Lines read.
+    lines: usize,
+    baseline: Baseline,
+    version: Option<u32>,
+    tolerance: bool,
+}
+
+impl Reader {
+    /// Read the next line of the file, with its line break (the last line may have none).
+    pub fn line(&mut self, line: &str) -> Result<(), Diagnostic> {
+        if self.splitter.opens_table(line) && !self.part.is_empty() {
+            self.end_part()?;
+            self.above = self.lines;
         }
+        self.part.push_str(line);
+        self.lines += 1;
+        Ok(())
     }
-    for (id, m) in &b.cases {
-        if !(m.cost_usd.is_finite() && m.cost_usd >= 0.0) {
-            return Err(at(
-                &["cases", id, "cost_usd"],
-                format!(
-                    "the cost {} of `{id}` is not a number of dollars (nothing compares greater than it, so no regression would show)",
-                    m.cost_usd
-                ),
-                Cause::Figure,
-            ));
+
+    /// The file has been read: the baseline.
+    pub fn finish(mut self) -> Result<Baseline, Diagnostic> {
+        self.end_part()?;
+        match self.version {
+            Some(v) => self.baseline.version = v,
+            None => return Err(parse_error(1, 1, "missing field `version`", false)),
         }
+        Ok(self.baseline)
     }
-    Ok(b)
+
+    /// Parse the part read and take what it holds.
+    fn end_part(&mut self) -> Result<(), Diagnostic> {
+        let text = std::mem::take(&mut self.part);
+        let above = self.above;
+        let at = |path: &[&str], message: String, cause: Cause| {
+            let path = path.iter().map(|k| Seg::Key((*k).to_owned())).collect();
+            let d = crate::scenario::diagnose_at(&text, SourceFormat::Toml, path, message, None);
+            below(d, above).cause(cause)
+        };
+        let part: Part = toml::from_str(&text).map_err(|e| {
+            let (line, col) = e
+                .span()
+                .map_or((1, 1), |s| crate::scenario::line_col(&text, s.start));
+            parse_error(line + above, col, e.message(), false)
+        })?;
+        if let Some(v) = part.version {
+            if self.version.is_some() {
+                return Err(at(&["version"], duplicate("version"), Cause::DuplicateKey));
+            }
+            if v != VERSION {
+                return Err(at(
+                    &["version"],
+                    format!(
+                        "baseline version {v} is not supported (this harness writes version {VERSION})"
+                    ),
+                    Cause::Version,
+                ));
+            }
+            self.version = Some(v);
+        }
+        if let Some(t) = part.tolerance {
+            if self.tolerance {
+                return Err(at(
+                    &["tolerance"],
+                    duplicate("tolerance"),
+                    Cause::DuplicateKey,
+                ));
+            }
+            for (name, allowance) in t.entries() {
+                if let Some(e) = allowance.and_then(|a| a.amount(1.0).err()) {
+                    return Err(at(&["tolerance", name], e, Cause::WrongValue));
+                }
+            }
+            self.baseline.tolerance = t;
+            self.tolerance = true;
+        }
+        for (id, m) in part.cases {
+            if !(m.cost_usd.is_finite() && m.cost_usd >= 0.0) {
+                return Err(at(
+                    &["cases", &id, "cost_usd"],
+                    format!(
+                        "the cost {} of `{id}` is not a number of dollars (nothing compares greater than it, so no regression would show)",
+                        m.cost_usd
+                    ),
+                    Cause::Figure,
+                ));
+            }
+            if !self.baseline.cases.add(id.clone(), m) {
+                return Err(at(&["cases", &id], duplicate(&id), Cause::DuplicateKey));
+            }
+        }
+        // The buffer is kept for the next part.
+        self.part = text;
+        self.part.clear();
+        Ok(())
+    }
+}
+
+/// A key defined twice, as the TOML parser says it.
+fn duplicate(key: &str) -> String {
+    format!("duplicate key `{key}`")
+}
+
+/// `d`, found in a part of a file that starts `above` lines down, placed in the whole file.
+fn below(d: Diagnostic, above: usize) -> Diagnostic {
+    let (line, col) = (d.line() + above, d.col());
+    Diagnostic::at(line, col, d.message).maybe_hint(d.hint)
 }
 
 /// The baseline file's text: a header, tolerances, then the cases sorted by id, each under a
@@ -245,7 +486,7 @@ pub fn render(b: &Baseline) -> String {
         b.version,
         toml::to_string(&b.tolerance).unwrap_or_default()
     );
-    for (id, metrics) in &b.cases {
+    for (id, metrics) in b.cases.iter() {
         let _ = write!(
             out,
             "\n[cases.{}]\n{}",
@@ -288,9 +529,10 @@ pub fn bless<'a>(b: &mut Baseline, rows: impl IntoIterator<Item = &'a Row>, full
     if full {
         b.cases.clear();
     }
-    for r in rows {
-        b.cases.insert(r.scenario.clone(), Metrics::of(r));
-    }
+    b.cases.set_all(
+        rows.into_iter()
+            .map(|r| (r.scenario.clone(), Metrics::of(r))),
+    );
 }
 
 /// Compare a run's rows with the baseline.
@@ -528,8 +770,10 @@ mod tests {
             cost_usd: 0.0,
             virtual_ms: 3,
         };
-        b.cases.insert(hostile.to_owned(), metrics);
-        b.cases.insert("plain-id".to_owned(), metrics);
+        b.cases.set_all([
+            (hostile.to_owned(), metrics),
+            ("plain-id".to_owned(), metrics),
+        ]);
         let text = render(&b);
         let keys: Vec<&str> = text.lines().filter(|l| l.starts_with("[cases.")).collect();
         assert_eq!(keys.len(), 2, "{text}");
@@ -538,6 +782,94 @@ mod tests {
         }
         assert!(text.contains("[cases.plain-id]"), "{text}");
         assert_eq!(parse(&text).expect("it reads back"), b);
+    }
+
+    #[test]
+    fn read_part_by_part_it_reads_as_one_document() {
+        /// The whole file in one document, as TOML reads it.
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Whole {
+            version: u32,
+            #[serde(default)]
+            tolerance: Tolerance,
+            #[serde(default)]
+            cases: BTreeMap<String, Metrics>,
+        }
+        let m =
+            "iterations = 1\nwasted_iterations = 0\ntokens = 2\ncost_usd = 0.5\nvirtual_ms = 3\n";
+        let texts = [
+            include_str!("../../baselines/scenarios.toml").to_owned(),
+            // Headers inside strings, arrays and comments are not headers; cases out of order,
+            // inline, in a `[cases]` table, and under quoted keys with brackets in them.
+            format!(
+                "# [cases.x]\nversion = 1 # [c]\n[tolerance]\ntokens = \"\"\"5%\"\"\"\n[cases.\"b]\\\"[\"]\n{m}[cases.a]\n{m}[cases]\nc = {{ iterations = 1, wasted_iterations = 0, tokens = 2, cost_usd = 0.0, virtual_ms = 3 }}\n"
+            ),
+            format!(
+                "version = 1\ncases.z = {{ iterations = 1, wasted_iterations = 0, tokens = 2, cost_usd = 0.0, virtual_ms = 3 }}\n\n  [cases.'[y]']\r\n{m}"
+            ),
+        ];
+        for text in &texts {
+            let whole: Whole = toml::from_str(text).expect(text);
+            let b = parse(text).expect(text);
+            assert_eq!(b.version, whole.version);
+            assert_eq!(b.tolerance, whole.tolerance);
+            let ids: Vec<(&str, &Metrics)> =
+                whole.cases.iter().map(|(k, v)| (k.as_str(), v)).collect();
+            assert_eq!(b.cases.iter().collect::<Vec<_>>(), ids, "{text}");
+            assert!(!b.cases.is_empty() && b.cases.len() == ids.len());
+        }
+        let mut splitter = Splitter::default();
+        let opening: Vec<usize> = texts[1]
+            .split_inclusive('\n')
+            .enumerate()
+            .filter(|(_, l)| splitter.opens_table(l))
+            .map(|(i, _)| i + 1)
+            .collect();
+        assert_eq!(opening, [3, 5, 11, 17], "{}", texts[1]);
+        // What one document refuses, the parts refuse, located.
+        let located = |text: &str| {
+            let e = parse(text).unwrap_err();
+            (e.line(), e.col(), e.cause)
+        };
+        let twice = format!("version = 1\n[cases.a]\n{m}\n[cases.a]\n{m}");
+        assert_eq!(located(&twice), (9, 8, Cause::DuplicateKey));
+        assert_eq!(
+            located("version = 1\n[tolerance]\n[tolerance]\n"),
+            (3, 2, Cause::DuplicateKey)
+        );
+        let (_, _, cause) = located("[tolerance]\n");
+        assert_eq!(cause, Cause::MissingKey);
+        assert_eq!(
+            located(&format!("version = 1\n\n[cases.a]\n{m}x = 1\n")).0,
+            9
+        );
+    }
+
+    #[test]
+    fn cases_set_anew_keep_the_others_in_order() {
+        let m = |n: u32| Metrics {
+            iterations: n,
+            wasted_iterations: 0,
+            first_intervention_iteration: None,
+            tokens: 0,
+            cost_usd: 0.0,
+            virtual_ms: 0,
+        };
+        let mut c = Cases::default();
+        c.set_all([("b".to_owned(), m(1)), ("d".to_owned(), m(1))]);
+        c.set_all([
+            ("e".to_owned(), m(2)),
+            ("a".to_owned(), m(2)),
+            ("b".to_owned(), m(2)),
+            ("c".to_owned(), m(2)),
+        ]);
+        let got: Vec<(&str, u32)> = c.iter().map(|(k, v)| (k, v.iterations)).collect();
+        assert_eq!(got, [("a", 2), ("b", 2), ("c", 2), ("d", 1), ("e", 2)]);
+        assert_eq!(c.get("d").map(|m| m.iterations), Some(1));
+        assert!(c.get("bb").is_none());
+        assert!(c.add("0".to_owned(), m(3)) && !c.add("c".to_owned(), m(3)));
+        assert_eq!(c.iter().next().map(|(k, _)| k), Some("0"));
     }
 
     #[test]

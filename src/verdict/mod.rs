@@ -70,19 +70,25 @@ pub enum Command {
 pub fn load_baseline(path: &Path) -> Result<baseline::Baseline, Diagnostic> {
     let writer = "`harness bless`";
     store::guard::check_regular(path, "baseline").map_err(|e| Diagnostic::new(e.to_string()))?;
-    let text = store::read_input_text(path, "baseline", crate::limits::MAX_BASELINE_BYTES)
-        .map_err(|e| match e.kind() {
-            io::ErrorKind::InvalidData => e
-                .diagnostic(path, "")
-                .hint_by(|cause| input_hint(cause, writer)),
-            io::ErrorKind::NotFound => Diagnostic::new(format!(
-                "cannot read baseline {}: there is no such file",
-                path.display()
-            ))
-            .hint("`harness bless` writes it from a passing run; `--no-baseline` runs without comparing metrics"),
-            _ => Diagnostic::new(format!("cannot read baseline {}: {e}", path.display())),
-        })?;
-    baseline::parse(&text).map_err(|d| d.in_file(path).hint_by(|c| input_hint(c, writer)))
+    let located = |d: Diagnostic| d.in_file(path).hint_by(|c| input_hint(c, writer));
+    // Read line by line: a baseline of many cases is never held whole (`baseline::Reader`).
+    let mut reader = baseline::Reader::default();
+    store::for_each_input_line(path, "baseline", crate::limits::MAX_BASELINE_BYTES, |line| {
+        reader.line(line)
+    })
+    .map_err(|e| match e.kind() {
+        io::ErrorKind::InvalidData => e
+            .diagnostic(path, "")
+            .hint_by(|cause| input_hint(cause, writer)),
+        io::ErrorKind::NotFound => Diagnostic::new(format!(
+            "cannot read baseline {}: there is no such file",
+            path.display()
+        ))
+        .hint("`harness bless` writes it from a passing run; `--no-baseline` runs without comparing metrics"),
+        _ => Diagnostic::new(format!("cannot read baseline {}: {e}", path.display())),
+    })?
+    .map_err(located)?;
+    reader.finish().map_err(located)
 }
 
 /// How to mend a baseline or results file with a problem of this kind; `writer` is the
