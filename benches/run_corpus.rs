@@ -78,6 +78,10 @@ struct Settings {
     keep: bool,
     /// A kept corpus folder to measure again instead of generating one.
     reuse: Option<PathBuf>,
+    /// Files of the bundled mix (0: not measured).
+    mix: usize,
+    /// An older build of harness to measure beside this one on the mix.
+    old: Option<PathBuf>,
 }
 
 fn parse_size(s: &str) -> Result<usize> {
@@ -126,11 +130,21 @@ fn settings() -> Result<Settings> {
     let reuse = std::env::var_os("RUN_CORPUS_REUSE")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from);
+    let mix = match std::env::var("RUN_CORPUS_MIX") {
+        Ok(m) if m.trim() == "0" => 0,
+        Ok(m) => parse_size(&m)?,
+        Err(_) => TARGET_SIZE,
+    };
+    let old = std::env::var_os("RUN_CORPUS_OLD")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
     Ok(Settings {
         sizes,
         reps,
         keep,
         reuse,
+        mix,
+        old,
     })
 }
 
@@ -403,6 +417,11 @@ fn timeval(t: libc::timeval) -> Duration {
 
 /// Run `harness` with `args` (and `CI=1` when `ci`) on `corpus`, stdout into `log`.
 fn harness(corpus: &Corpus, args: &[&str], ci: bool, log: &Path) -> Result<Exit> {
+    harness_bin(Path::new(HARNESS), corpus, args, ci, log)
+}
+
+/// [`harness`] with another build of it.
+fn harness_bin(bin: &Path, corpus: &Corpus, args: &[&str], ci: bool, log: &Path) -> Result<Exit> {
     let mut argv: Vec<std::ffi::OsString> = vec![
         "--scenarios-root".into(),
         corpus.scenarios.clone().into(),
@@ -410,7 +429,7 @@ fn harness(corpus: &Corpus, args: &[&str], ci: bool, log: &Path) -> Result<Exit>
         corpus.snapshots.clone().into(),
     ];
     argv.extend(args.iter().map(Into::into));
-    reap(&argv, ci, log, corpus.scenarios.parent())
+    reap(bin, &argv, ci, log, corpus.scenarios.parent())
 }
 
 /// Run `harness` with `argv` (and `CI=1` when `ci`), stdout into `log`, and measure it.
@@ -423,13 +442,19 @@ fn harness(corpus: &Corpus, args: &[&str], ci: bool, log: &Path) -> Result<Exit>
 ///
 /// It runs in `cwd` when given: the corpus folder, so that no project file (`harness.toml`)
 /// of the folder cargo runs benchmarks in adds its baseline or outputs to the measured run.
-fn reap(argv: &[std::ffi::OsString], ci: bool, log: &Path, cwd: Option<&Path>) -> Result<Exit> {
+fn reap(
+    bin: &Path,
+    argv: &[std::ffi::OsString],
+    ci: bool,
+    log: &Path,
+    cwd: Option<&Path>,
+) -> Result<Exit> {
     let out = fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
     let usage = log.with_extension("usage");
     let _ = fs::remove_file(&usage);
     let me = std::env::current_exe().map_err(|e| format!("cannot find this benchmark: {e}"))?;
     let mut cmd = Command::new(me);
-    cmd.env(SHIM, &usage).arg(HARNESS).args(argv);
+    cmd.env(SHIM, &usage).arg(bin).args(argv);
     if let Some(dir) = cwd {
         cmd.current_dir(dir);
     }
@@ -749,6 +774,398 @@ fn measure(corpus: &Corpus, jobs: Option<usize>, reps: usize) -> Result<Sample> 
 }
 
 // ---------------------------------------------------------------------------------------------
+// The bundled mix: the scenarios this project ships, copied up to a size.
+
+/// The bundled scenarios of this checkout: every family, `real/` included.
+const BUNDLED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios");
+/// The targets on the bundled mix: everything beyond parsing within this many times the
+/// parse-only pass (CPU of one-job runs), and the two-job wall time at least this many times
+/// better than the binary named by `RUN_CORPUS_OLD`, measured side by side.
+const MIX_REPLAY_TO_PARSE: f64 = 1.5;
+const MIX_SPEEDUP: f64 = 1.6;
+
+/// Copy the files below `from` into `to`; how many.
+fn copy_tree(from: &Path, to: &Path) -> io::Result<usize> {
+    fs::create_dir_all(to)?;
+    let mut n = 0;
+    let mut entries: Vec<_> = fs::read_dir(from)?.collect::<io::Result<_>>()?;
+    entries.sort_by_key(fs::DirEntry::file_name);
+    for e in entries {
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        if e.file_type()?.is_dir() {
+            n += copy_tree(&src, &dst)?;
+        } else {
+            fs::copy(&src, &dst)?;
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+/// The bundled mix copied until it holds at least `size` files (whole copies, `cNNN/…`), its
+/// goldens created and accepted; the number of files and copies.
+fn prepare_mix(root: &Path, size: usize) -> Result<(Corpus, usize, usize)> {
+    let corpus = Corpus::at(root, size)?;
+    let t = Instant::now();
+    let copy = |i: usize| {
+        copy_tree(
+            Path::new(BUNDLED),
+            &corpus.scenarios.join(format!("c{i:03}")),
+        )
+        .map_err(|e| format!("cannot copy {BUNDLED}: {e}"))
+    };
+    let per_copy = copy(0)?;
+    if per_copy == 0 {
+        return Err(format!("{BUNDLED} holds no files"));
+    }
+    let copies = size.div_ceil(per_copy).max(1);
+    for i in 1..copies {
+        copy(i)?;
+    }
+    let scenarios = corpus.scenarios.to_string_lossy().into_owned();
+    let first = harness(
+        &corpus,
+        &["run", &scenarios],
+        false,
+        &corpus.work.join("goldens.log"),
+    )?;
+    if first.code != Some(1) || !first.stdout.contains("pending golden(s) written") {
+        return Err(format!(
+            "creating the mix's goldens: expected exit 1 and pending goldens, got exit {:?}:\n{}",
+            first.code,
+            tail(&first.stdout, 30)
+        ));
+    }
+    let accept = harness(&corpus, &["accept"], false, &corpus.work.join("accept.log"))?;
+    if accept.code != Some(0) || !accept.stdout.contains("pending golden(s) accepted") {
+        return Err(format!(
+            "accepting the mix's goldens: got exit {:?}:\n{}",
+            accept.code,
+            tail(&accept.stdout, 5)
+        ));
+    }
+    eprintln!(
+        "  bundled mix: {} files ({copies} copies of {per_copy}), goldens created and accepted in {:.2} s",
+        copies * per_copy,
+        t.elapsed().as_secs_f64()
+    );
+    Ok((corpus, copies * per_copy, copies))
+}
+
+/// One build measured on the mix.
+struct Side {
+    label: String,
+    bin: PathBuf,
+    /// Whether its `list` takes `--jobs` (builds before the worker pool read on one thread).
+    list_jobs: bool,
+    two_jobs: Sample,
+    one_job: Sample,
+    parse: Sample,
+}
+
+impl Side {
+    fn new(label: &str, bin: &Path) -> Result<Self> {
+        let help = Command::new(bin)
+            .args(["list", "--help"])
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
+        let empty = || Sample {
+            walls: Vec::new(),
+            cpus: Vec::new(),
+            maxrss_kib: 0,
+            model_calls: 0,
+        };
+        Ok(Self {
+            label: label.to_owned(),
+            bin: bin.to_owned(),
+            list_jobs: String::from_utf8_lossy(&help.stdout).contains("--jobs"),
+            two_jobs: empty(),
+            one_job: empty(),
+            parse: empty(),
+        })
+    }
+}
+
+/// What the mix's runs must all give, byte for byte, whichever build and `--jobs`.
+#[derive(Default)]
+struct Expected {
+    csv: Option<String>,
+    log: Option<String>,
+}
+
+/// One `CI=1 harness run --metrics` of the mix by `side` with `jobs` workers: it must pass with
+/// one passing row a case, and its CSV and terminal output must be those of every other run.
+fn mix_run(
+    side: &Side,
+    corpus: &Corpus,
+    cases: usize,
+    jobs: usize,
+    expected: &mut Expected,
+) -> Result<Exit> {
+    let scenarios = corpus.scenarios.to_string_lossy().into_owned();
+    let csv = corpus.work.join("mix.csv");
+    let _ = fs::remove_file(&csv);
+    let csv_arg = csv.to_string_lossy().into_owned();
+    let jobs = jobs.to_string();
+    let args = [
+        "run",
+        scenarios.as_str(),
+        "--metrics",
+        csv_arg.as_str(),
+        "--jobs",
+        jobs.as_str(),
+    ];
+    let exit = harness_bin(&side.bin, corpus, &args, true, &corpus.work.join("mix.log"))?;
+    if exit.code != Some(0) {
+        return Err(format!(
+            "{}: `harness {}` exited with {:?}:\n{}",
+            side.label,
+            args.join(" "),
+            exit.code,
+            tail(&exit.stdout, 30)
+        ));
+    }
+    let check = check_csv(&csv)?;
+    if check.rows != cases {
+        return Err(format!(
+            "{}: {} CSV rows for {cases} cases",
+            side.label, check.rows
+        ));
+    }
+    let text = fs::read_to_string(&csv).map_err(|e| format!("{csv_arg}: {e}"))?;
+    for (what, got, want) in [
+        ("metrics CSV", &text, &mut expected.csv),
+        ("terminal output", &exit.stdout, &mut expected.log),
+    ] {
+        match want {
+            Some(w) if w != got => {
+                return Err(format!(
+                    "{}: the {what} of the run with --jobs {jobs} differs from the first run's: outputs must not change",
+                    side.label
+                ));
+            }
+            Some(_) => {}
+            None => *want = Some(got.clone()),
+        }
+    }
+    Ok(Exit {
+        stdout: String::new(),
+        ..exit
+    })
+}
+
+fn record(sample: &mut Sample, exit: &Exit, model_calls: u64) {
+    sample.walls.push(exit.wall);
+    sample.cpus.push(exit.cpu);
+    sample.maxrss_kib = sample.maxrss_kib.max(exit.maxrss_kib);
+    sample.model_calls = model_calls;
+}
+
+/// The bundled mix: this build (and the old one, when named), runs interleaved.
+fn bench_mix(settings: &Settings, tmp: &Path, cores: usize) -> Result<()> {
+    let root = match &settings.reuse {
+        Some(dir) => dir.join("mix"),
+        None => tmp.join("mix"),
+    };
+    let (corpus, files, copies) = if settings.reuse.is_some() {
+        let files = walkdir_count(&root.join("scenarios"));
+        (reuse(&root, settings.mix)?, files, 0)
+    } else {
+        prepare_mix(&root, settings.mix)?
+    };
+    let scenarios = corpus.scenarios.to_string_lossy().into_owned();
+    let listed = harness(
+        &corpus,
+        &["list", &scenarios],
+        true,
+        &corpus.work.join("cases.log"),
+    )?;
+    let cases = listed.stdout.lines().count();
+    let mut sides = vec![Side::new("this build", Path::new(HARNESS))?];
+    if let Some(old) = &settings.old {
+        sides.push(Side::new(&format!("old ({})", old.display()), old)?);
+    }
+    let mut expected = Expected::default();
+    let jobs = cores.max(2);
+    let first = mix_run(&sides[0], &corpus, cases, jobs, &mut expected)?;
+    let model_calls = check_csv(&corpus.work.join("mix.csv"))?.model_calls;
+    drop(first);
+    for rep in 0..=settings.reps {
+        for side in &mut sides {
+            let exit = mix_run(side, &corpus, cases, jobs, &mut expected)?;
+            if rep > 0 {
+                record(&mut side.two_jobs, &exit, model_calls);
+            }
+        }
+    }
+    for rep in 0..=settings.reps {
+        for side in &mut sides {
+            let exit = mix_run(side, &corpus, cases, 1, &mut expected)?;
+            if rep > 0 {
+                record(&mut side.one_job, &exit, model_calls);
+            }
+        }
+    }
+    for rep in 0..=settings.reps {
+        for side in &mut sides {
+            let mut args = vec!["list", scenarios.as_str()];
+            if side.list_jobs {
+                args.extend(["--jobs", "1"]);
+            }
+            let exit = harness_bin(
+                &side.bin,
+                &corpus,
+                &args,
+                true,
+                &corpus.work.join("list.log"),
+            )?;
+            if exit.code != Some(0) || exit.stdout.lines().count() != cases {
+                return Err(format!(
+                    "{}: `harness list` failed or listed other cases",
+                    side.label
+                ));
+            }
+            if rep > 0 {
+                record(&mut side.parse, &exit, 0);
+            }
+        }
+    }
+
+    println!();
+    println!(
+        "Bundled mix: {files} files ({}every file of scenarios/, all families, real/ included), {cases} cases, {model_calls} model turns, goldens accepted; CI=1 harness run --metrics; {} runs per row after a warm-up, builds interleaved; every run passes with byte-identical CSV and terminal output",
+        if copies > 0 {
+            format!("{copies} copies of ")
+        } else {
+            String::new()
+        },
+        settings.reps
+    );
+    println!(
+        "|          build | --jobs {jobs} best s | median s | turns/s | one-job CPU s | parse-only CPU s | replay / parse | peak RSS MiB |"
+    );
+    println!(
+        "|---------------:|----------------:|---------:|--------:|--------------:|-----------------:|---------------:|-------------:|"
+    );
+    let mut ratio_new = None;
+    for side in &sides {
+        let (run, parse) = (
+            side.one_job.median_cpu().as_secs_f64(),
+            side.parse.median_cpu().as_secs_f64(),
+        );
+        let ratio = (run - parse).max(0.0) / parse.max(1e-9);
+        ratio_new.get_or_insert(ratio);
+        let med = side.two_jobs.median().as_secs_f64();
+        println!(
+            "| {:>14} | {:>15.3} | {:>8.3} | {:>7.0} | {run:>13.3} | {parse:>16.3} | {ratio:>14.2} | {:>12.1} |",
+            if side.label.len() > 14 {
+                "old"
+            } else {
+                side.label.as_str()
+            },
+            side.two_jobs.best().as_secs_f64(),
+            med,
+            model_calls as f64 / med,
+            mib(side.two_jobs.maxrss_kib),
+        );
+    }
+    if let Some(ratio) = ratio_new {
+        println!(
+            "Target (on the bundled mix, everything beyond parsing within {MIX_REPLAY_TO_PARSE}x of the parse-only pass, CPU of one-job runs): {} ({ratio:.2}x)",
+            if ratio <= MIX_REPLAY_TO_PARSE {
+                "HOLDS"
+            } else {
+                "MISSED"
+            }
+        );
+    }
+    match sides.get(1) {
+        Some(old) => {
+            let speedup =
+                old.two_jobs.median().as_secs_f64() / sides[0].two_jobs.median().as_secs_f64();
+            println!(
+                "Target (--jobs {jobs} wall time at least {MIX_SPEEDUP}x better than {}, median against median): {} ({speedup:.2}x)",
+                old.label,
+                if speedup >= MIX_SPEEDUP {
+                    "HOLDS"
+                } else {
+                    "MISSED"
+                }
+            );
+        }
+        None => println!(
+            "Target ({MIX_SPEEDUP}x better than an older build): not checked (RUN_CORPUS_OLD names no binary)"
+        ),
+    }
+    if !settings.keep && settings.reuse.is_none() {
+        let _ = fs::remove_dir_all(&root);
+    }
+    Ok(())
+}
+
+/// Files below `dir`.
+fn walkdir_count(dir: &Path) -> usize {
+    fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                walkdir_count(&e.path())
+            } else {
+                1
+            }
+        })
+        .sum()
+}
+
+/// Bless the corpus into a baseline, then run against it: its size, the baseline's bytes and
+/// the runs' peak RSS.
+fn measure_baseline(corpus: &Corpus, reps: usize) -> Result<(usize, u64, u64)> {
+    let scenarios = corpus.scenarios.to_string_lossy().into_owned();
+    let base = corpus.work.join("base.toml");
+    let base_arg = base.to_string_lossy().into_owned();
+    let blessed = harness(
+        corpus,
+        &["bless", &scenarios, "--baseline", &base_arg],
+        true,
+        &corpus.work.join("bless.log"),
+    )?;
+    let bytes = fs::metadata(&base).map(|m| m.len()).unwrap_or(0);
+    if blessed.code != Some(0) || bytes == 0 {
+        return Err(format!(
+            "`harness bless` exited with {:?}:\n{}",
+            blessed.code,
+            tail(&blessed.stdout, 10)
+        ));
+    }
+    let csv = corpus.work.join("mb.csv").to_string_lossy().into_owned();
+    let args = [
+        "run",
+        &scenarios,
+        "--baseline",
+        &base_arg,
+        "--metrics",
+        &csv,
+    ];
+    let mut peak = 0;
+    for _ in 0..reps.max(1) {
+        let exit = harness(corpus, &args, true, &corpus.work.join("baseline.log"))?;
+        let compared = format!("{} cases compared", corpus.size);
+        if exit.code != Some(0) || !exit.stdout.contains(&compared) {
+            return Err(format!(
+                "`harness run --baseline` exited with {:?} or compared other than {} cases:\n{}",
+                exit.code,
+                corpus.size,
+                tail(&exit.stdout, 10)
+            ));
+        }
+        peak = peak.max(exit.maxrss_kib);
+    }
+    Ok((corpus.size, peak, bytes))
+}
+
+// ---------------------------------------------------------------------------------------------
 // The report.
 
 fn mib(kib: u64) -> f64 {
@@ -792,13 +1209,18 @@ fn bench() -> Result<()> {
         .map_err(|e| format!("cannot create a temporary folder: {e}"))?;
 
     let baseline_kib = reap(
+        bin,
         &["--version".into()],
         false,
         &tmp.path().join("version.log"),
         Some(tmp.path()),
     )?
     .maxrss_kib;
+    if settings.mix > 0 {
+        bench_mix(&settings, tmp.path(), cores)?;
+    }
     let mut results: Vec<(usize, Sample)> = Vec::new();
+    let mut with_baseline: Vec<(usize, u64, u64)> = Vec::new();
     let mut parses: Vec<(usize, Sample)> = Vec::new();
     let mut scaling: Option<(usize, Sample, Sample)> = None;
     let scaling_size = if settings.sizes.contains(&TARGET_SIZE) {
@@ -818,6 +1240,7 @@ fn bench() -> Result<()> {
             sample.median().as_secs_f64(),
             mib(sample.maxrss_kib)
         );
+        with_baseline.push(measure_baseline(&corpus, settings.reps.min(3))?);
         if Some(size) == scaling_size {
             let one = measure(&corpus, Some(1), settings.reps)?;
             scaling = Some((size, one, sample.clone()));
@@ -919,6 +1342,25 @@ fn bench() -> Result<()> {
                     "flat (does not grow with the corpus)"
                 } else {
                     "GROWS with the corpus"
+                }
+            );
+        }
+    }
+    if let (Some((small, a, a_bytes)), Some((large, b, b_bytes))) =
+        (with_baseline.first(), with_baseline.last())
+    {
+        if small < large {
+            println!(
+                "Memory with a baseline (`harness bless`, then `run --baseline`): peak RSS {:.1} MiB at {small} (a baseline of {small} cases, {:.1} MB), {:.1} MiB at {large} ({large} cases, {:.1} MB): {:.2}x: {}",
+                mib(*a),
+                *a_bytes as f64 / 1e6,
+                mib(*b),
+                *b_bytes as f64 / 1e6,
+                *b as f64 / (*a).max(1) as f64,
+                if *b as f64 <= FLAT_RSS_RATIO * *a as f64 {
+                    "flat (a baseline's size does not show)"
+                } else {
+                    "GROWS with the baseline"
                 }
             );
         }
