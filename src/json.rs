@@ -75,6 +75,29 @@ impl std::fmt::Display for Quoted<'_> {
     }
 }
 
+/// The first byte at or after `from` that a JSON string escapes (below 0x20, `"`, `\`), or
+/// the length: eight bytes at a time where none is.
+fn next_escape(b: &[u8], from: usize) -> usize {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let mut i = from;
+    while i + 8 <= b.len() {
+        let mut word = [0; 8];
+        word.copy_from_slice(&b[i..i + 8]);
+        let x = u64::from_ne_bytes(word);
+        let low = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
+        if (low | zero(x ^ (ONES * u64::from(b'"'))) | zero(x ^ (ONES * u64::from(b'\\')))) != 0 {
+            break;
+        }
+        i += 8;
+    }
+    while i < b.len() && b[i] >= 0x20 && b[i] != b'"' && b[i] != b'\\' {
+        i += 1;
+    }
+    i
+}
+
 /// Append [`Quoted`]'s text of `text` to `out`.
 pub fn push_quoted(out: &mut String, text: &str) {
     let _ = quote_with(text, |piece| {
@@ -88,7 +111,10 @@ fn quote_with<E>(text: &str, mut write: impl FnMut(&str) -> Result<(), E>) -> Re
     const HEX: &[u8; 16] = b"0123456789abcdef";
     write("\"")?;
     let mut from = 0;
-    for (i, b) in text.bytes().enumerate() {
+    let bytes = text.as_bytes();
+    let mut i = next_escape(bytes, 0);
+    while i < bytes.len() {
+        let b = bytes[i];
         let short = match b {
             b'"' => "\\\"",
             b'\\' => "\\\\",
@@ -98,7 +124,10 @@ fn quote_with<E>(text: &str, mut write: impl FnMut(&str) -> Result<(), E>) -> Re
             0x08 => "\\b",
             0x0c => "\\f",
             0..0x20 => "",
-            _ => continue,
+            _ => {
+                i = next_escape(bytes, i + 1);
+                continue;
+            }
         };
         // Every byte escaped is ASCII, so `i` is a char boundary.
         write(&text[from..i])?;
@@ -110,6 +139,7 @@ fn quote_with<E>(text: &str, mut write: impl FnMut(&str) -> Result<(), E>) -> Re
         } else {
             write(short)?;
         }
+        i = next_escape(bytes, i + 1);
     }
     write(&text[from..])?;
     write("\"")
@@ -150,16 +180,26 @@ pub fn compact_len(value: &Value) -> usize {
     }
 }
 
-/// The length of [`Quoted`]'s text of `s`.
-fn quoted_len(s: &str) -> usize {
-    2 + s.len()
-        + s.bytes()
-            .map(|b| match b {
-                b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
-                0..0x20 => 5,
-                _ => 0,
-            })
-            .sum::<usize>()
+/// The length of [`Quoted`]'s text of `s` (as `serde_json` writes it).
+pub fn quoted_len(s: &str) -> usize {
+    /// Bytes an escape adds for each byte.
+    const EXTRA: [u8; 256] = {
+        let mut t = [0; 256];
+        let mut b = 0;
+        while b < 0x20 {
+            t[b] = 5;
+            b += 1;
+        }
+        t[b'"' as usize] = 1;
+        t[b'\\' as usize] = 1;
+        t[b'\n' as usize] = 1;
+        t[b'\r' as usize] = 1;
+        t[b'\t' as usize] = 1;
+        t[0x08] = 1;
+        t[0x0c] = 1;
+        t
+    };
+    2 + s.len() + s.bytes().map(|b| usize::from(EXTRA[usize::from(b)])).sum::<usize>()
 }
 
 /// The JSON kind name used in validation messages.

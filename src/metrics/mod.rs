@@ -168,7 +168,8 @@ pub fn row(
             }
             Event::ToolCallStart { id, args, .. } => {
                 r.tool_calls += 1;
-                start_args.insert(id.clone(), canonical(args));
+                // Made canonical only for a call that fails.
+                start_args.insert(id.as_str(), args);
             }
             Event::ToolCallEnd {
                 id,
@@ -183,7 +184,10 @@ pub fn row(
                     }
                 } else {
                     r.tool_failures += 1;
-                    let args = start_args.get(id).cloned().unwrap_or_default();
+                    let args = start_args
+                        .get(id.as_str())
+                        .map(|a| canonical(a))
+                        .unwrap_or_default();
                     failure(name, &args, error.as_deref(), iteration, &mut first_repeat);
                 }
             }

@@ -6,8 +6,6 @@
 //! compact, and only builds new lists from clones, leaving the caller's conversation untouched.
 
 use crate::llm::{Message, Role};
-use serde::Serialize;
-use std::borrow::Cow;
 
 /// IronClaw's `compact_messages_for_retry`, used once after a context-length error.
 ///
@@ -48,44 +46,34 @@ pub fn compact_for_retry(messages: &[Message], note: &str) -> Vec<Message> {
 /// - the division floors instead of yielding a fraction, so a caller testing
 ///   `estimate > threshold` with an integer threshold fires up to 3 bytes later than the book.
 pub fn estimate_tokens(messages: &[Message]) -> u64 {
-    let wire: Vec<WireMessage<'_>> = messages.iter().map(WireMessage::from).collect();
-    // Serializing plain strings cannot fail; 0 would only under-estimate, never panic.
-    let bytes = serde_json::to_string(&wire).map_or(0, |json| json.len());
+    // The length of `[m1,m2,…]`, counted without writing it: the loop asks every iteration.
+    let bytes = 2 + messages.len().saturating_sub(1) + messages.iter().map(wire_len).sum::<usize>();
     u64::try_from(bytes / 4).unwrap_or(u64::MAX)
 }
 
-/// One message as the estimate renders it; field order is the wire order.
-#[derive(Serialize)]
-struct WireMessage<'a> {
-    role: &'static str,
-    content: &'a str,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    tool_calls: Vec<WireCall<'a>>,
-}
-
-#[derive(Serialize)]
-struct WireCall<'a> {
-    id: &'a str,
-    name: &'a str,
-    arguments: Cow<'a, str>,
-}
-
-impl<'a> From<&'a Message> for WireMessage<'a> {
-    fn from(m: &'a Message) -> Self {
-        Self {
-            role: m.role.as_str(),
-            content: &m.content,
-            tool_calls: m
-                .tool_calls
-                .iter()
-                .map(|c| WireCall {
-                    id: &c.id,
-                    name: &c.name,
-                    arguments: c.arguments.text(),
-                })
-                .collect(),
+/// The length of one message in the estimate's compact JSON: `role` and `content`, then
+/// `tool_calls` when there are any, each `id`, `name` and `arguments` as a string.
+fn wire_len(m: &Message) -> usize {
+    use crate::json::quoted_len as q;
+    // {"role":…,"content":…}
+    let mut n =
+        2 + r#""role":"#.len() + q(m.role.as_str()) + 1 + r#""content":"#.len() + q(&m.content);
+    if !m.tool_calls.is_empty() {
+        // ,"tool_calls":[{"id":…,"name":…,"arguments":…},…]
+        n += 1 + r#""tool_calls":"#.len() + 2 + (m.tool_calls.len() - 1);
+        for c in &m.tool_calls {
+            n += 2
+                + r#""id":"#.len()
+                + q(&c.id)
+                + 1
+                + r#""name":"#.len()
+                + q(&c.name)
+                + 1
+                + r#""arguments":"#.len()
+                + q(&c.arguments.text());
         }
     }
+    n
 }
 
 /// The book's split before summarizing: `older = messages.slice(0, -keep_last)` goes to the
@@ -107,7 +95,44 @@ pub fn split_for_summary(messages: &[Message], keep_last: usize) -> (Vec<Message
 
 #[cfg(test)]
 mod tests {
-    use super::{compact_for_retry, estimate_tokens, split_for_summary};
+    use super::{compact_for_retry, estimate_tokens, split_for_summary, wire_len};
+    use serde::Serialize;
+    use std::borrow::Cow;
+
+    /// One message as the estimate renders it; field order is the wire order.
+    #[derive(Serialize)]
+    struct WireMessage<'a> {
+        role: &'static str,
+        content: &'a str,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<WireCall<'a>>,
+    }
+
+    #[derive(Serialize)]
+    struct WireCall<'a> {
+        id: &'a str,
+        name: &'a str,
+        arguments: Cow<'a, str>,
+    }
+
+    impl<'a> From<&'a Message> for WireMessage<'a> {
+        fn from(m: &'a Message) -> Self {
+            Self {
+                role: m.role.as_str(),
+                content: &m.content,
+                tool_calls: m
+                    .tool_calls
+                    .iter()
+                    .map(|c| WireCall {
+                        id: &c.id,
+                        name: &c.name,
+                        arguments: c.arguments.text(),
+                    })
+                    .collect(),
+            }
+        }
+    }
+
     use crate::llm::{Arguments, Message, Role, ToolCall};
     use serde_json::json;
 
@@ -329,6 +354,44 @@ mod tests {
             estimate_tokens(&accented),
             r#"[{"role":"user","content":"é"}]"#.len() as u64 / 4
         );
+    }
+
+    #[test]
+    fn the_estimate_counts_the_json_it_does_not_write() {
+        let mut messages = vec![
+            m(Role::System, "sys \"q\" \\ \n\u{1}é😀"),
+            m(Role::User, ""),
+        ];
+        let mut a = m(Role::Assistant, "calling");
+        for (i, args) in [
+            Arguments::Parsed(json!({"q": "a\"b\n", "n": [1, 2.5, null], "o": {}})),
+            Arguments::Raw("{\"cmd\": \"ls\\n\"".into()),
+            Arguments::Parsed(json!({})),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            a.tool_calls.push(ToolCall {
+                id: format!("call_{i}\t"),
+                name: "exec".into(),
+                arguments: args,
+            });
+        }
+        messages.push(a);
+        messages.push(m(Role::Tool, "out\u{7f}"));
+        for n in 0..=messages.len() {
+            let wire: Vec<WireMessage<'_>> = messages[..n].iter().map(WireMessage::from).collect();
+            let json = serde_json::to_string(&wire).unwrap();
+            assert_eq!(
+                estimate_tokens(&messages[..n]),
+                json.len() as u64 / 4,
+                "{json}"
+            );
+            assert_eq!(
+                2 + n.saturating_sub(1) + messages[..n].iter().map(wire_len).sum::<usize>(),
+                json.len()
+            );
+        }
     }
 
     #[test]
