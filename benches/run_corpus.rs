@@ -1119,19 +1119,17 @@ fn walkdir_count(dir: &Path) -> usize {
         .sum()
 }
 
-/// Bless the corpus into a baseline, then run against it: its size, the baseline's bytes and
-/// the runs' peak RSS.
-fn measure_baseline(corpus: &Corpus, reps: usize) -> Result<(usize, u64, u64)> {
+/// Bless the corpus into a baseline, kept as `into`; its size in bytes.
+fn bless_baseline(corpus: &Corpus, into: &Path) -> Result<u64> {
     let scenarios = corpus.scenarios.to_string_lossy().into_owned();
-    let base = corpus.work.join("base.toml");
-    let base_arg = base.to_string_lossy().into_owned();
+    let base = into.to_string_lossy().into_owned();
     let blessed = harness(
         corpus,
-        &["bless", &scenarios, "--baseline", &base_arg],
+        &["bless", &scenarios, "--baseline", &base],
         true,
         &corpus.work.join("bless.log"),
     )?;
-    let bytes = fs::metadata(&base).map(|m| m.len()).unwrap_or(0);
+    let bytes = fs::metadata(into).map(|m| m.len()).unwrap_or(0);
     if blessed.code != Some(0) || bytes == 0 {
         return Err(format!(
             "`harness bless` exited with {:?}:\n{}",
@@ -1139,22 +1137,23 @@ fn measure_baseline(corpus: &Corpus, reps: usize) -> Result<(usize, u64, u64)> {
             tail(&blessed.stdout, 10)
         ));
     }
+    Ok(bytes)
+}
+
+/// Peak RSS of `CI=1 harness run <corpus> --baseline <base>`, which must pass and compare
+/// every case of the corpus (a larger baseline's other cases are not compared).
+fn run_with_baseline(corpus: &Corpus, base: &Path, reps: usize) -> Result<u64> {
+    let scenarios = corpus.scenarios.to_string_lossy().into_owned();
+    let base = base.to_string_lossy().into_owned();
     let csv = corpus.work.join("mb.csv").to_string_lossy().into_owned();
-    let args = [
-        "run",
-        &scenarios,
-        "--baseline",
-        &base_arg,
-        "--metrics",
-        &csv,
-    ];
+    let args = ["run", &scenarios, "--baseline", &base, "--metrics", &csv];
     let mut peak = 0;
     for _ in 0..reps.max(1) {
         let exit = harness(corpus, &args, true, &corpus.work.join("baseline.log"))?;
         let compared = format!("{} cases compared", corpus.size);
         if exit.code != Some(0) || !exit.stdout.contains(&compared) {
             return Err(format!(
-                "`harness run --baseline` exited with {:?} or compared other than {} cases:\n{}",
+                "`harness run --baseline {base}` exited with {:?} or compared other than {} cases:\n{}",
                 exit.code,
                 corpus.size,
                 tail(&exit.stdout, 10)
@@ -1162,7 +1161,7 @@ fn measure_baseline(corpus: &Corpus, reps: usize) -> Result<(usize, u64, u64)> {
         }
         peak = peak.max(exit.maxrss_kib);
     }
-    Ok((corpus.size, peak, bytes))
+    Ok(peak)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1220,7 +1219,9 @@ fn bench() -> Result<()> {
         bench_mix(&settings, tmp.path(), cores)?;
     }
     let mut results: Vec<(usize, Sample)> = Vec::new();
-    let mut with_baseline: Vec<(usize, u64, u64)> = Vec::new();
+    // Each size's blessed baseline (size, file, bytes); the smallest corpus is run against each.
+    let mut baselines: Vec<(usize, PathBuf, u64)> = Vec::new();
+    let mut smallest: Option<Corpus> = None;
     let mut parses: Vec<(usize, Sample)> = Vec::new();
     let mut scaling: Option<(usize, Sample, Sample)> = None;
     let scaling_size = if settings.sizes.contains(&TARGET_SIZE) {
@@ -1240,14 +1241,28 @@ fn bench() -> Result<()> {
             sample.median().as_secs_f64(),
             mib(sample.maxrss_kib)
         );
-        with_baseline.push(measure_baseline(&corpus, settings.reps.min(3))?);
+        let base = tmp.path().join(format!("base{size}.toml"));
+        baselines.push((size, base.clone(), bless_baseline(&corpus, &base)?));
         if Some(size) == scaling_size {
             let one = measure(&corpus, Some(1), settings.reps)?;
             scaling = Some((size, one, sample.clone()));
         }
         results.push((size, sample));
-        if !settings.keep {
+        if smallest.is_none() {
+            smallest = Some(corpus);
+        } else if !settings.keep {
             let _ = fs::remove_dir_all(tmp.path().join(format!("n{size}")));
+        }
+    }
+    // Only the baseline grows: the smallest corpus against every size's baseline.
+    let mut with_baseline: Vec<(usize, u64, u64)> = Vec::new();
+    if let Some(corpus) = &smallest {
+        for (size, base, bytes) in &baselines {
+            with_baseline.push((
+                *size,
+                run_with_baseline(corpus, base, settings.reps.min(3))?,
+                *bytes,
+            ));
         }
     }
 
@@ -1346,12 +1361,15 @@ fn bench() -> Result<()> {
             );
         }
     }
+    if let Some(corpus) = smallest.filter(|_| !settings.keep) {
+        let _ = fs::remove_dir_all(corpus.scenarios.parent().unwrap_or(tmp.path()));
+    }
     if let (Some((small, a, a_bytes)), Some((large, b, b_bytes))) =
         (with_baseline.first(), with_baseline.last())
     {
         if small < large {
             println!(
-                "Memory with a baseline (`harness bless`, then `run --baseline`): peak RSS {:.1} MiB at {small} (a baseline of {small} cases, {:.1} MB), {:.1} MiB at {large} ({large} cases, {:.1} MB): {:.2}x: {}",
+                "Memory with a baseline (the {small}-scenario corpus run with `--baseline`, each size's corpus blessed; only the baseline grows): peak RSS {:.1} MiB with the {small}-case baseline ({:.1} MB), {:.1} MiB with the {large}-case one ({:.1} MB): {:.2}x: {}",
                 mib(*a),
                 *a_bytes as f64 / 1e6,
                 mib(*b),

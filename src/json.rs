@@ -199,7 +199,10 @@ pub fn quoted_len(s: &str) -> usize {
         t[0x0c] = 1;
         t
     };
-    2 + s.len() + s.bytes().map(|b| usize::from(EXTRA[usize::from(b)])).sum::<usize>()
+    2 + s.len()
+        + s.bytes()
+            .map(|b| usize::from(EXTRA[usize::from(b)]))
+            .sum::<usize>()
 }
 
 /// The JSON kind name used in validation messages.
