@@ -568,6 +568,13 @@ impl Corpus {
     }
 }
 
+/// Write the files just made to disk before anything is timed: otherwise the kernel writes
+/// them back during the measured runs, whose time then depends on when it does.
+fn settle() {
+    // SAFETY: `sync` takes no arguments and cannot fail.
+    unsafe { libc::sync() };
+}
+
 /// Generate the corpus of `size` scenarios under `root` and create its goldens.
 fn prepare(root: &Path, size: usize) -> Result<Corpus> {
     let corpus = Corpus::at(root, size)?;
@@ -596,6 +603,7 @@ fn prepare(root: &Path, size: usize) -> Result<Corpus> {
             tail(&accept.stdout, 5)
         ));
     }
+    settle();
     eprintln!(
         "  corpus of {size}: generated in {:.2} s, goldens created and accepted in {:.2} s",
         generated.as_secs_f64(),
@@ -844,6 +852,7 @@ fn prepare_mix(root: &Path, size: usize) -> Result<(Corpus, usize, usize)> {
             tail(&accept.stdout, 5)
         ));
     }
+    settle();
     eprintln!(
         "  bundled mix: {} files ({copies} copies of {per_copy}), goldens created and accepted in {:.2} s",
         copies * per_copy,

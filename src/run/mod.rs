@@ -187,7 +187,7 @@ fn run_planned(
         reporter.unreadable(r)?;
     }
     let pool = pool::build(options.jobs)?;
-    let mut ids = CaseIds::with_capacity(files.len());
+    let mut ids = CaseIds::default();
     let mut not_run = 0;
     // After Ctrl-C no file starts; those in flight finish.
     pool::for_each_ordered(
@@ -248,11 +248,6 @@ fn run_planned(
 struct CaseIds(HashSet<u128>);
 
 impl CaseIds {
-    /// Room for the cases of about `files` files.
-    fn with_capacity(files: usize) -> Self {
-        Self(HashSet::with_capacity(files.saturating_mul(2)))
-    }
-
     fn key(id: &str) -> u128 {
         use std::hash::{DefaultHasher, Hasher as _};
         let (mut a, mut b) = (DefaultHasher::new(), DefaultHasher::new());
