@@ -667,7 +667,7 @@ fn check_csv(path: &Path) -> Result<CsvCheck> {
 }
 
 /// Timings of repeated measured runs.
-#[derive(Clone)]
+#[derive(Clone, Default)]
 struct Sample {
     walls: Vec<Duration>,
     cpus: Vec<Duration>,
@@ -706,12 +706,7 @@ fn measure_parse(corpus: &Corpus, reps: usize) -> Result<Sample> {
     let scenarios = corpus.scenarios.to_string_lossy().into_owned();
     let args = ["list", scenarios.as_str()];
     let log = corpus.work.join("list.log");
-    let mut sample = Sample {
-        walls: Vec::with_capacity(reps),
-        cpus: Vec::with_capacity(reps),
-        maxrss_kib: 0,
-        model_calls: 0,
-    };
+    let mut sample = Sample::default();
     for rep in 0..=reps {
         let exit = harness(corpus, &args, true, &log)?;
         let listed = exit.stdout.lines().count();
@@ -722,9 +717,7 @@ fn measure_parse(corpus: &Corpus, reps: usize) -> Result<Sample> {
             ));
         }
         if rep > 0 {
-            sample.walls.push(exit.wall);
-            sample.cpus.push(exit.cpu);
-            sample.maxrss_kib = sample.maxrss_kib.max(exit.maxrss_kib);
+            record(&mut sample, &exit, 0);
         }
     }
     Ok(sample)
@@ -740,12 +733,7 @@ fn measure(corpus: &Corpus, jobs: Option<usize>, reps: usize) -> Result<Sample> 
         args.extend(["--jobs", j.as_str()]);
     }
     let log = corpus.work.join("run.log");
-    let mut sample = Sample {
-        walls: Vec::with_capacity(reps),
-        cpus: Vec::with_capacity(reps),
-        maxrss_kib: 0,
-        model_calls: 0,
-    };
+    let mut sample = Sample::default();
     for rep in 0..=reps {
         let _ = fs::remove_file(&csv);
         let exit = harness(corpus, &args, true, &log)?;
@@ -773,10 +761,7 @@ fn measure(corpus: &Corpus, jobs: Option<usize>, reps: usize) -> Result<Sample> 
         if rep == 0 {
             continue; // warm-up
         }
-        sample.walls.push(exit.wall);
-        sample.cpus.push(exit.cpu);
-        sample.maxrss_kib = sample.maxrss_kib.max(exit.maxrss_kib);
-        sample.model_calls = check.model_calls;
+        record(&mut sample, &exit, check.model_calls);
     }
     Ok(sample)
 }
@@ -878,19 +863,13 @@ impl Side {
             .args(["list", "--help"])
             .output()
             .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
-        let empty = || Sample {
-            walls: Vec::new(),
-            cpus: Vec::new(),
-            maxrss_kib: 0,
-            model_calls: 0,
-        };
         Ok(Self {
             label: label.to_owned(),
             bin: bin.to_owned(),
             list_jobs: String::from_utf8_lossy(&help.stdout).contains("--jobs"),
-            two_jobs: empty(),
-            one_job: empty(),
-            parse: empty(),
+            two_jobs: Sample::default(),
+            one_job: Sample::default(),
+            parse: Sample::default(),
         })
     }
 }
@@ -963,6 +942,7 @@ fn mix_run(
     })
 }
 
+/// Add one measured run to `sample`.
 fn record(sample: &mut Sample, exit: &Exit, model_calls: u64) {
     sample.walls.push(exit.wall);
     sample.cpus.push(exit.cpu);

@@ -75,6 +75,25 @@ impl std::fmt::Display for Quoted<'_> {
     }
 }
 
+/// What escaping adds to each byte in a JSON string (`\"` one, `\u001b` five): 0 for the
+/// bytes written as they are.
+const EXTRA: [u8; 256] = {
+    let mut t = [0; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        t[b] = 5;
+        b += 1;
+    }
+    t[b'"' as usize] = 1;
+    t[b'\\' as usize] = 1;
+    t[b'\n' as usize] = 1;
+    t[b'\r' as usize] = 1;
+    t[b'\t' as usize] = 1;
+    t[0x08] = 1;
+    t[0x0c] = 1;
+    t
+};
+
 /// The first byte at or after `from` that a JSON string escapes (below 0x20, `"`, `\`), or
 /// the length: eight bytes at a time where none is.
 fn next_escape(b: &[u8], from: usize) -> usize {
@@ -92,7 +111,7 @@ fn next_escape(b: &[u8], from: usize) -> usize {
         }
         i += 8;
     }
-    while i < b.len() && b[i] >= 0x20 && b[i] != b'"' && b[i] != b'\\' {
+    while i < b.len() && EXTRA[usize::from(b[i])] == 0 {
         i += 1;
     }
     i
@@ -182,23 +201,6 @@ pub fn compact_len(value: &Value) -> usize {
 
 /// The length of [`Quoted`]'s text of `s` (as `serde_json` writes it).
 pub fn quoted_len(s: &str) -> usize {
-    /// Bytes an escape adds for each byte.
-    const EXTRA: [u8; 256] = {
-        let mut t = [0; 256];
-        let mut b = 0;
-        while b < 0x20 {
-            t[b] = 5;
-            b += 1;
-        }
-        t[b'"' as usize] = 1;
-        t[b'\\' as usize] = 1;
-        t[b'\n' as usize] = 1;
-        t[b'\r' as usize] = 1;
-        t[b'\t' as usize] = 1;
-        t[0x08] = 1;
-        t[0x0c] = 1;
-        t
-    };
     2 + s.len()
         + s.bytes()
             .map(|b| usize::from(EXTRA[usize::from(b)]))

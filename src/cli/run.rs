@@ -390,12 +390,16 @@ fn list_cases(
             let mut lines = String::new();
             for c in &cases {
                 let shown = crate::escape::escape_controls;
-                lines.push_str(&format!(
-                    "{:<60} {:<10} {}\n",
-                    shown(&c.id),
-                    c.profile,
-                    shown(&c.scenario.family)
-                ));
+                // Writing into a `String` cannot fail.
+                let _ = std::fmt::Write::write_fmt(
+                    &mut lines,
+                    format_args!(
+                        "{:<60} {:<10} {}\n",
+                        shown(&c.id),
+                        c.profile,
+                        shown(&c.scenario.family)
+                    ),
+                );
             }
             Ok((lines, cases.len()))
         },

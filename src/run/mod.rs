@@ -172,7 +172,7 @@ fn run_planned(
     options: &Options,
     reporter: &mut dyn Reporter,
     progress: Option<&dyn Progress>,
-    goldens: impl FnOnce() -> (PathList, Vec<PathBuf>),
+    goldens: impl FnOnce() -> Goldens,
 ) -> io::Result<()> {
     let Plan {
         files,
@@ -267,10 +267,23 @@ impl CaseIds {
     }
 }
 
-/// The goldens under the goldens folders that mirror the folders being run: kept compact,
-/// and apart those whose names are not UTF-8 (which a [`PathList`] does not hold).
-fn golden_files(options: &Options) -> (PathList, Vec<PathBuf>) {
-    let (mut goldens, mut odd) = (PathList::new(), Vec::new());
+/// Golden files found under the folders being run: kept compact, and apart those whose names
+/// are not UTF-8 (which a [`PathList`] does not hold).
+#[derive(Default)]
+struct Goldens {
+    listed: PathList,
+    odd: Vec<PathBuf>,
+}
+
+impl Goldens {
+    fn iter(&self) -> impl Iterator<Item = PathBuf> + '_ {
+        self.listed.iter().chain(self.odd.iter().cloned())
+    }
+}
+
+/// The goldens under the goldens folders that mirror the folders being run.
+fn golden_files(options: &Options) -> Goldens {
+    let mut goldens = Goldens::default();
     for p in &options.paths {
         if !p.is_dir() {
             continue;
@@ -279,20 +292,19 @@ fn golden_files(options: &Options) -> (PathList, Vec<PathBuf>) {
             continue;
         };
         for golden in store::walk_files_with_ext(&mirror, store::GOLDEN_EXT) {
-            if golden.strip_prefix(&options.layout.snapshots).is_ok() && !goldens.push(&golden) {
-                odd.push(golden);
+            let ours = golden.strip_prefix(&options.layout.snapshots).is_ok();
+            if ours && !goldens.listed.push(&golden) {
+                goldens.odd.push(golden);
             }
         }
     }
-    (goldens, odd)
+    goldens
 }
 
 /// Of `goldens` ([`golden_files`]), those whose case no longer exists.
-fn orphans(options: &Options, goldens: &(PathList, Vec<PathBuf>), ids: &CaseIds) -> Vec<PathBuf> {
+fn orphans(options: &Options, goldens: &Goldens, ids: &CaseIds) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = goldens
-        .0
         .iter()
-        .chain(goldens.1.iter().cloned())
         .filter(|golden| {
             let id = golden_id(options, golden);
             !ids.contains(&id) && !exec_golden(&id, ids) && !agent_golden(options, &id)

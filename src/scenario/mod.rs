@@ -119,19 +119,7 @@ pub fn ad_hoc(own: &Case, profile: &str) -> Option<Case> {
 
 /// Deserialize without cross-field checks.
 pub fn parse(text: &str, format: SourceFormat) -> Result<Scenario, Diagnostic> {
-    let text = without_bom(text);
-    match format {
-        SourceFormat::Toml => parse_located(text, format).map(|(s, _)| s),
-        SourceFormat::Json => serde_json::from_str(text).map_err(|e| {
-            let msg = e.to_string();
-            let msg = msg
-                .rsplit_once(" at line ")
-                .map_or(msg.as_str(), |(m, _)| m)
-                .to_owned();
-            let (line, col) = (e.line().max(1), e.column().max(1));
-            locate::from_parser(line, json_token_start(text, line, col), &msg, true)
-        }),
-    }
+    parse_located(without_bom(text), format).map(|(s, _)| s)
 }
 
 /// [`parse`], and the line of each `compare` entry (by profile): a TOML text is parsed once
@@ -141,7 +129,15 @@ fn parse_located(
     format: SourceFormat,
 ) -> Result<(Scenario, Vec<(String, usize)>), Diagnostic> {
     if format == SourceFormat::Json {
-        let scenario = parse(text, format)?;
+        let scenario: Scenario = serde_json::from_str(text).map_err(|e| {
+            let msg = e.to_string();
+            let msg = msg
+                .rsplit_once(" at line ")
+                .map_or(msg.as_str(), |(m, _)| m)
+                .to_owned();
+            let (line, col) = (e.line().max(1), e.column().max(1));
+            locate::from_parser(line, json_token_start(text, line, col), &msg, true)
+        })?;
         let lines = scenario
             .compare
             .keys()

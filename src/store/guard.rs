@@ -274,14 +274,10 @@ fn read_checked(
 
 /// The bytes of a regular file opened for reading, `len` bytes long when opened: at most
 /// `max` of them, a larger file (or one that grew past `max` while read) being an error of
-/// kind [`io::ErrorKind::FileTooLarge`] that names `what`. One read of the whole file and one
-/// that finds its end: `take` hides the size from `read_to_end`, which would otherwise start
-/// small and double.
+/// kind [`io::ErrorKind::FileTooLarge`] that names `what`. A file that kept its size is read
+/// with one call.
 pub(super) fn read_bounded(mut file: File, len: u64, what: &str, max: u64) -> io::Result<Vec<u8>> {
-    let too_large = |len: u64| match crate::limits::file_too_large(what, len, max) {
-        Some(message) => Err(io::Error::new(io::ErrorKind::FileTooLarge, message)),
-        None => Ok(()),
-    };
+    let too_large = |len: u64| within(what, len, max);
     too_large(len)?;
     // One read for a file that still has the size it was opened with (reading on to find
     // its end would take a second call, for every golden of a run): it asks for one byte
@@ -307,6 +303,15 @@ pub(super) fn read_bounded(mut file: File, len: u64, what: &str, max: u64) -> io
     }
     too_large(len.max(bytes.len() as u64))?;
     Ok(bytes)
+}
+
+/// `Ok` when `len` bytes are within `max` for a file of `what`, else the error of kind
+/// [`io::ErrorKind::FileTooLarge`] that names both.
+pub(super) fn within(what: &str, len: u64, max: u64) -> io::Result<()> {
+    match crate::limits::file_too_large(what, len, max) {
+        Some(message) => Err(io::Error::new(io::ErrorKind::FileTooLarge, message)),
+        None => Ok(()),
+    }
 }
 
 /// The text of a regular file opened for reading, `len` bytes long when opened, as `what`.

@@ -543,10 +543,7 @@ pub fn for_each_input_line<E>(
     mut each: impl FnMut(&str) -> Result<(), E>,
 ) -> Result<Result<(), E>, ReadError> {
     use io::BufRead as _;
-    let too_large = |len: u64| match crate::limits::file_too_large(what, len, max) {
-        Some(message) => Err(io::Error::new(io::ErrorKind::FileTooLarge, message)),
-        None => Ok(()),
-    };
+    let too_large = |len: u64| guard::within(what, len, max);
     let (file, len) = guard::open_regular_sized(path, what)?;
     too_large(len)?;
     let mut reader = io::BufReader::with_capacity(64 * 1024, io::Read::take(file, max + 1));
