@@ -132,7 +132,7 @@ pub(super) enum Command {
     /// file:line:col; the others are still scored and the outputs written) or bad usage.
     Sweep(SweepArgs),
     /// Convert transcripts (tau-bench, tau2, swe-agent, toolbench, openai, anthropic,
-    /// openhands) into traces, one JSON-lines file per run.
+    /// openhands, OpenTelemetry OTLP JSON) into traces, one JSON-lines file per run.
     Import(ImportArgs),
     /// The report card of a loop on a failure-mode suite: serve each suite scenario to an
     /// agent command (`-- COMMAND…`), or run the engine's profiles, and say per failure mode

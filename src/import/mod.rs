@@ -2,7 +2,7 @@
 //! post-hoc detectors (`detector/`) and the sweep (`sweep/`) read them like any replayed run.
 //!
 //! One file per format (`tau_bench`, `tau2`, `swe_agent`, `toolbench`, `openai`, `anthropic`,
-//! `openhands`);
+//! `openhands`, `otlp`);
 //! this module owns the shared pieces: the imported [`Run`] (id, source, success label,
 //! termination, events), the [`TraceBuilder`] every format fills, format detection
 //! ([`detect`]) and the located errors of malformed files ([`Diagnostic`]). It reads no files:
@@ -15,7 +15,8 @@
 //! - SWE-agent: the observation matches a failure pattern ([`swe_agent::FAILURE`]);
 //! - OpenAI / Anthropic lists: an explicit flag (`is_error`, `error: true`), else the `Error`
 //!   prefix;
-//! - OpenHands: an `error` observation, or a command whose `exit_code` is not 0.
+//! - OpenHands: an `error` observation, or a command whose `exit_code` is not 0;
+//! - OpenTelemetry (OTLP JSON): a tool span's status `ERROR`, else the `Error` prefix.
 //!
 //! Arguments are always parsed (JSON strings decoded); an argument string that is not JSON is
 //! kept as a JSON string, so it still compares by value.
@@ -23,6 +24,7 @@
 pub mod anthropic;
 pub mod openai;
 pub mod openhands;
+pub mod otlp;
 pub mod scenario;
 pub mod swe_agent;
 pub mod tau2;
@@ -54,11 +56,13 @@ pub enum Format {
     Anthropic,
     /// OpenHands trajectories (an event stream: a JSON array of events, or `{history}`).
     Openhands,
+    /// OpenTelemetry traces as OTLP JSON (GenAI conventions, OpenInference, Traceloop).
+    Otlp,
 }
 
 impl Format {
     /// Every format, in CLI order.
-    pub const ALL: [Format; 7] = [
+    pub const ALL: [Format; 8] = [
         Self::TauBench,
         Self::Tau2,
         Self::SweAgent,
@@ -66,6 +70,7 @@ impl Format {
         Self::Openai,
         Self::Anthropic,
         Self::Openhands,
+        Self::Otlp,
     ];
 
     /// The CLI name.
@@ -78,6 +83,7 @@ impl Format {
             Self::Openai => "openai",
             Self::Anthropic => "anthropic",
             Self::Openhands => "openhands",
+            Self::Otlp => "otlp",
         }
     }
 
@@ -122,6 +128,7 @@ pub struct FileImport {
 /// Guess the format of a parsed JSON document (the first line, for JSON lines).
 pub fn detect(doc: &Value) -> Option<Format> {
     match doc {
+        _ if otlp::is_request(doc) => Some(Format::Otlp),
         Value::Object(o) if o.contains_key("simulations") => Some(Format::Tau2),
         Value::Object(o) if o.contains_key("answer_generation") => Some(Format::Toolbench),
         // An OpenHands evaluation row: its `history` is an event stream (SWE-agent's is chat).
@@ -188,6 +195,10 @@ fn detect_messages(messages: &Value) -> Option<Format> {
 /// bad line is reported at its own line while the others are read.
 pub fn import_text(text: &str, rel: &str, jsonl: bool, format: Option<Format>) -> FileImport {
     let mut out = FileImport::default();
+    // OTLP JSON: the spans of a run may be on any line of the file.
+    if format == Some(Format::Otlp) || (format.is_none() && otlp::sniff(text)) {
+        return otlp::import(text, rel);
+    }
     if jsonl && first_line_is_message(text) {
         return message_lines(text, rel, format);
     }
@@ -212,6 +223,9 @@ pub fn import_text(text: &str, rel: &str, jsonl: bool, format: Option<Format>) -
                 ));
                 continue;
             };
+            if fmt == Format::Otlp {
+                return otlp::import(text, rel);
+            }
             match convert(fmt, doc, rel, line) {
                 // A line's run is named by its `id`, else by its line number.
                 Ok(runs) => out.runs.extend(runs.into_iter().map(|mut r| {
@@ -241,6 +255,9 @@ pub fn import_text(text: &str, rel: &str, jsonl: bool, format: Option<Format>) -
         out.note = Some("not a recognised transcript format".to_owned());
         return out;
     };
+    if fmt == Format::Otlp {
+        return otlp::import(text, rel);
+    }
     match convert(fmt, doc, rel, text) {
         Ok(runs) if runs.is_empty() => {
             out.note = Some(format!("a {} file with no run", fmt.as_str()));
@@ -331,7 +348,7 @@ fn convert(fmt: Format, doc: Value, rel: &str, text: &str) -> Result<Vec<Run>, D
         // tau2: a results object, or a bare array of simulations.
         Format::Tau2 => (!doc.is_array()).then_some("an object or an array of simulations"),
         Format::SweAgent | Format::Toolbench => Some("an object"),
-        Format::Openai | Format::Anthropic | Format::Openhands => None,
+        Format::Openai | Format::Anthropic | Format::Openhands | Format::Otlp => None,
     };
     if let Some(want) = root {
         if doc.is_array() != (fmt == Format::TauBench) || !(doc.is_array() || doc.is_object()) {
@@ -356,6 +373,15 @@ fn convert(fmt: Format, doc: Value, rel: &str, text: &str) -> Result<Vec<Run>, D
         Format::Openai => openai::convert(doc, rel, text),
         Format::Anthropic => anthropic::convert(doc, rel, text),
         Format::Openhands => openhands::convert(doc, rel, text),
+        // Read whole by `import_text` (a run's spans may be on any line); a document alone
+        // is read the same way.
+        Format::Otlp => {
+            let mut got = otlp::import(text, rel);
+            match got.errors.is_empty() {
+                true => Ok(got.runs),
+                false => Err(got.errors.swap_remove(0)),
+            }
+        }
     }
 }
 
@@ -424,12 +450,15 @@ pub fn error_prefixed(text: &str) -> bool {
 }
 
 /// Builds the trace of an imported run: model responses with their calls, tool results,
-/// user turns, the end. Time stays 0 (transcripts are replayed for their order, not timing).
+/// user turns, the end. Time stays 0 (transcripts are replayed for their order, not timing)
+/// unless the format records it (OTLP spans): then `now` is set before each event.
 #[derive(Debug, Default)]
 pub struct TraceBuilder {
     events: Vec<TimedEvent>,
-    /// Calls started and not yet answered: (id, name).
-    open: Vec<(String, String)>,
+    /// The time of the next event, in milliseconds from the run's start.
+    now: u64,
+    /// Calls started and not yet answered: (id, name, start time).
+    open: Vec<(String, String, u64)>,
     turns: u32,
     calls: usize,
 }
@@ -448,7 +477,10 @@ impl TraceBuilder {
     }
 
     fn push(&mut self, event: Event) {
-        self.events.push(TimedEvent { t_ms: 0, event });
+        self.events.push(TimedEvent {
+            t_ms: self.now,
+            event,
+        });
     }
 
     /// A user (or simulated user) message.
@@ -467,6 +499,23 @@ impl TraceBuilder {
         calls: Vec<(String, String, Value)>,
         tokens: (u64, u64),
     ) {
+        let finish = if calls.is_empty() {
+            Finish::Stop
+        } else {
+            Finish::ToolUse
+        };
+        self.response_timed(text, calls, tokens, 0, finish);
+    }
+
+    /// A model response with its latency and finish reason, as recorded.
+    pub fn response_timed(
+        &mut self,
+        text: &str,
+        calls: Vec<(String, String, Value)>,
+        tokens: (u64, u64),
+        latency_ms: u64,
+        finish: Finish,
+    ) {
         let summaries = calls
             .iter()
             .map(|(id, name, args)| CallSummary {
@@ -475,26 +524,48 @@ impl TraceBuilder {
                 args: crate::json::compact(args),
             })
             .collect();
-        let finish = if calls.is_empty() {
-            Finish::Stop
-        } else {
-            Finish::ToolUse
-        };
         self.push(Event::ModelResponse {
             finish,
             text: (!text.is_empty()).then(|| text.to_owned()),
             calls: summaries,
             input_tokens: tokens.0,
             output_tokens: tokens.1,
-            latency_ms: 0,
+            latency_ms,
             anomaly: None,
             chunks: 0,
         });
         for (id, name, args) in calls {
-            self.calls += 1;
-            self.open.push((id.clone(), name.clone()));
-            self.push(Event::ToolCallStart { id, name, args });
+            self.call(id, name, args);
         }
+    }
+
+    /// A tool call seen run without the response that asked for it (its model call's content
+    /// was not recorded).
+    pub fn call(&mut self, id: String, name: String, args: Value) {
+        self.calls += 1;
+        self.open.push((id.clone(), name.clone(), self.now));
+        self.push(Event::ToolCallStart { id, name, args });
+    }
+
+    /// Is call `id` waiting for its result?
+    pub fn is_open(&self, id: &str) -> bool {
+        self.open.iter().any(|(i, _, _)| i == id)
+    }
+
+    /// A message the agent added in the middle of its tool loop (a nudge), read as the agent's
+    /// own intervention, as `harness exec` reads it.
+    pub fn nudge(&mut self, role: crate::llm::Role, text: &str) {
+        self.push(Event::Intervention {
+            policy: "agent".to_owned(),
+            stage: 1,
+            action: "nudge".to_owned(),
+            tool: None,
+        });
+        self.push(Event::MessageInjected {
+            source: "agent".to_owned(),
+            role,
+            text: text.to_owned(),
+        });
     }
 
     /// The id of the oldest unanswered call to `name` (any name when `None`), for formats
@@ -502,24 +573,24 @@ impl TraceBuilder {
     pub fn pending_id(&self, name: Option<&str>) -> Option<String> {
         self.open
             .iter()
-            .find(|(_, n)| name.is_none_or(|want| want == n))
-            .map(|(id, _)| id.clone())
+            .find(|(_, n, _)| name.is_none_or(|want| want == n))
+            .map(|(id, _, _)| id.clone())
     }
 
     /// A tool result for call `id`. A result for no open call is dropped (it answers nothing
     /// the trace has).
     pub fn result(&mut self, id: &str, text: &str, failed: bool) {
-        let Some(at) = self.open.iter().position(|(i, _)| i == id) else {
+        let Some(at) = self.open.iter().position(|(i, _, _)| i == id) else {
             return;
         };
-        let (id, name) = self.open.remove(at);
+        let (id, name, started) = self.open.remove(at);
         self.push(Event::ToolCallEnd {
             id,
             name,
             ok: !failed,
             output: (!failed).then(|| text.to_owned()),
             error: failed.then(|| text.to_owned()),
-            latency_ms: 0,
+            latency_ms: self.now.saturating_sub(started),
             rule: None,
         });
     }
@@ -785,6 +856,7 @@ mod tests {
 mod fixture_tests {
     use super::*;
     use crate::detector::View;
+    use crate::trace::Event;
 
     fn one(text: &str, rel: &str, jsonl: bool) -> Vec<(Run, View)> {
         let got = import_text(text, rel, jsonl, None);
@@ -949,6 +1021,115 @@ mod fixture_tests {
             "the tool-result message is not a user turn"
         );
         assert_eq!(v.tokens_after(0), Some(56));
+    }
+
+    #[test]
+    fn otlp_traces_become_runs_per_conversation_in_start_order() {
+        let runs = one(
+            include_str!("../../fixtures/transcripts/otlp/several-traces.jsonl"),
+            "several-traces.jsonl",
+            true,
+        );
+        let ids: Vec<&str> = runs.iter().map(|(r, _)| r.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "several-traces.jsonl#1d2e3f405162738495a6b7c8d9e0f1a2",
+                "several-traces.jsonl#conv-1042",
+                "several-traces.jsonl#0af7651916cd43dd8448eb211c80319c",
+            ],
+            "Traceloop's trace started first; the two traces of conv-1042 are one run"
+        );
+        assert!(
+            runs.iter()
+                .all(|(r, _)| r.source == "otlp" && r.success.is_none())
+        );
+        // GenAI 1.37+: spans over two lines, results from execute_tool spans, a second turn.
+        let (r, v) = &runs[1];
+        let failed: Vec<bool> = v.calls.iter().map(|c| c.failed).collect();
+        assert_eq!(failed, [true, true, false]);
+        assert!(v.calls[0].same_call(&v.calls[1]));
+        assert_eq!(v.calls[2].result, r#"{"id": "1042", "status": "shipped"}"#);
+        let turns = r
+            .events
+            .iter()
+            .filter(|e| matches!(e.event, Event::UserTurn { .. }))
+            .count();
+        assert_eq!(turns, 2);
+        assert_eq!(
+            v.tokens_after(0),
+            Some(102 + 18 + 143 + 15 + 170 + 18 + 210 + 9)
+        );
+        let tool_end = r.events.iter().find_map(|e| match &e.event {
+            Event::ToolCallEnd { latency_ms, .. } => Some((e.t_ms, *latency_ms)),
+            _ => None,
+        });
+        assert_eq!(
+            tool_end,
+            Some((840, 30)),
+            "time from the run's first span; latency from the spans"
+        );
+        // OpenInference: flattened messages, results from the next call's input.
+        let (r, v) = &runs[2];
+        assert_eq!(v.calls.len(), 3);
+        assert!(v.calls[..2].iter().all(|c| c.failed && c.name == "exec"));
+        assert!(
+            v.calls[0].same_call(&v.calls[2]),
+            "`{{ }}` and `{{}}` are the same arguments"
+        );
+        assert_eq!(r.termination.as_deref(), Some("stopped"));
+        // Traceloop before 0.55: a rate-limited call between two answers.
+        let (r, v) = &runs[0];
+        assert_eq!(v.calls.len(), 1);
+        assert_eq!(v.calls[0].result, "rainy, 14C");
+        let fault = r.events.iter().find_map(|e| match &e.event {
+            Event::ProviderError { fault, .. } => Some(*fault),
+            _ => None,
+        });
+        assert_eq!(fault, Some(crate::llm::FaultKind::RateLimit));
+        assert_eq!(r.termination.as_deref(), Some("response"));
+    }
+
+    #[test]
+    fn otlp_messages_in_events_only_are_read() {
+        let runs = one(
+            include_str!("../../fixtures/transcripts/otlp/events-only.jsonl"),
+            "events-only.jsonl",
+            true,
+        );
+        assert_eq!(runs.len(), 2);
+        // Log records of the old per-message events, tied to metadata-only spans.
+        let (_, v) = &runs[0];
+        assert_eq!(v.calls.len(), 2);
+        assert!(v.calls[0].failed, "the tool message starts with `Error`");
+        assert!(v.calls[0].same_call(&v.calls[1]));
+        // Span events of conventions 1.26-1.27.
+        let (r, v) = &runs[1];
+        assert!(v.calls.is_empty());
+        let text = r.events.iter().find_map(|e| match &e.event {
+            Event::ModelResponse { text, .. } => text.clone(),
+            _ => None,
+        });
+        assert_eq!(text.as_deref(), Some("Hello!"));
+        assert_eq!(v.responses, [(0, 12 + 8)], "the old token names");
+    }
+
+    #[test]
+    fn a_truncated_otlp_file_keeps_its_whole_lines() {
+        let got = import_text(
+            include_str!("../../fixtures/invalid/transcript/otlp-truncated.jsonl"),
+            "t.jsonl",
+            true,
+            None,
+        );
+        assert_eq!(got.errors.len(), 1);
+        let e = &got.errors[0];
+        assert_eq!(e.line(), 3, "{e:?}");
+        assert!(
+            e.hint.as_deref().is_some_and(|h| h.contains("ends early")),
+            "{e:?}"
+        );
+        assert_eq!(got.runs.len(), 2, "the two whole lines' traces are read");
     }
 
     #[test]

@@ -630,6 +630,8 @@ const WIRE_POINTS_AT: &[(&str, &str)] = &[
     ),
     ("transcript/openai-bad-line.jsonl", ""),
     ("transcript/openai-deep-nesting.jsonl", "[[[[[[[["),
+    ("transcript/otlp-span-without-trace-id.json", "}"),
+    ("transcript/otlp-truncated.jsonl", ""),
     (
         "transcript/swe-agent-trajectory-not-a-list.traj",
         "\"ls; python",

@@ -177,7 +177,7 @@ fn malformed_transcripts_are_located_and_the_others_still_scored() {
     assert_eq!(run.stderr.matches("  hint: ").count(), 3, "{}", run.stderr);
     // The good files and the good lines of the JSON-lines file were still scored.
     let rows = rows(&p.read("out.csv"));
-    assert_eq!(rows["consecutive-identical k=3"]["runs"], "16");
+    assert_eq!(rows["consecutive-identical k=3"]["runs"], "21");
 }
 
 #[test]

@@ -1,0 +1,1355 @@
+//! OpenTelemetry traces as OTLP JSON — what the Collector's `file` exporter writes (one
+//! `ExportTraceServiceRequest` a line; `ExportLogsServiceRequest` lines too when logs share the
+//! file), or a single such object — read as runs.
+//!
+//! **Runs.** One run per conversation: the traces whose spans carry the same
+//! `gen_ai.conversation.id` (OpenInference: `session.id`) are one run; a trace without one is a
+//! run of its own. Run ids are `<file>#<conversation or trace id>`, runs in the order they
+//! started. Spans of one trace split across files make a run per file.
+//!
+//! **Model calls** are the inference spans, in start order: `gen_ai.operation.name` `chat`,
+//! `text_completion` or `generate_content` (the OpenTelemetry GenAI conventions), an
+//! OpenInference `LLM` span, or a Traceloop `llm.request.type` `chat`/`completion` span. An
+//! inference span that has another inside it (a framework's span around the client's) gives way
+//! to the inner one. What each call sent and answered is read from, in this order:
+//! - `gen_ai.input.messages` / `gen_ai.output.messages` (GenAI conventions 1.37 and later: role
+//!   and typed parts `text`, `tool_call`, `tool_call_response`; a JSON string or a structured
+//!   value) — OpenTelemetry's `openai-v2` 2.x with content capture on, Traceloop 0.55 and
+//!   later, OpenInference with `OPENINFERENCE_ENABLE_GENAI_SEMCONV`;
+//! - `llm.input_messages.N.message.*` / `llm.output_messages.N.message.*` (OpenInference);
+//! - `gen_ai.prompt.N.*` / `gen_ai.completion.N.*` (Traceloop before 0.55, OpenLLMetry);
+//! - events: per-message events `gen_ai.{system,user,assistant,tool}.message` and
+//!   `gen_ai.choice` (GenAI conventions 1.28–1.36: log records in the same file, tied to the
+//!   span by its id, or span events; content in the body, or in `gen_ai.event.content`), and
+//!   `gen_ai.content.prompt` / `gen_ai.content.completion` span events (conventions 1.26–1.27).
+//!
+//! The messages after the last assistant message of a call's input are what the agent added:
+//! tool results answer the calls they name; user messages are the user's turns (at the start,
+//! or after a text answer) or, in the middle of a tool loop, the agent's own nudges. Tool
+//! results also come from `execute_tool` spans (`gen_ai.tool.call.id`, `gen_ai.tool.call.result`;
+//! OpenInference `TOOL` spans) — a tool span for a call no model output showed (content not
+//! captured) is that call. Tokens: `gen_ai.usage.input_tokens` / `output_tokens`
+//! (`prompt_tokens` / `completion_tokens` before 1.27; OpenInference `llm.token_count.*`).
+//! Latency is the span's duration. A span with status `ERROR` is a provider error (its kind read
+//! from `error.type` and the message), a tool span with it a failed call; a tool result with no
+//! span says it failed by starting with `Error`. Time is measured from the run's first span.
+//!
+//! **harness's own exports** (`--otlp`) carry every trace event as a `harness.*` span event
+//! (`harness.seq`, `harness.event`); such a run is read back event for event, with the success
+//! label of its agent span (`harness.success`).
+
+use super::{Run, TraceBuilder, content_text, error_prefixed, located, parse_args, syntax};
+use crate::diagnostic::Diagnostic;
+use crate::llm::{FaultKind, Finish, Role};
+use crate::scenario::OutcomeKind;
+use crate::trace::{Event, TimedEvent};
+use serde::Deserialize;
+use serde::de::{self, Deserializer, Visitor};
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// The source name of runs read from OTLP.
+pub const SOURCE: &str = "otlp";
+
+/// Nanoseconds since the Unix epoch of harness's virtual time 0 in exports: 2025-01-01T00:00Z.
+pub const EPOCH_NS: u64 = 1_735_689_600_000_000_000;
+
+/// Span event attribute holding a trace event as JSON (harness's exports).
+pub const EVENT_ATTR: &str = "harness.event";
+/// Span event attribute holding the event's position in its trace (harness's exports).
+pub const SEQ_ATTR: &str = "harness.seq";
+/// Agent span attribute holding the run's success label (harness's exports).
+pub const SUCCESS_ATTR: &str = "harness.success";
+
+/// Does the text look like OTLP JSON? Its first object's first key is `resourceSpans` or
+/// `resourceLogs` (or their snake_case spellings).
+pub fn sniff(text: &str) -> bool {
+    let rest = text.trim_start();
+    let Some(rest) = rest.strip_prefix('{') else {
+        return false;
+    };
+    let rest = rest.trim_start();
+    [
+        "\"resourceSpans\"",
+        "\"resourceLogs\"",
+        "\"resource_spans\"",
+        "\"resource_logs\"",
+    ]
+    .iter()
+    .any(|k| rest.starts_with(k))
+}
+
+/// Is this parsed document an OTLP request?
+pub fn is_request(doc: &Value) -> bool {
+    doc.as_object().is_some_and(|o| {
+        [
+            "resourceSpans",
+            "resourceLogs",
+            "resource_spans",
+            "resource_logs",
+        ]
+        .iter()
+        .any(|k| o.contains_key(*k))
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// The wire shape (OTLP JSON: lowerCamelCase, snake_case accepted; 64-bit integers as strings
+// or numbers; enums as numbers or names).
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Request {
+    #[serde(default, alias = "resource_spans")]
+    resource_spans: Vec<ResourceSpans>,
+    #[serde(default, alias = "resource_logs")]
+    resource_logs: Vec<ResourceLogs>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ResourceSpans {
+    #[serde(default, alias = "scope_spans")]
+    scope_spans: Vec<ScopeSpans>,
+}
+
+#[derive(Deserialize)]
+struct ScopeSpans {
+    #[serde(default)]
+    spans: Vec<SpanDoc>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SpanDoc {
+    #[serde(alias = "trace_id")]
+    trace_id: String,
+    #[serde(alias = "span_id")]
+    span_id: String,
+    #[serde(default, alias = "parent_span_id")]
+    parent_span_id: String,
+    #[serde(default)]
+    name: String,
+    #[serde(default, alias = "start_time_unix_nano")]
+    start_time_unix_nano: Nanos,
+    #[serde(default, alias = "end_time_unix_nano")]
+    end_time_unix_nano: Nanos,
+    #[serde(default)]
+    attributes: Vec<KeyValue>,
+    #[serde(default)]
+    events: Vec<EventDoc>,
+    #[serde(default)]
+    status: StatusDoc,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct EventDoc {
+    #[serde(default, alias = "time_unix_nano")]
+    time_unix_nano: Nanos,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    attributes: Vec<KeyValue>,
+}
+
+#[derive(Deserialize, Default)]
+struct StatusDoc {
+    #[serde(default)]
+    code: StatusCode,
+    #[serde(default)]
+    message: String,
+}
+
+#[derive(Deserialize)]
+struct KeyValue {
+    key: String,
+    #[serde(default)]
+    value: Value,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ResourceLogs {
+    #[serde(default, alias = "scope_logs")]
+    scope_logs: Vec<ScopeLogs>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ScopeLogs {
+    #[serde(default, alias = "log_records")]
+    log_records: Vec<LogDoc>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LogDoc {
+    #[serde(default, alias = "time_unix_nano")]
+    time_unix_nano: Nanos,
+    #[serde(default, alias = "observed_time_unix_nano")]
+    observed_time_unix_nano: Nanos,
+    #[serde(default, alias = "trace_id")]
+    trace_id: String,
+    #[serde(default, alias = "span_id")]
+    span_id: String,
+    #[serde(default, alias = "event_name")]
+    event_name: String,
+    #[serde(default)]
+    body: Value,
+    #[serde(default)]
+    attributes: Vec<KeyValue>,
+}
+
+/// A `fixed64` timestamp: a decimal string (proto3 JSON) or a number.
+#[derive(Default, Clone, Copy)]
+struct Nanos(u64);
+
+impl<'de> Deserialize<'de> for Nanos {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Nanos;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("nanoseconds since the epoch (a decimal string or a number)")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Nanos, E> {
+                Ok(Nanos(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Nanos, E> {
+                u64::try_from(v)
+                    .map(Nanos)
+                    .map_err(|_| E::custom("a negative timestamp"))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Nanos, E> {
+                v.parse().map(Nanos).map_err(|_| {
+                    E::custom(format!(
+                        "`{v}` is not a timestamp: write nanoseconds as a decimal string"
+                    ))
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A span status code: `2` or `STATUS_CODE_ERROR` is an error.
+#[derive(Default, Clone, Copy)]
+struct StatusCode(bool);
+
+impl<'de> Deserialize<'de> for StatusCode {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = StatusCode;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a status code (0, 1, 2 or its name)")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<StatusCode, E> {
+                Ok(StatusCode(v == 2))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<StatusCode, E> {
+                Ok(StatusCode(v == 2))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<StatusCode, E> {
+                match v {
+                    "STATUS_CODE_ERROR" | "ERROR" | "2" => Ok(StatusCode(true)),
+                    "STATUS_CODE_OK" | "STATUS_CODE_UNSET" | "OK" | "UNSET" | "0" | "1" => {
+                        Ok(StatusCode(false))
+                    }
+                    other => Err(E::custom(format!("unknown status code `{other}`"))),
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// An OTLP `AnyValue` as plain JSON: `{"stringValue": "x"}` is `"x"`, `{"intValue": "47"}` is
+/// `47`, arrays and key-value lists are arrays and objects.
+fn any_value(v: Value) -> Value {
+    let Value::Object(o) = v else {
+        return v;
+    };
+    let Some((k, x)) = o.into_iter().next() else {
+        return Value::Null;
+    };
+    match k.as_str() {
+        "intValue" | "int_value" => match &x {
+            Value::String(s) => s.parse::<i64>().map_or(x, Value::from),
+            _ => x,
+        },
+        "arrayValue" | "array_value" => Value::Array(match x {
+            Value::Object(mut a) => match a.remove("values") {
+                Some(Value::Array(items)) => items.into_iter().map(any_value).collect(),
+                _ => Vec::new(),
+            },
+            _ => Vec::new(),
+        }),
+        "kvlistValue" | "kvlist_value" => Value::Object(match x {
+            Value::Object(mut a) => match a.remove("values") {
+                Some(Value::Array(items)) => items
+                    .into_iter()
+                    .filter_map(|kv| {
+                        let Value::Object(mut kv) = kv else {
+                            return None;
+                        };
+                        let key = kv.remove("key")?.as_str()?.to_owned();
+                        Some((key, kv.remove("value").map_or(Value::Null, any_value)))
+                    })
+                    .collect(),
+                _ => serde_json::Map::new(),
+            },
+            _ => serde_json::Map::new(),
+        }),
+        _ => x,
+    }
+}
+
+type Attrs = BTreeMap<String, Value>;
+
+fn attr_map(list: Vec<KeyValue>) -> Attrs {
+    list.into_iter()
+        .map(|kv| (kv.key, any_value(kv.value)))
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The spans and logs of a file.
+
+struct Span {
+    trace: String,
+    id: String,
+    parent: String,
+    name: String,
+    start: u64,
+    end: u64,
+    attrs: Attrs,
+    events: Vec<SpanEvent>,
+    error: Option<String>,
+    /// The line of the file it was read from.
+    line: usize,
+}
+
+struct SpanEvent {
+    name: String,
+    time: u64,
+    attrs: Attrs,
+}
+
+struct Log {
+    span: String,
+    time: u64,
+    name: String,
+    body: Value,
+    attrs: Attrs,
+}
+
+impl Span {
+    fn str(&self, key: &str) -> Option<&str> {
+        self.attrs.get(key).and_then(Value::as_str)
+    }
+
+    fn uint(&self, keys: &[&str]) -> Option<u64> {
+        keys.iter().find_map(|k| match self.attrs.get(*k)? {
+            Value::Number(n) => n.as_u64(),
+            Value::String(s) => s.parse().ok(),
+            _ => None,
+        })
+    }
+
+    fn operation(&self) -> Option<&str> {
+        self.str("gen_ai.operation.name")
+    }
+
+    fn is_inference(&self) -> bool {
+        match self.operation() {
+            Some(op) => matches!(
+                op,
+                "chat" | "text_completion" | "generate_content" | "completion"
+            ),
+            None => {
+                self.str("openinference.span.kind") == Some("LLM")
+                    || matches!(self.str("llm.request.type"), Some("chat" | "completion"))
+            }
+        }
+    }
+
+    fn is_tool(&self) -> bool {
+        self.operation() == Some("execute_tool")
+            || self.str("openinference.span.kind") == Some("TOOL")
+            || self.str("traceloop.span.kind") == Some("tool")
+    }
+
+    fn conversation(&self) -> Option<&str> {
+        self.str("gen_ai.conversation.id")
+            .or_else(|| self.str("session.id"))
+            .filter(|s| !s.is_empty())
+    }
+
+    fn model(&self) -> Option<&str> {
+        [
+            "gen_ai.request.model",
+            "gen_ai.response.model",
+            "llm.model_name",
+            "llm.request.model",
+        ]
+        .iter()
+        .find_map(|k| self.str(k))
+    }
+
+    fn harnessed(&self) -> bool {
+        self.events.iter().any(|e| e.attrs.contains_key(EVENT_ATTR))
+    }
+}
+
+fn read_request(req: Request, line: usize, spans: &mut Vec<Span>, logs: &mut Vec<Log>) {
+    for rs in req.resource_spans {
+        for ss in rs.scope_spans {
+            for s in ss.spans {
+                let attrs = attr_map(s.attributes);
+                let events: Vec<SpanEvent> = s
+                    .events
+                    .into_iter()
+                    .map(|e| SpanEvent {
+                        name: e.name,
+                        time: e.time_unix_nano.0,
+                        attrs: attr_map(e.attributes),
+                    })
+                    .collect();
+                let error = s.status.code.0.then(|| {
+                    let exception = events
+                        .iter()
+                        .find(|e| e.name == "exception")
+                        .and_then(|e| e.attrs.get("exception.message"))
+                        .and_then(Value::as_str);
+                    let kind = attrs.get("error.type").and_then(Value::as_str);
+                    [Some(s.status.message.as_str()), exception, kind]
+                        .into_iter()
+                        .flatten()
+                        .find(|m| !m.is_empty())
+                        .unwrap_or("the span's status is ERROR")
+                        .to_owned()
+                });
+                spans.push(Span {
+                    trace: s.trace_id,
+                    id: s.span_id,
+                    parent: s.parent_span_id,
+                    name: s.name,
+                    start: s.start_time_unix_nano.0,
+                    end: s.end_time_unix_nano.0.max(s.start_time_unix_nano.0),
+                    attrs,
+                    events,
+                    error,
+                    line,
+                });
+            }
+        }
+    }
+    for rl in req.resource_logs {
+        for sl in rl.scope_logs {
+            for l in sl.log_records {
+                let attrs = attr_map(l.attributes);
+                let name = if l.event_name.is_empty() {
+                    attrs
+                        .get("event.name")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned()
+                } else {
+                    l.event_name
+                };
+                if l.span_id.is_empty() || !name.starts_with("gen_ai.") {
+                    continue;
+                }
+                let time = if l.time_unix_nano.0 == 0 {
+                    l.observed_time_unix_nano.0
+                } else {
+                    l.time_unix_nano.0
+                };
+                logs.push(Log {
+                    span: format!("{}/{}", l.trace_id, l.span_id),
+                    time,
+                    name,
+                    body: any_value(l.body),
+                    attrs,
+                });
+            }
+        }
+    }
+}
+
+/// Parse the file's documents: one a line (JSON lines, the file exporter's form), or one
+/// document over several lines. A bad line is a located error; the other lines are read.
+fn parse(text: &str) -> (Vec<Span>, Vec<Log>, Vec<Diagnostic>) {
+    let mut spans = Vec::new();
+    let mut logs = Vec::new();
+    let mut errors = Vec::new();
+    let first = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or_default();
+    let one_a_line = serde_json::from_str::<serde::de::IgnoredAny>(first).is_ok();
+    if !one_a_line {
+        // One document over several lines (pretty-printed), or several after one another.
+        let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+        loop {
+            let offset = stream.byte_offset();
+            match stream.next() {
+                None => break,
+                Some(Ok(doc)) => {
+                    let from = &text[offset..stream.byte_offset()];
+                    match typed(doc, from) {
+                        Ok(req) => {
+                            read_request(req, line_of_start(text, offset), &mut spans, &mut logs);
+                        }
+                        Err(mut e) => {
+                            if let Some(at) = &mut e.at {
+                                at.line += crate::scenario::line_col(text, offset).0 - 1;
+                            }
+                            errors.push(e);
+                        }
+                    }
+                }
+                Some(Err(e)) => {
+                    errors.push(syntax(&e, None));
+                    break;
+                }
+            }
+        }
+        return (spans, logs, errors);
+    }
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Request>(line) {
+            Ok(req) => read_request(req, i + 1, &mut spans, &mut logs),
+            Err(e) if e.is_syntax() || e.is_eof() => errors.push(syntax(&e, Some(i))),
+            Err(_) => {
+                let doc = serde_json::from_str::<Value>(line).unwrap_or_default();
+                if let Err(mut e) = typed(doc, line) {
+                    if let Some(at) = &mut e.at {
+                        at.line += i;
+                    }
+                    errors.push(e);
+                }
+            }
+        }
+    }
+    (spans, logs, errors)
+}
+
+/// The line a byte offset's document starts on (after the whitespace before it).
+fn line_of_start(text: &str, offset: usize) -> usize {
+    let skipped = text[offset..].len() - text[offset..].trim_start().len();
+    crate::scenario::line_col(text, offset + skipped).0
+}
+
+fn typed(doc: Value, text: &str) -> Result<Request, Diagnostic> {
+    let hint = "OTLP JSON, as the Collector's file exporter writes it, is `{\"resourceSpans\": [{\"scopeSpans\": [{\"spans\": [{\"traceId\", \"spanId\", …}]}]}]}` (see docs/production-traces.md)";
+    super::typed::<Request>(doc, text, super::Format::Otlp).map_err(|e| Diagnostic {
+        hint: Some(hint.to_owned()),
+        ..e
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Messages, whichever way the instrumentation recorded them.
+
+/// One message of a call's input or output, as harness needs it.
+#[derive(Debug, Default, Clone)]
+struct Msg {
+    role: String,
+    text: String,
+    /// Tool calls: id, name, parsed arguments.
+    calls: Vec<(String, String, Value)>,
+    /// The call a tool result answers.
+    answers: Option<String>,
+}
+
+/// A call's messages: the input, the output, and the finish reason.
+#[derive(Default)]
+struct Exchange {
+    input: Vec<Msg>,
+    output: Option<Msg>,
+    finish: Option<String>,
+}
+
+/// A JSON attribute: a structured value as is, a string parsed. `Err` names what is wrong.
+fn json_attr(v: &Value) -> Result<Value, String> {
+    match v {
+        Value::String(s) => serde_json::from_str(s).map_err(|e| format!("not JSON: {e}")),
+        other => Ok(other.clone()),
+    }
+}
+
+/// `gen_ai.input.messages` / `gen_ai.output.messages`: `[{role, parts: [...], finish_reason?}]`.
+fn semconv_messages(v: &Value, what: &str) -> Result<(Vec<Msg>, Option<String>), String> {
+    let list = json_attr(v).map_err(|e| format!("{what} is {e}"))?;
+    let Value::Array(list) = list else {
+        return Err(format!("{what} is not a list of messages"));
+    };
+    let mut out = Vec::new();
+    let mut finish = None;
+    for m in &list {
+        let role = m
+            .get("role")
+            .and_then(Value::as_str)
+            .unwrap_or("user")
+            .to_owned();
+        if finish.is_none() {
+            finish = m
+                .get("finish_reason")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+        }
+        let mut msg = Msg {
+            role: role.clone(),
+            ..Msg::default()
+        };
+        let mut texts = Vec::new();
+        let mut responses = false;
+        let parts = m.get("parts").and_then(Value::as_array);
+        for p in parts.into_iter().flatten() {
+            match p.get("type").and_then(Value::as_str) {
+                Some("text") => {
+                    if let Some(t) = p.get("content").and_then(Value::as_str) {
+                        texts.push(t.to_owned());
+                    }
+                }
+                Some("tool_call") => msg.calls.push((
+                    p.get("id")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                    p.get("name")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                    parse_args(p.get("arguments")),
+                )),
+                Some("tool_call_response") => {
+                    responses = true;
+                    out.push(Msg {
+                        role: "tool".to_owned(),
+                        text: result_text(p.get("response").or_else(|| p.get("result"))),
+                        answers: p.get("id").and_then(Value::as_str).map(str::to_owned),
+                        ..Msg::default()
+                    });
+                }
+                _ => {}
+            }
+        }
+        // A message of only tool results is those results.
+        if responses && msg.calls.is_empty() && texts.is_empty() {
+            continue;
+        }
+        msg.text = texts.join("\n");
+        out.push(msg);
+    }
+    Ok((out, finish))
+}
+
+fn result_text(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(s)) => s.clone(),
+        None | Some(Value::Null) => String::new(),
+        Some(other) => crate::json::compact(other),
+    }
+}
+
+/// An OpenAI-shaped message (`{role, content, tool_calls, tool_call_id}`), as the older events
+/// and `gen_ai.content.prompt` carry them.
+fn openai_message(m: &Value, role: &str) -> Msg {
+    let calls = m
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            let f = c.get("function").unwrap_or(c);
+            (
+                c.get("id")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                f.get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                parse_args(f.get("arguments")),
+            )
+        })
+        .collect();
+    Msg {
+        role: m
+            .get("role")
+            .and_then(Value::as_str)
+            .unwrap_or(role)
+            .to_owned(),
+        text: content_text(m.get("content")),
+        calls,
+        answers: m
+            .get("tool_call_id")
+            .or_else(|| (role == "tool").then(|| m.get("id")).flatten())
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    }
+}
+
+/// Flattened indexed attributes `PREFIX.N.REST` as `N -> REST -> value`.
+fn indexed<'a>(attrs: &'a Attrs, prefix: &str) -> BTreeMap<usize, BTreeMap<&'a str, &'a Value>> {
+    let mut out: BTreeMap<usize, BTreeMap<&str, &Value>> = BTreeMap::new();
+    for (k, v) in attrs.range(prefix.to_owned()..) {
+        let Some(rest) = k.strip_prefix(prefix) else {
+            break;
+        };
+        let Some((n, field)) = rest.split_once('.') else {
+            continue;
+        };
+        if let Ok(n) = n.parse::<usize>() {
+            out.entry(n).or_default().insert(field, v);
+        }
+    }
+    out
+}
+
+/// Messages from flattened attributes: OpenInference (`message.role`, `message.content`,
+/// `message.contents.K.message_content.text`, `message.tool_call_id`,
+/// `message.tool_calls.J.tool_call.{id,function.name,function.arguments}`) or Traceloop
+/// (`role`, `content`, `tool_call_id`, `tool_calls.J.{id,name,arguments}`, `finish_reason`).
+fn flat_messages(attrs: &Attrs, prefix: &str) -> (Vec<Msg>, Option<String>) {
+    let mut out = Vec::new();
+    let mut finish = None;
+    for fields in indexed(attrs, prefix).into_values() {
+        let get = |k: &str| {
+            fields
+                .get(k)
+                .or_else(|| fields.get(format!("message.{k}").as_str()))
+                .and_then(|v| v.as_str())
+        };
+        let mut text = get("content").map(str::to_owned).unwrap_or_default();
+        if text.is_empty() {
+            let parts: Vec<&str> = fields
+                .iter()
+                .filter(|(k, _)| {
+                    k.starts_with("message.contents.") && k.ends_with(".message_content.text")
+                })
+                .filter_map(|(_, v)| v.as_str())
+                .collect();
+            text = parts.join("\n");
+        }
+        let mut calls: BTreeMap<usize, (String, String, Value)> = BTreeMap::new();
+        for (k, v) in &fields {
+            let Some(rest) = k
+                .strip_prefix("message.tool_calls.")
+                .or_else(|| k.strip_prefix("tool_calls."))
+            else {
+                continue;
+            };
+            let Some((j, field)) = rest.split_once('.') else {
+                continue;
+            };
+            let Ok(j) = j.parse::<usize>() else { continue };
+            let call = calls.entry(j).or_default();
+            match field {
+                "tool_call.id" | "id" => call.0 = v.as_str().unwrap_or_default().to_owned(),
+                "tool_call.function.name" | "name" => {
+                    call.1 = v.as_str().unwrap_or_default().to_owned();
+                }
+                "tool_call.function.arguments" | "arguments" => call.2 = parse_args(Some(v)),
+                _ => {}
+            }
+        }
+        if finish.is_none() {
+            finish = get("finish_reason").map(str::to_owned);
+        }
+        out.push(Msg {
+            role: get("role").unwrap_or("user").to_owned(),
+            text,
+            calls: calls
+                .into_values()
+                .map(|(id, name, args)| {
+                    (
+                        id,
+                        name,
+                        if args.is_null() {
+                            Value::Object(Default::default())
+                        } else {
+                            args
+                        },
+                    )
+                })
+                .collect(),
+            answers: get("tool_call_id").map(str::to_owned),
+        });
+    }
+    (out, finish)
+}
+
+/// Per-message events (span events, or log records tied to the span): input messages and the
+/// first choice.
+fn event_messages<'a>(events: impl Iterator<Item = (&'a str, Value)>) -> Exchange {
+    let mut ex = Exchange::default();
+    for (name, body) in events {
+        match name {
+            "gen_ai.system.message" => ex.input.push(openai_message(&body, "system")),
+            "gen_ai.user.message" => ex.input.push(openai_message(&body, "user")),
+            "gen_ai.assistant.message" => ex.input.push(openai_message(&body, "assistant")),
+            "gen_ai.tool.message" => ex.input.push(openai_message(&body, "tool")),
+            "gen_ai.choice" if ex.output.is_none() => {
+                let message = body.get("message").unwrap_or(&Value::Null);
+                ex.output = Some(openai_message(message, "assistant"));
+                ex.finish = body
+                    .get("finish_reason")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+            }
+            "gen_ai.content.prompt" => {
+                if let Some(Value::Array(list)) = body.get("gen_ai.prompt").map(parsed) {
+                    ex.input
+                        .extend(list.iter().map(|m| openai_message(m, "user")));
+                }
+            }
+            "gen_ai.content.completion" => {
+                if let Some(Value::Array(list)) = body.get("gen_ai.completion").map(parsed) {
+                    ex.output = list.first().map(|m| openai_message(m, "assistant"));
+                }
+            }
+            _ => {}
+        }
+    }
+    ex
+}
+
+fn parsed(v: &Value) -> Value {
+    json_attr(v).unwrap_or(Value::Null)
+}
+
+/// A span event's body: `gen_ai.event.content` (JSON) when there, else its attributes.
+fn event_body(e: &SpanEvent) -> Value {
+    match e.attrs.get("gen_ai.event.content") {
+        Some(v) => parsed(v),
+        None => Value::Object(e.attrs.clone().into_iter().collect()),
+    }
+}
+
+/// What an inference span sent and answered. `Err` is a content attribute that is not the JSON
+/// it should be.
+fn exchange(s: &Span, logs: &HashMap<String, Vec<&Log>>) -> Result<Exchange, String> {
+    let mut ex = Exchange::default();
+    let mut found = false;
+    if let Some(v) = s.attrs.get("gen_ai.input.messages") {
+        ex.input = semconv_messages(v, "gen_ai.input.messages")?.0;
+        found = true;
+    }
+    if let Some(v) = s.attrs.get("gen_ai.output.messages") {
+        let (out, finish) = semconv_messages(v, "gen_ai.output.messages")?;
+        ex.output = out.into_iter().find(|m| m.role == "assistant");
+        ex.finish = finish;
+        found = true;
+    }
+    if !found {
+        for (input, output) in [
+            ("llm.input_messages.", "llm.output_messages."),
+            ("gen_ai.prompt.", "gen_ai.completion."),
+        ] {
+            let (i, _) = flat_messages(&s.attrs, input);
+            let (o, finish) = flat_messages(&s.attrs, output);
+            if !i.is_empty() || !o.is_empty() {
+                ex.input = i;
+                ex.output = o.into_iter().next();
+                ex.finish = finish;
+                found = true;
+                break;
+            }
+        }
+    }
+    if !found {
+        let mut events: Vec<(u64, &str, Value)> = s
+            .events
+            .iter()
+            .filter(|e| e.name.starts_with("gen_ai."))
+            .map(|e| (e.time, e.name.as_str(), event_body(e)))
+            .collect();
+        if let Some(list) = logs.get(&format!("{}/{}", s.trace, s.id)) {
+            events.extend(list.iter().map(|l| {
+                let body = match &l.body {
+                    Value::Null => Value::Object(l.attrs.clone().into_iter().collect()),
+                    b => b.clone(),
+                };
+                (l.time, l.name.as_str(), body)
+            }));
+        }
+        // Log records come in any order: by time, then as written.
+        events.sort_by_key(|(t, _, _)| *t);
+        let from_events = event_messages(events.into_iter().map(|(_, n, b)| (n, b)));
+        ex = from_events;
+    }
+    if ex.finish.is_none() {
+        ex.finish = s
+            .attrs
+            .get("gen_ai.response.finish_reasons")
+            .and_then(|v| match v {
+                Value::Array(a) => a.first().and_then(Value::as_str),
+                Value::String(s) => Some(s.as_str()),
+                _ => None,
+            })
+            .or_else(|| s.str("llm.finish_reason"))
+            .map(str::to_owned);
+    }
+    Ok(ex)
+}
+
+fn finish_of(reason: Option<&str>, calls: bool) -> Finish {
+    match reason {
+        Some("length" | "max_tokens" | "MAX_TOKENS") => Finish::Length,
+        Some("content_filter" | "SAFETY") => Finish::ContentFilter,
+        Some("stop_sequence") => Finish::StopSequence,
+        _ if calls => Finish::ToolUse,
+        _ => Finish::Stop,
+    }
+}
+
+/// The provider fault a failed inference span reads as.
+fn fault_of(s: &Span, message: &str) -> FaultKind {
+    let text =
+        format!("{} {message}", s.str("error.type").unwrap_or_default()).to_ascii_lowercase();
+    if text.contains("ratelimit") || text.contains("rate_limit") || text.contains("429") {
+        FaultKind::RateLimit
+    } else if text.contains("timeout") || text.contains("timed out") {
+        FaultKind::Timeout
+    } else if text.contains("context_length") || text.contains("context window") {
+        FaultKind::ContextOverflow
+    } else {
+        FaultKind::ServerError
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Spans to runs.
+
+/// What a file gave: its runs, located errors, and why it has none.
+pub fn import(text: &str, rel: &str) -> super::FileImport {
+    let (spans, logs, mut errors) = parse(text);
+    let mut out = super::FileImport::default();
+    // The same span twice (a re-sent batch) counts once.
+    let mut seen = HashSet::new();
+    let spans: Vec<Span> = spans
+        .into_iter()
+        .filter(|s| seen.insert((s.trace.clone(), s.id.clone())))
+        .collect();
+    let mut by_span: HashMap<String, Vec<&Log>> = HashMap::new();
+    for l in &logs {
+        by_span.entry(l.span.clone()).or_default().push(l);
+    }
+    // Traces, then conversations: a trace's conversation is the first one its spans name.
+    let mut traces: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, s) in spans.iter().enumerate() {
+        traces.entry(s.trace.as_str()).or_default().push(i);
+    }
+    let mut runs: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (trace, mut members) in traces {
+        members.sort_by(|&a, &b| order(&spans[a], &spans[b]));
+        let key = members
+            .iter()
+            .find_map(|&i| spans[i].conversation())
+            .unwrap_or(trace)
+            .to_owned();
+        runs.entry(key).or_default().extend(members);
+    }
+    let mut made: Vec<(u64, Run)> = Vec::new();
+    for (key, mut members) in runs {
+        members.sort_by(|&a, &b| order(&spans[a], &spans[b]));
+        let group: Vec<&Span> = members.iter().map(|&i| &spans[i]).collect();
+        let id = format!("{rel}#{key}");
+        let first = group.first().map_or(0, |s| s.start);
+        let run = if group.iter().any(|s| s.harnessed()) {
+            harness_run(&group, id)
+        } else {
+            genai_run(&group, &by_span, id, first)
+        };
+        match run {
+            Ok(Some(run)) => made.push((first, run)),
+            Ok(None) => {}
+            Err(e) => errors.push(e),
+        }
+    }
+    made.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.id.cmp(&b.1.id)));
+    out.runs = made.into_iter().map(|(_, r)| r).collect();
+    if out.runs.is_empty() && errors.is_empty() {
+        out.note = Some(if spans.is_empty() {
+            "an OTLP file with no span".to_owned()
+        } else {
+            format!(
+                "an OTLP file with {} span(s) and no model call among them (no GenAI, OpenInference or Traceloop inference span)",
+                spans.len()
+            )
+        });
+    }
+    out.errors = errors;
+    out
+}
+
+fn order(a: &Span, b: &Span) -> std::cmp::Ordering {
+    a.start
+        .cmp(&b.start)
+        .then(a.end.cmp(&b.end))
+        .then_with(|| a.id.cmp(&b.id))
+}
+
+/// A run harness exported: its events as they were.
+fn harness_run(group: &[&Span], id: String) -> Result<Option<Run>, Diagnostic> {
+    let mut events: Vec<(u64, TimedEvent)> = Vec::new();
+    let mut success = None;
+    for s in group {
+        if let Some(Value::Bool(b)) = s.attrs.get(SUCCESS_ATTR) {
+            success = Some(*b);
+        }
+        for e in &s.events {
+            let Some(v) = e.attrs.get(EVENT_ATTR) else {
+                continue;
+            };
+            let seq = e.attrs.get(SEQ_ATTR).and_then(Value::as_u64).unwrap_or(0);
+            let event = v
+                .as_str()
+                .ok_or_else(|| "not a string".to_owned())
+                .and_then(|t| serde_json::from_str::<TimedEvent>(t).map_err(|e| e.to_string()))
+                .map_err(|why| {
+                    located(
+                        s.line,
+                        1,
+                        format!(
+                            "span `{}` ({}): its `{EVENT_ATTR}` event is not a trace event: {why}",
+                            s.name, s.id
+                        ),
+                        "the file was changed after harness wrote it; export the run again with `--otlp`",
+                    )
+                })?;
+            events.push((seq, event));
+        }
+    }
+    events.sort_by_key(|(seq, _)| *seq);
+    let events: Vec<TimedEvent> = events.into_iter().map(|(_, e)| e).collect();
+    let termination = events.iter().rev().find_map(|e| match &e.event {
+        Event::Outcome { outcome, .. } => Some(outcome.as_str().to_owned()),
+        _ => None,
+    });
+    Ok(Some(Run {
+        id,
+        source: SOURCE.to_owned(),
+        success,
+        termination,
+        events,
+    }))
+}
+
+enum Item<'a> {
+    Inference(&'a Span),
+    Tool(&'a Span),
+}
+
+fn ms(ns: u64, first: u64) -> u64 {
+    ns.saturating_sub(first) / 1_000_000
+}
+
+/// A run from the GenAI (or OpenInference, Traceloop) spans of a conversation.
+fn genai_run(
+    group: &[&Span],
+    logs: &HashMap<String, Vec<&Log>>,
+    id: String,
+    first: u64,
+) -> Result<Option<Run>, Diagnostic> {
+    let parents: HashMap<&str, &str> = group
+        .iter()
+        .map(|s| (s.id.as_str(), s.parent.as_str()))
+        .collect();
+    let inference: HashSet<&str> = group
+        .iter()
+        .filter(|s| s.is_inference())
+        .map(|s| s.id.as_str())
+        .collect();
+    // An inference span with another inside it gives way to the inner one.
+    let mut outer: HashSet<&str> = HashSet::new();
+    for s in group.iter().filter(|s| s.is_inference()) {
+        let mut at = s.parent.as_str();
+        let mut hops = 0;
+        while !at.is_empty() && hops < group.len() {
+            if inference.contains(at) {
+                outer.insert(at);
+            }
+            at = parents.get(at).copied().unwrap_or_default();
+            hops += 1;
+        }
+    }
+    let items: Vec<Item> = group
+        .iter()
+        .filter_map(|s| {
+            if s.is_inference() && !outer.contains(s.id.as_str()) {
+                Some(Item::Inference(s))
+            } else if s.is_tool() {
+                Some(Item::Tool(s))
+            } else {
+                None
+            }
+        })
+        .collect();
+    if !items.iter().any(|i| matches!(i, Item::Inference(_))) {
+        return Ok(None);
+    }
+    let model = items
+        .iter()
+        .find_map(|i| match i {
+            Item::Inference(s) => s.model(),
+            Item::Tool(_) => None,
+        })
+        .unwrap_or_default();
+    let mut b = TraceBuilder::new(SOURCE, model);
+    let mut first_call = true;
+    let mut after_calls = false;
+    let mut faults = 0u32;
+    let mut generated = 0usize;
+    let mut answered: HashSet<String> = HashSet::new();
+    let mut last: Option<(bool, Option<String>)> = None;
+    for item in items {
+        match item {
+            Item::Tool(s) => {
+                b.now = ms(s.start, first);
+                let name = s
+                    .str("gen_ai.tool.name")
+                    .or_else(|| s.str("tool.name"))
+                    .or_else(|| s.name.strip_prefix("execute_tool "))
+                    .unwrap_or(s.name.as_str())
+                    .to_owned();
+                let call_id = s
+                    .str("gen_ai.tool.call.id")
+                    .or_else(|| s.str("tool_call.id"))
+                    .or_else(|| s.str("tool.id"))
+                    .map(str::to_owned);
+                let result = [
+                    "gen_ai.tool.call.result",
+                    "output.value",
+                    "traceloop.entity.output",
+                ]
+                .iter()
+                .find_map(|k| s.attrs.get(*k))
+                .map(|v| result_text(Some(v)));
+                let open = call_id.as_deref().is_some_and(|c| b.is_open(c));
+                let call = if open {
+                    call_id
+                } else if let Some(c) = call_id.filter(|c| !answered.contains(c)) {
+                    // A call no model output showed (content not captured): the span is it.
+                    let args = [
+                        "gen_ai.tool.call.arguments",
+                        "input.value",
+                        "traceloop.entity.input",
+                    ]
+                    .iter()
+                    .find_map(|k| s.attrs.get(*k))
+                    .map_or_else(
+                        || Value::Object(Default::default()),
+                        |v| parse_args(Some(v)),
+                    );
+                    b.call(c.clone(), name.clone(), args);
+                    Some(c)
+                } else {
+                    b.pending_id(Some(&name))
+                };
+                if let Some(c) = call {
+                    b.now = ms(s.end, first);
+                    let text = result.or_else(|| s.error.clone()).unwrap_or_default();
+                    b.result(&c, &text, s.error.is_some());
+                    answered.insert(c);
+                }
+            }
+            Item::Inference(s) => {
+                let ex = exchange(s, logs).map_err(|why| {
+                    located(
+                        s.line,
+                        1,
+                        format!("span `{}` ({}): {why}", s.name, s.id),
+                        "content attributes hold the messages as JSON; check the instrumentation's version, or export the trace again",
+                    )
+                })?;
+                b.now = ms(s.start, first);
+                let from = ex
+                    .input
+                    .iter()
+                    .rposition(|m| m.role == "assistant")
+                    .map_or(0, |i| i + 1);
+                for m in &ex.input[from..] {
+                    match m.role.as_str() {
+                        "tool" => {
+                            let target = match &m.answers {
+                                Some(c) if b.is_open(c) => Some(c.clone()),
+                                Some(_) => None,
+                                None => b.pending_id(None),
+                            };
+                            if let Some(c) = target {
+                                b.result(&c, &m.text, error_prefixed(&m.text));
+                                answered.insert(c);
+                            }
+                        }
+                        "user" if first_call || !after_calls => b.user(&m.text),
+                        "user" | "system" | "developer" if !first_call => {
+                            let role = if m.role == "user" {
+                                Role::User
+                            } else {
+                                Role::System
+                            };
+                            b.nudge(role, &m.text);
+                        }
+                        _ => {}
+                    }
+                }
+                first_call = false;
+                b.now = ms(s.end, first);
+                let latency = ms(s.end, s.start);
+                if let Some(message) = &s.error {
+                    faults += 1;
+                    b.push(Event::ProviderError {
+                        fault: fault_of(s, message),
+                        message: message.clone(),
+                        attempt: faults,
+                        retry_in_ms: None,
+                    });
+                    last = Some((true, Some(message.clone())));
+                    continue;
+                }
+                faults = 0;
+                let out = ex.output.unwrap_or_default();
+                let calls: Vec<(String, String, Value)> = out
+                    .calls
+                    .into_iter()
+                    .map(|(id, name, args)| {
+                        let id = if id.is_empty() {
+                            generated += 1;
+                            format!("call_{generated}")
+                        } else {
+                            id
+                        };
+                        (id, name, args)
+                    })
+                    .collect();
+                after_calls = !calls.is_empty();
+                let tokens = (
+                    s.uint(&[
+                        "gen_ai.usage.input_tokens",
+                        "gen_ai.usage.prompt_tokens",
+                        "llm.token_count.prompt",
+                        "llm.usage.prompt_tokens",
+                    ])
+                    .unwrap_or(0),
+                    s.uint(&[
+                        "gen_ai.usage.output_tokens",
+                        "gen_ai.usage.completion_tokens",
+                        "llm.token_count.completion",
+                        "llm.usage.completion_tokens",
+                    ])
+                    .unwrap_or(0),
+                );
+                let finish = finish_of(ex.finish.as_deref(), !calls.is_empty());
+                last = Some((false, (calls.is_empty()).then(|| out.text.clone())));
+                b.response_timed(&out.text, calls, tokens, latency, finish);
+            }
+        }
+    }
+    let (outcome, detail) = match last {
+        Some((true, Some(message))) => (
+            OutcomeKind::Error,
+            Some(format!(
+                "the run ended after a failed model call: {message}"
+            )),
+        ),
+        Some((false, Some(_))) => (OutcomeKind::Response, None),
+        _ => (
+            OutcomeKind::Stopped,
+            Some("the run ended after tool calls, with no model call after them".to_owned()),
+        ),
+    };
+    let termination = Some(outcome.as_str().to_owned());
+    Ok(Some(Run {
+        id,
+        source: SOURCE.to_owned(),
+        success: None,
+        termination,
+        events: b.finish(outcome, detail),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detector::View;
+
+    #[test]
+    fn sniffs_requests_only() {
+        assert!(sniff("{\"resourceSpans\": []}"));
+        assert!(sniff("\n{\n  \"resourceLogs\": []}"));
+        assert!(!sniff("{\"messages\": []}"));
+        assert!(!sniff("[{\"resourceSpans\": []}]"));
+    }
+
+    #[test]
+    fn any_values_become_plain_json() {
+        let v = serde_json::json!({"kvlistValue": {"values": [
+            {"key": "n", "value": {"intValue": "47"}},
+            {"key": "l", "value": {"arrayValue": {"values": [{"stringValue": "stop"}]}}}
+        ]}});
+        assert_eq!(any_value(v), serde_json::json!({"n": 47, "l": ["stop"]}));
+        assert_eq!(
+            any_value(serde_json::json!({"arrayValue": {}})),
+            serde_json::json!([])
+        );
+    }
+
+    fn runs(text: &str) -> Vec<(Run, View)> {
+        let got = import(text, "t.jsonl");
+        assert!(got.errors.is_empty(), "{:?}", got.errors);
+        got.runs
+            .into_iter()
+            .map(|r| {
+                let v = View::from_events(&r.events);
+                (r, v)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_bad_content_attribute_is_located_at_its_line() {
+        let line = r#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"a","spanId":"b","name":"chat m","startTimeUnixNano":"1","endTimeUnixNano":"2","attributes":[{"key":"gen_ai.operation.name","value":{"stringValue":"chat"}},{"key":"gen_ai.input.messages","value":{"stringValue":"[{"}}]}]}]}]}"#;
+        let got = import(&format!("\n{line}\n"), "t.jsonl");
+        assert_eq!(got.errors.len(), 1, "{:?}", got.errors);
+        assert_eq!(got.errors[0].line(), 2);
+        assert!(
+            got.errors[0]
+                .message
+                .contains("gen_ai.input.messages is not JSON")
+        );
+    }
+
+    #[test]
+    fn a_span_of_the_wrong_shape_is_located_by_path() {
+        let text = "{\"resourceSpans\":[{\"scopeSpans\":[{\"spans\":[{\"spanId\":\"b\"}]}]}]}\n";
+        let got = import(text, "t.jsonl");
+        let e = &got.errors[0];
+        assert_eq!(e.line(), 1);
+        assert!(e.message.contains("traceId"), "{e:?}");
+        assert!(
+            e.message
+                .contains("resourceSpans[0].scopeSpans[0].spans[0]"),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn traces_without_model_calls_are_a_note() {
+        let text = r#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"a","spanId":"b","name":"GET /","startTimeUnixNano":"1","endTimeUnixNano":"2"}]}]}]}"#;
+        let got = import(text, "t.json");
+        assert!(got.runs.is_empty() && got.errors.is_empty());
+        assert!(got.note.unwrap().contains("no model call"));
+        assert!(runs("").is_empty());
+    }
+}
