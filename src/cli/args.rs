@@ -352,6 +352,10 @@ pub(super) struct OutputArgs {
     /// Write a self-contained HTML report: every case's timeline, diffs, metrics charts.
     #[arg(long, value_name = "FILE")]
     pub(super) html: Option<PathBuf>,
+    /// Write every case's trace as OpenTelemetry spans (OTLP JSON lines, GenAI conventions)
+    /// for trace viewers; `harness import` and `sweep` read it back.
+    #[arg(long, value_name = "FILE")]
+    pub(super) otlp: Option<PathBuf>,
     /// Show the first N failing cases in full (diff, expectations), the rest one line each;
     /// `all` shows every one in full [default: 10].
     #[arg(long, value_name = "N", value_parser = diff_limit)]

@@ -237,6 +237,7 @@ impl OutputArgs {
             ci: ci(),
             pending_dir: self.pending_dir,
             html: self.html,
+            otlp: self.otlp,
             require_cases: None,
             diff_limit: self.diff_limit.or(diff_limit),
             quiet: self.quiet,

@@ -459,6 +459,9 @@ pub struct TraceBuilder {
     now: u64,
     /// Calls started and not yet answered: (id, name, start time).
     open: Vec<(String, String, u64)>,
+    /// Calls the last response asked for that were not seen run yet (formats that record
+    /// runs apart from answers: OTLP tool spans): (id, name, arguments).
+    announced: Vec<(String, String, Value)>,
     turns: u32,
     calls: usize,
 }
@@ -507,7 +510,8 @@ impl TraceBuilder {
         self.response_timed(text, calls, tokens, 0, finish);
     }
 
-    /// A model response with its latency and finish reason, as recorded.
+    /// A model response with its latency and finish reason, as recorded; its calls start at
+    /// once.
     pub fn response_timed(
         &mut self,
         text: &str,
@@ -515,6 +519,52 @@ impl TraceBuilder {
         tokens: (u64, u64),
         latency_ms: u64,
         finish: Finish,
+    ) {
+        self.model_response(text, calls, tokens, latency_ms, finish, true);
+    }
+
+    /// A model response whose calls start only when they are seen run ([`Self::run_announced`]):
+    /// a call discarded, refused or still waiting for approval never ran. Calls announced
+    /// before and never run are dropped.
+    pub fn response_announcing(
+        &mut self,
+        text: &str,
+        calls: Vec<(String, String, Value)>,
+        tokens: (u64, u64),
+        latency_ms: u64,
+        finish: Finish,
+    ) {
+        self.announced.clear();
+        self.model_response(text, calls, tokens, latency_ms, finish, false);
+    }
+
+    /// Start announced call `id`, with the arguments it ran with when they are known; `false`
+    /// when no such call is announced.
+    pub fn run_announced(&mut self, id: &str, args: Option<Value>) -> bool {
+        let Some(at) = self.announced.iter().position(|(i, _, _)| i == id) else {
+            return false;
+        };
+        let (id, name, announced) = self.announced.remove(at);
+        self.call(id, name, args.unwrap_or(announced));
+        true
+    }
+
+    /// The first announced call to `name` (any name when `None`).
+    pub fn announced_id(&self, name: Option<&str>) -> Option<String> {
+        self.announced
+            .iter()
+            .find(|(_, n, _)| name.is_none_or(|want| want == n))
+            .map(|(id, _, _)| id.clone())
+    }
+
+    fn model_response(
+        &mut self,
+        text: &str,
+        calls: Vec<(String, String, Value)>,
+        tokens: (u64, u64),
+        latency_ms: u64,
+        finish: Finish,
+        start: bool,
     ) {
         let summaries = calls
             .iter()
@@ -535,7 +585,11 @@ impl TraceBuilder {
             chunks: 0,
         });
         for (id, name, args) in calls {
-            self.call(id, name, args);
+            if start {
+                self.call(id, name, args);
+            } else {
+                self.announced.push((id, name, args));
+            }
         }
     }
 
@@ -1066,17 +1120,19 @@ mod fixture_tests {
         });
         assert_eq!(
             tool_end,
-            Some((840, 30)),
+            Some((840, 20)),
             "time from the run's first span; latency from the spans"
         );
         // OpenInference: flattened messages, results from the next call's input.
         let (r, v) = &runs[2];
-        assert_eq!(v.calls.len(), 3);
-        assert!(v.calls[..2].iter().all(|c| c.failed && c.name == "exec"));
-        assert!(
-            v.calls[0].same_call(&v.calls[2]),
-            "`{{ }}` and `{{}}` are the same arguments"
-        );
+        assert_eq!(v.calls.len(), 2, "the last call was never seen run");
+        assert!(v.calls.iter().all(|c| c.failed && c.name == "exec"));
+        assert!(v.calls[0].same_call(&v.calls[1]));
+        let last = r.events.iter().rev().find_map(|e| match &e.event {
+            Event::ModelResponse { calls, .. } => calls.first().map(|c| c.args.clone()),
+            _ => None,
+        });
+        assert_eq!(last.as_deref(), Some("{}"), "`{{ }}` read as `{{}}`");
         assert_eq!(r.termination.as_deref(), Some("stopped"));
         // Traceloop before 0.55: a rate-limited call between two answers.
         let (r, v) = &runs[0];
@@ -1100,9 +1156,9 @@ mod fixture_tests {
         assert_eq!(runs.len(), 2);
         // Log records of the old per-message events, tied to metadata-only spans.
         let (_, v) = &runs[0];
-        assert_eq!(v.calls.len(), 2);
+        assert_eq!(v.calls.len(), 1, "the second call was never seen run");
+        assert_eq!(v.responses.len(), 2);
         assert!(v.calls[0].failed, "the tool message starts with `Error`");
-        assert!(v.calls[0].same_call(&v.calls[1]));
         // Span events of conventions 1.26-1.27.
         let (r, v) = &runs[1];
         assert!(v.calls.is_empty());

@@ -329,6 +329,9 @@ struct Span {
     error: Option<String>,
     /// The line of the file it was read from.
     line: usize,
+    /// Its place in the file: spans that started and ended together keep the order they were
+    /// written in.
+    ordinal: usize,
 }
 
 struct SpanEvent {
@@ -442,6 +445,7 @@ fn read_request(req: Request, line: usize, spans: &mut Vec<Span>, logs: &mut Vec
                     events,
                     error,
                     line,
+                    ordinal: spans.len(),
                 });
             }
         }
@@ -933,6 +937,16 @@ fn fault_of(s: &Span, message: &str) -> FaultKind {
 
 /// What a file gave: its runs, located errors, and why it has none.
 pub fn import(text: &str, rel: &str) -> super::FileImport {
+    import_with(text, rel, true)
+}
+
+/// [`import`] reading harness's own exports as any instrumentation's spans (their `harness.*`
+/// events ignored): what another tool reads of them.
+pub fn import_without_harness_events(text: &str, rel: &str) -> super::FileImport {
+    import_with(text, rel, false)
+}
+
+fn import_with(text: &str, rel: &str, harness_events: bool) -> super::FileImport {
     let (spans, logs, mut errors) = parse(text);
     let mut out = super::FileImport::default();
     // The same span twice (a re-sent batch) counts once.
@@ -966,7 +980,7 @@ pub fn import(text: &str, rel: &str) -> super::FileImport {
         let group: Vec<&Span> = members.iter().map(|&i| &spans[i]).collect();
         let id = format!("{rel}#{key}");
         let first = group.first().map_or(0, |s| s.start);
-        let run = if group.iter().any(|s| s.harnessed()) {
+        let run = if harness_events && group.iter().any(|s| s.harnessed()) {
             harness_run(&group, id)
         } else {
             genai_run(&group, &by_span, id, first)
@@ -997,7 +1011,7 @@ fn order(a: &Span, b: &Span) -> std::cmp::Ordering {
     a.start
         .cmp(&b.start)
         .then(a.end.cmp(&b.end))
-        .then_with(|| a.id.cmp(&b.id))
+        .then(a.ordinal.cmp(&b.ordinal))
 }
 
 /// A run harness exported: its events as they were.
@@ -1096,7 +1110,9 @@ fn genai_run(
             }
         })
         .collect();
-    if !items.iter().any(|i| matches!(i, Item::Inference(_))) {
+    // A conversation without a model call is a run when an agent span says it was one.
+    let agent = group.iter().any(|s| s.operation() == Some("invoke_agent"));
+    if !agent && !items.iter().any(|i| matches!(i, Item::Inference(_))) {
         return Ok(None);
     }
     let model = items
@@ -1136,26 +1152,32 @@ fn genai_run(
                 .iter()
                 .find_map(|k| s.attrs.get(*k))
                 .map(|v| result_text(Some(v)));
-                let open = call_id.as_deref().is_some_and(|c| b.is_open(c));
-                let call = if open {
-                    call_id
-                } else if let Some(c) = call_id.filter(|c| !answered.contains(c)) {
+                let args = [
+                    "gen_ai.tool.call.arguments",
+                    "input.value",
+                    "traceloop.entity.input",
+                ]
+                .iter()
+                .find_map(|k| s.attrs.get(*k))
+                .map(|v| parse_args(Some(v)));
+                let call = match call_id {
+                    Some(c) if b.is_open(&c) => Some(c),
+                    // The call as it ran (its arguments as dispatched).
+                    Some(c) if b.run_announced(&c, args.clone()) => Some(c),
                     // A call no model output showed (content not captured): the span is it.
-                    let args = [
-                        "gen_ai.tool.call.arguments",
-                        "input.value",
-                        "traceloop.entity.input",
-                    ]
-                    .iter()
-                    .find_map(|k| s.attrs.get(*k))
-                    .map_or_else(
-                        || Value::Object(Default::default()),
-                        |v| parse_args(Some(v)),
-                    );
-                    b.call(c.clone(), name.clone(), args);
-                    Some(c)
-                } else {
-                    b.pending_id(Some(&name))
+                    Some(c) if !answered.contains(&c) => {
+                        let args = args.unwrap_or_else(|| Value::Object(Default::default()));
+                        b.call(c.clone(), name.clone(), args);
+                        Some(c)
+                    }
+                    Some(_) => None,
+                    None => match b.announced_id(Some(&name)) {
+                        Some(c) => {
+                            b.run_announced(&c, args);
+                            Some(c)
+                        }
+                        None => b.pending_id(Some(&name)),
+                    },
                 };
                 if let Some(c) = call {
                     b.now = ms(s.end, first);
@@ -1183,9 +1205,17 @@ fn genai_run(
                     match m.role.as_str() {
                         "tool" => {
                             let target = match &m.answers {
-                                Some(c) if b.is_open(c) => Some(c.clone()),
+                                Some(c) if b.is_open(c) || b.run_announced(c, None) => {
+                                    Some(c.clone())
+                                }
                                 Some(_) => None,
-                                None => b.pending_id(None),
+                                None => match b.announced_id(None) {
+                                    Some(c) => {
+                                        b.run_announced(&c, None);
+                                        Some(c)
+                                    }
+                                    None => b.pending_id(None),
+                                },
                             };
                             if let Some(c) = target {
                                 b.result(&c, &m.text, error_prefixed(&m.text));
@@ -1252,7 +1282,7 @@ fn genai_run(
                 );
                 let finish = finish_of(ex.finish.as_deref(), !calls.is_empty());
                 last = Some((false, (calls.is_empty()).then(|| out.text.clone())));
-                b.response_timed(&out.text, calls, tokens, latency, finish);
+                b.response_announcing(&out.text, calls, tokens, latency, finish);
             }
         }
     }

@@ -9,6 +9,7 @@ pub mod github;
 pub mod html;
 pub mod json;
 pub mod junit;
+pub mod otlp;
 mod terminal;
 
 pub use collect::Collected;

@@ -36,6 +36,8 @@ pub struct Outputs {
     pub pending_dir: Option<PathBuf>,
     /// The HTML report.
     pub html: Option<PathBuf>,
+    /// Every case's trace as OpenTelemetry spans (OTLP JSON lines).
+    pub otlp: Option<PathBuf>,
     /// What to say when no case ran: an empty run is bad input (exit 2) with this message;
     /// `None` lets it pass (`--allow-empty`).
     pub require_cases: Option<Diagnostic>,
@@ -52,7 +54,7 @@ impl Outputs {
     /// Do the requested outputs show each case's trace (`--json`, `--html`)? Only then does
     /// a run keep them.
     pub fn keeps_traces(&self) -> bool {
-        self.json.is_some() || self.html.is_some()
+        self.json.is_some() || self.html.is_some() || self.otlp.is_some()
     }
 }
 
@@ -161,6 +163,7 @@ pub fn report(
     let collect = outputs.junit.is_some()
         || outputs.json.is_some()
         || outputs.html.is_some()
+        || outputs.otlp.is_some()
         || outputs.step_summary.is_some();
     let mut collected = Collected::default();
     {
@@ -229,6 +232,10 @@ pub fn report(
     }
     if let Some(path) = &outputs.json {
         store::write_atomic(path, json::render(&collected).as_bytes())
+            .map_err(|e| cannot("write", path, &e))?;
+    }
+    if let Some(path) = &outputs.otlp {
+        store::write_atomic(path, report::otlp::render(&collected).as_bytes())
             .map_err(|e| cannot("write", path, &e))?;
     }
     if let Some(path) = &outputs.step_summary {

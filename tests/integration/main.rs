@@ -7,6 +7,7 @@
 //! - `schema`: the committed JSON Schema matches `harness schema`.
 //! - `cli`: usage errors, `profile`, `trace`, `--profile`.
 //! - `mapping`: `docs/profiles.md` names only scenarios and tests that exist, and all of them.
+//! - `otlp`: `--otlp` exports read back by `import` and `sweep`, byte-identical for any `--jobs`.
 //! - `gate`: the CI gate: JUnit structure, merged shards = one run, metric baselines, GitHub
 //!   annotations and job summary, `--pending-dir` on CI, `--filter` and `list`.
 //! - `record`: record against stub providers on 127.0.0.1, replay offline, secrets, drift.
@@ -45,6 +46,7 @@ mod harden;
 mod init;
 mod invalid;
 mod mapping;
+mod otlp;
 mod outputs;
 mod project_file;
 mod proxy;

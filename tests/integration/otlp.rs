@@ -1,0 +1,124 @@
+//! OpenTelemetry traces out and in (issue 35): `--otlp` writes every case's trace as OTLP JSON,
+//! byte for byte the same for any `--jobs`; `harness import` reads it back to the very trace
+//! `--traces` writes; a sweep over it gives the CSV a sweep over the scenarios gives; and the
+//! GenAI spans alone (what another tool reads) give the same calls, results and tokens.
+
+use crate::support::Project;
+use std::path::Path;
+
+/// The bundled families written as TOML scenarios (a sweep reads those, not JSON scenarios
+/// or cassettes).
+const FAMILIES: [&str; 8] = [
+    "reflex",
+    "ironclaw",
+    "moltis",
+    "intent-stall",
+    "legit-retry",
+    "truncation",
+    "plan-step",
+    "suite",
+];
+
+/// A project of the families' scenarios and goldens: its case ids are a sweep's run ids.
+fn project() -> Project {
+    let p = Project::new();
+    for f in FAMILIES {
+        p.copy_from_repo(&format!("scenarios/{f}"), &format!("scenarios/{f}"));
+        p.copy_from_repo(&format!("snapshots/{f}"), &format!("snapshots/{f}"));
+    }
+    p
+}
+
+fn run_otlp(p: &Project, jobs: &str, otlp: &str, traces: Option<&str>) {
+    let mut args = vec!["run", "-q", "--jobs", jobs, "--otlp", otlp];
+    if let Some(t) = traces {
+        args.extend(["--traces", t]);
+    }
+    p.harness(&args).expect_code(0);
+}
+
+#[test]
+fn the_export_is_deterministic_and_reads_back_as_the_same_trace() {
+    let p = project();
+    run_otlp(&p, "1", "one.jsonl", Some("traces"));
+    run_otlp(&p, "2", "two.jsonl", None);
+    let one = p.read("one.jsonl");
+    assert_eq!(
+        one,
+        p.read("two.jsonl"),
+        "--otlp differs between --jobs 1 and 2"
+    );
+    let cases = one.lines().count();
+    assert!(cases > 100, "only {cases} cases exported");
+    let imported = p.join("imported").to_string_lossy().into_owned();
+    let out = p.join("one.jsonl").to_string_lossy().into_owned();
+    p.harness(&["import", &out, "--out", &imported])
+        .expect_code(0)
+        .expect_stdout(&format!("{cases} run(s) written"));
+    // Every run's events are the lines `--traces` wrote for its case.
+    let traces = p.files("traces", ".jsonl");
+    assert_eq!(traces.len(), cases);
+    for rel in traces {
+        let case = rel.trim_start_matches("traces/").trim_end_matches(".jsonl");
+        let stem = harness::import::file_stem(&format!("one.jsonl#{case}"));
+        let back = p.read(&format!("imported/{stem}.jsonl"));
+        let (header, events) = back.split_once('\n').expect("a header line");
+        assert!(header.contains("\"source\":\"otlp\""), "{header}");
+        assert_eq!(
+            events,
+            p.read(&rel),
+            "{case}: the imported trace is not the trace run wrote"
+        );
+    }
+}
+
+/// The detector's view of each run: per call its tool, arguments, failure and result, and
+/// the tokens of each response.
+fn views(runs: &[harness::import::Run]) -> Vec<(String, String)> {
+    runs.iter()
+        .map(|r| {
+            let v = harness::detector::View::from_events(&r.events);
+            let calls: Vec<String> = v
+                .calls
+                .iter()
+                .map(|c| format!("{} {} failed={} {:?}", c.name, c.key, c.failed, c.result))
+                .collect();
+            (r.id.clone(), format!("{calls:#?}\n{:?}", v.responses))
+        })
+        .collect()
+}
+
+#[test]
+fn sweeps_read_the_export_as_they_read_the_scenarios() {
+    let p = project();
+    run_otlp(&p, "2", "runs.jsonl", None);
+    let export = p.join("runs.jsonl").to_string_lossy().into_owned();
+    p.harness(&["sweep", "scenarios", "--out", "scenarios.csv"])
+        .expect_code(0);
+    p.harness(&["sweep", "runs.jsonl", "--out", "otlp.csv"])
+        .expect_code(0);
+    assert_eq!(
+        p.read("otlp.csv"),
+        p.read("scenarios.csv"),
+        "a sweep over the export differs from one over the scenarios"
+    );
+    // The GenAI spans alone, without harness's own events, read as the same runs.
+    let text = std::fs::read_to_string(Path::new(&export)).expect("the export");
+    let exact = harness::import::otlp::import(&text, "runs.jsonl");
+    let spans = harness::import::otlp::import_without_harness_events(&text, "runs.jsonl");
+    assert!(exact.errors.is_empty() && spans.errors.is_empty());
+    assert_eq!(exact.runs.len(), spans.runs.len());
+    let (exact, spans) = (views(&exact.runs), views(&spans.runs));
+    let differ: Vec<&str> = exact
+        .iter()
+        .zip(&spans)
+        .filter(|(a, b)| a != b)
+        .map(|(a, _)| a.0.as_str())
+        .collect();
+    assert!(
+        differ.is_empty(),
+        "{} of {} runs read differently from their spans: {differ:?}",
+        differ.len(),
+        exact.len()
+    );
+}
