@@ -56,7 +56,9 @@ fn once(paths: &[PathBuf], spec: &str, jobs: usize) -> Result<(u64, usize, Durat
             jobs,
             keep_labels: false,
             on_file: None,
+            partition: None,
         },
+        None,
         None,
     )
     .map_err(|e| e.to_string())?;

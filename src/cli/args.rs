@@ -425,6 +425,17 @@ pub(super) struct SweepArgs {
     /// must not look like a result).
     #[arg(long)]
     pub(super) allow_empty: bool,
+    /// Sweep one shard of the files: `count:M/N` (every N-th of the sorted paths) or
+    /// `hash:M/N` (a stable hash of the path); `--partial` keeps it for `--merge`.
+    #[arg(long, value_name = "KIND:M/N")]
+    pub(super) partition: Option<String>,
+    /// Write this sweep's partial (what each file contributed) for `sweep --merge`.
+    #[arg(long, value_name = "FILE")]
+    pub(super) partial: Option<PathBuf>,
+    /// The paths are the shards' partial sweeps: merge them into the outputs one sweep over
+    /// everything gives (CSV, fires, page, labels), byte for byte.
+    #[arg(long, conflicts_with_all = ["partition", "partial", "labels", "format", "detectors"])]
+    pub(super) merge: bool,
 }
 
 /// Arguments of `harness import`.

@@ -23,72 +23,28 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<ExitStatus> {
     // A path that is not there is bad usage: nothing is scored and no output written, so a
     // mistyped corpus never leaves a result that looks like a sweep of it.
     if let Some(missing) = args.paths.iter().find(|p| std::fs::metadata(p).is_err()) {
+        let what = if args.merge {
+            "partial sweeps (`sweep --partial`)"
+        } else {
+            "transcript, trace, scenario or cassette files and folders"
+        };
         return Ok(fail(
             &Diagnostic::new(format!(
                 "cannot read {}: no such file or folder",
                 missing.display()
             ))
-            .hint("give transcript, trace, scenario or cassette files and folders that exist; nothing was written"),
+            .hint(format!("give {what} that exist; nothing was written")),
         ));
     }
-    let mut settings: Vec<Setting> = Vec::new();
-    for spec in &args.detectors {
-        let parsed = if spec.trim().starts_with(sweep::external::PREFIX) {
-            sweep::external::spec(
-                spec,
-                std::time::Duration::from_millis(args.detector_timeout_ms),
-            )
-        } else {
-            detector::spec(spec)
-        };
-        match parsed {
-            Ok(s) => settings.extend(s),
-            Err(e) => {
-                return Ok(fail(
-                    &Diagnostic::new(format!("--detector {spec}: {e}"))
-                        .hint("e.g. `--detector moltis-reflex:window=2,3,4` or `--detector all`"),
-                ));
-            }
-        }
-    }
-    let given = match &args.labels {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read {}", path.display()))?;
-            match labels::parse(&text) {
-                Ok(l) => l,
-                Err(e) => {
-                    let e = e.hint(
-                        "one JSON object a line: {\"run\", \"stuck\", \"loop_start\", \"note\"}",
-                    );
-                    report_error(&mut err, path, &e)?;
-                    return Ok(ExitStatus::BadInput);
-                }
-            }
-        }
-        None => Default::default(),
+    let partition = match args
+        .partition
+        .as_deref()
+        .map(crate::select::Partition::parse)
+    {
+        Some(Ok(p)) => Some(p),
+        Some(Err(e)) => return Ok(fail(&Diagnostic::new(format!("--partition: {e}")))),
+        None => None,
     };
-    let jobs = args
-        .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get));
-    let progress = if std::io::stderr().is_terminal() {
-        let files = sweep::source::discover(&args.paths).0.len() as u64;
-        let bar = indicatif::ProgressBar::new(files);
-        bar.set_style(
-            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} files {elapsed}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        Some(bar)
-    } else {
-        None
-    };
-    let tick = progress.clone();
-    let n_settings = settings.len();
-    let n_detectors = settings
-        .iter()
-        .map(|s| s.id)
-        .collect::<std::collections::BTreeSet<_>>()
-        .len();
     // Fires stream into a temporary file beside the target, put in place at the end as every
     // output is (a new file with the umask's mode, an existing one keeping its own).
     let mut fires_tmp = match &args.fires {
@@ -107,24 +63,97 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<ExitStatus> {
             fires_kept.as_mut(),
         )
     });
-    let report = sweep::sweep(
-        Options {
-            paths: args.paths.clone(),
-            settings,
-            labels: given,
-            format: args.format,
-            jobs,
-            keep_labels: args.write_labels.is_some(),
-            on_file: tick.map(|b| Box::new(move || b.inc(1)) as Box<dyn Fn() + Sync>),
-        },
-        fires_to.as_mut().map(|w| w as &mut dyn Write),
-    )?;
+    let mut partial_tmp = match &args.partial {
+        Some(path) => Some(
+            store::Output::create(path)
+                .with_context(|| format!("cannot write {}", path.display()))?,
+        ),
+        None => None,
+    };
+    let mut partial_out = partial_tmp.as_mut().map(std::io::BufWriter::new);
+    let report = if args.merge {
+        match sweep::merge(
+            &args.paths,
+            fires_to.as_mut().map(|w| w as &mut dyn Write),
+            args.write_labels.is_some(),
+        )? {
+            Ok((report, _)) => report,
+            Err(d) => return Ok(fail(&d)),
+        }
+    } else {
+        let settings = match settings(&args) {
+            Ok(s) => s,
+            Err(code) => return Ok(code),
+        };
+        let given = match &args.labels {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read {}", path.display()))?;
+                match labels::parse(&text) {
+                    Ok(l) => l,
+                    Err(e) => {
+                        let e = e.hint(
+                            "one JSON object a line: {\"run\", \"stuck\", \"loop_start\", \"note\"}",
+                        );
+                        report_error(&mut err, path, &e)?;
+                        return Ok(ExitStatus::BadInput);
+                    }
+                }
+            }
+            None => Default::default(),
+        };
+        let jobs = args.jobs.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+        });
+        let progress = if std::io::stderr().is_terminal() {
+            let files = sweep::source::discover(&args.paths).0.len() as u64;
+            let files = partition.map_or(files, |p| files.div_ceil(u64::from(p.n)));
+            let bar = indicatif::ProgressBar::new(files);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} files {elapsed}")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            Some(bar)
+        } else {
+            None
+        };
+        let tick = progress.clone();
+        let report = sweep::sweep(
+            Options {
+                paths: args.paths.clone(),
+                settings,
+                labels: given,
+                format: args.format,
+                jobs,
+                keep_labels: args.write_labels.is_some(),
+                on_file: tick.map(|b| Box::new(move || b.inc(1)) as Box<dyn Fn() + Sync>),
+                partition,
+            },
+            fires_to.as_mut().map(|w| w as &mut dyn Write),
+            partial_out.as_mut().map(|w| w as &mut dyn Write),
+        )?;
+        if let Some(bar) = progress {
+            bar.finish_and_clear();
+        }
+        report
+    };
     fires_out
         .map(|w| w.into_inner().map(drop).map_err(|e| e.into_error()))
         .transpose()?;
-    if let Some(bar) = progress {
-        bar.finish_and_clear();
-    }
+    partial_out
+        .map(|w| w.into_inner().map(drop).map_err(|e| e.into_error()))
+        .transpose()?;
+    let names: Vec<(&str, &str)> = report
+        .settings
+        .iter()
+        .map(|n| (n.id.as_str(), n.params.as_str()))
+        .collect();
+    let n_settings = names.len();
+    let n_detectors = names
+        .iter()
+        .map(|(id, _)| *id)
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
     for (path, e) in &report.errors {
         report_error(&mut err, path, e)?;
     }
@@ -169,6 +198,11 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<ExitStatus> {
             .with_context(|| format!("cannot write {}", path.display()))?;
         written.push(path.display().to_string());
     }
+    if let (Some(tmp), Some(path)) = (partial_tmp, &args.partial) {
+        tmp.commit()
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        written.push(path.display().to_string());
+    }
     if let Some(path) = &args.write_labels {
         store::write_atomic(path, labels::render(&report.labels).as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;
@@ -182,9 +216,14 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<ExitStatus> {
     } else {
         format!(", {skipped} file(s) with no run skipped")
     };
+    let what = match (&args.partition, args.merge) {
+        (Some(p), _) => format!(" (shard {p})"),
+        (None, true) => format!(" (merged from {} partial sweep(s))", args.paths.len()),
+        (None, false) => String::new(),
+    };
     writeln!(
         out,
-        "harness sweep: {} runs from {} files{skipped} ({} successful, {} stuck; labels: {} from the file, {} by the heuristic); {n_settings} setting(s) of {n_detectors} detector(s)",
+        "harness sweep{what}: {} runs from {} files{skipped} ({} successful, {} stuck; labels: {} from the file, {} by the heuristic); {n_settings} setting(s) of {n_detectors} detector(s)",
         report.runs,
         report.files - report.notes.len(),
         report.successful,
@@ -222,7 +261,8 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<ExitStatus> {
         )?;
         return Ok(ExitStatus::BadInput);
     }
-    if report.runs == 0 && !args.allow_empty {
+    // A shard may hold no run (more shards than files); the merge judges the whole.
+    if report.runs == 0 && !args.allow_empty && args.partition.is_none() {
         let d = Diagnostic::new(format!(
             "nothing was scored: {} file(s) read, no run in them",
             report.files
@@ -240,6 +280,31 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<ExitStatus> {
         return Ok(crate::results::ExitStatus::Failed);
     }
     Ok(ExitStatus::Ok)
+}
+
+/// The `--detector` settings; a bad one is bad usage.
+fn settings(args: &SweepArgs) -> Result<Vec<Setting>, ExitStatus> {
+    let mut settings: Vec<Setting> = Vec::new();
+    for spec in &args.detectors {
+        let parsed = if spec.trim().starts_with(sweep::external::PREFIX) {
+            sweep::external::spec(
+                spec,
+                std::time::Duration::from_millis(args.detector_timeout_ms),
+            )
+        } else {
+            detector::spec(spec)
+        };
+        match parsed {
+            Ok(s) => settings.extend(s),
+            Err(e) => {
+                return Err(fail(
+                    &Diagnostic::new(format!("--detector {spec}: {e}"))
+                        .hint("e.g. `--detector moltis-reflex:window=2,3,4` or `--detector all`"),
+                ));
+            }
+        }
+    }
+    Ok(settings)
 }
 
 pub(super) fn import(args: ImportArgs) -> anyhow::Result<ExitStatus> {

@@ -46,6 +46,13 @@ impl Verdict {
             Self::Stop => "stop",
         }
     }
+
+    /// The verdict a kebab-case name names.
+    pub fn parse(name: &str) -> Option<Self> {
+        [Self::Warn, Self::StripTools, Self::Stop]
+            .into_iter()
+            .find(|v| v.as_str() == name)
+    }
 }
 
 /// Where and how a detector first fires.

@@ -20,15 +20,19 @@
 pub mod external;
 pub mod html;
 pub mod labels;
+pub mod partial;
 pub mod plot;
 pub mod source;
 
 use crate::detector::{Fire, Setting, View};
 use crate::diagnostic::Diagnostic;
 use crate::import::Format;
+use crate::select::Partition;
 use labels::Label;
+use partial::Named;
 use source::Input;
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::PathBuf;
 
 /// Scored files that may wait for an earlier one to be folded.
@@ -66,6 +70,8 @@ pub struct Options {
     pub keep_labels: bool,
     /// Called after each file (progress).
     pub on_file: Option<Box<dyn Fn() + Sync>>,
+    /// Sweep only this shard of the files (by their sorted paths).
+    pub partition: Option<Partition>,
 }
 
 /// One row of the result.
@@ -121,6 +127,8 @@ pub struct Report {
     /// Settings that could not score every run (an external detector that failed): the
     /// setting as `id params`, the first run it failed on, and why. They have no row.
     pub failed: Vec<(String, String, String)>,
+    /// The settings scored, in scoring order (each once).
+    pub settings: Vec<Named>,
 }
 
 #[derive(Default, Clone)]
@@ -213,33 +221,149 @@ fn score_file(options: &Options, input: Input) -> FileScore {
     }
 }
 
-/// Run the sweep. With `fires`, also write one CSV row ([`FIRE_COLUMNS`]) per run and setting
-/// that fired, in run order, as the runs are scored.
-pub fn sweep(
-    mut options: Options,
-    fires: Option<&mut dyn std::io::Write>,
-) -> std::io::Result<Report> {
-    let mut fires = fires.map(csv::Writer::from_writer);
-    if let Some(w) = &mut fires {
-        w.write_record(FIRE_COLUMNS)?;
+/// Folds scored files, in file order, into the report (and the fires rows).
+struct Folder<'a> {
+    report: Report,
+    accs: Vec<Acc>,
+    names: Vec<Named>,
+    fires: Option<csv::Writer<&'a mut dyn Write>>,
+    keep_labels: bool,
+}
+
+impl<'a> Folder<'a> {
+    fn new(
+        names: Vec<Named>,
+        fires: Option<&'a mut dyn Write>,
+        keep_labels: bool,
+    ) -> std::io::Result<Self> {
+        let mut fires = fires.map(csv::Writer::from_writer);
+        if let Some(w) = &mut fires {
+            w.write_record(FIRE_COLUMNS)?;
+        }
+        Ok(Self {
+            report: Report::default(),
+            accs: vec![Acc::default(); names.len()],
+            names,
+            fires,
+            keep_labels,
+        })
     }
-    options.settings.sort_by(crate::detector::compare_settings);
-    // The same setting named twice (`all` and an explicit grid) is scored once.
-    options
-        .settings
-        .dedup_by(|a, b| a.id == b.id && a.params.values == b.params.values);
-    let (inputs, unreadable) = source::discover(&options.paths);
-    let mut report = Report::default();
-    for (path, message) in unreadable {
-        report.errors.push((
+
+    fn unreadable(&mut self, path: PathBuf, message: String) {
+        self.report.errors.push((
             path,
             Diagnostic::at(1, 1, message).hint(
                 "`harness sweep` takes transcript, trace and scenario files and folders".to_owned(),
             ),
         ));
     }
+
+    fn take(&mut self, f: FileScore) -> std::io::Result<()> {
+        self.report.files += 1;
+        for e in f.errors {
+            self.report.errors.push((f.input.path.clone(), e));
+        }
+        if let Some(n) = f.note {
+            self.report.notes.push((f.input.path.clone(), n));
+        }
+        for r in f.runs {
+            if let Some(w) = &mut self.fires {
+                write_fires(w, &self.names, &r)?;
+            }
+            fold(&mut self.report, &mut self.accs, r, self.keep_labels);
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> std::io::Result<Report> {
+        if let Some(w) = &mut self.fires {
+            w.flush()?;
+        }
+        let mut rows = Vec::with_capacity(self.accs.len());
+        for (s, mut a) in self.names.iter().zip(std::mem::take(&mut self.accs)) {
+            match a.failed.take() {
+                // A setting that could not score every run has no honest row.
+                Some((run, why)) => self.report.failed.push((
+                    format!("{} {}", s.id, s.params).trim_end().to_owned(),
+                    run,
+                    why,
+                )),
+                None => rows.push(row(s, a, &self.report)),
+            }
+        }
+        self.report.rows = rows;
+        self.report.settings = std::mem::take(&mut self.names);
+        Ok(self.report)
+    }
+}
+
+/// The settings in scoring order, the same setting named twice (`all` and an explicit grid)
+/// scored once.
+fn order_settings(settings: &mut Vec<Setting>) -> Vec<Named> {
+    settings.sort_by(crate::detector::compare_settings);
+    settings.dedup_by(|a, b| a.id == b.id && a.params.values == b.params.values);
+    settings
+        .iter()
+        .map(|s| Named {
+            id: s.id.to_owned(),
+            params: s.params.render(),
+        })
+        .collect()
+}
+
+/// Run the sweep. With `fires`, also write one CSV row ([`FIRE_COLUMNS`]) per run and setting
+/// that fired, in run order, as the runs are scored; with `partial`, the shard's partial sweep
+/// ([`partial`]) for [`merge`].
+pub fn sweep(
+    mut options: Options,
+    fires: Option<&mut dyn Write>,
+    mut partial: Option<&mut dyn Write>,
+) -> std::io::Result<Report> {
+    let names = order_settings(&mut options.settings);
+    let (mut inputs, mut unreadable) = source::discover(&options.paths);
+    if let Some(p) = options.partition {
+        let ids: Vec<String> = inputs
+            .iter()
+            .map(|i| i.path.to_string_lossy().into_owned())
+            .collect();
+        let takes = p.takes(&ids);
+        inputs = inputs
+            .into_iter()
+            .zip(takes)
+            .filter_map(|(i, t)| t.then_some(i))
+            .collect();
+        // What belongs to no file is the first shard's to report.
+        if p.m != 1 {
+            unreadable.clear();
+        }
+    }
+    if let Some(w) = &mut partial {
+        w.write_all(
+            partial::line(&partial::Header {
+                format: partial::FORMAT.to_owned(),
+                version: partial::VERSION,
+                partition: partial::partition_name(options.partition),
+                paths: options
+                    .paths
+                    .iter()
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .collect(),
+                transcript_format: options.format.map(|f| f.as_str().to_owned()),
+                settings: names.clone(),
+                labels: partial::labels_digest(&options.labels),
+                unreadable: unreadable
+                    .iter()
+                    .map(|(p, m)| (p.to_string_lossy().into_owned(), m.clone()))
+                    .collect(),
+            })
+            .as_bytes(),
+        )?;
+    }
+    let mut folder = Folder::new(names, fires, options.keep_labels)?;
+    for (path, message) in unreadable {
+        folder.unreadable(path, message);
+    }
     let pool = crate::run::pool::build(options.jobs)?;
-    let mut accs = vec![Acc::default(); options.settings.len()];
     // Files are scored on the pool and folded in file order as they finish.
     crate::run::pool::for_each_ordered(
         &pool,
@@ -247,45 +371,44 @@ pub fn sweep(
         &inputs,
         |i| score_file(&options, i.clone()),
         |f| -> std::io::Result<()> {
-            report.files += 1;
-            for e in f.errors {
-                report.errors.push((f.input.path.clone(), e));
+            if let Some(w) = &mut partial {
+                w.write_all(partial::line(&partial::record(&f)).as_bytes())?;
             }
-            if let Some(n) = f.note {
-                report.notes.push((f.input.path.clone(), n));
-            }
-            for r in f.runs {
-                if let Some(w) = &mut fires {
-                    write_fires(w, &options.settings, &r)?;
-                }
-                fold(&mut report, &mut accs, r, options.keep_labels);
-            }
-            Ok(())
+            folder.take(f)
         },
     )?;
-    if let Some(w) = &mut fires {
-        w.flush()?;
-    }
-    let mut rows = Vec::with_capacity(accs.len());
-    for (s, mut a) in options.settings.iter().zip(accs) {
-        match a.failed.take() {
-            // A setting that could not score every run has no honest row.
-            Some((run, why)) => report.failed.push((
-                format!("{} {}", s.id, s.params.render())
-                    .trim_end()
-                    .to_owned(),
-                run,
-                why,
-            )),
-            None => rows.push(row(s, a, &report)),
-        }
-    }
-    report.rows = rows;
+    let report = folder.finish()?;
     // Every external detector's input closed at once: their exit grace runs side by side.
     for s in &options.settings {
         s.detector.close_input();
     }
     Ok(report)
+}
+
+/// Merge the shards' partial sweeps into the report one sweep over everything gives (and its
+/// fires rows); the settings are the partials'. A partial that is not one, or shards that are
+/// not one sweep's, are a diagnostic and nothing is folded.
+pub fn merge(
+    partials: &[PathBuf],
+    fires: Option<&mut dyn Write>,
+    keep_labels: bool,
+) -> std::io::Result<Result<(Report, partial::Header), Diagnostic>> {
+    let (header, mut records) = match partial::open(partials) {
+        Ok(h) => h,
+        Err(d) => return Ok(Err(d)),
+    };
+    let mut folder = Folder::new(header.settings.clone(), fires, keep_labels)?;
+    for (path, message) in &header.unreadable {
+        folder.unreadable(PathBuf::from(path), message.clone());
+    }
+    loop {
+        match records.next_file() {
+            Ok(Some(f)) => folder.take(f)?,
+            Ok(None) => break,
+            Err(d) => return Ok(Err(d)),
+        }
+    }
+    Ok(Ok((folder.finish()?, header)))
 }
 
 /// What a firing was, for the `--fires` rows.
@@ -300,7 +423,7 @@ fn outcome(r: &RunScore, at: usize) -> &'static str {
 
 fn write_fires<W: std::io::Write>(
     w: &mut csv::Writer<W>,
-    settings: &[Setting],
+    settings: &[Named],
     r: &RunScore,
 ) -> std::io::Result<()> {
     let opt = |v: Option<String>| v.unwrap_or_default();
@@ -310,8 +433,8 @@ fn write_fires<W: std::io::Write>(
         };
         w.write_record([
             r.id.clone(),
-            s.id.to_owned(),
-            s.params.render(),
+            s.id.clone(),
+            s.params.clone(),
             f.at.to_string(),
             f.verdict.as_str().to_owned(),
             opt(r.success.map(|b| b.to_string())),
@@ -363,7 +486,7 @@ fn ratio(a: u64, b: u64) -> Option<f64> {
     (b > 0).then(|| a as f64 / b as f64)
 }
 
-fn row(s: &Setting, mut a: Acc, report: &Report) -> Row {
+fn row(s: &Named, mut a: Acc, report: &Report) -> Row {
     a.delays.sort_unstable();
     let median = match a.delays.len() {
         0 => None,
@@ -371,8 +494,8 @@ fn row(s: &Setting, mut a: Acc, report: &Report) -> Row {
         n => Some((a.delays[n / 2 - 1] + a.delays[n / 2]) as f64 / 2.0),
     };
     Row {
-        detector: s.id.to_owned(),
-        params: s.params.render(),
+        detector: s.id.clone(),
+        params: s.params.clone(),
         runs: report.runs,
         successful_runs: report.successful,
         false_alarms: a.false_alarms,

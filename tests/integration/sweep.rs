@@ -1383,3 +1383,110 @@ fn the_engine_and_the_sweep_agree_on_where_the_books_detector_fires() {
     assert_eq!(compared, 50);
     assert!(firing >= 10, "only {firing} runs fire");
 }
+
+/// A sweep of the corpus split into 3 shards (by count and by hash) and merged gives one
+/// sweep's CSV, fires, page, plot and labels byte for byte; a merge of some shards, of a shard
+/// twice, or of shards of different sweeps is refused with nothing written. Mirrors the
+/// partitioned sweep of docs/production-traces.md ("Sweeps that outgrow one machine").
+#[test]
+fn a_sweep_split_into_shards_and_merged_is_one_sweep() {
+    let corpus = corpus().to_string_lossy().into_owned();
+    let p = Project::new();
+    let labels = repo().join("docs/tuning/labels.jsonl");
+    let labels = labels.to_string_lossy();
+    let outputs = |prefix: &str| -> Vec<String> {
+        [
+            ("--out", "csv"),
+            ("--fires", "fires.csv"),
+            ("--html", "html"),
+            ("--plot", "svg"),
+            ("--write-labels", "labels.jsonl"),
+        ]
+        .iter()
+        .flat_map(|(flag, ext)| [(*flag).to_owned(), format!("{prefix}.{ext}")])
+        .collect()
+    };
+    let one: Vec<String> = ["--detector", "all", "--labels", &labels]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .chain(outputs("one"))
+        .collect();
+    let one: Vec<&str> = one.iter().map(String::as_str).collect();
+    sweep(&p, std::slice::from_ref(&corpus), &one).expect_code(0);
+    for kind in ["count", "hash"] {
+        let mut partials = Vec::new();
+        for m in 1..=3 {
+            let shard = format!("{kind}:{m}/3");
+            let partial = format!("{kind}-{m}.jsonl");
+            sweep(
+                &p,
+                std::slice::from_ref(&corpus),
+                &[
+                    "--detector",
+                    "all",
+                    "--labels",
+                    &labels,
+                    "--partition",
+                    &shard,
+                    "--partial",
+                    &partial,
+                ],
+            )
+            .expect_code(0)
+            .expect_stdout(&format!("(shard {shard})"));
+            partials.push(partial);
+        }
+        // The shards share the files out: each has some, none all.
+        let runs: Vec<usize> = partials
+            .iter()
+            .map(|f| p.read(f).lines().count() - 1)
+            .collect();
+        assert!(
+            runs.iter().all(|&n| n > 0) && runs.iter().sum::<usize>() == 52,
+            "{runs:?}"
+        );
+        // Merged in any order.
+        partials.reverse();
+        let mut args: Vec<String> = vec!["sweep".into(), "--merge".into()];
+        args.extend(partials.iter().cloned());
+        args.extend(outputs(kind));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        p.harness(&args)
+            .expect_code(0)
+            .expect_stdout("728 runs from 46 files");
+        for ext in ["csv", "fires.csv", "html", "svg", "labels.jsonl"] {
+            assert!(
+                p.read(&format!("{kind}.{ext}")) == p.read(&format!("one.{ext}")),
+                "the merged {kind} shards' {ext} differs from one sweep's"
+            );
+        }
+    }
+    // Not the whole sweep: refused, and nothing written.
+    for (partials, says) in [
+        (
+            &["count-1.jsonl", "count-2.jsonl"][..],
+            "shard(s) 3 of 3 missing",
+        ),
+        (
+            &[
+                "count-1.jsonl",
+                "count-1.jsonl",
+                "count-2.jsonl",
+                "count-3.jsonl",
+            ][..],
+            "both shard 1 of 3",
+        ),
+        (
+            &["count-1.jsonl", "hash-2.jsonl", "hash-3.jsonl"][..],
+            "not shards of one sweep: their partitions differ",
+        ),
+    ] {
+        let mut args = vec!["sweep", "--merge"];
+        args.extend(partials);
+        args.extend(["--out", "partial.csv"]);
+        let run = p.harness(&args);
+        run.expect_code(2);
+        assert!(run.stderr.contains(says), "{}", run.stderr);
+        assert!(!p.exists("partial.csv"));
+    }
+}

@@ -1,0 +1,433 @@
+//! Partial sweeps: a shard of a sweep (`sweep --partition KIND:M/N --partial FILE`) written
+//! as what each of its files contributed, and the shards merged (`sweep --merge`) into the
+//! report one sweep over everything gives — the same CSV, fires, labels and page, byte for byte.
+//!
+//! A partial is JSON lines: a [`Header`] (the paths swept, the settings, the shard, a digest of
+//! the labels), then one [`FileRecord`] per file in the sweep's file order: its located errors,
+//! its note, and per run its label and where each setting fired. Merging reads the shards side
+//! by side, one record of each at a time, and folds the records in the order one sweep would
+//! (the files' sorted paths), so memory stays bounded by the run, not the corpus.
+
+use super::{FileScore, RunScore, labels::Label, source::Input};
+use crate::detector::{Fire, Verdict};
+use crate::diagnostic::{Diagnostic, Position};
+use crate::select::Partition;
+use serde::{Deserialize, Serialize};
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+
+/// The header's `format`.
+pub const FORMAT: &str = "harness-sweep-partial";
+/// The version this harness writes and reads.
+pub const VERSION: u32 = 1;
+
+/// A setting as the outputs name it: detector id and rendered parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Named {
+    /// Detector id.
+    pub id: String,
+    /// `k=3`, or several separated by spaces.
+    pub params: String,
+}
+
+/// The first line of a partial.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    /// Always [`FORMAT`].
+    pub format: String,
+    /// [`VERSION`].
+    pub version: u32,
+    /// The shard: `count:M/N` or `hash:M/N` (`count:1/1` for a whole sweep).
+    pub partition: String,
+    /// The paths swept, as given.
+    pub paths: Vec<String>,
+    /// The transcript format forced (`--format`), if any.
+    pub transcript_format: Option<String>,
+    /// The settings, in scoring order.
+    pub settings: Vec<Named>,
+    /// FNV-1a of the labels file's runs (0 without one): shards must share it.
+    pub labels: u64,
+    /// Paths that could not be read, with why (the first shard's only).
+    pub unreadable: Vec<(String, String)>,
+}
+
+/// A diagnostic as a partial keeps it: what the outputs print of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Problem {
+    /// 1-based line and column, when it has a place.
+    pub at: Option<(usize, usize)>,
+    /// What is wrong.
+    pub message: String,
+    /// How to mend it.
+    pub hint: Option<String>,
+}
+
+impl Problem {
+    fn of(d: &Diagnostic) -> Self {
+        Self {
+            at: d.at.map(|p| (p.line, p.col)),
+            message: d.message.clone(),
+            hint: d.hint.clone(),
+        }
+    }
+
+    fn diagnostic(&self) -> Diagnostic {
+        Diagnostic {
+            at: self.at.map(|(line, col)| Position { line, col }),
+            hint: self.hint.clone(),
+            ..Diagnostic::new(self.message.clone())
+        }
+    }
+}
+
+/// Where a setting fired on a run: its index, the call, the verdict, the tokens after it.
+type FireRecord = (usize, usize, String, Option<u64>);
+
+/// One run's contribution.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Run id.
+    pub id: String,
+    /// Success label.
+    pub success: Option<bool>,
+    /// Stuck label.
+    pub label: Label,
+    /// The label came from the labels file.
+    pub from_file: bool,
+    /// Calls in the run.
+    pub calls: usize,
+    /// The settings that fired.
+    pub fires: Vec<FireRecord>,
+    /// Settings that could not score the run, and why.
+    pub errors: Vec<(usize, String)>,
+}
+
+/// One file's contribution.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileRecord {
+    /// The file.
+    pub path: String,
+    /// Its name in run ids.
+    pub rel: String,
+    /// Located errors.
+    pub errors: Vec<Problem>,
+    /// Why it has no run.
+    pub note: Option<String>,
+    /// Its runs.
+    pub runs: Vec<RunRecord>,
+}
+
+/// The record of a scored file.
+pub(super) fn record(f: &FileScore) -> FileRecord {
+    FileRecord {
+        path: f.input.path.to_string_lossy().into_owned(),
+        rel: f.input.rel.clone(),
+        errors: f.errors.iter().map(Problem::of).collect(),
+        note: f.note.clone(),
+        runs: f
+            .runs
+            .iter()
+            .map(|r| RunRecord {
+                id: r.id.clone(),
+                success: r.success,
+                label: r.label.clone(),
+                from_file: r.from_file,
+                calls: r.calls,
+                fires: r
+                    .fires
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, f)| {
+                        f.map(|(f, t)| (i, f.at, f.verdict.as_str().to_owned(), t))
+                    })
+                    .collect(),
+                errors: r.errors.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// A record as the scored file it stands for; `None` names what is wrong.
+fn score(r: FileRecord, settings: usize) -> Result<FileScore, String> {
+    let path = PathBuf::from(&r.path);
+    let runs = r
+        .runs
+        .into_iter()
+        .map(|run| {
+            let mut fires = vec![None; settings];
+            for (i, at, verdict, tokens) in run.fires {
+                let verdict = Verdict::parse(&verdict)
+                    .ok_or_else(|| format!("run `{}`: unknown verdict `{verdict}`", run.id))?;
+                let slot = fires
+                    .get_mut(i)
+                    .ok_or_else(|| format!("run `{}`: setting {i} of {settings}", run.id))?;
+                *slot = Some((Fire::new(at, verdict), tokens));
+            }
+            if let Some((i, _)) = run.errors.iter().find(|(i, _)| *i >= settings) {
+                return Err(format!("run `{}`: setting {i} of {settings}", run.id));
+            }
+            Ok(RunScore {
+                id: run.id,
+                success: run.success,
+                label: run.label,
+                from_file: run.from_file,
+                calls: run.calls,
+                fires,
+                errors: run.errors,
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(FileScore {
+        input: Input {
+            kind: super::source::kind_of(&path).unwrap_or(super::source::InputKind::Transcript),
+            path,
+            rel: r.rel,
+        },
+        runs,
+        errors: r.errors.iter().map(Problem::diagnostic).collect(),
+        note: r.note,
+    })
+}
+
+/// A JSON line of a partial.
+pub(super) fn line<T: Serialize>(value: &T) -> String {
+    let mut s = serde_json::to_string(value).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+/// The digest of a labels file's runs.
+pub fn labels_digest(labels: &std::collections::BTreeMap<String, Label>) -> u64 {
+    use std::hash::Hasher as _;
+    if labels.is_empty() {
+        return 0;
+    }
+    let mut h = fnv::FnvHasher::default();
+    for l in labels.values() {
+        h.write(line(l).as_bytes());
+    }
+    h.finish()
+}
+
+/// The shard's name in a header.
+pub fn partition_name(p: Option<Partition>) -> String {
+    match p {
+        Some(p) => format!(
+            "{}:{}/{}",
+            if p.by_hash { "hash" } else { "count" },
+            p.m,
+            p.n
+        ),
+        None => "count:1/1".to_owned(),
+    }
+}
+
+/// One partial being read: its header and its next record.
+struct Reader {
+    path: PathBuf,
+    lines: std::io::Lines<std::io::BufReader<std::fs::File>>,
+    line: usize,
+    next: Option<FileRecord>,
+}
+
+impl Reader {
+    fn advance(&mut self) -> Result<(), Diagnostic> {
+        self.next = None;
+        for text in self.lines.by_ref() {
+            self.line += 1;
+            let text =
+                text.map_err(|e| Diagnostic::new(format!("cannot read: {e}")).in_file(&self.path))?;
+            if text.trim().is_empty() {
+                continue;
+            }
+            let record = serde_json::from_str::<FileRecord>(&text).map_err(|e| {
+                Diagnostic::at(self.line, e.column().max(1), format!("not a file record: {e}"))
+                    .in_file(&self.path)
+                    .hint("a partial sweep is written by `harness sweep --partial`; write it again rather than edit it")
+            })?;
+            self.next = Some(record);
+            break;
+        }
+        Ok(())
+    }
+
+    fn key(&self) -> Option<(&Path, &str)> {
+        self.next
+            .as_ref()
+            .map(|r| (Path::new(r.path.as_str()), r.rel.as_str()))
+    }
+}
+
+/// Open the partials, check they are the shards of one sweep, and return the header they
+/// share and a source of their records in sweep order.
+pub fn open(paths: &[PathBuf]) -> Result<(Header, Records), Diagnostic> {
+    let mut readers = Vec::new();
+    let mut headers: Vec<(PathBuf, Header)> = Vec::new();
+    for path in paths {
+        let file = std::fs::File::open(path)
+            .map_err(|e| Diagnostic::new(format!("cannot read: {e}")).in_file(path))?;
+        let mut lines = std::io::BufReader::new(file).lines();
+        let first = lines
+            .next()
+            .transpose()
+            .map_err(|e| Diagnostic::new(format!("cannot read: {e}")).in_file(path))?
+            .unwrap_or_default();
+        let not_partial = || {
+            Diagnostic::at(1, 1, "not a partial sweep")
+                .in_file(path)
+                .hint("give the files `harness sweep --partition KIND:M/N --partial FILE` wrote, one per shard")
+        };
+        let header: Header = serde_json::from_str(&first).map_err(|_| not_partial())?;
+        if header.format != FORMAT {
+            return Err(not_partial());
+        }
+        if header.version > VERSION {
+            return Err(Diagnostic::at(
+                1,
+                1,
+                format!(
+                    "partial sweep version {} is newer than this harness reads ({VERSION})",
+                    header.version
+                ),
+            )
+            .in_file(path)
+            .hint("merge with the harness that swept the shards"));
+        }
+        let mut r = Reader {
+            path: path.clone(),
+            lines,
+            line: 1,
+            next: None,
+        };
+        r.advance()?;
+        readers.push(r);
+        headers.push((path.clone(), header));
+    }
+    let Some((first_path, first)) = headers.first().cloned() else {
+        return Err(Diagnostic::new("no partial sweep to merge")
+            .hint("give every shard's `--partial` file"));
+    };
+    let shard = |h: &Header, path: &Path| {
+        Partition::parse(&h.partition)
+            .map_err(|e| Diagnostic::at(1, 1, format!("the header's partition: {e}")).in_file(path))
+    };
+    let want = shard(&first, &first_path)?;
+    let mut seen = vec![None::<PathBuf>; want.n as usize];
+    for (path, h) in &headers {
+        let differs = |what: &str| {
+            Diagnostic::new(format!(
+                "{} and {} are not shards of one sweep: their {what} differ",
+                first_path.display(),
+                path.display()
+            ))
+            .hint("sweep every shard with the same paths, detectors, labels and --format; nothing was written")
+        };
+        if h.paths != first.paths {
+            return Err(differs("paths"));
+        }
+        if h.settings != first.settings {
+            return Err(differs("detector settings"));
+        }
+        if h.labels != first.labels {
+            return Err(differs("labels files"));
+        }
+        if h.transcript_format != first.transcript_format {
+            return Err(differs("--format"));
+        }
+        let p = shard(h, path)?;
+        if p.by_hash != want.by_hash || p.n != want.n {
+            return Err(differs("partitions"));
+        }
+        let slot = &mut seen[(p.m - 1) as usize];
+        if let Some(other) = slot {
+            return Err(Diagnostic::new(format!(
+                "{} and {} are both shard {} of {}",
+                other.display(),
+                path.display(),
+                p.m,
+                p.n
+            ))
+            .hint("give each shard's partial once"));
+        }
+        *slot = Some(path.clone());
+    }
+    let missing: Vec<String> = seen
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.is_none())
+        .map(|(i, _)| (i + 1).to_string())
+        .collect();
+    if !missing.is_empty() {
+        return Err(Diagnostic::new(format!(
+            "shard(s) {} of {} missing: a merge of some shards is not the sweep",
+            missing.join(", "),
+            want.n
+        ))
+        .hint("give every shard's `--partial` file; nothing was written"));
+    }
+    // The first shard's header names the unreadable paths.
+    let unreadable = headers
+        .iter()
+        .find(|(path, h)| shard(h, path).is_ok_and(|p| p.m == 1))
+        .map(|(_, h)| h.unreadable.clone())
+        .unwrap_or_default();
+    let settings = first.settings.len();
+    Ok((
+        Header {
+            unreadable,
+            ..first
+        },
+        Records { readers, settings },
+    ))
+}
+
+/// The shards' records in the order one sweep folds them.
+pub struct Records {
+    readers: Vec<Reader>,
+    settings: usize,
+}
+
+impl Records {
+    /// The next file's contribution; `None` at the end.
+    pub(super) fn next_file(&mut self) -> Result<Option<FileScore>, Diagnostic> {
+        let mut best: Option<usize> = None;
+        for (i, r) in self.readers.iter().enumerate() {
+            let Some(key) = r.key() else { continue };
+            match best {
+                Some(b) => {
+                    let other = self.readers[b].key();
+                    if other == Some(key) {
+                        return Err(Diagnostic::new(format!(
+                            "{} is in two shards ({} and {})",
+                            key.0.display(),
+                            self.readers[b].path.display(),
+                            r.path.display()
+                        ))
+                        .hint("each file belongs to one shard: sweep the shards with one --partition kind and count"));
+                    }
+                    if other.is_some_and(|o| key < o) {
+                        best = Some(i);
+                    }
+                }
+                None => best = Some(i),
+            }
+        }
+        let Some(b) = best else { return Ok(None) };
+        let reader = &mut self.readers[b];
+        let record = reader.next.take().unwrap_or_else(|| FileRecord {
+            path: String::new(),
+            rel: String::new(),
+            errors: Vec::new(),
+            note: None,
+            runs: Vec::new(),
+        });
+        let at = reader.line;
+        let path = reader.path.clone();
+        reader.advance()?;
+        score(record, self.settings).map(Some).map_err(|why| {
+            Diagnostic::at(at, 1, why)
+                .in_file(&path)
+                .hint("the partial does not match its header; write it again")
+        })
+    }
+}
