@@ -102,6 +102,16 @@ fn sweeps_read_the_export_as_they_read_the_scenarios() {
         p.read("scenarios.csv"),
         "a sweep over the export differs from one over the scenarios"
     );
+    // And over the runs `import` wrote of it.
+    p.harness(&["import", "runs.jsonl", "--out", "imported"])
+        .expect_code(0);
+    p.harness(&["sweep", "imported", "--out", "imported.csv"])
+        .expect_code(0);
+    assert_eq!(
+        p.read("imported.csv"),
+        p.read("scenarios.csv"),
+        "a sweep over the imported export differs from one over the scenarios"
+    );
     // The GenAI spans alone, without harness's own events, read as the same runs.
     let text = std::fs::read_to_string(Path::new(&export)).expect("the export");
     let exact = harness::import::otlp::import(&text, "runs.jsonl");
