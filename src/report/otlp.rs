@@ -180,6 +180,29 @@ impl Builder<'_> {
         self.spans.len() - 1
     }
 
+    /// An `execute_tool` span for call `id`, opened at `t_ms`.
+    fn tool_span(&mut self, seq: usize, t_ms: u64, id: &str, name: &str, args: &Value) -> usize {
+        self.span(
+            seq,
+            format!("execute_tool {name}"),
+            INTERNAL,
+            t_ms,
+            vec![
+                s("gen_ai.operation.name", "execute_tool"),
+                s("gen_ai.tool.name", name),
+                s("gen_ai.tool.call.id", id),
+                s("gen_ai.tool.call.arguments", crate::json::compact(args)),
+            ],
+        )
+    }
+
+    /// A tool result as the next call's input holds it.
+    fn tool_response(&mut self, id: &str, result: &str) {
+        self.history.push(json!({"role": "tool", "parts": [
+            {"type": "tool_call_response", "id": id, "response": result}
+        ]}));
+    }
+
     fn inference_span(&mut self, seq: usize, t_ms: u64) -> usize {
         // Only what was added since the previous call: the file grows with the run, not with
         // its square.
@@ -346,18 +369,7 @@ fn case_line(case: &str, success: bool, events: &[TimedEvent]) -> String {
                 at
             }
             Event::ToolCallStart { id, name, args } => {
-                let at = b.span(
-                    seq,
-                    format!("execute_tool {name}"),
-                    INTERNAL,
-                    t,
-                    vec![
-                        s("gen_ai.operation.name", "execute_tool"),
-                        s("gen_ai.tool.name", name.clone()),
-                        s("gen_ai.tool.call.id", id.clone()),
-                        s("gen_ai.tool.call.arguments", crate::json::compact(args)),
-                    ],
-                );
+                let at = b.tool_span(seq, t, id, name, args);
                 b.tools.push((id.clone(), at));
                 at
             }
@@ -369,9 +381,7 @@ fn case_line(case: &str, success: bool, events: &[TimedEvent]) -> String {
                 ..
             } => {
                 let result = output.as_deref().or(error.as_deref()).unwrap_or_default();
-                b.history.push(json!({"role": "tool", "parts": [
-                    {"type": "tool_call_response", "id": id, "response": result}
-                ]}));
+                b.tool_response(id, result);
                 match b.tools.iter().position(|(i, _)| i == id) {
                     Some(p) => {
                         let (_, at) = b.tools.remove(p);
@@ -397,27 +407,17 @@ fn case_line(case: &str, success: bool, events: &[TimedEvent]) -> String {
                 args,
                 error,
             } => {
-                b.history.push(json!({"role": "tool", "parts": [
-                    {"type": "tool_call_response", "id": id, "response": error}
-                ]}));
-                let at = b.span(
-                    seq,
-                    format!("execute_tool {name}"),
-                    INTERNAL,
-                    t,
-                    vec![
-                        s("gen_ai.operation.name", "execute_tool"),
-                        s("gen_ai.tool.name", name.clone()),
-                        s("gen_ai.tool.call.id", id.clone()),
-                        s("gen_ai.tool.call.arguments", crate::json::compact(args)),
-                        s("gen_ai.tool.call.result", error.clone()),
-                        Kv {
-                            key: "harness.rejected",
-                            value: Any::BoolValue(true),
-                        },
-                    ],
-                );
-                b.spans[at].status = Status {
+                b.tool_response(id, error);
+                let at = b.tool_span(seq, t, id, name, args);
+                let span = &mut b.spans[at];
+                span.attributes.extend([
+                    s("gen_ai.tool.call.result", error.clone()),
+                    Kv {
+                        key: "harness.rejected",
+                        value: Any::BoolValue(true),
+                    },
+                ]);
+                span.status = Status {
                     code: Some(ERROR),
                     message: Some(error.clone()),
                 };
