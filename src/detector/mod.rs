@@ -136,7 +136,7 @@ impl View {
                     ..
                 } => {
                     v.responses
-                        .push((v.calls.len(), input_tokens + output_tokens));
+                        .push((v.calls.len(), input_tokens.saturating_add(*output_tokens)));
                     thought = text.clone().unwrap_or_default();
                     if calls.is_empty() && !thought.is_empty() {
                         v.items.push(Item::Agent(thought.clone()));
@@ -216,8 +216,7 @@ impl View {
             self.responses
                 .iter()
                 .filter(|(before, _)| *before > at)
-                .map(|(_, t)| t)
-                .sum(),
+                .fold(0u64, |sum, (_, t)| sum.saturating_add(*t)),
         )
     }
 

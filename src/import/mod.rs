@@ -549,6 +549,24 @@ impl TraceBuilder {
         true
     }
 
+    /// The announced call a run of `name` with `args` is: the first with the same name and
+    /// arguments, else the first with the name.
+    pub fn announced_like(&self, name: &str, args: Option<&Value>) -> Option<String> {
+        let key = args.map(crate::json::canonical);
+        self.announced
+            .iter()
+            .find(|(_, n, a)| {
+                n == name && key.as_deref() == Some(crate::json::canonical(a).as_str())
+            })
+            .or_else(|| self.announced.iter().find(|(_, n, _)| n == name))
+            .map(|(id, _, _)| id.clone())
+    }
+
+    /// Move the clock to `t_ms`, never back (spans that overlap start before others end).
+    pub fn at(&mut self, t_ms: u64) {
+        self.now = self.now.max(t_ms);
+    }
+
     /// The first announced call to `name` (any name when `None`).
     pub fn announced_id(&self, name: Option<&str>) -> Option<String> {
         self.announced

@@ -216,6 +216,9 @@ impl<'de> Deserialize<'de> for Nanos {
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<Nanos, E> {
                 Ok(Nanos(v))
             }
+            fn visit_unit<E: de::Error>(self) -> Result<Nanos, E> {
+                Ok(Nanos(0))
+            }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<Nanos, E> {
                 u64::try_from(v)
                     .map(Nanos)
@@ -247,6 +250,9 @@ impl<'de> Deserialize<'de> for StatusCode {
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<StatusCode, E> {
                 Ok(StatusCode(v == 2))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<StatusCode, E> {
+                Ok(StatusCode(false))
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<StatusCode, E> {
                 Ok(StatusCode(v == 2))
@@ -355,7 +361,11 @@ impl Span {
 
     fn uint(&self, keys: &[&str]) -> Option<u64> {
         keys.iter().find_map(|k| match self.attrs.get(*k)? {
-            Value::Number(n) => n.as_u64(),
+            Value::Number(n) => n.as_u64().or_else(|| {
+                n.as_f64()
+                    .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f < 1.8e19)
+                    .map(|f| f as u64)
+            }),
             Value::String(s) => s.parse().ok(),
             _ => None,
         })
@@ -489,12 +499,14 @@ fn parse(text: &str) -> (Vec<Span>, Vec<Log>, Vec<Diagnostic>) {
     let mut spans = Vec::new();
     let mut logs = Vec::new();
     let mut errors = Vec::new();
-    let first = text
+    // One document a line when the first or the second line is a whole one (a cut first line
+    // must not lose the rest); no line of a pretty-printed document is.
+    let one_a_line = text
         .lines()
         .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or_default();
-    let one_a_line = serde_json::from_str::<serde::de::IgnoredAny>(first).is_ok();
+        .filter(|l| !l.is_empty())
+        .take(2)
+        .any(|l| serde_json::from_str::<serde::de::IgnoredAny>(l).is_ok());
     if !one_a_line {
         // One document over several lines (pretty-printed), or several after one another.
         let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
@@ -624,10 +636,7 @@ fn semconv_messages(v: &Value, what: &str) -> Result<(Vec<Msg>, Option<String>),
                     }
                 }
                 Some("tool_call") => msg.calls.push((
-                    p.get("id")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned(),
+                    non_empty(p.get("id")).unwrap_or_default().to_owned(),
                     p.get("name")
                         .and_then(Value::as_str)
                         .unwrap_or_default()
@@ -639,7 +648,7 @@ fn semconv_messages(v: &Value, what: &str) -> Result<(Vec<Msg>, Option<String>),
                     out.push(Msg {
                         role: "tool".to_owned(),
                         text: result_text(p.get("response").or_else(|| p.get("result"))),
-                        answers: p.get("id").and_then(Value::as_str).map(str::to_owned),
+                        answers: non_empty(p.get("id")).map(str::to_owned),
                         ..Msg::default()
                     });
                 }
@@ -654,6 +663,11 @@ fn semconv_messages(v: &Value, what: &str) -> Result<(Vec<Msg>, Option<String>),
         out.push(msg);
     }
     Ok((out, finish))
+}
+
+/// A string value that says something (an empty id is no id).
+fn non_empty(v: Option<&Value>) -> Option<&str> {
+    v.and_then(Value::as_str).filter(|s| !s.is_empty())
 }
 
 fn result_text(v: Option<&Value>) -> String {
@@ -695,11 +709,11 @@ fn openai_message(m: &Value, role: &str) -> Msg {
             .to_owned(),
         text: content_text(m.get("content")),
         calls,
-        answers: m
-            .get("tool_call_id")
-            .or_else(|| (role == "tool").then(|| m.get("id")).flatten())
-            .and_then(Value::as_str)
-            .map(str::to_owned),
+        answers: non_empty(
+            m.get("tool_call_id")
+                .or_else(|| (role == "tool").then(|| m.get("id")).flatten()),
+        )
+        .map(str::to_owned),
     }
 }
 
@@ -736,14 +750,16 @@ fn flat_messages(attrs: &Attrs, prefix: &str) -> (Vec<Msg>, Option<String>) {
         };
         let mut text = get("content").map(str::to_owned).unwrap_or_default();
         if text.is_empty() {
-            let parts: Vec<&str> = fields
+            let parts: BTreeMap<usize, &str> = fields
                 .iter()
-                .filter(|(k, _)| {
-                    k.starts_with("message.contents.") && k.ends_with(".message_content.text")
+                .filter_map(|(k, v)| {
+                    let n = k
+                        .strip_prefix("message.contents.")?
+                        .strip_suffix(".message_content.text")?;
+                    Some((n.parse().ok()?, v.as_str()?))
                 })
-                .filter_map(|(_, v)| v.as_str())
                 .collect();
-            text = parts.join("\n");
+            text = parts.into_values().collect::<Vec<_>>().join("\n");
         }
         let mut calls: BTreeMap<usize, (String, String, Value)> = BTreeMap::new();
         for (k, v) in &fields {
@@ -787,7 +803,9 @@ fn flat_messages(attrs: &Attrs, prefix: &str) -> (Vec<Msg>, Option<String>) {
                     )
                 })
                 .collect(),
-            answers: get("tool_call_id").map(str::to_owned),
+            answers: get("tool_call_id")
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned),
         });
     }
     (out, finish)
@@ -964,21 +982,40 @@ fn import_with(text: &str, rel: &str, harness_events: bool) -> super::FileImport
     for (i, s) in spans.iter().enumerate() {
         traces.entry(s.trace.as_str()).or_default().push(i);
     }
-    let mut runs: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    // Group key → (the run's name, its spans). harness's own exports are a run per trace (two
+    // runs of one case in a file stay two runs), named by their case.
+    let mut runs: BTreeMap<String, (String, Vec<usize>)> = BTreeMap::new();
     for (trace, mut members) in traces {
         members.sort_by(|&a, &b| order(&spans[a], &spans[b]));
-        let key = members
+        let name = members
             .iter()
             .find_map(|&i| spans[i].conversation())
             .unwrap_or(trace)
             .to_owned();
-        runs.entry(key).or_default().extend(members);
+        let harnessed = harness_events && members.iter().any(|&i| spans[i].harnessed());
+        let key = if harnessed {
+            format!("{name}\u{0}{trace}")
+        } else {
+            name.clone()
+        };
+        runs.entry(key)
+            .or_insert_with(|| (name, Vec::new()))
+            .1
+            .extend(members);
     }
     let mut made: Vec<(u64, Run)> = Vec::new();
-    for (key, mut members) in runs {
+    let mut named: BTreeMap<String, usize> = BTreeMap::new();
+    for (_, (name, mut members)) in runs {
         members.sort_by(|&a, &b| order(&spans[a], &spans[b]));
         let group: Vec<&Span> = members.iter().map(|&i| &spans[i]).collect();
-        let id = format!("{rel}#{key}");
+        // The same case exported twice: `case`, `case~2`, … in trace id order.
+        let n = named.entry(name.clone()).or_insert(0);
+        *n += 1;
+        let id = if *n == 1 {
+            format!("{rel}#{name}")
+        } else {
+            format!("{rel}#{name}~{n}")
+        };
         let first = group.first().map_or(0, |s| s.start);
         let run = if harness_events && group.iter().any(|s| s.harnessed()) {
             harness_run(&group, id)
@@ -1046,6 +1083,19 @@ fn harness_run(group: &[&Span], id: String) -> Result<Option<Run>, Diagnostic> {
         }
     }
     events.sort_by_key(|(seq, _)| *seq);
+    if let Some(w) = events.windows(2).find(|w| w[0].0 == w[1].0) {
+        let s = group.first().copied();
+        return Err(located(
+            s.map_or(1, |s| s.line),
+            1,
+            format!(
+                "trace {}: two events at position {} of its run",
+                s.map_or("", |s| s.trace.as_str()),
+                w[0].0
+            ),
+            "the file holds one harness run twice under one trace id, or was edited; export the runs again with `--otlp`",
+        ));
+    }
     let events: Vec<TimedEvent> = events.into_iter().map(|(_, e)| e).collect();
     let termination = events.iter().rev().find_map(|e| match &e.event {
         Event::Outcome { outcome, .. } => Some(outcome.as_str().to_owned()),
@@ -1132,17 +1182,16 @@ fn genai_run(
     for item in items {
         match item {
             Item::Tool(s) => {
-                b.now = ms(s.start, first);
+                b.at(ms(s.start, first));
                 let name = s
                     .str("gen_ai.tool.name")
                     .or_else(|| s.str("tool.name"))
                     .or_else(|| s.name.strip_prefix("execute_tool "))
                     .unwrap_or(s.name.as_str())
                     .to_owned();
-                let call_id = s
-                    .str("gen_ai.tool.call.id")
-                    .or_else(|| s.str("tool_call.id"))
-                    .or_else(|| s.str("tool.id"))
+                let call_id = ["gen_ai.tool.call.id", "tool_call.id", "tool.id"]
+                    .iter()
+                    .find_map(|k| non_empty(s.attrs.get(*k)))
                     .map(str::to_owned);
                 let result = [
                     "gen_ai.tool.call.result",
@@ -1171,7 +1220,7 @@ fn genai_run(
                         Some(c)
                     }
                     Some(_) => None,
-                    None => match b.announced_id(Some(&name)) {
+                    None => match b.announced_like(&name, args.as_ref()) {
                         Some(c) => {
                             b.run_announced(&c, args);
                             Some(c)
@@ -1180,7 +1229,7 @@ fn genai_run(
                     },
                 };
                 if let Some(c) = call {
-                    b.now = ms(s.end, first);
+                    b.at(ms(s.end, first));
                     let text = result.or_else(|| s.error.clone()).unwrap_or_default();
                     b.result(&c, &text, s.error.is_some());
                     answered.insert(c);
@@ -1195,7 +1244,7 @@ fn genai_run(
                         "content attributes hold the messages as JSON; check the instrumentation's version, or export the trace again",
                     )
                 })?;
-                b.now = ms(s.start, first);
+                b.at(ms(s.start, first));
                 let from = ex
                     .input
                     .iter()
@@ -1235,7 +1284,7 @@ fn genai_run(
                     }
                 }
                 first_call = false;
-                b.now = ms(s.end, first);
+                b.at(ms(s.end, first));
                 let latency = ms(s.end, s.start);
                 if let Some(message) = &s.error {
                     faults += 1;
@@ -1294,9 +1343,13 @@ fn genai_run(
             )),
         ),
         Some((false, Some(_))) => (OutcomeKind::Response, None),
-        _ => (
+        Some(_) => (
             OutcomeKind::Stopped,
             Some("the run ended after tool calls, with no model call after them".to_owned()),
+        ),
+        None => (
+            OutcomeKind::Stopped,
+            Some("the trace holds no model call".to_owned()),
         ),
     };
     let termination = Some(outcome.as_str().to_owned());
@@ -1359,6 +1412,68 @@ mod tests {
                 .contains("resourceSpans[0].scopeSpans[0].spans[0]"),
             "{e:?}"
         );
+    }
+
+    fn chat_line(trace: &str, input: &str, output: &str, tokens: &str) -> String {
+        let attr = |k: &str, v: &str| {
+            format!(
+                r#"{{"key":"{k}","value":{{"stringValue":{}}}}}"#,
+                serde_json::to_string(v).unwrap()
+            )
+        };
+        format!(
+            r#"{{"resourceSpans":[{{"scopeSpans":[{{"spans":[{{"traceId":"{trace}","spanId":"s1","name":"chat m","startTimeUnixNano":"1000000","endTimeUnixNano":"2000000","attributes":[{},{},{},{{"key":"gen_ai.usage.input_tokens","value":{{"intValue":"{tokens}"}}}},{{"key":"gen_ai.usage.output_tokens","value":{{"intValue":"1"}}}}]}}]}}]}}]}}"#,
+            attr("gen_ai.operation.name", "chat"),
+            attr("gen_ai.input.messages", input),
+            attr("gen_ai.output.messages", output),
+        )
+    }
+
+    #[test]
+    fn a_cut_first_line_loses_only_itself() {
+        let good = chat_line(
+            "t1",
+            "[]",
+            r#"[{"role":"assistant","parts":[{"type":"text","content":"hi"}]}]"#,
+            "3",
+        );
+        let text = format!("{}\n{good}\n", &good[..40]);
+        let got = import(&text, "t.jsonl");
+        assert_eq!(got.errors.len(), 1, "{:?}", got.errors);
+        assert_eq!(got.errors[0].line(), 1);
+        assert_eq!(got.runs.len(), 1);
+    }
+
+    #[test]
+    fn empty_call_ids_are_no_ids_and_huge_token_counts_do_not_overflow() {
+        let call = r#"[{"role":"assistant","parts":[{"type":"tool_call","id":"","name":"ls","arguments":{}}]}]"#;
+        let first = chat_line(
+            "t1",
+            r#"[{"role":"user","parts":[{"type":"text","content":"go"}]}]"#,
+            call,
+            "18446744073709551615",
+        );
+        let answered = r#"[{"role":"user","parts":[{"type":"text","content":"go"}]},{"role":"assistant","parts":[{"type":"tool_call","id":"","name":"ls","arguments":{}}]},{"role":"tool","parts":[{"type":"tool_call_response","id":"","response":"a.txt"}]}]"#;
+        let second = chat_line(
+            "t1",
+            answered,
+            r#"[{"role":"assistant","parts":[{"type":"text","content":"done"}]}]"#,
+            "5",
+        )
+        .replace("\"s1\"", "\"s2\"")
+        .replace("\"1000000\"", "\"3000000\"")
+        .replace("\"2000000\"", "\"4000000\"");
+        let got = import(&format!("{first}\n{second}\n"), "t.jsonl");
+        assert!(got.errors.is_empty(), "{:?}", got.errors);
+        let v = crate::detector::View::from_events(&got.runs[0].events);
+        assert_eq!(
+            v.calls.len(),
+            1,
+            "the result answers the call without an id"
+        );
+        assert_eq!(v.calls[0].result, "a.txt");
+        assert_eq!(v.tokens_after(0), Some(6));
+        assert_eq!(v.responses[0].1, u64::MAX, "saturated, not wrapped");
     }
 
     #[test]

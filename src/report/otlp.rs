@@ -21,7 +21,8 @@
 //!   the event as JSON (`harness.event`), so the import gets the same trace back.
 //!
 //! Deterministic: virtual time from a fixed epoch ([`EPOCH_NS`], 2025-01-01T00:00Z), trace and
-//! span ids hashed from the case id and the event's position, cases in result order.
+//! span ids hashed from the case id, the run's events and the event's position (two runs of a
+//! case that differ are two traces), cases in result order.
 
 use super::Collected;
 use crate::import::otlp::{EPOCH_NS, EVENT_ATTR, SEQ_ATTR, SUCCESS_ATTR};
@@ -140,6 +141,8 @@ fn fnv(parts: &[&str]) -> u64 {
 /// Spans being built: the agent span is the first.
 struct Builder<'a> {
     case: &'a str,
+    /// The digest of the run's events.
+    digest: &'a str,
     trace_id: String,
     spans: Vec<Span>,
     /// The open inference span (index into `spans`).
@@ -159,7 +162,7 @@ impl Builder<'_> {
         t_ms: u64,
         attributes: Vec<Kv>,
     ) -> usize {
-        let id = format!("{:016x}", fnv(&[self.case, &seq.to_string()]));
+        let id = format!("{:016x}", fnv(&[self.case, self.digest, &seq.to_string()]));
         let parent = self
             .spans
             .first()
@@ -227,13 +230,20 @@ fn text_message(role: &str, text: &str) -> Value {
 
 /// One case's trace as an `ExportTraceServiceRequest` (one line of JSON).
 fn case_line(case: &str, success: bool, events: &[TimedEvent]) -> String {
-    let trace_id = format!(
-        "{:016x}{:016x}",
-        fnv(&["harness trace", case]),
-        fnv(&["harness trace (low)", case])
+    // The events as JSON, and their digest: a run's ids name the case and what happened in it,
+    // so two runs of a case that differ are two traces, and the same run is the same trace.
+    let json: Vec<String> = events
+        .iter()
+        .map(|e| serde_json::to_string(e).unwrap_or_default())
+        .collect();
+    let digest = format!(
+        "{:016x}",
+        fnv(&json.iter().map(String::as_str).collect::<Vec<_>>())
     );
+    let trace_id = format!("{:016x}{digest}", fnv(&["harness trace", case]));
     let mut b = Builder {
         case,
+        digest: &digest,
         trace_id,
         spans: Vec::new(),
         inference: None,
@@ -433,10 +443,7 @@ fn case_line(case: &str, success: bool, events: &[TimedEvent]) -> String {
             }
             _ => root,
         };
-        let mut attributes = vec![
-            int(SEQ_ATTR, seq as u64),
-            s(EVENT_ATTR, serde_json::to_string(e).unwrap_or_default()),
-        ];
+        let mut attributes = vec![int(SEQ_ATTR, seq as u64), s(EVENT_ATTR, json[seq].clone())];
         if let Event::Intervention {
             policy,
             stage,
@@ -635,6 +642,28 @@ mod tests {
             line,
             "deterministic"
         );
+    }
+
+    #[test]
+    fn two_runs_of_a_case_are_two_traces_and_the_same_run_is_one() {
+        let events = trace();
+        let mut other = trace();
+        other.truncate(5);
+        let a = case_line("reflex/x@ironclaw", true, &events);
+        let b = case_line("reflex/x@ironclaw", false, &other);
+        let got = otlp::import(&format!("{a}\n{b}\n{a}\n"), "t.jsonl");
+        assert!(got.errors.is_empty(), "{:?}", got.errors);
+        let ids: Vec<&str> = got.runs.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            ["t.jsonl#reflex/x@ironclaw", "t.jsonl#reflex/x@ironclaw~2"]
+        );
+        let lens: Vec<usize> = got.runs.iter().map(|r| r.events.len()).collect();
+        let mut want = vec![events.len(), other.len()];
+        if got.runs[0].success == Some(false) {
+            want.reverse();
+        }
+        assert_eq!(lens, want, "each run whole, the repeated line read once");
     }
 
     #[test]

@@ -268,7 +268,10 @@ impl<'a> Folder<'a> {
         }
         for r in f.runs {
             if let Some(w) = &mut self.fires {
-                write_fires(w, &self.names, &r)?;
+                // A setting that failed has no rows from then on, whichever process (shard)
+                // scored the later runs.
+                let failed: Vec<bool> = self.accs.iter().map(|a| a.failed.is_some()).collect();
+                write_fires(w, &self.names, &failed, &r)?;
             }
             fold(&mut self.report, &mut self.accs, r, self.keep_labels);
         }
@@ -424,11 +427,12 @@ fn outcome(r: &RunScore, at: usize) -> &'static str {
 fn write_fires<W: std::io::Write>(
     w: &mut csv::Writer<W>,
     settings: &[Named],
+    failed: &[bool],
     r: &RunScore,
 ) -> std::io::Result<()> {
     let opt = |v: Option<String>| v.unwrap_or_default();
-    for (s, fire) in settings.iter().zip(&r.fires) {
-        let Some((f, _)) = fire else {
+    for ((s, fire), failed) in settings.iter().zip(&r.fires).zip(failed) {
+        let Some((f, _)) = fire.filter(|_| !failed) else {
             continue;
         };
         w.write_record([
@@ -469,9 +473,12 @@ fn fold(report: &mut Report, accs: &mut [Acc], r: RunScore, keep: bool) {
                 acc.caught += 1;
                 acc.delays.push(at - start);
                 // A detector firing on a text turn after the last call saves no call.
-                acc.turns_saved += r.calls.saturating_sub(at + 1) as u64;
+                acc.turns_saved = acc
+                    .turns_saved
+                    .saturating_add(r.calls.saturating_sub(at.saturating_add(1)) as u64);
                 if let Some(t) = tokens {
-                    *acc.tokens_saved.get_or_insert(0) += t;
+                    let sum = acc.tokens_saved.get_or_insert(0);
+                    *sum = sum.saturating_add(t);
                 }
             }
             _ => {}
@@ -621,6 +628,60 @@ mod tests {
         fold(&mut report, &mut accs, score, false);
         assert_eq!((accs[0].caught, accs[0].turns_saved), (1, 0));
         assert_eq!(accs[0].delays, [2]);
+    }
+
+    #[test]
+    fn a_setting_that_failed_has_no_fires_after_it() {
+        let named = vec![Named {
+            id: "exec:x".into(),
+            params: String::new(),
+        }];
+        let run = |id: &str, fired: bool, error: bool| RunScore {
+            id: id.into(),
+            success: None,
+            label: Label {
+                run: id.into(),
+                stuck: false,
+                loop_start: None,
+                note: String::new(),
+            },
+            from_file: false,
+            calls: 3,
+            fires: vec![fired.then(|| (Fire::new(1, crate::detector::Verdict::Warn), None))],
+            errors: if error {
+                vec![(0, "crashed".into())]
+            } else {
+                Vec::new()
+            },
+        };
+        let file = |runs| FileScore {
+            input: Input {
+                path: "f".into(),
+                rel: "f".into(),
+                kind: source::InputKind::Transcript,
+            },
+            runs,
+            errors: Vec::new(),
+            note: None,
+        };
+        let mut out = Vec::new();
+        {
+            let mut folder = Folder::new(named, Some(&mut out), false).unwrap();
+            // A shard whose process never saw the failure still answers for the later run.
+            folder
+                .take(file(vec![
+                    run("a", true, false),
+                    run("b", false, true),
+                    run("c", true, false),
+                ]))
+                .unwrap();
+            let report = folder.finish().unwrap();
+            assert!(report.rows.is_empty());
+            assert_eq!(report.failed[0].1, "b");
+        }
+        let text = String::from_utf8(out).unwrap();
+        let runs: Vec<&str> = text.lines().skip(1).map(|l| &l[..1]).collect();
+        assert_eq!(runs, ["a"]);
     }
 
     #[test]

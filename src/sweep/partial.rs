@@ -158,6 +158,12 @@ fn score(r: FileRecord, settings: usize) -> Result<FileScore, String> {
             for (i, at, verdict, tokens) in run.fires {
                 let verdict = Verdict::parse(&verdict)
                     .ok_or_else(|| format!("run `{}`: unknown verdict `{verdict}`", run.id))?;
+                if at > run.calls {
+                    return Err(format!(
+                        "run `{}`: a firing at call {at} of {} calls",
+                        run.id, run.calls
+                    ));
+                }
                 let slot = fires
                     .get_mut(i)
                     .ok_or_else(|| format!("run `{}`: setting {i} of {settings}", run.id))?;
@@ -312,7 +318,7 @@ pub fn open(paths: &[PathBuf]) -> Result<(Header, Records), Diagnostic> {
             .map_err(|e| Diagnostic::at(1, 1, format!("the header's partition: {e}")).in_file(path))
     };
     let want = shard(&first, &first_path)?;
-    let mut seen = vec![None::<PathBuf>; want.n as usize];
+    let mut seen: std::collections::BTreeMap<u32, PathBuf> = Default::default();
     for (path, h) in &headers {
         let differs = |what: &str| {
             Diagnostic::new(format!(
@@ -338,8 +344,7 @@ pub fn open(paths: &[PathBuf]) -> Result<(Header, Records), Diagnostic> {
         if p.by_hash != want.by_hash || p.n != want.n {
             return Err(differs("partitions"));
         }
-        let slot = &mut seen[(p.m - 1) as usize];
-        if let Some(other) = slot {
+        if let Some(other) = seen.insert(p.m, path.clone()) {
             return Err(Diagnostic::new(format!(
                 "{} and {} are both shard {} of {}",
                 other.display(),
@@ -349,18 +354,22 @@ pub fn open(paths: &[PathBuf]) -> Result<(Header, Records), Diagnostic> {
             ))
             .hint("give each shard's partial once"));
         }
-        *slot = Some(path.clone());
     }
-    let missing: Vec<String> = seen
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| s.is_none())
-        .map(|(i, _)| (i + 1).to_string())
-        .collect();
-    if !missing.is_empty() {
+    if seen.len() != want.n as usize {
+        // Name the first few missing shards (N may be large).
+        let missing: Vec<String> = (1..=want.n)
+            .filter(|m| !seen.contains_key(m))
+            .take(10)
+            .map(|m| m.to_string())
+            .collect();
         return Err(Diagnostic::new(format!(
-            "shard(s) {} of {} missing: a merge of some shards is not the sweep",
+            "shard(s) {}{} of {} missing: a merge of some shards is not the sweep",
             missing.join(", "),
+            if want.n as usize - seen.len() > missing.len() {
+                ", …"
+            } else {
+                ""
+            },
             want.n
         ))
         .hint("give every shard's `--partial` file; nothing was written"));
