@@ -271,6 +271,13 @@ pub trait Detector: Send + Sync {
     /// No more runs will come: a detector outside the process is told so (its input closed),
     /// so that all of them can exit at once; the built-in ones have nothing to do.
     fn close_input(&self) {}
+
+    /// Must it see the runs one at a time in the sweep's order (a detector outside the process,
+    /// which may keep state or fail part-way)? The built-in ones are pure and see them in any
+    /// order, side by side.
+    fn in_order(&self) -> bool {
+        false
+    }
 }
 
 /// One parameter a detector takes.

@@ -330,6 +330,10 @@ impl Detector for External {
         answered
     }
 
+    fn in_order(&self) -> bool {
+        true
+    }
+
     fn close_input(&self) {
         if let Ok(mut state) = self.state.lock() {
             if let Some(r) = state.running.as_mut() {

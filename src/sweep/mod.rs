@@ -153,6 +153,9 @@ struct RunScore {
     fires: Vec<Option<(Fire, Option<u64>)>>,
     /// Settings that could not score this run, and why.
     errors: Vec<(usize, String)>,
+    /// The run as the detectors see it, kept until the settings that take runs in order
+    /// ([`crate::detector::Detector::in_order`]) have seen it.
+    view: Option<View>,
 }
 
 /// The header of the `--fires` CSV: one row per (run, setting) that fired.
@@ -175,6 +178,79 @@ struct FileScore {
     note: Option<String>,
 }
 
+/// Where setting `i` first fires on `view` (and the tokens after it), or its error noted.
+fn check(
+    s: &Setting,
+    i: usize,
+    view: &View,
+    errors: &mut Vec<(usize, String)>,
+) -> Option<(Fire, Option<u64>)> {
+    match s.detector.check(view) {
+        Ok(fire) => fire.map(|f| (f, view.tokens_after(f.at))),
+        Err(e) => {
+            errors.push((i, e));
+            None
+        }
+    }
+}
+
+/// What one setting said of one run: where it fired (and the tokens after), or its error.
+type Answer = Result<Option<(Fire, Option<u64>)>, String>;
+
+/// Ask the settings that take runs in order (the fold calls this for each file as it comes, in
+/// file order): an external detector sees the runs in the sweep's order for any `--jobs`, and
+/// several such settings answer side by side, each on a thread of its own.
+fn score_in_order(settings: &[Setting], f: &mut FileScore) {
+    let ordered: Vec<usize> = (0..settings.len())
+        .filter(|&i| settings[i].detector.in_order())
+        .collect();
+    if ordered.is_empty() {
+        return;
+    }
+    let views: Vec<Option<View>> = f.runs.iter_mut().map(|r| r.view.take()).collect();
+    let ask = |i: usize| -> Vec<Answer> {
+        views
+            .iter()
+            .map(|v| match v {
+                Some(v) => settings[i]
+                    .detector
+                    .check(v)
+                    .map(|fire| fire.map(|f| (f, v.tokens_after(f.at)))),
+                None => Ok(None),
+            })
+            .collect()
+    };
+    let answers: Vec<Vec<Answer>> = if ordered.len() == 1 {
+        vec![ask(ordered[0])]
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = ordered
+                .iter()
+                .map(|&i| scope.spawn(move || ask(i)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        vec![Err("the detector's thread panicked".to_owned()); views.len()]
+                    })
+                })
+                .collect()
+        })
+    };
+    for (&i, answers) in ordered.iter().zip(answers) {
+        for (r, a) in f.runs.iter_mut().zip(answers) {
+            match a {
+                Ok(fire) => r.fires[i] = fire,
+                Err(e) => r.errors.push((i, e)),
+            }
+        }
+    }
+    for r in &mut f.runs {
+        r.errors.sort_by_key(|(i, _)| *i);
+    }
+}
+
 fn score_file(options: &Options, input: Input) -> FileScore {
     let got = source::load(&input, options.format);
     let runs = got
@@ -187,18 +263,17 @@ fn score_file(options: &Options, input: Input) -> FileScore {
                 None => (labels::heuristic(&run.id, &view, run.success), false),
             };
             let mut errors = Vec::new();
+            // Settings that take runs in order are asked when the run is folded.
             let fires = options
                 .settings
                 .iter()
                 .enumerate()
-                .map(|(i, s)| match s.detector.check(&view) {
-                    Ok(fire) => fire.map(|f| (f, view.tokens_after(f.at))),
-                    Err(e) => {
-                        errors.push((i, e));
-                        None
-                    }
+                .map(|(i, s)| match s.detector.in_order() {
+                    true => None,
+                    false => check(s, i, &view, &mut errors),
                 })
                 .collect();
+            let ordered = options.settings.iter().any(|s| s.detector.in_order());
             RunScore {
                 id: run.id,
                 success: run.success,
@@ -207,6 +282,7 @@ fn score_file(options: &Options, input: Input) -> FileScore {
                 calls: view.calls.len(),
                 fires,
                 errors,
+                view: ordered.then_some(view),
             }
         })
         .collect();
@@ -373,7 +449,8 @@ pub fn sweep(
         WINDOW,
         &inputs,
         |i| score_file(&options, i.clone()),
-        |f| -> std::io::Result<()> {
+        |mut f| -> std::io::Result<()> {
+            score_in_order(&options.settings, &mut f);
             if let Some(w) = &mut partial {
                 w.write_all(partial::line(&partial::record(&f)).as_bytes())?;
             }
@@ -622,6 +699,7 @@ mod tests {
             calls: 3,
             fires: vec![Some((Fire::new(3, crate::detector::Verdict::Warn), None))],
             errors: Vec::new(),
+            view: None,
         };
         let mut report = Report::default();
         let mut accs = vec![Acc::default()];
@@ -653,6 +731,7 @@ mod tests {
             } else {
                 Vec::new()
             },
+            view: None,
         };
         let file = |runs| FileScore {
             input: Input {

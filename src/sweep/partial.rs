@@ -180,6 +180,7 @@ fn score(r: FileRecord, settings: usize) -> Result<FileScore, String> {
                 calls: run.calls,
                 fires,
                 errors: run.errors,
+                view: None,
             })
         })
         .collect::<Result<Vec<_>, String>>()?;

@@ -1490,3 +1490,44 @@ fn a_sweep_split_into_shards_and_merged_is_one_sweep() {
         assert!(!p.exists("partial.csv"));
     }
 }
+
+/// An external detector sees the runs in the sweep's order, one at a time, whatever `--jobs`
+/// (the pool scores the built-in settings; the fold asks the external ones as files come in
+/// order), two external settings side by side each in that order.
+#[test]
+fn external_detectors_see_the_runs_in_the_sweeps_order_for_any_jobs() {
+    let p = Project::new();
+    let detector = script(
+        &p,
+        "order.py",
+        &format!(
+            "#!/usr/bin/env python3\nimport hashlib, json, sys\nname = sys.argv[1]\nfor line in sys.stdin:\n    with open({:?} + name, 'a') as f:\n        f.write(hashlib.sha1(line.encode()).hexdigest()[:12] + '\\n')\n    print(json.dumps({{'fired': None}}), flush=True)\n",
+            p.join("seen-").display().to_string()
+        ),
+    );
+    let corpus = repo()
+        .join("fixtures/transcripts")
+        .to_string_lossy()
+        .into_owned();
+    let spec = format!("{detector}:log=a,b");
+    for jobs in ["1", "2"] {
+        sweep(
+            &p,
+            std::slice::from_ref(&corpus),
+            &["--detector", &spec, "--jobs", jobs],
+        )
+        .expect_code(0);
+        for log in ["a", "b"] {
+            std::fs::rename(
+                p.join(&format!("seen-log={log}")),
+                p.join(&format!("jobs{jobs}-{log}")),
+            )
+            .expect("the detector saw runs");
+        }
+    }
+    let one = p.read("jobs1-a");
+    assert_eq!(one.lines().count(), 19, "every run once");
+    for other in ["jobs1-b", "jobs2-a", "jobs2-b"] {
+        assert_eq!(p.read(other), one, "{other} saw the runs in another order");
+    }
+}
