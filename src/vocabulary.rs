@@ -80,8 +80,12 @@ pub const INTERVENTION_SOURCES: &[&str] = &[
     "agentloop-loop-detector",
     "agentloop-citations",
     "plan-step",
-    "agent",
+    AGENT,
 ];
+
+/// The policy (and source) of what a black-box agent did on its own, as its trace is read
+/// from its requests (`harness exec`) or from its recorded spans (an imported trace).
+pub const AGENT: &str = "agent";
 
 /// Every `action` an `intervention` event can carry: stage 1 advice (`nudge`, `warn`,
 /// `limit_nudge`, `discard`, `continue`, `unverified_citations`, `lenient_envelope`), stage 2

@@ -45,15 +45,7 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<ExitStatus> {
         Some(Err(e)) => return Ok(fail(&Diagnostic::new(format!("--partition: {e}")))),
         None => None,
     };
-    // Fires stream into a temporary file beside the target, put in place at the end as every
-    // output is (a new file with the umask's mode, an existing one keeping its own).
-    let mut fires_tmp = match &args.fires {
-        Some(path) => Some(
-            store::Output::create(path)
-                .with_context(|| format!("cannot write {}", path.display()))?,
-        ),
-        None => None,
-    };
+    let mut fires_tmp = streamed(args.fires.as_deref())?;
     let mut fires_out = fires_tmp.as_mut().map(std::io::BufWriter::new);
     // The page lists the runs each setting fired on: the fires rows are kept for it too.
     let mut fires_kept = args.html.as_ref().map(|_| Vec::new());
@@ -63,13 +55,7 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<ExitStatus> {
             fires_kept.as_mut(),
         )
     });
-    let mut partial_tmp = match &args.partial {
-        Some(path) => Some(
-            store::Output::create(path)
-                .with_context(|| format!("cannot write {}", path.display()))?,
-        ),
-        None => None,
-    };
+    let mut partial_tmp = streamed(args.partial.as_deref())?;
     let mut partial_out = partial_tmp.as_mut().map(std::io::BufWriter::new);
     let report = if args.merge {
         match sweep::merge(
@@ -77,7 +63,7 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<ExitStatus> {
             fires_to.as_mut().map(|w| w as &mut dyn Write),
             args.write_labels.is_some(),
         )? {
-            Ok((report, _)) => report,
+            Ok(report) => report,
             Err(d) => return Ok(fail(&d)),
         }
     } else {
@@ -193,15 +179,12 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<ExitStatus> {
             .with_context(|| format!("cannot write {}", path.display()))?;
         written.push(path.display().to_string());
     }
-    if let (Some(tmp), Some(path)) = (fires_tmp, &args.fires) {
-        tmp.commit()
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        written.push(path.display().to_string());
-    }
-    if let (Some(tmp), Some(path)) = (partial_tmp, &args.partial) {
-        tmp.commit()
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        written.push(path.display().to_string());
+    for (tmp, path) in [(fires_tmp, &args.fires), (partial_tmp, &args.partial)] {
+        if let (Some(tmp), Some(path)) = (tmp, path) {
+            tmp.commit()
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            written.push(path.display().to_string());
+        }
     }
     if let Some(path) = &args.write_labels {
         store::write_atomic(path, labels::render(&report.labels).as_bytes())
@@ -280,6 +263,16 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<ExitStatus> {
         return Ok(crate::results::ExitStatus::Failed);
     }
     Ok(ExitStatus::Ok)
+}
+
+/// An output written as the sweep goes (fires, the partial): a temporary file beside `path`,
+/// put in place at the end as every output is (a new file with the umask's mode, an existing
+/// one keeping its own).
+fn streamed(path: Option<&Path>) -> anyhow::Result<Option<store::Output>> {
+    path.map(|path| {
+        store::Output::create(path).with_context(|| format!("cannot write {}", path.display()))
+    })
+    .transpose()
 }
 
 /// The `--detector` settings; a bad one is bad usage.

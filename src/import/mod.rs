@@ -373,15 +373,9 @@ fn convert(fmt: Format, doc: Value, rel: &str, text: &str) -> Result<Vec<Run>, D
         Format::Openai => openai::convert(doc, rel, text),
         Format::Anthropic => anthropic::convert(doc, rel, text),
         Format::Openhands => openhands::convert(doc, rel, text),
-        // Read whole by `import_text` (a run's spans may be on any line); a document alone
-        // is read the same way.
-        Format::Otlp => {
-            let mut got = otlp::import(text, rel);
-            match got.errors.is_empty() {
-                true => Ok(got.runs),
-                false => Err(got.errors.swap_remove(0)),
-            }
-        }
+        // `import_text` reads an OTLP file whole before it gets here (a run's spans may be on
+        // any of its lines).
+        Format::Otlp => Ok(otlp::import(text, rel).runs),
     }
 }
 
@@ -507,20 +501,7 @@ impl TraceBuilder {
         } else {
             Finish::ToolUse
         };
-        self.response_timed(text, calls, tokens, 0, finish);
-    }
-
-    /// A model response with its latency and finish reason, as recorded; its calls start at
-    /// once.
-    pub fn response_timed(
-        &mut self,
-        text: &str,
-        calls: Vec<(String, String, Value)>,
-        tokens: (u64, u64),
-        latency_ms: u64,
-        finish: Finish,
-    ) {
-        self.model_response(text, calls, tokens, latency_ms, finish, true);
+        self.model_response(text, calls, tokens, 0, finish, true);
     }
 
     /// A model response whose calls start only when they are seen run ([`Self::run_announced`]):
@@ -549,9 +530,35 @@ impl TraceBuilder {
         true
     }
 
+    /// The call a result answers, started now if it was only announced: the call `id` names
+    /// when it is open or announced; without an id, the announced call of `name` with `args`
+    /// (else of `name`; any call when no name is known), else the oldest open one of `name`.
+    /// `args`, when known, are what the call ran with.
+    pub fn answered_call(
+        &mut self,
+        id: Option<&str>,
+        name: Option<&str>,
+        args: Option<Value>,
+    ) -> Option<String> {
+        if let Some(id) = id {
+            return (self.is_open(id) || self.run_announced(id, args)).then(|| id.to_owned());
+        }
+        let announced = match name {
+            Some(name) => self.announced_like(name, args.as_ref()),
+            None => self.first_announced(),
+        };
+        match announced {
+            Some(c) => {
+                self.run_announced(&c, args);
+                Some(c)
+            }
+            None => self.pending_id(name),
+        }
+    }
+
     /// The announced call a run of `name` with `args` is: the first with the same name and
     /// arguments, else the first with the name.
-    pub fn announced_like(&self, name: &str, args: Option<&Value>) -> Option<String> {
+    fn announced_like(&self, name: &str, args: Option<&Value>) -> Option<String> {
         let key = args.map(crate::json::canonical);
         self.announced
             .iter()
@@ -567,12 +574,9 @@ impl TraceBuilder {
         self.now = self.now.max(t_ms);
     }
 
-    /// The first announced call to `name` (any name when `None`).
-    pub fn announced_id(&self, name: Option<&str>) -> Option<String> {
-        self.announced
-            .iter()
-            .find(|(_, n, _)| name.is_none_or(|want| want == n))
-            .map(|(id, _, _)| id.clone())
+    /// The oldest announced call (for a result that names none).
+    fn first_announced(&self) -> Option<String> {
+        self.announced.first().map(|(id, _, _)| id.clone())
     }
 
     fn model_response(
@@ -628,13 +632,13 @@ impl TraceBuilder {
     /// own intervention, as `harness exec` reads it.
     pub fn nudge(&mut self, role: crate::llm::Role, text: &str) {
         self.push(Event::Intervention {
-            policy: "agent".to_owned(),
+            policy: crate::vocabulary::AGENT.to_owned(),
             stage: 1,
             action: "nudge".to_owned(),
             tool: None,
         });
         self.push(Event::MessageInjected {
-            source: "agent".to_owned(),
+            source: crate::vocabulary::AGENT.to_owned(),
             role,
             text: text.to_owned(),
         });

@@ -1209,24 +1209,13 @@ fn genai_run(
                 .iter()
                 .find_map(|k| s.attrs.get(*k))
                 .map(|v| parse_args(Some(v)));
-                let call = match call_id {
-                    Some(c) if b.is_open(&c) => Some(c),
-                    // The call as it ran (its arguments as dispatched).
-                    Some(c) if b.run_announced(&c, args.clone()) => Some(c),
+                let call = match b.answered_call(call_id.as_deref(), Some(&name), args.clone()) {
+                    Some(c) => Some(c),
                     // A call no model output showed (content not captured): the span is it.
-                    Some(c) if !answered.contains(&c) => {
+                    None => call_id.filter(|c| !answered.contains(c)).inspect(|c| {
                         let args = args.unwrap_or_else(|| Value::Object(Default::default()));
                         b.call(c.clone(), name.clone(), args);
-                        Some(c)
-                    }
-                    Some(_) => None,
-                    None => match b.announced_like(&name, args.as_ref()) {
-                        Some(c) => {
-                            b.run_announced(&c, args);
-                            Some(c)
-                        }
-                        None => b.pending_id(Some(&name)),
-                    },
+                    }),
                 };
                 if let Some(c) = call {
                     b.at(ms(s.end, first));
@@ -1253,19 +1242,7 @@ fn genai_run(
                 for m in &ex.input[from..] {
                     match m.role.as_str() {
                         "tool" => {
-                            let target = match &m.answers {
-                                Some(c) if b.is_open(c) || b.run_announced(c, None) => {
-                                    Some(c.clone())
-                                }
-                                Some(_) => None,
-                                None => match b.announced_id(None) {
-                                    Some(c) => {
-                                        b.run_announced(&c, None);
-                                        Some(c)
-                                    }
-                                    None => b.pending_id(None),
-                                },
-                            };
+                            let target = b.answered_call(m.answers.as_deref(), None, None);
                             if let Some(c) = target {
                                 b.result(&c, &m.text, error_prefixed(&m.text));
                                 answered.insert(c);

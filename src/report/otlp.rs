@@ -256,21 +256,26 @@ fn case_line(case: &str, success: bool, events: &[TimedEvent]) -> String {
         events.last().map_or(0, |e| e.t_ms),
     );
     let mut profile = String::new();
-    let mut outcome: Option<(OutcomeKind, Option<String>)> = None;
-    for e in events {
-        match &e.event {
-            Event::RunStart {
-                profile: p, model, ..
-            } => {
-                profile.clone_from(p);
-                b.model.clone_from(model);
-            }
-            Event::Outcome {
-                outcome: o, detail, ..
-            } => outcome = Some((*o, detail.clone())),
-            _ => {}
+    if let Some((p, model)) = events.iter().rev().find_map(|e| {
+        if let Event::RunStart { profile, model, .. } = &e.event {
+            Some((profile, model))
+        } else {
+            None
         }
+    }) {
+        profile.clone_from(p);
+        b.model.clone_from(model);
     }
+    let outcome = events.iter().rev().find_map(|e| {
+        if let Event::Outcome {
+            outcome, detail, ..
+        } = &e.event
+        {
+            Some((*outcome, detail.clone()))
+        } else {
+            None
+        }
+    });
     let root = b.span(
         usize::MAX,
         format!("invoke_agent {case}"),
@@ -441,7 +446,24 @@ fn case_line(case: &str, success: bool, events: &[TimedEvent]) -> String {
                 b.history.push(text_message(role.as_str(), text));
                 root
             }
-            _ => root,
+            // What belongs to the run as a whole: events of the agent span.
+            Event::RunStart { .. }
+            | Event::Iteration { .. }
+            | Event::Signal { .. }
+            | Event::TruncationDiscarded { .. }
+            | Event::Intervention { .. }
+            | Event::ForceText { .. }
+            | Event::Outcome { .. }
+            | Event::Notice { .. }
+            | Event::Diverged { .. }
+            | Event::Compaction { .. }
+            | Event::ToolCallSkipped { .. }
+            | Event::ApprovalRequested { .. }
+            | Event::ApprovalDecision { .. }
+            | Event::TurnEnd { .. }
+            | Event::StepStart { .. }
+            | Event::StepEnd { .. }
+            | Event::Replan { .. } => root,
         };
         let mut attributes = vec![int(SEQ_ATTR, seq as u64), s(EVENT_ATTR, json[seq].clone())];
         if let Event::Intervention {

@@ -32,7 +32,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// The policy name of what the agent did on its own.
-pub const AGENT: &str = "agent";
+pub const AGENT: &str = crate::vocabulary::AGENT;
 
 /// The source of what the server notes about how it read the agent.
 pub const SERVE: &str = "serve";

@@ -253,6 +253,7 @@ fn score_in_order(settings: &[Setting], f: &mut FileScore) {
 
 fn score_file(options: &Options, input: Input) -> FileScore {
     let got = source::load(&input, options.format);
+    let ordered = options.settings.iter().any(|s| s.detector.in_order());
     let runs = got
         .runs
         .into_iter()
@@ -273,7 +274,6 @@ fn score_file(options: &Options, input: Input) -> FileScore {
                     false => check(s, i, &view, &mut errors),
                 })
                 .collect();
-            let ordered = options.settings.iter().any(|s| s.detector.in_order());
             RunScore {
                 id: run.id,
                 success: run.success,
@@ -346,8 +346,7 @@ impl<'a> Folder<'a> {
             if let Some(w) = &mut self.fires {
                 // A setting that failed has no rows from then on, whichever process (shard)
                 // scored the later runs.
-                let failed: Vec<bool> = self.accs.iter().map(|a| a.failed.is_some()).collect();
-                write_fires(w, &self.names, &failed, &r)?;
+                write_fires(w, &self.names, &self.accs, &r)?;
             }
             fold(&mut self.report, &mut self.accs, r, self.keep_labels);
         }
@@ -466,13 +465,13 @@ pub fn sweep(
 }
 
 /// Merge the shards' partial sweeps into the report one sweep over everything gives (and its
-/// fires rows); the settings are the partials'. A partial that is not one, or shards that are
+/// fires rows); the settings are the partials' (the report's `settings`). A partial that is not one, or shards that are
 /// not one sweep's, are a diagnostic and nothing is folded.
 pub fn merge(
     partials: &[PathBuf],
     fires: Option<&mut dyn Write>,
     keep_labels: bool,
-) -> std::io::Result<Result<(Report, partial::Header), Diagnostic>> {
+) -> std::io::Result<Result<Report, Diagnostic>> {
     let (header, mut records) = match partial::open(partials) {
         Ok(h) => h,
         Err(d) => return Ok(Err(d)),
@@ -488,7 +487,7 @@ pub fn merge(
             Err(d) => return Ok(Err(d)),
         }
     }
-    Ok(Ok((folder.finish()?, header)))
+    Ok(Ok(folder.finish()?))
 }
 
 /// What a firing was, for the `--fires` rows.
@@ -504,12 +503,12 @@ fn outcome(r: &RunScore, at: usize) -> &'static str {
 fn write_fires<W: std::io::Write>(
     w: &mut csv::Writer<W>,
     settings: &[Named],
-    failed: &[bool],
+    accs: &[Acc],
     r: &RunScore,
 ) -> std::io::Result<()> {
     let opt = |v: Option<String>| v.unwrap_or_default();
-    for ((s, fire), failed) in settings.iter().zip(&r.fires).zip(failed) {
-        let Some((f, _)) = fire.filter(|_| !failed) else {
+    for ((s, fire), acc) in settings.iter().zip(&r.fires).zip(accs) {
+        let Some((f, _)) = fire.filter(|_| acc.failed.is_none()) else {
             continue;
         };
         w.write_record([

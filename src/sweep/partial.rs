@@ -422,15 +422,12 @@ impl Records {
                 None => best = Some(i),
             }
         }
-        let Some(b) = best else { return Ok(None) };
-        let reader = &mut self.readers[b];
-        let record = reader.next.take().unwrap_or_else(|| FileRecord {
-            path: String::new(),
-            rel: String::new(),
-            errors: Vec::new(),
-            note: None,
-            runs: Vec::new(),
-        });
+        let Some(reader) = best.map(|b| &mut self.readers[b]) else {
+            return Ok(None);
+        };
+        let Some(record) = reader.next.take() else {
+            return Ok(None);
+        };
         let at = reader.line;
         let path = reader.path.clone();
         reader.advance()?;
