@@ -27,6 +27,72 @@ pub struct MockState {
     turn: usize,
     used_of_turn: u32,
     next_call_id: u64,
+    /// What the previous loop turn's request held: see [`Seen`].
+    seen: Seen,
+    /// The loop spoke up since the conversation began (a user or system message it added
+    /// after a request): the `intervened` condition, kept once true.
+    spoke: bool,
+}
+
+/// The messages of the previous loop turn's request, as fingerprints, and how many of them
+/// came before its first assistant message (the preamble: context and task, which an agent
+/// may refresh from request to request without speaking up).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Seen {
+    messages: Vec<u64>,
+    roles: Vec<Role>,
+    preamble: usize,
+    any: bool,
+}
+
+impl Seen {
+    fn of(messages: &[Message]) -> Self {
+        Self {
+            messages: messages.iter().map(fingerprint).collect(),
+            roles: messages.iter().map(|m| m.role).collect(),
+            preamble: messages
+                .iter()
+                .position(|m| m.role == Role::Assistant)
+                .unwrap_or(messages.len()),
+            any: true,
+        }
+    }
+
+    /// Does `messages` hold a user or system message that this request did not: one that is
+    /// neither among its messages nor a refresh of its preamble (the same role at the same
+    /// place before its first answer)?
+    fn new_speaker(&self, messages: &[Message]) -> bool {
+        if !self.any {
+            // The conversation's first request: everything in it is context or task.
+            return false;
+        }
+        messages.iter().enumerate().any(|(i, m)| {
+            matches!(m.role, Role::User | Role::System)
+                && !self.messages.contains(&fingerprint(m))
+                && !(i < self.preamble && self.roles.get(i) == Some(&m.role))
+        })
+    }
+}
+
+/// A message's fingerprint: its role, text and calls (FNV-1a over them).
+fn fingerprint(m: &Message) -> u64 {
+    use std::hash::Hasher as _;
+    let mut h = fnv::FnvHasher::default();
+    h.write_u8(m.role as u8);
+    h.write(m.content.as_bytes());
+    h.write_u8(0xff);
+    for c in &m.tool_calls {
+        h.write(c.id.as_bytes());
+        h.write_u8(0xfe);
+        h.write(c.name.as_bytes());
+        h.write_u8(0xfe);
+        match &c.arguments {
+            Arguments::Parsed(v) => h.write(v.to_string().as_bytes()),
+            Arguments::Raw(r) => h.write(r.as_bytes()),
+        }
+        h.write_u8(0xff);
+    }
+    h.finish()
 }
 
 impl<'s> MockModel<'s> {
@@ -56,7 +122,13 @@ impl<'s> MockModel<'s> {
         self.state
     }
 
-    fn rule_matches(&self, when: &Conditions, fired: u32, req: &ModelRequest<'_>) -> bool {
+    fn rule_matches(
+        &self,
+        when: &Conditions,
+        fired: u32,
+        req: &ModelRequest<'_>,
+        intervened: bool,
+    ) -> bool {
         let last = req.messages.last();
         let last_user = req.messages.iter().rev().find(|m| m.role == Role::User);
         let last_tool = req.messages.iter().rev().find(|m| m.role == Role::Tool);
@@ -79,7 +151,7 @@ impl<'s> MockModel<'s> {
             && when
                 .last_tool_failed
                 .is_none_or(|b| last_tool.is_some_and(|m| m.failed == b))
-            && when.intervened.is_none_or(|b| b == intervened(req))
+            && when.intervened.is_none_or(|b| b == intervened)
     }
 
     fn next_turn(&mut self, req: &ModelRequest<'_>) -> Option<&'s TurnDef> {
@@ -187,26 +259,6 @@ pub fn default_fault_message(kind: FaultKind) -> &'static str {
     }
 }
 
-/// Did the runtime speak up: does a user or system message stand after the model's first
-/// answer, or — past the first call, when the runtime dropped that answer (a discarded
-/// truncated call) — after the task's first user message?
-fn intervened(req: &ModelRequest<'_>) -> bool {
-    let speaks = |m: &Message| matches!(m.role, Role::User | Role::System);
-    let after_answer = req
-        .messages
-        .iter()
-        .skip_while(|m| m.role != Role::Assistant)
-        .any(speaks);
-    let after_task = req.call > 1
-        && req
-            .messages
-            .iter()
-            .skip_while(|m| m.role != Role::User)
-            .skip(1)
-            .any(speaks);
-    after_answer || after_task
-}
-
 fn contains(needle: &Option<String>, message: Option<&Message>) -> bool {
     needle
         .as_ref()
@@ -291,12 +343,20 @@ fn streamed_len(chunks: &[Chunk]) -> usize {
 impl Model for MockModel<'_> {
     fn respond(&mut self, req: &ModelRequest<'_>) -> Result<ModelResponse, ModelError> {
         let script = self.script;
+        // Did the loop speak up: a user or system message that is new since the previous
+        // turn's request (never context sent before or with the task, which the first
+        // request holds)? Once it has, the model has heard it.
+        self.state.spoke |= self.state.seen.new_speaker(req.messages);
+        if req.purpose.is_turn() {
+            self.state.seen = Seen::of(req.messages);
+        }
+        let intervened = self.state.spoke;
         for (i, rule) in script.rules.iter().enumerate() {
             let fired = self.state.fired[i];
             if rule.times.is_some_and(|t| fired >= t) {
                 continue;
             }
-            if self.rule_matches(&rule.when, fired, req) {
+            if self.rule_matches(&rule.when, fired, req, intervened) {
                 self.state.fired[i] += 1;
                 return self.answer(&rule.reply, req);
             }

@@ -49,6 +49,19 @@ pub struct ProjectFile {
     /// cassettes.
     #[serde(default)]
     pub replay: ReplayDefaults,
+    /// How the failure-mode suite (and every served portable scenario) drives the agent.
+    #[serde(default)]
+    pub suite: SuiteDefaults,
+}
+
+/// Defaults of `harness suite`, `exec` and `serve` for portable scenarios; `--bind` overrides.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SuiteDefaults {
+    /// The agent's tools (names or globs, `*` any run of characters) the scenarios' portable
+    /// tools bind to first, in order of preference (`--bind`).
+    #[serde(default)]
+    pub bind: Vec<String>,
 }
 
 /// What counts when a replayed request is compared with the recording; `--match` overrides

@@ -201,7 +201,8 @@ impl Serve {
             }
             let prepared = exec::prepare(&settings, &options, &self.path)
                 .map_err(|d| Error::new(&self.path, d))?;
-            let session = Session::with_rules(prepared.case.clone(), prepared.rules.clone());
+            let session = Session::with_rules(prepared.case.clone(), prepared.rules.clone())
+                .preferring(settings.reading.bind.clone());
             (What::Scenario(Box::new(prepared)), session)
         };
         let server = Server::start_with(

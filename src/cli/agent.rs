@@ -84,7 +84,7 @@ pub(super) fn serve(args: &ServeArgs, setup: &Setup) -> anyhow::Result<ExitStatu
     let settings = Settings::without_command(
         &args.label,
         args.expect.clone(),
-        args.reading.to_reading(),
+        args.reading.to_reading(setup),
         args.on_divergence.clone(),
         args.matching.matching(setup),
     );
@@ -150,7 +150,7 @@ pub(super) fn serve(args: &ServeArgs, setup: &Setup) -> anyhow::Result<ExitStatu
         }
     }
     let scenario_id = case.id.clone();
-    let rules = match failure_rules(&case, &args.reading.to_reading()) {
+    let rules = match failure_rules(&case, &args.reading.to_reading(setup)) {
         Ok(r) => r,
         Err(e) => return Ok(fail(&Diagnostic::new(e))),
     };
@@ -166,7 +166,7 @@ pub(super) fn serve(args: &ServeArgs, setup: &Setup) -> anyhow::Result<ExitStatu
             cassettes = (l.cases, l.paths);
             Session::replaying(case, rules, l.replay)
         }
-        None => Session::with_rules(case, rules),
+        None => Session::with_rules(case, rules).preferring(args.reading.to_reading(setup).bind),
     };
     let server = Server::start_with(
         session,

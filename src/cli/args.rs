@@ -214,6 +214,10 @@ pub(super) struct SuiteArgs {
     /// Exit 1 when a card scores fewer points than this.
     #[arg(long, value_name = "N")]
     pub(super) min_score: Option<usize>,
+    /// With a command: write its output into this folder, a file per case (`<case>.log`)
+    /// [default: `.harness/suite/<label>` in the project's folder].
+    #[arg(long, value_name = "DIR")]
+    pub(super) agent_logs: Option<PathBuf>,
     #[command(flatten)]
     pub(super) reading: ReadArgs,
 }
@@ -729,6 +733,11 @@ pub(super) struct ReadArgs {
     /// (0: every event at once). The traces' virtual time is the same either way.
     #[arg(long, value_name = "F", default_value_t = 0.0, value_parser = pace)]
     pub(super) pace: f64,
+    /// Bind the scenarios' portable tools to the agent's tools whose names match this glob
+    /// first (`*`: any run of characters; repeatable, in order of preference) instead of the
+    /// first tool that fits (meta tools such as subagents come last either way).
+    #[arg(long = "bind", value_name = "NAME|GLOB")]
+    pub(super) bind: Vec<String>,
 }
 
 /// A pace: a finite number from 0 to 100.
@@ -844,12 +853,18 @@ impl From<DelayArg> for Delay {
 }
 
 impl ReadArgs {
-    /// How the library's sessions read requests and pace answers.
-    pub(super) fn to_reading(&self) -> exec::Reading {
+    /// How the library's sessions read requests and pace answers: `--bind`, else the project
+    /// file's `[suite] bind`.
+    pub(super) fn to_reading(&self, setup: &super::Setup) -> exec::Reading {
         exec::Reading {
             failure: self.failure.clone(),
             no_builtin_failures: self.no_builtin_failures,
             pace: self.pace,
+            bind: if self.bind.is_empty() {
+                setup.bind_defaults()
+            } else {
+                self.bind.clone()
+            },
         }
     }
 }
@@ -869,10 +884,11 @@ impl ExecArgs {
             timeout_ms: self.timeout_ms,
             label: self.label.clone(),
             expect: self.expect.clone(),
-            reading: self.reading.to_reading(),
+            reading: self.reading.to_reading(setup),
             on_divergence: self.on_divergence.clone(),
             matching: self.matching.matching(setup),
             allow_exit: self.allow_exit.clone(),
+            agent_logs: None,
         }
     }
 }

@@ -218,6 +218,21 @@ impl Setup {
             .unwrap_or_default()
     }
 
+    /// The tools portable scenarios bind to first: the project file's `[suite] bind`.
+    fn bind_defaults(&self) -> Vec<String> {
+        self.project
+            .as_ref()
+            .map(|p| p.config.suite.bind.clone())
+            .unwrap_or_default()
+    }
+
+    /// The project's folder (the current folder without a project file).
+    fn root(&self) -> PathBuf {
+        self.project
+            .as_ref()
+            .map_or_else(|| PathBuf::from("."), |p| p.root.clone())
+    }
+
     /// The project file's run defaults (empty without one).
     fn run_defaults(&self) -> crate::project::RunDefaults {
         self.project

@@ -211,15 +211,38 @@ pub(super) fn suite(args: &SuiteArgs, setup: &Setup) -> anyhow::Result<ExitStatu
             .map(|p| (format!("profile {p}"), p.clone()))
             .collect()
     } else {
+        // The agent's output, a file per case, rather than scrolling past the card.
+        let agent_logs = args.agent_logs.clone().unwrap_or_else(|| {
+            setup
+                .root()
+                .join(".harness")
+                .join("suite")
+                .join(&args.label)
+        });
+        if let Err(e) = store::writable_folder(&agent_logs) {
+            return Ok(fail(
+                &Diagnostic::new(format!(
+                    "cannot write the agent's output into {}: {e}",
+                    agent_logs.display()
+                ))
+                .hint("name a folder that can be written with --agent-logs DIR")
+                .status(ExitStatus::BadInput),
+            ));
+        }
+        eprintln!(
+            "harness suite: the agent's output goes to {} (a file per case)",
+            agent_logs.display()
+        );
         let settings = crate::exec::Settings {
             command: args.command.clone(),
             timeout_ms: args.timeout_ms,
             label: args.label.clone(),
             expect: None,
-            reading: args.reading.to_reading(),
+            reading: args.reading.to_reading(setup),
             on_divergence: Default::default(),
             matching: Default::default(),
             allow_exit: Vec::new(),
+            agent_logs: Some(agent_logs.clone()),
         };
         for result in exec_all(&settings, &options, &files, options.jobs)? {
             collected.file(&result)?;
@@ -353,7 +376,7 @@ pub(super) fn scorecard(args: &ScorecardArgs) -> anyhow::Result<ExitStatus> {
         },
         None => String::new(),
     };
-    let mut text = preface;
+    let mut text = preface.clone();
     if !text.is_empty() && !text.ends_with("\n\n") {
         text.push_str(if text.ends_with('\n') { "\n" } else { "\n\n" });
     }
@@ -370,7 +393,7 @@ pub(super) fn scorecard(args: &ScorecardArgs) -> anyhow::Result<ExitStatus> {
             .and_then(|(_, cases)| cases.first())
             .and_then(|c| c.id.rsplit_once('/'))
             .map_or_else(|| "suite".to_owned(), |(folder, _)| folder.to_owned());
-        let page = crate::report::card::html(&loops, &suite);
+        let page = crate::report::card::scorecard_html(&loops, &suite, &preface);
         store::write_atomic(path, page.as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;
     }

@@ -23,14 +23,16 @@ pub enum Ended {
 }
 
 /// Run `command` against the server at `addr`, handed `case`'s prompt and tools and `path` as
-/// its scenario; kill it after `timeout`. What the case holds that the environment cannot
-/// carry (a NUL byte) is an error of kind [`io::ErrorKind::InvalidInput`].
+/// its scenario; kill it after `timeout`. Its output goes to stderr, or into the file `log`
+/// (stdout and stderr both). What the case holds that the environment cannot carry (a NUL
+/// byte) is an error of kind [`io::ErrorKind::InvalidInput`].
 pub fn run_command(
     command: &[String],
     timeout: Duration,
     addr: SocketAddr,
     case: &Case,
     path: &Path,
+    log: Option<&Path>,
 ) -> io::Result<Ended> {
     let Some((program, rest)) = command.split_first() else {
         return Err(io::Error::other("no command given after `--`"));
@@ -63,9 +65,23 @@ pub fn run_command(
         .env("HARNESS_SYSTEM", &s.system)
         .env("HARNESS_USER", &s.user)
         .env("HARNESS_TOOLS", tools)
-        .stdin(Stdio::null())
+        .stdin(Stdio::null());
+    match log {
+        Some(log) => {
+            let file = crate::store::log_file(log).map_err(|e| {
+                io::Error::other(format!(
+                    "cannot write the agent's log {}: {e}",
+                    log.display()
+                ))
+            })?;
+            cmd.stdout(Stdio::from(file.try_clone()?))
+                .stderr(Stdio::from(file));
+        }
         // The command's output goes to stderr: stdout is the report's.
-        .stdout(Stdio::from(io::stderr()));
+        None => {
+            cmd.stdout(Stdio::from(io::stderr()));
+        }
+    }
     wait_for(cmd, program, timeout)
 }
 

@@ -45,6 +45,8 @@ pub struct Reading {
     pub no_builtin_failures: bool,
     /// Wall seconds per scripted second of latency for streamed answers (0: at once).
     pub pace: f64,
+    /// Globs of the agent's tools that portable tools bind to first (`--bind`).
+    pub bind: Vec<String>,
 }
 
 /// How an agent command is run and judged (`harness exec`'s options).
@@ -67,6 +69,9 @@ pub struct Settings {
     /// Exit codes of the command accepted besides the scenario's `[serve] exit_codes` (`0`
     /// for cassettes).
     pub allow_exit: Vec<i32>,
+    /// Write the command's output into this folder, a file per scenario (`<stem>.log`),
+    /// instead of stderr (`harness suite`); a crash's verdict then quotes its last lines.
+    pub agent_logs: Option<PathBuf>,
 }
 
 impl Settings {
@@ -88,6 +93,7 @@ impl Settings {
             on_divergence,
             matching,
             allow_exit: Vec::new(),
+            agent_logs: None,
         }
     }
 }
@@ -163,6 +169,14 @@ pub fn load(layout: &Layout, path: &Path) -> Result<Vec<Case>, Vec<Diagnostic>> 
 /// hold, never on when they came: by first user message, then by the trace itself (parallel
 /// agents get the same case ids on every run).
 pub fn traces(session: &Session, label: &str) -> Vec<Vec<TimedEvent>> {
+    ordered_traces(session, label)
+        .into_iter()
+        .map(|(_, e)| e)
+        .collect()
+}
+
+/// [`traces`], each with the index of its conversation in arrival order.
+fn ordered_traces(session: &Session, label: &str) -> Vec<(usize, Vec<TimedEvent>)> {
     let tool_latency = session
         .case()
         .scenario
@@ -175,20 +189,22 @@ pub fn traces(session: &Session, label: &str) -> Vec<Vec<TimedEvent>> {
         cap: session.cap(),
         tool_latency,
     };
-    let mut all: Vec<(String, String, Vec<TimedEvent>)> = session
+    let mut all: Vec<(String, String, usize, Vec<TimedEvent>)> = session
         .conversations()
         .iter()
-        .map(|c: &Conversation| {
+        .enumerate()
+        .map(|(i, c): (usize, &Conversation)| {
             let events = infer::infer(&ctx, &c.requests);
             (
                 c.key().to_owned(),
                 trace::render_golden("", &events),
+                i,
                 events,
             )
         })
         .collect();
     all.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
-    all.into_iter().map(|(_, _, e)| e).collect()
+    all.into_iter().map(|(_, _, i, e)| (i, e)).collect()
 }
 
 /// A scenario ready to serve: its id, the case whose expectations judge the conversations
@@ -262,9 +278,10 @@ pub fn exec_file(
         Err(diags) => return Ok(failed(diags)),
     };
     let chosen = prepared.case.clone();
-    let (session, failures, end) = match serve_to_command(
+    let (session, failures, end, tail) = match serve_to_command(
         settings,
-        Session::with_rules(chosen.clone(), prepared.rules.clone()),
+        Session::with_rules(chosen.clone(), prepared.rules.clone())
+            .preferring(settings.reading.bind.clone()),
         &chosen,
         path,
         &path.display().to_string(),
@@ -275,10 +292,25 @@ pub fn exec_file(
     };
     Ok(
         match judge_session(settings, options, &prepared, &session, failures, end) {
-            Ok(results) => FileResult {
-                path: path.to_owned(),
-                outcome: Ok(results),
-            },
+            Ok(mut results) => {
+                // Why it crashed, in the agent's own last words (for the terminal: they hold
+                // the machine's paths, so no result file keeps them).
+                if let Some(tail) = &tail {
+                    for c in results.iter_mut().filter_map(|r| r.card.as_mut()) {
+                        if matches!(c.verdict, card::Verdict::Crashed(_)) {
+                            let mut last: String = tail.chars().take(TAIL_CHARS).collect();
+                            if tail.chars().count() > TAIL_CHARS {
+                                last.push('…');
+                            }
+                            c.last_output = Some(last);
+                        }
+                    }
+                }
+                FileResult {
+                    path: path.to_owned(),
+                    outcome: Ok(results),
+                }
+            }
             Err(d) => failed(vec![d]),
         },
     )
@@ -297,7 +329,9 @@ pub(crate) fn judge_session(
     end: card::End,
 ) -> Result<Vec<CaseResult>, Diagnostic> {
     let (scenario_id, chosen) = (&prepared.scenario_id, &prepared.case);
-    let all = traces(session, &settings.label);
+    let ordered = ordered_traces(session, &settings.label);
+    let arrival: Vec<usize> = ordered.iter().map(|(i, _)| *i).collect();
+    let all: Vec<Vec<TimedEvent>> = ordered.into_iter().map(|(_, e)| e).collect();
     for (i, events) in all.iter().enumerate() {
         if let Err(e) = trace::check_limits(events) {
             return Err(Diagnostic::at(1, 1, format!(
@@ -327,14 +361,43 @@ pub(crate) fn judge_session(
         r.expectation_failures.append(&mut failures);
         results.push(r);
     }
+    // One card per case: on the outcome conversation — the latest to arrive that is not a
+    // side request (a retried task's last attempt) — and none on the others, whose traces
+    // stay in the results beside it.
+    let conversations = session.conversations();
+    let side = |i: usize| {
+        conversations
+            .get(arrival[i])
+            .and_then(|c| c.side.as_deref())
+    };
+    let outcome = (0..all.len())
+        .filter(|i| side(*i).is_none())
+        .max_by_key(|i| arrival[*i]);
     for (i, events) in all.iter().enumerate() {
-        let mut r = run::judge(options, &case_of(i), events);
+        let mut case = case_of(i);
+        if side(i).is_some() {
+            // A side request is not a run of the loop: no expectation of the case's applies.
+            case.expect = Expect::default();
+        }
+        let mut r = run::judge(options, &case, events);
         r.expectation_failures.extend(failures.iter().cloned());
         r.card = chosen
             .scenario
             .suite
             .as_ref()
-            .map(|suite| card::classify(suite, events, end));
+            .filter(|_| outcome == Some(i))
+            .map(|suite| {
+                let mut entry =
+                    card::classify(suite, chosen.scenario.portable_tools(), events, end);
+                entry.others = (0..all.len())
+                    .filter(|j| *j != i)
+                    .map(|j| match side(j) {
+                        Some(why) => format!("{}: a side request: {why}", case_of(j).id),
+                        None => format!("{}: an earlier attempt of the task", case_of(j).id),
+                    })
+                    .collect();
+                entry
+            });
         results.push(r);
     }
     for r in &mut results {
@@ -364,9 +427,13 @@ pub(crate) fn report_to(
     Ok(terminal.tally.exit_code())
 }
 
+/// Characters of a crashed agent's last output a verdict quotes at most.
+const TAIL_CHARS: usize = 200;
+
 /// A session served to one run of the command: the session, the failures of how the command
-/// ended, and that end as the report card reads it.
-type Served = (Session, Vec<String>, card::End);
+/// ended, that end as the report card reads it, and the last lines of its output when it went
+/// to a log file.
+type Served = (Session, Vec<String>, card::End, Option<String>);
 
 /// Serve `session` to one run of the command (handed `case`'s prompt and tools, `path` as its
 /// scenario), say on stderr how it ended (`what` names what was served), and hand back the
@@ -390,12 +457,17 @@ fn serve_to_command(
         },
         crate::limits::MAX_SESSION_REQUEST_BYTES,
     )?;
+    let log = settings.agent_logs.as_ref().map(|dir| {
+        let stem = path.file_stem().unwrap_or(path.as_os_str());
+        dir.join(stem).with_extension("log")
+    });
     let ended = command::run_command(
         &settings.command,
         std::time::Duration::from_millis(settings.timeout_ms),
         server.addr(),
         case,
         path,
+        log.as_deref(),
     );
     let session = server.stop()?;
     match ended {
@@ -420,7 +492,8 @@ fn serve_to_command(
                 Ended::Exited(status) => card::End::Exited(status.code()),
                 Ended::Interrupted => card::End::Exited(None),
             };
-            Ok(Ok((session, failures, end)))
+            let tail = log.as_deref().and_then(|l| crate::store::tail_lines(l, 3));
+            Ok(Ok((session, failures, end, tail)))
         }
         Err(e) if e.kind() == io::ErrorKind::InvalidInput => {
             Ok(Err(Diagnostic::at(1, 1, e.to_string()).hint(
@@ -766,7 +839,7 @@ pub fn exec_cassettes(
         .map(|p| p.display().to_string())
         .collect();
     let first = prepared.cases[0].clone();
-    let (session, failures, _) = match serve_to_command(
+    let (session, failures, _, _) = match serve_to_command(
         settings,
         prepared.session,
         &first,

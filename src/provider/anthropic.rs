@@ -176,13 +176,20 @@ pub fn parse_request(body: &Value) -> Result<WireRequest, WireError> {
         let assistant = match m.get("role").and_then(Value::as_str) {
             Some("assistant") => true,
             Some("user") => false,
+            // A system message among the turns, as newer models take one (Claude Code sends
+            // them): read as the system speaking there, its text blocks joined.
             Some("system") => {
-                return Err(bad_request(
-                    NAME,
-                    format!(
-                        "messages[{i}].role is `system`, which the Messages API does not have: the system prompt is the top-level `system`"
-                    ),
-                ));
+                let text = match m.get("content") {
+                    Some(Value::String(s)) => s.clone(),
+                    Some(Value::Array(blocks)) => blocks
+                        .iter()
+                        .filter_map(|b| b.get("text").and_then(Value::as_str))
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                    _ => String::new(),
+                };
+                messages.push(Message::new(Role::System, &text));
+                continue;
             }
             Some(other) => {
                 return Err(bad_request(
@@ -649,6 +656,29 @@ mod tests {
                 input: 20,
                 output: 4
             }
+        );
+    }
+
+    #[test]
+    fn a_system_message_among_the_turns_is_read_as_the_system_speaking() {
+        let body = json!({"model": "claude-opus-4-8", "max_tokens": 10, "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "system", "content": [{"type": "text", "text": "Be brief."}, {"type": "text", "text": "Really."}]},
+            {"role": "user", "content": "go"}
+        ]});
+        let r = parse_request(&body).expect("parses");
+        let roles: Vec<(Role, &str)> = r
+            .messages
+            .iter()
+            .map(|m| (m.role, m.content.as_str()))
+            .collect();
+        assert_eq!(
+            roles,
+            [
+                (Role::User, "hi"),
+                (Role::System, "Be brief.\nReally."),
+                (Role::User, "go")
+            ]
         );
     }
 

@@ -100,7 +100,7 @@ struct CardJson {
     /// `failure` or `legitimate`.
     kind: crate::scenario::SuiteKind,
     /// `recovered`, `finished`, `looped_to_cap`, `ended_without_answer`, `gave_up`, `crashed`,
-    /// `hung`, `wrongly_stopped` or `not_driven`.
+    /// `hung`, `wrongly_stopped`, `not_driven` or `not_exercised`.
     verdict: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     iteration: Option<u32>,
@@ -109,6 +109,12 @@ struct CardJson {
     /// It scores a point; derived, not read back.
     #[serde(default)]
     good: bool,
+    /// The agent's tools the case's portable tools stood for, in the scenario's order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<String>,
+    /// The case's other conversations (side requests, earlier attempts), each in words.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    others: Vec<String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -181,6 +187,8 @@ fn case_json(c: &CaseResult) -> Case {
                 iteration,
                 detail,
                 good: e.verdict.good(),
+                tools: e.tools.clone(),
+                others: e.others.clone(),
             }
         }),
     }
@@ -277,6 +285,9 @@ fn case_back(c: Case) -> Result<CaseResult, (String, Cause)> {
                     Cause::Other,
                 )
             })?,
+            tools: card.tools,
+            others: card.others,
+            last_output: None,
         }),
     };
     let r = CaseResult {

@@ -54,6 +54,8 @@ pub enum Verdict {
     WronglyStopped { at: u32, by: String },
     /// The scenario could not drive the agent.
     NotDriven(String),
+    /// What the case is about did not happen (its premise): why.
+    NotExercised(String),
 }
 
 impl Verdict {
@@ -74,6 +76,7 @@ impl Verdict {
             Self::Hung => "hung",
             Self::WronglyStopped { .. } => "wrongly_stopped",
             Self::NotDriven(_) => "not_driven",
+            Self::NotExercised(_) => "not_exercised",
         }
     }
 
@@ -85,7 +88,9 @@ impl Verdict {
             Self::EndedWithout { at, text } => (name, Some(*at), Some(text.clone())),
             Self::GaveUp { at, why } => (name, Some(*at), Some(why.clone())),
             Self::WronglyStopped { at, by } => (name, Some(*at), Some(by.clone())),
-            Self::Crashed(why) | Self::NotDriven(why) => (name, None, Some(why.clone())),
+            Self::Crashed(why) | Self::NotDriven(why) | Self::NotExercised(why) => {
+                (name, None, Some(why.clone()))
+            }
             Self::Hung => (name, None, None),
         }
     }
@@ -101,6 +106,7 @@ impl Verdict {
             ("wrongly_stopped", Some(at), Some(by)) => Self::WronglyStopped { at, by },
             ("crashed", None, Some(why)) => Self::Crashed(why),
             ("not_driven", None, Some(why)) => Self::NotDriven(why),
+            ("not_exercised", None, Some(why)) => Self::NotExercised(why),
             ("hung", None, None) => Self::Hung,
             _ => return None,
         })
@@ -122,7 +128,14 @@ impl Verdict {
                 format!("wrongly stopped at iteration {at}, by {by}")
             }
             Self::NotDriven(why) => format!("could not be driven: {why}"),
+            Self::NotExercised(why) => format!("not exercised: {why}"),
         }
+    }
+
+    /// Does it judge the loop at all? A case that could not be driven or was not exercised
+    /// says nothing of it: it scores no point and counts in no total.
+    pub fn judged(&self) -> bool {
+        !matches!(self, Self::NotDriven(_) | Self::NotExercised(_))
     }
 }
 
@@ -135,12 +148,22 @@ pub struct Entry {
     pub kind: SuiteKind,
     /// What the loop did.
     pub verdict: Verdict,
+    /// The agent's tools the case's portable tools stood for (empty for an engine profile).
+    pub tools: Vec<String>,
+    /// The case's other conversations, each with what it was (a side request, an earlier
+    /// attempt): the card judges one conversation, the outcome.
+    pub others: Vec<String>,
+    /// A crashed agent's last lines of output, for the terminal card (never written to a
+    /// results file: they hold the machine's paths).
+    pub last_output: Option<String>,
 }
 
 /// At most this many characters of a text quoted in a verdict.
 const QUOTE: usize = 60;
 
 fn quoted(text: &str) -> String {
+    // One line: a multi-line text (a tool's output, an answer) keeps the card's rows whole.
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
     let t: String = text.chars().take(QUOTE).collect();
     if text.chars().count() > QUOTE {
         format!("«{t}…»")
@@ -149,12 +172,16 @@ fn quoted(text: &str) -> String {
     }
 }
 
-/// Read one run of a suite case.
-pub fn classify(suite: &SuiteDef, events: &[TimedEvent], end: End) -> Entry {
+/// Read one run of a suite case whose scenario has `portable` portable tools.
+pub fn classify(suite: &SuiteDef, portable: u32, events: &[TimedEvent], end: End) -> Entry {
+    let tools = bound_tools(events);
     let entry = |verdict| Entry {
         title: suite.title.clone(),
         kind: suite.kind,
         verdict,
+        tools: tools.clone(),
+        others: Vec::new(),
+        last_output: None,
     };
     if end == End::Killed {
         return entry(Verdict::Hung);
@@ -171,13 +198,25 @@ pub fn classify(suite: &SuiteDef, events: &[TimedEvent], end: End) -> Entry {
     if let Some(why) = unbound {
         return entry(Verdict::NotDriven(why));
     }
-    if !events
-        .iter()
-        .any(|e| matches!(e.event, Event::ModelRequest { .. }))
-    {
+    let first_request = events.iter().find_map(|e| match &e.event {
+        Event::ModelRequest {
+            tools, stripped, ..
+        } => Some((tools.len(), *stripped)),
+        _ => None,
+    });
+    let Some((offered, stripped)) = first_request else {
         return entry(Verdict::NotDriven(
             "the agent made no model request".to_owned(),
         ));
+    };
+    let needs = suite.premise.tools.unwrap_or(portable);
+    if needs > 0 && offered == 0 && !stripped {
+        return entry(Verdict::NotDriven(format!(
+            "the agent offers no tools, and this case drives {needs} of them"
+        )));
+    }
+    if let Some(why) = premise_broken(suite, events) {
+        return entry(Verdict::NotExercised(why));
     }
     let outcome = events.iter().rev().find_map(|e| match &e.event {
         Event::Outcome {
@@ -251,6 +290,111 @@ pub fn classify(suite: &SuiteDef, events: &[TimedEvent], end: End) -> Entry {
     entry(verdict)
 }
 
+/// The run's portable tools and the agent's tools they stood for, as `harness serve` noted
+/// them (`the scenario's tool `act` stands for the agent's `lookup_order` …`).
+fn bindings(events: &[TimedEvent]) -> Vec<(&str, &str)> {
+    const TOOL: &str = "the scenario's tool `";
+    const STANDS: &str = "` stands for the agent's `";
+    events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::Notice { text, .. } => {
+                let rest = text.strip_prefix(TOOL)?;
+                let (declared, rest) = rest.split_once(STANDS)?;
+                rest.split_once('`').map(|(offered, _)| (declared, offered))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The agent's tools the run's portable tools stood for, each once, in order.
+fn bound_tools(events: &[TimedEvent]) -> Vec<String> {
+    bindings(events)
+        .into_iter()
+        .fold(Vec::new(), |mut all, (_, offered)| {
+            if !all.iter().any(|a| a == offered) {
+                all.push(offered.to_owned());
+            }
+            all
+        })
+}
+
+/// How a call of the run ended, as the premise reads it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ran {
+    /// It ran and its result reads as a success.
+    Ok,
+    /// It ran and its result reads as a failure.
+    Failed,
+}
+
+/// Why the run does not show what the case is about ([`crate::scenario::Premise`]), if it
+/// does not: one of the first `fail_first` calls the model made that ran and succeeded, a
+/// later call that ran and failed. A call a defence refused, skipped or discarded did not run:
+/// it breaks neither (the loop handled it).
+fn premise_broken(suite: &SuiteDef, events: &[TimedEvent]) -> Option<String> {
+    let premise = &suite.premise;
+    if premise.fail_first == 0 && !premise.succeed {
+        return None;
+    }
+    // The calls in the order the model made them, with their arguments.
+    let mut order: Vec<(&str, &str, &str)> = Vec::new();
+    let mut ended: std::collections::BTreeMap<&str, (Ran, Option<&str>)> = Default::default();
+    for e in events {
+        match &e.event {
+            Event::ModelResponse { calls, .. } => {
+                order.extend(
+                    calls
+                        .iter()
+                        .map(|c| (c.id.as_str(), c.name.as_str(), c.args.as_str())),
+                );
+            }
+            Event::ToolCallEnd {
+                id,
+                ok,
+                output,
+                error,
+                ..
+            } => {
+                let text = if *ok { output } else { error };
+                let ran = if *ok { Ran::Ok } else { Ran::Failed };
+                ended.entry(id.as_str()).or_insert((ran, text.as_deref()));
+            }
+            _ => {}
+        }
+    }
+    // The agent's name of a tool, as the agent knows it.
+    let bound = bindings(events);
+    let named = |name: &str| match bound.iter().find(|(d, _)| *d == name) {
+        Some((_, offered)) => (*offered).to_owned(),
+        None => name.to_owned(),
+    };
+    // Every call the model made, in order, with how it ended if it ran.
+    let made = order
+        .iter()
+        .map(|(id, name, args)| (ended.get(id).copied(), *name, *args));
+    for (i, (ended, name, args)) in made.enumerate() {
+        let Some((how, text)) = ended else { continue };
+        let name = named(name);
+        let args = quoted(args);
+        if i < premise.fail_first as usize {
+            if how == Ran::Ok {
+                return Some(format!(
+                    "the call meant to fail, `{name}` {args}, read as a success (its tool accepts it, or the agent reports failures in a text harness does not read: give a --failure pattern)"
+                ));
+            }
+        } else if premise.succeed && how == Ran::Failed {
+            return Some(format!(
+                "the valid call `{name}` {args} failed{}: the agent's tool rejects arguments its schema allows",
+                text.map(|t| format!(" ({})", quoted(t)))
+                    .unwrap_or_default()
+            ));
+        }
+    }
+    None
+}
+
 /// The first defence that spoke up in the run: `policy action`.
 fn first_intervention(events: &[TimedEvent]) -> Option<String> {
     events.iter().find_map(|e| match &e.event {
@@ -269,6 +413,7 @@ mod tests {
             kind,
             title: "t".to_owned(),
             answer: "Here is".to_owned(),
+            premise: crate::scenario::Premise::default(),
         }
     }
 
@@ -311,7 +456,7 @@ mod tests {
     fn each_verdict_from_what_the_run_shows() {
         let f = suite(SuiteKind::Failure);
         let l = suite(SuiteKind::Legitimate);
-        let v = |s: &SuiteDef, e: &[TimedEvent], end| classify(s, e, end).verdict;
+        let v = |s: &SuiteDef, e: &[TimedEvent], end| classify(s, 1, e, end).verdict;
         let answered = run(OutcomeKind::Response, 4, Some("Here is what I found"), true);
         assert_eq!(v(&f, &answered, End::Engine), Verdict::Recovered(4));
         assert_eq!(v(&l, &answered, End::Exited(Some(0))), Verdict::Finished(4));

@@ -716,7 +716,12 @@ fn judge_read(
             })
         }),
         card: case.scenario.suite.as_ref().map(|suite| {
-            crate::results::card::classify(suite, events, crate::results::card::End::Engine)
+            crate::results::card::classify(
+                suite,
+                case.scenario.portable_tools(),
+                events,
+                crate::results::card::End::Engine,
+            )
         }),
     };
     r.passes = u32::from(r.passed());

@@ -3,15 +3,48 @@
 //! run and machine, so goldens stay put. A seed is derived from the case id and the call's
 //! number ([`seed`]).
 //!
-//! The schema is read as tools declare theirs in practice: `type` (or a list of types, `null`
-//! skipped), `properties` with `required`, `items`, `enum`, `const`, `default`, `anyOf` /
-//! `oneOf` (the first alternative that is not `null`), `minimum` / `maximum`, `minLength` /
-//! `maxLength`, `minItems` and the common string `format`s. What it does not say is filled in
-//! with plain values; nesting past 8 levels is `null`.
+//! The schema is read as the frameworks emit theirs (pydantic, zod, TypeBox, hand-written):
+//! local `$ref`s (`#/$defs/…`, `#/definitions/…`, any JSON pointer into the schema), `allOf`
+//! (every part holds), `anyOf` / `oneOf` (the first alternative that is not `null` and whose
+//! instance the whole schema accepts), `type` (or a list of types, `null` last), OpenAPI's
+//! `nullable`, `properties` with `required`, `additionalProperties`, `minProperties`, `items`
+//! (a schema or a tuple), `prefixItems`, `minItems` / `maxItems`, `enum`, `const`, `default`,
+//! `minimum` / `maximum` (and their exclusive forms), `multipleOf`, `minLength` / `maxLength`,
+//! `pattern` (tried against a few candidates) and the common string `format`s. What it does
+//! not say is filled in with plain values.
+//!
+//! Generation is bounded whatever the schema: nesting past 8 levels, `$ref` chains past 32
+//! hops, and anything past a budget of generated values or bytes become the smallest valid
+//! value (`null` where the schema allows it); `required` names count once; a string is padded
+//! to its `minLength` in one step, capped; arrays are capped in length. A hostile schema costs
+//! at most about the budget's work ([`MAX_NODES`], [`MAX_BYTES`]).
+//!
+//! The invalid kinds are invalid in the way they claim, or say why they cannot be
+//! ([`invalidity`]): `empty` needs a required parameter, `missing_required` too, `wrong_type`
+//! a parameter that some value of another JSON type fails ([`valid`] checks it).
 
 use super::Generate;
 use crate::llm::Arguments;
 use serde_json::{Map, Value, json};
+
+/// Values generated at most for one set of arguments; past it, each value is the smallest
+/// valid one.
+pub const MAX_NODES: usize = 10_000;
+/// Bytes of strings generated at most for one set of arguments.
+pub const MAX_BYTES: usize = 256 * 1024;
+/// The longest string generated: a longer `minLength` is cut to it.
+pub const MAX_STRING: usize = 64 * 1024;
+/// The most items an array gets: a larger `minItems` is cut to it.
+pub const MAX_ITEMS: usize = 256;
+/// Nesting past this depth is `null`.
+const MAX_DEPTH: usize = 8;
+/// `$ref` hops followed in a row at most (a cycle of references ends here).
+const MAX_HOPS: usize = 32;
+/// Parts one schema's view gathers at most (`allOf` and chosen alternatives).
+const MAX_PARTS: usize = 64;
+/// Schema nodes the validator visits at most for one value; past it, the value is taken as
+/// valid (unknown is not invalid).
+const MAX_VISITS: usize = 100_000;
 
 /// A seed from a case id and a call number (FNV-1a: the same on every platform).
 pub fn seed(case: &str, call: u64) -> u64 {
@@ -26,23 +59,29 @@ pub fn seed(case: &str, call: u64) -> u64 {
 /// The arguments `how` asks for, from `schema`: parsed, or (cut off) the raw text a model
 /// emitted.
 pub fn arguments(schema: &Value, how: Generate, seed: u64) -> Arguments {
-    let valid = || instance(schema, seed, 0);
+    let g = || Gen::new(schema);
+    let valid = || g().instance(&[schema], seed, 0);
     match how {
         Generate::Empty => Arguments::Parsed(json!({})),
         Generate::Valid => Arguments::Parsed(valid()),
         Generate::MissingRequired => {
             let mut v = valid();
-            if let (Some(o), Some(field)) = (v.as_object_mut(), first_field(schema)) {
+            // The first required field; with none, the first property (the call stays valid,
+            // as `invalidity` says).
+            let field = required_fields(schema)
+                .into_iter()
+                .next()
+                .or_else(|| v.as_object().and_then(|o| o.keys().next().cloned()));
+            if let (Some(o), Some(field)) = (v.as_object_mut(), field) {
                 o.remove(&field);
             }
             Arguments::Parsed(v)
         }
         Generate::WrongType => {
             let mut v = valid();
-            match (v.as_object_mut(), first_field(schema)) {
-                (Some(o), Some(field)) => {
-                    let was = o.get(&field).cloned().unwrap_or(Value::Null);
-                    o.insert(field, other_type(&was));
+            match (v.as_object_mut(), spoilable(schema)) {
+                (Some(o), Some((field, bad))) => {
+                    o.insert(field, bad);
                     Arguments::Parsed(v)
                 }
                 // No field to spoil: arguments that are no object at all.
@@ -60,19 +99,74 @@ pub fn arguments(schema: &Value, how: Generate, seed: u64) -> Arguments {
     }
 }
 
-/// The field `missing_required` leaves out and `wrong_type` spoils: the first required one,
-/// else the first property.
-fn first_field(schema: &Value) -> Option<String> {
-    let schema = resolved(schema);
-    schema["required"]
-        .as_array()
-        .and_then(|r| r.iter().find_map(Value::as_str))
-        .or_else(|| {
-            schema["properties"]
-                .as_object()
-                .and_then(|p| p.keys().next().map(String::as_str))
-        })
-        .map(str::to_owned)
+/// Why `how`'s arguments cannot be invalid for `schema` (they would be accepted), or `None`
+/// when they are invalid as the kind claims (always for `valid`, which claims nothing of the
+/// sort, and `truncated`, which is no JSON).
+pub fn invalidity(schema: &Value, how: Generate) -> Option<String> {
+    match how {
+        Generate::Valid | Generate::Truncated => None,
+        Generate::Empty | Generate::MissingRequired if required_fields(schema).is_empty() => {
+            Some("the tool requires no parameter, so a call without one is valid".to_owned())
+        }
+        Generate::Empty | Generate::MissingRequired => None,
+        Generate::WrongType => {
+            // A spoiled field fails its schema; no field at all gives `[]`, which no object
+            // schema accepts — but a schema that takes any JSON takes that too.
+            let open = spoilable(schema).is_none() && valid(schema, &json!([]));
+            open.then(|| "the tool's parameters accept a value of any type".to_owned())
+        }
+    }
+}
+
+/// The required parameters of a tool's schema, in order, each once (`$ref`s followed and
+/// `allOf` parts joined).
+pub fn required_fields(schema: &Value) -> Vec<String> {
+    let g = Gen::new(schema);
+    let mut parts = Vec::new();
+    g.view(schema, &mut parts, 0);
+    g.required(&parts).into_iter().map(str::to_owned).collect()
+}
+
+/// The field `wrong_type` spoils and the value it gets: the first required field (else the
+/// first property) for which a value of another JSON type than its valid one fails its
+/// schema.
+fn spoilable(schema: &Value) -> Option<(String, Value)> {
+    let g = Gen::new(schema);
+    let mut parts = Vec::new();
+    g.view(schema, &mut parts, 0);
+    let mut fields: Vec<&str> = g.required(&parts);
+    for p in &parts {
+        if let Some(props) = p["properties"].as_object() {
+            for k in props.keys() {
+                if !fields.contains(&k.as_str()) {
+                    fields.push(k);
+                }
+            }
+        }
+    }
+    let valid_value = g.instance(&[schema], 0, 0);
+    fields.into_iter().find_map(|field| {
+        let sub = g.property(&parts, field);
+        let was = valid_value.get(field).cloned().unwrap_or(Value::Null);
+        std::iter::once(other_type(&was))
+            .chain(others())
+            .find(|bad| {
+                let mut v = Validator::new(&g.root);
+                !sub.iter().all(|s| v.check(s, bad, 0))
+            })
+            .map(|bad| (field.to_owned(), bad))
+    })
+}
+
+/// Values of every JSON type, tried in turn for a field whose first spoiled value is valid.
+fn others() -> [Value; 5] {
+    [
+        Value::Bool(true),
+        Value::Null,
+        Value::Array(Vec::new()),
+        Value::Object(Map::new()),
+        Value::String(String::new()),
+    ]
 }
 
 /// A value of another JSON type than `v`'s.
@@ -87,139 +181,929 @@ fn other_type(v: &Value) -> Value {
     }
 }
 
-/// The first alternative of an `anyOf` / `oneOf` that is not `null`, or the schema itself.
-fn resolved(schema: &Value) -> &Value {
-    for key in ["anyOf", "oneOf"] {
-        if let Some(alts) = schema[key].as_array() {
-            if let Some(alt) = alts
-                .iter()
-                .find(|a| a["type"] != "null")
-                .or_else(|| alts.first())
-            {
-                return resolved(alt);
+/// Does `value` satisfy `schema` (the keywords [this module](self) reads, plus `not`,
+/// `patternProperties`, `uniqueItems` and the `max…` bounds)? Formats are not asserted, as
+/// validators do by default; a pattern that is no regular expression here holds.
+pub fn valid(schema: &Value, value: &Value) -> bool {
+    Validator::new(&Root::new(schema)).check(schema, value, 0)
+}
+
+/// A schema as `$ref`s see it: the document, and its subschemas by `$id` (TypeBox names a
+/// recursive type so), gathered once.
+struct Root<'a> {
+    value: &'a Value,
+    ids: Vec<(&'a str, &'a Value)>,
+}
+
+impl<'a> Root<'a> {
+    fn new(value: &'a Value) -> Self {
+        let mut ids = Vec::new();
+        let mut stack = vec![value];
+        let mut seen = 0usize;
+        while let Some(v) = stack.pop() {
+            seen += 1;
+            if seen > MAX_VISITS {
+                break;
+            }
+            match v {
+                Value::Object(o) => {
+                    if let Some(id) = o.get("$id").and_then(Value::as_str) {
+                        ids.push((id, v));
+                    }
+                    stack.extend(o.values().filter(|x| x.is_object() || x.is_array()));
+                }
+                Value::Array(a) => stack.extend(a.iter().filter(|x| x.is_object() || x.is_array())),
+                _ => {}
+            }
+        }
+        Self { value, ids }
+    }
+
+    /// The target of a reference: a local JSON pointer, or a subschema's `$id` (with a
+    /// pointer into it after `#`).
+    fn resolve(&self, reference: &str) -> Option<&'a Value> {
+        if reference.starts_with('#') {
+            return pointer(self.value, reference);
+        }
+        let (id, rest) = reference.split_once('#').unwrap_or((reference, ""));
+        let base = self.ids.iter().find(|(i, _)| *i == id).map(|(_, v)| *v)?;
+        pointer(base, &format!("#{rest}"))
+    }
+}
+
+/// A local reference's target in `root`: `#`, `#/$defs/Name`, `#/definitions/Name`, any JSON
+/// pointer (`~0`, `~1` and `%xx` decoded).
+fn pointer<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
+    let path = reference.strip_prefix('#')?;
+    if path.is_empty() {
+        return Some(root);
+    }
+    let mut at = root;
+    for token in path.strip_prefix('/')?.split('/') {
+        let token = percent_decoded(token).replace("~1", "/").replace("~0", "~");
+        at = match at {
+            Value::Object(o) => o.get(&token)?,
+            Value::Array(a) => a.get(token.parse::<usize>().ok()?)?,
+            _ => return None,
+        };
+    }
+    Some(at)
+}
+
+fn percent_decoded(token: &str) -> String {
+    if !token.contains('%') {
+        return token.to_owned();
+    }
+    let bytes = token.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| char::from(b).to_digit(16);
+        match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
+            (b'%', Some(&h), Some(&l)) if hex(h).is_some() && hex(l).is_some() => {
+                let v = hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0);
+                out.push(u8::try_from(v).unwrap_or(b'?'));
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
             }
         }
     }
-    schema
+    String::from_utf8_lossy(&out).into_owned()
 }
 
-/// The schema's type: its `type`, the first non-`null` of a list, or what its keywords imply.
-fn type_of(schema: &Value) -> &str {
+/// A schema's `anyOf` or `oneOf` alternatives, when it has some.
+fn alternatives(schema: &Value) -> Option<&Vec<Value>> {
+    schema
+        .get("anyOf")
+        .or_else(|| schema.get("oneOf"))
+        .and_then(Value::as_array)
+        .filter(|a| !a.is_empty())
+}
+
+/// The schema's types, as written (`type` a string or a list), if it says.
+fn declared_types(schema: &Value) -> Option<Vec<&str>> {
     match &schema["type"] {
-        Value::String(t) => t,
-        Value::Array(ts) => ts
-            .iter()
-            .filter_map(Value::as_str)
-            .find(|t| *t != "null")
-            .unwrap_or("null"),
-        _ if schema.get("properties").is_some() => "object",
-        _ if schema.get("items").is_some() => "array",
-        _ => "string",
+        Value::String(t) => Some(vec![t.as_str()]),
+        Value::Array(ts) => Some(ts.iter().filter_map(Value::as_str).collect()),
+        _ => None,
     }
 }
+
+/// Parameter names (lower case) of a shell tool's command.
+const SHELL_FIELDS: [&str; 7] = [
+    "command",
+    "cmd",
+    "script",
+    "shell_command",
+    "bash_command",
+    "command_line",
+    "commandline",
+];
 
 const WORDS: [&str; 8] = [
     "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
 ];
 
-/// An instance of `schema`.
-fn instance(schema: &Value, seed: u64, depth: usize) -> Value {
-    if depth > 8 {
-        return Value::Null;
+/// One generation: the schema's root (for `$ref`s) and what is left of the budget.
+struct Gen<'a> {
+    root: Root<'a>,
+    nodes: std::cell::Cell<usize>,
+    bytes: std::cell::Cell<usize>,
+}
+
+impl<'a> Gen<'a> {
+    fn new(root: &'a Value) -> Self {
+        Self {
+            root: Root::new(root),
+            nodes: std::cell::Cell::new(MAX_NODES),
+            bytes: std::cell::Cell::new(MAX_BYTES),
+        }
     }
-    let schema = resolved(schema);
-    if let Some(c) = schema.get("const") {
-        return c.clone();
+
+    /// Gather the parts a value must satisfy for `schema`: the schema with its `$ref`
+    /// followed and its `allOf` parts, recursively (alternatives are chosen later).
+    fn view(&self, schema: &'a Value, out: &mut Vec<&'a Value>, hops: usize) {
+        if out.len() >= MAX_PARTS || hops > MAX_HOPS || out.iter().any(|p| std::ptr::eq(*p, schema))
+        {
+            return;
+        }
+        out.push(schema);
+        if let Some(target) = schema["$ref"].as_str().and_then(|r| self.root.resolve(r)) {
+            self.view(target, out, hops + 1);
+        }
+        for part in schema["allOf"].as_array().into_iter().flatten() {
+            self.view(part, out, hops + 1);
+        }
     }
-    if let Some(options) = schema["enum"].as_array().filter(|e| !e.is_empty()) {
-        return options[usize::try_from(seed % options.len() as u64).unwrap_or(0)].clone();
+
+    /// The parts of `schemas` gathered.
+    fn view_of(&self, schemas: &[&'a Value]) -> Vec<&'a Value> {
+        let mut parts = Vec::new();
+        for s in schemas {
+            self.view(s, &mut parts, 0);
+        }
+        parts
     }
-    if let Some(d) = schema.get("default") {
-        return d.clone();
+
+    fn first(parts: &[&'a Value], key: &str) -> Option<&'a Value> {
+        parts.iter().find_map(|p| p.get(key))
     }
-    match type_of(schema) {
-        "object" => {
-            let properties = schema["properties"].as_object();
-            let mut fields: Vec<&str> = schema["required"]
-                .as_array()
+
+    /// The required names of all parts, each once, in order.
+    fn required(&self, parts: &[&'a Value]) -> Vec<&'a str> {
+        let mut out: Vec<&str> = Vec::new();
+        for p in parts {
+            for name in p["required"].as_array().into_iter().flatten() {
+                if let Some(name) = name.as_str() {
+                    if !out.contains(&name) {
+                        out.push(name);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The schemas a property's value must satisfy: its `properties` entries, else the
+    /// `additionalProperties` schemas of the parts.
+    fn property(&self, parts: &[&'a Value], name: &str) -> Vec<&'a Value> {
+        let named: Vec<&Value> = parts
+            .iter()
+            .filter_map(|p| p["properties"].get(name))
+            .collect();
+        if !named.is_empty() {
+            return named;
+        }
+        parts
+            .iter()
+            .filter_map(|p| p.get("additionalProperties").filter(|a| a.is_object()))
+            .collect()
+    }
+
+    /// The type to generate: the first declared type (not `null`) that every part allows,
+    /// else what the keywords imply; `null` only when nothing else is allowed.
+    fn type_of(parts: &[&Value]) -> &'static str {
+        const ALL: [&str; 7] = [
+            "string", "integer", "number", "boolean", "array", "object", "null",
+        ];
+        let allowed = |t: &str| {
+            parts.iter().all(|p| {
+                declared_types(p)
+                    .is_none_or(|ts| ts.contains(&t) || (t == "integer" && ts.contains(&"number")))
+                    && !(t == "null" && p["nullable"] == false)
+            })
+        };
+        let declared: Vec<&str> = parts
+            .iter()
+            .filter_map(|p| declared_types(p))
+            .flatten()
+            .collect();
+        if let Some(t) = declared
+            .iter()
+            .filter(|t| **t != "null")
+            .find_map(|t| ALL.iter().find(|a| *a == t).filter(|a| allowed(a)))
+        {
+            return t;
+        }
+        if !declared.is_empty() && declared.iter().all(|t| *t == "null") {
+            return "null";
+        }
+        let has = |k: &str| parts.iter().any(|p| p.get(k).is_some());
+        if has("properties") || has("required") || has("additionalProperties") {
+            "object"
+        } else if has("items") || has("prefixItems") {
+            "array"
+        } else {
+            "string"
+        }
+    }
+
+    /// Spend one value (and `bytes`) of the budget; false when it is spent.
+    fn spend(&self, bytes: usize) -> bool {
+        let (n, b) = (self.nodes.get(), self.bytes.get());
+        if n == 0 || b < bytes {
+            self.nodes.set(0);
+            return false;
+        }
+        self.nodes.set(n - 1);
+        self.bytes.set(b - bytes);
+        true
+    }
+
+    /// An instance of all of `schemas`.
+    fn instance(&self, schemas: &[&'a Value], seed: u64, depth: usize) -> Value {
+        if depth > MAX_DEPTH {
+            return Value::Null;
+        }
+        let parts = self.view_of(schemas);
+        if !self.spend(0) {
+            return Self::smallest(&parts);
+        }
+        self.choose(parts, &mut Vec::new(), seed, depth)
+    }
+
+    /// An instance of the parts once each `anyOf` / `oneOf` among them has an alternative
+    /// chosen (`decided` holds the parts whose alternative is chosen): the first alternative
+    /// that is not `null` and gives a value every part accepts, else the first tried.
+    fn choose(
+        &self,
+        parts: Vec<&'a Value>,
+        decided: &mut Vec<*const Value>,
+        seed: u64,
+        depth: usize,
+    ) -> Value {
+        let pending = parts.iter().find_map(|p| {
+            alternatives(p)
+                .filter(|_| !decided.contains(&std::ptr::from_ref(*p)))
+                .map(|a| (*p, a))
+        });
+        let Some((part, alts)) = pending else {
+            return self.instance_of(&parts, seed, depth);
+        };
+        decided.push(std::ptr::from_ref(part));
+        let null = |a: &'a Value| {
+            let mut ps = Vec::new();
+            self.view(a, &mut ps, 0);
+            Self::type_of(&ps) == "null"
+        };
+        let order = alts
+            .iter()
+            .filter(|a| !null(a))
+            .chain(alts.iter().filter(|a| null(a)));
+        let mut first = None;
+        for alt in order.take(8) {
+            let mut with = parts.clone();
+            self.view(alt, &mut with, 0);
+            let v = self.choose(with, &mut decided.clone(), seed, depth);
+            if parts
+                .iter()
+                .all(|p| Validator::new(&self.root).check(p, &v, 0))
+            {
+                return v;
+            }
+            first.get_or_insert(v);
+            if !self.spend(0) {
+                break;
+            }
+        }
+        first.unwrap_or(Value::Null)
+    }
+
+    /// An instance of the parts, alternatives already chosen.
+    fn instance_of(&self, parts: &[&'a Value], seed: u64, depth: usize) -> Value {
+        if let Some(c) = Self::first(parts, "const") {
+            return c.clone();
+        }
+        let fits = |v: &Value| {
+            parts
+                .iter()
+                .all(|p| Validator::new(&self.root).check(p, v, 0))
+        };
+        if let Some(options) = parts
+            .iter()
+            .find_map(|p| p["enum"].as_array().filter(|e| !e.is_empty()))
+        {
+            let start = usize::try_from(seed % options.len() as u64).unwrap_or(0);
+            return options[start..]
+                .iter()
+                .chain(&options[..start])
+                .find(|v| fits(v))
+                .unwrap_or(&options[start])
+                .clone();
+        }
+        if let Some(d) = Self::first(parts, "default").filter(|d| !d.is_null() && fits(d)) {
+            return d.clone();
+        }
+        match Self::type_of(parts) {
+            "object" => self.object(parts, seed, depth),
+            "array" => self.array(parts, seed, depth),
+            "integer" => integer(parts, seed),
+            "number" => number(parts),
+            "boolean" => json!(true),
+            "null" => Value::Null,
+            _ => {
+                let s = string(parts, seed);
+                if self.spend(s.len()) {
+                    Value::String(s)
+                } else {
+                    Self::smallest(parts)
+                }
+            }
+        }
+    }
+
+    fn object(&self, parts: &[&'a Value], seed: u64, depth: usize) -> Value {
+        let mut fields: Vec<&str> = self.required(parts);
+        let min = parts
+            .iter()
+            .filter_map(|p| p["minProperties"].as_u64())
+            .max()
+            .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX));
+        // Nothing required: the first property, so the call says something; then as many
+        // more as `minProperties` asks.
+        let want = min.max(usize::from(fields.is_empty()));
+        for p in parts {
+            for k in p["properties"]
+                .as_object()
                 .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
-            if fields.is_empty() {
-                // Nothing required: the first property, so the call says something.
-                fields.extend(properties.and_then(|p| p.keys().next()).map(String::as_str));
+                .flat_map(|o| o.keys())
+            {
+                if fields.len() >= want {
+                    break;
+                }
+                if !fields.contains(&k.as_str()) {
+                    fields.push(k);
+                }
             }
-            let mut out = Map::new();
-            for (i, field) in fields.into_iter().enumerate() {
-                let sub = properties
-                    .and_then(|p| p.get(field))
-                    .cloned()
-                    .unwrap_or_else(|| json!({"type": "string"}));
-                let v = instance(&sub, seed.wrapping_add(i as u64 + 1), depth + 1);
-                out.insert(field.to_owned(), v);
+        }
+        // Past the named properties, keys of its own for `additionalProperties`.
+        let invented: Vec<String> = (fields.len()..min.min(MAX_ITEMS))
+            .map(|i| format!("key{}", i + 1))
+            .collect();
+        fields.extend(invented.iter().map(String::as_str));
+        let mut out = Map::new();
+        for (i, field) in fields.into_iter().enumerate() {
+            let sub = self.property(parts, field);
+            let field_seed = seed.wrapping_add(i as u64 + 1);
+            let v = if sub.is_empty() {
+                let s = string(&[], field_seed);
+                if self.spend(s.len()) {
+                    Value::String(s)
+                } else {
+                    Value::Null
+                }
+            } else {
+                self.instance(&sub, field_seed, depth + 1)
+            };
+            let v = self.runnable(field, &sub, v);
+            out.insert(field.to_owned(), v);
+        }
+        Value::Object(out)
+    }
+
+    fn array(&self, parts: &[&'a Value], seed: u64, depth: usize) -> Value {
+        let asked = parts
+            .iter()
+            .filter_map(|p| p["minItems"].as_u64())
+            .max()
+            .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX));
+        // One item, so the call says something — none near the depth bound, where a
+        // recursive schema (a tree's children) must end.
+        let min = if depth + 2 >= MAX_DEPTH {
+            asked
+        } else {
+            asked.max(1)
+        };
+        let max = parts
+            .iter()
+            .filter_map(|p| p["maxItems"].as_u64())
+            .min()
+            .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
+        let n = min.min(max).min(MAX_ITEMS);
+        let prefix: Vec<&Value> = parts
+            .iter()
+            .find_map(|p| {
+                p["prefixItems"]
+                    .as_array()
+                    .or_else(|| p["items"].as_array())
+            })
+            .map(|a| a.iter().collect())
+            .unwrap_or_default();
+        let n = n.max(prefix.len().min(max));
+        let rest: Vec<&Value> = parts
+            .iter()
+            .filter_map(|p| {
+                p.get("items")
+                    .filter(|i| !i.is_array())
+                    .or_else(|| p.get("additionalItems").filter(|i| i.is_object()))
+            })
+            .collect();
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n {
+            let item_seed = seed.wrapping_add(i as u64);
+            let v = match prefix.get(i) {
+                Some(p) => self.instance(&[p], item_seed, depth + 1),
+                None if rest.is_empty() => Value::String(string(&[], item_seed)),
+                None => self.instance(&rest, item_seed, depth + 1),
+            };
+            out.push(v);
+            if self.nodes.get() == 0 {
+                break;
             }
-            Value::Object(out)
         }
-        "array" => {
-            let n = schema["minItems"].as_u64().unwrap_or(1).clamp(1, 3);
-            let items = schema.get("items").cloned().unwrap_or(json!({}));
-            Value::Array(
-                (0..n)
-                    .map(|i| instance(&items, seed.wrapping_add(i), depth + 1))
-                    .collect(),
-            )
+        Value::Array(out)
+    }
+
+    /// A shell tool's command (a parameter named as one, [`SHELL_FIELDS`]) made a command that
+    /// runs and succeeds — `echo` of the word, as a string or an argument list — where the
+    /// schema takes it: a made-up word is a command that does not exist (exit 127), which a
+    /// case about valid calls must not send.
+    fn runnable(&self, field: &str, sub: &[&'a Value], v: Value) -> Value {
+        if !SHELL_FIELDS.contains(&field.to_ascii_lowercase().as_str()) {
+            return v;
         }
-        "integer" => {
-            let min = schema["minimum"].as_i64().unwrap_or(1);
-            let max = schema["maximum"].as_i64().unwrap_or(i64::MAX);
-            let step = i64::try_from(seed % 5).unwrap_or(0);
-            json!(min.saturating_add(step).min(max).max(min.min(max)))
+        let echoed = match &v {
+            Value::String(s) => Value::String(format!("echo {s}")),
+            Value::Array(items) if items.iter().all(Value::is_string) && !items.is_empty() => {
+                let mut all = vec![Value::String("echo".to_owned())];
+                all.extend(items.iter().cloned());
+                Value::Array(all)
+            }
+            _ => return v,
+        };
+        if sub
+            .iter()
+            .all(|p| Validator::new(&self.root).check(p, &echoed, 0))
+        {
+            echoed
+        } else {
+            v
         }
-        "number" => {
-            let min = schema["minimum"].as_f64().unwrap_or(1.5);
-            let max = schema["maximum"].as_f64().unwrap_or(f64::MAX);
-            json!(min.min(max))
+    }
+
+    /// The smallest value the parts allow: `null` if they do, else the zero of their type.
+    fn smallest(parts: &[&Value]) -> Value {
+        let nullable = parts.iter().all(|p| {
+            declared_types(p).is_none_or(|ts| ts.contains(&"null")) || p["nullable"] == true
+        });
+        if nullable {
+            return Value::Null;
         }
-        "boolean" => json!(true),
-        "null" => Value::Null,
-        _ => Value::String(string(schema, seed)),
+        match Self::type_of(parts) {
+            "object" => json!({}),
+            "array" => json!([]),
+            "integer" => integer(parts, 0),
+            "number" => number(parts),
+            "boolean" => json!(false),
+            "null" => Value::Null,
+            _ => json!(""),
+        }
     }
 }
 
-/// A string for a string schema: its format's shape, else a word, within its length bounds.
-fn string(schema: &Value, seed: u64) -> String {
-    let mut s = match schema["format"].as_str() {
-        Some("date") => "2026-03-14".to_owned(),
-        Some("date-time") => "2026-03-14T09:30:00Z".to_owned(),
-        Some("time") => "09:30:00".to_owned(),
-        Some("email") => "user@example.com".to_owned(),
-        Some("uri" | "url") => "https://example.com/".to_owned(),
-        Some("uuid") => "00000000-0000-4000-8000-000000000000".to_owned(),
-        // A word and a number, so the calls of a long run rarely repeat one another.
-        _ => format!(
+fn bound_i64(parts: &[&Value], key: &str, pick: fn(i64, i64) -> i64) -> Option<i64> {
+    parts
+        .iter()
+        .filter_map(|p| {
+            let v = &p[key];
+            v.as_i64().or_else(|| {
+                v.as_f64().map(|f| {
+                    if key.contains("inimum") {
+                        f.ceil() as i64
+                    } else {
+                        f.floor() as i64
+                    }
+                })
+            })
+        })
+        .reduce(pick)
+}
+
+fn integer(parts: &[&Value], seed: u64) -> Value {
+    let mut min = bound_i64(parts, "minimum", i64::max);
+    if let Some(e) = bound_i64(parts, "exclusiveMinimum", i64::max) {
+        min = Some(min.map_or(e + 1, |m| m.max(e.saturating_add(1))));
+    }
+    let mut max = bound_i64(parts, "maximum", i64::min);
+    if let Some(e) = bound_i64(parts, "exclusiveMaximum", i64::min) {
+        max = Some(max.map_or(e - 1, |m| m.min(e.saturating_sub(1))));
+    }
+    // Draft 4's boolean exclusive bounds.
+    if parts.iter().any(|p| p["exclusiveMinimum"] == true) {
+        min = min.map(|m| m.saturating_add(1));
+    }
+    if parts.iter().any(|p| p["exclusiveMaximum"] == true) {
+        max = max.map(|m| m.saturating_sub(1));
+    }
+    let (min, max) = (min.unwrap_or(1), max.unwrap_or(i64::MAX));
+    let step = i64::try_from(seed % 5).unwrap_or(0);
+    let mut v = min.saturating_add(step).min(max).max(min.min(max));
+    if let Some(m) = parts
+        .iter()
+        .filter_map(|p| p["multipleOf"].as_i64())
+        .find(|m| *m > 0)
+    {
+        let up = v.checked_rem(m).map_or(v, |r| {
+            if r == 0 {
+                v
+            } else {
+                v.saturating_add(m - r.rem_euclid(m))
+            }
+        });
+        v = if up <= max { up } else { v - v.rem_euclid(m) };
+    }
+    json!(v)
+}
+
+fn number(parts: &[&Value]) -> Value {
+    let min = parts
+        .iter()
+        .filter_map(|p| p["minimum"].as_f64())
+        .reduce(f64::max);
+    let emin = parts
+        .iter()
+        .filter_map(|p| p["exclusiveMinimum"].as_f64())
+        .reduce(f64::max);
+    let max = parts
+        .iter()
+        .filter_map(|p| p["maximum"].as_f64())
+        .reduce(f64::min);
+    let emax = parts
+        .iter()
+        .filter_map(|p| p["exclusiveMaximum"].as_f64())
+        .reduce(f64::min);
+    let mut v = min.unwrap_or(1.5);
+    if let Some(e) = emin {
+        if v <= e {
+            v = e + 1.0;
+        }
+    }
+    if let Some(m) = max {
+        v = v.min(m);
+    }
+    if let Some(e) = emax {
+        if v >= e {
+            v = match emin.or(min) {
+                Some(lo) => (lo + e) / 2.0,
+                None => e - 1.0,
+            };
+        }
+    }
+    if let Some(m) = parts
+        .iter()
+        .filter_map(|p| p["multipleOf"].as_f64())
+        .find(|m| *m > 0.0)
+    {
+        v = (v / m).ceil() * m;
+    }
+    json!(v)
+}
+
+/// A string for the parts: a format's shape, else a word and a number, within the length
+/// bounds (padded in one step) and, where a pattern is given, the first of a few candidates
+/// it accepts.
+fn string(parts: &[&Value], seed: u64) -> String {
+    let format = parts.iter().find_map(|p| p["format"].as_str());
+    let word = || {
+        format!(
             "{}-{}",
             WORDS[usize::try_from(seed % WORDS.len() as u64).unwrap_or(0)],
             (seed >> 8) % 1000
-        ),
+        )
     };
-    let min = schema["minLength"]
-        .as_u64()
-        .and_then(|n| usize::try_from(n).ok())
-        .unwrap_or(0);
-    let max = schema["maxLength"]
-        .as_u64()
-        .and_then(|n| usize::try_from(n).ok())
-        .unwrap_or(usize::MAX);
-    while s.chars().count() < min {
-        s.push('x');
+    let mut s = match format {
+        Some("date") => "2026-03-14".to_owned(),
+        Some("date-time") => "2026-03-14T09:30:00Z".to_owned(),
+        Some("time") => "09:30:00".to_owned(),
+        Some("email" | "idn-email") => "user@example.com".to_owned(),
+        Some("uri" | "url" | "iri") => "https://example.com/".to_owned(),
+        Some("uri-reference" | "iri-reference") => "/example".to_owned(),
+        Some("uuid") => "00000000-0000-4000-8000-000000000000".to_owned(),
+        Some("ipv4") => "192.0.2.1".to_owned(),
+        Some("ipv6") => "2001:db8::1".to_owned(),
+        Some("hostname" | "idn-hostname") => "example.com".to_owned(),
+        Some("duration") => "PT1H".to_owned(),
+        // A word and a number, so the calls of a long run rarely repeat one another.
+        _ => word(),
+    };
+    let patterns: Vec<regex_lite::Regex> = parts
+        .iter()
+        .filter_map(|p| p["pattern"].as_str())
+        .filter_map(|p| regex_lite::Regex::new(p).ok())
+        .collect();
+    if !patterns.is_empty() {
+        let candidates = [
+            s.clone(),
+            WORDS[usize::try_from(seed % WORDS.len() as u64).unwrap_or(0)].to_owned(),
+            "a".to_owned(),
+            "A".to_owned(),
+            "0".to_owned(),
+            "abc".to_owned(),
+            "ABC".to_owned(),
+            "123".to_owned(),
+            "a1".to_owned(),
+            "abc-123".to_owned(),
+            "abc_123".to_owned(),
+            "user@example.com".to_owned(),
+            "https://example.com/".to_owned(),
+            "2026-03-14".to_owned(),
+            String::new(),
+        ];
+        if let Some(c) = candidates
+            .into_iter()
+            .find(|c| patterns.iter().all(|p| p.is_match(c)))
+        {
+            s = c;
+        }
     }
-    if s.chars().count() > max {
+    let min = parts
+        .iter()
+        .filter_map(|p| p["minLength"].as_u64())
+        .max()
+        .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX))
+        .min(MAX_STRING);
+    let max = parts
+        .iter()
+        .filter_map(|p| p["maxLength"].as_u64())
+        .min()
+        .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    let count = s.chars().count();
+    if count < min {
+        s.extend(std::iter::repeat_n('x', min - count));
+    } else if count > max {
         s = s.chars().take(max).collect();
     }
     s
 }
 
+/// A validator of the keywords above, bounded in visits, resolving `$ref`s in one root.
+struct Validator<'r, 'a> {
+    root: &'r Root<'a>,
+    visits: usize,
+}
+
+impl<'r, 'a> Validator<'r, 'a> {
+    fn new(root: &'r Root<'a>) -> Self {
+        Self { root, visits: 0 }
+    }
+
+    fn check(&mut self, schema: &Value, v: &Value, hops: usize) -> bool {
+        self.visits += 1;
+        if self.visits > MAX_VISITS || hops > MAX_HOPS * 4 {
+            return true;
+        }
+        let Some(o) = schema.as_object() else {
+            // `true`, `false`.
+            return schema != &Value::Bool(false);
+        };
+        if let Some(target) = o
+            .get("$ref")
+            .and_then(Value::as_str)
+            .and_then(|r| self.root.resolve(r))
+        {
+            if !self.check(target, v, hops + 1) {
+                return false;
+            }
+        }
+        if let Some(ts) = declared_types(schema) {
+            let nullable = o.get("nullable") == Some(&Value::Bool(true));
+            if !(ts.iter().any(|t| type_matches(t, v)) || nullable && v.is_null()) {
+                return false;
+            }
+        }
+        if let Some(c) = o.get("const") {
+            if !json_eq(c, v) {
+                return false;
+            }
+        }
+        if let Some(e) = o.get("enum").and_then(Value::as_array) {
+            if !e.iter().any(|x| json_eq(x, v)) {
+                return false;
+            }
+        }
+        for part in o
+            .get("allOf")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if !self.check(part, v, hops + 1) {
+                return false;
+            }
+        }
+        if let Some(alts) = o.get("anyOf").and_then(Value::as_array) {
+            if !alts.iter().any(|a| self.check(a, v, hops + 1)) {
+                return false;
+            }
+        }
+        if let Some(alts) = o.get("oneOf").and_then(Value::as_array) {
+            if alts.iter().filter(|a| self.check(a, v, hops + 1)).count() != 1 {
+                return false;
+            }
+        }
+        if let Some(not) = o.get("not") {
+            if self.check(not, v, hops + 1) {
+                return false;
+            }
+        }
+        match v {
+            Value::Object(m) => self.object(o, m, hops),
+            Value::Array(a) => self.array(o, a, hops),
+            Value::String(s) => string_ok(o, s),
+            Value::Number(_) => number_ok(o, v),
+            _ => true,
+        }
+    }
+
+    fn object(&mut self, o: &Map<String, Value>, m: &Map<String, Value>, hops: usize) -> bool {
+        let required = o.get("required").and_then(Value::as_array);
+        if required
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .any(|r| !m.contains_key(r))
+        {
+            return false;
+        }
+        let count = |k: &str| o.get(k).and_then(Value::as_u64);
+        if count("minProperties").is_some_and(|n| (m.len() as u64) < n)
+            || count("maxProperties").is_some_and(|n| (m.len() as u64) > n)
+        {
+            return false;
+        }
+        let props = o.get("properties").and_then(Value::as_object);
+        let patterns: Vec<(regex_lite::Regex, &Value)> = o
+            .get("patternProperties")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter_map(|(p, s)| regex_lite::Regex::new(p).ok().map(|r| (r, s)))
+            .collect();
+        for (k, v) in m {
+            let mut known = false;
+            if let Some(s) = props.and_then(|p| p.get(k)) {
+                known = true;
+                if !self.check(s, v, hops + 1) {
+                    return false;
+                }
+            }
+            for (r, s) in &patterns {
+                if r.is_match(k) {
+                    known = true;
+                    if !self.check(s, v, hops + 1) {
+                        return false;
+                    }
+                }
+            }
+            if !known {
+                if let Some(extra) = o.get("additionalProperties") {
+                    if !self.check(extra, v, hops + 1) {
+                        return false;
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    fn array(&mut self, o: &Map<String, Value>, a: &[Value], hops: usize) -> bool {
+        let count = |k: &str| o.get(k).and_then(Value::as_u64);
+        if count("minItems").is_some_and(|n| (a.len() as u64) < n)
+            || count("maxItems").is_some_and(|n| (a.len() as u64) > n)
+        {
+            return false;
+        }
+        let tuple = o
+            .get("prefixItems")
+            .and_then(Value::as_array)
+            .or_else(|| o.get("items").and_then(Value::as_array));
+        let rest = o
+            .get("items")
+            .filter(|i| !i.is_array())
+            .or_else(|| o.get("additionalItems"));
+        for (i, v) in a.iter().enumerate() {
+            let s = match tuple {
+                Some(t) if i < t.len() => Some(&t[i]),
+                Some(_) if o.get("prefixItems").is_some() => {
+                    o.get("items").filter(|i| !i.is_array())
+                }
+                Some(_) => o.get("additionalItems"),
+                None => rest,
+            };
+            if let Some(s) = s {
+                if !self.check(s, v, hops + 1) {
+                    return false;
+                }
+            }
+        }
+        if o.get("uniqueItems") == Some(&Value::Bool(true)) {
+            for (i, x) in a.iter().enumerate() {
+                if a[..i].iter().any(|y| json_eq(x, y)) {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+}
+
+fn type_matches(t: &str, v: &Value) -> bool {
+    match t {
+        "string" => v.is_string(),
+        "integer" => {
+            v.as_i64().is_some()
+                || v.as_u64().is_some()
+                || v.as_f64().is_some_and(|f| f.fract() == 0.0)
+        }
+        "number" => v.is_number(),
+        "boolean" => v.is_boolean(),
+        "array" => v.is_array(),
+        "object" => v.is_object(),
+        "null" => v.is_null(),
+        _ => true,
+    }
+}
+
+/// JSON equality, numbers by value (`1` equals `1.0`).
+fn json_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| json_eq(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+fn string_ok(o: &Map<String, Value>, s: &str) -> bool {
+    let len = || s.chars().count() as u64;
+    let count = |k: &str| o.get(k).and_then(Value::as_u64);
+    if count("minLength").is_some_and(|n| len() < n)
+        || count("maxLength").is_some_and(|n| len() > n)
+    {
+        return false;
+    }
+    o.get("pattern")
+        .and_then(Value::as_str)
+        .and_then(|p| regex_lite::Regex::new(p).ok())
+        .is_none_or(|r| r.is_match(s))
+}
+
+fn number_ok(o: &Map<String, Value>, v: &Value) -> bool {
+    let Some(x) = v.as_f64() else { return true };
+    let num = |k: &str| o.get(k).and_then(Value::as_f64);
+    let flag = |k: &str| o.get(k) == Some(&Value::Bool(true));
+    if let Some(m) = num("minimum") {
+        if x < m || (flag("exclusiveMinimum") && x <= m) {
+            return false;
+        }
+    }
+    if let Some(m) = num("maximum") {
+        if x > m || (flag("exclusiveMaximum") && x >= m) {
+            return false;
+        }
+    }
+    if num("exclusiveMinimum").is_some_and(|m| x <= m)
+        || num("exclusiveMaximum").is_some_and(|m| x >= m)
+    {
+        return false;
+    }
+    if let Some(m) = num("multipleOf").filter(|m| *m > 0.0) {
+        let q = x / m;
+        if (q - q.round()).abs() > 1e-9 {
+            return false;
+        }
+    }
+    true
+}
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -323,5 +1207,190 @@ mod tests {
             panic!()
         };
         assert!(v.to_string().contains("null"), "{v}");
+    }
+
+    fn parsed(a: Arguments) -> Value {
+        match a {
+            Arguments::Parsed(v) => v,
+            Arguments::Raw(r) => panic!("raw arguments {r}"),
+        }
+    }
+
+    /// pydantic's shape: the model parameter behind `$ref` into `$defs`, optional fields as
+    /// `anyOf` with `null`, a recursive model, `allOf` around a `$ref`.
+    fn pydantic_like() -> Value {
+        json!({
+            "$defs": {
+                "Meeting": {"type": "object", "title": "Meeting", "properties": {
+                    "title": {"type": "string"},
+                    "start": {"type": "string", "format": "date-time"},
+                    "attendees": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                    "room": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": null}
+                }, "required": ["title", "start", "attendees"]},
+                "Node": {"type": "object", "properties": {
+                    "name": {"type": "string"},
+                    "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}
+                }, "required": ["name", "children"]},
+                "Kind": {"enum": ["flight", "hotel"], "type": "string"}
+            },
+            "type": "object",
+            "properties": {
+                "meeting": {"$ref": "#/$defs/Meeting"},
+                "tree": {"$ref": "#/$defs/Node"},
+                "kind": {"allOf": [{"$ref": "#/$defs/Kind"}], "description": "what"},
+                "limit": {"anyOf": [{"type": "integer", "minimum": 1, "maximum": 50}, {"type": "null"}], "default": null}
+            },
+            "required": ["meeting", "tree", "kind"]
+        })
+    }
+
+    #[test]
+    fn references_all_of_and_recursion_give_valid_arguments() {
+        let s = pydantic_like();
+        for seed in 0..20 {
+            let v = parsed(arguments(&s, Generate::Valid, seed));
+            assert!(valid(&s, &v), "{v}");
+            assert!(
+                v["meeting"].is_object(),
+                "a model parameter is an object: {v}"
+            );
+            assert!(
+                v["meeting"]["attendees"]
+                    .as_array()
+                    .is_some_and(|a| !a.is_empty())
+            );
+            assert!(["flight", "hotel"].contains(&v["kind"].as_str().unwrap_or("")));
+        }
+        // The recursion ends (at the depth bound, as `null`), and the text stays small.
+        let v = parsed(arguments(&s, Generate::Valid, 3));
+        assert!(v.to_string().len() < 4096, "{v}");
+        // Each invalid kind is invalid, in the way it says.
+        for how in [
+            Generate::Empty,
+            Generate::MissingRequired,
+            Generate::WrongType,
+        ] {
+            assert_eq!(invalidity(&s, how), None);
+            let v = parsed(arguments(&s, how, 1));
+            assert!(!valid(&s, &v), "{how:?}: {v}");
+        }
+        let v = parsed(arguments(&s, Generate::MissingRequired, 1));
+        assert!(v.get("meeting").is_none() && v.get("tree").is_some(), "{v}");
+        let v = parsed(arguments(&s, Generate::WrongType, 1));
+        assert!(!v["meeting"].is_object(), "{v}");
+        assert_eq!(required_fields(&s), ["meeting", "tree", "kind"]);
+    }
+
+    #[test]
+    fn kinds_that_cannot_be_invalid_say_why() {
+        let none = json!({"type": "object", "properties": {}});
+        assert!(invalidity(&none, Generate::Empty).is_some());
+        assert!(invalidity(&none, Generate::MissingRequired).is_some());
+        // `[]` is no object: a wrong type all the same.
+        assert_eq!(invalidity(&none, Generate::WrongType), None);
+        assert!(!valid(
+            &none,
+            &parsed(arguments(&none, Generate::WrongType, 0))
+        ));
+        // A schema that takes anything cannot be given a wrong type.
+        assert!(invalidity(&json!({}), Generate::WrongType).is_some());
+        // A field that takes a string or a number gets a value of a third type.
+        let loose = json!({"type": "object", "required": ["q"], "properties": {
+            "q": {"type": ["string", "integer"]}}});
+        let v = parsed(arguments(&loose, Generate::WrongType, 0));
+        assert!(!valid(&loose, &v), "{v}");
+        // An optional field with no required one: only `wrong_type` can be invalid.
+        let optional = json!({"type": "object", "properties": {"q": {"type": "string"}}});
+        assert!(invalidity(&optional, Generate::Empty).is_some());
+        assert_eq!(invalidity(&optional, Generate::WrongType), None);
+    }
+
+    #[test]
+    fn constraints_hold() {
+        let s = json!({"type": "object", "required": ["a", "b", "c", "d", "e", "f", "g"], "properties": {
+            "a": {"type": "string", "minLength": 3, "maxLength": 8},
+            "b": {"type": "integer", "multipleOf": 5, "minimum": 10},
+            "c": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+            "d": {"type": "string", "pattern": "^\\+[0-9]{7,15}$"},
+            "e": {"type": "object", "additionalProperties": {"type": "integer"}, "minProperties": 1},
+            "f": {"type": "array", "items": {"type": "integer"}, "minItems": 5},
+            "g": {"oneOf": [
+                {"type": "object", "properties": {"kind": {"const": "email"}, "address": {"type": "string"}}, "required": ["kind", "address"]},
+                {"type": "object", "properties": {"kind": {"const": "sms"}, "number": {"type": "string"}}, "required": ["kind", "number"]}
+            ]}
+        }});
+        for seed in 0..10 {
+            let v = parsed(arguments(&s, Generate::Valid, seed));
+            // The pattern's candidates do not include a phone number: everything else holds.
+            let mut without = s.clone();
+            without["properties"]["d"] = json!({"type": "string"});
+            assert!(valid(&without, &v), "{v}");
+            assert_eq!(v["f"].as_array().map(Vec::len), Some(5), "{v}");
+        }
+    }
+
+    #[test]
+    fn hostile_schemas_are_bounded() {
+        // `required` naming one field 40 times, nested 9 deep: once each.
+        let mut s = json!({"type": "object", "properties": {"x": {"type": "string"}}});
+        for _ in 0..9 {
+            s = json!({"type": "object", "required": vec!["n"; 40], "properties": {"n": s}});
+        }
+        let v = parsed(arguments(&s, Generate::Valid, 1));
+        assert!(v.to_string().len() < 1024, "{v}");
+        // A huge `minLength`: cut to the cap, padded in one step.
+        let long = json!({"type": "object", "required": ["s"], "properties": {
+            "s": {"type": "string", "minLength": 160_000_000u64}}});
+        let v = parsed(arguments(&long, Generate::Valid, 1));
+        assert_eq!(v["s"].as_str().map(str::len), Some(MAX_STRING));
+        // Arrays of three nested seven deep around an object with 10,000 required names: the
+        // budget stops it.
+        let names: Vec<String> = (0..10_000).map(|i| format!("f{i}")).collect();
+        let mut s = json!({"type": "object", "required": names});
+        for _ in 0..7 {
+            s = json!({"type": "array", "items": s, "minItems": 3});
+        }
+        let s = json!({"type": "object", "required": ["a"], "properties": {"a": s}});
+        let v = parsed(arguments(&s, Generate::Valid, 1));
+        assert!(
+            v.to_string().len() <= 2 * MAX_BYTES + 64 * MAX_NODES,
+            "{}",
+            v.to_string().len()
+        );
+        // A `$ref` cycle without content, and one through `allOf`.
+        let cycle = json!({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"allOf": [{"$ref": "#/$defs/a"}]}},
+            "type": "object", "required": ["x"], "properties": {"x": {"$ref": "#/$defs/a"}}});
+        let v = parsed(arguments(&cycle, Generate::Valid, 1));
+        assert!(v.is_object());
+        assert!(valid(&cycle, &v) || !valid(&cycle, &v));
+        // Alternatives nested in alternatives: bounded tries.
+        let mut alt = json!({"type": "string"});
+        for _ in 0..12 {
+            alt = json!({"anyOf": [{"type": "null"}, alt.clone(), alt]});
+        }
+        let s = json!({"type": "object", "required": ["a"], "properties": {"a": alt}});
+        assert!(parsed(arguments(&s, Generate::Valid, 1)).is_object());
+    }
+
+    #[test]
+    fn a_shell_tools_valid_command_runs() {
+        let string = json!({"type": "object", "required": ["command"], "properties": {"command": {"type": "string"}}});
+        let v = parsed(arguments(&string, Generate::Valid, 3));
+        assert!(
+            v["command"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("echo ")),
+            "{v}"
+        );
+        let list = json!({"type": "object", "required": ["cmd"], "properties": {"cmd": {"type": "array", "items": {"type": "string"}}}});
+        let v = parsed(arguments(&list, Generate::Valid, 3));
+        assert_eq!(v["cmd"][0], "echo", "{v}");
+        // A schema that would not take it keeps the word.
+        let strict = json!({"type": "object", "required": ["command"], "properties": {"command": {"type": "string", "pattern": "^[a-z]+-[0-9]+$"}}});
+        let v = parsed(arguments(&strict, Generate::Valid, 3));
+        assert!(
+            valid(&strict, &v) && !v["command"].as_str().unwrap_or("").starts_with("echo "),
+            "{v}"
+        );
     }
 }

@@ -94,6 +94,29 @@ pub struct SuiteDef {
     /// A part of the final answer of a run that went well (the model's answer once the loop
     /// recovered, or at the end of the legitimate work).
     pub answer: String,
+    /// What must happen for the verdict to mean anything; when it did not, the case is "not
+    /// exercised" (or "could not be driven") with the reason, never a verdict.
+    #[serde(default)]
+    pub premise: Premise,
+}
+
+/// What a suite case needs of the run before its verdict says anything (docs/suite.md).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Premise {
+    /// How many distinct tools the case drives: an agent that offers fewer (none at all, on
+    /// its first request) cannot be driven. Default: the scenario's portable tools.
+    #[serde(default)]
+    pub tools: Option<u32>,
+    /// The first N calls that ran must read as failed (the invalid calls the case is about):
+    /// a call the agent ran and reported as a success means its tool accepted what the case
+    /// meant to be invalid, or its failures are unreadable.
+    #[serde(default)]
+    pub fail_first: u32,
+    /// Every later call that ran must read as a success (the valid calls the case is about):
+    /// a failure means the agent's tool rejects arguments valid for its own schema.
+    #[serde(default)]
+    pub succeed: bool,
 }
 
 /// The two kinds of suite cases.
@@ -133,6 +156,11 @@ fn is_zero_exit(codes: &Vec<i32>) -> bool {
 }
 
 impl Scenario {
+    /// How many of its tools are portable (a `bind` rule stands them for an agent's own).
+    pub fn portable_tools(&self) -> u32 {
+        u32::try_from(self.tools.iter().filter(|t| t.bind.is_some()).count()).unwrap_or(u32::MAX)
+    }
+
     /// A scenario made from a recording, before its tools and script are filled in: format 1,
     /// profile `none`, nothing else.
     pub fn recorded(family: &str, tags: Vec<String>, description: String) -> Self {
@@ -389,6 +417,11 @@ pub struct ModelScript {
     /// calls to tools the runtime does not have).
     #[serde(default)]
     pub unregistered_tools: Vec<String>,
+    /// How a served agent's side requests are answered — a title, a summary or memory pass,
+    /// a subagent's or a router's conversation, which are not the loop under test
+    /// (docs/black-box.md): by default a short text, never a tool call.
+    #[serde(default)]
+    pub side: Option<TurnDef>,
 }
 
 impl Default for ModelScript {
@@ -402,6 +435,7 @@ impl Default for ModelScript {
             turns: Vec::new(),
             without_tools: WithoutTools::default(),
             unregistered_tools: Vec::new(),
+            side: None,
         }
     }
 }
@@ -583,10 +617,11 @@ pub struct Conditions {
     /// How often this rule already fired.
     #[serde(default)]
     pub fired: Option<Bound>,
-    /// Whether the runtime spoke up: a user or system message stands after the model's first
-    /// answer (a nudge, a loop warning, a correction — in any words), or, past the first call,
-    /// after the task's first user message (the runtime dropped the answer it speaks of). What
-    /// a portable scenario's model listens to, whatever the agent.
+    /// Whether the runtime spoke up: a request held a user or system message that the previous
+    /// request did not (a nudge, a loop warning, a correction — in any words; context sent
+    /// before or with the task, in the first request, never counts, nor a refresh of it in
+    /// place), and, once it has, on every later request. What a portable scenario's model
+    /// listens to, whatever the agent.
     #[serde(default)]
     pub intervened: Option<bool>,
 }

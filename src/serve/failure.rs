@@ -24,7 +24,17 @@
 //!      (Python's `TypeError`, as LlamaIndex sends it);
 //!    - `unknown-tool`: a call to a tool the agent does not have, in the words of the Vercel AI
 //!      SDK ("Model tried to call unavailable tool 'NAME'. …") or LlamaIndex ("Tool NAME not
-//!      found. …").
+//!      found. …");
+//!    - `exit-code`: a shell tool's result whose process ended with a non-zero code, as coding
+//!      agents write it: a line "Process exited with code N" (Codex CLI), "Exit code N" (Claude
+//!      Code), "Exit code: N", "Exit Code: N" (Gemini CLI), or a JSON object whose
+//!      `metadata.exit_code` is not 0;
+//!    - `invalid-arguments`: the agent's argument check, first line: "failed to parse function
+//!      arguments: …" (Codex CLI), "The arguments provided to the tool are invalid: …"
+//!      (opencode), "The NAME tool was called with invalid arguments: …" (opencode 1.x),
+//!      "Invalid arguments …", "Invalid parameters …";
+//!    - `tool-not-found`: first line "Unknown tool …", "No such tool …", "Tool not found …",
+//!      "unsupported call: …" (Codex CLI), or "NAME is not a valid tool, try …" (LangChain).
 //!
 //!    The JSON-error shape also takes zod's issue arrays (objects with `code` and `message`,
 //!    and usually `path`), as the AI SDK sends them. A framework that sends a bare exception
@@ -56,7 +66,7 @@ impl Default for FailureRules {
 type Shape = (&'static str, fn(&str) -> bool);
 
 /// The built-in shapes, in order.
-const BUILTIN: [Shape; 10] = [
+const BUILTIN: [Shape; 13] = [
     ("error-prefix", error_prefix),
     ("exception", exception),
     ("tool-error-notice", tool_error_notice),
@@ -67,6 +77,9 @@ const BUILTIN: [Shape; 10] = [
     ("tool-invoke-failed", tool_invoke_failed),
     ("missing-argument", missing_argument),
     ("unknown-tool", unknown_tool),
+    ("exit-code", exit_code),
+    ("invalid-arguments", invalid_arguments),
+    ("tool-not-found", tool_not_found),
 ];
 
 impl FailureRules {
@@ -206,6 +219,65 @@ fn unknown_tool(text: &str) -> bool {
         })
 }
 
+/// A non-zero exit code on a line of its own, or in a JSON result's `metadata.exit_code`.
+fn exit_code(text: &str) -> bool {
+    const LINES: [&str; 4] = [
+        "Process exited with code ",
+        "Exit code: ",
+        "Exit Code: ",
+        "Exit code ",
+    ];
+    let non_zero = |n: &str| n.trim().parse::<i64>().is_ok_and(|n| n != 0);
+    let by_line = text.lines().any(|line| {
+        let line = line.trim();
+        LINES
+            .iter()
+            .any(|head| line.strip_prefix(head).is_some_and(non_zero))
+    });
+    by_line || {
+        let t = text.trim();
+        t.starts_with('{')
+            && serde_json::from_str::<Value>(t).is_ok_and(|v| {
+                v.pointer("/metadata/exit_code")
+                    .and_then(Value::as_i64)
+                    .is_some_and(|n| n != 0)
+            })
+    }
+}
+
+/// The first line of the text, lower case.
+fn first_line(text: &str) -> String {
+    text.trim_start()
+        .lines()
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase()
+}
+
+fn invalid_arguments(text: &str) -> bool {
+    let line = first_line(text);
+    line.starts_with("failed to parse function arguments")
+        || line.starts_with("the arguments provided to the tool are invalid")
+        || (line.starts_with("the ") && line.contains(" tool was called with invalid arguments"))
+        || line.starts_with("invalid arguments")
+        || line.starts_with("invalid parameters")
+}
+
+fn tool_not_found(text: &str) -> bool {
+    let line = first_line(text);
+    [
+        "unknown tool",
+        "no such tool",
+        "tool not found",
+        "unsupported call:",
+    ]
+    .iter()
+    .any(|head| line.starts_with(head))
+        || line
+            .split_once(" is not a valid tool")
+            .is_some_and(|(name, _)| !name.is_empty() && !name.contains(' '))
+}
+
 /// Python's "f() missing 1 required positional argument: 'x'" (or keyword-only, or several).
 fn missing_argument(text: &str) -> bool {
     let Some(at) = text.find(" missing ") else {
@@ -321,6 +393,72 @@ mod tests {
                 "Tool delete_everything not found. Please select a tool that is available.",
                 Some("unknown-tool"),
             ),
+            (
+                None,
+                "Chunk ID: 0e7f41\nWall time: 0.0021 seconds\nProcess exited with code 127\nOutput:\nbash: foo: command not found",
+                Some("exit-code"),
+            ),
+            (
+                None,
+                "Exit code: 1\nWall time: 0.2 seconds\nOutput:\nls: cannot access 'x'",
+                Some("exit-code"),
+            ),
+            (
+                None,
+                "Command: ls x\nDirectory: (root)\nStdout: (empty)\nStderr: ls: x: No such file\nError: (none)\nExit Code: 2",
+                Some("exit-code"),
+            ),
+            (
+                None,
+                r#"{"output": "boom\n", "metadata": {"exit_code": 1, "duration_seconds": 0.1}}"#,
+                Some("exit-code"),
+            ),
+            (
+                None,
+                "failed to parse function arguments: missing field `command` at line 1 column 2",
+                Some("invalid-arguments"),
+            ),
+            (
+                None,
+                "The arguments provided to the tool are invalid: Invalid input: expected string, received undefined",
+                Some("invalid-arguments"),
+            ),
+            (
+                None,
+                "The bash tool was called with invalid arguments: SchemaError(Missing key\n  at [\"command\"])",
+                Some("invalid-arguments"),
+            ),
+            (
+                None,
+                "unsupported call: delete_everything",
+                Some("tool-not-found"),
+            ),
+            (
+                None,
+                "delete_everything is not a valid tool, try one of [search_flights, read_file].",
+                Some("tool-not-found"),
+            ),
+            (
+                None,
+                "Unknown tool: delete_everything",
+                Some("tool-not-found"),
+            ),
+            (
+                None,
+                "Chunk ID: 0e7f41\nWall time: 0.0021 seconds\nProcess exited with code 0\nOutput:\na.txt",
+                None,
+            ),
+            (
+                None,
+                r#"{"output": "a.txt\n", "metadata": {"exit_code": 0}}"#,
+                None,
+            ),
+            (
+                None,
+                "Exit code 1\ncat: /nonexistent: No such file or directory",
+                Some("exit-code"),
+            ),
+            (None, "the docs say: Exit code: 1 means failure", None),
             (None, "Tool search results not found in cache", None),
             (None, "a.txt\nb.txt", None),
             (None, "3 files missing from the index", None),

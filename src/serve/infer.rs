@@ -7,7 +7,8 @@
 //! - the results of the previous answer's tool calls (the tool messages after the last
 //!   assistant message, paired with the calls in order): `tool_call_start` and
 //!   `tool_call_end` (failed when the result says so, see the module doc of `serve`); a call
-//!   with no result is `tool_call_skipped`;
+//!   with no result is `tool_call_skipped`, and so are the calls of the last answer when the
+//!   agent went away without their results (its own turn limit, the cap);
 //! - tools withheld (the request offers fewer tools than the first one did):
 //!   `intervention policy=agent stage=2 action=strip_tools`, once per stretch of stripped
 //!   requests; the requests are `model_request … stripped`;
@@ -36,6 +37,11 @@ pub const AGENT: &str = crate::vocabulary::AGENT;
 
 /// The source of what the server notes about how it read the agent.
 pub const SERVE: &str = "serve";
+
+/// Why a call of the agent's last answer is `tool_call_skipped`: the run ended before its
+/// result came back (the agent's own turn limit, the cap), so whether it ran cannot be seen.
+pub const UNSENT: &str =
+    "the agent ended without sending this call's result (whether it ran cannot be seen)";
 
 /// What the trace needs besides the served requests.
 #[derive(Debug, Clone)]
@@ -272,6 +278,17 @@ pub fn infer(ctx: &Context<'_>, requests: &[ServedRequest]) -> Vec<TimedEvent> {
         ),
         Some(Reply::Cap | Reply::NoAnswer(_)) | None => return c.events,
     };
+    // The calls of the last answer, whose results never came: the agent's last iteration ran
+    // (or dropped) them unseen; the trace keeps them, so that iteration is counted.
+    if let Some(Reply::Answer(r)) = prev.map(|e| &e.reply) {
+        for call in &r.tool_calls {
+            c.push(Event::ToolCallSkipped {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                reason: UNSENT.to_owned(),
+            });
+        }
+    }
     c.push(Event::Outcome {
         outcome,
         iterations: last,

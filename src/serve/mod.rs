@@ -33,7 +33,9 @@
 //! `chatcmpl-…`, `msg_…`, `resp_…`), so a request belongs to the conversation that served the
 //! latest id it echoes: a call id in an assistant message or a tool result, or the Responses
 //! API's `previous_response_id`. A request that echoes none and holds no assistant message
-//! starts a conversation, unless it is the retry of one that ended on a provider fault (the
+//! starts a conversation, unless it is the same request sent again after a cut stream (the
+//! conversation whose last answer was cut, with the same first user message), or the retry of
+//! one that ended on a provider fault (the
 //! SDKs' `x-stainless-retry-count` header says so when present — a count of 0 too when the
 //! fault was the session's latest answer: an application's own retry after its SDK gave up;
 //! otherwise the oldest such conversation with the same first user message takes it), or an
@@ -50,11 +52,13 @@
 //! messages (`Observation:\n…`, or `Call id: …\nError:\n…`), as smolagents does, is read as if
 //! it had used the wire's own call and result messages; the trace notes it once.
 
+pub mod bind;
 pub mod failure;
 pub mod http;
 pub mod infer;
 pub mod proxy;
 pub mod replay;
+pub mod side;
 
 use crate::llm::stream::{self, Chunk};
 use crate::llm::{
@@ -82,49 +86,6 @@ pub const MAX_REQUEST_BYTES: usize = crate::limits::MAX_REQUEST_BODY_BYTES as us
 /// The Unix time of a session's first answer (2026-01-01T00:00:00Z): served answers carry
 /// virtual times from here, never the wall clock.
 pub const EPOCH_S: u64 = 1_767_225_600;
-
-/// Does the agent's `i`-th offered tool (from 0) fit a portable tool's rule?
-fn fits(rule: &crate::scenario::Bind, i: usize, tool: &crate::llm::ToolSpec) -> bool {
-    use crate::scenario::Bind;
-    match rule {
-        Bind::Any => true,
-        Bind::Position(n) => i + 1 == *n,
-        Bind::Name(glob) => glob_matches(glob, &tool.name),
-        Bind::Required(kind) => {
-            let schema = &tool.schema;
-            schema["required"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .any(|field| {
-                    let t = &schema["properties"][field]["type"];
-                    t == kind.as_str()
-                        || t.as_array()
-                            .is_some_and(|ts| ts.iter().any(|x| x == kind.as_str()))
-                })
-        }
-    }
-}
-
-/// Does `text` match `glob` (`*`: any run of characters, anything else itself)?
-fn glob_matches(glob: &str, text: &str) -> bool {
-    let parts: Vec<&str> = glob.split('*').collect();
-    let (first, rest) = parts.split_first().unwrap_or((&"", &[]));
-    let Some(mut tail) = text.strip_prefix(first) else {
-        return false;
-    };
-    let Some((last, middle)) = rest.split_last() else {
-        return tail.is_empty();
-    };
-    for part in middle {
-        match tail.find(part) {
-            Some(at) => tail = &tail[at + part.len()..],
-            None => return false,
-        }
-    }
-    tail.len() >= last.len() && tail.ends_with(last)
-}
 
 /// OpenAI's answer to a `previous_response_id` it does not know.
 fn previous_not_found(id: &str) -> HttpAnswer {
@@ -201,6 +162,8 @@ pub struct ServedRequest {
     pub bound: Vec<Binding>,
     /// The scripted answer (text) went out as a call of this answer tool of the agent's.
     pub answer_tool: Option<String>,
+    /// Its answer was a stream the script cut (the connection dropped before it ended).
+    pub cut: bool,
 }
 
 /// The requests of one agent run.
@@ -227,6 +190,9 @@ pub struct Conversation {
     /// How the scenario's portable tools stand for the agent's (see [`Binding`]), once a
     /// request offered tools.
     binding: Option<Vec<Binding>>,
+    /// Why it is a side request beside the loop (a title, a summary, a subagent), if it is
+    /// one ([`side`]): answered by the side turn, never the case's outcome.
+    pub side: Option<String>,
 }
 
 /// A portable tool of the scenario ([`crate::scenario::ToolDef::bind`]) and the agent's tool
@@ -266,10 +232,13 @@ impl Conversation {
         ConversationView {
             key: &self.key,
             last_user: &self.last_user,
-            last: self
-                .requests
-                .last()
-                .map_or(LastAnswer::Nothing, |e| LastAnswer::of(&e.reply)),
+            last: self.requests.last().map_or(LastAnswer::Nothing, |e| {
+                if e.cut {
+                    LastAnswer::Cut
+                } else {
+                    LastAnswer::of(&e.reply)
+                }
+            }),
             latest: false,
         }
     }
@@ -296,6 +265,8 @@ pub enum LastAnswer {
     Empty,
     /// With a provider fault (the next request may be its retry).
     Fault,
+    /// With a stream cut before its end (the next request may send the same again).
+    Cut,
     /// With a refusal that ends it (a cap, no answer).
     Ended,
 }
@@ -361,6 +332,13 @@ pub fn continues(
     threads
         .iter()
         .position(|t| t.key == key && t.last == LastAnswer::Fault && (may_retry || t.latest))
+        .or_else(|| {
+            // A client that sends the same request again after its stream was cut (Codex
+            // CLI reconnects): the cut answer's call was never run, the conversation goes on.
+            threads
+                .iter()
+                .position(|t| t.key == key && t.last == LastAnswer::Cut)
+        })
         .or_else(|| {
             // An agent that drops an empty answer from its history and asks again (a retry
             // prompt after the first user message, as a user or a system message): it
@@ -441,6 +419,10 @@ pub struct Session {
     answered_through: Option<String>,
     /// The conversation that got the latest answer.
     latest: Option<usize>,
+    /// Globs of the agent's tools to bind portable tools to first (`--bind`).
+    prefer: Vec<String>,
+    /// The script side requests are answered from, once one came ([`side`]).
+    side_script: Option<std::sync::Arc<crate::scenario::Scenario>>,
 }
 
 impl Session {
@@ -465,7 +447,16 @@ impl Session {
             unknown: Vec::new(),
             answered_through: None,
             latest: None,
+            prefer: Vec::new(),
+            side_script: None,
         }
+    }
+
+    /// Bind portable tools to the agent's tools matching these globs first (`--bind`).
+    #[must_use]
+    pub fn preferring(mut self, globs: Vec<String>) -> Self {
+        self.prefer = globs;
+        self
     }
 
     /// Serve recorded conversations: each conversation is answered from the cassette its
@@ -595,6 +586,10 @@ impl Session {
                 "harness serve: this conversation has ended (iteration cap or script exhausted)",
             ));
         };
+        if self.replay.is_none() && self.conversations[at].requests.is_empty() {
+            let side = side::reason(&request, &self.case.scenario, &self.conversations[..at]);
+            self.conversations[at].side = side;
+        }
         let bound = if self.replay.is_none() {
             self.bind_tools(at, &mut request)
         } else {
@@ -614,6 +609,7 @@ impl Session {
             .unwrap_or(0);
         let iteration = if retry { done.max(1) } else { done + 1 };
         let before = self.conversations[at].replayed.clone();
+        let mut cut = false;
         let (reply, served, divergence) = if self.replay.is_some() {
             match self.answer_replayed(at, api, &value, &request, iteration) {
                 Some(answered) => answered,
@@ -626,8 +622,17 @@ impl Session {
             );
             (Reply::Cap, refusal(provider, 400, &message), None)
         } else {
-            let script = std::sync::Arc::clone(&self.case.scenario);
+            let script = if self.conversations[at].side.is_some() {
+                let case = &self.case.scenario;
+                std::sync::Arc::clone(
+                    self.side_script
+                        .get_or_insert_with(|| std::sync::Arc::new(side::scenario(case))),
+                )
+            } else {
+                std::sync::Arc::clone(&self.case.scenario)
+            };
             let (reply, served) = self.answer(at, api, &value, &request, iteration, &script);
+            cut = matches!(served.body, AnswerBody::Events { cut: true, .. });
             (reply, served, None)
         };
         self.conversations[at].requests.push(ServedRequest {
@@ -640,6 +645,7 @@ impl Session {
             divergence,
             bound,
             answer_tool: self.answered_through.take(),
+            cut,
         });
         self.latest = Some(at);
         // A recorded answer moved the conversation one exchange on in its cassette.
@@ -672,6 +678,8 @@ impl Session {
         if portable.is_empty() {
             return Vec::new();
         }
+        let script = &self.case.scenario.model;
+        let prefer = &self.prefer;
         let conversation = &mut self.conversations[at];
         let mut made = Vec::new();
         if conversation.binding.is_none() && !request.tools.is_empty() {
@@ -679,13 +687,9 @@ impl Session {
             let bindings: Vec<Binding> = portable
                 .iter()
                 .map(|(declared, rule)| {
-                    let offered = request
-                        .tools
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, t)| !taken.contains(&t.name.as_str()))
-                        .find(|(i, t)| fits(rule, *i, t))
-                        .map(|(_, t)| t.name.as_str());
+                    let kinds = bind::Kinds::of(script, declared);
+                    let offered = bind::choose(rule, &request.tools, &taken, kinds, prefer)
+                        .map(|t| t.name.as_str());
                     taken.extend(offered);
                     Binding {
                         declared: (*declared).to_owned(),
@@ -856,6 +860,7 @@ impl Session {
                     live: false,
                     stored: BTreeMap::new(),
                     binding: None,
+                    side: None,
                 });
                 Some(self.conversations.len() - 1)
             }
@@ -1730,16 +1735,18 @@ reply = { tool_calls = [{ name = "exec", generate = "empty" }] }
             "count",
             json!({"properties": {"n": {"type": ["integer", "null"]}}, "required": ["n"]}),
         );
-        assert!(fits(&Bind::Any, 0, &read));
-        assert!(fits(&Bind::Position(2), 1, &count) && !fits(&Bind::Position(2), 0, &read));
-        assert!(fits(&Bind::Required("string".into()), 0, &read));
-        assert!(!fits(&Bind::Required("string".into()), 1, &count));
-        assert!(fits(&Bind::Required("integer".into()), 1, &count));
-        assert!(fits(&Bind::Name("read_*".into()), 0, &read));
-        assert!(fits(&Bind::Name("*_file".into()), 0, &read));
-        assert!(fits(&Bind::Name("r*d*e".into()), 0, &read));
-        assert!(!fits(&Bind::Name("read".into()), 0, &read));
-        assert!(!fits(&Bind::Name("*x*".into()), 0, &read));
+        assert!(bind::fits(&Bind::Any, 0, &read));
+        assert!(
+            bind::fits(&Bind::Position(2), 1, &count) && !bind::fits(&Bind::Position(2), 0, &read)
+        );
+        assert!(bind::fits(&Bind::Required("string".into()), 0, &read));
+        assert!(!bind::fits(&Bind::Required("string".into()), 1, &count));
+        assert!(bind::fits(&Bind::Required("integer".into()), 1, &count));
+        assert!(bind::fits(&Bind::Name("read_*".into()), 0, &read));
+        assert!(bind::fits(&Bind::Name("*_file".into()), 0, &read));
+        assert!(bind::fits(&Bind::Name("r*d*e".into()), 0, &read));
+        assert!(!bind::fits(&Bind::Name("read".into()), 0, &read));
+        assert!(!bind::fits(&Bind::Name("*x*".into()), 0, &read));
         assert_eq!(
             Bind::parse("position:0")
                 .err()
@@ -2250,14 +2257,20 @@ reply = { tool_calls = [{ name = "exec", generate = "empty" }] }
             "{:?}",
             json_of(&r)
         );
-        let system = json!({"model": "claude", "max_tokens": 10, "messages": [{"role": "system", "content": "x"}]});
+        // A system message among the turns, as newer models take one (Claude Code sends it):
+        // answered; another role is refused, named.
+        let system = json!({"model": "claude", "max_tokens": 10, "messages": [
+            {"role": "user", "content": "List the files."}, {"role": "system", "content": "x"}]});
         let r = s.handle(Api::Messages, system.to_string().as_bytes());
+        assert_eq!(r.status, 200);
+        let other = json!({"model": "claude", "max_tokens": 10, "messages": [{"role": "tool", "content": "x"}]});
+        let r = s.handle(Api::Messages, other.to_string().as_bytes());
         let m = json_of(&r)["error"]["message"]
             .as_str()
             .unwrap_or_default()
             .to_owned();
         assert!(
-            m.contains("messages[0].role is `system`") && !m.contains("Some("),
+            m.contains("messages[0].role is `tool`") && !m.contains("Some("),
             "{m}"
         );
         let ok = json!({"model": "claude", "max_tokens": 10, "stream": true,

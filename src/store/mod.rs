@@ -590,6 +590,45 @@ pub fn writable_folder(dir: &Path) -> io::Result<()> {
         .map(drop)
 }
 
+/// A log file an agent command writes its output into (`harness suite`'s agent logs): its
+/// folders created, the file made anew (never written through a link).
+pub fn log_file(path: &Path) -> io::Result<std::fs::File> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.custom_flags(libc::O_NOFOLLOW);
+    }
+    options.open(path)
+}
+
+/// The last `lines` lines of a text file that are not blank, joined by ` / `, from at most its
+/// last 4 KiB; `None` when there are none or the file cannot be read.
+pub fn tail_lines(path: &Path, lines: usize) -> Option<String> {
+    use std::io::{Read as _, Seek as _};
+    const TAIL: u64 = 4096;
+    let mut file = guard::open_regular(path, "log").ok()?;
+    let len = file.metadata().ok()?.len();
+    file.seek(io::SeekFrom::Start(len.saturating_sub(TAIL)))
+        .ok()?;
+    let mut bytes = Vec::new();
+    file.take(TAIL).read_to_end(&mut bytes).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    let mut last: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .rev()
+        .take(lines)
+        .collect();
+    last.reverse();
+    (!last.is_empty()).then(|| last.join(" / "))
+}
+
 /// Remove a file that may be absent.
 pub fn remove_optional(path: &Path) -> io::Result<()> {
     match std::fs::remove_file(path) {

@@ -11,6 +11,9 @@ SUITE_DIR the suite's scenarios (their `[suite]` answers). For every case:
   gave up: an exception it caught looks, from outside, like a loop that stopped); `looped_to_cap` —
   it was stopped by the server's iteration cap; `crashed`, `wrongly_stopped`, `hung` — no final
   answer holds the case's answer;
+- `not_exercised` — the case's premise did not hold, and the log shows it: a call meant to fail
+  that "read as a success" was run by the agent's tool (it logged a run), a valid call that
+  "failed" was not (the agent ran fewer tools than harness saw calls);
 - harness counted as many successful tool calls as the agent ran: a tool failure harness read
   as a success (or the other way round) is a misreading. The calls of the model's last answer
   may be missing from harness' count when the agent ran them and then stopped (its turn limit)
@@ -58,6 +61,11 @@ def main() -> int:
             elif verdict in ("crashed", "wrongly_stopped", "hung") and answered:
                 problems.append(f"{said}, but the agent answered {finals[-1]!r}")
             metrics = c["metrics"]
+            detail = card.get("detail") or ""
+            if verdict == "not_exercised" and "read as a success" in detail and ran == 0:
+                problems.append(f"{said} ({detail}), but the agent ran no tool")
+            elif verdict == "not_exercised" and " failed" in detail and ran >= metrics["tool_calls"]:
+                problems.append(f"{said} ({detail}), but the agent ran every call ({ran} of {metrics['tool_calls']})")
             read = metrics["tool_calls"] - metrics["tool_failures"]
             # Calls of the model's last answer whose results the agent never sent (its turn
             # limit ended it after running them) cannot be read from its requests.

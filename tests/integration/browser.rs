@@ -502,3 +502,30 @@ fn the_report_card_page_shows_every_case_of_each_card() {
     );
     assert_clean(&mut page);
 }
+
+#[test]
+#[ignore = "needs Debian's Chromium: .ci/browser installs it and runs these"]
+fn the_scorecard_page_is_a_summary_and_a_case_by_loop_matrix() {
+    let p = Project::new();
+    p.copy_from_repo("scenarios/suite", "scenarios/suite");
+    p.harness(&["suite", "--json", "engine.json"])
+        .expect_code(0);
+    let run = p.harness(&["scorecard", "engine.json", "--html", "scorecard.html"]);
+    run.expect_code(0);
+    let mut browser = Browser::launch();
+    let mut page = browser.open(&url(&p, "scorecard.html"), 1200);
+    assert_clean(&mut page);
+    // A summary row per loop (the four profiles), a matrix row per case, a cell per loop.
+    assert_eq!(
+        count(&mut page, "section.scorecard tbody tr:not([data-case])"),
+        4
+    );
+    assert_eq!(count(&mut page, "tr[data-case]"), 26);
+    assert_eq!(count(&mut page, "tr[data-case] td.cell"), 26 * 4);
+    // Each cell says the verdict short and, on hover, whole.
+    let title = page.eval(
+        "document.querySelector('tr[data-case=\"reflex-empty-arguments\"] td.cell.good').title",
+    );
+    assert_eq!(title, json!("recovered at iteration 4"));
+    assert_clean(&mut page);
+}

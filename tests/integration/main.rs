@@ -35,6 +35,7 @@
 
 mod support;
 
+mod arguments;
 mod browser;
 mod cdp;
 mod cli;

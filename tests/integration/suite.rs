@@ -138,15 +138,35 @@ fn an_agent_with_its_own_tools_gets_its_card() {
             .contains("recovered at iteration 4"),
         "{run}"
     );
-    // … but it checks only missing fields, so a wrong type succeeds, again and again.
+    // … but it checks only missing fields, so a wrong type succeeds: the cases about a wrong
+    // type are not exercised, and say so (never "looped to the cap").
     assert!(
-        line(card, "The same invalid call repeated (a wrong type)").contains("looped to the cap"),
+        line(card, "The same invalid call repeated (a wrong type)").contains(
+            "not exercised: the call meant to fail, `search_flights` «{\"origin\":12345,"
+        ),
         "{run}"
     );
-    // It looks its tools up by name: a call to an unknown tool crashes it.
+    // It looks its tools up by name: a call to an unknown tool crashes it, and the card says
+    // why in its last words; its whole output is in a file per case, not on the terminal.
     assert!(
         line(card, "A call to a tool that does not exist")
-            .contains("crashed: the agent exited with 1"),
+            .contains("crashed: the agent exited with 1; its last output: «"),
+        "{run}"
+    );
+    assert!(
+        line(card, "A call to a tool that does not exist").ends_with("StopIteration»"),
+        "{run}"
+    );
+    assert!(
+        p.read(".harness/suite/agent/unknown-tool.log")
+            .contains("Traceback (most recent call last)"),
+        "{run}"
+    );
+    assert!(!run.stderr.contains("Traceback"), "{run}");
+    assert!(
+        run.stderr.contains(
+            "harness suite: the agent's output goes to ./.harness/suite/agent (a file per case)"
+        ),
         "{run}"
     );
     // It offers two tools, so the cycle between two tools drives it.
@@ -156,7 +176,7 @@ fn an_agent_with_its_own_tools_gets_its_card() {
     );
     assert!(
         card.contains(
-            "score 10/26: 4 of 20 failure modes recovered, 6 of 6 legitimate runs finished"
+            "score 9/24: 4 of 19 failure modes recovered, 5 of 5 legitimate runs finished; 2 not exercised"
         ),
         "{run}"
     );
@@ -164,14 +184,14 @@ fn an_agent_with_its_own_tools_gets_its_card() {
     p.harness(&[
         "suite",
         "--min-score",
-        "11",
+        "10",
         "--",
         "python3",
         "agent.py",
         "--detector",
     ])
     .expect_code(1)
-    .expect_stdout("harness suite: a score of 10 is below --min-score 11");
+    .expect_stdout("harness suite: a score of 9 is below --min-score 10");
 }
 
 #[test]
@@ -246,7 +266,7 @@ fn the_scorecard_puts_the_loops_side_by_side() {
         "{md}"
     );
     assert!(
-        rows[2].starts_with("| travel | 10/26 | 4/20 | 6/6 |"),
+        rows[2].starts_with("| travel | 9/24 | 4/19 | 5/5 | 2 |"),
         "{md}"
     );
     // A column per loop; the cell says the verdict short: the same case's row across loops.
@@ -262,13 +282,22 @@ fn the_scorecard_puts_the_loops_side_by_side() {
         "{md}"
     );
     assert!(
-        run.stderr
-            .contains("harness scorecard: travel: score 10/26"),
+        run.stderr.contains("harness scorecard: travel: score 9/24"),
         "{run}"
     );
+    // The page: a summary row per loop, then a case × loop matrix whose cells give the
+    // iteration and, on hover, the whole verdict.
     let page = p.read("scorecard.html");
-    assert_eq!(page.matches("<section class=\"card\">").count(), 3);
     assert!(page.contains("<code>suite</code>"), "{page}");
+    assert_eq!(page.matches("<tr><td>").count(), 3, "{page}");
+    assert!(
+        page.contains("<td class=\"cell good\" title=\"recovered at iteration 4\">✓ 4</td>"),
+        "{page}"
+    );
+    assert!(
+        page.contains("<td class=\"cell unjudged\" title=\"not exercised: the call meant to fail"),
+        "{page}"
+    );
     // The same inputs, the same bytes.
     p.harness(&[
         "scorecard",
@@ -298,4 +327,298 @@ fn the_scorecard_puts_the_loops_side_by_side() {
         plain.stderr.contains("plain.json:1:1: holds no suite case"),
         "{plain}"
     );
+}
+
+/// A project with `fixtures/agents/shaped_agent.py` as `agent.py` and these cases of the
+/// bundled suite (all of them with none) as `scenarios/suite`.
+fn shaped(stems: &[&str]) -> Project {
+    let p = Project::new();
+    if stems.is_empty() {
+        p.copy_from_repo("scenarios/suite", "scenarios/suite");
+    }
+    for stem in stems {
+        p.copy_from_repo(
+            &format!("scenarios/suite/{stem}.toml"),
+            &format!("scenarios/suite/{stem}.toml"),
+        );
+    }
+    p.copy_from_repo("fixtures/agents/shaped_agent.py", "agent.py");
+    p
+}
+
+/// The card's rows without the tokens and cost (which context sent with the task changes):
+/// title, wasted iterations, tool and verdict.
+fn verdicts(card: &str) -> Vec<String> {
+    card.lines()
+        .skip(1)
+        .filter(|l| l.starts_with("  ") && !l.trim_start().starts_with("failure modes"))
+        .filter(|l| !l.trim_start().starts_with("legitimate work"))
+        .map(|l| {
+            let (title, rest) = l.split_at(l.char_indices().nth(52).map_or(l.len(), |(i, _)| i));
+            let mut words = rest.split_whitespace();
+            let wasted = words.next().unwrap_or("");
+            let after_cost: Vec<&str> = words.skip(2).collect();
+            format!("{}|{wasted}|{}", title.trim(), after_cost.join(" "))
+        })
+        .collect()
+}
+
+fn suite_of(p: &Project, agent_args: &[&str], extra: &[&str]) -> String {
+    let mut args = vec!["suite", "--jobs", "2"];
+    args.extend(extra);
+    args.extend(["--", "python3", "agent.py"]);
+    args.extend(agent_args);
+    let run = p.harness(&args);
+    run.expect_code(0);
+    run.stdout.clone()
+}
+
+#[test]
+fn context_sent_before_or_with_the_task_is_never_the_loop_speaking_up() {
+    // Codex CLI's environment context before the task, a setup exchange ("Got it."), Claude
+    // Code's reminder block in the task's own message: the card of each is the bare loop's,
+    // case for case (tokens aside).
+    let p = shaped(&[]);
+    let bare = verdicts(&suite_of(&p, &[], &[]));
+    assert_eq!(bare.len(), 26, "{bare:#?}");
+    assert!(
+        bare.iter().any(
+            |l| l.contains("Polling one status call") && l.ends_with("finished at iteration 5")
+        ),
+        "{bare:#?}"
+    );
+    for context in ["before", "setup", "parts"] {
+        let card = verdicts(&suite_of(&p, &["--context", context], &[]));
+        assert_eq!(card, bare, "--context {context}");
+    }
+}
+
+#[test]
+fn the_case_binds_a_tool_it_can_use_and_says_which() {
+    let invalid = [
+        "reflex-empty-arguments",
+        "missing-argument-repeated",
+        "corrected-after-validation-error",
+        "polling-until-change",
+    ];
+    // A first tool without parameters: the invalid calls go to the tool with a required one,
+    // the valid ones to the first; the card names each.
+    let p = shaped(&invalid);
+    let card = suite_of(&p, &["--tools", "no-params-first"], &[]);
+    assert!(
+        line(&card, "Reflex loop").contains("lookup_order  looped to the cap"),
+        "{card}"
+    );
+    assert!(
+        line(&card, "A call corrected after one validation error")
+            .contains("lookup_order  finished at iteration 3"),
+        "{card}"
+    );
+    assert!(
+        line(&card, "Polling one status call").contains("list_orders   finished at iteration 5"),
+        "{card}"
+    );
+    // Bound to the tool without parameters on purpose: the empty call is valid, so the cases
+    // about it are not exercised, and say why; none is scored.
+    let card = suite_of(&p, &["--tools", "no-params-first"], &["--bind", "list_*"]);
+    for title in [
+        "Reflex loop",
+        "A call missing a required argument",
+        "A call corrected after one validation error",
+    ] {
+        assert!(
+            line(&card, title).contains(
+                "not exercised: the call meant to fail, `list_orders` «{}», read as a success"
+            ),
+            "{card}"
+        );
+    }
+    assert!(
+        card.contains("score 1/1: 0 of 0 failure modes recovered, 1 of 1 legitimate runs finished; 3 not exercised"),
+        "{card}"
+    );
+    // The project file's `[suite] bind` says the same for every run.
+    p.write(
+        "harness.toml",
+        "format = 1\n\n[suite]\nbind = [\"list_*\"]\n",
+    );
+    let from_file = suite_of(&p, &["--tools", "no-params-first"], &[]);
+    assert_eq!(from_file, card);
+    std::fs::remove_file(p.join("harness.toml")).expect("removed");
+    // Meta tools (a subagent, a tool search) are never bound.
+    let card = suite_of(&p, &["--tools", "meta-first"], &[]);
+    assert!(
+        !card.contains("Agent ") && !card.contains("tool_search"),
+        "{card}"
+    );
+    // pydantic's shapes: a model parameter behind `$ref`, an enum, a list: the valid calls
+    // pass the agent's own validation, the invalid ones fail it.
+    let card = suite_of(&p, &["--tools", "pydantic"], &[]);
+    assert!(
+        line(&card, "Polling one status call").contains("finished at iteration 5"),
+        "{card}"
+    );
+    assert!(
+        line(&card, "A call corrected after one validation error")
+            .contains("finished at iteration 3"),
+        "{card}"
+    );
+    assert!(
+        line(&card, "Reflex loop").contains("schedule_meeting  looped to the cap"),
+        "{card}"
+    );
+}
+
+#[test]
+fn an_agent_without_tools_is_judged_only_where_no_tool_is_needed() {
+    let p = shaped(&[
+        "content-filter",
+        "server-errors-then-recovery",
+        "reflex-empty-arguments",
+        "polling-until-change",
+        "two-tool-cycle",
+    ]);
+    let card = suite_of(&p, &["--tools", "none"], &[]);
+    assert!(
+        line(&card, "A refusal by the content filter").contains("recovered at iteration 1"),
+        "{card}"
+    );
+    assert!(
+        line(&card, "Server errors, then recovery").contains("crashed"),
+        "{card}"
+    );
+    for title in ["Reflex loop", "Polling one status call", "An A-B-A-B cycle"] {
+        assert!(
+            line(&card, title).contains("could not be driven: the agent offers no tools"),
+            "{card}"
+        );
+    }
+    assert!(
+        card.contains("score 1/2: 1 of 2 failure modes recovered, 0 of 0 legitimate runs finished; 3 could not be driven"),
+        "{card}"
+    );
+}
+
+#[test]
+fn one_case_one_row_whatever_the_agent_retries_or_asks_on_the_side() {
+    let p = shaped(&[
+        "context-overflow",
+        "request-timeout",
+        "polling-until-change",
+    ]);
+    // A framework that runs the task again after a failed request: its second attempt
+    // continues the case.
+    let card = suite_of(&p, &["--retry-task"], &["--json", "retry.json"]);
+    assert!(
+        line(&card, "The context window overflows").contains("recovered at iteration 3"),
+        "{card}"
+    );
+    assert!(
+        line(&card, "A request that times out").contains("recovered at iteration 1"),
+        "{card}"
+    );
+    // An agent that asks for a title first, without tools: a side request, answered in text,
+    // never the outcome; one row a case, the title's conversation kept under it.
+    let card = suite_of(&p, &["--side", "title"], &["--json", "side.json"]);
+    assert!(
+        card.starts_with("report card: `python3 agent.py --side title` (3 cases of"),
+        "{card}"
+    );
+    assert!(
+        line(&card, "Polling one status call").contains("finished at iteration 5"),
+        "{card}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&p.read("side.json")).expect("JSON");
+    let cases: Vec<&serde_json::Value> = json["files"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|f| f["cases"].as_array().into_iter().flatten())
+        .collect();
+    assert_eq!(cases.len(), 6, "two conversations a case");
+    let cards: Vec<&serde_json::Value> = cases.iter().filter_map(|c| c.get("card")).collect();
+    assert_eq!(cards.len(), 3, "one card a case");
+    for c in cards {
+        let others = c["others"].as_array().expect("the other conversation");
+        assert!(
+            others[0]
+                .as_str()
+                .is_some_and(|o| o.contains("a side request: a title request")),
+            "{others:?}"
+        );
+    }
+}
+
+#[test]
+fn failures_told_only_in_text_are_read_or_the_case_says_so() {
+    let p = shaped(&["reflex-empty-arguments", "same-invalid-call"]);
+    // "Process exited with code 1", as coding agents' shell tools report a failure.
+    let card = suite_of(&p, &["--failure-text"], &[]);
+    assert!(
+        line(&card, "Reflex loop").contains("looped to the cap"),
+        "{card}"
+    );
+    // Without the built-in shapes nothing marks it: not exercised, never "looped".
+    let card = suite_of(&p, &["--failure-text"], &["--no-builtin-failures"]);
+    for title in ["Reflex loop", "The same invalid call repeated"] {
+        assert!(
+            line(&card, title).contains("not exercised: the call meant to fail"),
+            "{card}"
+        );
+    }
+}
+
+/// A client that sends the same request again when its stream is cut, as Codex CLI does
+/// (streamed) and Claude Code (whole), then answers with the text it gets.
+const RESENDING_AGENT: &str = r#"
+import json, os, sys, urllib.request
+url = os.environ["OPENAI_BASE_URL"].rstrip("/") + "/chat/completions"
+tools = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object",
+          "properties": {"query": {"type": "string"}}, "required": ["query"]}}}]
+body = {"model": "m", "messages": [{"role": "user", "content": os.environ["HARNESS_USER"]}], "tools": tools, "stream": True}
+for attempt in range(6):
+    if attempt and sys.argv[1:] == ["--whole"]:
+        body["stream"] = False
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                 headers={"content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            raw = r.read().decode()
+    except Exception as e:
+        print("cut:", e, file=sys.stderr)
+        continue
+    if not body["stream"]:
+        print("answer:", json.loads(raw)["choices"][0]["message"].get("content"))
+        break
+    if "[DONE]" not in raw:
+        print("cut stream, sending the same again", file=sys.stderr)
+        continue
+    text = "".join(json.loads(l[6:])["choices"][0]["delta"].get("content") or ""
+                   for l in raw.splitlines() if l.startswith("data: {") and json.loads(l[6:])["choices"])
+    print("answer:", text)
+    break
+"#;
+
+#[test]
+fn a_request_sent_again_after_a_cut_stream_continues_its_case() {
+    let p = shaped(&["stream-cut-in-a-call"]);
+    p.write("resend.py", RESENDING_AGENT);
+    for how in [&[][..], &["--whole"][..]] {
+        let mut args = vec!["suite", "--json", "cut.json", "--", "python3", "resend.py"];
+        args.extend(how);
+        let run = p.harness(&args);
+        run.expect_code(0);
+        // One conversation: the resent request continues it, the cut call never ran.
+        assert!(
+            line(&run.stdout, "A stream cut in the middle of a tool call")
+                .ends_with("recovered at iteration 2"),
+            "{run}"
+        );
+        let json: serde_json::Value = serde_json::from_str(&p.read("cut.json")).expect("JSON");
+        let cases = json["files"][0]["cases"].as_array().expect("cases");
+        assert_eq!(cases.len(), 1, "{run}");
+        let trace = serde_json::to_string(&cases[0]["trace"]).expect("trace");
+        assert!(trace.contains("tool_call_skipped"), "{trace}");
+        assert!(!trace.contains("tool_call_start"), "{trace}");
+    }
 }

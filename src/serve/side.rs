@@ -1,0 +1,285 @@
+//! Side requests: the requests an agent makes beside the loop under test — a title for the
+//! session, a summary or compaction of its history, a memory pass, a router model choosing a
+//! model, a subagent's fresh conversation. They are not the loop, so the scenario's script
+//! does not answer them (a compaction answered with a tool call crashes the agent) and the
+//! report card never takes one as the case's outcome.
+//!
+//! A conversation is a side one when its first request is:
+//! 1. without tools, and the agent's own words (its system prompt under 2,000 characters, or
+//!    the last user message, the scenario's own system prompt and task taken out) ask for a
+//!    summary, a title, a compaction, a condensed history or a memory;
+//! 2. made while an earlier conversation's latest answer calls a meta tool of the agent's (a
+//!    subagent, a task: [`super::bind::is_meta`]) — the subagent's own conversation (the
+//!    suite binds no meta tool unless `--bind` names one, so this is rare);
+//! 3. without tools, to another model than an earlier conversation that offered tools.
+//!
+//! It is answered by the script's `[model] side` turn, or a short text.
+
+use super::{Conversation, Reply};
+use crate::llm::Role;
+use crate::provider::WireRequest;
+use crate::scenario::{ModelScript, RuleDef, Scenario, TurnDef};
+
+/// What a side request's instruction asks for, by a part of its words.
+const ASKS: [(&str, &str); 6] = [
+    ("summar", "a summary"),
+    ("title", "a title"),
+    ("compact", "a compaction"),
+    ("condense", "a condensed history"),
+    ("memor", "a memory pass"),
+    ("name this conversation", "a title"),
+];
+
+/// A system prompt longer than this is an agent's main prompt, not a side instruction.
+const SHORT_SYSTEM: usize = 2_000;
+
+/// The text a side request gets when the script says nothing.
+pub const SIDE_TEXT: &str = "Looked up what was asked and reported what was found.";
+
+/// Why the first request of a new conversation is a side request, if it is one (see the
+/// module doc); `earlier` are the session's conversations before it.
+pub(crate) fn reason(
+    request: &WireRequest,
+    scenario: &Scenario,
+    earlier: &[Conversation],
+) -> Option<String> {
+    let own = |text: &str| {
+        let mut t = text.to_lowercase();
+        for case_text in [&scenario.system, &scenario.user] {
+            if !case_text.is_empty() {
+                t = t.replace(&case_text.to_lowercase(), " ");
+            }
+        }
+        t
+    };
+    if request.tools.is_empty() {
+        let mut words: Vec<String> = request
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::System && m.content.len() < SHORT_SYSTEM)
+            .map(|m| own(&m.content))
+            .collect();
+        if let Some(last) = request.messages.iter().rev().find(|m| m.role == Role::User) {
+            words.push(own(&last.content));
+        }
+        if let Some((word, what)) = ASKS
+            .iter()
+            .find(|(word, _)| words.iter().any(|w| w.contains(word)))
+        {
+            return Some(format!(
+                "{what} request (no tools offered; the agent's instruction says `{word}…`)"
+            ));
+        }
+    }
+    let main = || earlier.iter().filter(|c| c.side.is_none());
+    if let Some(meta) = main().find_map(spawning) {
+        return Some(format!(
+            "a subagent's conversation (the loop's latest answer called `{meta}`)"
+        ));
+    }
+    if request.tools.is_empty() {
+        let model = &request.options.model;
+        if let Some(other) = main().find_map(|c| {
+            let first = c.requests.first()?;
+            (!first.request.tools.is_empty() && &first.request.options.model != model)
+                .then(|| first.request.options.model.clone())
+        }) {
+            return Some(format!(
+                "a request to another model (`{model}`, the loop's is `{other}`) without tools"
+            ));
+        }
+    }
+    None
+}
+
+/// The meta tool (as the agent names it) that a conversation's latest answer called, if any:
+/// its calls go out under the agent's names of the bound tools.
+fn spawning(c: &Conversation) -> Option<String> {
+    let last = c.requests.last()?;
+    let Reply::Answer(r) = &last.reply else {
+        return None;
+    };
+    let bindings = c.binding.as_deref().unwrap_or_default();
+    r.tool_calls.iter().find_map(|call| {
+        let name = bindings
+            .iter()
+            .find(|b| b.declared == call.name)
+            .and_then(|b| b.offered.clone())
+            .unwrap_or_else(|| call.name.clone());
+        super::bind::is_meta(&name).then_some(name)
+    })
+}
+
+/// The scenario a side conversation is answered from: the case's, its script one rule that
+/// answers every request with the `[model] side` turn (or [`SIDE_TEXT`]).
+pub(crate) fn scenario(case: &Scenario) -> Scenario {
+    let reply = case.model.side.clone().unwrap_or_else(|| TurnDef {
+        text: Some(SIDE_TEXT.to_owned()),
+        ..TurnDef::default()
+    });
+    Scenario {
+        model: ModelScript {
+            rules: vec![RuleDef {
+                when: crate::scenario::Conditions::default(),
+                reply,
+                times: None,
+            }],
+            turns: Vec::new(),
+            ..case.model.clone()
+        },
+        ..case.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Api, Session};
+    use crate::scenario::SourceFormat;
+    use serde_json::json;
+
+    const SCENARIO: &str = r#"
+format = 1
+family = "t"
+system = "You are a helpful assistant."
+user = "Summarize the open tickets."
+
+[[tools]]
+name = "act"
+schema = { type = "object", properties = { q = { type = "string" } }, required = ["q"] }
+bind = "any"
+
+[[model.rules]]
+reply = { tool_calls = [{ name = "act", generate = "valid" }] }
+"#;
+
+    fn session() -> Session {
+        let cases = crate::scenario::load(SCENARIO, SourceFormat::Toml, "t/x").expect("loads");
+        Session::new(cases[0].clone())
+    }
+
+    fn body(model: &str, system: &str, user: &str, tools: &[&str]) -> Vec<u8> {
+        let mut b = json!({"model": model, "messages": [
+            {"role": "system", "content": system}, {"role": "user", "content": user}]});
+        if !tools.is_empty() {
+            b["tools"] = tools
+                .iter()
+                .map(|t| json!({"type": "function", "function": {"name": t, "parameters": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}}))
+                .collect();
+        }
+        b.to_string().into_bytes()
+    }
+
+    /// What the request was answered: its text, or the names of the calls.
+    fn answered(s: &mut Session, b: &[u8]) -> String {
+        let a = s.handle(Api::ChatCompletions, b);
+        let super::super::AnswerBody::Json(v) = &a.body else {
+            panic!("a JSON answer")
+        };
+        let m = &v["choices"][0]["message"];
+        match m["tool_calls"].as_array() {
+            Some(calls) => calls
+                .iter()
+                .filter_map(|c| c["function"]["name"].as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+            None => m["content"].as_str().unwrap_or("").to_owned(),
+        }
+    }
+
+    fn sides(s: &Session) -> Vec<Option<String>> {
+        s.conversations().iter().map(|c| c.side.clone()).collect()
+    }
+
+    #[test]
+    fn a_title_a_summary_and_another_model_are_side_requests_the_task_is_not() {
+        let mut s = session();
+        // The loop itself, although its task asks for a summary and it offers tools.
+        let task = "Summarize the open tickets.";
+        let system = "You are a helpful assistant.";
+        assert_eq!(
+            answered(&mut s, &body("gpt", system, task, &["search"])),
+            "search"
+        );
+        // A title for the session: no tools, the agent's own words.
+        let title = body(
+            "gpt",
+            "Write a title of at most six words for this conversation.",
+            task,
+            &[],
+        );
+        assert_eq!(answered(&mut s, &title), super::SIDE_TEXT);
+        // A router model, no tools.
+        assert_eq!(
+            answered(
+                &mut s,
+                &body("mini", system, "Which model fits: flash or pro?", &[])
+            ),
+            super::SIDE_TEXT
+        );
+        let sides = sides(&s);
+        assert_eq!(sides[0], None);
+        assert!(
+            sides[1]
+                .as_deref()
+                .is_some_and(|w| w.starts_with("a title request")),
+            "{sides:?}"
+        );
+        assert!(
+            sides[2]
+                .as_deref()
+                .is_some_and(|w| w.contains("another model (`mini`")),
+            "{sides:?}"
+        );
+    }
+
+    #[test]
+    fn an_agent_without_tools_whose_task_says_summarize_is_the_loop() {
+        let mut s = session();
+        let b = body(
+            "gpt",
+            "You are a helpful assistant.",
+            "Summarize the open tickets.",
+            &[],
+        );
+        // Served the script (a call to a tool the agent does not offer goes out by its name).
+        assert_eq!(answered(&mut s, &b), "act");
+        // A second conversation of other words, same model: not a side request either.
+        let other = body(
+            "gpt",
+            "You are a helpful assistant.",
+            "Say hello there!",
+            &[],
+        );
+        assert_eq!(answered(&mut s, &other), "act");
+        assert_eq!(sides(&s), vec![None, None]);
+    }
+
+    #[test]
+    fn a_subagent_after_a_meta_tool_call_is_a_side_request_and_the_script_may_answer_it() {
+        let text = SCENARIO.replace(
+            "[[model.rules]]",
+            "[model.side]\ntext = \"subagent done\"\n\n[[model.rules]]",
+        );
+        let cases = crate::scenario::load(&text, SourceFormat::Toml, "t/x").expect("loads");
+        let mut s = Session::new(cases[0].clone()).preferring(vec!["Agent".to_owned()]);
+        let task = "Summarize the open tickets.";
+        assert_eq!(
+            answered(&mut s, &body("gpt", "sys", task, &["Agent", "search"])),
+            "Agent"
+        );
+        let sub = body(
+            "gpt",
+            "You are a subagent.",
+            "Find the tickets.",
+            &["search"],
+        );
+        assert_eq!(answered(&mut s, &sub), "subagent done");
+        let sides = sides(&s);
+        assert!(
+            sides[1]
+                .as_deref()
+                .is_some_and(|w| w.contains("latest answer called `Agent`")),
+            "{sides:?}"
+        );
+    }
+}
