@@ -346,8 +346,10 @@ impl Model for MockModel<'_> {
         // Did the loop speak up: a user or system message that is new since the previous
         // turn's request (never context sent before or with the task, which the first
         // request holds)? Once it has, the model has heard it.
-        self.state.spoke |= self.state.seen.new_speaker(req.messages);
         if req.purpose.is_turn() {
+            // A summary or replan request holds a prompt of the runtime's own: not the loop
+            // speaking up to the model about its turn.
+            self.state.spoke |= self.state.seen.new_speaker(req.messages);
             self.state.seen = Seen::of(req.messages);
         }
         let intervened = self.state.spoke;

@@ -298,9 +298,12 @@ pub fn exec_file(
                 if let Some(tail) = &tail {
                     for c in results.iter_mut().filter_map(|r| r.card.as_mut()) {
                         if matches!(c.verdict, card::Verdict::Crashed(_)) {
-                            let mut last: String = tail.chars().take(TAIL_CHARS).collect();
-                            if tail.chars().count() > TAIL_CHARS {
-                                last.push('…');
+                            // Its end: the last error line is what tells why.
+                            let n = tail.chars().count();
+                            let mut last: String =
+                                tail.chars().skip(n.saturating_sub(TAIL_CHARS)).collect();
+                            if n > TAIL_CHARS {
+                                last.insert(0, '…');
                             }
                             c.last_output = Some(last);
                         }
@@ -373,6 +376,19 @@ pub(crate) fn judge_session(
     let outcome = (0..all.len())
         .filter(|i| side(*i).is_none())
         .max_by_key(|i| arrival[*i]);
+    // Every conversation taken for a side request: none ran the scenario, and the run says so
+    // on its latest (never a silent pass, never a silent gap in a card).
+    let all_side = outcome.is_none() && !all.is_empty();
+    let latest = (0..all.len()).max_by_key(|i| arrival[*i]);
+    let unrun = || {
+        format!(
+            "a conversation that runs the scenario; every one was taken for a side request ({}): its agent's own words asked for one",
+            (0..all.len())
+                .filter_map(side)
+                .collect::<Vec<_>>()
+                .join("; ")
+        )
+    };
     for (i, events) in all.iter().enumerate() {
         let mut case = case_of(i);
         if side(i).is_some() {
@@ -381,6 +397,20 @@ pub(crate) fn judge_session(
         }
         let mut r = run::judge(options, &case, events);
         r.expectation_failures.extend(failures.iter().cloned());
+        if all_side && latest == Some(i) {
+            r.expectation_failures.push(unrun());
+            r.card = chosen.scenario.suite.as_ref().map(|suite| {
+                let mut entry =
+                    card::classify(suite, chosen.scenario.portable_tools(), events, end);
+                entry.verdict = card::Verdict::NotDriven(format!(
+                    "every conversation of the agent was taken for a side request ({}), so none ran the case",
+                    (0..all.len()).filter_map(side).collect::<Vec<_>>().join("; ")
+                ));
+                entry
+            });
+            results.push(r);
+            continue;
+        }
         r.card = chosen
             .scenario
             .suite
@@ -459,7 +489,7 @@ fn serve_to_command(
     )?;
     let log = settings.agent_logs.as_ref().map(|dir| {
         let stem = path.file_stem().unwrap_or(path.as_os_str());
-        dir.join(stem).with_extension("log")
+        dir.join(format!("{}.log", stem.to_string_lossy()))
     });
     let ended = command::run_command(
         &settings.command,

@@ -42,9 +42,9 @@ const MAX_DEPTH: usize = 8;
 const MAX_HOPS: usize = 32;
 /// Parts one schema's view gathers at most (`allOf` and chosen alternatives).
 const MAX_PARTS: usize = 64;
-/// Schema nodes the validator visits at most for one value; past it, the value is taken as
-/// valid (unknown is not invalid).
-const MAX_VISITS: usize = 100_000;
+/// Schema nodes the validator visits at most for one schema's whole generation or check;
+/// past it, what is left is taken as valid (unknown is not invalid).
+const MAX_VISITS: usize = 200_000;
 
 /// A seed from a case id and a call number (FNV-1a: the same on every platform).
 pub fn seed(case: &str, call: u64) -> u64 {
@@ -135,10 +135,11 @@ fn spoilable(schema: &Value) -> Option<(String, Value)> {
     let mut parts = Vec::new();
     g.view(schema, &mut parts, 0);
     let mut fields: Vec<&str> = g.required(&parts);
+    let mut seen: std::collections::BTreeSet<&str> = fields.iter().copied().collect();
     for p in &parts {
         if let Some(props) = p["properties"].as_object() {
             for k in props.keys() {
-                if !fields.contains(&k.as_str()) {
+                if seen.insert(k) {
                     fields.push(k);
                 }
             }
@@ -193,6 +194,8 @@ pub fn valid(schema: &Value, value: &Value) -> bool {
 struct Root<'a> {
     value: &'a Value,
     ids: Vec<(&'a str, &'a Value)>,
+    /// The validator's visits so far, over every check against this schema.
+    visits: std::cell::Cell<usize>,
 }
 
 impl<'a> Root<'a> {
@@ -216,7 +219,11 @@ impl<'a> Root<'a> {
                 _ => {}
             }
         }
-        Self { value, ids }
+        Self {
+            value,
+            ids,
+            visits: std::cell::Cell::new(0),
+        }
     }
 
     /// The target of a reference: a local JSON pointer, or a subschema's `$id` (with a
@@ -307,7 +314,8 @@ const WORDS: [&str; 8] = [
     "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
 ];
 
-/// One generation: the schema's root (for `$ref`s) and what is left of the budget.
+/// One generation: the schema's root (for `$ref`s) and what is left of the budget — values,
+/// bytes, and the validator's visits, which every check of this generation spends.
 struct Gen<'a> {
     root: Root<'a>,
     nodes: std::cell::Cell<usize>,
@@ -355,10 +363,11 @@ impl<'a> Gen<'a> {
     /// The required names of all parts, each once, in order.
     fn required(&self, parts: &[&'a Value]) -> Vec<&'a str> {
         let mut out: Vec<&str> = Vec::new();
+        let mut seen = std::collections::BTreeSet::new();
         for p in parts {
             for name in p["required"].as_array().into_iter().flatten() {
                 if let Some(name) = name.as_str() {
-                    if !out.contains(&name) {
+                    if seen.insert(name) {
                         out.push(name);
                     }
                 }
@@ -541,7 +550,8 @@ impl<'a> Gen<'a> {
             .iter()
             .filter_map(|p| p["minProperties"].as_u64())
             .max()
-            .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX));
+            .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX))
+            .min(MAX_ITEMS);
         // Nothing required: the first property, so the call says something; then as many
         // more as `minProperties` asks.
         let want = min.max(usize::from(fields.is_empty()));
@@ -704,12 +714,29 @@ fn bound_i64(parts: &[&Value], key: &str, pick: fn(i64, i64) -> i64) -> Option<i
 
 fn integer(parts: &[&Value], seed: u64) -> Value {
     let mut min = bound_i64(parts, "minimum", i64::max);
-    if let Some(e) = bound_i64(parts, "exclusiveMinimum", i64::max) {
-        min = Some(min.map_or(e + 1, |m| m.max(e.saturating_add(1))));
+    // The first integer above an exclusive minimum (below an exclusive maximum), fractional
+    // bounds included.
+    let exclusive = |key: &str, above: bool| {
+        parts
+            .iter()
+            .filter_map(|p| p[key].as_f64())
+            .map(|e| {
+                let step = if above {
+                    e.floor() + 1.0
+                } else {
+                    e.ceil() - 1.0
+                };
+                // Saturates at the ends of i64 (a float cast does).
+                step as i64
+            })
+            .reduce(if above { i64::max } else { i64::min })
+    };
+    if let Some(e) = exclusive("exclusiveMinimum", true) {
+        min = Some(min.map_or(e, |m| m.max(e)));
     }
     let mut max = bound_i64(parts, "maximum", i64::min);
-    if let Some(e) = bound_i64(parts, "exclusiveMaximum", i64::min) {
-        max = Some(max.map_or(e - 1, |m| m.min(e.saturating_sub(1))));
+    if let Some(e) = exclusive("exclusiveMaximum", false) {
+        max = Some(max.map_or(e, |m| m.min(e)));
     }
     // Draft 4's boolean exclusive bounds.
     if parts.iter().any(|p| p["exclusiveMinimum"] == true) {
@@ -733,7 +760,11 @@ fn integer(parts: &[&Value], seed: u64) -> Value {
                 v.saturating_add(m - r.rem_euclid(m))
             }
         });
-        v = if up <= max { up } else { v - v.rem_euclid(m) };
+        v = if up <= max {
+            up
+        } else {
+            v.saturating_sub(v.rem_euclid(m))
+        };
     }
     json!(v)
 }
@@ -862,17 +893,17 @@ fn string(parts: &[&Value], seed: u64) -> String {
 /// A validator of the keywords above, bounded in visits, resolving `$ref`s in one root.
 struct Validator<'r, 'a> {
     root: &'r Root<'a>,
-    visits: usize,
 }
 
 impl<'r, 'a> Validator<'r, 'a> {
     fn new(root: &'r Root<'a>) -> Self {
-        Self { root, visits: 0 }
+        Self { root }
     }
 
     fn check(&mut self, schema: &Value, v: &Value, hops: usize) -> bool {
-        self.visits += 1;
-        if self.visits > MAX_VISITS || hops > MAX_HOPS * 4 {
+        let visits = self.root.visits.get() + 1;
+        self.root.visits.set(visits);
+        if visits > MAX_VISITS || hops > MAX_HOPS * 4 {
             return true;
         }
         let Some(o) = schema.as_object() else {
@@ -1392,5 +1423,33 @@ mod tests {
             valid(&strict, &v) && !v["command"].as_str().unwrap_or("").starts_with("echo "),
             "{v}"
         );
+    }
+
+    #[test]
+    fn doubling_references_and_alternatives_stay_within_the_budget() {
+        // Each level refers twice to the one below, inside alternatives: without one budget
+        // for the whole generation (values and validator visits), this is exponential.
+        let mut defs = serde_json::Map::new();
+        defs.insert("d0".to_owned(), json!({"type": "string"}));
+        for i in 1..24 {
+            let below = format!("#/$defs/d{}", i - 1);
+            defs.insert(
+                format!("d{i}"),
+                json!({"anyOf": [
+                    {"type": "object", "required": ["a", "b"], "properties": {"a": {"$ref": below}, "b": {"$ref": below}}},
+                    {"type": "array", "items": {"$ref": below}, "minItems": 2}
+                ]}),
+            );
+        }
+        let schema = json!({"$defs": defs, "type": "object", "required": ["x"], "properties": {"x": {"$ref": "#/$defs/d23"}}});
+        for how in [
+            Generate::Valid,
+            Generate::WrongType,
+            Generate::MissingRequired,
+        ] {
+            let v = parsed(arguments(&schema, how, 1));
+            assert!(v.to_string().len() < 4 * MAX_BYTES, "{how:?}");
+        }
+        let _ = invalidity(&schema, Generate::WrongType);
     }
 }

@@ -240,6 +240,7 @@ impl Conversation {
                 }
             }),
             latest: false,
+            messages: self.requests.last().map_or(0, |e| e.request.messages.len()),
         }
     }
 
@@ -299,6 +300,8 @@ pub struct ConversationView<'a> {
     pub last: LastAnswer,
     /// It got the session's latest answer (nothing was answered since).
     pub latest: bool,
+    /// How many messages its latest request held.
+    pub messages: usize,
 }
 
 /// Which of `threads` a request continues (see the module doc), given `ids`, every id served
@@ -334,10 +337,14 @@ pub fn continues(
         .position(|t| t.key == key && t.last == LastAnswer::Fault && (may_retry || t.latest))
         .or_else(|| {
             // A client that sends the same request again after its stream was cut (Codex
-            // CLI reconnects): the cut answer's call was never run, the conversation goes on.
-            threads
-                .iter()
-                .position(|t| t.key == key && t.last == LastAnswer::Cut)
+            // CLI reconnects, Claude Code asks again whole): the same messages, right after
+            // the cut answer. The cut call was never run; the conversation goes on.
+            threads.iter().position(|t| {
+                t.key == key
+                    && t.last == LastAnswer::Cut
+                    && t.latest
+                    && t.messages == request.messages.len()
+            })
         })
         .or_else(|| {
             // An agent that drops an empty answer from its history and asks again (a retry

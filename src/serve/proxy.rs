@@ -950,6 +950,7 @@ pub fn conversations(slots: &[Slot]) -> Vec<Vec<usize>> {
                     last_user: &c.last_user,
                     last: c.last,
                     latest: false,
+                    messages: 0,
                 })
                 .collect();
             continues(&threads, &ids, r, RequestHints::default())

@@ -622,3 +622,27 @@ fn a_request_sent_again_after_a_cut_stream_continues_its_case() {
         assert!(!trace.contains("tool_call_start"), "{trace}");
     }
 }
+
+#[test]
+fn an_agent_whose_every_request_looks_like_a_side_request_is_said_undriven() {
+    // A tool-less agent whose own prompt speaks of summaries: its requests look like side
+    // requests, so none ran the case; the card says so rather than leave the case out.
+    let p = shaped(&["content-filter"]);
+    let card = suite_of(
+        &p,
+        &[
+            "--tools",
+            "none",
+            "--persona",
+            "You are a summarization assistant.",
+        ],
+        &[],
+    );
+    assert!(card.starts_with("report card: `python3 agent.py --tools none --persona You are a summarization assistant.` (1 cases of"), "{card}");
+    assert!(
+        line(&card, "A refusal by the content filter").contains(
+            "could not be driven: every conversation of the agent was taken for a side request (a summary request"
+        ),
+        "{card}"
+    );
+}
