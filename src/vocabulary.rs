@@ -119,3 +119,16 @@ pub const TEXT_REFUSED_FOR_TOOL_CHOICE: &str =
 /// What a failure pattern (`[serve] failure`, `--failure`) may be written in, for hints: the
 /// patterns are compiled by `regex-lite`, Rust's `regex` syntax without Unicode classes.
 pub const REGEX_SYNTAX: &str = "Rust `regex` syntax without Unicode classes: `\\p{…}` is not supported (use `[[:alpha:]]` or explicit ranges); `\\w`, `\\d` and `\\s` match ASCII only";
+
+/// The trace's notice that a scenario's portable tool stands for one of the agent's tools:
+/// `harness serve` writes it, the report card reads it back ([`bound_tool`]).
+pub fn stands_for(declared: &str, offered: &str, rule: &str) -> String {
+    format!("the scenario's tool `{declared}` stands for the agent's `{offered}` (bind = {rule})")
+}
+
+/// The scenario's tool and the agent's tool a [`stands_for`] notice names, if it is one.
+pub fn bound_tool(notice: &str) -> Option<(&str, &str)> {
+    let rest = notice.strip_prefix("the scenario's tool `")?;
+    let (declared, rest) = rest.split_once("` stands for the agent's `")?;
+    rest.split_once('`').map(|(offered, _)| (declared, offered))
+}

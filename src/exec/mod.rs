@@ -380,15 +380,10 @@ pub(crate) fn judge_session(
     // on its latest (never a silent pass, never a silent gap in a card).
     let all_side = outcome.is_none() && !all.is_empty();
     let latest = (0..all.len()).max_by_key(|i| arrival[*i]);
-    let unrun = || {
-        format!(
-            "a conversation that runs the scenario; every one was taken for a side request ({}): its agent's own words asked for one",
-            (0..all.len())
-                .filter_map(side)
-                .collect::<Vec<_>>()
-                .join("; ")
-        )
-    };
+    let side_reasons = (0..all.len())
+        .filter_map(side)
+        .collect::<Vec<_>>()
+        .join("; ");
     for (i, events) in all.iter().enumerate() {
         let mut case = case_of(i);
         if side(i).is_some() {
@@ -398,13 +393,14 @@ pub(crate) fn judge_session(
         let mut r = run::judge(options, &case, events);
         r.expectation_failures.extend(failures.iter().cloned());
         if all_side && latest == Some(i) {
-            r.expectation_failures.push(unrun());
+            r.expectation_failures.push(format!(
+                "a conversation that runs the scenario; every one was taken for a side request ({side_reasons}): its agent's own words asked for one"
+            ));
             r.card = chosen.scenario.suite.as_ref().map(|suite| {
                 let mut entry =
                     card::classify(suite, chosen.scenario.portable_tools(), events, end);
                 entry.verdict = card::Verdict::NotDriven(format!(
-                    "every conversation of the agent was taken for a side request ({}), so none ran the case",
-                    (0..all.len()).filter_map(side).collect::<Vec<_>>().join("; ")
+                    "every conversation of the agent was taken for a side request ({side_reasons}), so none ran the case"
                 ));
                 entry
             });

@@ -293,16 +293,10 @@ pub fn classify(suite: &SuiteDef, portable: u32, events: &[TimedEvent], end: End
 /// The run's portable tools and the agent's tools they stood for, as `harness serve` noted
 /// them (`the scenario's tool `act` stands for the agent's `lookup_order` …`).
 fn bindings(events: &[TimedEvent]) -> Vec<(&str, &str)> {
-    const TOOL: &str = "the scenario's tool `";
-    const STANDS: &str = "` stands for the agent's `";
     events
         .iter()
         .filter_map(|e| match &e.event {
-            Event::Notice { text, .. } => {
-                let rest = text.strip_prefix(TOOL)?;
-                let (declared, rest) = rest.split_once(STANDS)?;
-                rest.split_once('`').map(|(offered, _)| (declared, offered))
-            }
+            Event::Notice { text, .. } => crate::vocabulary::bound_tool(text),
             _ => None,
         })
         .collect()

@@ -96,10 +96,7 @@ pub fn infer(ctx: &Context<'_>, requests: &[ServedRequest]) -> Vec<TimedEvent> {
             c.push(Event::Notice {
                 source: SERVE.to_owned(),
                 text: match &b.offered {
-                    Some(o) => format!(
-                        "the scenario's tool `{}` stands for the agent's `{o}` (bind = {})",
-                        b.declared, b.rule
-                    ),
+                    Some(o) => crate::vocabulary::stands_for(&b.declared, o, &b.rule),
                     None => format!(
                         "the scenario's tool `{}` (bind = {}) fits none of the tools the agent offers ({}): its calls go out under its own name",
                         b.declared,
