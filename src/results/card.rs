@@ -250,7 +250,12 @@ pub fn classify(suite: &SuiteDef, portable: u32, events: &[TimedEvent], end: End
         End::Exited(None) => Some("the agent was killed by a signal".to_owned()),
         End::Killed => None,
     };
-    if let Some(why) = exit {
+    if let Some(mut why) = exit {
+        // An agent that answered and then exited non-zero failed whoever ran it; the card
+        // says what it answered, so the crash is not read as a run without an answer.
+        if let (OutcomeKind::Response, Some(t)) = (kind, text.as_deref()) {
+            why = format!("{why} after its answer {}", quoted(t));
+        }
         return entry(Verdict::Crashed(why));
     }
     let failed = || {
@@ -454,9 +459,17 @@ mod tests {
         let answered = run(OutcomeKind::Response, 4, Some("Here is what I found"), true);
         assert_eq!(v(&f, &answered, End::Engine), Verdict::Recovered(4));
         assert_eq!(v(&l, &answered, End::Exited(Some(0))), Verdict::Finished(4));
+        // Answering and then exiting non-zero is a crash that says what was answered.
         assert_eq!(
             v(&f, &answered, End::Exited(Some(1))),
-            Verdict::Crashed("the agent exited with 1".to_owned())
+            Verdict::Crashed(
+                "the agent exited with 1 after its answer «Here is what I found»".to_owned()
+            )
+        );
+        let capped_then_exited = run(OutcomeKind::MaxIterations, 25, None, false);
+        assert_eq!(
+            v(&f, &capped_then_exited, End::Exited(Some(2))),
+            Verdict::Crashed("the agent exited with 2".to_owned())
         );
         assert_eq!(v(&f, &answered, End::Killed), Verdict::Hung);
         let capped = run(OutcomeKind::MaxIterations, 25, None, false);

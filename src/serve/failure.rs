@@ -34,7 +34,13 @@
 //!      (opencode), "The NAME tool was called with invalid arguments: …" (opencode 1.x),
 //!      "Invalid arguments …", "Invalid parameters …";
 //!    - `tool-not-found`: first line "Unknown tool …", "No such tool …", "Tool not found …",
-//!      "unsupported call: …" (Codex CLI), or "NAME is not a valid tool, try …" (LangChain).
+//!      "unsupported call: …" (Codex CLI), or "NAME is not a valid tool, try …" (LangChain);
+//!    - `not-found`: a short result (at most 3 lines, 400 bytes) with a line that names a
+//!      string argument of its own call (5 characters or more) as missing — "not found",
+//!      "does not exist", "no such file", "cannot find", "could not find", `ENOENT` — as a
+//!      tool that throws on a made-up path reads when the agent sends the bare message
+//!      (opencode: "File /work/charlie-878 not found"). Only with the call's arguments
+//!      ([`FailureRules::classify_call`]).
 //!
 //!    The JSON-error shape also takes zod's issue arrays (objects with `code` and `message`,
 //!    and usually `path`), as the AI SDK sends them. A framework that sends a bare exception
@@ -113,6 +119,60 @@ impl FailureRules {
             .iter()
             .find(|(_, test)| test(text))
             .map(|(name, _)| (*name).to_owned())
+    }
+
+    /// [`Self::classify`], then (built-in shapes on) the `not-found` shape, which needs the
+    /// arguments of the call the result answers.
+    pub fn classify_call(
+        &self,
+        is_error: Option<bool>,
+        text: &str,
+        args: Option<&Value>,
+    ) -> Option<String> {
+        self.classify(is_error, text).or_else(|| {
+            (self.builtin && args.is_some_and(|a| names_missing_argument(text, a)))
+                .then(|| "not-found".to_owned())
+        })
+    }
+}
+
+/// The `not-found` shape: a short result whose line names one of the call's string arguments
+/// together with words saying it does not exist.
+fn names_missing_argument(text: &str, args: &Value) -> bool {
+    const PHRASES: [&str; 7] = [
+        "not found",
+        "does not exist",
+        "doesn't exist",
+        "no such file",
+        "cannot find",
+        "could not find",
+        "enoent",
+    ];
+    let text = text.trim();
+    if text.len() > 400 || text.lines().count() > 3 {
+        return false;
+    }
+    let mut values = Vec::new();
+    string_leaves(args, &mut values);
+    text.lines().any(|line| {
+        let lower = line.to_ascii_lowercase();
+        PHRASES.iter().any(|p| lower.contains(p))
+            && values
+                .iter()
+                .any(|v| v.chars().count() >= 5 && line.contains(v.as_str()))
+    })
+}
+
+/// The string values in `v` (at most 64, as a call's arguments hold them).
+fn string_leaves<'v>(v: &'v Value, out: &mut Vec<&'v String>) {
+    if out.len() >= 64 {
+        return;
+    }
+    match v {
+        Value::String(s) => out.push(s),
+        Value::Array(items) => items.iter().for_each(|x| string_leaves(x, out)),
+        Value::Object(map) => map.values().for_each(|x| string_leaves(x, out)),
+        _ => {}
     }
 }
 
@@ -297,6 +357,7 @@ fn missing_argument(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn each_framework_shape_is_read_by_its_rule() {
@@ -472,6 +533,50 @@ mod tests {
         for (flag, text, want) in cases {
             assert_eq!(r.classify(flag, text).as_deref(), want, "{text:?}");
         }
+    }
+
+    #[test]
+    fn a_result_naming_its_own_argument_as_missing_is_a_failure() {
+        let r = FailureRules::default();
+        let edit = json!({"filePath": "charlie-878", "oldString": "delta-878"});
+        let cases = [
+            // opencode's edit and read tools on a made-up path, as it sends them back.
+            (
+                "File /tmp/w/project/charlie-878 not found",
+                &edit,
+                Some("not-found"),
+            ),
+            (
+                "ENOENT: no such file or directory, open 'charlie-878'",
+                &edit,
+                Some("not-found"),
+            ),
+            // The missing thing is not the call's argument, or the text is a tool's output.
+            ("Pattern not found in README.md", &edit, None),
+            ("charlie-878 found in 3 files", &edit, None),
+            ("No files found", &edit, None),
+            (
+                "line 1\nline 2\nline 3\ncharlie-878 not found\n",
+                &edit,
+                None,
+            ),
+        ];
+        for (text, args, want) in cases {
+            assert_eq!(
+                r.classify_call(None, text, Some(args)).as_deref(),
+                want,
+                "{text:?}"
+            );
+        }
+        // Short values name too much; without the arguments, nothing to match.
+        let short = json!({"path": "a.rs"});
+        assert_eq!(r.classify_call(None, "a.rs not found", Some(&short)), None);
+        assert_eq!(r.classify_call(None, "File x-12345 not found", None), None);
+        let off = FailureRules::new(&[], false).expect("valid");
+        assert_eq!(
+            off.classify_call(None, "File charlie-878 not found", Some(&edit)),
+            None
+        );
     }
 
     #[test]

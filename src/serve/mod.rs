@@ -62,8 +62,8 @@ pub mod side;
 
 use crate::llm::stream::{self, Chunk};
 use crate::llm::{
-    Finish, Message, Model, ModelError, ModelRequest, ModelResponse, ProviderFault, Purpose, Role,
-    ToolCall,
+    Arguments, Finish, Message, Model, ModelError, ModelRequest, ModelResponse, ProviderFault,
+    Purpose, Role, ToolCall,
 };
 use crate::mock::{MockModel, MockState};
 pub use crate::provider::Api;
@@ -796,6 +796,16 @@ impl Session {
 
     /// Mark each tool message failed or not by the rules; the rule per message.
     fn read_failures(&self, request: &mut WireRequest) -> Vec<Option<String>> {
+        // The arguments of each call by its id, for the shapes that read them.
+        let calls: BTreeMap<String, Value> = request
+            .messages
+            .iter()
+            .flat_map(|m| &m.tool_calls)
+            .filter_map(|c| match &c.arguments {
+                Arguments::Parsed(v) => Some((c.id.clone(), v.clone())),
+                Arguments::Raw(_) => None,
+            })
+            .collect();
         let mut refs = request.results.iter();
         request
             .messages
@@ -804,8 +814,10 @@ impl Session {
                 if m.role != Role::Tool {
                     return None;
                 }
-                let flag = refs.next().and_then(|r| r.is_error);
-                let rule = self.rules.classify(flag, &m.content);
+                let result = refs.next();
+                let flag = result.and_then(|r| r.is_error);
+                let args = result.and_then(|r| calls.get(&r.id));
+                let rule = self.rules.classify_call(flag, &m.content, args);
                 m.failed = rule.is_some();
                 rule
             })

@@ -568,6 +568,42 @@ fn failures_told_only_in_text_are_read_or_the_case_says_so() {
     }
 }
 
+#[test]
+fn a_tool_error_sent_back_bare_is_read_when_it_names_the_call_s_argument() {
+    // opencode sends a tool's error as its bare message: "File /work/charlie-878 not found".
+    // It names the made-up value of the call, so the valid call failed: not exercised, never
+    // "finished" on work that never happened.
+    let p = shaped(&["two-tools-alternating", "polling-until-change"]);
+    let card = suite_of(&p, &["--missing-file", "get_weather"], &[]);
+    assert!(
+        line(&card, "Two tools alternating")
+            .contains("not exercised: the valid call `get_weather`"),
+        "{card}"
+    );
+    assert!(
+        line(&card, "Two tools alternating").contains("not found"),
+        "{card}"
+    );
+    // The tool whose files exist still finishes its work.
+    assert!(
+        line(&card, "Polling one status call").contains("finished at iteration 5"),
+        "{card}"
+    );
+}
+
+#[test]
+fn an_agent_that_answers_then_exits_non_zero_crashed_after_its_answer() {
+    let p = shaped(&["retry-then-correct"]);
+    let run = p.harness(&["suite", "--", "python3", "agent.py", "--exit-after-answer"]);
+    run.expect_code(0);
+    assert!(
+        line(&run.stdout, "A failed call retried once")
+            .contains("crashed: the agent exited with 1 after its answer «All done"),
+        "{}",
+        run.stdout
+    );
+}
+
 /// A client that sends the same request again when its stream is cut, as Codex CLI does
 /// (streamed) and Claude Code (whole), then answers with the text it gets.
 const RESENDING_AGENT: &str = r#"

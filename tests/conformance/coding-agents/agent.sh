@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Run one coding agent headless on the task `harness exec`/`harness suite` hands over:
+#
+#   agent.sh claude|codex|opencode|aider
+#
+# Each run gets a throwaway work folder (a README.md in it) and HOME, with telemetry,
+# update checks and every other non-essential request off, and the agent pointed at harness
+# through its documented custom-endpoint setting: Claude Code ANTHROPIC_BASE_URL (Messages),
+# Codex CLI a `model_providers` entry with wire_api = "responses", opencode an
+# openai-compatible provider in opencode.json (Chat Completions), aider OPENAI_BASE_URL through
+# litellm (Chat Completions, no tools).
+#
+# The agent's own log — its JSON event stream (Claude Code stream-json, `codex exec --json`,
+# `opencode run --format json`) or, for aider, its chat history — is written to
+# `$AGENT_LOG_DIR/<scenario stem>.<agent>.log` when AGENT_LOG_DIR is set; agent_logs.py reads it
+# for check_card.py. The agents are the pinned ones of package.json (npm ci) and
+# ../requirements-aider.lock (CODING_AIDER, the venv's aider).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+name="${1:?agent.sh: which agent? claude, codex, opencode or aider}"
+: "${HARNESS_USER:?agent.sh: HARNESS_USER is not set (run me through harness exec or harness suite)}"
+: "${HARNESS_BASE_URL:?agent.sh: HARNESS_BASE_URL is not set (run me through harness exec or harness suite)}"
+bin="$here/node_modules"
+stem="$(basename "${HARNESS_SCENARIO:-run}" .toml)"
+# One folder per agent and case, at a path of its own (not mktemp's random one): the agents put
+# their folder into their prompts and their tools' errors into results, which the card quotes
+# and counts; a fixed path keeps the scorecard the same from run to run and machine to machine.
+work="/tmp/harness-coding-agents/$name/$stem"
+rm -rf "$work"
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/home" "$work/project"
+printf '# A project\n\nNothing here yet.\n' >"$work/project/README.md"
+export HOME="$work/home" XDG_CONFIG_HOME="$work/home/.config" XDG_DATA_HOME="$work/home/.local/share" \
+    XDG_CACHE_HOME="$work/home/.cache" XDG_STATE_HOME="$work/home/.local/state" TZ=UTC LANG=C.UTF-8
+# Written where check_card.py reads it as the agent goes (a case stopped by its timeout keeps it).
+log="$work/agent.log"
+if [ -n "${AGENT_LOG_DIR:-}" ]; then log="$AGENT_LOG_DIR/$stem.$name.log"; fi
+model="suite-model"
+cd "$work/project"
+rc=0
+case "$name" in
+    claude)
+        # Root may run --dangerously-skip-permissions only inside a sandbox it is told of.
+        IS_SANDBOX=1 ANTHROPIC_API_KEY=sk-ant-harness-dummy DISABLE_TELEMETRY=1 DISABLE_AUTOUPDATER=1 \
+            DISABLE_ERROR_REPORTING=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 \
+            "$bin/@anthropic-ai/claude-code-linux-x64/claude" -p "$HARNESS_USER" \
+            --dangerously-skip-permissions --max-turns 30 --model claude-sonnet-4-6 \
+            --output-format stream-json --verbose <&- >"$log" || rc=$?
+        ;;
+    codex)
+        mkdir -p "$HOME/.codex"
+        cat >"$HOME/.codex/config.toml" <<EOF
+model = "$model"
+model_provider = "harness"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+check_for_update_on_startup = false
+
+[model_providers.harness]
+name = "harness"
+base_url = "$HARNESS_BASE_URL/v1"
+wire_api = "responses"
+env_key = "HARNESS_API_KEY"
+
+[analytics]
+enabled = false
+
+[feedback]
+enabled = false
+
+[otel]
+exporter = "none"
+EOF
+        CODEX_HOME="$HOME/.codex" HARNESS_API_KEY=harness-dummy \
+            "$bin/.bin/codex" exec --skip-git-repo-check --json "$HARNESS_USER" </dev/null >"$log" || rc=$?
+        ;;
+    opencode)
+        mkdir -p "$XDG_CONFIG_HOME/opencode"
+        cat >"$XDG_CONFIG_HOME/opencode/opencode.json" <<EOF
+{
+  "\$schema": "https://opencode.ai/config.json",
+  "autoupdate": false,
+  "share": "disabled",
+  "model": "harness/$model",
+  "small_model": "harness/$model",
+  "permission": { "*": "allow" },
+  "provider": {
+    "harness": {
+      "npm": "@ai-sdk/openai-compatible",
+      "name": "harness",
+      "options": { "baseURL": "$HARNESS_BASE_URL/v1", "apiKey": "harness-dummy" },
+      "models": { "$model": { "name": "$model", "tool_call": true, "limit": { "context": 200000, "output": 8192 } } }
+    }
+  }
+}
+EOF
+        # The task on stdin: given as an argument it arrives wrapped in quotes. --title spares
+        # the title request a run without one sends first.
+        OPENCODE_DISABLE_AUTOUPDATE=1 OPENCODE_DISABLE_MODELS_FETCH=1 OPENCODE_DISABLE_SHARE=1 \
+            OPENCODE_DISABLE_LSP_DOWNLOAD=1 OPENCODE_DISABLE_DEFAULT_PLUGINS=1 OPENCODE_DISABLE_CLAUDE_CODE=1 \
+            OPENCODE_DISABLE_EXTERNAL_SKILLS=1 \
+            "$bin/opencode-linux-x64/bin/opencode" run --format json --auto --title task \
+            < <(printf %s "$HARNESS_USER") >"$log" || rc=$?
+        ;;
+    aider)
+        aider="${CODING_AIDER:?agent.sh: CODING_AIDER names the aider of requirements-aider.lock}"
+        # litellm fetches its model-price file unless a copy is in aider's cache.
+        mkdir -p "$HOME/.aider/caches"
+        prices="$(dirname "$aider")/../lib/python3*/site-packages/litellm/model_prices_and_context_window_backup.json"
+        # shellcheck disable=SC2086 # the glob names one file
+        cp $prices "$HOME/.aider/caches/model_prices_and_context_window.json"
+        OPENAI_API_KEY=sk-harness-dummy LITELLM_LOCAL_MODEL_COST_MAP=True AIDER_ANALYTICS_DISABLE=true \
+            "$aider" --message "$HARNESS_USER" --yes-always --no-git --no-auto-commits --no-check-update \
+            --analytics-disable --model "openai/$model" --no-show-model-warnings --no-pretty \
+            --no-fancy-input --no-show-release-notes --chat-history-file "$log" README.md </dev/null || rc=$?
+        ;;
+    *)
+        echo "agent.sh: unknown agent $name (claude, codex, opencode, aider)" >&2
+        exit 2
+        ;;
+esac
+# The agent's own log on stdout too, for harness suite's per-case output file, then how its
+# log says the run ended (the last line, which a crashed case's card quotes).
+cat "$log"
+python3 "$here/agent_logs.py" "$name" "$log" | tail -n 1
+exit "$rc"
