@@ -146,6 +146,9 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<ExitStatus> {
     for (path, note) in &report.notes {
         writeln!(err, "note: {}: skipped: {note}", path.display())?;
     }
+    for (path, warning) in &report.warnings {
+        writeln!(err, "note: {}: {warning}", path.display())?;
+    }
     for (setting, run, why) in &report.failed {
         let d = Diagnostic::new(format!("detector {setting}: run {run}: {why}")).hint(
             "the setting is left out of the results; see docs/sweeps.md \"Your own detector\" for the protocol",
@@ -339,6 +342,9 @@ pub(super) fn import(args: ImportArgs) -> anyhow::Result<ExitStatus> {
         }
         if let Some(n) = &got.note {
             writeln!(err, "note: {}: skipped: {n}", input.path.display())?;
+        }
+        for w in &got.warnings {
+            writeln!(err, "note: {}: {w}", input.path.display())?;
         }
         if got.runs.is_empty() {
             skipped_files += 1;

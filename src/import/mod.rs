@@ -123,6 +123,9 @@ pub struct FileImport {
     /// Why the file holds no run although it is well-formed (e.g. a SWE-agent file without
     /// a trajectory).
     pub note: Option<String>,
+    /// What the reader did with input it could read only one way (spans sharing an id, both
+    /// read), said beside the runs rather than in silence.
+    pub warnings: Vec<String>,
 }
 
 /// Guess the format of a parsed JSON document (the first line, for JSON lines).

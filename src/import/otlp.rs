@@ -967,12 +967,23 @@ pub fn import_without_harness_events(text: &str, rel: &str) -> super::FileImport
 fn import_with(text: &str, rel: &str, harness_events: bool) -> super::FileImport {
     let (spans, logs, mut errors) = parse(text);
     let mut out = super::FileImport::default();
-    // The same span twice (a re-sent batch) counts once.
+    // The same span twice (a re-sent batch) counts once. Different spans that share an id (an
+    // empty or all-zero id, as some exporters write) are each read, and the file says so.
     let mut seen = HashSet::new();
     let spans: Vec<Span> = spans
         .into_iter()
-        .filter(|s| seen.insert((s.trace.clone(), s.id.clone())))
+        .filter(|s| {
+            seen.insert((
+                s.trace.clone(),
+                s.id.clone(),
+                s.parent.clone(),
+                s.name.clone(),
+                s.start,
+                s.end,
+            ))
+        })
         .collect();
+    out.warnings = id_warnings(&spans);
     let mut by_span: HashMap<String, Vec<&Log>> = HashMap::new();
     for l in &logs {
         by_span.entry(l.span.clone()).or_default().push(l);
@@ -1041,6 +1052,85 @@ fn import_with(text: &str, rel: &str, harness_events: bool) -> super::FileImport
         });
     }
     out.errors = errors;
+    out
+}
+
+/// What the file's span ids make the reader do: spans sharing an id (each read), parent ids
+/// in a cycle (the walk up ends where it closes), spans that name themselves as their parent
+/// (read as spans without one). At most 5 of each are named.
+fn id_warnings(spans: &[Span]) -> Vec<String> {
+    const NAMED: usize = 5;
+    let mut counts: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    for s in spans {
+        *counts.entry((s.trace.as_str(), s.id.as_str())).or_insert(0) += 1;
+    }
+    let shared: Vec<String> = counts
+        .iter()
+        .filter(|(_, n)| **n > 1)
+        .map(|((trace, id), n)| {
+            let id = if id.is_empty() {
+                "an empty id".to_owned()
+            } else {
+                format!("the id `{id}`")
+            };
+            format!("{n} spans of trace `{trace}` share {id}")
+        })
+        .collect();
+    // Self-parented spans by id: how many, and the line of the first.
+    let mut own: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for s in spans
+        .iter()
+        .filter(|s| !s.id.is_empty() && s.parent == s.id)
+    {
+        own.entry(s.id.as_str()).or_insert((0, s.line)).0 += 1;
+    }
+    let selfish: Vec<String> = own
+        .iter()
+        .map(|(id, (n, line))| match n {
+            1 => format!("`{id}` (line {line})"),
+            _ => format!("`{id}` ({n} spans, the first at line {line})"),
+        })
+        .collect();
+    // Cycles of parent ids, trace by trace.
+    let mut traces: BTreeMap<&str, Vec<&Span>> = BTreeMap::new();
+    for s in spans {
+        traces.entry(s.trace.as_str()).or_default().push(s);
+    }
+    let cycles: Vec<String> = traces
+        .values()
+        .flat_map(|group| {
+            parent_walk(group)
+                .1
+                .into_iter()
+                .map(|i| format!("`{}` (line {})", group[i].id, group[i].line))
+        })
+        .collect();
+    let mut out = Vec::new();
+    let named = |all: &[String]| {
+        let mut text = all[..all.len().min(NAMED)].join("; ");
+        if all.len() > NAMED {
+            text.push_str(&format!("; and {} more", all.len() - NAMED));
+        }
+        text
+    };
+    if !shared.is_empty() {
+        out.push(format!(
+            "{}: each span is read (only spans that are the same in every field are one span sent twice)",
+            named(&shared)
+        ));
+    }
+    if !cycles.is_empty() {
+        out.push(format!(
+            "parent ids that go round in a cycle, cut where it closes (that span read as having no parent; every span read): {}",
+            named(&cycles)
+        ));
+    }
+    if !selfish.is_empty() {
+        out.push(format!(
+            "span(s) that name themselves as their parent, read as spans without one: {}",
+            named(&selfish)
+        ));
+    }
     out
 }
 
@@ -1115,6 +1205,98 @@ enum Item<'a> {
     Tool(&'a Span),
 }
 
+/// For each span of `group`, the nearest of its ancestors (by parent id) that is an inference
+/// span, in one pass over the parent links: each span's answer is worked out once and shared
+/// by every span below it. A span whose parent is itself has none; a cycle of parent ids ends
+/// the walk where it closes.
+fn nearest_inference_ancestors(group: &[&Span]) -> Vec<Option<usize>> {
+    parent_walk(group).0
+}
+
+/// [`nearest_inference_ancestors`], and the spans whose parent closes a cycle of parent ids.
+fn parent_walk(group: &[&Span]) -> (Vec<Option<usize>>, Vec<usize>) {
+    #[derive(Clone, Copy, PartialEq)]
+    enum State {
+        Unknown,
+        Walking,
+        Done,
+    }
+    let index: HashMap<&str, usize> = group
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.id.as_str(), i))
+        .collect();
+    // A span whose parent id is its own id has no parent (whichever span of that id the
+    // index holds).
+    let linked = |i: usize| -> Option<usize> {
+        let p = group[i].parent.as_str();
+        (!p.is_empty() && p != group[i].id)
+            .then(|| index.get(p).copied())
+            .flatten()
+            .filter(|&j| j != i)
+    };
+    // First the cycles: walking up from each span not yet seen, a parent met on the same walk
+    // closes one, and that link is cut.
+    let mut state = vec![State::Unknown; group.len()];
+    let mut cycles = Vec::new();
+    let mut path = Vec::new();
+    for start in 0..group.len() {
+        path.clear();
+        let mut at = start;
+        while state[at] == State::Unknown {
+            state[at] = State::Walking;
+            path.push(at);
+            match linked(at) {
+                Some(p) if state[p] == State::Walking => {
+                    cycles.push(at);
+                    break;
+                }
+                Some(p) => at = p,
+                None => break,
+            }
+        }
+        for &i in &path {
+            state[i] = State::Done;
+        }
+    }
+    let mut cut = vec![false; group.len()];
+    for &i in &cycles {
+        cut[i] = true;
+    }
+    let parent_of = |i: usize| linked(i).filter(|_| !cut[i]);
+    // Then each span's nearest inference ancestor, worked out once for every span above it.
+    let mut done = vec![false; group.len()];
+    let mut nearest: Vec<Option<usize>> = vec![None; group.len()];
+    for start in 0..group.len() {
+        path.clear();
+        let mut at = start;
+        // The answer for the last span of the path.
+        let last = loop {
+            if done[at] {
+                break None;
+            }
+            path.push(at);
+            match parent_of(at) {
+                None => break None,
+                Some(p) if group[p].is_inference() => break Some(p),
+                Some(p) if done[p] => break nearest[p],
+                Some(p) => at = p,
+            }
+        };
+        let mut below = last;
+        for &i in path.iter().rev() {
+            nearest[i] = below;
+            done[i] = true;
+            below = if group[i].is_inference() {
+                Some(i)
+            } else {
+                below
+            };
+        }
+    }
+    (nearest, cycles)
+}
+
 fn ms(ns: u64, first: u64) -> u64 {
     ns.saturating_sub(first) / 1_000_000
 }
@@ -1126,32 +1308,20 @@ fn genai_run(
     id: String,
     first: u64,
 ) -> Result<Option<Run>, Diagnostic> {
-    let parents: HashMap<&str, &str> = group
+    // An inference span with another inside it gives way to the inner one: each inference
+    // span's nearest inference ancestor is an outer one (and that one's, in its turn).
+    let nearest = nearest_inference_ancestors(group);
+    let outer: HashSet<usize> = group
         .iter()
-        .map(|s| (s.id.as_str(), s.parent.as_str()))
+        .zip(&nearest)
+        .filter(|(s, _)| s.is_inference())
+        .filter_map(|(_, a)| *a)
         .collect();
-    let inference: HashSet<&str> = group
-        .iter()
-        .filter(|s| s.is_inference())
-        .map(|s| s.id.as_str())
-        .collect();
-    // An inference span with another inside it gives way to the inner one.
-    let mut outer: HashSet<&str> = HashSet::new();
-    for s in group.iter().filter(|s| s.is_inference()) {
-        let mut at = s.parent.as_str();
-        let mut hops = 0;
-        while !at.is_empty() && hops < group.len() {
-            if inference.contains(at) {
-                outer.insert(at);
-            }
-            at = parents.get(at).copied().unwrap_or_default();
-            hops += 1;
-        }
-    }
     let items: Vec<Item> = group
         .iter()
-        .filter_map(|s| {
-            if s.is_inference() && !outer.contains(s.id.as_str()) {
+        .enumerate()
+        .filter_map(|(i, s)| {
+            if s.is_inference() && !outer.contains(&i) {
                 Some(Item::Inference(s))
             } else if s.is_tool() {
                 Some(Item::Tool(s))
@@ -1377,6 +1547,80 @@ mod tests {
         );
     }
 
+    /// A span `id` under `parent`, an inference span when `chat`.
+    fn bare(id: &str, parent: &str, chat: bool) -> Span {
+        let mut attrs = Attrs::new();
+        if chat {
+            attrs.insert("gen_ai.operation.name".into(), Value::from("chat"));
+        }
+        Span {
+            trace: "t".into(),
+            id: id.into(),
+            parent: parent.into(),
+            name: id.into(),
+            start: 0,
+            end: 0,
+            attrs,
+            events: Vec::new(),
+            error: None,
+            line: 1,
+            ordinal: 0,
+        }
+    }
+
+    #[test]
+    fn each_span_s_nearest_inference_ancestor_in_one_pass() {
+        // agent > chat1 > step > chat2 > tool; a self-parented chat; a cycle a > b > a.
+        let spans = [
+            bare("tool", "chat2", false),
+            bare("chat2", "step", true),
+            bare("step", "chat1", false),
+            bare("chat1", "agent", true),
+            bare("agent", "", false),
+            bare("self", "self", true),
+            bare("a", "b", false),
+            bare("b", "a", false),
+            bare("c", "a", true),
+        ];
+        let group: Vec<&Span> = spans.iter().collect();
+        let got = nearest_inference_ancestors(&group);
+        assert_eq!(
+            got,
+            [
+                Some(1),
+                Some(3),
+                Some(3),
+                None,
+                None,
+                None,
+                None,
+                None,
+                None
+            ]
+        );
+        // 20,000 spans nested one in another, every other one a model call, and a chain that
+        // closes on itself: each span is walked once (this used to take minutes).
+        let mut deep: Vec<Span> = (0..20_000)
+            .map(|i| {
+                let parent = if i == 0 {
+                    String::new()
+                } else {
+                    format!("s{}", i - 1)
+                };
+                bare(&format!("s{i}"), &parent, i % 2 == 0)
+            })
+            .collect();
+        deep.extend(
+            (0..20_000).map(|i| bare(&format!("c{i}"), &format!("c{}", (i + 1) % 20_000), false)),
+        );
+        let group: Vec<&Span> = deep.iter().collect();
+        let got = nearest_inference_ancestors(&group);
+        assert_eq!(got[19_999], Some(19_998));
+        assert_eq!(got[19_998], Some(19_996));
+        assert_eq!(got[1], Some(0));
+        assert!(got[20_000..].iter().all(Option::is_none));
+    }
+
     #[test]
     fn a_span_of_the_wrong_shape_is_located_by_path() {
         let text = "{\"resourceSpans\":[{\"scopeSpans\":[{\"spans\":[{\"spanId\":\"b\"}]}]}]}\n";
@@ -1451,6 +1695,76 @@ mod tests {
         assert_eq!(v.calls[0].result, "a.txt");
         assert_eq!(v.tokens_after(0), Some(6));
         assert_eq!(v.responses[0].1, u64::MAX, "saturated, not wrapped");
+    }
+
+    #[test]
+    fn spans_sharing_an_id_or_parented_on_themselves_are_read_and_said() {
+        let zero = "0000000000000000";
+        let first = chat_line(
+            "t1",
+            r#"[{"role":"user","parts":[{"type":"text","content":"go"}]}]"#,
+            r#"[{"role":"assistant","parts":[{"type":"text","content":"one"}]}]"#,
+            "3",
+        )
+        .replace("\"s1\"", &format!("\"{zero}\",\"parentSpanId\":\"{zero}\""));
+        let second = chat_line(
+            "t1",
+            r#"[{"role":"user","parts":[{"type":"text","content":"go"}]}]"#,
+            r#"[{"role":"assistant","parts":[{"type":"text","content":"two"}]}]"#,
+            "4",
+        )
+        .replace("\"s1\"", &format!("\"{zero}\""))
+        .replace("\"1000000\"", "\"3000000\"")
+        .replace("\"2000000\"", "\"4000000\"");
+        // The first line sent twice is one span; the second shares its id and is another.
+        let got = import(&format!("{first}\n{first}\n{second}\n"), "t.jsonl");
+        assert!(got.errors.is_empty(), "{:?}", got.errors);
+        assert_eq!(got.runs.len(), 1, "{:?} {:?}", got.note, got.warnings);
+        let v = crate::detector::View::from_events(&got.runs[0].events);
+        assert_eq!(v.responses.len(), 2, "both model calls read");
+        assert_eq!(got.warnings.len(), 2, "{:?}", got.warnings);
+        assert!(
+            got.warnings[0].starts_with(&format!("2 spans of trace `t1` share the id `{zero}`")),
+            "{:?}",
+            got.warnings
+        );
+        assert!(
+            got.warnings[1].contains(&format!("`{zero}` (line 1)")),
+            "{:?}",
+            got.warnings
+        );
+        // A cycle of parent ids is said where it closes; its spans are read.
+        let cycle = [("a", "b"), ("b", "a")]
+            .iter()
+            .map(|(id, parent)| {
+                chat_line(
+                    "t2",
+                    "[]",
+                    r#"[{"role":"assistant","parts":[{"type":"text","content":"x"}]}]"#,
+                    "1",
+                )
+                .replace("\"s1\"", &format!("\"{id}\",\"parentSpanId\":\"{parent}\""))
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let got = import(&cycle, "t.jsonl");
+        assert_eq!(got.runs.len(), 1, "{:?}", got.note);
+        assert!(
+            got.warnings
+                .iter()
+                .any(|w| w.starts_with("parent ids that go round in a cycle")
+                    && w.contains("`b` (line 2)")),
+            "{:?}",
+            got.warnings
+        );
+        // Without such spans, nothing is said.
+        let clean = chat_line(
+            "t1",
+            "[]",
+            r#"[{"role":"assistant","parts":[{"type":"text","content":"hi"}]}]"#,
+            "3",
+        );
+        assert!(import(&clean, "t.jsonl").warnings.is_empty());
     }
 
     #[test]

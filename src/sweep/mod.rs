@@ -122,6 +122,8 @@ pub struct Report {
     pub errors: Vec<(PathBuf, Diagnostic)>,
     /// Files skipped, and why.
     pub notes: Vec<(PathBuf, String)>,
+    /// What the readers said of files they read (see [`crate::import::FileImport::warnings`]).
+    pub warnings: Vec<(PathBuf, String)>,
     /// Every run's label (when asked for).
     pub labels: Vec<Label>,
     /// Settings that could not score every run (an external detector that failed): the
@@ -176,6 +178,7 @@ struct FileScore {
     runs: Vec<RunScore>,
     errors: Vec<Diagnostic>,
     note: Option<String>,
+    warnings: Vec<String>,
 }
 
 /// Where setting `i` first fires on `view` (and the tokens after it), or its error noted.
@@ -294,6 +297,7 @@ fn score_file(options: &Options, input: Input) -> FileScore {
         runs,
         errors: got.errors,
         note: got.note,
+        warnings: got.warnings,
     }
 }
 
@@ -341,6 +345,9 @@ impl<'a> Folder<'a> {
         }
         if let Some(n) = f.note {
             self.report.notes.push((f.input.path.clone(), n));
+        }
+        for w in f.warnings {
+            self.report.warnings.push((f.input.path.clone(), w));
         }
         for r in f.runs {
             if let Some(w) = &mut self.fires {
@@ -741,6 +748,7 @@ mod tests {
             runs,
             errors: Vec::new(),
             note: None,
+            warnings: Vec::new(),
         };
         let mut out = Vec::new();
         {

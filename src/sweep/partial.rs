@@ -113,6 +113,9 @@ pub struct FileRecord {
     pub errors: Vec<Problem>,
     /// Why it has no run.
     pub note: Option<String>,
+    /// What its reader said of it (absent when nothing).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     /// Its runs.
     pub runs: Vec<RunRecord>,
 }
@@ -124,6 +127,7 @@ pub(super) fn record(f: &FileScore) -> FileRecord {
         rel: f.input.rel.clone(),
         errors: f.errors.iter().map(Problem::of).collect(),
         note: f.note.clone(),
+        warnings: f.warnings.clone(),
         runs: f
             .runs
             .iter()
@@ -193,6 +197,7 @@ fn score(r: FileRecord, settings: usize) -> Result<FileScore, String> {
         runs,
         errors: r.errors.iter().map(Problem::diagnostic).collect(),
         note: r.note,
+        warnings: r.warnings,
     })
 }
 

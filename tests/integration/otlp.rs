@@ -132,3 +132,59 @@ fn sweeps_read_the_export_as_they_read_the_scenarios() {
         exact.len()
     );
 }
+
+/// Every span id of an OTLP JSON line set to zeros (as some exporters write them).
+fn zero_ids(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(map) => {
+            for (k, x) in map.iter_mut() {
+                if k == "spanId" || k == "parentSpanId" {
+                    *x = serde_json::Value::from("0000000000000000");
+                } else {
+                    zero_ids(x);
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(zero_ids),
+        _ => {}
+    }
+}
+
+#[test]
+fn spans_with_all_zero_ids_are_each_read_and_said() {
+    let p = Project::new();
+    p.copy_from_repo("scenarios/reflex", "scenarios/reflex");
+    p.harness(&["run", "-q", "--otlp", "runs.jsonl"]);
+    let zeroed: String = p
+        .read("runs.jsonl")
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).expect("OTLP JSON");
+            zero_ids(&mut v);
+            format!("{v}\n")
+        })
+        .collect();
+    p.write("zeroed.jsonl", zeroed);
+    let run = p.harness(&["import", "zeroed.jsonl", "--out", "imported"]);
+    run.expect_code(0);
+    assert!(
+        run.stderr.contains("share the id `0000000000000000`")
+            && run.stderr.contains(": each span is read"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains(
+            "name themselves as their parent, read as spans without one: `0000000000000000` ("
+        ),
+        "{}",
+        run.stderr
+    );
+    let sweep = p.harness(&["sweep", "zeroed.jsonl", "--out", "zeroed.csv"]);
+    sweep.expect_code(0);
+    assert!(
+        sweep.stderr.contains("note: zeroed.jsonl: ") && sweep.stderr.contains("each span is read"),
+        "{}",
+        sweep.stderr
+    );
+}
