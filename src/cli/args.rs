@@ -140,7 +140,9 @@ pub(super) enum Command {
     /// whether it let it finish; then the score.
     ///
     /// Exit codes: 0 the card was made; 1 a score below `--min-score`; 2 a suite file that is
-    /// no valid scenario (the card is made without it), a folder with no suite case, bad usage.
+    /// no valid scenario (the card is made without it), a folder with no suite case, bad usage;
+    /// 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP (the cases in flight finish; the card of those that
+    /// ran is printed and written, marked "stopped by … after k of n cases").
     Suite(SuiteArgs),
     /// Start a project to test your own agent in a folder (default: the current one): the
     /// project file, a first portable scenario and an example agent on the openai SDK, never
@@ -156,7 +158,8 @@ pub(super) enum Command {
     /// scorecard (a summary, a column per loop, what each missed) and its HTML page.
     ///
     /// Exit codes: 0 the scorecard was written; 2 a results file that cannot be read, holds no
-    /// suite case, or names a loop another file also names.
+    /// suite case, names a loop another file also names, or is of a suite a stop signal ended
+    /// early (unless --allow-incomplete).
     Scorecard(ScorecardArgs),
 }
 
@@ -175,6 +178,10 @@ pub(super) struct ScorecardArgs {
     /// Text put above the Markdown tables (a file's contents): what was scored, and how.
     #[arg(long, value_name = "FILE")]
     pub(super) preface: Option<PathBuf>,
+    /// Score a results file of a suite a stop signal ended early (its column says so);
+    /// without it such a file is refused.
+    #[arg(long)]
+    pub(super) allow_incomplete: bool,
 }
 
 /// `harness suite` arguments.

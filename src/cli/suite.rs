@@ -269,7 +269,15 @@ pub(super) fn suite(args: &SuiteArgs, setup: &Setup) -> anyhow::Result<ExitStatu
         }
     }
     let carded = collected.cases().filter(|(_, c)| c.card.is_some()).count();
-    if carded == 0 {
+    // A stop signal ended the suite early: its card says so, and so does everything written.
+    if crate::run::interrupt::requested() {
+        collected.stopped = Some(crate::report::Stopped {
+            by: crate::run::interrupt::name().to_owned(),
+            done: carded,
+            of: files.len() * cards.len(),
+        });
+    }
+    if carded == 0 && collected.stopped.is_none() {
         return Ok(fail(
             &Diagnostic::new(format!(
                 "{} holds no suite case: a scenario with a `[suite]` table",
@@ -290,6 +298,13 @@ pub(super) fn suite(args: &SuiteArgs, setup: &Setup) -> anyhow::Result<ExitStatu
             .collect();
         let text = crate::report::card::render(who, &shown, &cases);
         writeln!(out, "{text}")?;
+        if let Some(s) = &collected.stopped {
+            writeln!(
+                out,
+                "harness suite: {}: the card is incomplete (its files say so; `harness scorecard` refuses it without --allow-incomplete)\n",
+                s.line()
+            )?;
+        }
         lowest = lowest.min(crate::report::card::score(cases.iter().copied()).points());
         each.push((who.clone(), cases));
     }
@@ -305,6 +320,9 @@ pub(super) fn suite(args: &SuiteArgs, setup: &Setup) -> anyhow::Result<ExitStatu
     if let Some(path) = &args.junit {
         store::write_atomic(path, crate::report::card::junit(&each).as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if collected.stopped.is_some() {
+        return Ok(crate::run::interrupt::status());
     }
     if let Some(min) = args.min_score {
         if lowest < min {
@@ -333,6 +351,16 @@ pub(super) fn scorecard(args: &ScorecardArgs) -> anyhow::Result<ExitStatus> {
     let mut from: Vec<&PathBuf> = Vec::new();
     for (path, collected) in &loaded {
         let mut here: Vec<(String, Vec<&crate::results::CaseResult>)> = Vec::new();
+        if let Some(s) = &collected.stopped {
+            if !args.allow_incomplete {
+                return Ok(fail(
+                    &Diagnostic::whole_file(format!("holds an incomplete suite: {}", s.line()))
+                        .in_file(path)
+                        .hint("run the suite to its end, or give --allow-incomplete to score the cases it holds")
+                        .status(ExitStatus::BadInput),
+                ));
+            }
+        }
         for (_, c) in collected.cases().filter(|(_, c)| c.card.is_some()) {
             match here.iter_mut().find(|(who, _)| *who == c.row.profile) {
                 Some((_, cases)) => cases.push(c),
@@ -359,6 +387,11 @@ pub(super) fn scorecard(args: &ScorecardArgs) -> anyhow::Result<ExitStatus> {
                     .status(ExitStatus::BadInput),
                 ));
             }
+            // An incomplete card (allowed) says so in its column's name.
+            let who = match &collected.stopped {
+                Some(s) => format!("{who} ({})", s.line()),
+                None => who,
+            };
             loops.push((who, cases));
             from.push(path);
         }

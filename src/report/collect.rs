@@ -17,6 +17,30 @@ pub struct Collected {
     pub files: Vec<FileResult>,
     /// Goldens without a scenario.
     pub orphans: Vec<PathBuf>,
+    /// Set when a stop signal ended the run before every case ran (`harness suite` keeps its
+    /// card, marked so).
+    pub stopped: Option<Stopped>,
+}
+
+/// A run a stop signal ended early: which signal, and how far it got.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Stopped {
+    /// `Ctrl-C`, `SIGTERM` or `SIGHUP`.
+    pub by: String,
+    /// Cases that ran.
+    pub done: usize,
+    /// Cases the run was to run.
+    pub of: usize,
+}
+
+impl Stopped {
+    /// "stopped by SIGTERM after 6 of 26 cases".
+    pub fn line(&self) -> String {
+        format!(
+            "stopped by {} after {} of {} cases",
+            self.by, self.done, self.of
+        )
+    }
 }
 
 impl Collected {

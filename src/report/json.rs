@@ -28,6 +28,9 @@ struct Results {
     files: Vec<File>,
     #[serde(serialize_with = "lossy_paths")]
     orphans: Vec<PathBuf>,
+    /// A run a stop signal ended early (`harness suite`); absent when it ran to the end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    stopped: Option<super::Stopped>,
     /// Derived from the rest; not read back.
     #[serde(default, skip_deserializing)]
     summary: Option<Summary>,
@@ -403,6 +406,7 @@ pub fn render(c: &Collected) -> String {
             .chain(c.files.iter().map(|f| file_json(f, false)))
             .collect(),
         orphans: c.orphans.clone(),
+        stopped: c.stopped.clone(),
         summary: Some(summary(&c.tally())),
     };
     let mut out = Vec::with_capacity(4096);
@@ -547,6 +551,7 @@ pub fn parse(text: &str) -> Result<Collected, Diagnostic> {
     }
     let mut out = Collected {
         orphans: results.orphans,
+        stopped: results.stopped,
         ..Collected::default()
     };
     for (i, f) in results.files.into_iter().enumerate() {

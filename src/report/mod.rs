@@ -12,7 +12,7 @@ pub mod junit;
 pub mod otlp;
 mod terminal;
 
-pub use collect::Collected;
+pub use collect::{Collected, Stopped};
 pub use terminal::{DEFAULT_DIFF_LIMIT, Terminal};
 pub(crate) use terminal::{change, duration, paint_diff};
 

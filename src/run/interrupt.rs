@@ -4,7 +4,8 @@
 //! atomically), `exec` and `proxy` end the agent's whole process group and write what they
 //! have — and the exit status says which signal it was ([`status`]: 130, 143 or 129, the
 //! shell's 128 + the signal's number). No report file (`--json`, `--junit`, `--metrics`, a
-//! baseline) is written from a partial run. A second signal of any of the three ends the
+//! baseline) is written from a partial run, except `harness suite`'s card, whose `--json`
+//! says it was stopped and how far it got (`harness scorecard` refuses it unless asked). A second signal of any of the three ends the
 //! process at once, with its own status.
 
 use crate::results::ExitStatus;

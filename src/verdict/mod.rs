@@ -378,6 +378,17 @@ pub fn merge_shards(shards: &[PathBuf]) -> Result<Collected, Diagnostic> {
         }
         all.files.extend(part.files);
         all.orphans.extend(part.orphans);
+        // A shard a signal stopped leaves the whole incomplete: its counts add up.
+        if let Some(s) = part.stopped {
+            all.stopped = Some(match all.stopped.take() {
+                Some(a) => crate::report::Stopped {
+                    by: a.by,
+                    done: a.done + s.done,
+                    of: a.of + s.of,
+                },
+                None => s,
+            });
+        }
     }
     all.files.sort_by(|a, b| a.path.cmp(&b.path));
     if let Some(w) = all.files.windows(2).find(|w| w[0].path == w[1].path) {

@@ -682,3 +682,60 @@ fn an_agent_whose_every_request_looks_like_a_side_request_is_said_undriven() {
         "{card}"
     );
 }
+
+#[test]
+fn a_suite_stopped_by_a_signal_says_so_and_its_card_is_refused_by_the_scorecard() {
+    // An agent that sends SIGTERM to harness on its first case (as CI cancelling a job does):
+    // the case in flight ends, no other starts, and the card says how far it got.
+    let p = shaped(&[
+        "reflex-empty-arguments",
+        "retry-then-correct",
+        "unknown-tool",
+    ]);
+    p.write(
+        "stop.py",
+        "import os, signal\nos.kill(os.getppid(), signal.SIGTERM)\n",
+    );
+    let run = p.harness(&[
+        "suite",
+        "--jobs",
+        "1",
+        "--json",
+        "stopped.json",
+        "--",
+        "python3",
+        "stop.py",
+    ]);
+    run.expect_code(143);
+    assert!(
+        run.stdout.contains(
+            "harness suite: stopped by SIGTERM after 1 of 3 cases: the card is incomplete"
+        ),
+        "{}",
+        run.stdout
+    );
+    let json: serde_json::Value = serde_json::from_str(&p.read("stopped.json")).expect("JSON");
+    assert_eq!(
+        json["stopped"],
+        serde_json::json!({"by": "SIGTERM", "done": 1, "of": 3})
+    );
+    // The scorecard refuses it, unless asked; then its column says it.
+    let refused = p.harness(&["scorecard", "stopped.json"]);
+    refused.expect_code(2);
+    assert!(
+        refused
+            .stderr
+            .contains("holds an incomplete suite: stopped by SIGTERM after 1 of 3 cases"),
+        "{}",
+        refused.stderr
+    );
+    let allowed = p.harness(&["scorecard", "stopped.json", "--allow-incomplete"]);
+    allowed.expect_code(0);
+    assert!(
+        allowed
+            .stdout
+            .contains("(stopped by SIGTERM after 1 of 3 cases) |"),
+        "{}",
+        allowed.stdout
+    );
+}
