@@ -296,6 +296,11 @@ pub(super) fn serve(args: &ServeArgs, setup: &Setup) -> anyhow::Result<ExitStatu
 
 /// `harness exec`: the outputs as `run` takes them, but no project baseline.
 pub(super) fn exec(args: &ExecArgs, out: OutputArgs, setup: &Setup) -> anyhow::Result<ExitStatus> {
+    if let Some(refused) = super::output_over_input(&out.written(), &args.scenarios, |p| {
+        store::is_scenario_file(p) || crate::record::is_cassette(p)
+    }) {
+        return Ok(refused);
+    }
     crate::run::interrupt::install().context("cannot catch stop signals")?;
     // `bless` never records exec's conversations, so the project's baseline would only list
     // them as missing: exec compares metrics with a baseline named on its line.

@@ -27,6 +27,29 @@ fn fail(d: &Diagnostic) -> ExitStatus {
     d.status
 }
 
+/// Refuse, before anything runs, an output that would replace one of the command's inputs or
+/// be read back as one ([`store::output_over_input`]): `outputs` as (flag, path), `inputs` the
+/// paths the command was given, `reads` the names it reads from a folder. Exit 2.
+fn output_over_input(
+    outputs: &[(&str, Option<&std::path::Path>)],
+    inputs: &[std::path::PathBuf],
+    reads: impl Fn(&std::path::Path) -> bool,
+) -> Option<ExitStatus> {
+    for (flag, output) in outputs {
+        let Some(output) = output else { continue };
+        for input in inputs {
+            if let Some(why) = crate::store::output_over_input(output, input, &reads) {
+                return Some(fail(
+                    &Diagnostic::new(format!("{flag} {}: {why}", output.display()))
+                        .hint("write outputs outside the files and folders the command reads")
+                        .status(ExitStatus::BadInput),
+                ));
+            }
+        }
+    }
+    None
+}
+
 fn jobs_or_cores(jobs: Option<usize>) -> usize {
     jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get))
 }

@@ -42,6 +42,10 @@ pub(super) fn run(args: RunArgs, setup: &Setup) -> anyhow::Result<ExitStatus> {
         ));
     }
     let paths = setup.paths_or_root(paths);
+    if let Some(refused) = super::output_over_input(&out.written(), &paths, store::is_scenario_file)
+    {
+        return Ok(refused);
+    }
     let profile = if profile.is_empty() {
         defaults.profile
     } else {
@@ -120,6 +124,9 @@ pub(super) fn merge(args: MergeArgs, setup: &Setup) -> anyhow::Result<ExitStatus
         out,
         allow_empty,
     } = args;
+    if let Some(refused) = super::output_over_input(&out.written(), &shards, |_| false) {
+        return Ok(refused);
+    }
     let outputs = Outputs {
         require_cases: (!allow_empty).then(|| {
             Diagnostic::new("the shards' results hold no case")
@@ -138,6 +145,11 @@ pub(super) fn merge(args: MergeArgs, setup: &Setup) -> anyhow::Result<ExitStatus
 
 /// `harness report`.
 pub(super) fn report(args: &ReportArgs) -> anyhow::Result<ExitStatus> {
+    if let Some(refused) =
+        super::output_over_input(&[("--html", Some(&args.html))], &args.results, |_| false)
+    {
+        return Ok(refused);
+    }
     html_report(
         &args.results,
         &args.html,
@@ -213,6 +225,17 @@ fn nothing_selected(paths: &[PathBuf], filters: &str) -> Diagnostic {
 }
 
 impl OutputArgs {
+    /// The files these flags write, by flag (a baseline is read here; `bless` writes it).
+    pub(super) fn written(&self) -> [(&'static str, Option<&Path>); 5] {
+        [
+            ("--metrics", self.metrics.as_deref()),
+            ("--junit", self.junit.as_deref()),
+            ("--json", self.json.as_deref()),
+            ("--html", self.html.as_deref()),
+            ("--otlp", self.otlp.as_deref()),
+        ]
+    }
+
     /// The outputs asked for, with the project file's defaults (`baseline`, `diff_limit`).
     pub(super) fn outputs(self, setup: &Setup) -> Outputs {
         let github = std::env::var_os("GITHUB_ACTIONS").is_some_and(|v| !v.is_empty());

@@ -155,6 +155,17 @@ pub(super) fn suite(args: &SuiteArgs, setup: &Setup) -> anyhow::Result<ExitStatu
             dir
         }
     };
+    if let Some(refused) = super::output_over_input(
+        &[
+            ("--json", args.json.as_deref()),
+            ("--html", args.html.as_deref()),
+            ("--junit", args.junit.as_deref()),
+        ],
+        std::slice::from_ref(&dir),
+        store::is_scenario_file,
+    ) {
+        return Ok(refused);
+    }
     // What the card calls the suite.
     let shown = if bundled.is_some() {
         "the bundled suite".to_owned()
@@ -340,6 +351,16 @@ pub(super) fn suite(args: &SuiteArgs, setup: &Setup) -> anyhow::Result<ExitStatu
 pub(super) fn scorecard(args: &ScorecardArgs) -> anyhow::Result<ExitStatus> {
     // Each file read on its own (they are not shards of one run: each is a loop's run of the
     // same suite); a loop is a profile (or an agent's label) of a file.
+    if let Some(refused) = super::output_over_input(
+        &[
+            ("--markdown", args.markdown.as_deref()),
+            ("--html", args.html.as_deref()),
+        ],
+        &args.results,
+        |_| false,
+    ) {
+        return Ok(refused);
+    }
     let mut loaded: Vec<(PathBuf, Collected)> = Vec::new();
     for path in &args.results {
         match crate::verdict::merge_shards(std::slice::from_ref(path)) {

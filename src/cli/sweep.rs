@@ -19,6 +19,20 @@ fn report_error(err: &mut impl Write, path: &Path, e: &Diagnostic) -> std::io::R
 }
 
 pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<ExitStatus> {
+    if let Some(refused) = super::output_over_input(
+        &[
+            ("--out", args.out.as_deref()),
+            ("--plot", args.plot.as_deref()),
+            ("--fires", args.fires.as_deref()),
+            ("--write-labels", args.write_labels.as_deref()),
+            ("--html", args.html.as_deref()),
+            ("--partial", args.partial.as_deref()),
+        ],
+        &args.paths,
+        |p| sweep::source::kind_of(p).is_some(),
+    ) {
+        return Ok(refused);
+    }
     let mut err = anstream::stderr();
     // A path that is not there is bad usage: nothing is scored and no output written, so a
     // mistyped corpus never leaves a result that looks like a sweep of it.
@@ -304,6 +318,13 @@ fn settings(args: &SweepArgs) -> Result<Vec<Setting>, ExitStatus> {
 }
 
 pub(super) fn import(args: ImportArgs) -> anyhow::Result<ExitStatus> {
+    // The runs are written as files in --out: in an input folder, the next import or sweep of
+    // it would read them back as transcripts.
+    if let Some(refused) =
+        super::output_over_input(&[("--out", Some(&args.out))], &args.files, |_| true)
+    {
+        return Ok(refused);
+    }
     let mut err = anstream::stderr();
     let mut out = anstream::stdout().lock();
     let mut bad = false;

@@ -190,6 +190,40 @@ pub fn reference_roots(dir: &Path, scenarios: Option<&Path>) -> Vec<PathBuf> {
     roots
 }
 
+/// Would writing `output` replace the input `input` — the same file under any name (`./x`, a
+/// link) — or put a file into the input folder `input` that the command reads back as an input
+/// (`reads` says which names it reads)? Why, in words, when it would. Paths that cannot be
+/// resolved are not compared (their own errors come when they are used).
+pub fn output_over_input(
+    output: &Path,
+    input: &Path,
+    reads: impl Fn(&Path) -> bool,
+) -> Option<String> {
+    let resolved = match std::fs::canonicalize(output) {
+        Ok(p) => p,
+        Err(_) => {
+            let parent = match output.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => Path::new("."),
+            };
+            std::fs::canonicalize(parent)
+                .ok()?
+                .join(output.file_name()?)
+        }
+    };
+    let input_resolved = std::fs::canonicalize(input).ok()?;
+    if input_resolved.is_dir() {
+        (resolved.starts_with(&input_resolved) && reads(output)).then(|| {
+            format!(
+                "lies in the input folder {}, where this command would read it back as an input",
+                input.display()
+            )
+        })
+    } else {
+        (resolved == input_resolved).then(|| format!("is the input file {}", input.display()))
+    }
+}
+
 /// Is this a scenario file by its name?
 pub fn is_scenario_file(path: &Path) -> bool {
     let name = path.file_name().map_or(&[][..], |n| n.as_encoded_bytes());

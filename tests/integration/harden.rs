@@ -1108,3 +1108,69 @@ fn a_bad_failure_pattern_is_a_usage_error_at_the_flag() {
         assert!(!run.stdout.contains("invalid files"), "{run}");
     }
 }
+
+#[test]
+fn no_output_replaces_an_input_or_lands_where_it_is_read_back() {
+    let p = Project::new();
+    p.copy_from_repo("scenarios/reflex", "scenarios/reflex");
+    let scenario = "scenarios/reflex/exec-empty-args.toml";
+    let before = p.read(scenario);
+    let refused = |args: &[&str], want: &str| {
+        let run = p.harness(args);
+        run.expect_code(2);
+        assert!(run.stderr.contains(want), "{args:?}: {}", run.stderr);
+    };
+    // `run --json` onto a scenario it runs, or into the folder it reads scenarios from.
+    refused(
+        &["run", scenario, "--json", scenario],
+        "--json scenarios/reflex/exec-empty-args.toml: is the input file scenarios/reflex/exec-empty-args.toml",
+    );
+    refused(
+        &["run", "scenarios", "--json", "scenarios/results.json"],
+        "--json scenarios/results.json: lies in the input folder scenarios, where this command would read it back",
+    );
+    // Through another name for the same file.
+    refused(
+        &[
+            "run",
+            scenario,
+            "--metrics",
+            "./scenarios/../scenarios/reflex/exec-empty-args.toml",
+        ],
+        "is the input file",
+    );
+    assert_eq!(p.read(scenario), before, "the scenario is untouched");
+    // A file the command does not read may go there (a CSV beside the scenarios).
+    p.harness(&[
+        "run",
+        "-q",
+        "scenarios",
+        "--metrics",
+        "scenarios/metrics.csv",
+    ])
+    .expect_code(1);
+    // `sweep --partial` onto a transcript, `import --out` into the folder it reads.
+    p.write("corpus/a.jsonl", r#"{"role": "user", "content": "hi"}"#);
+    refused(
+        &["sweep", "corpus", "--partial", "corpus/part.jsonl"],
+        "--partial corpus/part.jsonl: lies in the input folder corpus",
+    );
+    refused(
+        &["sweep", "corpus/a.jsonl", "--out", "corpus/a.jsonl"],
+        "--out corpus/a.jsonl: is the input file corpus/a.jsonl",
+    );
+    refused(
+        &["import", "corpus", "--out", "corpus/imported"],
+        "--out corpus/imported: lies in the input folder corpus",
+    );
+    // `scorecard` and `report` onto their results file.
+    p.write("results.json", "{}");
+    refused(
+        &["scorecard", "results.json", "--markdown", "results.json"],
+        "--markdown results.json: is the input file results.json",
+    );
+    refused(
+        &["report", "results.json", "--html", "results.json"],
+        "--html results.json: is the input file results.json",
+    );
+}
