@@ -134,3 +134,57 @@ fn the_bundled_suite_scores_any_project() {
     );
     assert!(!json.contains("/tmp"), "a temporary path in the results");
 }
+
+#[test]
+fn init_writes_no_file_through_a_link_and_refuses_a_project_file_it_cannot_keep() {
+    // `scenarios` (or `.github`) a link to a folder outside the project: nothing written,
+    // there or anywhere.
+    let p = Project::new();
+    p.write("outside/keep.txt", "x");
+    std::fs::create_dir_all(p.join("proj")).expect("proj");
+    std::os::unix::fs::symlink(p.join("outside"), p.join("proj/scenarios")).expect("link");
+    let init = p.harness(&["init", "proj"]);
+    init.expect_code(2);
+    assert!(
+        init.stderr.contains("proj/scenarios")
+            && init
+                .stderr
+                .contains("is a symbolic link: harness init writes only real files"),
+        "{init}"
+    );
+    assert!(!p.exists("outside/first.toml"), "written through the link");
+    assert!(
+        !p.exists("proj/harness.toml"),
+        "nothing written before the refusal"
+    );
+    let q = Project::new();
+    std::fs::create_dir_all(q.join(".github")).expect(".github");
+    q.write("elsewhere/x", "x");
+    std::os::unix::fs::symlink(q.join("elsewhere"), q.join(".github/workflows")).expect("link");
+    let init = q.harness(&["init"]);
+    init.expect_code(2);
+    assert!(init.stderr.contains(".github/workflows"), "{init}");
+    assert!(!q.exists("elsewhere/harness.yml"));
+    // A kept project file every later command refuses (a link to nothing, a path key that
+    // leaves the project): init says so, exit 2.
+    let r = Project::new();
+    std::os::unix::fs::symlink(r.join("nowhere.toml"), r.join("harness.toml")).expect("link");
+    let init = r.harness(&["init"]);
+    init.expect_code(2);
+    assert!(
+        init.stderr.contains("every command above would refuse it"),
+        "{init}"
+    );
+    let s = Project::new();
+    s.write(
+        "harness.toml",
+        "format = 1\nscenarios = \"../../elsewhere\"\n",
+    );
+    let init = s.harness(&["init"]);
+    init.expect_code(2);
+    assert!(
+        init.stderr.contains("every command above would refuse it"),
+        "{init}"
+    );
+    s.harness(&["list"]).expect_code(2);
+}

@@ -36,6 +36,48 @@ same exec on every pull request.";
 /// `harness init [DIR]`.
 pub(super) fn init(dir: Option<&Path>) -> anyhow::Result<ExitStatus> {
     let dir = dir.map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    // Every folder on the way to a file is a real folder of the project, or not there yet: a
+    // link there (`scenarios` → elsewhere) would have the files written outside it. Checked
+    // before anything is written.
+    for (name, _) in FILES {
+        let mut at = dir.clone();
+        let folders: Vec<_> = Path::new(name).components().collect();
+        for part in &folders[..folders.len().saturating_sub(1)] {
+            at.push(part);
+            match std::fs::symlink_metadata(&at) {
+                Ok(m) if m.is_dir() => {}
+                Ok(m) => {
+                    let what = if m.file_type().is_symlink() {
+                        "a symbolic link"
+                    } else {
+                        "not a folder"
+                    };
+                    return Ok(fail(
+                        &Diagnostic::new(format!(
+                            "is {what}: harness init writes only real files in the project's own folders, and would write {name} through it"
+                        ))
+                        .in_file(&at)
+                        .hint("make it a folder of this project, or run harness init in another folder")
+                        .status(ExitStatus::BadInput),
+                    ));
+                }
+                // Not there yet (or under a file, which writing says): nothing to follow.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                    ) =>
+                {
+                    break;
+                }
+                Err(e) => {
+                    return Ok(fail(
+                        &Diagnostic::new(format!("cannot read: {e}")).in_file(&at),
+                    ));
+                }
+            }
+        }
+    }
     let mut out = anstream::stdout().lock();
     let mut wrote = 0;
     for (name, contents) in FILES {
@@ -74,14 +116,12 @@ pub(super) fn init(dir: Option<&Path>) -> anyhow::Result<ExitStatus> {
         )?;
     }
     writeln!(out, "\n{NEXT}")?;
-    // A project file kept must be one the next commands read.
-    let project = dir.join("harness.toml");
-    if let Ok(text) = std::fs::read_to_string(&project) {
-        if let Err(d) = crate::project::parse(&text) {
-            return Ok(fail(&d.in_file(&project).hint(
-                "harness init kept this harness.toml, and every command above would refuse it: mend it (`harness schema project` describes its keys)",
-            )));
-        }
+    // A project file kept must be one the next commands read: read it as they do (the same
+    // guarded reader, the same checks of its keys and paths).
+    if let Err(d) = crate::project::discover(&dir) {
+        return Ok(fail(&d.status(ExitStatus::BadInput).hint(
+            "harness init kept this harness.toml, and every command above would refuse it: mend it (`harness schema project` describes its keys)",
+        )));
     }
     Ok(ExitStatus::Ok)
 }
