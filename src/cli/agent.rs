@@ -749,6 +749,30 @@ pub(super) fn proxy(args: &ProxyArgs, setup: &Setup, ci: bool) -> anyhow::Result
             replay_mode.map_or("", replay::RecordMode::name),
             slots.iter().filter(|s| s.replayed.is_some()).count()
         )?;
+        // The recorded conversations the agent never started again: a changed agent that
+        // makes fewer conversations replays "clean" otherwise.
+        let unused: Vec<&PathBuf> = old
+            .iter()
+            .enumerate()
+            .filter(|(c, _)| {
+                !slots
+                    .iter()
+                    .any(|s| s.replayed.is_some_and(|(r, _)| r == *c))
+            })
+            .map(|(_, p)| p)
+            .collect();
+        if !unused.is_empty() {
+            writeln!(
+                out,
+                "not replayed: {} recorded conversation(s) the agent never started: {}",
+                unused.len(),
+                unused
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )?;
+        }
     }
     Ok(finish_proxy(&ended, code))
 }

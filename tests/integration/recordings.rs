@@ -1256,6 +1256,12 @@ fn record_modes_replay_record_and_extend_as_vcr_does() {
     once.expect_code(0)
         .expect_stdout("recorded talk/conversation-2.cassette.json: 1 request(s)");
     assert_eq!(upstream.load(Ordering::SeqCst), 3);
+    // A replay in which the agent starts only one of the two: the other is named.
+    let partial = proxy("true", &[], "2", "Talk.");
+    partial.expect_code(0).expect_stdout(
+        "not replayed: 1 recorded conversation(s) the agent never started: talk/conversation-2.cassette.json",
+    );
+    assert_eq!(upstream.load(Ordering::SeqCst), 3);
     // `once` replays a recorded conversation as it was: a further request is refused.
     let further = proxy("", &[], "3", "Talk.");
     further.expect_code(1);
