@@ -9,7 +9,8 @@
 Each call starts ``harness serve SCENARIO --judge`` on a free loopback port (the scenario's
 scripted model, or an agent's cassettes, behind the OpenAI and Anthropic APIs). When the test
 body returns, the server is stopped and judges every conversation the test had with it, as
-``harness exec`` does: its golden ``<id>@<label>`` (the label defaults to the test's name) and,
+``harness exec`` does: its golden ``<id>@<label>`` (the label defaults to the test's name,
+with a hash of its node id when the name has upper case or parameters) and,
 with ``expect``, the expectations the scenario states for that profile. A failing verdict fails
 the test with harness's report; a verdict the test took itself (``served.verdict()``) is the
 test's to assert. A test that fails on its own is not judged. Goldens are reviewed as for any
@@ -24,6 +25,7 @@ ask for the fixture; ``-p no:agent_loop_harness`` turns it off, and with
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import subprocess
@@ -122,10 +124,19 @@ class Verdict:
         return (self.report + "\n" + self.stderr).strip()
 
 
-def _label_of(name: str) -> str:
-    """A test's name as a label: lower-case letters, digits, `-` and `_`."""
-    label = re.sub(r"[^a-z0-9_-]+", "-", name.lower()).strip("-")
-    return label or "pytest"
+def _label_of(name: str, nodeid: str) -> str:
+    """A test's name as a label: lower-case letters, digits, `-` and `_`. A name that does not
+    fit as it is (upper case, parameters in brackets) gets 8 hex digits of its node id after it,
+    so that ``test_greet[Alice]`` and ``test_greet[alice]`` never share a golden."""
+    label = re.sub(r"[^a-z0-9_-]+", "-", name.lower()).strip("-") or "pytest"
+    if label != name:
+        label += "-" + hashlib.sha256(nodeid.encode("utf-8")).hexdigest()[:8]
+    return label
+
+
+#: (scenario, label) → the node id of the test that claimed its golden, for the session (a
+#: process: each pytest-xdist worker keeps its own).
+_CLAIMED: dict = {}
 
 
 def _start(scenario, label, expect, cwd, failure, pace, no_builtin_failures) -> Served:
@@ -179,11 +190,19 @@ def harness_serve(request, monkeypatch):
 
     def start(scenario, *, label=None, expect=None, env=False, cwd=None, failure=(), pace=0,
               no_builtin_failures=False):
-        label = label or _label_of(request.node.name)
+        label = label or _label_of(request.node.name, request.node.nodeid)
         if any(s.scenario == os.fspath(scenario) and s.label == label for s in served):
             raise ValueError(
                 f"{scenario} is already served with label {label!r} in this test: give the "
                 "second one its own label (its runs and goldens are named by it)")
+        # Two tests of the session on one golden would overwrite each other's verdicts.
+        key = (os.path.abspath(os.path.join(cwd or os.getcwd(), os.fspath(scenario))), label)
+        other = _CLAIMED.setdefault(key, request.node.nodeid)
+        if other != request.node.nodeid:
+            raise ValueError(
+                f"{request.node.nodeid} and {other} both serve {scenario} with label "
+                f"{label!r}, so they would share one golden: give one of them its own "
+                "label= (the same test name in two modules does this)")
         s = _start(scenario, label, expect, cwd or os.getcwd(), failure, pace,
                    no_builtin_failures)
         served.append(s)

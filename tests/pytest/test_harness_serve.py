@@ -13,6 +13,7 @@ defence passes and the one without fails with harness's report.
 """
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -124,3 +125,37 @@ def test_the_fixture_serves_judges_and_fails_a_test_with_the_report(pytester, mo
     assert "FAILED test_agent.py::test_the_loop_with_its_defence" not in out
     assert "FAILED test_agent.py::test_a_test_failing_on_its_own - RuntimeError" in out
     assert "FAILED test_agent.py::test_the_verdict_taken_by_the_test" not in out
+
+
+LABELS = """
+import pytest
+
+
+@pytest.mark.parametrize("who", ["Alice", "alice"])
+def test_greet(harness_serve, who):
+    print("LABEL", harness_serve("scenarios/reflex-black-box.toml").label)
+"""
+
+SAME_NAME = """
+def test_same(harness_serve):
+    harness_serve("scenarios/reflex-black-box.toml")
+"""
+
+
+def test_two_tests_never_share_a_golden(pytester, monkeypatch):
+    monkeypatch.delenv("CI", raising=False)
+    (pytester.path / "scenarios").mkdir()
+    shutil.copy(SCENARIO, pytester.path / "scenarios" / "reflex-black-box.toml")
+    # Parameters that differ in case only: the labels differ (a hash of each node id).
+    pytester.makepyfile(test_labels=LABELS)
+    run = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s", "test_labels.py")
+    labels = sorted(re.findall(r"LABEL (\S+)", run.stdout.str()))
+    assert len(labels) == 2 and labels[0] != labels[1], labels
+    assert all(label.startswith("test_greet-alice-") for label in labels), labels
+    # The same test name in two modules: the second is refused, naming both.
+    pytester.makepyfile(test_one=SAME_NAME, test_two=SAME_NAME)
+    run = pytester.runpytest_subprocess("-p", "no:cacheprovider", "test_one.py", "test_two.py")
+    run.stdout.fnmatch_lines([
+        "*test_two.py::test_same and test_one.py::test_same both serve*share one golden*",
+    ])
+
