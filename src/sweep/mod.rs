@@ -406,6 +406,13 @@ pub fn sweep(
 ) -> std::io::Result<Report> {
     let names = order_settings(&mut options.settings);
     let (mut inputs, mut unreadable) = source::discover(&options.paths);
+    // What the whole sweep found, before the partition: shards of one sweep found the same.
+    let found = inputs.len();
+    let mut found_digest = partial::Digest::default();
+    for i in &inputs {
+        found_digest.add(&i.path.to_string_lossy());
+        found_digest.add("\n");
+    }
     if let Some(p) = options.partition {
         let ids: Vec<String> = inputs
             .iter()
@@ -440,10 +447,15 @@ pub fn sweep(
                     .iter()
                     .map(|(p, m)| (p.to_string_lossy().into_owned(), m.clone()))
                     .collect(),
+                inputs: found,
+                inputs_digest: found_digest.value(),
+                shard_files: inputs.len(),
             })
             .as_bytes(),
         )?;
     }
+    // What the partial's records were, for its last line.
+    let (mut wrote_files, mut wrote_runs, mut wrote) = (0, 0, partial::Digest::default());
     let mut folder = Folder::new(names, fires, options.keep_labels)?;
     for (path, message) in unreadable {
         folder.unreadable(path, message);
@@ -458,11 +470,26 @@ pub fn sweep(
         |mut f| -> std::io::Result<()> {
             score_in_order(&options.settings, &mut f);
             if let Some(w) = &mut partial {
-                w.write_all(partial::line(&partial::record(&f)).as_bytes())?;
+                let line = partial::line(&partial::record(&f));
+                wrote.add(&line);
+                wrote_files += 1;
+                wrote_runs += f.runs.len();
+                w.write_all(line.as_bytes())?;
             }
             folder.take(f)
         },
     )?;
+    if let Some(w) = &mut partial {
+        w.write_all(
+            partial::line(&partial::End {
+                format: partial::END.to_owned(),
+                files: wrote_files,
+                runs: wrote_runs,
+                digest: wrote.value(),
+            })
+            .as_bytes(),
+        )?;
+    }
     let report = folder.finish()?;
     // Every external detector's input closed at once: their exit grace runs side by side.
     for s in &options.settings {

@@ -3,10 +3,17 @@
 //! report one sweep over everything gives — the same CSV, fires, labels and page, byte for byte.
 //!
 //! A partial is JSON lines: a [`Header`] (the paths swept, the settings, the shard, a digest of
-//! the labels), then one [`FileRecord`] per file in the sweep's file order: its located errors,
-//! its note, and per run its label and where each setting fired. Merging reads the shards side
-//! by side, one record of each at a time, and folds the records in the order one sweep would
-//! (the files' sorted paths), so memory stays bounded by the run, not the corpus.
+//! the labels, how many input files the whole sweep found and a digest of their paths), then
+//! one [`FileRecord`] per file in the sweep's file order: its located errors, its note, and per
+//! run its label and where each setting fired; then an [`End`] line: how many files and runs
+//! the shard wrote and a digest of those lines. Merging reads the shards side by side, one
+//! record of each at a time, and folds the records in the order one sweep would (the files'
+//! sorted paths), so memory stays bounded by the run, not the corpus.
+//!
+//! A merge checks what it merges and refuses, naming the partial, before anything is written:
+//! shards that found other input files (a checkout missing some), a partial cut short (no
+//! `End`, or counts and digest that differ from its lines), a record repeated or out of order,
+//! a file that is not regular (`/dev/zero`), a line past [`MAX_LINE`].
 
 use super::{FileScore, RunScore, labels::Label, source::Input};
 use crate::detector::{Fire, Verdict};
@@ -18,8 +25,12 @@ use std::path::{Path, PathBuf};
 
 /// The header's `format`.
 pub const FORMAT: &str = "harness-sweep-partial";
-/// The version this harness writes and reads.
-pub const VERSION: u32 = 1;
+/// The version this harness writes and reads (2: the inputs in the header, the `End` line).
+pub const VERSION: u32 = 2;
+/// The last line's `format`.
+pub const END: &str = "harness-sweep-partial-end";
+/// The longest line of a partial read (a file's record): past it the partial is refused.
+pub const MAX_LINE: u64 = crate::limits::MAX_TRANSCRIPT_BYTES;
 
 /// A setting as the outputs name it: detector id and rendered parameters.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -49,6 +60,43 @@ pub struct Header {
     pub labels: u64,
     /// Paths that could not be read, with why (the first shard's only).
     pub unreadable: Vec<(String, String)>,
+    /// How many input files the whole sweep found (every shard's, before the partition).
+    pub inputs: usize,
+    /// FNV-1a of those files' paths, in order: shards of one sweep found the same files.
+    pub inputs_digest: u64,
+    /// How many of them are this shard's: its `End` must say as many.
+    pub shard_files: usize,
+}
+
+/// The last line of a partial: what it wrote, so that a partial cut short is told from a
+/// whole one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct End {
+    /// Always [`END`].
+    pub format: String,
+    /// File records written.
+    pub files: usize,
+    /// Runs in them.
+    pub runs: usize,
+    /// FNV-1a of the record lines (each with its line break), in order.
+    pub digest: u64,
+}
+
+/// The digest of a list of lines (each as written, with its line break).
+#[derive(Default)]
+pub(super) struct Digest(fnv::FnvHasher);
+
+impl Digest {
+    pub(super) fn add(&mut self, line: &str) {
+        use std::hash::Hasher as _;
+        self.0.write(line.as_bytes());
+    }
+
+    pub(super) fn value(&self) -> u64 {
+        use std::hash::Hasher as _;
+        self.0.finish()
+    }
 }
 
 /// A diagnostic as a partial keeps it: what the outputs print of it.
@@ -234,33 +282,139 @@ pub fn partition_name(p: Option<Partition>) -> String {
     }
 }
 
+/// One line of at most [`MAX_LINE`] bytes (its line break left out); `None` at the end.
+fn bounded_line(
+    reader: &mut std::io::BufReader<std::fs::File>,
+    path: &Path,
+    at: usize,
+) -> Result<Option<String>, Diagnostic> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    let n = reader
+        .by_ref()
+        .take(MAX_LINE + 1)
+        .read_until(b'\n', &mut bytes)
+        .map_err(|e| Diagnostic::new(format!("cannot read: {e}")).in_file(path))?;
+    if n == 0 {
+        return Ok(None);
+    }
+    if bytes.last() == Some(&b'\n') {
+        bytes.pop();
+    } else if bytes.len() as u64 > MAX_LINE {
+        return Err(Diagnostic::at(at, 1, format!("a line longer than {MAX_LINE} bytes"))
+            .in_file(path)
+            .hint("a partial sweep is written by `harness sweep --partial`; write it again rather than edit it"));
+    }
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| Diagnostic::at(at, 1, "a line that is not UTF-8").in_file(path))
+}
+
 /// One partial being read: its header and its next record.
 struct Reader {
     path: PathBuf,
-    lines: std::io::Lines<std::io::BufReader<std::fs::File>>,
+    reader: std::io::BufReader<std::fs::File>,
     line: usize,
     next: Option<FileRecord>,
+    /// The key of the last record read (records come in sweep order, once each).
+    last: Option<(PathBuf, String)>,
+    /// The files its header says are its shard's.
+    shard_files: usize,
+    /// What was read so far, for the `End` line.
+    files: usize,
+    runs: usize,
+    digest: Digest,
 }
 
 impl Reader {
     fn advance(&mut self) -> Result<(), Diagnostic> {
+        let again = "a partial sweep is written by `harness sweep --partial`; write it again rather than edit it";
         self.next = None;
-        for text in self.lines.by_ref() {
+        while let Some(text) = bounded_line(&mut self.reader, &self.path, self.line + 1)? {
             self.line += 1;
-            let text =
-                text.map_err(|e| Diagnostic::new(format!("cannot read: {e}")).in_file(&self.path))?;
             if text.trim().is_empty() {
                 continue;
             }
-            let record = serde_json::from_str::<FileRecord>(&text).map_err(|e| {
-                Diagnostic::at(self.line, e.column().max(1), format!("not a file record: {e}"))
+            if let Some(end) = serde_json::from_str::<End>(&text)
+                .ok()
+                .filter(|e| e.format == END)
+            {
+                let wrote = (self.files, self.runs, self.digest.value());
+                if end.files != self.shard_files {
+                    return Err(Diagnostic::at(
+                        self.line,
+                        1,
+                        format!(
+                            "the shard holds {} of the {} file(s) it was to sweep: the sweep that wrote it stopped early",
+                            end.files, self.shard_files
+                        ),
+                    )
                     .in_file(&self.path)
-                    .hint("a partial sweep is written by `harness sweep --partial`; write it again rather than edit it")
+                    .hint("sweep the shard again to its end; nothing was written"));
+                }
+                if (end.files, end.runs, end.digest) != wrote {
+                    return Err(Diagnostic::at(
+                        self.line,
+                        1,
+                        format!(
+                            "the partial's end says {} file(s) and {} run(s), but {} and {} were read before it (or their lines differ from what was written)",
+                            end.files, end.runs, wrote.0, wrote.1
+                        ),
+                    )
+                    .in_file(&self.path)
+                    .hint(again));
+                }
+                // Nothing may follow the end.
+                while let Some(more) = bounded_line(&mut self.reader, &self.path, self.line + 1)? {
+                    self.line += 1;
+                    if !more.trim().is_empty() {
+                        return Err(
+                            Diagnostic::at(self.line, 1, "a line after the partial's end")
+                                .in_file(&self.path)
+                                .hint(again),
+                        );
+                    }
+                }
+                return Ok(());
+            }
+            let record = serde_json::from_str::<FileRecord>(&text).map_err(|e| {
+                Diagnostic::at(
+                    self.line,
+                    e.column().max(1),
+                    format!("not a file record: {e}"),
+                )
+                .in_file(&self.path)
+                .hint(again)
             })?;
+            let key = (PathBuf::from(&record.path), record.rel.clone());
+            if self.last.as_ref().is_some_and(|last| key <= *last) {
+                return Err(Diagnostic::at(
+                    self.line,
+                    1,
+                    format!(
+                        "the record of {} is {} (records come once each, in the sweep's file order)",
+                        record.path,
+                        if self.last.as_ref() == Some(&key) { "repeated" } else { "out of order" }
+                    ),
+                )
+                .in_file(&self.path)
+                .hint(again));
+            }
+            self.last = Some(key);
+            self.files += 1;
+            self.runs += record.runs.len();
+            self.digest.add(&text);
+            self.digest.add("\n");
             self.next = Some(record);
-            break;
+            return Ok(());
         }
-        Ok(())
+        Err(Diagnostic::at(
+            self.line.max(1),
+            1,
+            "the partial ends without its last line: it was cut short (an upload or a copy that did not finish)",
+        )
+        .in_file(&self.path)
+        .hint("take the shard's partial again from the machine that swept it, or sweep the shard again; nothing was written"))
     }
 
     fn key(&self) -> Option<(&Path, &str)> {
@@ -276,14 +430,11 @@ pub fn open(paths: &[PathBuf]) -> Result<(Header, Records), Diagnostic> {
     let mut readers = Vec::new();
     let mut headers: Vec<(PathBuf, Header)> = Vec::new();
     for path in paths {
-        let file = std::fs::File::open(path)
+        // A regular file only: `/dev/zero` or a FIFO is refused before it is read.
+        let (file, _) = crate::store::guard::open_regular_sized(path, "partial sweep")
             .map_err(|e| Diagnostic::new(format!("cannot read: {e}")).in_file(path))?;
-        let mut lines = std::io::BufReader::new(file).lines();
-        let first = lines
-            .next()
-            .transpose()
-            .map_err(|e| Diagnostic::new(format!("cannot read: {e}")).in_file(path))?
-            .unwrap_or_default();
+        let mut reader = std::io::BufReader::new(file);
+        let first = bounded_line(&mut reader, path, 1)?.unwrap_or_default();
         let not_partial = || {
             Diagnostic::at(1, 1, "not a partial sweep")
                 .in_file(path)
@@ -293,23 +444,28 @@ pub fn open(paths: &[PathBuf]) -> Result<(Header, Records), Diagnostic> {
         if header.format != FORMAT {
             return Err(not_partial());
         }
-        if header.version > VERSION {
+        if header.version != VERSION {
             return Err(Diagnostic::at(
                 1,
                 1,
                 format!(
-                    "partial sweep version {} is newer than this harness reads ({VERSION})",
+                    "partial sweep version {} is not the one this harness reads ({VERSION})",
                     header.version
                 ),
             )
             .in_file(path)
-            .hint("merge with the harness that swept the shards"));
+            .hint("sweep the shards and merge them with one harness"));
         }
         let mut r = Reader {
             path: path.clone(),
-            lines,
+            reader,
             line: 1,
             next: None,
+            last: None,
+            shard_files: header.shard_files,
+            files: 0,
+            runs: 0,
+            digest: Digest::default(),
         };
         r.advance()?;
         readers.push(r);
@@ -345,6 +501,16 @@ pub fn open(paths: &[PathBuf]) -> Result<(Header, Records), Diagnostic> {
         }
         if h.transcript_format != first.transcript_format {
             return Err(differs("--format"));
+        }
+        if (h.inputs, h.inputs_digest) != (first.inputs, first.inputs_digest) {
+            return Err(Diagnostic::new(format!(
+                "{} and {} are not shards of one sweep: they found other input files ({} and {}; a checkout missing some, or another corpus)",
+                first_path.display(),
+                path.display(),
+                first.inputs,
+                h.inputs
+            ))
+            .hint("sweep every shard on the same files; nothing was written"));
         }
         let p = shard(h, path)?;
         if p.by_hash != want.by_hash || p.n != want.n {

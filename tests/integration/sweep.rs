@@ -1436,10 +1436,11 @@ fn a_sweep_split_into_shards_and_merged_is_one_sweep() {
             .expect_stdout(&format!("(shard {shard})"));
             partials.push(partial);
         }
-        // The shards share the files out: each has some, none all.
+        // The shards share the files out: each has some, none all (a header, the files' records,
+        // the end).
         let runs: Vec<usize> = partials
             .iter()
-            .map(|f| p.read(f).lines().count() - 1)
+            .map(|f| p.read(f).lines().count() - 2)
             .collect();
         assert!(
             runs.iter().all(|&n| n > 0) && runs.iter().sum::<usize>() == 52,
@@ -1461,8 +1462,58 @@ fn a_sweep_split_into_shards_and_merged_is_one_sweep() {
             );
         }
     }
+    // Partials that are not what their shard wrote: a copy cut short, a record given twice,
+    // records out of order, a shard swept on a checkout missing files, a stopped shard.
+    let whole = p.read("count-2.jsonl");
+    let lines: Vec<&str> = whole.lines().collect();
+    let n = lines.len();
+    let join = |ls: &[&str]| ls.iter().map(|l| format!("{l}\n")).collect::<String>();
+    p.write("cut.jsonl", join(&lines[..n - 1]));
+    let mut twice = lines.clone();
+    twice.insert(2, lines[1]);
+    p.write("twice.jsonl", join(&twice));
+    let mut swapped = lines.clone();
+    swapped.swap(1, 2);
+    p.write("swapped.jsonl", join(&swapped));
+    let mut header: serde_json::Value = serde_json::from_str(lines[0]).expect("a header");
+    header["inputs"] = serde_json::json!(23);
+    let elsewhere = header.to_string();
+    let mut other = lines.clone();
+    other[0] = &elsewhere;
+    p.write("elsewhere.jsonl", join(&other));
+    // A sweep stopped early writes fewer records than its header says are its shard's.
+    let mut header: serde_json::Value = serde_json::from_str(lines[0]).expect("a header");
+    header["shard_files"] = serde_json::json!(header["shard_files"].as_u64().unwrap_or(0) + 1);
+    let more = header.to_string();
+    let mut stopped = lines.clone();
+    stopped[0] = &more;
+    p.write("stopped.jsonl", join(&stopped));
     // Not the whole sweep: refused, and nothing written.
     for (partials, says) in [
+        (
+            &["count-1.jsonl", "cut.jsonl", "count-3.jsonl"][..],
+            "the partial ends without its last line: it was cut short",
+        ),
+        (
+            &["count-1.jsonl", "twice.jsonl", "count-3.jsonl"][..],
+            "is repeated (records come once each",
+        ),
+        (
+            &["count-1.jsonl", "swapped.jsonl", "count-3.jsonl"][..],
+            "is out of order (records come once each",
+        ),
+        (
+            &["count-1.jsonl", "elsewhere.jsonl", "count-3.jsonl"][..],
+            "they found other input files (52 and 23",
+        ),
+        (
+            &["count-1.jsonl", "stopped.jsonl", "count-3.jsonl"][..],
+            "the sweep that wrote it stopped early",
+        ),
+        (
+            &["count-1.jsonl", "/dev/zero", "count-3.jsonl"][..],
+            "harness reads regular files",
+        ),
         (
             &["count-1.jsonl", "count-2.jsonl"][..],
             "shard(s) 3 of 3 missing",
