@@ -194,6 +194,61 @@ pub fn cassette(data: &[u8]) -> bool {
     replay.miss.is_none() && replay.gap.is_none()
 }
 
+/// `tool_schema`: any JSON as a tool's parameters schema (as an agent offers it to the suite):
+/// arguments of every kind are made, within the generation's bounds — at most its budget of
+/// string bytes, and of values each no longer than the schema's own names. Whether the input
+/// was JSON. (A hang is the fuzzer's `-timeout` to find.)
+pub fn tool_schema(data: &[u8]) -> bool {
+    use crate::llm::Arguments;
+    use crate::scenario::{Generate, generate};
+    let Ok(schema) = serde_json::from_slice::<serde_json::Value>(data) else {
+        return false;
+    };
+    let seed = generate::seed("fuzz/tool_schema", data.len() as u64);
+    let bound = generate::MAX_BYTES + generate::MAX_NODES * (data.len() + 64);
+    for how in [
+        Generate::Valid,
+        Generate::Empty,
+        Generate::MissingRequired,
+        Generate::WrongType,
+        Generate::Truncated,
+    ] {
+        let text = match generate::arguments(&schema, how, seed) {
+            Arguments::Parsed(v) => serde_json::to_string(&v).unwrap_or_default(),
+            Arguments::Raw(s) => s,
+        };
+        assert!(
+            text.len() <= bound,
+            "{how:?} arguments of {} bytes from a schema of {}",
+            text.len(),
+            data.len()
+        );
+        let _ = generate::invalidity(&schema, how);
+    }
+    let _ = generate::required_fields(&schema);
+    true
+}
+
+/// `sweep_partial`: any bytes as the one partial of a whole sweep, merged by `sweep --merge`:
+/// merged, or refused with a diagnostic that has a message. Whether it merged.
+pub fn sweep_partial(data: &[u8]) -> bool {
+    let path =
+        std::env::temp_dir().join(format!("harness-fuzz-partial-{}.jsonl", std::process::id()));
+    if std::fs::write(&path, data).is_err() {
+        return false;
+    }
+    let merged = crate::sweep::merge(std::slice::from_ref(&path), None, false);
+    let _ = std::fs::remove_file(&path);
+    match merged {
+        Ok(Ok(_)) => true,
+        Ok(Err(d)) => {
+            assert!(!d.message.is_empty(), "a refusal without a message");
+            false
+        }
+        Err(_) => false,
+    }
+}
+
 /// `transcript`: every format forced and detected, whole and as JSON lines; an imported run
 /// renders to a trace file that reads back. The runs read.
 pub fn transcript(data: &[u8]) -> usize {
@@ -621,10 +676,12 @@ mod tests {
             }
         }
 
-        let round_trips: [(&str, Target); 3] = [
+        let round_trips: [(&str, Target); 5] = [
             ("baseline", fuzzing::baseline),
             ("results", fuzzing::results),
             ("project_file", fuzzing::project_file),
+            ("tool_schema", fuzzing::tool_schema),
+            ("sweep_partial", fuzzing::sweep_partial),
         ];
         for (target, run) in round_trips {
             let seeds = inputs(&format!("fuzz/seeds/{target}"));
