@@ -489,9 +489,41 @@ fn row_key(id: &str) -> &str {
     scenario.rsplit('/').next().unwrap_or(scenario)
 }
 
-/// Text in a Markdown table cell: `|` escaped, line breaks as spaces.
+/// Text for a line or table cell of the Markdown scorecard. Labels, titles, an agent's words
+/// and tool names are not harness's, and must not become markup (an `<img>`, a link, bold):
+/// outside code spans, Markdown's and HTML's punctuation is escaped; a code span (`…`) stays
+/// code, its content literal; a backtick without its pair is escaped; `|` is escaped
+/// everywhere (a table cell), and a newline is a space.
 fn md(text: &str) -> String {
-    text.replace('|', "\\|").replace(['\n', '\r'], " ")
+    let text = text.replace(['\n', '\r'], " ");
+    let parts: Vec<&str> = text.split('`').collect();
+    let balanced = parts.len() % 2 == 1;
+    let mut out = String::with_capacity(text.len() + 8);
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            out.push_str(if balanced { "`" } else { "\\`" });
+        }
+        let code = balanced && i % 2 == 1;
+        for c in part.chars() {
+            match c {
+                '|' => out.push_str("\\|"),
+                '\\' | '*' | '_' | '[' | ']' | '<' | '>' | '!' | '~' | '#' | '&' if !code => {
+                    out.push('\\');
+                    out.push(c);
+                }
+                _ => out.push(c),
+            }
+        }
+    }
+    out
+}
+
+/// Text put inside a code span of the Markdown scorecard (a case's file stem): no backtick can
+/// end the span early, no `|` can end the cell.
+fn md_code(text: &str) -> String {
+    text.replace(['\n', '\r'], " ")
+        .replace('`', "'")
+        .replace('|', "\\|")
 }
 
 /// The scorecard: several loops' cards side by side, as Markdown — a summary table (score,
@@ -525,7 +557,7 @@ pub fn scorecard(loops: &[(String, Vec<&CaseResult>)]) -> String {
         out.push_str(&"---|".repeat(loops.len()));
         out.push('\n');
         for (key, title) in rows {
-            let _ = write!(out, "| {} <sub>`{}`</sub> |", md(title), md(key));
+            let _ = write!(out, "| {} <sub>`{}`</sub> |", md(title), md_code(key));
             for (_, cases) in loops {
                 let found = card_of(cases, key);
                 let _ = write!(
@@ -547,7 +579,7 @@ pub fn scorecard(loops: &[(String, Vec<&CaseResult>)]) -> String {
         }
         out.push_str("\n\n");
         for (key, verdict) in missed {
-            let _ = writeln!(out, "- `{key}`: {}", md(&verdict));
+            let _ = writeln!(out, "- `{}`: {}", md_code(key), md(&verdict));
         }
     }
     out
@@ -581,6 +613,26 @@ mod tests {
                 last_output: None,
             }),
         }
+    }
+
+    #[test]
+    fn what_harness_did_not_write_never_becomes_markup() {
+        assert_eq!(
+            md("<img src=x onerror=alert(1)> [a](http://e) **b**"),
+            "\\<img src=x onerror=alert(1)\\> \\[a\\](http://e) \\*\\*b\\*\\*"
+        );
+        // Code spans stay code: their content is literal, so it is left as it is.
+        assert_eq!(
+            md("the valid call `write_stdin` failed: <b>"),
+            "the valid call `write_stdin` failed: \\<b\\>"
+        );
+        // A lone backtick cannot open a span that swallows the rest; cells stay cells.
+        assert_eq!(md("a`b|c\nd"), "a\\`b\\|c d");
+        assert_eq!(md_code("x`y|z"), "x'y\\|z");
+        let loops = [("<b>mine</b>".to_owned(), vec![])];
+        let text = scorecard(&loops);
+        assert!(text.contains("| \\<b\\>mine\\</b\\> |"), "{text}");
+        assert!(!text.contains("<b>"), "{text}");
     }
 
     #[test]
