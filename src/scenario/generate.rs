@@ -314,6 +314,24 @@ const WORDS: [&str; 8] = [
     "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
 ];
 
+/// The word a generated shell command prints, when `value` of the argument `field` is one:
+/// `echo WORD-N` (or `["echo", "WORD-N"]`) in a shell tool's command parameter, as
+/// [`arguments`] makes a valid call of it. Its output must hold the word: a result without it
+/// is a command that did not run (the failure shape `no-echo`).
+pub fn echoed_word<'v>(field: &str, value: &'v Value) -> Option<&'v str> {
+    if !SHELL_FIELDS.contains(&field.to_ascii_lowercase().as_str()) {
+        return None;
+    }
+    let word = match value {
+        Value::String(s) => s.strip_prefix("echo ")?,
+        Value::Array(items) if items.len() == 2 && items[0] == "echo" => items[1].as_str()?,
+        _ => return None,
+    };
+    let (head, n) = word.rsplit_once('-')?;
+    (WORDS.contains(&head) && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        .then_some(word)
+}
+
 /// One generation: the schema's root (for `$ref`s) and what is left of the budget — values,
 /// bytes, and the validator's visits, which every check of this generation spends.
 struct Gen<'a> {

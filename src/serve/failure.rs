@@ -40,7 +40,11 @@
 //!      "does not exist", "no such file", "cannot find", "could not find", `ENOENT` — as a
 //!      tool that throws on a made-up path reads when the agent sends the bare message
 //!      (opencode: "File /work/charlie-878 not found"). Only with the call's arguments
-//!      ([`FailureRules::classify_call`]).
+//!      ([`FailureRules::classify_call`]);
+//!    - `no-echo`: the result of a shell command harness generated to succeed (`echo WORD-N`
+//!      in a shell tool's command parameter) that does not hold the word it prints: the
+//!      command did not run (a sandbox's refusal, a tool that failed without saying so).
+//!      Only with the call's arguments too.
 //!
 //!    The JSON-error shape also takes zod's issue arrays (objects with `code` and `message`,
 //!    and usually `path`), as the AI SDK sends them. A framework that sends a bare exception
@@ -130,8 +134,19 @@ impl FailureRules {
         args: Option<&Value>,
     ) -> Option<String> {
         self.classify(is_error, text).or_else(|| {
-            (self.builtin && args.is_some_and(|a| names_missing_argument(text, a)))
-                .then(|| "not-found".to_owned())
+            let args = args.filter(|_| self.builtin)?;
+            if names_missing_argument(text, args) {
+                return Some("not-found".to_owned());
+            }
+            // A command harness made to succeed (`echo WORD-N`) whose output lacks the word:
+            // it did not run, whatever the agent's words for that are.
+            let unechoed = args.as_object().is_some_and(|o| {
+                o.iter().any(|(field, v)| {
+                    crate::scenario::generate::echoed_word(field, v)
+                        .is_some_and(|word| !text.contains(word))
+                })
+            });
+            unechoed.then(|| "no-echo".to_owned())
         })
     }
 }
@@ -572,6 +587,31 @@ mod tests {
         let short = json!({"path": "a.rs"});
         assert_eq!(r.classify_call(None, "a.rs not found", Some(&short)), None);
         assert_eq!(r.classify_call(None, "File x-12345 not found", None), None);
+        // A generated `echo` whose output lacks its word did not run.
+        let shell = json!({"command": "echo bravo-732"});
+        assert_eq!(r.classify_call(None, "bravo-732\n", Some(&shell)), None);
+        assert_eq!(
+            r.classify_call(
+                None,
+                "Chunk ID: 1\nProcess exited with code 0\nOutput:\nbravo-732",
+                Some(&shell)
+            ),
+            None
+        );
+        assert_eq!(
+            r.classify_call(None, "ripgrep execution failed", Some(&shell))
+                .as_deref(),
+            Some("no-echo")
+        );
+        let argv = json!({"cmd": ["echo", "golf-5"]});
+        assert_eq!(
+            r.classify_call(None, "blocked by the sandbox", Some(&argv))
+                .as_deref(),
+            Some("no-echo")
+        );
+        // Not harness's own command shape: nothing is assumed.
+        let mine = json!({"command": "echo hello"});
+        assert_eq!(r.classify_call(None, "", Some(&mine)), None);
         let off = FailureRules::new(&[], false).expect("valid");
         assert_eq!(
             off.classify_call(None, "File charlie-878 not found", Some(&edit)),

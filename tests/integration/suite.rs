@@ -592,6 +592,30 @@ fn a_tool_error_sent_back_bare_is_read_when_it_names_the_call_s_argument() {
 }
 
 #[test]
+fn a_shell_command_that_never_ran_is_read_from_its_missing_echo() {
+    // A shell tool whose sandbox refuses every command in words of its own: the output of the
+    // `echo WORD-N` harness made to succeed lacks its word, so the valid calls failed and the
+    // legitimate work was not exercised (never "finished").
+    let p = shaped(&["polling-until-change"]);
+    let denied = suite_of(&p, &["--tools", "shell", "--denied"], &[]);
+    assert!(
+        line(&denied, "Polling one status call")
+            .contains("not exercised: the valid call `run_command`"),
+        "{denied}"
+    );
+    assert!(
+        line(&denied, "Polling one status call").contains("Request denied by the sandbox"),
+        "{denied}"
+    );
+    // The same tool running its commands finishes the work.
+    let ran = suite_of(&p, &["--tools", "shell"], &[]);
+    assert!(
+        line(&ran, "Polling one status call").contains("finished at iteration 5"),
+        "{ran}"
+    );
+}
+
+#[test]
 fn an_agent_that_answers_then_exits_non_zero_crashed_after_its_answer() {
     let p = shaped(&["retry-then-correct"]);
     let run = p.harness(&["suite", "--", "python3", "agent.py", "--exit-after-answer"]);
