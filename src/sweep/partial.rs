@@ -258,15 +258,14 @@ pub(super) fn line<T: Serialize>(value: &T) -> String {
 
 /// The digest of a labels file's runs.
 pub fn labels_digest(labels: &std::collections::BTreeMap<String, Label>) -> u64 {
-    use std::hash::Hasher as _;
     if labels.is_empty() {
         return 0;
     }
-    let mut h = fnv::FnvHasher::default();
+    let mut d = Digest::default();
     for l in labels.values() {
-        h.write(line(l).as_bytes());
+        d.add(&line(l));
     }
-    h.finish()
+    d.value()
 }
 
 /// The shard's name in a header.
