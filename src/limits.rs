@@ -31,6 +31,9 @@ pub const MAX_CASSETTE_BYTES: u64 = 64 * MIB;
 /// Largest transcript file read (`harness import`, `sweep`); the public corpora's files are
 /// under 4 MiB.
 pub const MAX_TRANSCRIPT_BYTES: u64 = 64 * MIB;
+
+/// A scorecard's `--preface` (Markdown a person wrote) and a sweep's `--labels` file.
+pub const MAX_SIDE_INPUT_BYTES: u64 = 16 * MIB;
 /// Largest answer (a body, or a stream's events together) `harness record` keeps from one
 /// request; a larger one stops the recording, since a cassette holding it could not replay.
 pub const MAX_RESPONSE_BYTES: u64 = 8 * MIB;

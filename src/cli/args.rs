@@ -206,7 +206,7 @@ pub(super) struct SuiteArgs {
     #[arg(long, value_name = "MS", default_value_t = 60_000)]
     pub(super) timeout_ms: u64,
     /// With a command: the runs' label (case id `<scenario id>@<label>`).
-    #[arg(long, value_name = "NAME", default_value = "agent")]
+    #[arg(long, value_name = "NAME", default_value = "agent", value_parser = label_parser)]
     pub(super) label: String,
     /// Write the results with each case's card as JSON (what `harness merge` reads).
     #[arg(long, value_name = "FILE")]
@@ -385,6 +385,21 @@ fn diff_limit(s: &str) -> Result<usize, String> {
 }
 
 /// `--jobs`: 1 to [`crate::limits::MAX_JOBS`] worker threads.
+/// A runs' label: it names case ids, goldens and a folder of agent logs, so it is one
+/// non-empty file name of letters, digits, `-`, `_`, `.` and `+` (not `.` or `..`), at most
+/// 100 bytes.
+fn label_parser(text: &str) -> Result<String, String> {
+    let fits = |c: char| c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | '+');
+    if text.is_empty() || text.len() > 100 || text == "." || text == ".." || !text.chars().all(fits)
+    {
+        return Err(format!(
+            "`{}` is no label: use one name of letters, digits, `-`, `_`, `.` and `+` (at most 100 bytes), as it names goldens and a folder",
+            crate::escape::escape_controls(text)
+        ));
+    }
+    Ok(text.to_owned())
+}
+
 pub(super) fn jobs_parser() -> impl clap::builder::TypedValueParser<Value = usize> {
     clap::value_parser!(u64)
         .range(1..=crate::limits::MAX_JOBS)
@@ -628,7 +643,7 @@ pub(super) struct ServeArgs {
     pub(super) allow_remote: bool,
     /// Name of the runs in the printed traces (`<scenario id>@<label>`), and with `--judge` of
     /// their goldens.
-    #[arg(long, default_value = "serve", value_name = "NAME")]
+    #[arg(long, default_value = "serve", value_name = "NAME", value_parser = label_parser)]
     pub(super) label: String,
     /// Write each conversation's trace as JSON lines into this folder instead of printing it.
     #[arg(long, value_name = "DIR")]
@@ -669,7 +684,7 @@ pub(super) struct ExecArgs {
     #[arg(long, default_value_t = 60_000, value_name = "MS")]
     pub(super) timeout_ms: u64,
     /// Name of the runs: case id `<scenario id>@<label>`, and their profile in the summary.
-    #[arg(long, default_value = "exec", value_name = "NAME")]
+    #[arg(long, default_value = "exec", value_name = "NAME", value_parser = label_parser)]
     pub(super) label: String,
     /// Judge with the expectations the scenario states for this profile (its own, or a
     /// `[compare.NAME]`); default: golden only.

@@ -29,12 +29,32 @@ fn fail(d: &Diagnostic) -> ExitStatus {
 
 /// Refuse, before anything runs, an output that would replace one of the command's inputs or
 /// be read back as one ([`store::output_over_input`]): `outputs` as (flag, path), `inputs` the
-/// paths the command was given, `reads` the names it reads from a folder. Exit 2.
+/// paths the command was given, `reads` the names it reads from a folder; and two outputs on
+/// one file (the first would be lost). Exit 2.
 fn output_over_input(
     outputs: &[(&str, Option<&std::path::Path>)],
     inputs: &[std::path::PathBuf],
     reads: impl Fn(&std::path::Path) -> bool,
 ) -> Option<ExitStatus> {
+    let given: Vec<(&str, &std::path::Path)> = outputs
+        .iter()
+        .filter_map(|(f, p)| Some((*f, (*p)?)))
+        .collect();
+    for (i, (flag, output)) in given.iter().enumerate() {
+        if let Some((other, _)) = given[..i]
+            .iter()
+            .find(|(_, o)| crate::store::same_place(o, output))
+        {
+            return Some(fail(
+                &Diagnostic::new(format!(
+                    "{flag} {} is also where {other} goes: one would replace the other",
+                    output.display()
+                ))
+                .hint("give each output a file of its own")
+                .status(ExitStatus::BadInput),
+            ));
+        }
+    }
     for (flag, output) in outputs {
         let Some(output) = output else { continue };
         for input in inputs {

@@ -138,6 +138,15 @@ pub(super) fn merge(args: MergeArgs, setup: &Setup) -> anyhow::Result<ExitStatus
         Ok(m) => m,
         Err(d) => return Ok(fail(&d)),
     };
+    if let Some(s) = &merged.stopped {
+        // Its merged results keep the mark (`harness scorecard` refuses them as it refuses
+        // the shard).
+        let _ = writeln!(
+            anstream::stderr(),
+            "harness merge: the shards hold a suite {}: the merged results are incomplete",
+            s.line()
+        );
+    }
     Ok(verdict::report(&outputs, &setup.layout, |r| {
         merged.replay(r)
     })?)

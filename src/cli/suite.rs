@@ -351,12 +351,18 @@ pub(super) fn suite(args: &SuiteArgs, setup: &Setup) -> anyhow::Result<ExitStatu
 pub(super) fn scorecard(args: &ScorecardArgs) -> anyhow::Result<ExitStatus> {
     // Each file read on its own (they are not shards of one run: each is a loop's run of the
     // same suite); a loop is a profile (or an agent's label) of a file.
+    let inputs: Vec<PathBuf> = args
+        .results
+        .iter()
+        .chain(args.preface.as_ref())
+        .cloned()
+        .collect();
     if let Some(refused) = super::output_over_input(
         &[
             ("--markdown", args.markdown.as_deref()),
             ("--html", args.html.as_deref()),
         ],
-        &args.results,
+        &inputs,
         |_| false,
     ) {
         return Ok(refused);
@@ -382,7 +388,29 @@ pub(super) fn scorecard(args: &ScorecardArgs) -> anyhow::Result<ExitStatus> {
                 ));
             }
         }
-        for (_, c) in collected.cases().filter(|(_, c)| c.card.is_some()) {
+        // No card taken as written: each read against its case and its trace.
+        let text =
+            match store::read_input_text(path, "results file", crate::limits::MAX_RESULTS_BYTES) {
+                Ok(t) => t,
+                Err(e) => {
+                    return Ok(fail(
+                        &e.diagnostic(path, "cannot read: ")
+                            .status(ExitStatus::BadInput),
+                    ));
+                }
+            };
+        let incomplete = args.allow_incomplete && collected.stopped.is_some();
+        if let Err(d) =
+            crate::verdict::scorecard::check(collected, path, &text, &BUNDLED, incomplete)
+        {
+            return Ok(fail(&d
+                .hint("a card is scored as its case and saved trace read; give the results `harness suite --json` wrote, unedited, where the suite's files are")
+                .status(ExitStatus::BadInput)));
+        }
+        for (_, c) in collected.cases() {
+            if c.card.is_none() {
+                continue;
+            }
             match here.iter_mut().find(|(who, _)| *who == c.row.profile) {
                 Some((_, cases)) => cases.push(c),
                 None => here.push((c.row.profile.clone(), vec![c])),
@@ -418,16 +446,17 @@ pub(super) fn scorecard(args: &ScorecardArgs) -> anyhow::Result<ExitStatus> {
         }
     }
     let preface = match &args.preface {
-        Some(p) => match std::fs::read_to_string(p) {
-            Ok(t) => t,
-            Err(e) => {
-                return Ok(fail(
-                    &Diagnostic::whole_file(format!("cannot read: {e}"))
-                        .in_file(p)
-                        .status(ExitStatus::BadInput),
-                ));
+        Some(p) => {
+            match store::read_input_text(p, "preface", crate::limits::MAX_SIDE_INPUT_BYTES) {
+                Ok(t) => t,
+                Err(e) => {
+                    return Ok(fail(
+                        &e.diagnostic(p, "cannot read: ")
+                            .status(ExitStatus::BadInput),
+                    ));
+                }
             }
-        },
+        }
         None => String::new(),
     };
     let mut text = preface.clone();
@@ -455,7 +484,8 @@ pub(super) fn scorecard(args: &ScorecardArgs) -> anyhow::Result<ExitStatus> {
     for (who, cases) in &loops {
         let _ = writeln!(
             err,
-            "harness scorecard: {who}: {}",
+            "harness scorecard: {}: {}",
+            crate::escape::escape_controls(who),
             crate::report::card::score(cases.iter().copied()).line()
         );
     }

@@ -28,7 +28,12 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<ExitStatus> {
             ("--html", args.html.as_deref()),
             ("--partial", args.partial.as_deref()),
         ],
-        &args.paths,
+        &args
+            .paths
+            .iter()
+            .chain(&args.labels)
+            .cloned()
+            .collect::<Vec<_>>(),
         |p| sweep::source::kind_of(p).is_some(),
     ) {
         return Ok(refused);
@@ -87,8 +92,17 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<ExitStatus> {
         };
         let given = match &args.labels {
             Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .with_context(|| format!("cannot read {}", path.display()))?;
+                let text = match store::read_input_text(
+                    path,
+                    "labels file",
+                    crate::limits::MAX_SIDE_INPUT_BYTES,
+                ) {
+                    Ok(t) => t,
+                    Err(e) => {
+                        report_error(&mut err, path, &e.diagnostic(path, "cannot read: "))?;
+                        return Ok(ExitStatus::BadInput);
+                    }
+                };
                 match labels::parse(&text) {
                     Ok(l) => l,
                     Err(e) => {
@@ -332,6 +346,13 @@ pub(super) fn import(args: ImportArgs) -> anyhow::Result<ExitStatus> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
     let (inputs, unreadable) = sweep::source::discover(&args.files);
+    // The inputs where they are, to keep every run's file off them.
+    let input_paths: std::collections::BTreeMap<std::path::PathBuf, std::path::PathBuf> = inputs
+        .iter()
+        .map(|i| &i.path)
+        .chain(unreadable.iter().map(|(p, _)| p))
+        .filter_map(|p| Some((std::fs::canonicalize(p).ok()?, p.clone())))
+        .collect();
     // Files read with no run written from them, and runs not written.
     let mut skipped_files = unreadable.len();
     let mut skipped_runs = 0;
@@ -384,6 +405,22 @@ pub(super) fn import(args: ImportArgs) -> anyhow::Result<ExitStatus> {
                 continue;
             }
             let path = args.out.join(&name);
+            // A run's file never replaces a file being imported (`--out` beside the inputs).
+            if let Some(replaced) = store::resolve_to_be(&path).and_then(|p| input_paths.get(&p)) {
+                let d = Diagnostic::new(format!(
+                    "run `{}` was not written: {} is the input file {}",
+                    run.id,
+                    path.display(),
+                    replaced.display()
+                ))
+                .in_file(&input.path)
+                .hint("write the runs into a folder of their own (`--out`)");
+                write!(err, "{}", d.render(&Style::default()))?;
+                written.remove(&name);
+                skipped_runs += 1;
+                bad = true;
+                continue;
+            }
             // What is written, or why the run is not: only what `sweep`, `trace` and `run`
             // read back is written.
             let made = match args.as_ {

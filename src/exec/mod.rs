@@ -400,7 +400,8 @@ pub(crate) fn judge_session(
                 let mut entry =
                     card::classify(suite, chosen.scenario.portable_tools(), events, end);
                 entry.verdict = card::Verdict::NotDriven(format!(
-                    "every conversation of the agent was taken for a side request ({side_reasons}), so none ran the case"
+                    "{} ({side_reasons}), so none ran the case",
+                    card::ALL_SIDE
                 ));
                 entry
             });

@@ -491,28 +491,59 @@ fn row_key(id: &str) -> &str {
 
 /// Text for a line or table cell of the Markdown scorecard. Labels, titles, an agent's words
 /// and tool names are not harness's, and must not become markup (an `<img>`, a link, bold):
-/// outside code spans, Markdown's and HTML's punctuation is escaped; a code span (`…`) stays
-/// code, its content literal; a backtick without its pair is escaped; `|` is escaped
-/// everywhere (a table cell), and a newline is a space.
+/// outside code spans, Markdown's and HTML's punctuation is escaped; a code span stays code,
+/// its content literal. Only single backticks open and close a span, paired in order (as
+/// CommonMark pairs runs of equal length); a longer run, and a single backtick without its
+/// pair, is escaped backtick by backtick. `|` is escaped everywhere (a table cell), a newline
+/// is a space, and a control, bidirectional or invisible character is U+FFFD.
 fn md(text: &str) -> String {
-    let text = text.replace(['\n', '\r'], " ");
-    let parts: Vec<&str> = text.split('`').collect();
-    let balanced = parts.len() % 2 == 1;
-    let mut out = String::with_capacity(text.len() + 8);
-    for (i, part) in parts.iter().enumerate() {
-        if i > 0 {
-            out.push_str(if balanced { "`" } else { "\\`" });
-        }
-        let code = balanced && i % 2 == 1;
-        for c in part.chars() {
-            match c {
-                '|' => out.push_str("\\|"),
-                '\\' | '*' | '_' | '[' | ']' | '<' | '>' | '!' | '~' | '#' | '&' if !code => {
-                    out.push('\\');
-                    out.push(c);
-                }
-                _ => out.push(c),
+    let text: String = text
+        .chars()
+        .map(|c| match c {
+            '\n' | '\r' => ' ',
+            c if crate::escape::is_unsafe(c) => '\u{fffd}',
+            c => c,
+        })
+        .collect();
+    // The backtick runs: (start, length) in bytes.
+    let bytes = text.as_bytes();
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'`' {
+            let start = i;
+            while i < bytes.len() && bytes[i] == b'`' {
+                i += 1;
             }
+            runs.push((start, i - start));
+        } else {
+            i += 1;
+        }
+    }
+    // Single backticks pair in order; an odd one out is text.
+    let singles: Vec<usize> = runs.iter().filter(|r| r.1 == 1).map(|r| r.0).collect();
+    let delimiters: Vec<usize> = singles[..singles.len() - singles.len() % 2].to_vec();
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut code = false;
+    for (at, c) in text.char_indices() {
+        if c == '`' {
+            if delimiters.binary_search(&at).is_ok() {
+                code = !code;
+                out.push('`');
+            } else if code {
+                out.push('`');
+            } else {
+                out.push_str("\\`");
+            }
+            continue;
+        }
+        match c {
+            '|' => out.push_str("\\|"),
+            '\\' | '*' | '_' | '[' | ']' | '<' | '>' | '!' | '~' | '#' | '&' if !code => {
+                out.push('\\');
+                out.push(c);
+            }
+            _ => out.push(c),
         }
     }
     out
@@ -611,6 +642,7 @@ mod tests {
                 tools: Vec::new(),
                 others: Vec::new(),
                 last_output: None,
+                basis: None,
             }),
         }
     }
@@ -628,6 +660,11 @@ mod tests {
         );
         // A lone backtick cannot open a span that swallows the rest; cells stay cells.
         assert_eq!(md("a`b|c\nd"), "a\\`b\\|c d");
+        // Only single backticks pair: a run of three opens no span, so what follows it is
+        // escaped (a renderer would otherwise read `<img>` there as HTML).
+        assert_eq!(md("```<img src=x>`"), "\\`\\`\\`\\<img src=x\\>\\`");
+        assert_eq!(md("`a``b` <i>"), "`a``b` \\<i\\>");
+        assert_eq!(md("x\u{1b}[2J\u{202e}y"), "x\u{fffd}\\[2J\u{fffd}y");
         assert_eq!(md_code("x`y|z"), "x'y\\|z");
         let loops = [("<b>mine</b>".to_owned(), vec![])];
         let text = scorecard(&loops);

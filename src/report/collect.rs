@@ -22,26 +22,7 @@ pub struct Collected {
     pub stopped: Option<Stopped>,
 }
 
-/// A run a stop signal ended early: which signal, and how far it got.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Stopped {
-    /// `Ctrl-C`, `SIGTERM` or `SIGHUP`.
-    pub by: String,
-    /// Cases that ran.
-    pub done: usize,
-    /// Cases the run was to run.
-    pub of: usize,
-}
-
-impl Stopped {
-    /// "stopped by SIGTERM after 6 of 26 cases".
-    pub fn line(&self) -> String {
-        format!(
-            "stopped by {} after {} of {} cases",
-            self.by, self.done, self.of
-        )
-    }
-}
+pub use crate::results::Stopped;
 
 impl Collected {
     /// Feed the results, in their order, to a reporter (and finish it).
@@ -54,6 +35,9 @@ impl Collected {
         }
         for o in &self.orphans {
             reporter.orphan(o)?;
+        }
+        if let Some(s) = &self.stopped {
+            reporter.incomplete(s)?;
         }
         reporter.finish()
     }
@@ -91,6 +75,10 @@ impl Reporter for Collected {
     }
     fn orphan(&mut self, path: &Path) -> io::Result<()> {
         self.orphans.push(path.to_owned());
+        Ok(())
+    }
+    fn incomplete(&mut self, stopped: &Stopped) -> io::Result<()> {
+        self.stopped = Some(stopped.clone());
         Ok(())
     }
     fn finish(&mut self) -> io::Result<()> {

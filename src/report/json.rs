@@ -22,6 +22,9 @@ use std::path::PathBuf;
 /// Version of the JSON results; readers refuse others.
 pub const VERSION: u32 = 1;
 
+/// More cases than any run holds (a `stopped` count past it is no run's).
+const MAX_CASES: usize = 1 << 40;
+
 #[derive(Serialize, Deserialize)]
 struct Results {
     version: u32,
@@ -118,6 +121,29 @@ struct CardJson {
     /// The case's other conversations (side requests, earlier attempts), each in words.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     others: Vec<String>,
+    /// What the verdict was read from besides the trace (absent in files written before it
+    /// was kept): `harness scorecard` reads the verdict again from these and the trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    basis: Option<BasisJson>,
+}
+
+/// A card's [`crate::results::card::Basis`].
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BasisJson {
+    /// The suite's `answer`.
+    answer: String,
+    /// The suite's `premise`, when it asks anything.
+    #[serde(default, skip_serializing_if = "is_default_premise")]
+    premise: crate::scenario::Premise,
+    /// The scenario's portable tools.
+    portable: u32,
+    /// How the loop's process ended: `engine`, `exit N`, `signal` or `killed`.
+    end: String,
+}
+
+fn is_default_premise(p: &crate::scenario::Premise) -> bool {
+    *p == crate::scenario::Premise::default()
 }
 
 #[derive(Serialize, Deserialize)]
@@ -192,6 +218,12 @@ fn case_json(c: &CaseResult) -> Case {
                 good: e.verdict.good(),
                 tools: e.tools.clone(),
                 others: e.others.clone(),
+                basis: e.basis.as_ref().map(|b| BasisJson {
+                    answer: b.answer.clone(),
+                    premise: b.premise.clone(),
+                    portable: b.portable,
+                    end: b.end.as_text(),
+                }),
             }
         }),
     }
@@ -291,6 +323,23 @@ fn case_back(c: Case) -> Result<CaseResult, (String, Cause)> {
             tools: card.tools,
             others: card.others,
             last_output: None,
+            basis: match card.basis {
+                None => None,
+                Some(b) => Some(crate::results::card::Basis {
+                    end: crate::results::card::End::from_text(&b.end).ok_or_else(|| {
+                        (
+                            format!(
+                                "case `{}`: card end `{}` is none harness writes (`engine`, `exit N`, `signal`, `killed`)",
+                                c.id, b.end
+                            ),
+                            Cause::Other,
+                        )
+                    })?,
+                    answer: b.answer,
+                    premise: b.premise,
+                    portable: b.portable,
+                }),
+            },
         }),
     };
     let r = CaseResult {
@@ -548,6 +597,43 @@ pub fn parse(text: &str) -> Result<Collected, Diagnostic> {
             None,
         )
         .cause(Cause::Version));
+    }
+    if let Some(st) = &results.stopped {
+        if st.done > st.of || st.of > MAX_CASES {
+            return Err(crate::scenario::diagnose_at(
+                text,
+                crate::scenario::SourceFormat::Json,
+                vec![crate::scenario::Seg::Key("stopped".to_owned())],
+                format!(
+                    "a run stopped after {} of {} cases: no run does that",
+                    st.done, st.of
+                ),
+                None,
+            )
+            .cause(Cause::Inconsistent));
+        }
+    }
+    // Each case once: a case given twice would count twice.
+    let mut seen: std::collections::BTreeSet<&str> = Default::default();
+    for (i, f) in results.files.iter().enumerate() {
+        for (j, c) in f.cases.iter().flatten().enumerate() {
+            if !seen.insert(c.id.as_str()) {
+                return Err(crate::scenario::diagnose_at(
+                    text,
+                    crate::scenario::SourceFormat::Json,
+                    vec![
+                        crate::scenario::Seg::Key("files".to_owned()),
+                        crate::scenario::Seg::Index(i),
+                        crate::scenario::Seg::Key("cases".to_owned()),
+                        crate::scenario::Seg::Index(j),
+                        crate::scenario::Seg::Key("id".to_owned()),
+                    ],
+                    format!("case `{}` is in the results more than once", c.id),
+                    None,
+                )
+                .cause(Cause::Inconsistent));
+            }
+        }
     }
     let mut out = Collected {
         orphans: results.orphans,

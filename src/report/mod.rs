@@ -42,6 +42,9 @@ impl Reporter for Fanout<'_> {
             .iter_mut()
             .try_for_each(|r| r.interrupted(not_run, by))
     }
+    fn incomplete(&mut self, stopped: &Stopped) -> io::Result<()> {
+        self.0.iter_mut().try_for_each(|r| r.incomplete(stopped))
+    }
     fn finish(&mut self) -> io::Result<()> {
         self.0.iter_mut().try_for_each(|r| r.finish())
     }

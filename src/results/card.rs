@@ -156,6 +156,97 @@ pub struct Entry {
     /// A crashed agent's last lines of output, for the terminal card (never written to a
     /// results file: they hold the machine's paths).
     pub last_output: Option<String>,
+    /// What the verdict was read from besides the trace, so a saved card can be read again
+    /// ([`recheck`]); `None` for a card read from a file written before it was kept.
+    pub basis: Option<Basis>,
+}
+
+/// What a verdict follows from besides the run's trace: the case's definition and how the
+/// loop's process ended. A results file keeps it beside the trace, so `harness scorecard`
+/// reads every verdict again rather than taking it as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Basis {
+    /// The suite's `answer`.
+    pub answer: String,
+    /// The suite's `premise`.
+    pub premise: crate::scenario::Premise,
+    /// The scenario's portable tools.
+    pub portable: u32,
+    /// How the loop's process ended.
+    pub end: End,
+}
+
+impl End {
+    /// Its short form in a results file: `engine`, `exit N`, `signal`, `killed`.
+    pub fn as_text(self) -> String {
+        match self {
+            Self::Engine => "engine".to_owned(),
+            Self::Exited(Some(code)) => format!("exit {code}"),
+            Self::Exited(None) => "signal".to_owned(),
+            Self::Killed => "killed".to_owned(),
+        }
+    }
+
+    /// The end of [`End::as_text`]; `None` for a text it never writes.
+    pub fn from_text(text: &str) -> Option<Self> {
+        Some(match text {
+            "engine" => Self::Engine,
+            "signal" => Self::Exited(None),
+            "killed" => Self::Killed,
+            _ => {
+                let code = text.strip_prefix("exit ")?;
+                // The form `as_text` writes, and no other (`exit +1`, `exit 01` are not it).
+                let n: i32 = code.parse().ok()?;
+                if n.to_string() != code {
+                    return None;
+                }
+                Self::Exited(Some(n))
+            }
+        })
+    }
+}
+
+/// The start of the verdict `exec` gives a case whose every conversation was taken for a side
+/// request: not read from the judged trace (the side requests are other conversations), so a
+/// saved card with it is not read again. It scores no point and counts in no total.
+pub const ALL_SIDE: &str = "every conversation of the agent was taken for a side request";
+
+/// Read a saved card's verdict again from its trace and [`Basis`]: `Err` says how the card
+/// and its evidence disagree (or that it holds none to read it from).
+pub fn recheck(entry: &Entry, events: Option<&[TimedEvent]>) -> Result<(), String> {
+    let Some(basis) = &entry.basis else {
+        return Err("it keeps no basis to read its verdict from (written by an older harness: run the suite again)".to_owned());
+    };
+    let Some(events) = events else {
+        return Err("it keeps no trace to read its verdict from".to_owned());
+    };
+    if let Verdict::NotDriven(why) = &entry.verdict {
+        if why.starts_with(ALL_SIDE) {
+            return Ok(());
+        }
+    }
+    let suite = SuiteDef {
+        kind: entry.kind,
+        title: entry.title.clone(),
+        answer: basis.answer.clone(),
+        premise: basis.premise.clone(),
+    };
+    let again = classify(&suite, basis.portable, events, basis.end);
+    if again.verdict != entry.verdict {
+        return Err(format!(
+            "its verdict says `{}`, its trace reads `{}`",
+            entry.verdict.describe(),
+            again.verdict.describe()
+        ));
+    }
+    if again.tools != entry.tools {
+        return Err(format!(
+            "its tools say [{}], its trace binds [{}]",
+            entry.tools.join(", "),
+            again.tools.join(", ")
+        ));
+    }
+    Ok(())
 }
 
 /// At most this many characters of a text quoted in a verdict.
@@ -182,6 +273,12 @@ pub fn classify(suite: &SuiteDef, portable: u32, events: &[TimedEvent], end: End
         tools: tools.clone(),
         others: Vec::new(),
         last_output: None,
+        basis: Some(Basis {
+            answer: suite.answer.clone(),
+            premise: suite.premise.clone(),
+            portable,
+            end,
+        }),
     };
     if end == End::Killed {
         return entry(Verdict::Hung);
@@ -571,5 +668,47 @@ mod tests {
         }
         assert_eq!(Verdict::from_parts("recovered", None, None), None);
         assert!(!Verdict::Hung.good());
+    }
+
+    #[test]
+    fn an_end_reads_back_only_in_the_form_it_is_written() {
+        for end in [
+            End::Engine,
+            End::Exited(Some(0)),
+            End::Exited(Some(-3)),
+            End::Exited(None),
+            End::Killed,
+        ] {
+            assert_eq!(End::from_text(&end.as_text()), Some(end));
+        }
+        for text in [
+            "exit", "exit +1", "exit 01", "exit  1", "Exit 1", "", "killed ",
+        ] {
+            assert_eq!(End::from_text(text), None, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn a_saved_card_is_read_again_from_its_trace() {
+        let suite = suite(SuiteKind::Failure);
+        let entry = classify(&suite, 1, &[], End::Exited(Some(0)));
+        assert!(matches!(entry.verdict, Verdict::NotDriven(_)));
+        assert_eq!(recheck(&entry, Some(&[])), Ok(()));
+        let mut flipped = entry.clone();
+        flipped.verdict = Verdict::Recovered(1);
+        assert!(
+            recheck(&flipped, Some(&[]))
+                .is_err_and(|e| e.contains("its trace reads `could not be driven")),
+            "{flipped:?}"
+        );
+        assert!(recheck(&entry, None).is_err());
+        let mut bare = entry.clone();
+        bare.basis = None;
+        assert!(recheck(&bare, Some(&[])).is_err());
+        // The verdict exec gives when every conversation was a side request stands: it is
+        // read from the other conversations, and it scores nothing.
+        let mut side = entry;
+        side.verdict = Verdict::NotDriven(format!("{ALL_SIDE} (a title), so none ran the case"));
+        assert_eq!(recheck(&side, Some(&[])), Ok(()));
     }
 }

@@ -17,6 +17,27 @@ use std::path::{Path, PathBuf};
 
 pub use crate::diagnostic::ExitStatus;
 
+/// A run a stop signal ended early: which signal, and how far it got.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Stopped {
+    /// `Ctrl-C`, `SIGTERM` or `SIGHUP`.
+    pub by: String,
+    /// Cases that ran.
+    pub done: usize,
+    /// Cases the run was to run.
+    pub of: usize,
+}
+
+impl Stopped {
+    /// "stopped by SIGTERM after 6 of 26 cases".
+    pub fn line(&self) -> String {
+        format!(
+            "stopped by {} after {} of {} cases",
+            self.by, self.done, self.of
+        )
+    }
+}
+
 /// Consumes a run's results in order.
 pub trait Reporter {
     /// One scenario file's results.
@@ -31,6 +52,12 @@ pub trait Reporter {
     /// left; `finish` follows.
     fn interrupted(&mut self, not_run: usize, by: &'static str) -> io::Result<()> {
         let _ = (not_run, by);
+        Ok(())
+    }
+    /// The results are of a suite a stop signal ended early (read back from a file that says
+    /// so); `finish` follows.
+    fn incomplete(&mut self, stopped: &Stopped) -> io::Result<()> {
+        let _ = stopped;
         Ok(())
     }
     /// The run is over.

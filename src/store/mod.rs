@@ -199,18 +199,7 @@ pub fn output_over_input(
     input: &Path,
     reads: impl Fn(&Path) -> bool,
 ) -> Option<String> {
-    let resolved = match std::fs::canonicalize(output) {
-        Ok(p) => p,
-        Err(_) => {
-            let parent = match output.parent() {
-                Some(p) if !p.as_os_str().is_empty() => p,
-                _ => Path::new("."),
-            };
-            std::fs::canonicalize(parent)
-                .ok()?
-                .join(output.file_name()?)
-        }
-    };
+    let resolved = resolve_to_be(output)?;
     let input_resolved = std::fs::canonicalize(input).ok()?;
     if input_resolved.is_dir() {
         (resolved.starts_with(&input_resolved) && reads(output)).then(|| {
@@ -220,8 +209,55 @@ pub fn output_over_input(
             )
         })
     } else {
-        (resolved == input_resolved).then(|| format!("is the input file {}", input.display()))
+        // The same file under another name too (a hard link).
+        let same_file = || {
+            use std::os::unix::fs::MetadataExt;
+            match (std::fs::metadata(output), std::fs::metadata(input)) {
+                (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+                _ => false,
+            }
+        };
+        (resolved == input_resolved || same_file())
+            .then(|| format!("is the input file {}", input.display()))
     }
+}
+
+/// Would two outputs land on one file (the same path under any spelling or link)?
+pub fn same_place(a: &Path, b: &Path) -> bool {
+    matches!((resolve_to_be(a), resolve_to_be(b)), (Some(x), Some(y)) if x == y)
+}
+
+/// Where a path is or would be once written: its nearest existing folder resolved (links,
+/// `..`), the parts below it that do not exist yet appended (their `..` taken lexically).
+pub fn resolve_to_be(path: &Path) -> Option<PathBuf> {
+    if let Ok(p) = std::fs::canonicalize(path) {
+        return Some(p);
+    }
+    let mut missing: Vec<&std::ffi::OsStr> = Vec::new();
+    let mut at = path;
+    let base = loop {
+        let parent = match at.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        missing.push(at.file_name()?);
+        if let Ok(p) = std::fs::canonicalize(parent) {
+            break p;
+        }
+        if parent == Path::new(".") || parent.parent().is_none() {
+            return None;
+        }
+        at = parent;
+    };
+    let mut out = base;
+    for part in missing.into_iter().rev() {
+        if part == ".." {
+            out.pop();
+        } else if part != "." {
+            out.push(part);
+        }
+    }
+    Some(out)
 }
 
 /// Is this a scenario file by its name?

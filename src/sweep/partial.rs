@@ -13,7 +13,9 @@
 //! A merge checks what it merges and refuses, naming the partial, before anything is written:
 //! shards that found other input files (a checkout missing some), a partial cut short (no
 //! `End`, or counts and digest that differ from its lines), a record repeated or out of order,
-//! a file that is not regular (`/dev/zero`), a line past [`MAX_LINE`].
+//! records that are not of exactly the files the sweep found (a shard emptied or a record
+//! dropped, its header and `End` rewritten to agree: their count and the digest of their paths
+//! are the header's), a file that is not regular (`/dev/zero`), a line past [`MAX_LINE`].
 
 use super::{FileScore, RunScore, labels::Label, source::Input};
 use crate::detector::{Fire, Verdict};
@@ -552,19 +554,46 @@ pub fn open(paths: &[PathBuf]) -> Result<(Header, Records), Diagnostic> {
         .map(|(_, h)| h.unreadable.clone())
         .unwrap_or_default();
     let settings = first.settings.len();
+    let expect = (first.inputs, first.inputs_digest);
     Ok((
         Header {
             unreadable,
             ..first
         },
-        Records { readers, settings },
+        Records {
+            readers,
+            settings,
+            expect,
+            merged: 0,
+            digest: Digest::default(),
+        },
     ))
+}
+
+impl Records {
+    /// The files merged are the sweep's, each once: a record moved to another shard, dropped
+    /// with its header and end line rewritten, or of another file, is told here.
+    fn all_merged(&self) -> Result<(), Diagnostic> {
+        if (self.merged, self.digest.value()) == self.expect {
+            return Ok(());
+        }
+        Err(Diagnostic::new(format!(
+            "the shards' records are of {} file(s) that are not the {} file(s) the sweep found (their paths differ from those its header names)",
+            self.merged, self.expect.0
+        ))
+        .hint("give every shard's `--partial` file as its sweep wrote it; nothing was written"))
+    }
 }
 
 /// The shards' records in the order one sweep folds them.
 pub struct Records {
     readers: Vec<Reader>,
     settings: usize,
+    /// The sweep's input files: how many, and the digest of their paths in order.
+    expect: (usize, u64),
+    /// The files merged so far, and the digest of their paths.
+    merged: usize,
+    digest: Digest,
 }
 
 impl Records {
@@ -593,11 +622,14 @@ impl Records {
             }
         }
         let Some(reader) = best.map(|b| &mut self.readers[b]) else {
-            return Ok(None);
+            return self.all_merged().map(|()| None);
         };
         let Some(record) = reader.next.take() else {
-            return Ok(None);
+            return self.all_merged().map(|()| None);
         };
+        self.merged += 1;
+        self.digest.add(&record.path);
+        self.digest.add("\n");
         let at = reader.line;
         let path = reader.path.clone();
         reader.advance()?;

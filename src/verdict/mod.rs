@@ -7,6 +7,7 @@
 //! module writes the result files; the commands that choose them are `cli`'s.
 
 pub mod baseline;
+pub mod scorecard;
 
 use crate::diagnostic::{Cause, Diagnostic, Style};
 use crate::report::{self, Collected, Fanout, MetricsCsv, Terminal, github, html, json, junit};
@@ -383,8 +384,8 @@ pub fn merge_shards(shards: &[PathBuf]) -> Result<Collected, Diagnostic> {
             all.stopped = Some(match all.stopped.take() {
                 Some(a) => crate::report::Stopped {
                     by: a.by,
-                    done: a.done + s.done,
-                    of: a.of + s.of,
+                    done: a.done.saturating_add(s.done),
+                    of: a.of.saturating_add(s.of),
                 },
                 None => s,
             });
@@ -397,6 +398,26 @@ pub fn merge_shards(shards: &[PathBuf]) -> Result<Collected, Diagnostic> {
             w[0].path.display()
         ))
         .hint("merge the results of one partition's shards (`--partition count:M/N` with the same N)"));
+    }
+    let mut ids: Vec<(&str, &Path)> = all
+        .files
+        .iter()
+        .flat_map(|f| {
+            f.outcome
+                .iter()
+                .flatten()
+                .map(move |c| (c.id.as_str(), f.path.as_path()))
+        })
+        .collect();
+    ids.sort();
+    if let Some(w) = ids.windows(2).find(|w| w[0].0 == w[1].0) {
+        return Err(Diagnostic::new(format!(
+            "case `{}` is in more than one file ({} and {})",
+            w[0].0,
+            w[0].1.display(),
+            w[1].1.display()
+        ))
+        .hint("give each case's results once: a case given twice would count twice"));
     }
     all.orphans.sort();
     all.orphans.dedup();

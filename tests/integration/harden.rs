@@ -1173,4 +1173,105 @@ fn no_output_replaces_an_input_or_lands_where_it_is_read_back() {
         &["report", "results.json", "--html", "results.json"],
         "--html results.json: is the input file results.json",
     );
+    // An output in a folder not made yet inside an input folder: read back all the same.
+    refused(
+        &[
+            "run",
+            "scenarios",
+            "--json",
+            "scenarios/new/deeper/results.json",
+        ],
+        "--json scenarios/new/deeper/results.json: lies in the input folder scenarios",
+    );
+    refused(
+        &["import", "corpus", "--out", "corpus/new/deeper"],
+        "--out corpus/new/deeper: lies in the input folder corpus",
+    );
+    assert!(!p.exists("scenarios/new") && !p.exists("corpus/new"));
+    // A preface or a labels file is an input too.
+    p.write("preface.md", "# Ours\n");
+    refused(
+        &[
+            "scorecard",
+            "results.json",
+            "--preface",
+            "preface.md",
+            "--markdown",
+            "preface.md",
+        ],
+        "--markdown preface.md: is the input file preface.md",
+    );
+    p.write("labels.jsonl", "{\"run\": \"a\", \"stuck\": false}\n");
+    refused(
+        &[
+            "sweep",
+            "corpus",
+            "--labels",
+            "labels.jsonl",
+            "--write-labels",
+            "labels.jsonl",
+        ],
+        "--write-labels labels.jsonl: is the input file labels.jsonl",
+    );
+    assert_eq!(p.read("preface.md"), "# Ours\n");
+    // Under another name: a hard link.
+    std::fs::hard_link(p.join("results.json"), p.join("linked.json")).expect("a hard link");
+    refused(
+        &["scorecard", "results.json", "--markdown", "linked.json"],
+        "--markdown linked.json: is the input file results.json",
+    );
+    // Two outputs on one file: the first would be lost.
+    refused(
+        &[
+            "scorecard",
+            "results.json",
+            "--markdown",
+            "card.out",
+            "--html",
+            "./card.out",
+        ],
+        "--html ./card.out is also where --markdown goes",
+    );
+    // `import` never writes a run over a file it imports (`--out` beside the inputs).
+    p.write(
+        "in/a.jsonl",
+        r#"{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}"#,
+    );
+    let first = p.harness(&["import", "in/a.jsonl", "--out", "made"]);
+    first.expect_code(0);
+    let made = p.files("made", ".jsonl");
+    assert_eq!(made.len(), 1, "{made:?}");
+    let name = made[0].rsplit('/').next().expect("a name").to_owned();
+    p.write(&format!("in/{name}"), "not a trace\n");
+    let run = p.harness(&["import", "in/a.jsonl", &format!("in/{name}"), "--out", "in"]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("is the input file"), "{run}");
+    assert_eq!(p.read(&format!("in/{name}")), "not a trace\n");
+}
+
+#[test]
+fn special_files_as_side_inputs_are_refused_not_waited_on() {
+    let p = Project::new();
+    p.harness(&["suite", "--profile", "none", "--json", "results.json"])
+        .expect_code(0);
+    p.write("corpus/a.jsonl", r#"{"role": "user", "content": "hi"}"#);
+    let fifo = p.join("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    for args in [
+        &["scorecard", "results.json", "--preface", "fifo"][..],
+        &["sweep", "corpus", "--labels", "fifo"][..],
+        &["scorecard", "results.json", "--preface", "/dev/zero"][..],
+        &["sweep", "corpus", "--labels", "/dev/zero"][..],
+    ] {
+        let run = p.harness(args);
+        run.expect_code(2);
+        assert!(
+            run.stderr.contains("not a regular file") || run.stderr.contains("is a"),
+            "{args:?}: {run}"
+        );
+    }
 }

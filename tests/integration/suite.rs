@@ -763,3 +763,257 @@ fn a_suite_stopped_by_a_signal_says_so_and_its_card_is_refused_by_the_scorecard(
         allowed.stdout
     );
 }
+
+#[test]
+/// A scorecard reads every verdict again from the case's saved trace and basis: a results file
+/// whose verdicts were flipped, whose agent's exit was rewritten, or that keeps no basis to read
+/// its verdicts from is refused, never scored as written.
+fn the_scorecard_scores_verdicts_as_their_traces_read_them() {
+    let p = Project::new();
+    for stem in ["reflex-empty-arguments", "unknown-tool"] {
+        p.copy_from_repo(
+            &format!("scenarios/suite/{stem}.toml"),
+            &format!("scenarios/suite/{stem}.toml"),
+        );
+    }
+    p.copy_from_repo("fixtures/agents/travel_agent.py", "agent.py");
+    p.harness(&["suite", "--profile", "none", "--json", "engine.json"])
+        .expect_code(0);
+    p.harness(&[
+        "suite",
+        "--json",
+        "agent.json",
+        "--",
+        "python3",
+        "agent.py",
+        "--detector",
+    ])
+    .expect_code(0);
+    p.harness(&["scorecard", "engine.json", "agent.json"])
+        .expect_code(0);
+    let read =
+        |name: &str| -> serde_json::Value { serde_json::from_str(&p.read(name)).expect("JSON") };
+    let card_of = |json: &mut serde_json::Value, stem: &str| -> serde_json::Value {
+        let case = json["files"]
+            .as_array_mut()
+            .expect("files")
+            .iter_mut()
+            .flat_map(|f| f["cases"].as_array_mut().expect("cases").iter_mut())
+            .find(|c| c["id"].as_str().expect("id").contains(stem))
+            .expect("the case");
+        case["card"].take()
+    };
+    let put_card = |json: &mut serde_json::Value, stem: &str, card: serde_json::Value| {
+        for f in json["files"].as_array_mut().expect("files") {
+            for c in f["cases"].as_array_mut().expect("cases") {
+                if c["id"].as_str().expect("id").contains(stem) {
+                    c["card"] = card.clone();
+                }
+            }
+        }
+    };
+    // The engine's `none` loops to its cap on the reflex loop; flipped to "recovered" it is refused.
+    let mut flipped = read("engine.json");
+    let mut card = card_of(&mut flipped, "reflex-empty-arguments");
+    assert_eq!(card["verdict"], "looped_to_cap", "{card}");
+    card["verdict"] = "recovered".into();
+    put_card(&mut flipped, "reflex-empty-arguments", card);
+    p.write("flipped.json", flipped.to_string());
+    let run = p.harness(&["scorecard", "flipped.json"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr.contains(
+            "case `suite/reflex-empty-arguments`: its verdict says `recovered at iteration 25`, its trace reads `looped to the cap (25 iterations)`"
+        ),
+        "{}",
+        run.stderr
+    );
+    // The agent crashes on the unknown tool (exit 1); said to have exited 0, its verdict no
+    // longer follows from what it kept.
+    let mut rewritten = read("agent.json");
+    let mut card = card_of(&mut rewritten, "unknown-tool");
+    assert_eq!(card["basis"]["end"], "exit 1", "{card}");
+    card["basis"]["end"] = "exit 0".into();
+    put_card(&mut rewritten, "unknown-tool", card);
+    p.write("rewritten.json", rewritten.to_string());
+    let run = p.harness(&["scorecard", "rewritten.json"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr.contains(
+            "case `suite/unknown-tool@agent`: its verdict says `crashed: the agent exited with 1"
+        ),
+        "{}",
+        run.stderr
+    );
+    // A card without its basis (a file of an older harness) cannot be read again.
+    let mut bare = read("engine.json");
+    let mut card = card_of(&mut bare, "unknown-tool");
+    card.as_object_mut().expect("card").remove("basis");
+    put_card(&mut bare, "unknown-tool", card);
+    p.write("bare.json", bare.to_string());
+    let run = p.harness(&["scorecard", "bare.json"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr
+            .contains("it keeps no basis to read its verdict from"),
+        "{}",
+        run.stderr
+    );
+    // Nor one whose trace is gone.
+    let mut traceless = read("engine.json");
+    for f in traceless["files"].as_array_mut().expect("files") {
+        for c in f["cases"].as_array_mut().expect("cases") {
+            c.as_object_mut().expect("case").remove("trace");
+        }
+    }
+    p.write("traceless.json", traceless.to_string());
+    let run = p.harness(&["scorecard", "traceless.json"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr
+            .contains("it keeps no trace to read its verdict from"),
+        "{}",
+        run.stderr
+    );
+    // Each edit below scores better than the run did; each is refused at its case.
+    let refused = |name: &str, json: &serde_json::Value, want: &str| {
+        p.write(name, json.to_string());
+        let run = p.harness(&["scorecard", name]);
+        run.expect_code(2);
+        assert!(run.stderr.contains(want), "{name}: {}", run.stderr);
+    };
+    // A failing case said to be only side requests (leaving the total).
+    let mut side = read("engine.json");
+    let mut card = card_of(&mut side, "reflex-empty-arguments");
+    card["verdict"] = "not_driven".into();
+    card["detail"] = "every conversation of the agent was taken for a side request (a title), so none ran the case".into();
+    card.as_object_mut().expect("card").remove("iteration");
+    put_card(&mut side, "reflex-empty-arguments", card);
+    refused(
+        "side.json",
+        &side,
+        "its verdict says every conversation was a side request, and its results do not show them",
+    );
+    // An answer every text holds, with the verdict it then gives.
+    let mut answer = read("engine.json");
+    let mut card = card_of(&mut answer, "reflex-empty-arguments");
+    card["basis"]["answer"] = "".into();
+    put_card(&mut answer, "reflex-empty-arguments", card);
+    refused(
+        "answer.json",
+        &answer,
+        "the answer, premise or portable tools it was read with are not its case's",
+    );
+    // A failure mode called legitimate work.
+    let mut kind = read("engine.json");
+    let mut card = card_of(&mut kind, "reflex-empty-arguments");
+    card["kind"] = "legitimate".into();
+    put_card(&mut kind, "reflex-empty-arguments", card);
+    refused("kind.json", &kind, "are not its case's");
+    // A failing case dropped, or only its card.
+    let mut dropped = read("engine.json");
+    for f in dropped["files"].as_array_mut().expect("files") {
+        f["cases"].as_array_mut().expect("cases").retain(|c| {
+            !c["id"]
+                .as_str()
+                .expect("id")
+                .contains("reflex-empty-arguments")
+        });
+    }
+    refused(
+        "dropped.json",
+        &dropped,
+        "the loop `none` has no card for the suite case `reflex-empty-arguments`: the file holds 1 of the suite's 2 cases",
+    );
+    let mut uncarded = read("engine.json");
+    for f in uncarded["files"].as_array_mut().expect("files") {
+        for c in f["cases"].as_array_mut().expect("cases") {
+            if c["id"]
+                .as_str()
+                .expect("id")
+                .contains("reflex-empty-arguments")
+            {
+                c.as_object_mut().expect("case").remove("card");
+            }
+        }
+    }
+    refused(
+        "uncarded.json",
+        &uncarded,
+        "case `suite/reflex-empty-arguments` of a suite scenario has no card",
+    );
+    // Tokens and cost the trace does not give.
+    let mut cheap = read("engine.json");
+    for f in cheap["files"].as_array_mut().expect("files") {
+        for c in f["cases"].as_array_mut().expect("cases") {
+            c["metrics"]["input_tokens"] = 0.into();
+        }
+    }
+    refused("cheap.json", &cheap, "its metrics (tokens 0/");
+    // A case given twice.
+    let mut twice = read("agent.json");
+    let files = twice["files"].as_array_mut().expect("files");
+    let copy = files[0]["cases"][0].clone();
+    files[0]["cases"].as_array_mut().expect("cases").push(copy);
+    refused("twice.json", &twice, "is in the results more than once");
+    // A loop that is not the label its ids carry.
+    let mut relabelled = read("agent.json");
+    for f in relabelled["files"].as_array_mut().expect("files") {
+        f["cases"][0]["metrics"]["profile"] = "other".into();
+    }
+    refused(
+        "relabelled.json",
+        &relabelled,
+        "its loop `other` is not the label its id carries",
+    );
+}
+
+#[test]
+/// A label names goldens and a folder of agent logs: one file name, never a path.
+fn a_label_is_one_name() {
+    let p = Project::new();
+    for label in ["../escaped", "/tmp/abs", "", "a\u{1b}[2Jb", "..", "a b"] {
+        let run = p.harness(&["suite", "--label", label, "--", "true"]);
+        run.expect_code(2);
+        assert!(run.stderr.contains("is no label"), "{label:?}: {run}");
+    }
+    assert!(!p.exists(".harness"));
+}
+
+#[test]
+/// A suite stopped by a signal stays incomplete through `harness merge`; a `stopped` no run
+/// could write is refused, never summed past its bounds.
+fn merged_results_keep_the_mark_of_a_stopped_suite() {
+    let p = Project::new();
+    p.copy_from_repo(
+        "scenarios/suite/reflex-empty-arguments.toml",
+        "scenarios/suite/reflex-empty-arguments.toml",
+    );
+    p.harness(&["suite", "--profile", "none", "--json", "r.json"])
+        .expect_code(0);
+    let mut json: serde_json::Value = serde_json::from_str(&p.read("r.json")).expect("JSON");
+    json["stopped"] = serde_json::json!({"by": "SIGTERM", "done": 1, "of": 26});
+    p.write("stopped.json", json.to_string());
+    p.harness(&[
+        "merge",
+        "stopped.json",
+        "--no-baseline",
+        "--json",
+        "merged.json",
+    ]);
+    let merged: serde_json::Value = serde_json::from_str(&p.read("merged.json")).expect("JSON");
+    assert_eq!(merged["stopped"], json["stopped"]);
+    let run = p.harness(&["scorecard", "merged.json"]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("holds an incomplete suite"), "{run}");
+    for stopped in [
+        serde_json::json!({"by": "SIGTERM", "done": 50, "of": 3}),
+        serde_json::json!({"by": "SIGTERM", "done": usize::MAX, "of": usize::MAX}),
+    ] {
+        json["stopped"] = stopped;
+        p.write("bad.json", json.to_string());
+        let run = p.harness(&["merge", "bad.json", "--no-baseline"]);
+        run.expect_code(2);
+        assert!(run.stderr.contains("no run does that"), "{run}");
+    }
+}

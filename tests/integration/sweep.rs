@@ -1488,6 +1488,14 @@ fn a_sweep_split_into_shards_and_merged_is_one_sweep() {
     let mut stopped = lines.clone();
     stopped[0] = &more;
     p.write("stopped.jsonl", join(&stopped));
+    // A shard emptied to its header and an end line that agree (no records, no files): the
+    // shards then hold fewer files than the sweep found.
+    let mut header: serde_json::Value = serde_json::from_str(lines[0]).expect("a header");
+    header["shard_files"] = serde_json::json!(0);
+    let end: serde_json::Value = serde_json::from_str(lines[n - 1]).expect("an end line");
+    let empty_end = serde_json::json!({"format": end["format"], "files": 0, "runs": 0,
+        "digest": 14_695_981_039_346_656_037_u64});
+    p.write("emptied.jsonl", format!("{header}\n{empty_end}\n"));
     // Not the whole sweep: refused, and nothing written.
     for (partials, says) in [
         (
@@ -1509,6 +1517,10 @@ fn a_sweep_split_into_shards_and_merged_is_one_sweep() {
         (
             &["count-1.jsonl", "stopped.jsonl", "count-3.jsonl"][..],
             "the sweep that wrote it stopped early",
+        ),
+        (
+            &["count-1.jsonl", "emptied.jsonl", "count-3.jsonl"][..],
+            "that are not the 52 file(s) the sweep found",
         ),
         (
             &["count-1.jsonl", "/dev/zero", "count-3.jsonl"][..],
