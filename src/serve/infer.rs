@@ -156,14 +156,26 @@ pub fn infer(ctx: &Context<'_>, requests: &[ServedRequest]) -> Vec<TimedEvent> {
                     text: "the agent carries its tool calls and their results as text (smolagents' `Calling tools:`, `Observation:` and `Error:` steps); they are read as its calls and results".to_owned(),
                 });
             }
-            let results: Vec<(usize, &Message)> = appended
+            // Each appended result with the call id it names (the request's results follow
+            // its tool messages one for one); empty where the API carries none.
+            let before = msgs[..from].iter().filter(|m| m.role == Role::Tool).count();
+            let results: Vec<(usize, &Message, &str)> = appended
                 .iter()
                 .enumerate()
                 .filter(|(_, m)| m.role == Role::Tool)
-                .map(|(i, m)| (from + i, m))
+                .enumerate()
+                .map(|(k, (i, m))| {
+                    let id = e
+                        .request
+                        .results
+                        .get(before + k)
+                        .map_or("", |r| r.id.as_str());
+                    (from + i, m, id)
+                })
                 .collect();
+            let paired = pair_results(&p.call_ids(), &results);
             for (i, call) in calls.iter().enumerate() {
-                let Some(&(at, result)) = results.get(i) else {
+                let Some(&(at, result, _)) = paired[i].map(|k| &results[k]) else {
                     c.push(Event::ToolCallSkipped {
                         id: call.id.clone(),
                         name: call.name.clone(),
@@ -189,7 +201,13 @@ pub fn infer(ctx: &Context<'_>, requests: &[ServedRequest]) -> Vec<TimedEvent> {
                     rule: e.rules.get(at).cloned().flatten(),
                 });
             }
-            for (_, extra) in results.iter().skip(calls.len()) {
+            let answered: Vec<usize> = paired.iter().flatten().copied().collect();
+            for (_, extra, _) in results
+                .iter()
+                .enumerate()
+                .filter(|(k, _)| !answered.contains(k))
+                .map(|(_, r)| r)
+            {
                 c.push(Event::Notice {
                     source: AGENT.to_owned(),
                     text: format!("a tool result answering no call: {}", extra.content),
@@ -391,4 +409,45 @@ fn args_value(a: &Arguments) -> Value {
         Arguments::Parsed(v) => v.clone(),
         Arguments::Raw(s) => serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone())),
     }
+}
+
+/// Which result answers each call (`call_ids`, in call order): the result naming the call's
+/// id, as every API carries one (`tool_call_id`, `tool_use_id`, `call_id`), so results sent
+/// back in another order than the calls stay with their own calls; by position only among the
+/// results that name no id (a text protocol, an id the agent dropped) and the calls no result
+/// names, then among those naming an id no call has (an agent that made its own ids). Each
+/// result answers at most one call.
+pub(super) fn pair_results(
+    call_ids: &[&str],
+    results: &[(usize, &Message, &str)],
+) -> Vec<Option<usize>> {
+    let mut used = vec![false; results.len()];
+    let mut paired: Vec<Option<usize>> = call_ids
+        .iter()
+        .map(|id| {
+            if id.is_empty() {
+                return None;
+            }
+            let k = results
+                .iter()
+                .enumerate()
+                .position(|(k, r)| !used[k] && r.2 == *id)?;
+            used[k] = true;
+            Some(k)
+        })
+        .collect();
+    let unnamed = (0..results.len()).filter(|k| results[*k].2.is_empty());
+    let strangers = (0..results.len())
+        .filter(|k| !results[*k].2.is_empty() && !call_ids.contains(&results[*k].2));
+    let mut unnamed = unnamed.chain(strangers);
+    for slot in paired.iter_mut().filter(|s| s.is_none()) {
+        match unnamed.by_ref().find(|k| !used[*k]) {
+            Some(k) => {
+                used[k] = true;
+                *slot = Some(k);
+            }
+            None => break,
+        }
+    }
+    paired
 }

@@ -164,6 +164,25 @@ pub struct ServedRequest {
     pub answer_tool: Option<String>,
     /// Its answer was a stream the script cut (the connection dropped before it ended).
     pub cut: bool,
+    /// The ids the answer's tool calls went out with, in call order, when they differ from
+    /// the reply's own (a scripted answer's calls get ids in the API's shape); empty when the
+    /// reply's ids are the wire's (a recorded answer). The agent's results name these.
+    pub wire_ids: Vec<String>,
+}
+
+impl ServedRequest {
+    /// The ids the answer's tool calls went out with, in call order (none for a reply that
+    /// is no answer).
+    pub fn call_ids(&self) -> Vec<&str> {
+        let Reply::Answer(r) = &self.reply else {
+            return Vec::new();
+        };
+        if self.wire_ids.len() == r.tool_calls.len() {
+            self.wire_ids.iter().map(String::as_str).collect()
+        } else {
+            r.tool_calls.iter().map(|c| c.id.as_str()).collect()
+        }
+    }
 }
 
 /// The requests of one agent run.
@@ -424,6 +443,8 @@ pub struct Session {
     unknown: Vec<String>,
     /// The answer tool the latest scripted answer went out through (see [`answer_tool`]).
     answered_through: Option<String>,
+    /// The wire ids of the answer being made's tool calls, for its [`ServedRequest`].
+    wire_ids: Vec<String>,
     /// The conversation that got the latest answer.
     latest: Option<usize>,
     /// Globs of the agent's tools to bind portable tools to first (`--bind`).
@@ -453,6 +474,7 @@ impl Session {
             unknown_requests: 0,
             unknown: Vec::new(),
             answered_through: None,
+            wire_ids: Vec::new(),
             latest: None,
             prefer: Vec::new(),
             side_script: None,
@@ -653,6 +675,7 @@ impl Session {
             bound,
             answer_tool: self.answered_through.take(),
             cut,
+            wire_ids: std::mem::take(&mut self.wire_ids),
         });
         self.latest = Some(at);
         // A recorded answer moved the conversation one exchange on in its cassette.
@@ -965,6 +988,7 @@ impl Session {
                     wire.insert(c.id.clone(), w);
                 }
                 let rename = |id: &str| wire.get(id).cloned().unwrap_or_else(|| id.to_owned());
+                self.wire_ids = whole.tool_calls.iter().map(|c| rename(&c.id)).collect();
                 // A portable tool's calls go out under the name of the agent's tool it stands
                 // for.
                 let bindings = self.conversations[at].binding.clone().unwrap_or_default();
@@ -1653,6 +1677,135 @@ reply = { tool_calls = [{ name = "exec", args = {} }] }
             .iter()
             .map(|e| format!("{} {}", e.t_ms, render_event(&e.event)))
             .collect()
+    }
+
+    #[test]
+    fn results_sent_back_in_another_order_stay_with_their_own_calls() {
+        let scenario = r#"
+format = 1
+description = "test"
+family = "t"
+profile = "none"
+user = "Copy the file."
+config = { max_iterations = 3 }
+
+[[tools]]
+name = "read"
+schema = { type = "object" }
+default = { ok = "text" }
+
+[[tools]]
+name = "write"
+schema = { type = "object" }
+default = { ok = "done" }
+
+[model]
+name = "m"
+
+[[model.rules]]
+when = { last_tool_failed = true }
+reply = { text = "The write failed." }
+
+[[model.rules]]
+reply = { tool_calls = [{ name = "read", args = {} }, { name = "write", args = {} }] }
+"#;
+        let tools = json!([
+            {"type": "function", "function": {"name": "read", "parameters": {"type": "object"}}},
+            {"type": "function", "function": {"name": "write", "parameters": {"type": "object"}}}
+        ]);
+        let user = json!({"role": "user", "content": "Copy the file."});
+        // The write's result comes back first: it failed, the read did not.
+        let ended = |s: &Session| -> Vec<String> {
+            lines(s, 0)
+                .into_iter()
+                .filter(|l| l.contains("tool_call_end"))
+                .map(|l| l.split_once(' ').map(|(_, r)| r.to_owned()).unwrap_or(l))
+                .collect()
+        };
+        // Chat Completions: `tool_call_id`.
+        let mut s = session(scenario);
+        let first = json!({"model": "gpt", "tools": tools, "messages": [user]});
+        let r = s.handle(Api::ChatCompletions, first.to_string().as_bytes());
+        let message = json_of(&r)["choices"][0]["message"].clone();
+        let ids: Vec<Value> = (0..2)
+            .map(|i| message["tool_calls"][i]["id"].clone())
+            .collect();
+        let next = json!({"model": "gpt", "tools": tools, "messages": [user, message,
+            {"role": "tool", "tool_call_id": ids[1], "content": "Error: permission denied"},
+            {"role": "tool", "tool_call_id": ids[0], "content": "the text"}]});
+        s.handle(Api::ChatCompletions, next.to_string().as_bytes());
+        let e = ended(&s);
+        assert!(
+            e[0].contains("read ok") && e[1].contains("write failed"),
+            "{e:?}"
+        );
+        // Responses: `function_call_output.call_id`.
+        let mut s = session(scenario);
+        let input = json!([{"role": "user", "content": "Copy the file."}]);
+        let first = json!({"model": "gpt", "tools": [
+            {"type": "function", "name": "read", "parameters": {"type": "object"}},
+            {"type": "function", "name": "write", "parameters": {"type": "object"}}], "input": input});
+        let r = s.handle(Api::Responses, first.to_string().as_bytes());
+        let calls: Vec<Value> = json_of(&r)["output"]
+            .as_array()
+            .expect("output")
+            .iter()
+            .filter(|i| i["type"] == "function_call")
+            .cloned()
+            .collect();
+        assert_eq!(calls.len(), 2, "{calls:?}");
+        let mut items = vec![input[0].clone()];
+        items.extend(calls.iter().cloned());
+        items.push(json!({"type": "function_call_output", "call_id": calls[1]["call_id"], "output": "Error: permission denied"}));
+        items.push(json!({"type": "function_call_output", "call_id": calls[0]["call_id"], "output": "the text"}));
+        let next = json!({"model": "gpt", "tools": first["tools"], "input": items});
+        s.handle(Api::Responses, next.to_string().as_bytes());
+        let e = ended(&s);
+        assert!(
+            e[0].contains("read ok") && e[1].contains("write failed"),
+            "{e:?}"
+        );
+        // Messages: `tool_use_id` (and `is_error`).
+        let mut s = session(scenario);
+        let tools = json!([
+            {"name": "read", "input_schema": {"type": "object"}},
+            {"name": "write", "input_schema": {"type": "object"}}]);
+        let first =
+            json!({"model": "claude", "max_tokens": 100, "tools": tools, "messages": [user]});
+        let r = s.handle(Api::Messages, first.to_string().as_bytes());
+        let content = json_of(&r)["content"].clone();
+        let uses: Vec<&Value> = content
+            .as_array()
+            .expect("content")
+            .iter()
+            .filter(|b| b["type"] == "tool_use")
+            .collect();
+        assert_eq!(uses.len(), 2, "{content}");
+        let next = json!({"model": "claude", "max_tokens": 100, "tools": tools, "messages": [user,
+            {"role": "assistant", "content": content},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": uses[1]["id"], "content": "permission denied", "is_error": true},
+                {"type": "tool_result", "tool_use_id": uses[0]["id"], "content": "the text"}]}]});
+        s.handle(Api::Messages, next.to_string().as_bytes());
+        let e = ended(&s);
+        assert!(
+            e[0].contains("read ok") && e[1].contains("write failed"),
+            "{e:?}"
+        );
+        // Results that name no id keep the order they came in (a text protocol).
+        let results = [
+            (0, &Message::new(Role::Tool, "a"), ""),
+            (1, &Message::new(Role::Tool, "b"), "x2"),
+            (2, &Message::new(Role::Tool, "c"), "made-up"),
+        ];
+        assert_eq!(
+            super::infer::pair_results(&["x1", "x2", "x3"], &results),
+            vec![Some(0), Some(1), Some(2)]
+        );
+        assert_eq!(
+            super::infer::pair_results(&["x2", "x1"], &results[1..2]),
+            vec![Some(0), None]
+        );
     }
 
     #[test]
