@@ -205,6 +205,7 @@ impl Serve {
                 .preferring(settings.reading.bind.clone());
             (What::Scenario(Box::new(prepared)), session)
         };
+        let read_limit = session.read_limit();
         let server = Server::start_with(
             session,
             SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -213,7 +214,7 @@ impl Serve {
                 pace: self.reading.pace,
                 ..Timeouts::default()
             },
-            crate::limits::MAX_SESSION_REQUEST_BYTES,
+            read_limit,
         )
         .map_err(|e| {
             refuse(

@@ -168,14 +168,9 @@ pub(super) fn serve(args: &ServeArgs, setup: &Setup) -> anyhow::Result<ExitStatu
         }
         None => Session::with_rules(case, rules).preferring(args.reading.to_reading(setup).bind),
     };
-    let server = Server::start_with(
-        session,
-        args.addr,
-        Signals::Stop,
-        timeouts,
-        crate::limits::MAX_SESSION_REQUEST_BYTES,
-    )
-    .with_context(|| format!("cannot listen on {}", args.addr))?;
+    let read_limit = session.read_limit();
+    let server = Server::start_with(session, args.addr, Signals::Stop, timeouts, read_limit)
+        .with_context(|| format!("cannot listen on {}", args.addr))?;
     let addr = server.addr();
     {
         let mut out = io::stdout().lock();
@@ -494,6 +489,18 @@ pub(super) fn proxy(args: &ProxyArgs, setup: &Setup, ci: bool) -> anyhow::Result
         .into_iter()
         .flatten(),
     );
+    // How many exchanges each replayed cassette holds: a conversation that went live past
+    // the end of its recording adds to it.
+    let recorded_lens: Vec<usize> = session
+        .as_ref()
+        .and_then(Session::replay)
+        .map(|r| {
+            r.cassettes
+                .iter()
+                .map(|c| c.cassette.exchanges.len())
+                .collect()
+        })
+        .unwrap_or_default();
     let proxy = proxy::Proxy::start_replaying(
         upstreams.clone(),
         scrubber,
@@ -570,6 +577,15 @@ pub(super) fn proxy(args: &ProxyArgs, setup: &Setup, ci: bool) -> anyhow::Result
     if groups.is_empty() && !(refusals.is_empty() && unsent.is_empty()) {
         return Ok(finish_proxy(&ended, code));
     }
+    if groups.is_empty() && matches!(ended, Some(Ended::Interrupted)) {
+        // Stopped before the agent asked anything: the signal is the news, not its base URL.
+        let _ = writeln!(
+            err,
+            "harness proxy: stopped by {} before the agent made a model request; nothing was recorded",
+            crate::run::interrupt::name()
+        );
+        return Ok(finish_proxy(&ended, ExitStatus::Failed));
+    }
     if groups.is_empty() {
         return Ok(fail(
             &Diagnostic::new(
@@ -607,18 +623,29 @@ pub(super) fn proxy(args: &ProxyArgs, setup: &Setup, ci: bool) -> anyhow::Result
     }
     let mut written = Vec::new();
     let mut out = io::stdout().lock();
-    // A conversation replayed whole keeps its cassette as it is; one that went live from a
-    // divergence extends its cassette; a new one takes the next free name.
+    // A conversation replayed whole keeps its cassette as it is; one that went live past the
+    // end of its recording (`new_episodes`) adds to its cassette; one that went live from a
+    // divergence inside its recording, or a new one, takes the next free name: the recorded
+    // exchanges always stay, and the new ones are added.
     let replaying = replay_mode.is_some();
+    // A stop signal while the agent ran: what it cut short replaces no recording.
+    let interrupted = matches!(ended, Some(Ended::Interrupted));
+    // Conversations written beside their cassette as partial (never replayed), and so
+    // whether every conversation of this session was good.
+    let mut partials = 0;
     let mut taken: Vec<PathBuf> = if replaying { old.clone() } else { Vec::new() };
     let mut number = 0;
     let mut replayed = 0;
     for members in &groups {
         let live = members.iter().any(|&m| slots[m].replayed.is_none());
-        let from = members
+        // The recording it played last, when it played it to its end.
+        let exhausted = members
             .iter()
-            .find_map(|&m| slots[m].replayed.map(|(c, _)| c));
-        let (path, n) = match (live, from) {
+            .filter_map(|&m| slots[m].replayed)
+            .next_back()
+            .filter(|(c, k)| recorded_lens.get(*c) == Some(&(k + 1)))
+            .map(|(c, _)| c);
+        let (path, n) = match (live, exhausted) {
             (false, _) => {
                 replayed += 1;
                 continue;
@@ -690,10 +717,51 @@ pub(super) fn proxy(args: &ProxyArgs, setup: &Setup, ci: bool) -> anyhow::Result
                 ignore: args.ignore.clone(),
             },
         );
+        // Never lose a good recording: a conversation cut short (its last answer never ended:
+        // a signal, the session's end) is never written where a replay would play it as a
+        // fault, and one that would replace a recording must have ended whole, with a 2xx
+        // answer, in a session no signal stopped. Otherwise it goes beside, as partial.
+        let last = members.last().map(|&m| &slots[m]);
+        let cut = last.is_none_or(|s| !s.done);
+        let good = last.is_some_and(|s| {
+            s.done
+                && s.exchange.error.is_none()
+                && s.exchange.status.is_some_and(|c| (200..300).contains(&c))
+        });
+        let replaces = old.contains(&path);
+        if cut || (replaces && (interrupted || !good)) {
+            let why = if cut {
+                "its last answer never ended (the session stopped during it)".to_owned()
+            } else if interrupted {
+                "a stop signal ended the session during it".to_owned()
+            } else {
+                format!(
+                    "its last request was answered {}",
+                    last.and_then(|s| s.exchange.status)
+                        .map_or_else(|| "with no status".to_owned(), |c| format!("HTTP {c}"))
+                )
+            };
+            let partial = partial_path(&path);
+            code = fail(
+                &Diagnostic::new(format!(
+                    "this conversation was not written as its cassette: {why}; it is at {} (a replay never reads it){}",
+                    partial.display(),
+                    if replaces { ", and the recording it would have replaced is kept" } else { "" }
+                ))
+                .in_file(&path)
+                .hint("record again when the provider answers and the agent runs to its end")
+                .status(ExitStatus::Failed),
+            );
+            partials += 1;
+            written.push((partial, cassette));
+            continue;
+        }
         written.push((path, cassette));
     }
-    // The cassettes of an earlier recording (`all`) go only once the new ones are ready.
-    for p in old.iter().filter(|_| !replaying) {
+    // The cassettes of an earlier recording (`all`) go only once the new ones are ready, and
+    // only when every conversation of the new one was good: a session against a provider that
+    // refused it, or one a signal stopped, removes nothing.
+    for p in old.iter().filter(|_| !replaying && partials == 0) {
         if !written.iter().any(|(w, _)| w == p) {
             std::fs::remove_file(p).with_context(|| format!("cannot remove {}", p.display()))?;
         }
@@ -775,6 +843,14 @@ pub(super) fn proxy(args: &ProxyArgs, setup: &Setup, ci: bool) -> anyhow::Result
         }
     }
     Ok(finish_proxy(&ended, code))
+}
+
+/// Where a conversation that may not replace or become its cassette `path` is written: beside
+/// it, `<name>.partial`, a name neither a replay nor `harness run` reads.
+fn partial_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_owned();
+    name.push(".partial");
+    path.with_file_name(name)
 }
 
 /// The proxy's exit status: the signal's, when one stopped it.

@@ -385,18 +385,16 @@ fn diff_limit(s: &str) -> Result<usize, String> {
 }
 
 /// `--jobs`: 1 to [`crate::limits::MAX_JOBS`] worker threads.
-/// A runs' label: it names case ids, goldens and a folder of agent logs, so it is one
-/// non-empty file name of letters, digits, `-`, `_`, `.` and `+` (not `.` or `..`), at most
-/// 100 bytes.
+/// A runs' label: it names case ids, goldens and a folder of agent logs, so it is one name of
+/// lower-case letters, digits, `-` and `_` that is no profile's ([`crate::exec::check_label`]).
 fn label_parser(text: &str) -> Result<String, String> {
-    let fits = |c: char| c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | '+');
-    if text.is_empty() || text.len() > 100 || text == "." || text == ".." || !text.chars().all(fits)
-    {
-        return Err(format!(
-            "`{}` is no label: use one name of letters, digits, `-`, `_`, `.` and `+` (at most 100 bytes), as it names goldens and a folder",
-            crate::escape::escape_controls(text)
-        ));
-    }
+    crate::exec::check_label(text).map_err(|d| {
+        format!(
+            "{}{}",
+            crate::escape::escape_controls(&d.message),
+            d.hint.map(|h| format!(" ({h})")).unwrap_or_default()
+        )
+    })?;
     Ok(text.to_owned())
 }
 

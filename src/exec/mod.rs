@@ -360,7 +360,11 @@ pub(crate) fn judge_session(
         };
         let mut r = run::judge(&quiet, &case_of(0), &[]);
         r.golden = Comparison::Ungated;
-        failures.push(no_model_request(session));
+        // Stopped by a signal before it asked anything: the signal is the failure (already
+        // among `failures`), not its base URL.
+        if end != card::End::Exited(None) || failures.is_empty() {
+            failures.push(no_model_request(session));
+        }
         r.expectation_failures.append(&mut failures);
         results.push(r);
     }
@@ -384,13 +388,23 @@ pub(crate) fn judge_session(
         .filter_map(side)
         .collect::<Vec<_>>()
         .join("; ");
+    // Only a run that ended as it should writes pending goldens: one the agent crashed in, was
+    // killed or stopped, would be accepted by a bare `harness accept` and fail the next run.
+    let judging = if failures.is_empty() {
+        options.clone()
+    } else {
+        Options {
+            write_pending: false,
+            ..options.clone()
+        }
+    };
     for (i, events) in all.iter().enumerate() {
         let mut case = case_of(i);
         if side(i).is_some() {
             // A side request is not a run of the loop: no expectation of the case's applies.
             case.expect = Expect::default();
         }
-        let mut r = run::judge(options, &case, events);
+        let mut r = run::judge(&judging, &case, events);
         r.expectation_failures.extend(failures.iter().cloned());
         if all_side && latest == Some(i) {
             r.expectation_failures.push(format!(
@@ -427,11 +441,58 @@ pub(crate) fn judge_session(
             });
         results.push(r);
     }
+    // A conversation whose golden is accepted and that did not happen this run fails the run:
+    // an agent that stopped making it changed.
+    let lost = lost_conversations(&options.layout, scenario_id, &settings.label, all.len());
+    if !lost.is_empty() {
+        let on = outcome
+            .or(latest)
+            .unwrap_or(0)
+            .min(results.len().saturating_sub(1));
+        if let Some(r) = results.get_mut(on) {
+            for id in lost {
+                r.expectation_failures.push(format!(
+                    "conversation `{id}`, whose golden is accepted; it did not happen this run (the agent made {} conversation(s)): reject its golden if that is the change you meant",
+                    all.len()
+                ));
+            }
+        }
+    }
     for r in &mut results {
         r.row.expectations_passed = r.expectation_failures.is_empty();
         r.passes = u32::from(r.passed());
     }
     Ok(results)
+}
+
+/// The conversations of `scenario_id`@`label` after the first `made` whose goldens are in the
+/// snapshots folder (`<stem>@<label>.N.snap`), by number.
+fn lost_conversations(layout: &Layout, scenario_id: &str, label: &str, made: usize) -> Vec<String> {
+    let first = layout.golden(&conversation_id(scenario_id, label, 0));
+    let (Some(dir), Some(stem)) = (first.parent(), scenario_id.rsplit('/').next()) else {
+        return Vec::new();
+    };
+    let prefix = format!("{stem}@{label}.");
+    let suffix = format!(".{}", crate::store::GOLDEN_EXT);
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut lost: Vec<usize> = entries
+        .filter_map(|e| {
+            let name = e.ok()?.file_name();
+            let n = name
+                .to_str()?
+                .strip_prefix(&prefix)?
+                .strip_suffix(&suffix)?
+                .parse::<usize>()
+                .ok()?;
+            (n >= 2 && n > made).then_some(n)
+        })
+        .collect();
+    lost.sort_unstable();
+    lost.into_iter()
+        .map(|n| conversation_id(scenario_id, label, n - 1))
+        .collect()
 }
 
 /// The report `harness exec` prints for these results (colours as `out` keeps them), under the
@@ -474,6 +535,7 @@ fn serve_to_command(
     what: &str,
     notes: &mut dyn Write,
 ) -> io::Result<Result<Served, Diagnostic>> {
+    let read_limit = session.read_limit();
     let server = Server::start_with(
         session,
         SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -482,7 +544,7 @@ fn serve_to_command(
             pace: settings.reading.pace,
             ..Default::default()
         },
-        crate::limits::MAX_SESSION_REQUEST_BYTES,
+        read_limit,
     )?;
     let log = settings.agent_logs.as_ref().map(|dir| {
         let stem = path.file_stem().unwrap_or(path.as_os_str());
@@ -927,7 +989,16 @@ pub(crate) fn judge_replayed(
                 ]),
             }];
         }
-        let mut r = run::judge(options, &case_of(t.cassette, t.id.clone()), &t.events);
+        // Only a conversation that followed its recording to its end in a run that ended as it
+        // should writes a pending golden (a bare `harness accept` would bless the others).
+        let whole = failures.is_empty()
+            && t.unused.is_none()
+            && !(t.report.is_some() && fail_on_divergence);
+        let judging = Options {
+            write_pending: options.write_pending && whole,
+            ..options.clone()
+        };
+        let mut r = run::judge(&judging, &case_of(t.cassette, t.id.clone()), &t.events);
         if let Some(report) = &t.report {
             // Printed once: in the case's failure when it fails the case, else as a note.
             if fail_on_divergence {

@@ -502,6 +502,15 @@ impl Session {
         self.replay.as_ref()
     }
 
+    /// How many bytes of request bodies the session may read in all: the per-session limit,
+    /// once per cassette it replays (a folder of cassettes, each within the limit alone,
+    /// replays together).
+    pub fn read_limit(&self) -> u64 {
+        let cassettes = self.replay.as_ref().map_or(1, |r| r.cassettes.len().max(1));
+        crate::limits::MAX_SESSION_REQUEST_BYTES
+            .saturating_mul(u64::try_from(cassettes).unwrap_or(u64::MAX))
+    }
+
     /// The case served.
     pub fn case(&self) -> &Case {
         &self.case
@@ -800,7 +809,13 @@ impl Session {
         }
         match self.continuing(request, hints) {
             Some(i) => self.conversations[i].live,
-            None => recorded.starting_with(&self.used(), body).is_none(),
+            // With recordings present, `once` records nothing (as vcrpy's): a conversation no
+            // recording starts is refused with its divergence from the nearest one.
+            // `new_episodes` records it.
+            None => {
+                recorded.record_mode == Some(replay::RecordMode::NewEpisodes)
+                    && recorded.starting_with(&self.used(), body).is_none()
+            }
         }
     }
 
@@ -1121,15 +1136,22 @@ impl Session {
             ));
         };
         let conversation = &self.conversations[at];
-        let pos = match &conversation.replayed {
+        let mut pos = match &conversation.replayed {
             Some(p) => p.clone(),
             None => CassettePosition {
                 cassette: session_replay.bind(&used, body),
                 next: 0,
             },
         };
-        let served = &session_replay.cassettes[pos.cassette];
         let earlier = conversation.divergence().is_some();
+        // A branch recorded beside this cassette (`new_episodes`) that goes on as the agent
+        // does: the conversation follows it.
+        if !earlier && !session_replay.cassettes[pos.cassette].matches(pos.next, body) {
+            if let Some(other) = session_replay.branch(pos.cassette, pos.next, body) {
+                pos.cassette = other;
+            }
+        }
+        let served = &session_replay.cassettes[pos.cassette];
         let divergence = (!earlier && !served.matches(pos.next, body))
             .then(|| served.diverge(pos.next, body, &session_replay.scrubber));
         let mode = session_replay.record_mode;

@@ -511,7 +511,14 @@ async fn forward(
         }
     }
     let api = api_of(uri.path()).filter(|_| method == Method::POST);
-    if api.is_some() {
+    // A recorded answer is no live request: only what goes to the provider is charged here
+    // (a replayed exchange is charged when it is kept for writing).
+    if let Some(api) = api {
+        if let Some(answered) = replayed(&s, api, &headers, &bytes) {
+            return answered;
+        }
+    }
+    if api.is_some() && !s.offline {
         let mut budget = lock(&s.budget);
         let cost = cassette_cost(bytes.len());
         let exchanges = lock(&s.slots).len();
@@ -528,11 +535,7 @@ async fn forward(
         }
         budget.bytes += cost;
     }
-    if let Some(api) = api {
-        if let Some(answered) = replayed(&s, api, &headers, &bytes) {
-            return answered;
-        }
-    } else if s.offline {
+    if api.is_none() && s.offline {
         let message = format!(
             "harness proxy: record mode `none` never asks the provider, and {} {} is no model request a recording answers",
             method,
@@ -700,8 +703,12 @@ fn replayed(
         lock(&s.refusals).push(said);
     }
     if let Some(exchange) = exchange {
-        let cost = serde_json::to_vec(&exchange).map_or(0, |v| v.len());
-        lock(&s.budget).bytes += cassette_cost(cost);
+        // Kept to be written again (`once`, `new_episodes`); mode `none` writes nothing, so it
+        // charges nothing.
+        if !s.offline {
+            let cost = serde_json::to_vec(&exchange).map_or(0, |v| v.len());
+            lock(&s.budget).bytes += cassette_cost(cost);
+        }
         lock(&s.slots).push(Slot {
             api,
             exchange,

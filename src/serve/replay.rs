@@ -254,6 +254,25 @@ impl Replay {
         })
     }
 
+    /// Another cassette a conversation that played `from` up to its `n`-th request (0-based)
+    /// can go on with: one whose first `n` requests are `from`'s and whose `n`-th matches
+    /// `actual` (a branch `new_episodes` recorded beside it from a divergence).
+    pub fn branch(&self, from: usize, n: usize, actual: &Value) -> Option<usize> {
+        let played = self.cassettes.get(from)?;
+        (0..self.cassettes.len()).find(|&i| {
+            let other = &self.cassettes[i];
+            i != from
+                && other.matches(n, actual)
+                && (0..n).all(|k| {
+                    played
+                        .cassette
+                        .exchanges
+                        .get(k)
+                        .is_some_and(|e| other.matches(k, &e.request))
+                })
+        })
+    }
+
     /// The cassette a conversation starting with `first` plays: the first unused one it
     /// matches, else the nearest unused, else the nearest; `used` counts each's conversations.
     pub fn bind(&self, used: &[usize], first: &Value) -> usize {

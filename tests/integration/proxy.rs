@@ -121,6 +121,14 @@ fn a_recorded_agent_replays_offline_and_its_next_version_diverges_where_it_inter
                 .expect_stdout("+++ sent");
             assert!(run.summary().contains("1 expectation failures"), "{run}");
             assert_eq!(row(&p, "v2.csv")["diverged_at"], "4", "{tag}");
+            // A diverged run writes no pending golden: a bare `accept` would bless it.
+            let pending = |label: &str| {
+                p.exists(&format!(
+                    "snapshots/recorded/{tag}/conversation-1.cassette@{label}.snap.new"
+                ))
+            };
+            assert!(!pending("v2"), "{tag}");
+            assert!(!run.stdout.contains("harness accept"), "{run}");
             // `continue`: the stubborn model keeps repeating itself, and the agent's
             // escalation ends the loop after request 6, three answers after its warning, by
             // exiting 2: its way to end a loop, accepted with --allow-exit (else the case
@@ -132,6 +140,8 @@ fn a_recorded_agent_replays_offline_and_its_next_version_diverges_where_it_inter
             );
             run.expect_code(1)
                 .expect_stdout("expected the command to exit with 0; it exited with 2");
+            // Nor a run whose agent ended in a way the case fails.
+            assert!(!pending("v2-stubborn-exit"), "{tag}");
             let run = exec(
                 "v2-stubborn",
                 &["--on-divergence", "continue", "--allow-exit", "2"],

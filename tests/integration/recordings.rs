@@ -8,7 +8,7 @@
 //! literally in a copy of this project (the stub as the provider).
 
 use crate::support::Project;
-use std::io::{BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::time::Duration;
 
@@ -1250,10 +1250,27 @@ fn record_modes_replay_record_and_extend_as_vcr_does() {
     assert_eq!(p.read("talk/conversation-1.cassette.json"), recorded);
     assert_eq!(p.files("talk", ".cassette.json").len(), 1);
 
-    // Under CI, a mode given explicitly is honoured: `once` records the new conversation
-    // beside the replayed one and leaves that one's cassette as it was.
+    // With recordings present `once` records nothing, as vcrpy's: a new conversation is
+    // refused with its divergence from the nearest recording, exit 1, nothing recorded.
     let once = proxy("true", &["--record-mode", "once"], "1", "Another task.");
-    once.expect_code(0)
+    once.expect_code(1);
+    assert!(
+        once.stderr.contains(
+            "request 1 differs from the recording talk/conversation-1.cassette: the task changed: «Talk.» became «Another task.»"
+        ),
+        "{once}"
+    );
+    assert_eq!(upstream.load(Ordering::SeqCst), 2);
+    assert_eq!(p.files("talk", ".cassette.json").len(), 1);
+    // `new_episodes` records it beside the replayed one.
+    let episode = proxy(
+        "true",
+        &["--record-mode", "new_episodes"],
+        "1",
+        "Another task.",
+    );
+    episode
+        .expect_code(0)
         .expect_stdout("recorded talk/conversation-2.cassette.json: 1 request(s)");
     assert_eq!(upstream.load(Ordering::SeqCst), 3);
     // A replay in which the agent starts only one of the two: the other is named.
@@ -1274,8 +1291,9 @@ fn record_modes_replay_record_and_extend_as_vcr_does() {
     assert_eq!(upstream.load(Ordering::SeqCst), 3);
     assert_eq!(p.read("talk/conversation-1.cassette.json"), recorded);
 
-    // `new_episodes` replays while the conversation follows its recording, then goes live and
-    // extends its cassette: two more requests sent, four recorded.
+    // `new_episodes` replays while the conversation follows its recording; past its end it
+    // goes live and adds to it: two more requests sent, four recorded, the first two as they
+    // were.
     let extended = proxy("", &["--record-mode", "new_episodes"], "4", "Talk.");
     extended
         .expect_code(0)
@@ -1284,9 +1302,11 @@ fn record_modes_replay_record_and_extend_as_vcr_does() {
     assert_eq!(exchanges("talk/conversation-1.cassette.json"), 4);
     let cassette =
         |text: &str| -> serde_json::Value { serde_json::from_str(text).expect("a cassette") };
-    let now = cassette(&p.read("talk/conversation-1.cassette.json"));
+    let extended = p.read("talk/conversation-1.cassette.json");
     assert_eq!(
-        now["exchanges"].as_array().map(|e| e[..2].to_vec()),
+        cassette(&extended)["exchanges"]
+            .as_array()
+            .map(|e| e[..2].to_vec()),
         cassette(&recorded)["exchanges"].as_array().cloned(),
         "the recorded exchanges are kept as they were"
     );
@@ -1307,10 +1327,25 @@ fn record_modes_replay_record_and_extend_as_vcr_does() {
     );
     proxy("true", &[], "4", "Talk.").expect_code(0);
     assert_eq!(upstream.load(Ordering::SeqCst), 5);
+    // A conversation that diverges inside its recording: the recorded tail stays, and the
+    // conversation that went on is added beside it (one request replayed, two sent).
+    p.write("agent.py", TALKS.replace("more {i}", "again {i}"));
+    let branched = proxy("", &["--record-mode", "new_episodes"], "3", "Talk.");
+    branched
+        .expect_code(0)
+        .expect_stdout("recorded talk/conversation-3.cassette.json: 3 request(s)");
+    assert_eq!(upstream.load(Ordering::SeqCst), 7);
+    assert_eq!(p.read("talk/conversation-1.cassette.json"), extended);
+    // Each conversation replays from the recording it follows, offline.
+    proxy("true", &[], "3", "Talk.").expect_code(0);
+    p.write("agent.py", TALKS);
+    proxy("true", &[], "4", "Talk.").expect_code(0);
+    assert_eq!(upstream.load(Ordering::SeqCst), 7);
+    p.remove("talk/conversation-3.cassette.json");
 
     // `all` (or --replace) records everything again; cassettes it did not write go.
     proxy("", &["--record-mode", "all"], "2", "Talk.").expect_code(0);
-    assert_eq!(upstream.load(Ordering::SeqCst), 7);
+    assert_eq!(upstream.load(Ordering::SeqCst), 9);
     assert_eq!(
         p.files("talk", ".cassette.json"),
         vec!["talk/conversation-1.cassette.json"]
@@ -1327,4 +1362,173 @@ fn record_modes_replay_record_and_extend_as_vcr_does() {
         timeless(&p.read("talk/conversation-1.cassette.json")),
         timeless(&recorded)
     );
+}
+
+#[test]
+/// Budgets count what is written: a large recording the proxy made itself replays under CI
+/// (`none` writes nothing, so it charges nothing), and replayed exchanges are not charged as
+/// if they went to the provider.
+fn a_large_recording_replays_under_ci() {
+    use std::sync::atomic::Ordering;
+    let p = Project::new();
+    p.write("agent.py", TALKS);
+    let (base, upstream) = counting_stub();
+    let proxy = |ci: &str| {
+        p.harness_ci(
+            ci,
+            &[
+                "proxy",
+                "--upstream",
+                &base,
+                "--out",
+                "big",
+                "--",
+                "python3",
+                "agent.py",
+                "6",
+                "Talk.",
+                "7",
+            ],
+        )
+    };
+    // Six requests carrying 7 MiB of history each: about 42 MiB recorded.
+    proxy("").expect_code(0);
+    assert_eq!(upstream.load(Ordering::SeqCst), 6);
+    let size = std::fs::metadata(p.join("big/conversation-1.cassette.json"))
+        .expect("the cassette")
+        .len();
+    assert!(size > 40 << 20, "{size}");
+    let replayed = proxy("true");
+    replayed.expect_code(0);
+    assert!(replayed.stdout.contains("said: heard"), "{replayed}");
+    assert_eq!(upstream.load(Ordering::SeqCst), 6, "none went live");
+}
+
+/// A provider that answers 401 to every request (an expired key).
+fn refusing_stub() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let base = format!("http://{}/v1", listener.local_addr().expect("addr"));
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { continue };
+            let mut reader = BufReader::new(s.try_clone().expect("clone"));
+            let mut length = 0usize;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            let answer = r#"{"error": {"message": "Incorrect API key provided", "type": "invalid_request_error", "code": "invalid_api_key"}}"#;
+            let head = format!(
+                "HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: {}\r\n\r\n",
+                answer.len()
+            );
+            let _ = s.write_all(head.as_bytes());
+            let _ = s.write_all(answer.as_bytes());
+        }
+    });
+    base
+}
+
+#[test]
+/// Re-recording never loses a good recording: against a provider that refuses every request,
+/// or stopped by a signal, `all` keeps the cassettes it would have replaced, writes the attempt
+/// beside them as `….partial` (which nothing replays), and exits non-zero saying so.
+fn a_re_recording_that_went_wrong_keeps_the_good_one() {
+    let p = Project::new();
+    p.write("agent.py", TALKS);
+    let (base, _) = counting_stub();
+    let record = |upstream: &str, mode: &str, agent: &str| {
+        p.harness(&[
+            "proxy",
+            "--upstream",
+            upstream,
+            "--out",
+            "talk",
+            "--record-mode",
+            mode,
+            "--",
+            "python3",
+            agent,
+            "2",
+            "Talk.",
+        ])
+    };
+    record(&base, "once", "agent.py").expect_code(0);
+    let good = p.read("talk/conversation-1.cassette.json");
+    // An expired key: every request answered 401.
+    let refused = record(&refusing_stub(), "all", "agent.py");
+    refused.expect_code(1);
+    assert!(
+        refused.stderr.contains(
+            "this conversation was not written as its cassette: its last request was answered HTTP 401; it is at talk/conversation-1.cassette.json.partial (a replay never reads it), and the recording it would have replaced is kept"
+        ),
+        "{refused}"
+    );
+    assert_eq!(p.read("talk/conversation-1.cassette.json"), good);
+    assert!(p.exists("talk/conversation-1.cassette.json.partial"));
+    assert_eq!(p.files("talk", ".cassette.json").len(), 1);
+    // A stop signal during the re-recording (the agent stops its harness after one answer).
+    p.write(
+        "stops.py",
+        format!(
+            "{}\nimport signal, time\nos.kill(os.getppid(), signal.SIGTERM)\ntime.sleep(5)\n",
+            TALKS.replace("for i in range(n):", "for i in range(1):")
+        ),
+    );
+    let stopped = record(&base, "all", "stops.py");
+    stopped.expect_code(143);
+    assert!(
+        stopped
+            .stderr
+            .contains("a stop signal ended the session during it"),
+        "{stopped}"
+    );
+    assert_eq!(p.read("talk/conversation-1.cassette.json"), good);
+    // Stopped before the agent asked anything: the signal's status, and no word of base URLs.
+    p.write(
+        "early.py",
+        "import os, signal, time\nos.kill(os.getppid(), signal.SIGTERM)\ntime.sleep(5)\n",
+    );
+    let early = p.harness(&[
+        "proxy",
+        "--upstream",
+        &base,
+        "--out",
+        "early",
+        "--",
+        "python3",
+        "early.py",
+    ]);
+    early.expect_code(143);
+    assert!(
+        early
+            .stderr
+            .contains("stopped by SIGTERM before the agent made a model request")
+            && !early.stderr.contains("base URL"),
+        "{early}"
+    );
+    // The good recording still replays under CI.
+    p.harness_ci(
+        "true",
+        &[
+            "proxy",
+            "--upstream",
+            &base,
+            "--out",
+            "talk",
+            "--",
+            "python3",
+            "agent.py",
+            "2",
+            "Talk.",
+        ],
+    )
+    .expect_code(0);
 }

@@ -570,3 +570,32 @@ fn serve_judge_reports_each_conversation_as_exec_does() {
     run.expect_code(2);
     assert!(run.stderr.contains("unknown profile `moltys`"), "{run}");
 }
+
+#[test]
+/// A conversation whose golden is accepted and that no longer happens fails the run: an agent
+/// that stopped making its second conversation changed, and `exec` says which one is gone.
+fn a_conversation_that_no_longer_happens_fails() {
+    let p = project();
+    let agent = agent();
+    // Twice while the file `twice` is there: two conversations of one task.
+    let command = format!(
+        "python3 {agent} --detector nudge; if [ -f twice ]; then python3 {agent} --detector nudge; fi"
+    );
+    p.write("twice", "");
+    let run = p.harness(&["exec", SCENARIO, "--", "bash", "-c", &command]);
+    run.expect_code(1);
+    p.harness(&["accept"]).expect_code(0);
+    assert!(p.exists(&format!("snapshots/{ID}@exec.snap")));
+    assert!(p.exists(&format!("snapshots/{ID}@exec.2.snap")));
+    p.harness(&["exec", SCENARIO, "--", "bash", "-c", &command])
+        .expect_code(0);
+    p.remove("twice");
+    let run = p.harness(&["exec", SCENARIO, "--", "bash", "-c", &command]);
+    run.expect_code(1);
+    assert!(
+        run.stdout.contains(&format!(
+            "conversation `{ID}@exec.2`, whose golden is accepted; it did not happen this run (the agent made 1 conversation(s))"
+        )),
+        "{run}"
+    );
+}

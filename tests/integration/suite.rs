@@ -975,7 +975,7 @@ fn a_label_is_one_name() {
     for label in ["../escaped", "/tmp/abs", "", "a\u{1b}[2Jb", "..", "a b"] {
         let run = p.harness(&["suite", "--label", label, "--", "true"]);
         run.expect_code(2);
-        assert!(run.stderr.contains("is no label"), "{label:?}: {run}");
+        assert!(run.stderr.contains("bad label"), "{label:?}: {run}");
     }
     assert!(!p.exists(".harness"));
 }
