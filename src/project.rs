@@ -79,6 +79,11 @@ pub struct ReplayDefaults {
     /// `params` (everything else: sampling, limits, streaming). Default: all four.
     #[serde(default, rename = "match")]
     pub parts: Vec<String>,
+    /// `false`: judge a replay by its recording alone (every request matched, every recorded
+    /// exchange played, the agent's exit), with no golden to accept — vcrpy's way, as
+    /// `exec --cassettes-only`. Default `true`: the golden of each conversation's trace too.
+    #[serde(default)]
+    pub golden: Option<bool>,
 }
 
 impl ReplayDefaults {

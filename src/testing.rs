@@ -62,6 +62,7 @@ pub struct Serve {
     reading: Reading,
     layout: Option<Layout>,
     write_pending: Option<bool>,
+    golden: bool,
 }
 
 /// Serve the scenario at `path` (TOML or JSON) — judged by its golden only until
@@ -77,6 +78,7 @@ pub fn serve(path: impl AsRef<Path>, label: &str) -> Serve {
         reading: Reading::default(),
         layout: None,
         write_pending: None,
+        golden: true,
     }
 }
 
@@ -124,6 +126,13 @@ impl Serve {
         self
     }
 
+    /// With cassettes: judge the replay by the recording alone — every request matched, every
+    /// recorded exchange played — with no golden to accept (`exec --cassettes-only`).
+    pub fn cassettes_only(mut self) -> Self {
+        self.golden = false;
+        self
+    }
+
     /// Load the scenario (or cassettes) and serve it on a free port of 127.0.0.1.
     pub fn start(self) -> Result<Served, Error> {
         let refuse = |d: Diagnostic| Error::new(&self.path, vec![d]);
@@ -150,20 +159,27 @@ impl Serve {
             keep_traces: true,
             ..Options::judging(layout, matching.clone())
         };
-        let settings = Settings::without_command(
+        let mut settings = Settings::without_command(
             &self.label,
             self.expect.clone(),
             self.reading.clone(),
             OnDivergence::default(),
             matching,
         );
+        settings.golden = self.golden;
         let (files, unreadable) = crate::store::discover(std::slice::from_ref(&self.path));
         if let Some((path, e)) = unreadable.into_iter().next() {
             let d = Diagnostic::new(crate::store::describe(&e))
                 .hint(crate::store::hint_for(&e, "harness::testing::serve"));
             return Err(Error::new(&path, vec![d]));
         }
-        let (what, session) = if files.iter().any(|f| crate::record::is_cassette(f)) {
+        let replaying = files.iter().any(|f| crate::record::is_cassette(f));
+        if !self.golden && !replaying {
+            return Err(refuse(Diagnostic::new(
+                "cassettes_only() judges a replay by its recording, and no cassette was given",
+            )));
+        }
+        let (what, session) = if replaying {
             if self.expect.is_some() {
                 return Err(refuse(exec::no_expectations_in_cassettes()));
             }

@@ -81,13 +81,14 @@ pub(super) fn serve(args: &ServeArgs, setup: &Setup) -> anyhow::Result<ExitStatu
         return Ok(fail(&crate::exec::no_expectations_in_cassettes()));
     }
     // With --judge, what exec judges: the case `--expect` names, and its rules.
-    let settings = Settings::without_command(
+    let mut settings = Settings::without_command(
         &args.label,
         args.expect.clone(),
         args.reading.to_reading(setup),
         args.on_divergence.clone(),
         args.matching.matching(setup),
     );
+    settings.golden = setup.replay_defaults().golden != Some(false);
     let options = Options {
         write_pending: !super::ci(),
         traces: args.traces.clone(),
@@ -325,6 +326,28 @@ fn exec_judged(args: &ExecArgs, setup: &Setup, outputs: &Outputs) -> anyhow::Res
     }
     let (files, unreadable) = store::discover(&args.scenarios);
     let replaying = files.iter().any(|f| crate::record::is_cassette(f));
+    let settings = args.settings(setup);
+    if !settings.golden {
+        // Judged by the recording alone: only a replay has one, and only `fail` keeps to it.
+        let why = if !replaying {
+            Some("judges a replay by its recording, and no cassette was given")
+        } else if args.on_divergence != crate::serve::replay::OnDivergence::Fail {
+            Some(
+                "judges a replay by its recording alone, so a divergence fails it: --on-divergence must be `fail`",
+            )
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Ok(fail(
+                &Diagnostic::new(format!(
+                    "--cassettes-only (or the project file's `[replay] golden = false`) {why}"
+                ))
+                .hint("give the cassettes alone, with --on-divergence fail (the default)")
+                .status(ExitStatus::BadInput),
+            ));
+        }
+    }
     let named = |f: &PathBuf| args.scenarios.contains(f);
     if replaying
         && files
@@ -365,7 +388,6 @@ fn exec_judged(args: &ExecArgs, setup: &Setup, outputs: &Outputs) -> anyhow::Res
         keep_traces: outputs.keeps_traces(),
         ..Options::judging(layout.clone(), args.matching.matching(setup))
     };
-    let settings = args.settings(setup);
     let status = verdict::report(outputs, layout, |r| {
         for (path, e) in unreadable {
             r.unreadable(&FileResult {

@@ -703,6 +703,11 @@ pub(super) struct ExecArgs {
     /// With cassettes: what counts when a request is compared with the recording.
     #[command(flatten)]
     pub(super) matching: MatchArgs,
+    /// With cassettes: judge the replay by the recording alone — every request matched, every
+    /// recorded exchange played, the command's exit — with no golden to accept (vcrpy's way;
+    /// `[replay] golden = false` in the project file). Any divergence fails.
+    #[arg(long)]
+    pub(super) cassettes_only: bool,
     /// Also accept this exit code of the command (repeatable); by default only 0, and the
     /// scenario's `[serve] exit_codes`. Any other fails every conversation of the run.
     #[arg(
@@ -909,6 +914,7 @@ impl ExecArgs {
             matching: self.matching.matching(setup),
             allow_exit: self.allow_exit.clone(),
             agent_logs: None,
+            golden: !self.cassettes_only && setup.replay_defaults().golden != Some(false),
         }
     }
 }

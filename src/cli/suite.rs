@@ -254,6 +254,7 @@ pub(super) fn suite(args: &SuiteArgs, setup: &Setup) -> anyhow::Result<ExitStatu
             matching: Default::default(),
             allow_exit: Vec::new(),
             agent_logs: Some(agent_logs.clone()),
+            golden: true,
         };
         for result in exec_all(&settings, &options, &files, options.jobs)? {
             collected.file(&result)?;
@@ -274,7 +275,7 @@ pub(super) fn suite(args: &SuiteArgs, setup: &Setup) -> anyhow::Result<ExitStatu
     for f in &collected.files {
         if let Err(diags) = &f.outcome {
             for d in diags {
-                eprint!("{}", d.clone().for_file(&f.path).render(&style));
+                eprint!("{}", d.clone().for_file(&f.path).render_in(&f.path, &style));
             }
             code = ExitStatus::BadInput;
         }

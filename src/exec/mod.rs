@@ -72,6 +72,9 @@ pub struct Settings {
     /// Write the command's output into this folder, a file per scenario (`<stem>.log`),
     /// instead of stderr (`harness suite`); a crash's verdict then quotes its last lines.
     pub agent_logs: Option<PathBuf>,
+    /// With cassettes: judge each conversation by its golden too (`false`: by the recording
+    /// alone, `--cassettes-only`).
+    pub golden: bool,
 }
 
 impl Settings {
@@ -94,6 +97,7 @@ impl Settings {
             matching,
             allow_exit: Vec::new(),
             agent_logs: None,
+            golden: true,
         }
     }
 }
@@ -968,12 +972,14 @@ pub(crate) fn judge_replayed(
     notes: &mut dyn Write,
 ) -> Vec<FileResult> {
     let traces = replayed_traces(session, &settings.label);
-    let fail_on_divergence = settings.on_divergence == replay::OnDivergence::Fail;
+    // Judged by the recording alone (`--cassettes-only`), a divergence always fails.
+    let fail_on_divergence =
+        settings.on_divergence == replay::OnDivergence::Fail || !settings.golden;
     let case_of = |i: usize, id: String| Case {
         id,
         profile: settings.label.clone(),
         expect: Expect::default(),
-        gated: true,
+        gated: settings.golden,
         ..cases[i].clone()
     };
     let mut per_file: Vec<Vec<CaseResult>> = vec![Vec::new(); paths.len()];

@@ -172,9 +172,38 @@ fn init_writes_no_file_through_a_link_and_refuses_a_project_file_it_cannot_keep(
     let init = r.harness(&["init"]);
     init.expect_code(2);
     assert!(
-        init.stderr.contains("every command above would refuse it"),
+        init.stderr
+            .contains("harness.toml: is a symbolic link to nothing"),
         "{init}"
     );
+    // Nor any file it would keep that the next commands refuse: a folder where a file goes, a
+    // link to nothing, a link in the scenarios folder. Nothing is written.
+    for (made, says) in [
+        ("folder", "harness.toml: is a folder"),
+        ("dangling", "agent.py: is a symbolic link to nothing"),
+        (
+            "linked",
+            "scenarios/first.toml: is a symbolic link, which harness does not follow",
+        ),
+    ] {
+        let t = Project::new();
+        match made {
+            "folder" => std::fs::create_dir_all(t.join("harness.toml")).expect("folder"),
+            "dangling" => {
+                std::os::unix::fs::symlink(t.join("gone.py"), t.join("agent.py")).expect("link");
+            }
+            _ => {
+                t.write("real.toml", "x");
+                std::fs::create_dir_all(t.join("scenarios")).expect("scenarios");
+                std::os::unix::fs::symlink(t.join("real.toml"), t.join("scenarios/first.toml"))
+                    .expect("link");
+            }
+        }
+        let init = t.harness(&["init"]);
+        init.expect_code(2);
+        assert!(init.stderr.contains(says), "{made}: {init}");
+        assert!(!t.exists(".github"), "{made}: nothing written");
+    }
     let s = Project::new();
     s.write(
         "harness.toml",

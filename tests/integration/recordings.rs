@@ -1532,3 +1532,71 @@ fn a_re_recording_that_went_wrong_keeps_the_good_one() {
     )
     .expect_code(0);
 }
+
+#[test]
+/// docs/record-your-agent.md's cassette-only mode: a replay judged by its recording alone —
+/// every request matched, every recorded exchange played — with no golden to accept.
+fn a_replay_judged_by_its_recording_alone() {
+    let p = Project::new();
+    p.write("agent.py", TALKS);
+    let (base, _) = counting_stub();
+    p.harness(&[
+        "proxy",
+        "--upstream",
+        &base,
+        "--out",
+        "talk",
+        "--",
+        "python3",
+        "agent.py",
+        "2",
+        "Talk.",
+    ])
+    .expect_code(0);
+    let exec = |extra: &[&str], n: &str| {
+        let mut args = vec!["exec", "talk"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", "python3", "agent.py", n, "Talk."]);
+        p.harness(&args)
+    };
+    // The agent as recorded: green at once, nothing to accept.
+    let run = exec(&["--cassettes-only"], "2");
+    run.expect_code(0);
+    assert!(run.summary().contains("0 missing goldens"), "{run}");
+    assert!(
+        p.files("snapshots", "").is_empty(),
+        "{:?}",
+        p.files("snapshots", "")
+    );
+    // One that asks more, or less, than the recording holds fails.
+    exec(&["--cassettes-only"], "3").expect_code(1);
+    let fewer = exec(&["--cassettes-only"], "1");
+    fewer.expect_code(1);
+    assert!(
+        fewer
+            .stdout
+            .contains("every recorded exchange to be replayed"),
+        "{fewer}"
+    );
+    // Only with cassettes, and only with `fail`.
+    let policy = exec(&["--cassettes-only", "--on-divergence", "continue"], "2");
+    policy.expect_code(2);
+    assert!(
+        policy.stderr.contains("--on-divergence must be `fail`"),
+        "{policy}"
+    );
+    p.write(
+        "scenarios/s.toml",
+        "format = 1\ndescription = \"d\"\nfamily = \"f\"\nprofile = \"none\"\nuser = \"u\"\n[model]\nname = \"m\"\n[[model.rules]]\nreply = { text = \"hi\" }\n",
+    );
+    let scenario = p.harness(&["exec", "scenarios/s.toml", "--cassettes-only", "--", "true"]);
+    scenario.expect_code(2);
+    assert!(
+        scenario.stderr.contains("no cassette was given"),
+        "{scenario}"
+    );
+    // The project file's `[replay] golden = false` is the same.
+    p.write("harness.toml", "format = 1\n\n[replay]\ngolden = false\n");
+    exec(&[], "2").expect_code(0);
+    assert!(p.files("snapshots", "").is_empty());
+}

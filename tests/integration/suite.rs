@@ -1017,3 +1017,22 @@ fn merged_results_keep_the_mark_of_a_stopped_suite() {
         assert!(run.stderr.contains("no run does that"), "{run}");
     }
 }
+
+#[test]
+/// A suite file that is no valid scenario is named with its place, as `run` names it; the card
+/// is made without it, exit 2.
+fn a_bad_suite_file_is_named_where_it_is_wrong() {
+    let p = Project::new();
+    p.copy_from_repo(
+        "scenarios/suite/reflex-empty-arguments.toml",
+        "scenarios/suite/reflex-empty-arguments.toml",
+    );
+    p.write("scenarios/suite/bad.toml", "x = [1\n");
+    let run = p.harness(&["suite", "--profile", "none"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr
+            .contains("scenarios/suite/bad.toml:1:7: unclosed array"),
+        "{run}"
+    );
+}

@@ -78,6 +78,36 @@ pub(super) fn init(dir: Option<&Path>) -> anyhow::Result<ExitStatus> {
             }
         }
     }
+    // A file it would keep must be one the next commands read: not a folder, not a link to
+    // nothing, and in the scenarios folder (where harness follows no link) no link at all.
+    for (name, _) in FILES {
+        let path = dir.join(name);
+        let Ok(m) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        let link = m.file_type().is_symlink();
+        let why = if m.is_dir() {
+            Some("a folder")
+        } else if link && std::fs::metadata(&path).is_err() {
+            Some("a symbolic link to nothing")
+        } else if link && name.starts_with("scenarios/") {
+            Some("a symbolic link, which harness does not follow in a scenarios folder")
+        } else if !link && !m.is_file() {
+            Some("not a regular file")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Ok(fail(
+                &Diagnostic::new(format!(
+                    "is {why}: harness init would keep it, and the commands it prints next would refuse it"
+                ))
+                .in_file(&path)
+                .hint("remove it or make it a regular file, then run harness init again; nothing was written")
+                .status(ExitStatus::BadInput),
+            ));
+        }
+    }
     let mut out = anstream::stdout().lock();
     let mut wrote = 0;
     for (name, contents) in FILES {
