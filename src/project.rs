@@ -79,6 +79,17 @@ pub struct ReplayDefaults {
     /// `params` (everything else: sampling, limits, streaming). Default: all four.
     #[serde(default, rename = "match")]
     pub parts: Vec<String>,
+    /// Volatile text made alike in requests before a replay compares them — vcrpy's
+    /// `before_record_request`: a timestamp in the system prompt matches, while a real change
+    /// of the prompt still diverges. Each rule: `path` (a request path, `*` for any key or
+    /// index; every string at or below it), `pattern` (a regular expression), `replace`.
+    #[serde(default)]
+    pub normalize: Vec<NormalizeRule>,
+    /// Regular expressions for volatile text no golden shows (a shell tool's `Chunk ID:
+    /// 0e7f41`, `Wall time: 0.2 seconds`): each match reads `<redacted>` in every golden
+    /// written or compared, of replays, served agents and scenarios alike.
+    #[serde(default)]
+    pub redact: Vec<String>,
     /// `false`: judge a replay by its recording alone (every request matched, every recorded
     /// exchange played, the agent's exit), with no golden to accept — vcrpy's way, as
     /// `exec --cassettes-only`. Default `true`: the golden of each conversation's trace too.
@@ -92,8 +103,37 @@ impl ReplayDefaults {
     pub fn matching(&self, parts: &[Part], ignore: &[String]) -> Matching {
         let own: Vec<Part> = self.parts.iter().filter_map(|p| Part::parse(p)).collect();
         let all_ignored: Vec<String> = self.ignore.iter().chain(ignore).cloned().collect();
-        Matching::new(if parts.is_empty() { &own } else { parts }, &all_ignored)
+        let matching = Matching::new(if parts.is_empty() { &own } else { parts }, &all_ignored);
+        // The rules were checked when the file was read (`parse`).
+        let rules: Vec<(String, String, String)> = self
+            .normalize
+            .iter()
+            .map(|r| (r.path.clone(), r.pattern.clone(), r.replace.clone()))
+            .collect();
+        let normalized = matching.clone().normalizing(&rules).unwrap_or(matching);
+        normalized
+            .clone()
+            .redacting(&self.redact)
+            .unwrap_or(normalized)
     }
+}
+
+/// One `[replay] normalize` rule.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NormalizeRule {
+    /// Where: a request path (`messages/*/content`, `*` any key or index); every string at or
+    /// below it.
+    pub path: String,
+    /// A regular expression.
+    pub pattern: String,
+    /// What each match becomes. Default `<normalized>`.
+    #[serde(default = "default_normalized")]
+    pub replace: String,
+}
+
+fn default_normalized() -> String {
+    "<normalized>".to_owned()
 }
 
 /// Defaults of `harness run`; the command line overrides each.
@@ -356,6 +396,44 @@ pub fn parse(text: &str) -> Result<ProjectFile, Diagnostic> {
                 path,
                 format!("unknown request part `{part}`"),
                 Some(hint),
+            ));
+        }
+    }
+    for (i, rule) in config.replay.normalize.iter().enumerate() {
+        let checked = Matching::default().normalizing(&[(
+            rule.path.clone(),
+            rule.pattern.clone(),
+            rule.replace.clone(),
+        )]);
+        if let Err(e) = checked {
+            let path = vec![
+                Seg::Key("replay".to_owned()),
+                Seg::Key("normalize".to_owned()),
+                Seg::Index(i),
+                Seg::Key("pattern".to_owned()),
+            ];
+            return Err(crate::scenario::diagnose_at(
+                text,
+                SourceFormat::Toml,
+                path,
+                e,
+                Some(crate::vocabulary::REGEX_SYNTAX.to_owned()),
+            ));
+        }
+    }
+    for (i, pattern) in config.replay.redact.iter().enumerate() {
+        if let Err(e) = Matching::default().redacting(std::slice::from_ref(pattern)) {
+            let path = vec![
+                Seg::Key("replay".to_owned()),
+                Seg::Key("redact".to_owned()),
+                Seg::Index(i),
+            ];
+            return Err(crate::scenario::diagnose_at(
+                text,
+                SourceFormat::Toml,
+                path,
+                e,
+                Some(crate::vocabulary::REGEX_SYNTAX.to_owned()),
             ));
         }
     }

@@ -68,13 +68,57 @@ impl Part {
     }
 }
 
-/// What counts when two requests are compared.
+/// What counts when two requests are compared, and what a golden never shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Matching {
     /// The parts that count (sorted, without repeats; all by default).
     parts: Vec<Part>,
     /// Paths left out, split at `/` (`*` for any key or index): the volatile fields first.
     ignore: Vec<Vec<String>>,
+    /// Volatile text made alike in requests before they are compared (`[replay] normalize`).
+    normalize: Vec<Rule>,
+    /// Volatile text a golden never shows (`[replay] redact`): each match becomes
+    /// [`REDACTED`].
+    redact: Vec<Rule>,
+}
+
+/// What a redacted match reads as in a golden.
+pub const REDACTED: &str = "<redacted>";
+
+/// A regular expression over text at a request path (`*` any key or index; every string at or
+/// below it), and what its matches become.
+#[derive(Debug, Clone)]
+struct Rule {
+    path: Vec<String>,
+    pattern: String,
+    regex: regex_lite::Regex,
+    replace: String,
+}
+
+impl PartialEq for Rule {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.path, &self.pattern, &self.replace) == (&other.path, &other.pattern, &other.replace)
+    }
+}
+
+impl Eq for Rule {}
+
+impl Rule {
+    fn new(path: &str, pattern: &str, replace: &str) -> Result<Self, String> {
+        let regex = regex_lite::Regex::new(pattern)
+            .map_err(|e| format!("`{pattern}` is not a regular expression ({e})"))?;
+        if regex.is_match("") {
+            return Err(format!(
+                "`{pattern}` matches the empty text, so it would change every text"
+            ));
+        }
+        Ok(Self {
+            path: split_path(path),
+            pattern: pattern.to_owned(),
+            regex,
+            replace: replace.to_owned(),
+        })
+    }
 }
 
 impl Default for Matching {
@@ -100,7 +144,42 @@ impl Matching {
                 .map(|s| split_path(s))
                 .chain(ignore.iter().map(|s| split_path(s)))
                 .collect(),
+            normalize: Vec::new(),
+            redact: Vec::new(),
         }
+    }
+
+    /// This matching, also making each (path, regex, replacement) alike in the requests it
+    /// compares; the first rule that is no regular expression (or matches the empty text) is
+    /// the error.
+    pub fn normalizing(mut self, rules: &[(String, String, String)]) -> Result<Self, String> {
+        for (path, pattern, replace) in rules {
+            self.normalize.push(Rule::new(path, pattern, replace)?);
+        }
+        Ok(self)
+    }
+
+    /// This matching, also keeping the matches of `patterns` out of every golden.
+    pub fn redacting(mut self, patterns: &[String]) -> Result<Self, String> {
+        for pattern in patterns {
+            self.redact.push(Rule::new("", pattern, REDACTED)?);
+        }
+        Ok(self)
+    }
+
+    /// A golden's text with the volatile text it must never show redacted.
+    pub fn redact<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
+        let mut out = std::borrow::Cow::Borrowed(text);
+        for rule in &self.redact {
+            if rule.regex.is_match(&out) {
+                out = std::borrow::Cow::Owned(
+                    rule.regex
+                        .replace_all(&out, rule.replace.as_str())
+                        .into_owned(),
+                );
+            }
+        }
+        out
     }
 
     /// This matching, also leaving out `more` (a cassette's own `replay.ignore`).
@@ -125,10 +204,52 @@ impl Matching {
         }
         alike(&mut v);
         v.sort_all_objects();
+        for rule in &self.normalize {
+            normalize(&mut v, &rule.path, rule);
+        }
         for path in &self.ignore {
             remove(&mut v, path);
         }
         v
+    }
+}
+
+/// Replace `rule`'s matches in every string at or below `path` (`*` any key or index).
+fn normalize(v: &mut Value, path: &[String], rule: &Rule) {
+    let Some((head, rest)) = path.split_first() else {
+        replace_strings(v, rule);
+        return;
+    };
+    match v {
+        Value::Object(o) => {
+            for (k, x) in o.iter_mut() {
+                if head == "*" || head == k {
+                    normalize(x, rest, rule);
+                }
+            }
+        }
+        Value::Array(a) => {
+            for (i, x) in a.iter_mut().enumerate() {
+                if head == "*" || head.parse::<usize>().ok() == Some(i) {
+                    normalize(x, rest, rule);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn replace_strings(v: &mut Value, rule: &Rule) {
+    match v {
+        Value::String(s) if rule.regex.is_match(s) => {
+            *s = rule
+                .regex
+                .replace_all(s, rule.replace.as_str())
+                .into_owned();
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| replace_strings(x, rule)),
+        Value::Object(o) => o.values_mut().for_each(|x| replace_strings(x, rule)),
+        _ => {}
     }
 }
 
@@ -351,5 +472,60 @@ mod tests {
         assert_eq!(Part::parse("tools"), Some(Part::Tools));
         assert_eq!(Part::parse("prompt"), None);
         assert_eq!(Part::of_key("instructions"), Part::Messages);
+    }
+
+    #[test]
+    fn normalized_text_matches_and_a_real_change_still_differs() {
+        let m = Matching::default()
+            .normalizing(&[(
+                "messages/*/content".to_owned(),
+                r"\d{4}-\d{2}-\d{2}T[0-9:]+Z".to_owned(),
+                "<time>".to_owned(),
+            )])
+            .expect("rules");
+        let at = |when: &str, task: &str| {
+            json!({"model": "m", "messages": [
+                {"role": "system", "content": format!("Now: {when}.")},
+                {"role": "user", "content": [{"type": "text", "text": format!("{task} at {when}")}]}]})
+        };
+        let a = at("2026-11-28T10:00:00Z", "Fix it");
+        assert_eq!(
+            m.canonical(&a),
+            m.canonical(&at("2026-11-29T11:30:00Z", "Fix it"))
+        );
+        assert_ne!(
+            m.canonical(&a),
+            m.canonical(&at("2026-11-29T11:30:00Z", "Break it"))
+        );
+        // Without the rule the timestamps differ.
+        assert_ne!(
+            Matching::default().canonical(&a),
+            Matching::default().canonical(&at("2026-11-29T11:30:00Z", "Fix it"))
+        );
+        // A rule that is no regular expression, or matches the empty text, is refused.
+        assert!(
+            Matching::default()
+                .normalizing(&[("x".to_owned(), "(".to_owned(), String::new())])
+                .is_err()
+        );
+        assert!(Matching::default().redacting(&["a*".to_owned()]).is_err());
+    }
+
+    #[test]
+    fn redacted_text_never_reaches_a_golden() {
+        let m = Matching::default()
+            .redacting(&[
+                r"Chunk ID: [0-9a-f]+".to_owned(),
+                r"Wall time: [0-9.]+".to_owned(),
+            ])
+            .expect("patterns");
+        assert_eq!(
+            m.redact("ok (Chunk ID: 0e7f41, Wall time: 0.25 seconds)"),
+            "ok (<redacted>, <redacted> seconds)"
+        );
+        assert!(matches!(
+            m.redact("nothing volatile"),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 }

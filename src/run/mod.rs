@@ -756,7 +756,11 @@ fn compare_golden(
     read: &io::Result<Option<String>>,
     io_errors: &mut Vec<String>,
 ) -> (Comparison, bool) {
-    let golden_text = trace::render_golden(&case.id, events);
+    // Volatile text the project keeps out of goldens (`[replay] redact`).
+    let golden_text = options
+        .matching
+        .redact(&trace::render_golden(&case.id, events))
+        .into_owned();
     let golden = match read {
         Ok(g) => snapshot::compare(g.as_deref(), &golden_text),
         Err(e) => {

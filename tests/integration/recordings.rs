@@ -1600,3 +1600,75 @@ fn a_replay_judged_by_its_recording_alone() {
     exec(&[], "2").expect_code(0);
     assert!(p.files("snapshots", "").is_empty());
 }
+
+#[test]
+/// docs/record-your-agent.md's normaliser: a timestamp in the task replays green once the
+/// project file normalises it, while a real change of the task still diverges; a bad rule is
+/// a located error.
+fn a_normalised_timestamp_replays_and_a_real_change_does_not() {
+    let p = Project::new();
+    p.write("agent.py", TALKS);
+    let (base, upstream) = counting_stub();
+    let proxy = |task: &str| {
+        p.harness_ci(
+            "true",
+            &[
+                "proxy",
+                "--upstream",
+                &base,
+                "--out",
+                "talk",
+                "--record-mode",
+                "once",
+                "--",
+                "python3",
+                "agent.py",
+                "2",
+                task,
+            ],
+        )
+    };
+    p.harness(&[
+        "proxy",
+        "--upstream",
+        &base,
+        "--out",
+        "talk",
+        "--",
+        "python3",
+        "agent.py",
+        "2",
+        "Talk at 2026-11-28T10:00:00Z.",
+    ])
+    .expect_code(0);
+    // Another time: without the rule it diverges.
+    proxy("Talk at 2026-11-29T11:30:00Z.").expect_code(1);
+    p.write(
+        "harness.toml",
+        "format = 1\n\n[[replay.normalize]]\npath = \"messages/*/content\"\npattern = '\\d{4}-\\d{2}-\\d{2}T[0-9:]+Z'\nreplace = \"<time>\"\n",
+    );
+    let same = proxy("Talk at 2026-11-29T11:30:00Z.");
+    same.expect_code(0);
+    assert!(
+        same.stdout
+            .contains("2 request(s) answered from the recording"),
+        "{same}"
+    );
+    // A real change of the task still diverges.
+    let changed = proxy("Walk at 2026-11-29T11:30:00Z.");
+    changed.expect_code(1);
+    assert!(changed.stderr.contains("the task changed"), "{changed}");
+    assert_eq!(upstream.load(std::sync::atomic::Ordering::SeqCst), 2);
+    // A rule that is no regular expression is refused where it is written.
+    p.write(
+        "harness.toml",
+        "format = 1\n\n[[replay.normalize]]\npath = \"messages\"\npattern = \"(\"\n",
+    );
+    let bad = proxy("Talk.");
+    bad.expect_code(2);
+    assert!(
+        bad.stderr
+            .contains("harness.toml:5:1: `(` is not a regular expression"),
+        "{bad}"
+    );
+}

@@ -599,3 +599,48 @@ fn a_conversation_that_no_longer_happens_fails() {
         "{run}"
     );
 }
+
+#[test]
+/// docs/record-your-agent.md's redactor: a tool result stamped with a volatile id (as Codex
+/// CLI's shell results are) makes a golden that never matches twice, until the project file
+/// redacts it.
+fn redacted_volatile_text_leaves_the_golden_stable() {
+    let p = project();
+    let agent = std::fs::read_to_string(agent()).expect("the agent");
+    p.write(
+        "agent.py",
+        agent.replace(
+            "return \"Error: missing 'command' parameter\", True",
+            "return \"Error: missing 'command' parameter (Chunk ID: \" + os.urandom(3).hex() + \")\", True",
+        ),
+    );
+    let exec = || {
+        p.harness(&[
+            "exec",
+            SCENARIO,
+            "--",
+            "python3",
+            "agent.py",
+            "--detector",
+            "nudge",
+        ])
+    };
+    exec().expect_code(1);
+    p.harness(&["accept"]).expect_code(0);
+    // The next run's ids differ: the golden does not hold.
+    exec().expect_code(1);
+    p.harness(&["reject"]).expect_code(0);
+    p.write(
+        "harness.toml",
+        "format = 1\n\n[replay]\nredact = ['Chunk ID: [0-9a-f]+']\n",
+    );
+    exec().expect_code(1);
+    p.harness(&["accept"]).expect_code(0);
+    let golden = p.read(&format!("snapshots/{ID}@exec.snap"));
+    assert!(
+        golden.contains("(<redacted>)") && !golden.contains("Chunk ID"),
+        "{golden}"
+    );
+    exec().expect_code(0);
+    exec().expect_code(0);
+}
