@@ -400,8 +400,13 @@ fn appended_from(messages: &[Message], previous_len: usize) -> usize {
     }
 }
 
+/// The tools offered, by name, sorted: a replay matches the tools offered as a set, so the
+/// trace shows them as one (the same agent offering them in another order gives the same
+/// golden).
 fn names(tools: &[crate::llm::ToolSpec]) -> Vec<String> {
-    tools.iter().map(|t| t.name.clone()).collect()
+    let mut names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
+    names.sort();
+    names
 }
 
 fn args_value(a: &Arguments) -> Value {

@@ -142,6 +142,7 @@ impl ServedCassette {
 
     /// The divergence of `actual`, sent as request `n + 1`, from the recording.
     pub fn diverge(&self, n: usize, actual: &Value, scrubber: &Scrubber) -> Divergence {
+        let sent = actual;
         let actual = self.matching.canonical(actual);
         let request = u32::try_from(n + 1).unwrap_or(u32::MAX);
         let nearest = self
@@ -178,6 +179,7 @@ impl ServedCassette {
         let at = first_difference(expected, &actual, String::new())
             .map(|p| if p.is_empty() { "/".to_owned() } else { p })
             .unwrap_or_else(|| "/".to_owned());
+        let at = as_sent(&at, expected, &actual, sent);
         let reading = reading(self.api(), expected, &actual)
             .unwrap_or_else(|| format!("the request differs at `{at}`"));
         let (a, b) = (pretty(&self.stripped[i]), pretty(&actual));
@@ -205,6 +207,43 @@ impl ServedCassette {
     }
 }
 
+/// A difference's path in the canonical request (whose tools are sorted by name) as a path in
+/// the request as the agent sent it: `/tools/N…` points at that tool where the agent put it,
+/// and at the whole tool when the recording has another one there (one added or removed).
+fn as_sent(at: &str, expected: &Value, canonical: &Value, sent: &Value) -> String {
+    let Some(rest) = at.strip_prefix("/tools/") else {
+        return at.to_owned();
+    };
+    let (index, tail) = rest.split_once('/').map_or((rest, ""), |(i, t)| (i, t));
+    let name_of = |t: &Value| {
+        t.pointer("/function/name")
+            .or_else(|| t.get("name"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    let position = index.parse::<usize>().ok();
+    let name = position
+        .and_then(|i| canonical.get("tools")?.get(i))
+        .and_then(name_of);
+    let same_tool = name.is_some()
+        && position
+            .and_then(|i| expected.get("tools")?.get(i))
+            .and_then(name_of)
+            == name;
+    let tail = if same_tool { tail } else { "" };
+    let found = name.and_then(|name| {
+        sent.get("tools")?
+            .as_array()?
+            .iter()
+            .position(|t| name_of(t).as_deref() == Some(name.as_str()))
+    });
+    match found {
+        Some(i) if tail.is_empty() => format!("/tools/{i}"),
+        Some(i) => format!("/tools/{i}/{tail}"),
+        None => at.to_owned(),
+    }
+}
+
 /// The cassettes of a replay session and its divergence policy.
 #[derive(Debug)]
 pub struct Replay {
@@ -226,11 +265,12 @@ pub struct Replay {
 pub enum RecordMode {
     /// Never go live: a request the recording does not answer is refused.
     None,
-    /// A conversation whose first request no unused recording starts with goes live and is
-    /// recorded; a recorded conversation that diverges is refused.
+    /// Nothing goes live while recordings are there (vcrpy's `once`): a request no
+    /// recording holds, a new conversation's first included, is refused.
     Once,
-    /// Also a recorded conversation goes live from its first divergence on, and its recording
-    /// is extended.
+    /// A new conversation, and a recorded one from its first divergence on, go live: past the
+    /// end of its recording the cassette is extended; from inside it, the conversation is
+    /// added beside the recording.
     NewEpisodes,
 }
 
@@ -820,6 +860,24 @@ mod tests {
             let d = served.diverge(0, v, &Scrubber::default());
             assert!(d.reading.contains(said), "{what}: read as {:?}", d.reading);
         }
+        // A tool added first: the difference is where the agent put it, not where the sorted
+        // comparison found it.
+        let first = variant(&|v| {
+            v["tools"].as_array_mut().unwrap().insert(
+                0,
+                json!({"type": "function", "function": {"name": "zap", "parameters": {}}}),
+            );
+        });
+        let d = served.diverge(0, &first, &Scrubber::default());
+        assert_eq!(d.at, "/tools/0", "{d:?}");
+        let last = variant(&|v| {
+            v["tools"]
+                .as_array_mut()
+                .unwrap()
+                .push(json!({"type": "function", "function": {"name": "apply", "parameters": {}}}));
+        });
+        let d = served.diverge(0, &last, &Scrubber::default());
+        assert_eq!(d.at, "/tools/2", "{d:?}");
         // Order beyond what matching forgives (the task before the system prompt) is a
         // divergence, and read as only an order.
         let swapped = variant(&|v| v["messages"].as_array_mut().unwrap().swap(0, 1));
