@@ -4,7 +4,7 @@
 import sys
 
 import anthropic
-from common import STEPS, SYSTEM, USER, arguments, call_plain, final, plain_tools, refused
+from common import STEPS, SYSTEM, USER, arguments, call_plain, final, in_order, plain_tools, refused
 
 TOOLS = [{"name": n, "description": d, "input_schema": p} for n, d, p, _ in plain_tools()]
 
@@ -34,7 +34,7 @@ def main():
                     results.append({"type": "tool_result", "tool_use_id": u.id, "content": call_plain(u.name, u.input)})
                 except Exception as e:
                     results.append({"type": "tool_result", "tool_use_id": u.id, "content": str(e), "is_error": True})
-            messages.append({"role": "user", "content": results})
+            messages.append({"role": "user", "content": in_order(results)})
     except anthropic.BadRequestError as e:
         return refused(e)
     return 0

@@ -23,6 +23,14 @@ SYSTEM = os.environ.get("HARNESS_SYSTEM", "You are a coding agent. Use tools to 
 USER = os.environ.get("HARNESS_USER", "List the files in the project.")
 DESCRIPTION = "Run a shell command"
 STEPS = 40
+# AGENT_REVERSE_RESULTS=1: send the results of one answer's parallel calls back in the other
+# order than the calls (each still names its call's id), as some agents do.
+REVERSE = os.environ.get("AGENT_REVERSE_RESULTS") == "1"
+
+
+def in_order(results: list) -> list:
+    """One answer's tool results in the order the agent sends them back."""
+    return list(reversed(results)) if REVERSE else results
 TOOL_SET = os.environ.get("AGENT_TOOLS", "exec")
 # A framework's own turn limit: above the scenario's cap for the exec conformance cases (the
 # served trace is then the scenario's, whatever the framework); the framework's default for the

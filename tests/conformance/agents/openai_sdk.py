@@ -5,7 +5,7 @@ import json
 import sys
 
 import openai
-from common import STEPS, SYSTEM, USER, arguments, call_plain, final, plain_tools, refused
+from common import STEPS, SYSTEM, USER, arguments, call_plain, final, in_order, plain_tools, refused
 
 
 def call_tool(name, arguments):
@@ -31,8 +31,8 @@ def chat(client, stream):
         if not message.tool_calls:
             final(message.content)
             return
-        for c in message.tool_calls:
-            messages.append({"role": "tool", "tool_call_id": c.id, "content": call_tool(c.function.name, c.function.arguments)})
+        messages += in_order([{"role": "tool", "tool_call_id": c.id, "content": call_tool(c.function.name, c.function.arguments)}
+                              for c in message.tool_calls])
 
 
 def responses(client, stream):
@@ -51,8 +51,8 @@ def responses(client, stream):
         if not calls:
             final(response.output_text)
             return
-        for c in calls:
-            items.append({"type": "function_call_output", "call_id": c.call_id, "output": call_tool(c.name, c.arguments)})
+        items += in_order([{"type": "function_call_output", "call_id": c.call_id, "output": call_tool(c.name, c.arguments)}
+                           for c in calls])
 
 
 def main():
