@@ -197,6 +197,8 @@ fn detect_messages(messages: &Value) -> Option<Format> {
 /// (otherwise it is detected). JSON-lines files (`jsonl`) read one document per line, and a
 /// bad line is reported at its own line while the others are read.
 pub fn import_text(text: &str, rel: &str, jsonl: bool, format: Option<Format>) -> FileImport {
+    // A UTF-8 byte-order mark (some Windows tools write one) is no part of the JSON.
+    let text = crate::scenario::without_bom(text);
     let mut out = FileImport::default();
     // OTLP JSON: the spans of a run may be on any line of the file.
     if format == Some(Format::Otlp) || (format.is_none() && otlp::sniff(text)) {

@@ -569,12 +569,14 @@ impl serde_json::ser::Formatter for Layout {
 
 /// Read JSON results back (for `harness merge`); the error says what is wrong and where.
 pub fn parse(text: &str) -> Result<Collected, Diagnostic> {
+    // A UTF-8 byte-order mark (an editor on Windows saved the file) is no part of the JSON.
+    let text = crate::scenario::without_bom(text);
     let results: Results = serde_json::from_str(text).map_err(|e| {
         let message = e
             .to_string()
             .rsplit_once(" at line ")
             .map_or(e.to_string(), |(m, _)| m.to_owned());
-        let col = crate::scenario::json_token_start(text, e.line(), e.column());
+        let col = crate::scenario::json_token_start(text, e.line(), e.column()).max(1);
         let d = parse_error(e.line(), col, &message, true);
         match e.classify() {
             serde_json::error::Category::Syntax | serde_json::error::Category::Eof

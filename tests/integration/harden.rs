@@ -584,6 +584,23 @@ fn a_byte_order_mark_is_read_in_json_as_in_toml() {
     p.write("scenarios/bom-toml.toml", format!("\u{feff}{toml}"));
     let run = p.harness(&["run"]);
     run.expect_code(1).expect_stdout("4 missing goldens");
+    // So are results files and transcripts (an OTLP export saved by a Windows tool).
+    p.harness(&["run", "scenarios/bom-toml.toml", "--json", "r.json"])
+        .expect_code(1);
+    p.write("bom.json", format!("\u{feff}{}", p.read("r.json")));
+    p.harness(&["merge", "bom.json", "--no-baseline"])
+        .expect_code(1)
+        .expect_stdout("2 missing goldens");
+    let otlp = std::fs::read_to_string(repo().join("fixtures/transcripts/otlp/events-only.jsonl"))
+        .unwrap();
+    // An empty results file is located at its first column, as every error is.
+    p.write("empty.json", "");
+    let empty = p.harness(&["merge", "empty.json", "--no-baseline"]);
+    empty.expect_code(2);
+    assert!(empty.stderr.contains("empty.json:1:1:"), "{empty}");
+    p.write("traces/bom.jsonl", format!("\u{feff}{otlp}"));
+    p.harness(&["import", "traces/bom.jsonl", "--out", "imported"])
+        .expect_code(0);
 }
 
 // --- 15 #8 #12 #14 and 17: recording -------------------------------------------------------
