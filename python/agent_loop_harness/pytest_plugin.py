@@ -139,9 +139,12 @@ def _label_of(name: str, nodeid: str) -> str:
 _CLAIMED: dict = {}
 
 
-def _start(scenario, label, expect, cwd, failure, pace, no_builtin_failures) -> Served:
+def _start(scenario, label, expect, cwd, failure, pace, no_builtin_failures,
+           cassettes_only=False) -> Served:
     command = [find_harness_bin(), "serve", os.fspath(scenario), "--judge", "--until-eof",
                "--label", label]
+    if cassettes_only:
+        command.append("--cassettes-only")
     if expect:
         command += ["--expect", expect]
     for pattern in failure or ():
@@ -180,8 +183,10 @@ def _start(scenario, label, expect, cwd, failure, pace, no_builtin_failures) -> 
 def harness_serve(request, monkeypatch):
     """Start serving a scenario (or cassettes) for this test: ``harness_serve(scenario,
     label=None, expect=None, env=False, cwd=None, failure=(), pace=0,
-    no_builtin_failures=False)`` returns a :class:`Served`. The label names the runs and their
-    goldens (default: the test's name). With ``env=True`` the test's environment gets
+    no_builtin_failures=False, cassettes_only=False)`` returns a :class:`Served`. The label
+    names the runs and their goldens (default: the test's name). With ``cassettes_only=True``
+    (agent cassettes only) the replay is judged by the recording alone, with no golden, so any
+    number of tests may replay one cassette. With ``env=True`` the test's environment gets
     ``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL`` and placeholder keys, so ``OpenAI()`` and
     ``Anthropic()`` with no arguments reach it. Every served scenario is judged when the test
     body returns."""
@@ -189,22 +194,24 @@ def harness_serve(request, monkeypatch):
     setattr(request.node, _ITEM_KEY, served)
 
     def start(scenario, *, label=None, expect=None, env=False, cwd=None, failure=(), pace=0,
-              no_builtin_failures=False):
+              no_builtin_failures=False, cassettes_only=False):
         label = label or _label_of(request.node.name, request.node.nodeid)
         if any(s.scenario == os.fspath(scenario) and s.label == label for s in served):
             raise ValueError(
                 f"{scenario} is already served with label {label!r} in this test: give the "
                 "second one its own label (its runs and goldens are named by it)")
-        # Two tests of the session on one golden would overwrite each other's verdicts.
+        # Two tests of the session on one golden would overwrite each other's verdicts (a
+        # replay judged by its recording alone has none).
         key = (os.path.abspath(os.path.join(cwd or os.getcwd(), os.fspath(scenario))), label)
-        other = _CLAIMED.setdefault(key, request.node.nodeid)
+        other = (request.node.nodeid if cassettes_only
+                 else _CLAIMED.setdefault(key, request.node.nodeid))
         if other != request.node.nodeid:
             raise ValueError(
                 f"{request.node.nodeid} and {other} both serve {scenario} with label "
                 f"{label!r}, so they would share one golden: give one of them its own "
                 "label= (the same test name in two modules does this)")
         s = _start(scenario, label, expect, cwd or os.getcwd(), failure, pace,
-                   no_builtin_failures)
+                   no_builtin_failures, cassettes_only)
         served.append(s)
         if env:
             for key, value in s.env.items():

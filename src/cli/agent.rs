@@ -88,7 +88,17 @@ pub(super) fn serve(args: &ServeArgs, setup: &Setup) -> anyhow::Result<ExitStatu
         args.on_divergence.clone(),
         args.matching.matching(setup),
     );
-    settings.golden = setup.replay_defaults().golden != Some(false);
+    settings.golden = !args.cassettes_only && setup.replay_defaults().golden != Some(false);
+    if args.cassettes_only
+        && (!replaying || args.on_divergence != crate::serve::replay::OnDivergence::Fail)
+    {
+        return Ok(fail(
+            &Diagnostic::new(
+                "--cassettes-only judges a replay of cassettes by its recording alone: give cassettes, with --on-divergence fail (the default)",
+            )
+            .status(ExitStatus::BadInput),
+        ));
+    }
     let options = Options {
         write_pending: !super::ci(),
         traces: args.traces.clone(),

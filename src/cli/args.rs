@@ -633,6 +633,10 @@ pub(super) struct ServeArgs {
     /// With cassettes: what follows a divergence (as for `exec`).
     #[arg(long, default_value = "fail", value_name = "POLICY")]
     pub(super) on_divergence: OnDivergence,
+    /// With cassettes and `--judge`: judge the replay by the recording alone, with no golden
+    /// (as `exec --cassettes-only`).
+    #[arg(long)]
+    pub(super) cassettes_only: bool,
     /// Address to listen on (port 0: any free port).
     #[arg(long, default_value = "127.0.0.1:0", value_name = "HOST:PORT")]
     pub(super) addr: SocketAddr,

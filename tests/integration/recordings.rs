@@ -1595,6 +1595,9 @@ fn a_replay_judged_by_its_recording_alone() {
         scenario.stderr.contains("no cassette was given"),
         "{scenario}"
     );
+    let served = p.harness(&["serve", "scenarios/s.toml", "--judge", "--cassettes-only"]);
+    served.expect_code(2);
+    assert!(served.stderr.contains("give cassettes"), "{served}");
     // The project file's `[replay] golden = false` is the same.
     p.write("harness.toml", "format = 1\n\n[replay]\ngolden = false\n");
     exec(&[], "2").expect_code(0);

@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from agent_loop_harness import find_harness_bin
@@ -159,3 +160,55 @@ def test_two_tests_never_share_a_golden(pytester, monkeypatch):
         "*test_two.py::test_same and test_one.py::test_same both serve*share one golden*",
     ])
 
+
+
+REPLAYS = '''
+from openai import OpenAI
+from test_agent import agent_loop
+
+
+def test_one_replay(harness_serve):
+    served = harness_serve("cassettes", cassettes_only=True)
+    agent_loop(OpenAI(base_url=served.openai_base_url, api_key="harness"), defence=False)
+
+
+def test_another_replay_of_the_same_cassette(harness_serve):
+    served = harness_serve("cassettes", cassettes_only=True)
+    agent_loop(OpenAI(base_url=served.openai_base_url, api_key="harness"), defence=False)
+
+
+def test_a_changed_agent(harness_serve):
+    served = harness_serve("cassettes", cassettes_only=True)
+    agent_loop(OpenAI(base_url=served.openai_base_url, api_key="harness"), defence=True)
+'''
+
+RECORD = '''
+from openai import OpenAI
+from test_agent import agent_loop
+
+agent_loop(OpenAI(), defence=False)
+'''
+
+
+def test_cassettes_replayed_by_their_recording_alone(pytester, monkeypatch):
+    # docs/in-your-tests.md: `cassettes_only=True` judges a replay by its recording alone, so
+    # any number of tests replay one cassette with no golden to accept.
+    monkeypatch.delenv("CI", raising=False)
+    (pytester.path / "scenarios").mkdir()
+    shutil.copy(SCENARIO, pytester.path / "scenarios" / "reflex-black-box.toml")
+    pytester.makepyfile(test_agent=INNER, record=RECORD)
+    # Record the loop through `harness proxy`, the scenario served as its provider.
+    upstream = subprocess.Popen(
+        [find_harness_bin(), "serve", "scenarios/reflex-black-box.toml", "--until-eof"],
+        cwd=pytester.path, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    base = upstream.stdout.readline().decode().strip()[len("listening on "):]
+    env = {**os.environ, "OPENAI_API_KEY": "harness"}
+    subprocess.run([find_harness_bin(), "proxy", "--upstream", base + "/v1", "--out", "cassettes",
+                    "--", sys.executable, "record.py"], cwd=pytester.path, env=env, check=True)
+    upstream.stdin.close()
+    upstream.wait()
+    pytester.makepyfile(test_replays=REPLAYS)
+    run = pytester.runpytest_subprocess("-p", "no:cacheprovider", "test_replays.py")
+    run.assert_outcomes(passed=2, failed=1)
+    run.stdout.fnmatch_lines(["*FAILED test_replays.py::test_a_changed_agent*"])
+    assert not (pytester.path / "snapshots").exists()
