@@ -421,6 +421,13 @@ pub(crate) fn judge_session(
                     "{} ({side_reasons}), so none ran the case",
                     card::ALL_SIDE
                 ));
+                // The other conversations, each a side request: what the verdict reads.
+                entry.others = (0..all.len())
+                    .filter(|j| *j != i)
+                    .filter_map(|j| {
+                        side(j).map(|why| format!("{}: a side request: {why}", case_of(j).id))
+                    })
+                    .collect();
                 entry
             });
             results.push(r);

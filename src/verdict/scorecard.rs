@@ -133,15 +133,14 @@ fn check_card(
     }
     if let Verdict::NotDriven(why) = &entry.verdict {
         if why.starts_with(card::ALL_SIDE) {
-            // Read from the other conversations: they must be there, each a side request,
-            // and only an agent has them.
+            // Read from the conversations (the card's own, and the others it names, which must
+            // be there, each a side request); only an agent has them.
             let named: Vec<&str> = entry
                 .others
                 .iter()
                 .filter_map(|o| o.split_once(": a side request: ").map(|(id, _)| id))
                 .collect();
             let fits = basis.end != card::End::Engine
-                && !named.is_empty()
                 && named.len() == entry.others.len()
                 && named.iter().all(|id| conversations.contains(id));
             return (!fits).then(|| {

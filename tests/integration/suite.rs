@@ -705,6 +705,23 @@ fn an_agent_whose_every_request_looks_like_a_side_request_is_said_undriven() {
         ),
         "{card}"
     );
+    // Its results hold what the verdict is read from: the scorecard takes them.
+    p.harness(&[
+        "suite",
+        "--json",
+        "side.json",
+        "--",
+        "python3",
+        "agent.py",
+        "--tools",
+        "none",
+        "--persona",
+        "You are a summarization assistant.",
+    ])
+    .expect_code(0);
+    let scored = p.harness(&["scorecard", "side.json"]);
+    scored.expect_code(0);
+    assert!(scored.stderr.contains("1 could not be driven"), "{scored}");
 }
 
 #[test]
