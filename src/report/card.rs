@@ -484,7 +484,7 @@ fn cell_of(v: &crate::results::card::Verdict) -> String {
 
 /// A suite case's row key: its scenario's file stem (the case id without folders and label),
 /// so the same scenario matches across loops whatever path each run named the suite by.
-fn row_key(id: &str) -> &str {
+pub fn row_key(id: &str) -> &str {
     let scenario = id.rsplit_once('@').map_or(id, |(s, _)| s);
     scenario.rsplit('/').next().unwrap_or(scenario)
 }

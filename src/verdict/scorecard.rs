@@ -93,12 +93,6 @@ fn carries(id: &str, loop_: &str) -> bool {
         })
 }
 
-/// A case's row key: its scenario's file stem.
-fn stem_of(id: &str) -> &str {
-    let scenario = id.rsplit_once('@').map_or(id, |(s, _)| s);
-    scenario.rsplit('/').next().unwrap_or(scenario)
-}
-
 /// Why this card does not hold against its case and trace, if it does not.
 fn check_card(
     c: &CaseResult,
@@ -242,7 +236,7 @@ pub fn check(
             carded
                 .entry(c.row.profile.as_str())
                 .or_default()
-                .insert(stem_of(&c.id));
+                .insert(crate::report::card::row_key(&c.id));
         }
     }
     if incomplete {
@@ -328,7 +322,8 @@ mod tests {
         assert!(carries("suite/x", "ironclaw"));
         assert!(!carries("suite/x@other", "agent"));
         assert!(!carries("suite/x@agent.x", "agent"));
-        assert_eq!(stem_of("suite/deep/x@agent.2"), "x");
-        assert_eq!(stem_of("x"), "x");
+        let row_key = crate::report::card::row_key;
+        assert_eq!(row_key("suite/deep/x@agent.2"), "x");
+        assert_eq!(row_key("x"), "x");
     }
 }
