@@ -256,7 +256,7 @@ pub fn transcript(data: &[u8]) -> usize {
         return 0;
     };
     let mut runs = 0;
-    for format in std::iter::once(None).chain(Format::ALL.into_iter().map(Some)) {
+    for format in std::iter::once(None).chain(Format::all().map(Some)) {
         for jsonl in [false, true] {
             let file = import::import_text(text, "fuzz/transcript", jsonl, format);
             for e in &file.errors {

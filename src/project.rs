@@ -439,10 +439,11 @@ pub fn parse(text: &str) -> Result<ProjectFile, Diagnostic> {
     }
     for (i, p) in config.run.profile.iter().enumerate() {
         if crate::policy::Config::profile(p).is_none() {
-            let profiles = crate::policy::PROFILES;
-            let hint = crate::scenario::suggest(p, profiles, || {
-                format!("known profiles: {}", profiles.join(", "))
-            });
+            let hint = crate::scenario::suggest(
+                p,
+                &crate::policy::profiles::names(),
+                crate::policy::profiles::known,
+            );
             let path = vec![
                 Seg::Key("run".to_owned()),
                 Seg::Key("profile".to_owned()),

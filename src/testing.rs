@@ -143,10 +143,8 @@ impl Serve {
             .filter(|p| crate::policy::Config::profile(p).is_none())
         {
             return Err(refuse(
-                Diagnostic::new(format!("unknown profile `{p}`")).hint(format!(
-                    "known profiles: {}",
-                    crate::policy::PROFILES.join(", ")
-                )),
+                Diagnostic::new(format!("unknown profile `{p}`"))
+                    .hint(crate::policy::profiles::known()),
             ));
         }
         let (layout, matching) = match self.layout.clone() {

@@ -11,11 +11,11 @@ use crate::exec::{
     judge_replayed, judge_session, load, load_cassettes, prepare, replayed_traces, report_to,
     traces,
 };
-use crate::record::cassette::{ReplayOptions, TransportKind};
+use crate::record::cassette::ReplayOptions;
 use crate::results::{ExitStatus, FileResult};
 use crate::run::Options;
 use crate::serve::http::{Server, Signals};
-use crate::serve::proxy::{self, Upstreams, api_name, cassette_path, existing_cassettes};
+use crate::serve::proxy::{self, Upstreams, api_name, existing_cassettes};
 use crate::serve::{Session, replay};
 use crate::store;
 use crate::trace::{self, TimedEvent};
@@ -545,36 +545,11 @@ pub(super) fn proxy(args: &ProxyArgs, setup: &Setup, ci: bool) -> anyhow::Result
         session,
     )
     .with_context(|| format!("cannot listen on {}", args.addr))?;
-    let addr = proxy.addr();
-    let base = format!("http://{addr}");
-    let mut err = anstream::stderr();
-    let ended = if let Some((program, rest)) = args.command.split_first() {
-        let mut cmd = command::agent_command(program, rest, &base);
-        cmd.stdin(Stdio::inherit());
-        let waited = command::wait_for_then(
-            cmd,
-            program,
-            Duration::from_millis(args.timeout_ms),
-            &|| proxy.mark_stopping(),
-        );
-        match waited {
-            Ok(e) => Some(e),
-            Err(e) => {
-                let _ = proxy.stop();
-                return Ok(fail(&Diagnostic::new(e.to_string())));
-            }
-        }
-    } else {
-        writeln!(io::stdout().lock(), "listening on {base}")?;
-        let _ = writeln!(
-            err,
-            "harness proxy: OPENAI_BASE_URL={base}/v1 ANTHROPIC_BASE_URL={base}; Ctrl-C ends the recording and writes the cassettes"
-        );
-        while !proxy.finished() {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        None
+    let (ended, proxy) = match run_through(args, proxy)? {
+        Ok(ran) => ran,
+        Err(status) => return Ok(status),
     };
+    let ended_by_signal = matches!(ended, Some(Ended::Interrupted));
     let bounded = proxy.bounded();
     let unsent = proxy.unsent();
     let (slots, scrubber, refusals) = proxy.stop_replaying()?;
@@ -585,250 +560,38 @@ pub(super) fn proxy(args: &ProxyArgs, setup: &Setup, ci: bool) -> anyhow::Result
             Ended::Interrupted => format!("ended by {}", crate::run::interrupt::name()),
         };
         let command: Vec<String> = args.command.iter().map(|a| scrubber.scrub(a)).collect();
-        let _ = writeln!(err, "harness proxy: `{}` {note}", command.join(" "));
+        let _ = writeln!(
+            anstream::stderr(),
+            "harness proxy: `{}` {note}",
+            command.join(" ")
+        );
     }
     let groups = proxy::conversations(&slots);
-    let mut code = ExitStatus::Ok;
-    for said in &unsent {
-        code = fail(
-            &Diagnostic::new(format!("a request was not passed on: {said}"))
-                .hint("the proxy passes on only the model APIs and the model list, by plain paths; the agent was answered with this error")
-                .status(ExitStatus::Failed),
-        );
-    }
-    for said in &refusals {
-        code = fail(
-            &Diagnostic::new(format!("a request the recording does not answer was refused: {said}"))
-                .hint(match mode {
-                    ProxyMode::None => "replay with the agent as recorded, or record again where going live is wanted (`--record-mode once`, `new_episodes` or `all`, without CI set)",
-                    _ => "`--record-mode new_episodes` records on from a divergence; `all` records everything again",
-                })
-                .status(ExitStatus::Failed),
-        );
-    }
-    if groups.is_empty() && !(refusals.is_empty() && unsent.is_empty()) {
-        return Ok(finish_proxy(&ended, code));
-    }
-    if groups.is_empty() && matches!(ended, Some(Ended::Interrupted)) {
-        // Stopped before the agent asked anything: the signal is the news, not its base URL.
-        let _ = writeln!(
-            err,
-            "harness proxy: stopped by {} before the agent made a model request; nothing was recorded",
-            crate::run::interrupt::name()
-        );
-        return Ok(finish_proxy(&ended, ExitStatus::Failed));
-    }
+    let mut code = refused_requests(&unsent, &refusals, mode);
     if groups.is_empty() {
-        return Ok(fail(
-            &Diagnostic::new(
-                "the agent made no model request through the proxy, so nothing was recorded",
-            )
-            .hint("the agent must take its base URL from OPENAI_BASE_URL or ANTHROPIC_BASE_URL, which harness proxy sets")
-            .status(ExitStatus::Failed),
-        ));
+        return Ok(nothing_recorded(&ended, code));
     }
-    // Answers the proxy made up because the provider could not be reached are no recording:
-    // nothing is written, as `harness record` writes nothing then. When no live request got
-    // through, the session says so (bad --upstream or no network); otherwise only the
-    // conversations holding such an answer are left out, below.
-    fn unreached_of(slot: &proxy::Slot) -> Option<&crate::record::cassette::TransportError> {
-        slot.exchange
-            .error
-            .as_ref()
-            .filter(|e| matches!(e.kind, TransportKind::Connect | TransportKind::Timeout))
-            .filter(|_| slot.replayed.is_none())
-    }
-    let live: Vec<&proxy::Slot> = slots.iter().filter(|s| s.replayed.is_none()).collect();
-    let unreached = live
-        .iter()
-        .all(|s| unreached_of(s).is_some())
-        .then(|| live.iter().find_map(|s| unreached_of(s)))
-        .flatten();
-    if let Some(e) = unreached {
-        return Ok(fail(
-            &Diagnostic::new(format!(
-                "the provider was not reached, so nothing was recorded ({})",
-                scrubber.scrub(&e.message)
-            ))
-            .hint("check --upstream (the providers' own APIs by default) and the network; the agent got a 502 for each request the provider did not answer"),
-        ));
-    }
-    let mut written = Vec::new();
-    let mut out = io::stdout().lock();
-    // A conversation replayed whole keeps its cassette as it is; one that went live past the
-    // end of its recording (`new_episodes`) adds to its cassette; one that went live from a
-    // divergence inside its recording, or a new one, takes the next free name: the recorded
-    // exchanges always stay, and the new ones are added.
-    let replaying = replay_mode.is_some();
-    // A stop signal while the agent ran: what it cut short replaces no recording.
-    let interrupted = matches!(ended, Some(Ended::Interrupted));
-    // Conversations written beside their cassette as partial (never replayed), and so
-    // whether every conversation of this session was good.
-    let mut partials = 0;
-    let mut taken: Vec<PathBuf> = if replaying { old.clone() } else { Vec::new() };
-    let mut number = 0;
-    let mut replayed = 0;
-    for members in &groups {
-        let live = members.iter().any(|&m| slots[m].replayed.is_none());
-        // The recording it played last, when it played it to its end.
-        let exhausted = members
-            .iter()
-            .filter_map(|&m| slots[m].replayed)
-            .next_back()
-            .filter(|(c, k)| recorded_lens.get(*c) == Some(&(k + 1)))
-            .map(|(c, _)| c);
-        let (path, n) = match (live, exhausted) {
-            (false, _) => {
-                replayed += 1;
-                continue;
-            }
-            (true, Some(c)) => (old[c].clone(), conversation_number(&old[c])),
-            (true, None) => loop {
-                number += 1;
-                let p = cassette_path(&args.out, number);
-                if !taken.contains(&p) {
-                    taken.push(p.clone());
-                    break (p, u32::try_from(number).unwrap_or(u32::MAX));
-                }
-            },
-        };
-        if let Some((at, e)) = members
-            .iter()
-            .enumerate()
-            .find_map(|(i, &m)| unreached_of(&slots[m]).map(|e| (i + 1, e)))
-        {
-            code = fail(
-                &Diagnostic::new(format!(
-                    "the provider did not answer request {at} of this conversation ({}); not written",
-                    scrubber.scrub(&e.message)
-                ))
-                .in_file(&path)
-                .hint("the agent got a 502 for it; record the conversation again when the provider answers (`--upstream-timeout-ms` for a slow one)")
-                .status(ExitStatus::Failed),
-            );
-            continue;
-        }
-        if let Some(&big) = members.iter().find(|&&m| slots[m].too_large) {
-            code = fail(
-                &Diagnostic::new(format!(
-                    "an answer of this conversation (request {}) went past the {} bytes a cassette keeps; not written",
-                    members.iter().position(|&m| m == big).unwrap_or(0) + 1,
-                    crate::limits::MAX_RESPONSE_BYTES
-                ))
-                .in_file(&path)
-                .hint("ask the agent for shorter answers while recording (docs/robustness.md \"Limits\")")
-                .status(ExitStatus::Failed),
-            );
-            continue;
-        }
-        if let Some((at, encoding)) = members
-            .iter()
-            .enumerate()
-            .find_map(|(i, &m)| slots[m].encoded.as_ref().map(|e| (i + 1, e)))
-        {
-            code = fail(
-                &Diagnostic::new(format!(
-                    "an answer of this conversation (request {at}) came compressed (`content-encoding: {encoding}`) although harness asked for a plain body; not written"
-                ))
-                .in_file(&path)
-                .hint("the provider ignores `accept-encoding: identity`; record through one that honours it (the agent got the answer as sent)")
-                .status(ExitStatus::Failed),
-            );
-            continue;
-        }
-        let cassette = proxy::cassette_of(
-            &slots,
-            members,
-            n,
-            &args.command,
-            &upstreams,
-            &scrubber,
-            &ReplayOptions {
-                delay: args.delay.into(),
-                scale: None,
-                ignore: args.ignore.clone(),
-            },
-        );
-        // Never lose a good recording: a conversation cut short (its last answer never ended:
-        // a signal, the session's end) is never written where a replay would play it as a
-        // fault, and one that would replace a recording must have ended whole, with a 2xx
-        // answer, in a session no signal stopped. Otherwise it goes beside, as partial.
-        let last = members.last().map(|&m| &slots[m]);
-        let cut = last.is_none_or(|s| !s.done);
-        let good = last.is_some_and(|s| {
-            s.done
-                && s.exchange.error.is_none()
-                && s.exchange.status.is_some_and(|c| (200..300).contains(&c))
-        });
-        let replaces = old.contains(&path);
-        if cut || (replaces && (interrupted || !good)) {
-            let why = if cut {
-                "its last answer never ended (the session stopped during it)".to_owned()
-            } else if interrupted {
-                "a stop signal ended the session during it".to_owned()
-            } else {
-                format!(
-                    "its last request was answered {}",
-                    last.and_then(|s| s.exchange.status)
-                        .map_or_else(|| "with no status".to_owned(), |c| format!("HTTP {c}"))
-                )
-            };
-            let partial = partial_path(&path);
-            code = fail(
-                &Diagnostic::new(format!(
-                    "this conversation was not written as its cassette: {why}; it is at {} (a replay never reads it){}",
-                    partial.display(),
-                    if replaces { ", and the recording it would have replaced is kept" } else { "" }
-                ))
-                .in_file(&path)
-                .hint("record again when the provider answers and the agent runs to its end")
-                .status(ExitStatus::Failed),
-            );
-            partials += 1;
-            written.push((partial, cassette));
-            continue;
-        }
-        written.push((path, cassette));
-    }
-    // The cassettes of an earlier recording (`all`) go only once the new ones are ready, and
-    // only when every conversation of the new one was good: a session against a provider that
-    // refused it, or one a signal stopped, removes nothing.
-    for p in old.iter().filter(|_| !replaying && partials == 0) {
-        if !written.iter().any(|(w, _)| w == p) {
-            std::fs::remove_file(p).with_context(|| format!("cannot remove {}", p.display()))?;
-        }
-    }
-    for (path, cassette) in &written {
-        let text = crate::record::cassette::render(cassette);
-        if text.len() as u64 > crate::limits::MAX_CASSETTE_BYTES {
-            // The budget's estimate fell short: still no cassette a replay would refuse.
-            code = fail(
-                &Diagnostic::new(format!(
-                    "this conversation's cassette would be {} bytes, over the {} a replay reads; not written",
-                    text.len(),
-                    crate::limits::MAX_CASSETTE_BYTES
-                ))
-                .in_file(path)
-                .hint("record a shorter session (docs/robustness.md \"Limits\")")
-                .status(ExitStatus::Failed),
-            );
-            continue;
-        }
-        store::write_atomic(path, text.as_bytes())
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        writeln!(
-            out,
-            "recorded {}: {} request(s) on {} ({})",
-            path.display(),
-            cassette.exchanges.len(),
-            cassette.agent.as_ref().map_or("", |a| api_name(a.api)),
-            if cassette.model.is_empty() {
-                "no model named"
-            } else {
-                &cassette.model
-            },
-        )?;
-    }
+    let recording = proxy::Recording {
+        slots: &slots,
+        old: &old,
+        replaying: replay_mode.is_some(),
+        interrupted: ended_by_signal,
+        recorded_lens: &recorded_lens,
+        out: &args.out,
+        command: &args.command,
+        upstreams: &upstreams,
+        scrubber: &scrubber,
+        options: &ReplayOptions {
+            delay: args.delay.into(),
+            scale: None,
+            ignore: args.ignore.clone(),
+        },
+    };
+    let kept = match proxy::keep(&recording, &groups) {
+        Ok(kept) => kept,
+        Err(d) => return Ok(fail(&d)),
+    };
+    code = write_kept(&kept, code)?;
     if bounded.refused > 0 {
         code = fail(
             &Diagnostic::new(format!(
@@ -841,32 +604,22 @@ pub(super) fn proxy(args: &ProxyArgs, setup: &Setup, ci: bool) -> anyhow::Result
             .status(ExitStatus::Failed),
         );
     }
-    if replaying {
+    if let Some(m) = replay_mode {
+        let mut out = io::stdout().lock();
         writeln!(
             out,
-            "replayed {replayed} conversation(s) from their cassettes at {} (record mode {}); {} request(s) answered from the recording",
+            "replayed {} conversation(s) from their cassettes at {} (record mode {}); {} request(s) answered from the recording",
+            kept.replayed,
             args.out.display(),
-            replay_mode.map_or("", replay::RecordMode::name),
+            m.name(),
             slots.iter().filter(|s| s.replayed.is_some()).count()
         )?;
-        // The recorded conversations the agent never started again: a changed agent that
-        // makes fewer conversations replays "clean" otherwise.
-        let unused: Vec<&PathBuf> = old
-            .iter()
-            .enumerate()
-            .filter(|(c, _)| {
-                !slots
-                    .iter()
-                    .any(|s| s.replayed.is_some_and(|(r, _)| r == *c))
-            })
-            .map(|(_, p)| p)
-            .collect();
-        if !unused.is_empty() {
+        if !kept.unused.is_empty() {
             writeln!(
                 out,
                 "not replayed: {} recorded conversation(s) the agent never started: {}",
-                unused.len(),
-                unused
+                kept.unused.len(),
+                kept.unused
                     .iter()
                     .map(|p| p.display().to_string())
                     .collect::<Vec<_>>()
@@ -877,12 +630,120 @@ pub(super) fn proxy(args: &ProxyArgs, setup: &Setup, ci: bool) -> anyhow::Result
     Ok(finish_proxy(&ended, code))
 }
 
-/// Where a conversation that may not replace or become its cassette `path` is written: beside
-/// it, `<name>.partial`, a name neither a replay nor `harness run` reads.
-fn partial_path(path: &Path) -> PathBuf {
-    let mut name = path.file_name().unwrap_or_default().to_owned();
-    name.push(".partial");
-    path.with_file_name(name)
+/// Run the agent's command through the proxy (or, without one, wait for a stop signal): how
+/// the command ended (`None` without one) and the proxy, or the exit status when it could not
+/// start (the proxy stopped).
+fn run_through(
+    args: &ProxyArgs,
+    proxy: proxy::Proxy,
+) -> anyhow::Result<Result<(Option<Ended>, proxy::Proxy), ExitStatus>> {
+    let base = format!("http://{}", proxy.addr());
+    let Some((program, rest)) = args.command.split_first() else {
+        writeln!(io::stdout().lock(), "listening on {base}")?;
+        let _ = writeln!(
+            anstream::stderr(),
+            "harness proxy: OPENAI_BASE_URL={base}/v1 ANTHROPIC_BASE_URL={base}; Ctrl-C ends the recording and writes the cassettes"
+        );
+        while !proxy.finished() {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        return Ok(Ok((None, proxy)));
+    };
+    let mut cmd = command::agent_command(program, rest, &base);
+    cmd.stdin(Stdio::inherit());
+    let waited = command::wait_for_then(
+        cmd,
+        program,
+        Duration::from_millis(args.timeout_ms),
+        &|| proxy.mark_stopping(),
+    );
+    Ok(match waited {
+        Ok(e) => Ok((Some(e), proxy)),
+        Err(e) => {
+            let _ = proxy.stop();
+            Err(fail(&Diagnostic::new(e.to_string())))
+        }
+    })
+}
+
+/// Tell the requests the proxy did not pass on and those a replay refused; the exit status so
+/// far.
+fn refused_requests(unsent: &[String], refusals: &[String], mode: ProxyMode) -> ExitStatus {
+    let mut code = ExitStatus::Ok;
+    for said in unsent {
+        code = fail(
+            &Diagnostic::new(format!("a request was not passed on: {said}"))
+                .hint("the proxy passes on only the model APIs and the model list, by plain paths; the agent was answered with this error")
+                .status(ExitStatus::Failed),
+        );
+    }
+    for said in refusals {
+        code = fail(
+            &Diagnostic::new(format!("a request the recording does not answer was refused: {said}"))
+                .hint(match mode {
+                    ProxyMode::None => "replay with the agent as recorded, or record again where going live is wanted (`--record-mode once`, `new_episodes` or `all`, without CI set)",
+                    _ => "`--record-mode new_episodes` records on from a divergence; `all` records everything again",
+                })
+                .status(ExitStatus::Failed),
+        );
+    }
+    code
+}
+
+/// A session with no model request: what its exit status is, said. `code` is the status of
+/// the requests refused so far (their diagnostics are the news when there are some).
+fn nothing_recorded(ended: &Option<Ended>, code: ExitStatus) -> ExitStatus {
+    if code != ExitStatus::Ok {
+        return finish_proxy(ended, code);
+    }
+    if matches!(ended, Some(Ended::Interrupted)) {
+        // Stopped before the agent asked anything: the signal is the news, not its base URL.
+        let _ = writeln!(
+            anstream::stderr(),
+            "harness proxy: stopped by {} before the agent made a model request; nothing was recorded",
+            crate::run::interrupt::name()
+        );
+        return finish_proxy(ended, ExitStatus::Failed);
+    }
+    fail(
+        &Diagnostic::new(
+            "the agent made no model request through the proxy, so nothing was recorded",
+        )
+        .hint("the agent must take its base URL from OPENAI_BASE_URL or ANTHROPIC_BASE_URL, which harness proxy sets")
+        .status(ExitStatus::Failed),
+    )
+}
+
+/// Tell why conversations were not written, remove an earlier recording's cassettes and
+/// write the new ones, each said on stdout; the exit status after `code`.
+fn write_kept(kept: &proxy::Kept, mut code: ExitStatus) -> anyhow::Result<ExitStatus> {
+    for d in &kept.problems {
+        code = fail(d);
+    }
+    for p in &kept.removes {
+        std::fs::remove_file(p).with_context(|| format!("cannot remove {}", p.display()))?;
+    }
+    for d in &kept.too_large {
+        code = fail(d);
+    }
+    let mut out = io::stdout().lock();
+    for w in &kept.writes {
+        store::write_atomic(&w.path, w.text.as_bytes())
+            .with_context(|| format!("cannot write {}", w.path.display()))?;
+        writeln!(
+            out,
+            "recorded {}: {} request(s) on {} ({})",
+            w.path.display(),
+            w.requests,
+            w.api.map_or("", api_name),
+            if w.model.is_empty() {
+                "no model named"
+            } else {
+                &w.model
+            },
+        )?;
+    }
+    Ok(code)
 }
 
 /// The proxy's exit status: the signal's, when one stopped it.
@@ -895,17 +756,6 @@ fn finish_proxy(ended: &Option<Ended>, code: ExitStatus) -> ExitStatus {
     } else {
         code
     }
-}
-
-/// The conversation number a cassette's name gives (`conversation-3…`, `NAME-3…`; `NAME…`
-/// is the first).
-fn conversation_number(path: &Path) -> u32 {
-    path.file_name()
-        .and_then(|n| n.to_str())
-        .and_then(|n| n.strip_suffix(crate::record::CASSETTE_SUFFIX))
-        .and_then(|stem| stem.rsplit_once('-'))
-        .and_then(|(_, n)| n.parse().ok())
-        .unwrap_or(1)
 }
 
 /// The session that replays the cassettes already at the proxy's `--out` in a record mode:

@@ -32,6 +32,43 @@ pub(super) struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub(super) enum Command {
+    /// Start a project to test your own agent in a folder (default: the current one): the
+    /// project file, a first portable scenario and an example agent on the openai SDK, never
+    /// overwriting a file; then print the commands to run next.
+    ///
+    /// Exit codes: 0 the files were written (or kept); 2 a file cannot be written.
+    Init {
+        /// The folder [default: the current folder].
+        dir: Option<PathBuf>,
+    },
+    /// Run an agent command against each scenario served, and judge what it sent as `run`
+    /// judges a case (goldens, expectations, metrics).
+    ///
+    /// Exit codes as for `run`; a command that cannot start is bad input (2).
+    Exec {
+        #[command(flatten)]
+        args: ExecArgs,
+        #[command(flatten)]
+        out: OutputArgs,
+    },
+    /// The report card of a loop on a failure-mode suite: serve each suite scenario to an
+    /// agent command (`-- COMMAND…`), or run the engine's profiles, and say per failure mode
+    /// whether the loop recovered, looped to its cap, crashed or hung, and per legitimate run
+    /// whether it let it finish; then the score.
+    ///
+    /// Exit codes: 0 the card was made; 1 a score below `--min-score`; 2 a suite file that is
+    /// no valid scenario (the card is made without it), a folder with no suite case, bad usage;
+    /// 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP (the cases in flight finish; the card of those that
+    /// ran is printed and written, marked "stopped by … after k of n cases").
+    Suite(SuiteArgs),
+    /// Several loops' report cards side by side, from saved `harness suite --json` results
+    /// (each file one or more loops: engine profiles, or an agent's `--label`): a Markdown
+    /// scorecard (a summary, a column per loop, what each missed) and its HTML page.
+    ///
+    /// Exit codes: 0 the scorecard was written; 2 a results file that cannot be read, holds no
+    /// suite case, names a loop another file also names, or is of a suite a stop signal ended
+    /// early (unless --allow-incomplete).
+    Scorecard(ScorecardArgs),
     /// Replay scenarios, compare with goldens, check expectations, summarise metrics.
     ///
     /// Exit codes: 0 all passed; 1 a golden mismatch, a missing or orphaned golden, or a failed
@@ -112,16 +149,6 @@ pub(super) enum Command {
     /// Serve a scenario's scripted model as an OpenAI- and Anthropic-compatible endpoint;
     /// Ctrl-C ends it and prints the trace inferred from each conversation.
     Serve(ServeArgs),
-    /// Run an agent command against each scenario served, and judge what it sent as `run`
-    /// judges a case (goldens, expectations, metrics).
-    ///
-    /// Exit codes as for `run`; a command that cannot start is bad input (2).
-    Exec {
-        #[command(flatten)]
-        args: ExecArgs,
-        #[command(flatten)]
-        out: OutputArgs,
-    },
     /// Fail when a fixture holds a secret-looking string (file:line:col of each).
     ///
     /// Exit codes: 0 clean; 1 secrets found; 2 an unreadable path.
@@ -134,33 +161,6 @@ pub(super) enum Command {
     /// Convert transcripts (tau-bench, tau2, swe-agent, toolbench, openai, anthropic,
     /// openhands, OpenTelemetry OTLP JSON) into traces, one JSON-lines file per run.
     Import(ImportArgs),
-    /// The report card of a loop on a failure-mode suite: serve each suite scenario to an
-    /// agent command (`-- COMMAND…`), or run the engine's profiles, and say per failure mode
-    /// whether the loop recovered, looped to its cap, crashed or hung, and per legitimate run
-    /// whether it let it finish; then the score.
-    ///
-    /// Exit codes: 0 the card was made; 1 a score below `--min-score`; 2 a suite file that is
-    /// no valid scenario (the card is made without it), a folder with no suite case, bad usage;
-    /// 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP (the cases in flight finish; the card of those that
-    /// ran is printed and written, marked "stopped by … after k of n cases").
-    Suite(SuiteArgs),
-    /// Start a project to test your own agent in a folder (default: the current one): the
-    /// project file, a first portable scenario and an example agent on the openai SDK, never
-    /// overwriting a file; then print the commands to run next.
-    ///
-    /// Exit codes: 0 the files were written (or kept); 2 a file cannot be written.
-    Init {
-        /// The folder [default: the current folder].
-        dir: Option<PathBuf>,
-    },
-    /// Several loops' report cards side by side, from saved `harness suite --json` results
-    /// (each file one or more loops: engine profiles, or an agent's `--label`): a Markdown
-    /// scorecard (a summary, a column per loop, what each missed) and its HTML page.
-    ///
-    /// Exit codes: 0 the scorecard was written; 2 a results file that cannot be read, holds no
-    /// suite case, names a loop another file also names, or is of a suite a stop signal ended
-    /// early (unless --allow-incomplete).
-    Scorecard(ScorecardArgs),
 }
 
 /// `harness scorecard` arguments.
@@ -517,7 +517,7 @@ impl ImportAs {
 
 fn format_name(s: &str) -> Result<Format, String> {
     Format::parse(s).ok_or_else(|| {
-        let all: Vec<&str> = Format::ALL.iter().map(|f| f.as_str()).collect();
+        let all: Vec<&str> = Format::all().map(Format::as_str).collect();
         format!("unknown format `{s}`; known formats: {}", all.join(", "))
     })
 }

@@ -335,10 +335,8 @@ fn options(
 
 pub(super) fn unknown_profile(name: &str) -> ExitStatus {
     fail(
-        &Diagnostic::new(format!("unknown profile `{name}`")).hint(format!(
-            "known profiles: {}",
-            crate::policy::PROFILES.join(", ")
-        )),
+        &Diagnostic::new(format!("unknown profile `{name}`"))
+            .hint(crate::policy::profiles::known()),
     )
 }
 

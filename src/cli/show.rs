@@ -77,8 +77,8 @@ pub(super) fn schema(of: SchemaOf) -> anyhow::Result<ExitStatus> {
 pub(super) fn profile(name: Option<&str>) -> anyhow::Result<ExitStatus> {
     let Some(name) = name else {
         let mut out = anstream::stdout().lock();
-        for (name, what) in crate::policy::PROFILES.iter().zip(PROFILE_SUMMARIES) {
-            writeln!(out, "{name:<11} {what}")?;
+        for p in crate::policy::PROFILES {
+            writeln!(out, "{:<11} {}", p.name, p.summary)?;
         }
         writeln!(
             out,
@@ -94,13 +94,3 @@ pub(super) fn profile(name: Option<&str>) -> anyhow::Result<ExitStatus> {
         None => Ok(unknown_profile(name)),
     }
 }
-
-/// One line on each of [`crate::policy::PROFILES`], in its order, for `harness profile`.
-const PROFILE_SUMMARIES: [&str; 6] = [
-    "the bare loop: no defence, 25 iterations",
-    "IronClaw v1's chat turn (5b307e2c): intent nudge, truncation, duplicate tracker, budget, cost guard, compaction, approvals",
-    "Moltis at PR #664 (merge 8828cc5e): argument validation, the reflex-loop detector (window 3), auto-continue",
-    "Moltis' main at 6bd2d118 (2026-08-21): as moltis, with window 2, type lists and scalar coercion in the validator",
-    "the book's TypeScript AgentLoop: stop reasons, retries, cost cap, compaction, similarity loop detector",
-    "clude_code's plan/step executor (master f965900): a plan run step by step, actions read from reply text",
-];

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 
 /// The bundled failure-mode suite (`scenarios/suite`), built into the binary so that
 /// `harness suite` works in any project: file stem, contents.
-pub(super) const BUNDLED: [(&str, &str); 26] = [
+pub(super) const BUNDLED: &[(&str, &str)] = &[
     (
         "answer-cut-by-length",
         include_str!("../../scenarios/suite/answer-cut-by-length.toml"),
@@ -132,9 +132,6 @@ fn write_bundled(root: &std::path::Path) -> std::io::Result<PathBuf> {
     Ok(dir)
 }
 
-/// The profiles a card is made for without a command.
-pub(super) const PROFILES: [&str; 4] = ["none", "ironclaw", "moltis", "agentloop"];
-
 /// `harness suite`.
 pub(super) fn suite(args: &SuiteArgs, setup: &Setup) -> anyhow::Result<ExitStatus> {
     crate::run::interrupt::install().context("cannot catch stop signals")?;
@@ -181,7 +178,11 @@ pub(super) fn suite(args: &SuiteArgs, setup: &Setup) -> anyhow::Result<ExitStatu
         ));
     }
     let profiles: Vec<String> = if args.profile.is_empty() {
-        PROFILES.iter().map(|p| (*p).to_owned()).collect()
+        crate::policy::PROFILES
+            .iter()
+            .filter(|p| p.on_default_card)
+            .map(|p| p.name.to_owned())
+            .collect()
     } else {
         args.profile.clone()
     };
@@ -402,7 +403,7 @@ pub(super) fn scorecard(args: &ScorecardArgs) -> anyhow::Result<ExitStatus> {
             };
         let incomplete = args.allow_incomplete && collected.stopped.is_some();
         if let Err(d) =
-            crate::verdict::scorecard::check(collected, path, &text, &BUNDLED, incomplete)
+            crate::verdict::scorecard::check(collected, path, &text, BUNDLED, incomplete)
         {
             return Ok(fail(&d
                 .hint("a card is scored as its case and saved trace read; give the results `harness suite --json` wrote, unedited, where the suite's files are")
@@ -554,7 +555,7 @@ mod tests {
         for (stem, text) in super::BUNDLED {
             let file =
                 std::fs::read_to_string(dir.join(format!("{stem}.toml"))).unwrap_or_default();
-            assert_eq!(text, file, "{stem}");
+            assert_eq!(*text, file, "{stem}");
         }
     }
 }

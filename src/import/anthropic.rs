@@ -6,7 +6,7 @@
 //! `is_error` is true; without the flag, when its text starts with `Error`.
 
 use super::openai::convert_lists;
-use super::{Format, Run, TraceBuilder, content_text, error_prefixed, parse_args};
+use super::{Reader, Root, Run, TraceBuilder, content_text, error_prefixed, parse_args};
 use crate::diagnostic::Diagnostic;
 use serde::Deserialize;
 use serde_json::Value;
@@ -102,9 +102,31 @@ pub fn fill(b: &mut TraceBuilder, messages: &[Message]) {
     }
 }
 
+/// The Anthropic reader: message lists with content blocks (`tool_use`, `tool_result`).
+pub const READER: Reader = Reader {
+    name: "anthropic",
+    root: Root::Any,
+    detect: |doc| {
+        super::message_list(doc).is_some_and(|list| {
+            list.iter().any(|m| {
+                m.get("content")
+                    .and_then(Value::as_array)
+                    .is_some_and(|blocks| {
+                        blocks.iter().any(|b| {
+                            matches!(
+                                b.get("type").and_then(Value::as_str),
+                                Some("tool_use" | "tool_result")
+                            )
+                        })
+                    })
+            })
+        })
+    },
+    convert,
+    whole_file: None,
+};
+
 /// Convert a parsed Anthropic document.
 pub fn convert(doc: Value, rel: &str, text: &str) -> Result<Vec<Run>, Diagnostic> {
-    convert_lists(doc, rel, text, Format::Anthropic, &|b, m: &[Message]| {
-        fill(b, m)
-    })
+    convert_lists(doc, rel, text, READER.name, &|b, m: &[Message]| fill(b, m))
 }

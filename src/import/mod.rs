@@ -38,60 +38,107 @@ use crate::trace::{CallSummary, Event, TimedEvent};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// A transcript format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Format {
-    /// tau-bench `historical_trajectories` (a JSON array of runs).
-    TauBench,
-    /// tau2-bench results (`{info, tasks, simulations}`).
-    Tau2,
-    /// SWE-agent `.traj`.
-    SweAgent,
-    /// ToolBench answers (`{win, answer_generation}`).
-    Toolbench,
-    /// OpenAI chat message lists (JSON or JSON lines).
-    Openai,
-    /// Anthropic message lists (JSON or JSON lines).
-    Anthropic,
-    /// OpenHands trajectories (an event stream: a JSON array of events, or `{history}`).
-    Openhands,
-    /// OpenTelemetry traces as OTLP JSON (GenAI conventions, OpenInference, Traceloop).
-    Otlp,
+/// A transcript format: one reader of [`FORMATS`].
+#[derive(Debug, Clone, Copy)]
+pub struct Format(&'static Reader);
+
+impl PartialEq for Format {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.name == other.0.name
+    }
 }
 
+impl Eq for Format {}
+
 impl Format {
-    /// Every format, in CLI order.
-    pub const ALL: [Format; 8] = [
-        Self::TauBench,
-        Self::Tau2,
-        Self::SweAgent,
-        Self::Toolbench,
-        Self::Openai,
-        Self::Anthropic,
-        Self::Openhands,
-        Self::Otlp,
-    ];
+    /// Every format, in detection order.
+    pub fn all() -> impl Iterator<Item = Format> {
+        FORMATS.iter().map(|r| Format(r))
+    }
 
     /// The CLI name.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::TauBench => "tau-bench",
-            Self::Tau2 => "tau2",
-            Self::SweAgent => "swe-agent",
-            Self::Toolbench => "toolbench",
-            Self::Openai => "openai",
-            Self::Anthropic => "anthropic",
-            Self::Openhands => "openhands",
-            Self::Otlp => "otlp",
-        }
+        self.0.name
     }
 
     /// Parse a CLI name.
     pub fn parse(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|f| f.as_str() == name)
+        Self::all().find(|f| f.as_str() == name)
+    }
+
+    /// The reader of this format.
+    pub fn reader(self) -> &'static Reader {
+        self.0
     }
 }
+
+/// What a format's whole document is, when a forced format meets another shape.
+#[derive(Debug, Clone, Copy)]
+pub enum Root {
+    /// Anything the reader itself checks.
+    Any,
+    /// A JSON array, described so.
+    Array(&'static str),
+    /// A JSON object, described so.
+    Object(&'static str),
+    /// A JSON object or array, described so.
+    Either(&'static str),
+}
+
+impl Root {
+    /// How `doc` fails this shape, if it does.
+    fn refuses(self, doc: &Value) -> Option<&'static str> {
+        let (ok, want) = match self {
+            Self::Any => return None,
+            Self::Array(want) => (doc.is_array(), want),
+            Self::Object(want) => (doc.is_object(), want),
+            Self::Either(want) => (doc.is_array() || doc.is_object(), want),
+        };
+        (!ok).then_some(want)
+    }
+}
+
+/// One transcript format's reader: the registry entry each format's module declares.
+#[derive(Debug)]
+pub struct Reader {
+    /// The CLI name (`--format`), and the `source` of its runs.
+    pub name: &'static str,
+    /// The shape of its whole document.
+    pub root: Root,
+    /// Is a parsed document (the first line, for JSON lines) of this format? Asked in
+    /// [`FORMATS`] order; the first that says yes reads it.
+    pub detect: fn(&Value) -> bool,
+    /// Convert a parsed document: `(doc, rel, text)`, `text` the document's source for
+    /// locating shape errors.
+    pub convert: fn(Value, &str, &str) -> Result<Vec<Run>, Diagnostic>,
+    /// A reader of the whole file's text instead (a run's records may be on any of its
+    /// lines), with the sniff that recognises such a file before it is parsed.
+    pub whole_file: Option<WholeFile>,
+}
+
+/// A format read from the whole file's text ([`Reader::whole_file`]).
+#[derive(Debug, Clone, Copy)]
+pub struct WholeFile {
+    /// Does the text look like this format?
+    pub sniff: fn(&str) -> bool,
+    /// Read the whole text: `(text, rel)`.
+    pub import: fn(&str, &str) -> FileImport,
+}
+
+/// Every transcript format, in detection order: the first whose `detect` accepts a document
+/// reads it (OpenTelemetry before all, OpenHands' events before SWE-agent's `history`,
+/// Anthropic's content blocks before a plain OpenAI message list). A new format is its module
+/// (declaring its [`Reader`]) and one line here.
+pub const FORMATS: &[&Reader] = &[
+    &otlp::READER,
+    &tau_bench::READER,
+    &toolbench::READER,
+    &openhands::READER,
+    &tau2::READER,
+    &swe_agent::READER,
+    &anthropic::READER,
+    &openai::READER,
+];
 
 /// One imported run.
 #[derive(Debug, Clone)]
@@ -130,67 +177,23 @@ pub struct FileImport {
 
 /// Guess the format of a parsed JSON document (the first line, for JSON lines).
 pub fn detect(doc: &Value) -> Option<Format> {
-    match doc {
-        _ if otlp::is_request(doc) => Some(Format::Otlp),
-        Value::Object(o) if o.contains_key("simulations") => Some(Format::Tau2),
-        Value::Object(o) if o.contains_key("answer_generation") => Some(Format::Toolbench),
-        // An OpenHands evaluation row: its `history` is an event stream (SWE-agent's is chat).
-        Value::Object(o)
-            if o.get("history")
-                .and_then(Value::as_array)
-                .and_then(|h| h.first())
-                .is_some_and(openhands::is_event) =>
-        {
-            Some(Format::Openhands)
-        }
-        Value::Object(o) if o.contains_key("trajectory") || o.contains_key("history") => {
-            Some(Format::SweAgent)
-        }
-        Value::Object(o) => o.get("messages").and_then(detect_messages),
-        Value::Array(items) => match items.first()? {
-            Value::Object(first) if first.contains_key("traj") => Some(Format::TauBench),
-            first if openhands::is_event(first) => Some(Format::Openhands),
-            // A bare list of tau2 simulations (some leaderboard submissions): runs with a
-            // `termination_reason` and their own `messages`.
-            Value::Object(first)
-                if first.contains_key("termination_reason") && first.contains_key("messages") =>
-            {
-                Some(Format::Tau2)
-            }
-            Value::Object(first) if first.contains_key("messages") => {
-                first.get("messages").and_then(detect_messages)
-            }
-            Value::Object(first) if first.contains_key("role") => detect_messages(doc),
-            _ => None,
-        },
-        _ => None,
-    }
+    Format::all().find(|f| (f.0.detect)(doc))
 }
 
-/// OpenAI or Anthropic, from a message list: Anthropic content blocks (`tool_use`,
-/// `tool_result`, `text` typed blocks without `tool_calls`) decide.
-fn detect_messages(messages: &Value) -> Option<Format> {
-    let list = messages.as_array()?;
-    if !list.iter().all(|m| m.get("role").is_some()) {
-        return None;
-    }
-    let anthropic = list.iter().any(|m| {
-        m.get("content")
-            .and_then(Value::as_array)
-            .is_some_and(|blocks| {
-                blocks.iter().any(|b| {
-                    matches!(
-                        b.get("type").and_then(Value::as_str),
-                        Some("tool_use" | "tool_result")
-                    )
-                })
-            })
-    });
-    Some(if anthropic {
-        Format::Anthropic
-    } else {
-        Format::Openai
-    })
+/// The message list a document holds, if it is one: `{messages}`, a list of such runs (the
+/// first run's), or a bare list of messages; every message has a `role`.
+pub(crate) fn message_list(doc: &Value) -> Option<&Vec<Value>> {
+    let list = match doc {
+        Value::Object(o) => o.get("messages")?,
+        Value::Array(items) => match items.first()? {
+            Value::Object(first) if first.contains_key("messages") => &first["messages"],
+            Value::Object(first) if first.contains_key("role") => doc,
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let list = list.as_array()?;
+    list.iter().all(|m| m.get("role").is_some()).then_some(list)
 }
 
 /// Import one file's text. `rel` names the file in run ids; `format` forces a format
@@ -201,8 +204,11 @@ pub fn import_text(text: &str, rel: &str, jsonl: bool, format: Option<Format>) -
     let text = crate::scenario::without_bom(text);
     let mut out = FileImport::default();
     // OTLP JSON: the spans of a run may be on any line of the file.
-    if format == Some(Format::Otlp) || (format.is_none() && otlp::sniff(text)) {
-        return otlp::import(text, rel);
+    if let Some(whole) = format.map_or_else(
+        || Format::all().find_map(|f| f.0.whole_file.filter(|w| (w.sniff)(text))),
+        |f| f.0.whole_file,
+    ) {
+        return (whole.import)(text, rel);
     }
     if jsonl && first_line_is_message(text) {
         return message_lines(text, rel, format);
@@ -228,8 +234,8 @@ pub fn import_text(text: &str, rel: &str, jsonl: bool, format: Option<Format>) -
                 ));
                 continue;
             };
-            if fmt == Format::Otlp {
-                return otlp::import(text, rel);
+            if let Some(whole) = fmt.0.whole_file {
+                return (whole.import)(text, rel);
             }
             match convert(fmt, doc, rel, line) {
                 // A line's run is named by its `id`, else by its line number.
@@ -260,8 +266,8 @@ pub fn import_text(text: &str, rel: &str, jsonl: bool, format: Option<Format>) -
         out.note = Some("not a recognised transcript format".to_owned());
         return out;
     };
-    if fmt == Format::Otlp {
-        return otlp::import(text, rel);
+    if let Some(whole) = fmt.0.whole_file {
+        return (whole.import)(text, rel);
     }
     match convert(fmt, doc, rel, text) {
         Ok(runs) if runs.is_empty() => {
@@ -348,40 +354,20 @@ fn without_position(e: &serde_json::Error) -> String {
 }
 
 fn convert(fmt: Format, doc: Value, rel: &str, text: &str) -> Result<Vec<Run>, Diagnostic> {
-    let root = match fmt {
-        Format::TauBench => Some("an array of runs"),
-        // tau2: a results object, or a bare array of simulations.
-        Format::Tau2 => (!doc.is_array()).then_some("an object or an array of simulations"),
-        Format::SweAgent | Format::Toolbench => Some("an object"),
-        Format::Openai | Format::Anthropic | Format::Openhands | Format::Otlp => None,
-    };
-    if let Some(want) = root {
-        if doc.is_array() != (fmt == Format::TauBench) || !(doc.is_array() || doc.is_object()) {
-            return Err(located(
-                1,
-                1,
-                format!(
-                    "the document is {} {}; a {} file is {want}",
-                    if doc.is_array() { "an" } else { "a" },
-                    crate::json::kind_name(&doc),
-                    fmt.as_str()
-                ),
-                "check `--format`, or leave it out to detect the format",
-            ));
-        }
+    if let Some(want) = fmt.0.root.refuses(&doc) {
+        return Err(located(
+            1,
+            1,
+            format!(
+                "the document is {} {}; a {} file is {want}",
+                if doc.is_array() { "an" } else { "a" },
+                crate::json::kind_name(&doc),
+                fmt.as_str()
+            ),
+            "check `--format`, or leave it out to detect the format",
+        ));
     }
-    match fmt {
-        Format::TauBench => tau_bench::convert(doc, rel, text),
-        Format::Tau2 => tau2::convert(doc, rel, text),
-        Format::SweAgent => swe_agent::convert(doc, rel, text).map(|r| r.into_iter().collect()),
-        Format::Toolbench => toolbench::convert(doc, rel, text).map(|r| r.into_iter().collect()),
-        Format::Openai => openai::convert(doc, rel, text),
-        Format::Anthropic => anthropic::convert(doc, rel, text),
-        Format::Openhands => openhands::convert(doc, rel, text),
-        // `import_text` reads an OTLP file whole before it gets here (a run's spans may be on
-        // any of its lines).
-        Format::Otlp => Ok(otlp::import(text, rel).runs),
-    }
+    (fmt.0.convert)(doc, rel, text)
 }
 
 /// Deserialize `doc` into `T`; on a shape error, parse `text` again to locate it
@@ -389,13 +375,13 @@ fn convert(fmt: Format, doc: Value, rel: &str, text: &str) -> Result<Vec<Run>, D
 pub(crate) fn typed<T: serde::de::DeserializeOwned>(
     doc: Value,
     text: &str,
-    fmt: Format,
+    format: &str,
 ) -> Result<T, Diagnostic> {
     match serde_json::from_value::<T>(doc) {
         Ok(t) => Ok(t),
         Err(plain) => {
             let mut de = serde_json::Deserializer::from_str(text);
-            let hint = format!("this does not match the {} format", fmt.as_str());
+            let hint = format!("this does not match the {format} format");
             match serde_path_to_error::deserialize::<_, T>(&mut de) {
                 Err(e) => {
                     let inner = e.inner();
@@ -830,27 +816,31 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn f(name: &str) -> Format {
+        Format::parse(name).expect("a format")
+    }
+
     #[test]
     fn detects_each_format_by_shape() {
-        assert_eq!(detect(&json!({"simulations": []})), Some(Format::Tau2));
+        assert_eq!(detect(&json!({"simulations": []})), Some(f("tau2")));
         assert_eq!(
             detect(&json!({"win": true, "answer_generation": {}})),
-            Some(Format::Toolbench)
+            Some(f("toolbench"))
         );
         assert_eq!(
             detect(&json!({"trajectory": [], "info": {}})),
-            Some(Format::SweAgent)
+            Some(f("swe-agent"))
         );
         assert_eq!(
             detect(&json!([{"traj": [], "reward": 1.0}])),
-            Some(Format::TauBench)
+            Some(f("tau-bench"))
         );
         assert_eq!(
             detect(&json!([{"role": "user", "content": "hi"}])),
-            Some(Format::Openai)
+            Some(f("openai"))
         );
         let anth = json!({"messages": [{"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "x", "input": {}}]}]});
-        assert_eq!(detect(&anth), Some(Format::Anthropic));
+        assert_eq!(detect(&anth), Some(f("anthropic")));
         assert_eq!(detect(&json!({"files": []})), None);
         assert_eq!(detect(&json!([1, 2])), None);
     }
@@ -877,18 +867,18 @@ mod tests {
 
     #[test]
     fn a_forced_format_of_the_wrong_shape_says_so() {
-        let got = import_text("[{\"traj\": []}]", "t.json", false, Some(Format::Toolbench));
+        let got = import_text("[{\"traj\": []}]", "t.json", false, Some(f("toolbench")));
         assert_eq!(
             got.errors[0].message,
             "the document is an array; a toolbench file is an object"
         );
         // tau2 takes a bare array of simulations; a string is neither.
-        let got = import_text("\"x\"", "t.json", false, Some(Format::Tau2));
+        let got = import_text("\"x\"", "t.json", false, Some(f("tau2")));
         assert_eq!(
             got.errors[0].message,
             "the document is a string; a tau2 file is an object or an array of simulations"
         );
-        let got = import_text("{}", "t.json", false, Some(Format::TauBench));
+        let got = import_text("{}", "t.json", false, Some(f("tau-bench")));
         assert!(
             got.errors[0]
                 .message

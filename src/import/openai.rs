@@ -8,7 +8,7 @@
 //! Success: `success`, else `reward == 1`, else unknown. A result failed when it says so
 //! (`is_error: true`, or `error: true`), else when its text starts with `Error`.
 
-use super::{Format, Run, TraceBuilder, content_text, error_prefixed, parse_args, typed};
+use super::{Reader, Root, Run, TraceBuilder, content_text, error_prefixed, parse_args, typed};
 use crate::diagnostic::Diagnostic;
 use crate::scenario::OutcomeKind;
 use serde::Deserialize;
@@ -151,7 +151,7 @@ fn run_of<M>(
     rel: &str,
     doc: RunDoc<M>,
     idx: Option<usize>,
-    fmt: Format,
+    fmt: &'static str,
     fill_run: &dyn Fn(&mut TraceBuilder, &[M]),
 ) -> Run {
     let suffix = match (&doc.id, idx) {
@@ -160,20 +160,30 @@ fn run_of<M>(
         (None, Some(i)) => Some(i.to_string()),
         (None, None) => None,
     };
-    let mut b = TraceBuilder::new(fmt.as_str(), "");
+    let mut b = TraceBuilder::new(fmt, "");
     fill_run(&mut b, &doc.messages);
     Run {
         id: suffix.map_or_else(|| rel.to_owned(), |s| format!("{rel}#{s}")),
-        source: fmt.as_str().to_owned(),
+        source: fmt.to_owned(),
         success: label(doc.success, doc.reward),
         termination: doc.termination,
         events: b.finish(OutcomeKind::Response, None),
     }
 }
 
+/// The OpenAI reader: chat message lists (JSON or JSON lines; Anthropic's are detected before
+/// it).
+pub const READER: Reader = Reader {
+    name: "openai",
+    root: Root::Any,
+    detect: |doc| super::message_list(doc).is_some(),
+    convert,
+    whole_file: None,
+};
+
 /// Convert a parsed OpenAI document.
 pub fn convert(doc: Value, rel: &str, text: &str) -> Result<Vec<Run>, Diagnostic> {
-    convert_lists(doc, rel, text, Format::Openai, &|b, m: &[Message]| {
+    convert_lists(doc, rel, text, READER.name, &|b, m: &[Message]| {
         fill(b, m, &error_prefixed);
     })
 }
@@ -183,7 +193,7 @@ pub(super) fn convert_lists<M: serde::de::DeserializeOwned>(
     doc: Value,
     rel: &str,
     text: &str,
-    fmt: Format,
+    fmt: &'static str,
     fill_run: &dyn Fn(&mut TraceBuilder, &[M]),
 ) -> Result<Vec<Run>, Diagnostic> {
     // Pick the shape by its first element so a bad message is located in the right type.

@@ -18,7 +18,7 @@
 //! it. The format records no success label. Run id: the file path (`#instance_id` for an
 //! evaluation row).
 
-use super::{Format, Run, TraceBuilder, located};
+use super::{Reader, Root, Run, TraceBuilder, located};
 use crate::diagnostic::Diagnostic;
 use crate::scenario::OutcomeKind;
 use serde_json::{Map, Value};
@@ -48,6 +48,24 @@ const NOT_CALLS: [&str; 5] = [
 pub fn is_event(v: &Value) -> bool {
     v.get("source").is_some() && (v.get("action").is_some() || v.get("observation").is_some())
 }
+
+/// The OpenHands reader: an event stream (a JSON array of events, or an evaluation row whose
+/// `history` is one).
+pub const READER: Reader = Reader {
+    name: "openhands",
+    root: Root::Any,
+    detect: |doc| match doc {
+        Value::Object(o) => o
+            .get("history")
+            .and_then(Value::as_array)
+            .and_then(|h| h.first())
+            .is_some_and(is_event),
+        Value::Array(items) => items.first().is_some_and(is_event),
+        _ => false,
+    },
+    convert,
+    whole_file: None,
+};
 
 /// Convert a parsed OpenHands document (an array of events, or an object with `history`).
 pub fn convert(doc: Value, rel: &str, _text: &str) -> Result<Vec<Run>, Diagnostic> {
@@ -88,7 +106,7 @@ pub fn convert(doc: Value, rel: &str, _text: &str) -> Result<Vec<Run>, Diagnosti
         .find_map(|e| e.pointer("/tool_call_metadata/model_response/model"))
         .and_then(Value::as_str)
         .unwrap_or("");
-    let mut b = TraceBuilder::new(Format::Openhands.as_str(), model);
+    let mut b = TraceBuilder::new(READER.name, model);
     // The calls of one model response (`model_response.id`) and the results that came back
     // while it was still going: OpenHands writes each call's observation before the next call
     // of the same response, and the trace wants the response first, then its results.
@@ -192,7 +210,7 @@ pub fn convert(doc: Value, rel: &str, _text: &str) -> Result<Vec<Run>, Diagnosti
     };
     Ok(vec![Run {
         id,
-        source: Format::Openhands.as_str().to_owned(),
+        source: READER.name.to_owned(),
         success: None,
         termination: state.or_else(|| finished.then(|| "finished".to_owned())),
         events: b.finish(outcome, None),

@@ -9,7 +9,7 @@
 //! so the success label is unknown (`None`); `info.exit_status` is the termination. A file
 //! without a `trajectory` (only a `history`) holds no run. Run id: the file path.
 
-use super::{Format, Run, TraceBuilder, typed};
+use super::{Reader, Root, Run, TraceBuilder, typed};
 use crate::diagnostic::Diagnostic;
 use crate::scenario::OutcomeKind;
 use serde::Deserialize;
@@ -56,13 +56,25 @@ pub fn failed(observation: &str) -> bool {
     failure().is_match(observation)
 }
 
+/// The SWE-agent reader: a `.traj` object (`trajectory`, or a chat `history`; OpenHands'
+/// event `history` is detected before it).
+pub const READER: Reader = Reader {
+    name: "swe-agent",
+    root: Root::Object("an object"),
+    detect: |doc| {
+        doc.is_object() && (doc.get("trajectory").is_some() || doc.get("history").is_some())
+    },
+    convert: |doc, rel, text| convert(doc, rel, text).map(|r| r.into_iter().collect()),
+    whole_file: None,
+};
+
 /// Convert a parsed SWE-agent file (`None` when it has no trajectory).
 pub fn convert(doc: Value, rel: &str, text: &str) -> Result<Option<Run>, Diagnostic> {
-    let d: Doc = typed(doc, text, Format::SweAgent)?;
+    let d: Doc = typed(doc, text, READER.name)?;
     let Some(steps) = d.trajectory else {
         return Ok(None);
     };
-    let mut b = TraceBuilder::new(Format::SweAgent.as_str(), "");
+    let mut b = TraceBuilder::new(READER.name, "");
     for (i, s) in steps.iter().enumerate() {
         let command = s.action.trim();
         let name = command.split_whitespace().next().unwrap_or("").to_owned();
@@ -78,7 +90,7 @@ pub fn convert(doc: Value, rel: &str, text: &str) -> Result<Option<Run>, Diagnos
     let exit = d.info.and_then(|i| i.exit_status);
     Ok(Some(Run {
         id: rel.to_owned(),
-        source: Format::SweAgent.as_str().to_owned(),
+        source: READER.name.to_owned(),
         success: None,
         termination: exit.clone(),
         events: b.finish(OutcomeKind::Response, exit),

@@ -11,7 +11,7 @@
 //! the simulation id>`.
 
 use super::openai::tokens;
-use super::{Format, Run, TraceBuilder, content_text, error_prefixed, parse_args, typed};
+use super::{Reader, Root, Run, TraceBuilder, content_text, error_prefixed, parse_args, typed};
 use crate::diagnostic::Diagnostic;
 use crate::scenario::OutcomeKind;
 use serde::Deserialize;
@@ -77,6 +77,26 @@ fn flag(v: &Value) -> Option<bool> {
     }
 }
 
+/// The tau2 reader: a results object (`{info, tasks, simulations}`), or a bare array of
+/// simulations (some leaderboard submissions: runs with a `termination_reason` and their own
+/// `messages`).
+pub const READER: Reader = Reader {
+    name: "tau2",
+    root: Root::Either("an object or an array of simulations"),
+    detect: |doc| match doc {
+        Value::Object(o) => o.contains_key("simulations"),
+        Value::Array(items) => items
+            .first()
+            .and_then(Value::as_object)
+            .is_some_and(|first| {
+                first.contains_key("termination_reason") && first.contains_key("messages")
+            }),
+        _ => false,
+    },
+    convert,
+    whole_file: None,
+};
+
 /// Convert a parsed tau2 file.
 pub fn convert(doc: Value, rel: &str, text: &str) -> Result<Vec<Run>, Diagnostic> {
     // A bare array of simulations reads as a results file holding only them.
@@ -84,7 +104,7 @@ pub fn convert(doc: Value, rel: &str, text: &str) -> Result<Vec<Run>, Diagnostic
         Value::Array(simulations) => serde_json::json!({ "simulations": simulations }),
         doc => doc,
     };
-    let d: Doc = typed(doc, text, Format::Tau2)?;
+    let d: Doc = typed(doc, text, READER.name)?;
     Ok(d.simulations
         .into_iter()
         .map(|s| simulation(rel, s))
@@ -92,7 +112,7 @@ pub fn convert(doc: Value, rel: &str, text: &str) -> Result<Vec<Run>, Diagnostic
 }
 
 fn simulation(rel: &str, s: Simulation) -> Run {
-    let mut b = TraceBuilder::new(Format::Tau2.as_str(), "");
+    let mut b = TraceBuilder::new(READER.name, "");
     for m in &s.messages {
         let text = content_text(m.content.as_ref());
         let by_user = m.requestor.as_deref() == Some("user");
@@ -137,7 +157,7 @@ fn simulation(rel: &str, s: Simulation) -> Run {
     let short: String = s.id.chars().take(8).collect();
     Run {
         id: format!("{rel}#{task}|trial{}|{short}", s.trial.unwrap_or(0)),
-        source: Format::Tau2.as_str().to_owned(),
+        source: READER.name.to_owned(),
         success: s
             .reward_info
             .and_then(|r| r.reward)

@@ -6,7 +6,7 @@
 //! not add up…`). Termination is not recorded.
 
 use super::openai::{Message, fill};
-use super::{Format, Run, TraceBuilder, error_prefixed, typed};
+use super::{Reader, Root, Run, TraceBuilder, error_prefixed, typed};
 use crate::diagnostic::Diagnostic;
 use crate::scenario::OutcomeKind;
 use serde::Deserialize;
@@ -21,9 +21,22 @@ struct Record {
     traj: Vec<Message>,
 }
 
+/// The tau-bench reader: a JSON array of runs, each with its `traj`.
+pub const READER: Reader = Reader {
+    name: "tau-bench",
+    root: Root::Array("an array of runs"),
+    detect: |doc| {
+        doc.as_array()
+            .and_then(|items| items.first())
+            .is_some_and(|first| first.is_object() && first.get("traj").is_some())
+    },
+    convert,
+    whole_file: None,
+};
+
 /// Convert a parsed tau-bench file.
 pub fn convert(doc: Value, rel: &str, text: &str) -> Result<Vec<Run>, Diagnostic> {
-    let records: Vec<Record> = typed(doc, text, Format::TauBench)?;
+    let records: Vec<Record> = typed(doc, text, READER.name)?;
     Ok(records
         .into_iter()
         .map(|r| {
@@ -31,11 +44,11 @@ pub fn convert(doc: Value, rel: &str, text: &str) -> Result<Vec<Run>, Diagnostic
                 Value::String(s) => s.clone(),
                 v => crate::json::compact(v),
             };
-            let mut b = TraceBuilder::new(Format::TauBench.as_str(), "");
+            let mut b = TraceBuilder::new(READER.name, "");
             fill(&mut b, &r.traj, &error_prefixed);
             Run {
                 id: format!("{rel}#task{task}_trial{}", r.trial.unwrap_or(0)),
-                source: Format::TauBench.as_str().to_owned(),
+                source: READER.name.to_owned(),
                 success: Some((r.reward - 1.0).abs() < 1e-9),
                 termination: None,
                 events: b.finish(OutcomeKind::Response, None),

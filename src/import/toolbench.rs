@@ -9,7 +9,7 @@
 //! no run (some keep only the search tree): it is reported, not scored as an empty run.
 
 use super::openai::{Message, fill};
-use super::{Format, Run, TraceBuilder, typed};
+use super::{Reader, Root, Run, TraceBuilder, typed};
 use crate::diagnostic::Diagnostic;
 use crate::scenario::OutcomeKind;
 use serde::Deserialize;
@@ -42,19 +42,28 @@ pub fn failed(content: &str) -> bool {
         })
 }
 
+/// The ToolBench reader: an answer object (`{win, answer_generation}`).
+pub const READER: Reader = Reader {
+    name: "toolbench",
+    root: Root::Object("an object"),
+    detect: |doc| doc.get("answer_generation").is_some() && doc.is_object(),
+    convert: |doc, rel, text| convert(doc, rel, text).map(|r| r.into_iter().collect()),
+    whole_file: None,
+};
+
 /// Convert a parsed ToolBench file: its run, or none when the file keeps no chosen path
 /// (`train_messages` empty; its search tree alone cannot say which branch was the run), which
 /// the importer reports as a file with no run rather than a run without calls.
 pub fn convert(doc: Value, rel: &str, text: &str) -> Result<Option<Run>, Diagnostic> {
-    let d: Doc = typed(doc, text, Format::Toolbench)?;
-    let mut b = TraceBuilder::new(Format::Toolbench.as_str(), "gpt-3.5-turbo");
+    let d: Doc = typed(doc, text, READER.name)?;
+    let mut b = TraceBuilder::new(READER.name, "gpt-3.5-turbo");
     let Some(last) = d.answer_generation.train_messages.last() else {
         return Ok(None);
     };
     fill(&mut b, last, &failed);
     Ok(Some(Run {
         id: rel.to_owned(),
-        source: Format::Toolbench.as_str().to_owned(),
+        source: READER.name.to_owned(),
         success: d.win,
         termination: d.answer_generation.finish_type,
         events: b.finish(OutcomeKind::Response, None),

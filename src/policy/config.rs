@@ -807,17 +807,9 @@ impl Config {
         c
     }
 
-    /// The named profile, if this build has it.
+    /// The named profile, if this build has it ([`super::profiles`]).
     pub fn profile(name: &str) -> Option<Self> {
-        match name {
-            "none" => Some(Self::none()),
-            "ironclaw" => Some(Self::ironclaw()),
-            "moltis" => Some(Self::moltis()),
-            "moltis-head" => Some(Self::moltis_head()),
-            "agentloop" => Some(Self::agentloop()),
-            "plan-step" => Some(Self::plan_step()),
-            _ => None,
-        }
+        super::profiles::find(name).map(|p| (p.config)())
     }
 
     /// This configuration with `patch` merged over it (tables merge key by key, anything else

@@ -16,6 +16,7 @@ mod cost;
 mod duplicate;
 pub mod intent;
 mod loop_detector;
+pub mod profiles;
 mod recovery;
 mod reflex;
 pub mod similarity;
@@ -24,21 +25,12 @@ pub mod validate;
 
 pub use config::*;
 pub use duplicate::Tracker;
+pub use profiles::{PROFILES, Profile};
 pub use reflex::{DetectorAction, Fingerprint, ReflexDetector, Stage};
 
 use crate::llm::{ModelResponse, Role, ToolSpec};
 use crate::vocabulary::OutcomeKind;
 use serde_json::Value;
-
-/// Names of the profiles this build reproduces.
-pub const PROFILES: &[&str] = &[
-    "none",
-    "ironclaw",
-    "moltis",
-    "moltis-head",
-    "agentloop",
-    "plan-step",
-];
 
 /// The loop's state as policies may read it.
 #[derive(Debug, Clone, Copy)]

@@ -3,7 +3,7 @@
 //! iterations it wasted, the tokens and the virtual cost it spent, then the score.
 //!
 //! ```text
-//! report card: python3 agent.py (26 cases of scenarios/suite)
+//! report card: python3 agent.py (N cases of scenarios/suite)
 //!
 //!   failure modes                                     verdict                                   wasted   tokens      cost
 //!   Reflex loop: empty arguments on every turn        recovered at iteration 4                       3     1204   $0.0021
@@ -11,7 +11,7 @@
 //!   legitimate work
 //!   Polling one status call until it changes          finished at iteration 5                        0      890   $0.0011
 //!
-//! score 17/26: 13 of 20 failure modes recovered, 4 of 6 legitimate runs finished
+//! score S/N: R of F failure modes recovered, L of G legitimate runs finished
 //! ```
 //!
 //! The score is one point per failure mode recovered and per legitimate run finished.

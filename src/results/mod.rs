@@ -29,7 +29,7 @@ pub struct Stopped {
 }
 
 impl Stopped {
-    /// "stopped by SIGTERM after 6 of 26 cases".
+    /// "stopped by SIGTERM after 6 of N cases" (N the cases the run took).
     pub fn line(&self) -> String {
         format!(
             "stopped by {} after {} of {} cases",

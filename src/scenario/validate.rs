@@ -5,7 +5,7 @@
 use super::locate::{Problem, Seg, suggest};
 use super::{Expect, FORMAT_VERSION, OutcomeDef, Scenario};
 use crate::diagnostic::{Cause, Serde};
-use crate::policy::{Config, PROFILES};
+use crate::policy::Config;
 use crate::trace::Event;
 
 fn key(k: &str) -> Seg {
@@ -55,9 +55,11 @@ impl Checker {
     fn profile(&mut self, name: &str, path: Vec<Seg>, at_key: bool) -> Option<Config> {
         let config = Config::profile(name);
         if config.is_none() {
-            let hint = suggest(name, PROFILES, || {
-                format!("known profiles: {}", PROFILES.join(", "))
-            });
+            let hint = suggest(
+                name,
+                &crate::policy::profiles::names(),
+                crate::policy::profiles::known,
+            );
             self.problems.push(Problem {
                 path,
                 at_key,

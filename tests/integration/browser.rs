@@ -10,7 +10,7 @@
 //! bundled report instead of comparing with it.
 
 use crate::cdp::{Browser, Page, luminance_grid};
-use crate::support::{EXAMPLE_ID, Project, repo};
+use crate::support::{EXAMPLE_ID, Project, repo, suite_size};
 use serde_json::{Value, json};
 
 /// The screenshot of the bundled report (README, docs/html-report.md), the failing case opened.
@@ -520,8 +520,9 @@ fn the_scorecard_page_is_a_summary_and_a_case_by_loop_matrix() {
         count(&mut page, "section.scorecard tbody tr:not([data-case])"),
         4
     );
-    assert_eq!(count(&mut page, "tr[data-case]"), 26);
-    assert_eq!(count(&mut page, "tr[data-case] td.cell"), 26 * 4);
+    let n = suite_size().cases;
+    assert_eq!(count(&mut page, "tr[data-case]"), n);
+    assert_eq!(count(&mut page, "tr[data-case] td.cell"), n * 4);
     // Each cell says the verdict short and, on hover, whole.
     let title = page.eval(
         "document.querySelector('tr[data-case=\"reflex-empty-arguments\"] td.cell.good').title",

@@ -556,3 +556,128 @@ fn every_whole_scenario_and_project_file_shown_loads() {
         "only {loaded} whole scenarios and project files shown"
     );
 }
+
+/// The suite's size is read from `scenarios/suite`, never kept by hand: wherever a page (or
+/// the scorecard's preface, or the project `init` writes) names how many cases, failure modes
+/// or legitimate runs the bundled suite has, the figure is the suite's own.
+#[test]
+fn every_suite_size_in_the_docs_is_the_suite_s() {
+    let size = crate::support::suite_size();
+    let rules: [(&str, &[usize]); 5] = [
+        (
+            r"\((\d+) cases of (?:the bundled suite|scenarios/suite)\)",
+            &[size.cases],
+        ),
+        (r"through the (\d+) cases", &[size.cases]),
+        (r"on the same (\d+) cases", &[size.cases]),
+        (r"after \d+ of (\d+) cases", &[size.cases]),
+        (
+            r"\((\d+) failure modes, (\d+) pieces of legitimate work",
+            &[size.failures, size.legitimate],
+        ),
+    ];
+    // A scorecard row: score, failure modes, legitimate runs, each out of the cases the loop
+    // was judged on (a case not exercised is out of none), so at most the suite's.
+    let row = regex_lite::Regex::new(r"^\| [\w.-]+ \| \d+/(\d+) \| \d+/(\d+) \| \d+/(\d+) \|")
+        .expect("a pattern");
+    let mut full_rows = 0;
+    let mut texts: Vec<(String, String)> = pages().into_iter().map(|p| (p.path, p.text)).collect();
+    let preface = "tests/conformance/scorecard-preface.md";
+    let text = std::fs::read_to_string(repo().join(preface)).expect(preface);
+    texts.push((preface.to_owned(), text));
+    let mut checked = 0;
+    let mut wrong = Vec::new();
+    for (path, text) in &texts {
+        for (n, line) in text.lines().enumerate() {
+            for (pattern, want) in &rules {
+                let re = regex_lite::Regex::new(pattern).expect("a pattern");
+                for caps in re.captures_iter(line) {
+                    checked += 1;
+                    let got: Vec<usize> = caps
+                        .iter()
+                        .skip(1)
+                        .map(|m| m.expect("a group").as_str().parse().expect("a number"))
+                        .collect();
+                    if got != *want {
+                        wrong.push(format!(
+                            "{path}:{}: {got:?} where the suite has {want:?}",
+                            n + 1
+                        ));
+                    }
+                }
+            }
+            if let Some(caps) = row.captures(line) {
+                let [cases, failures, legitimate] =
+                    [1, 2, 3].map(|i| caps[i].parse::<usize>().expect("a number"));
+                checked += 1;
+                full_rows += usize::from(
+                    [cases, failures, legitimate] == [size.cases, size.failures, size.legitimate],
+                );
+                if cases != failures + legitimate
+                    || failures > size.failures
+                    || legitimate > size.legitimate
+                {
+                    wrong.push(format!(
+                        "{path}:{}: {line}: not out of the suite's cases",
+                        n + 1
+                    ));
+                }
+            }
+            // Nowhere else a bare "N failure modes" (say "the failure-mode suite").
+            let bare =
+                regex_lite::Regex::new(r"\b(\d+) failure modes\b(?:[^,]|$)").expect("pattern");
+            if bare.is_match(line) && !line.contains(" of ") {
+                wrong.push(format!("{path}:{}: a hand-kept count: {line}", n + 1));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    // The pages do name it (the README's card, the suite page, the scorecard's rows).
+    assert!(checked >= 10, "only {checked} mentions checked");
+    assert!(
+        full_rows >= 4,
+        "only {full_rows} scorecard rows of the whole suite"
+    );
+}
+
+/// The command list is clap's (`harness --help`): each command has its row in the book's
+/// command table, and `.ci/compare-binaries` reads the same list.
+#[test]
+fn every_command_has_its_row_in_the_command_table() {
+    let p = Project::new();
+    let help = p.harness(&["--help"]);
+    help.expect_code(0);
+    let commands: Vec<&str> = help
+        .stdout
+        .split("Commands:\n")
+        .nth(1)
+        .expect("a command list")
+        .lines()
+        .take_while(|l| l.starts_with(' '))
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .collect();
+    assert!(commands.len() > 20, "{help}");
+    let table = std::fs::read_to_string(repo().join("docs/commands.md")).expect("commands.md");
+    let rows: Vec<&str> = table
+        .lines()
+        .filter(|l| l.starts_with("| `harness "))
+        .collect();
+    let missing: Vec<&&str> = commands
+        .iter()
+        .filter(|c| {
+            !rows.iter().any(|r| {
+                r.starts_with(&format!("| `harness {c} "))
+                    || r.starts_with(&format!("| `harness {c}`"))
+                    || r.contains(&format!(", `{c}`"))
+            })
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "no row in docs/commands.md: {missing:?}"
+    );
+    // And the first commands a newcomer needs come first.
+    assert_eq!(commands[..3], ["init", "exec", "suite"], "{help}");
+}

@@ -94,7 +94,7 @@ fn schema_documents_time_and_order_and_the_names_values_take() {
     let profile = schema["properties"]["profile"]["description"]
         .as_str()
         .unwrap_or_default();
-    for p in harness::policy::PROFILES {
+    for p in harness::policy::profiles::names() {
         assert!(
             profile.contains(&format!("`{p}`")),
             "profile `{p}` undocumented"

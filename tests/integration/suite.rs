@@ -2,7 +2,7 @@
 //! (`scenarios/suite`): the engine's profiles, and an agent with tools of its own
 //! (`fixtures/agents/travel_agent.py`) served the portable scenarios over 127.0.0.1.
 
-use crate::support::Project;
+use crate::support::{Project, SuiteSize, suite_size};
 
 fn project() -> Project {
     let p = Project::new();
@@ -35,14 +35,13 @@ fn the_engine_profiles_get_a_card_each_from_their_traces() {
     run.expect_code(0);
     let cards: Vec<&str> = run.stdout.split("report card: ").skip(1).collect();
     assert_eq!(cards.len(), 2, "{run}");
-    assert!(
-        cards[0].starts_with("profile none (26 cases of scenarios/suite)"),
-        "{run}"
-    );
-    assert!(
-        cards[1].starts_with("profile moltis (26 cases of scenarios/suite)"),
-        "{run}"
-    );
+    let n = suite_size().cases;
+    for (card, profile) in cards.iter().zip(["none", "moltis"]) {
+        assert!(
+            card.starts_with(&format!("profile {profile} ({n} cases of scenarios/suite)")),
+            "{run}"
+        );
+    }
     let reflex = "Reflex loop: empty arguments on every turn";
     // The bare loop runs the reflex loop to its cap; Moltis' detector stops it (its nudge at
     // the 3rd identical failure, the model's answer at iteration 4).
@@ -91,14 +90,14 @@ fn the_engine_profiles_get_a_card_each_from_their_traces() {
     assert_eq!(moltis_reflex["card"]["good"], true);
     // And the JUnit form: a testsuite per card, a testcase per case, failed without a point.
     let xml = p.read("cards.xml");
-    assert!(
-        xml.contains(r#"<testsuite name="profile none" tests="26""#),
-        "{xml}"
-    );
-    assert!(
-        xml.contains(r#"<testsuite name="profile moltis" tests="26""#),
-        "{xml}"
-    );
+    for profile in ["none", "moltis"] {
+        assert!(
+            xml.contains(&format!(
+                r#"<testsuite name="profile {profile}" tests="{n}""#
+            )),
+            "{xml}"
+        );
+    }
     assert!(
         xml.contains(r#"<testcase name="Reflex loop: empty arguments on every turn" classname="suite/reflex-empty-arguments""#),
         "{xml}"
@@ -127,9 +126,10 @@ fn an_agent_with_its_own_tools_gets_its_card() {
     run.expect_code(0);
     let card = &run.stdout;
     assert!(
-        card.starts_with(
-            "report card: `python3 agent.py --detector` (26 cases of scenarios/suite)"
-        ),
+        card.starts_with(&format!(
+            "report card: `python3 agent.py --detector` ({} cases of scenarios/suite)",
+            suite_size().cases
+        )),
         "{run}"
     );
     // Its detector (three identical failures) stops the reflex loop on its own first tool …
@@ -260,9 +260,20 @@ fn the_scorecard_puts_the_loops_side_by_side() {
         })
         .collect();
     assert_eq!(rows.len(), 3, "{md}");
-    assert!(rows[0].starts_with("| none | 10/26 | 4/20 | 6/6 |"), "{md}");
+    let SuiteSize {
+        cases,
+        failures,
+        legitimate,
+    } = suite_size();
+    let full = |score, recovered, finished| {
+        format!("{score}/{cases} | {recovered}/{failures} | {finished}/{legitimate} |")
+    };
     assert!(
-        rows[1].starts_with("| moltis | 16/26 | 10/20 | 6/6 |"),
+        rows[0].starts_with(&format!("| none | {}", full(10, 4, 6))),
+        "{md}"
+    );
+    assert!(
+        rows[1].starts_with(&format!("| moltis | {}", full(16, 10, 6))),
         "{md}"
     );
     assert!(
@@ -380,7 +391,7 @@ fn context_sent_before_or_with_the_task_is_never_the_loop_speaking_up() {
     // case for case (tokens aside).
     let p = shaped(&[]);
     let bare = verdicts(&suite_of(&p, &[], &[]));
-    assert_eq!(bare.len(), 26, "{bare:#?}");
+    assert_eq!(bare.len(), suite_size().cases, "{bare:#?}");
     assert!(
         bare.iter().any(
             |l| l.contains("Polling one status call") && l.ends_with("finished at iteration 5")
@@ -1009,7 +1020,7 @@ fn merged_results_keep_the_mark_of_a_stopped_suite() {
     p.harness(&["suite", "--profile", "none", "--json", "r.json"])
         .expect_code(0);
     let mut json: serde_json::Value = serde_json::from_str(&p.read("r.json")).expect("JSON");
-    json["stopped"] = serde_json::json!({"by": "SIGTERM", "done": 1, "of": 26});
+    json["stopped"] = serde_json::json!({"by": "SIGTERM", "done": 1, "of": suite_size().cases});
     p.write("stopped.json", json.to_string());
     p.harness(&[
         "merge",

@@ -451,3 +451,39 @@ for _ in range(10):
             result = f"Error: {e}"
         messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
 "#;
+
+/// The bundled suite's size, read from `scenarios/suite` (never written out in a test): every
+/// case, its failure modes, its legitimate runs.
+#[derive(Debug, Clone, Copy)]
+pub struct SuiteSize {
+    pub cases: usize,
+    pub failures: usize,
+    pub legitimate: usize,
+}
+
+pub fn suite_size() -> SuiteSize {
+    let mut size = SuiteSize {
+        cases: 0,
+        failures: 0,
+        legitimate: 0,
+    };
+    let dir = repo().join("scenarios/suite");
+    for entry in std::fs::read_dir(&dir).expect("scenarios/suite") {
+        let path = entry.expect("an entry").path();
+        if path.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
+        let doc: toml::Table = std::fs::read_to_string(&path)
+            .expect("a suite file")
+            .parse()
+            .expect("a suite file is TOML");
+        size.cases += 1;
+        match doc["suite"]["kind"].as_str() {
+            Some("failure") => size.failures += 1,
+            Some("legitimate") => size.legitimate += 1,
+            other => panic!("{}: suite kind {other:?}", path.display()),
+        }
+    }
+    assert_eq!(size.cases, size.failures + size.legitimate);
+    size
+}

@@ -336,11 +336,20 @@ fn bad_detector_specs_are_usage_errors() {
     assert!(run.stderr.contains("hint:"), "{}", run.stderr);
     let run = p.harness(&["import", &fixture("tau2"), "--format", "tau3", "--out", "x"]);
     run.expect_code(2);
+    // Every format, in the order they are detected.
     assert!(
-        run.stderr.contains("known formats: tau-bench, tau2"),
+        run.stderr.contains(
+            "known formats: otlp, tau-bench, toolbench, openhands, tau2, swe-agent, anthropic, openai"
+        ),
         "{}",
         run.stderr
     );
+    // The import command's help names each of them.
+    let help = p.harness(&["import", "--help"]);
+    for name in harness::import::Format::all().map(harness::import::Format::as_str) {
+        let shown = if name == "otlp" { "OTLP" } else { name };
+        assert!(help.stdout.contains(shown), "{name} not in\n{help}");
+    }
 }
 
 /// The detectors' lifecycles and observations as upstream has them, on two real runs cut from

@@ -30,7 +30,7 @@ next, in this folder (the example agent needs the openai package: python3 -m pip
   harness exec scenarios -- python3 agent.py    green: the agent does what the golden says
 
 then put your own agent's command after `--`, and try `harness suite -- python3 agent.py` (its
-report card on 26 failure modes). Commit the folder: .github/workflows/harness.yml runs the
+report card on the failure-mode suite). Commit the folder: .github/workflows/harness.yml runs the
 same exec on every pull request.";
 
 /// `harness init [DIR]`.

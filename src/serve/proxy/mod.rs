@@ -16,20 +16,18 @@
 //! latest conversation with the same first user message. Each conversation becomes one cassette
 //! (format version 2, [`crate::record::cassette`]).
 
+mod keep;
+
+pub use keep::{Kept, Recording, Write, cassette_of, conversations, keep, partial_path};
+
 use super::http::{Running, Signals, Timeouts, read_body, render};
-use super::replay::{reply_of, served_ids};
-use super::{
-    AnswerBody, Api, ConversationView, DUMMY_KEY, Handled, LastAnswer, RequestHints, Session,
-    continues, first_user, read_text_protocol, refusal,
-};
+use super::{AnswerBody, Api, DUMMY_KEY, Handled, Session, refusal};
 use crate::diagnostic::Diagnostic;
-use crate::json::sorted;
 use crate::provider::{Provider, SseEvent};
 use crate::record::cassette::{
-    self, AgentRecord, Cassette, Exchange, HEADER_ALLOW_LIST, ReplayOptions, TimedEvent,
-    TransportError, TransportKind,
+    Exchange, HEADER_ALLOW_LIST, TimedEvent, TransportError, TransportKind,
 };
-use crate::record::live::{error_chain, scrub_exchange, usage_of};
+use crate::record::live::{error_chain, scrub_exchange};
 use crate::record::scrub::Scrubber;
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, State};
@@ -926,124 +924,6 @@ fn parse_block(block: &str) -> Option<SseEvent> {
         }
     }
     data.map(|data| SseEvent { event, data })
-}
-
-/// The session's model requests split into conversations: indices into `slots`, in arrival
-/// order within each, conversations in the order they began (see the module doc).
-pub fn conversations(slots: &[Slot]) -> Vec<Vec<usize>> {
-    struct Open {
-        key: String,
-        last_user: String,
-        last: LastAnswer,
-        members: Vec<usize>,
-    }
-    let mut open: Vec<Open> = Vec::new();
-    let mut ids: BTreeMap<String, usize> = BTreeMap::new();
-    for (i, slot) in slots.iter().enumerate() {
-        // A body that is no model request begins a conversation of its own.
-        let request = slot
-            .api
-            .parse_request(&slot.exchange.request)
-            .ok()
-            .map(|mut r| {
-                read_text_protocol(&mut r);
-                r
-            });
-        let found = request.as_ref().and_then(|r| {
-            let threads: Vec<ConversationView<'_>> = open
-                .iter()
-                .map(|c| ConversationView {
-                    key: &c.key,
-                    last_user: &c.last_user,
-                    last: c.last,
-                    latest: false,
-                    messages: 0,
-                })
-                .collect();
-            continues(&threads, &ids, r, RequestHints::default())
-        });
-        let user = request.as_ref().map(first_user).unwrap_or_default();
-        let at = found.unwrap_or_else(|| {
-            open.push(Open {
-                key: user.clone(),
-                last_user: String::new(),
-                last: LastAnswer::Nothing,
-                members: Vec::new(),
-            });
-            open.len() - 1
-        });
-        let c = &mut open[at];
-        c.members.push(i);
-        c.last_user = user;
-        c.last = LastAnswer::of(&reply_of(&slot.exchange, slot.api, 0));
-        for id in served_ids(&slot.exchange) {
-            ids.insert(id, at);
-        }
-    }
-    open.into_iter().map(|c| c.members).collect()
-}
-
-/// The cassette of one conversation: its exchanges numbered from 1, the model, stream flag and
-/// token limit of its first request.
-pub fn cassette_of(
-    slots: &[Slot],
-    members: &[usize],
-    conversation: u32,
-    command: &[String],
-    upstreams: &Upstreams,
-    scrubber: &Scrubber,
-    replay: &ReplayOptions,
-) -> Cassette {
-    let first = &slots[members[0]];
-    let api = first.api;
-    let provider = api.provider();
-    let request = &first.exchange.request;
-    let field = |k: &str| request.get(k);
-    let base = match provider {
-        Provider::Openai => &upstreams.openai,
-        Provider::Anthropic => &upstreams.anthropic,
-    };
-    let exchanges = members
-        .iter()
-        .enumerate()
-        .map(|(n, &i)| {
-            let mut ex = slots[i].exchange.clone();
-            ex.call = n as u32 + 1;
-            ex.request = sorted(&ex.request);
-            if !slots[i].done {
-                ex.error = Some(TransportError {
-                    kind: TransportKind::Cut,
-                    message: "the session ended before the answer did".to_owned(),
-                });
-            }
-            ex.usage = usage_of(&ex.outcome(api, ex.elapsed_ms));
-            ex
-        })
-        .collect();
-    Cassette {
-        version: cassette::VERSION,
-        scenario: String::new(),
-        case: String::new(),
-        profile: String::new(),
-        agent: Some(AgentRecord {
-            api,
-            command: command.iter().map(|a| scrubber.scrub(a)).collect(),
-            conversation,
-        }),
-        provider,
-        model: field("model")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned(),
-        base_url: scrubber.scrub(base),
-        stream: field("stream").and_then(Value::as_bool).unwrap_or(false),
-        max_tokens: ["max_tokens", "max_completion_tokens", "max_output_tokens"]
-            .iter()
-            .find_map(|k| field(k).and_then(Value::as_u64))
-            .and_then(|n| u32::try_from(n).ok()),
-        replay: replay.clone(),
-        exchanges,
-    }
 }
 
 #[cfg(test)]

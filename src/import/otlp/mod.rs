@@ -1,0 +1,671 @@
+//! OpenTelemetry traces as OTLP JSON — what the Collector's `file` exporter writes (one
+//! `ExportTraceServiceRequest` a line; `ExportLogsServiceRequest` lines too when logs share the
+//! file), or a single such object — read as runs.
+//!
+//! **Runs.** One run per conversation: the traces whose spans carry the same
+//! `gen_ai.conversation.id` (OpenInference: `session.id`) are one run; a trace without one is a
+//! run of its own. Run ids are `<file>#<conversation or trace id>`, runs in the order they
+//! started. Spans of one trace split across files make a run per file.
+//!
+//! **Model calls** are the inference spans, in start order: `gen_ai.operation.name` `chat`,
+//! `text_completion` or `generate_content` (the OpenTelemetry GenAI conventions), an
+//! OpenInference `LLM` span, or a Traceloop `llm.request.type` `chat`/`completion` span. An
+//! inference span that has another inside it (a framework's span around the client's) gives way
+//! to the inner one. What each call sent and answered is read from, in this order:
+//! - `gen_ai.input.messages` / `gen_ai.output.messages` (GenAI conventions 1.37 and later: role
+//!   and typed parts `text`, `tool_call`, `tool_call_response`; a JSON string or a structured
+//!   value) — OpenTelemetry's `openai-v2` 2.x with content capture on, Traceloop 0.55 and
+//!   later, OpenInference with `OPENINFERENCE_ENABLE_GENAI_SEMCONV`;
+//! - `llm.input_messages.N.message.*` / `llm.output_messages.N.message.*` (OpenInference);
+//! - `gen_ai.prompt.N.*` / `gen_ai.completion.N.*` (Traceloop before 0.55, OpenLLMetry);
+//! - events: per-message events `gen_ai.{system,user,assistant,tool}.message` and
+//!   `gen_ai.choice` (GenAI conventions 1.28–1.36: log records in the same file, tied to the
+//!   span by its id, or span events; content in the body, or in `gen_ai.event.content`), and
+//!   `gen_ai.content.prompt` / `gen_ai.content.completion` span events (conventions 1.26–1.27).
+//!
+//! The messages after the last assistant message of a call's input are what the agent added:
+//! tool results answer the calls they name; user messages are the user's turns (at the start,
+//! or after a text answer) or, in the middle of a tool loop, the agent's own nudges. Tool
+//! results also come from `execute_tool` spans (`gen_ai.tool.call.id`, `gen_ai.tool.call.result`;
+//! OpenInference `TOOL` spans) — a tool span for a call no model output showed (content not
+//! captured) is that call. Tokens: `gen_ai.usage.input_tokens` / `output_tokens`
+//! (`prompt_tokens` / `completion_tokens` before 1.27; OpenInference `llm.token_count.*`).
+//! Latency is the span's duration. A span with status `ERROR` is a provider error (its kind read
+//! from `error.type` and the message), a tool span with it a failed call; a tool result with no
+//! span says it failed by starting with `Error`. Time is measured from the run's first span.
+//!
+//! **harness's own exports** (`--otlp`) carry every trace event as a `harness.*` span event
+//! (`harness.seq`, `harness.event`); such a run is read back event for event, with the success
+//! label of its agent span (`harness.success`).
+
+use super::{Run, TraceBuilder, content_text, error_prefixed, located, parse_args, syntax};
+use crate::diagnostic::Diagnostic;
+use crate::llm::{FaultKind, Finish, Role};
+use crate::scenario::OutcomeKind;
+use crate::trace::{Event, TimedEvent};
+use serde::Deserialize;
+use serde::de::{self, Deserializer, Visitor};
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// The source name of runs read from OTLP.
+pub const SOURCE: &str = "otlp";
+
+/// The OTLP reader: a run's spans may be on any line of the file, so it reads the whole text.
+pub const READER: super::Reader = super::Reader {
+    name: SOURCE,
+    root: super::Root::Any,
+    detect: is_request,
+    convert: |_, rel, text| Ok(import(text, rel).runs),
+    whole_file: Some(super::WholeFile { sniff, import }),
+};
+
+/// Nanoseconds since the Unix epoch of harness's virtual time 0 in exports: 2025-01-01T00:00Z.
+pub const EPOCH_NS: u64 = 1_735_689_600_000_000_000;
+
+/// Span event attribute holding a trace event as JSON (harness's exports).
+pub const EVENT_ATTR: &str = "harness.event";
+/// Span event attribute holding the event's position in its trace (harness's exports).
+pub const SEQ_ATTR: &str = "harness.seq";
+/// Agent span attribute holding the run's success label (harness's exports).
+pub const SUCCESS_ATTR: &str = "harness.success";
+
+/// Does the text look like OTLP JSON? Its first object's first key is `resourceSpans` or
+/// `resourceLogs` (or their snake_case spellings).
+pub fn sniff(text: &str) -> bool {
+    let rest = text.trim_start();
+    let Some(rest) = rest.strip_prefix('{') else {
+        return false;
+    };
+    let rest = rest.trim_start();
+    [
+        "\"resourceSpans\"",
+        "\"resourceLogs\"",
+        "\"resource_spans\"",
+        "\"resource_logs\"",
+    ]
+    .iter()
+    .any(|k| rest.starts_with(k))
+}
+
+/// Is this parsed document an OTLP request?
+pub fn is_request(doc: &Value) -> bool {
+    doc.as_object().is_some_and(|o| {
+        [
+            "resourceSpans",
+            "resourceLogs",
+            "resource_spans",
+            "resource_logs",
+        ]
+        .iter()
+        .any(|k| o.contains_key(*k))
+    })
+}
+
+mod messages;
+mod wire;
+
+use messages::*;
+use wire::*;
+
+// ---------------------------------------------------------------------------------------------
+// Spans to runs.
+
+/// What a file gave: its runs, located errors, and why it has none.
+pub fn import(text: &str, rel: &str) -> super::FileImport {
+    import_with(text, rel, true)
+}
+
+/// [`import`] reading harness's own exports as any instrumentation's spans (their `harness.*`
+/// events ignored): what another tool reads of them.
+pub fn import_without_harness_events(text: &str, rel: &str) -> super::FileImport {
+    import_with(text, rel, false)
+}
+
+fn import_with(text: &str, rel: &str, harness_events: bool) -> super::FileImport {
+    let (spans, logs, mut errors) = parse(text);
+    let mut out = super::FileImport::default();
+    // The same span twice (a re-sent batch) counts once. Different spans that share an id (an
+    // empty or all-zero id, as some exporters write) are each read, and the file says so.
+    let mut seen = HashSet::new();
+    let spans: Vec<Span> = spans
+        .into_iter()
+        .filter(|s| {
+            seen.insert((
+                s.trace.clone(),
+                s.id.clone(),
+                s.parent.clone(),
+                s.name.clone(),
+                s.start,
+                s.end,
+            ))
+        })
+        .collect();
+    out.warnings = id_warnings(&spans);
+    let mut by_span: HashMap<String, Vec<&Log>> = HashMap::new();
+    for l in &logs {
+        by_span.entry(l.span.clone()).or_default().push(l);
+    }
+    // Traces, then conversations: a trace's conversation is the first one its spans name.
+    let mut traces: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, s) in spans.iter().enumerate() {
+        traces.entry(s.trace.as_str()).or_default().push(i);
+    }
+    // Group key → (the run's name, its spans). harness's own exports are a run per trace (two
+    // runs of one case in a file stay two runs), named by their case.
+    let mut runs: BTreeMap<String, (String, Vec<usize>)> = BTreeMap::new();
+    for (trace, mut members) in traces {
+        members.sort_by(|&a, &b| order(&spans[a], &spans[b]));
+        let name = members
+            .iter()
+            .find_map(|&i| spans[i].conversation())
+            .unwrap_or(trace)
+            .to_owned();
+        let harnessed = harness_events && members.iter().any(|&i| spans[i].harnessed());
+        let key = if harnessed {
+            format!("{name}\u{0}{trace}")
+        } else {
+            name.clone()
+        };
+        runs.entry(key)
+            .or_insert_with(|| (name, Vec::new()))
+            .1
+            .extend(members);
+    }
+    let mut made: Vec<(u64, Run)> = Vec::new();
+    let mut named: BTreeMap<String, usize> = BTreeMap::new();
+    for (_, (name, mut members)) in runs {
+        members.sort_by(|&a, &b| order(&spans[a], &spans[b]));
+        let group: Vec<&Span> = members.iter().map(|&i| &spans[i]).collect();
+        // The same case exported twice: `case`, `case~2`, … in trace id order.
+        let n = named.entry(name.clone()).or_insert(0);
+        *n += 1;
+        let id = if *n == 1 {
+            format!("{rel}#{name}")
+        } else {
+            format!("{rel}#{name}~{n}")
+        };
+        let first = group.first().map_or(0, |s| s.start);
+        let run = if harness_events && group.iter().any(|s| s.harnessed()) {
+            harness_run(&group, id)
+        } else {
+            genai_run(&group, &by_span, id, first)
+        };
+        match run {
+            Ok(Some(run)) => made.push((first, run)),
+            Ok(None) => {}
+            Err(e) => errors.push(e),
+        }
+    }
+    made.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.id.cmp(&b.1.id)));
+    out.runs = made.into_iter().map(|(_, r)| r).collect();
+    if out.runs.is_empty() && errors.is_empty() {
+        out.note = Some(if spans.is_empty() {
+            "an OTLP file with no span".to_owned()
+        } else {
+            format!(
+                "an OTLP file with {} span(s) and no model call among them (no GenAI, OpenInference or Traceloop inference span)",
+                spans.len()
+            )
+        });
+    }
+    out.errors = errors;
+    out
+}
+
+/// What the file's span ids make the reader do: spans sharing an id (each read), parent ids
+/// in a cycle (the walk up ends where it closes), spans that name themselves as their parent
+/// (read as spans without one). At most 5 of each are named.
+fn id_warnings(spans: &[Span]) -> Vec<String> {
+    const NAMED: usize = 5;
+    let mut counts: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    for s in spans {
+        *counts.entry((s.trace.as_str(), s.id.as_str())).or_insert(0) += 1;
+    }
+    let shared: Vec<String> = counts
+        .iter()
+        .filter(|(_, n)| **n > 1)
+        .map(|((trace, id), n)| {
+            let id = if id.is_empty() {
+                "an empty id".to_owned()
+            } else {
+                format!("the id `{id}`")
+            };
+            format!("{n} spans of trace `{trace}` share {id}")
+        })
+        .collect();
+    // Self-parented spans by id: how many, and the line of the first.
+    let mut own: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for s in spans
+        .iter()
+        .filter(|s| !s.id.is_empty() && s.parent == s.id)
+    {
+        own.entry(s.id.as_str()).or_insert((0, s.line)).0 += 1;
+    }
+    let selfish: Vec<String> = own
+        .iter()
+        .map(|(id, (n, line))| match n {
+            1 => format!("`{id}` (line {line})"),
+            _ => format!("`{id}` ({n} spans, the first at line {line})"),
+        })
+        .collect();
+    // Cycles of parent ids, trace by trace.
+    let mut traces: BTreeMap<&str, Vec<&Span>> = BTreeMap::new();
+    for s in spans {
+        traces.entry(s.trace.as_str()).or_default().push(s);
+    }
+    let cycles: Vec<String> = traces
+        .values()
+        .flat_map(|group| {
+            parent_walk(group)
+                .1
+                .into_iter()
+                .map(|i| format!("`{}` (line {})", group[i].id, group[i].line))
+        })
+        .collect();
+    let mut out = Vec::new();
+    let named = |all: &[String]| {
+        let mut text = all[..all.len().min(NAMED)].join("; ");
+        if all.len() > NAMED {
+            text.push_str(&format!("; and {} more", all.len() - NAMED));
+        }
+        text
+    };
+    if !shared.is_empty() {
+        out.push(format!(
+            "{}: each span is read (only spans that are the same in every field are one span sent twice)",
+            named(&shared)
+        ));
+    }
+    if !cycles.is_empty() {
+        out.push(format!(
+            "parent ids that go round in a cycle, cut where it closes (that span read as having no parent; every span read): {}",
+            named(&cycles)
+        ));
+    }
+    if !selfish.is_empty() {
+        out.push(format!(
+            "span(s) that name themselves as their parent, read as spans without one: {}",
+            named(&selfish)
+        ));
+    }
+    out
+}
+
+fn order(a: &Span, b: &Span) -> std::cmp::Ordering {
+    a.start
+        .cmp(&b.start)
+        .then(a.end.cmp(&b.end))
+        .then(a.ordinal.cmp(&b.ordinal))
+}
+
+/// A run harness exported: its events as they were.
+fn harness_run(group: &[&Span], id: String) -> Result<Option<Run>, Diagnostic> {
+    let mut events: Vec<(u64, TimedEvent)> = Vec::new();
+    let mut success = None;
+    for s in group {
+        if let Some(Value::Bool(b)) = s.attrs.get(SUCCESS_ATTR) {
+            success = Some(*b);
+        }
+        for e in &s.events {
+            let Some(v) = e.attrs.get(EVENT_ATTR) else {
+                continue;
+            };
+            let seq = e.attrs.get(SEQ_ATTR).and_then(Value::as_u64).unwrap_or(0);
+            let event = v
+                .as_str()
+                .ok_or_else(|| "not a string".to_owned())
+                .and_then(|t| serde_json::from_str::<TimedEvent>(t).map_err(|e| e.to_string()))
+                .map_err(|why| {
+                    located(
+                        s.line,
+                        1,
+                        format!(
+                            "span `{}` ({}): its `{EVENT_ATTR}` event is not a trace event: {why}",
+                            s.name, s.id
+                        ),
+                        "the file was changed after harness wrote it; export the run again with `--otlp`",
+                    )
+                })?;
+            events.push((seq, event));
+        }
+    }
+    events.sort_by_key(|(seq, _)| *seq);
+    if let Some(w) = events.windows(2).find(|w| w[0].0 == w[1].0) {
+        let s = group.first().copied();
+        return Err(located(
+            s.map_or(1, |s| s.line),
+            1,
+            format!(
+                "trace {}: two events at position {} of its run",
+                s.map_or("", |s| s.trace.as_str()),
+                w[0].0
+            ),
+            "the file holds one harness run twice under one trace id, or was edited; export the runs again with `--otlp`",
+        ));
+    }
+    let events: Vec<TimedEvent> = events.into_iter().map(|(_, e)| e).collect();
+    let termination = events.iter().rev().find_map(|e| match &e.event {
+        Event::Outcome { outcome, .. } => Some(outcome.as_str().to_owned()),
+        _ => None,
+    });
+    Ok(Some(Run {
+        id,
+        source: SOURCE.to_owned(),
+        success,
+        termination,
+        events,
+    }))
+}
+
+enum Item<'a> {
+    Inference(&'a Span),
+    Tool(&'a Span),
+}
+
+/// For each span of `group`, the nearest of its ancestors (by parent id) that is an inference
+/// span, in one pass over the parent links: each span's answer is worked out once and shared
+/// by every span below it. A span whose parent is itself has none; a cycle of parent ids ends
+/// the walk where it closes.
+fn nearest_inference_ancestors(group: &[&Span]) -> Vec<Option<usize>> {
+    parent_walk(group).0
+}
+
+/// [`nearest_inference_ancestors`], and the spans whose parent closes a cycle of parent ids.
+fn parent_walk(group: &[&Span]) -> (Vec<Option<usize>>, Vec<usize>) {
+    #[derive(Clone, Copy, PartialEq)]
+    enum State {
+        Unknown,
+        Walking,
+        Done,
+    }
+    let index: HashMap<&str, usize> = group
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.id.as_str(), i))
+        .collect();
+    // A span whose parent id is its own id has no parent (whichever span of that id the
+    // index holds).
+    let linked = |i: usize| -> Option<usize> {
+        let p = group[i].parent.as_str();
+        (!p.is_empty() && p != group[i].id)
+            .then(|| index.get(p).copied())
+            .flatten()
+            .filter(|&j| j != i)
+    };
+    // First the cycles: walking up from each span not yet seen, a parent met on the same walk
+    // closes one, and that link is cut.
+    let mut state = vec![State::Unknown; group.len()];
+    let mut cycles = Vec::new();
+    let mut path = Vec::new();
+    for start in 0..group.len() {
+        path.clear();
+        let mut at = start;
+        while state[at] == State::Unknown {
+            state[at] = State::Walking;
+            path.push(at);
+            match linked(at) {
+                Some(p) if state[p] == State::Walking => {
+                    cycles.push(at);
+                    break;
+                }
+                Some(p) => at = p,
+                None => break,
+            }
+        }
+        for &i in &path {
+            state[i] = State::Done;
+        }
+    }
+    let mut cut = vec![false; group.len()];
+    for &i in &cycles {
+        cut[i] = true;
+    }
+    let parent_of = |i: usize| linked(i).filter(|_| !cut[i]);
+    // Then each span's nearest inference ancestor, worked out once for every span above it.
+    let mut done = vec![false; group.len()];
+    let mut nearest: Vec<Option<usize>> = vec![None; group.len()];
+    for start in 0..group.len() {
+        path.clear();
+        let mut at = start;
+        // The answer for the last span of the path.
+        let last = loop {
+            if done[at] {
+                break None;
+            }
+            path.push(at);
+            match parent_of(at) {
+                None => break None,
+                Some(p) if group[p].is_inference() => break Some(p),
+                Some(p) if done[p] => break nearest[p],
+                Some(p) => at = p,
+            }
+        };
+        let mut below = last;
+        for &i in path.iter().rev() {
+            nearest[i] = below;
+            done[i] = true;
+            below = if group[i].is_inference() {
+                Some(i)
+            } else {
+                below
+            };
+        }
+    }
+    (nearest, cycles)
+}
+
+fn ms(ns: u64, first: u64) -> u64 {
+    ns.saturating_sub(first) / 1_000_000
+}
+
+/// A run from the GenAI (or OpenInference, Traceloop) spans of a conversation.
+fn genai_run(
+    group: &[&Span],
+    logs: &HashMap<String, Vec<&Log>>,
+    id: String,
+    first: u64,
+) -> Result<Option<Run>, Diagnostic> {
+    // An inference span with another inside it gives way to the inner one: each inference
+    // span's nearest inference ancestor is an outer one (and that one's, in its turn).
+    let nearest = nearest_inference_ancestors(group);
+    let outer: HashSet<usize> = group
+        .iter()
+        .zip(&nearest)
+        .filter(|(s, _)| s.is_inference())
+        .filter_map(|(_, a)| *a)
+        .collect();
+    let items: Vec<Item> = group
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| {
+            if s.is_inference() && !outer.contains(&i) {
+                Some(Item::Inference(s))
+            } else if s.is_tool() {
+                Some(Item::Tool(s))
+            } else {
+                None
+            }
+        })
+        .collect();
+    // A conversation without a model call is a run when an agent span says it was one.
+    let agent = group.iter().any(|s| s.operation() == Some("invoke_agent"));
+    if !agent && !items.iter().any(|i| matches!(i, Item::Inference(_))) {
+        return Ok(None);
+    }
+    let model = items
+        .iter()
+        .find_map(|i| match i {
+            Item::Inference(s) => s.model(),
+            Item::Tool(_) => None,
+        })
+        .unwrap_or_default();
+    let mut b = TraceBuilder::new(SOURCE, model);
+    let mut first_call = true;
+    let mut after_calls = false;
+    let mut faults = 0u32;
+    let mut generated = 0usize;
+    let mut answered: HashSet<String> = HashSet::new();
+    let mut last: Option<(bool, Option<String>)> = None;
+    for item in items {
+        match item {
+            Item::Tool(s) => {
+                b.at(ms(s.start, first));
+                let name = s
+                    .str("gen_ai.tool.name")
+                    .or_else(|| s.str("tool.name"))
+                    .or_else(|| s.name.strip_prefix("execute_tool "))
+                    .unwrap_or(s.name.as_str())
+                    .to_owned();
+                let call_id = ["gen_ai.tool.call.id", "tool_call.id", "tool.id"]
+                    .iter()
+                    .find_map(|k| non_empty(s.attrs.get(*k)))
+                    .map(str::to_owned);
+                let result = [
+                    "gen_ai.tool.call.result",
+                    "output.value",
+                    "traceloop.entity.output",
+                ]
+                .iter()
+                .find_map(|k| s.attrs.get(*k))
+                .map(|v| result_text(Some(v)));
+                let args = [
+                    "gen_ai.tool.call.arguments",
+                    "input.value",
+                    "traceloop.entity.input",
+                ]
+                .iter()
+                .find_map(|k| s.attrs.get(*k))
+                .map(|v| parse_args(Some(v)));
+                let call = match b.answered_call(call_id.as_deref(), Some(&name), args.clone()) {
+                    Some(c) => Some(c),
+                    // A call no model output showed (content not captured): the span is it.
+                    None => call_id.filter(|c| !answered.contains(c)).inspect(|c| {
+                        let args = args.unwrap_or_else(|| Value::Object(Default::default()));
+                        b.call(c.clone(), name.clone(), args);
+                    }),
+                };
+                if let Some(c) = call {
+                    b.at(ms(s.end, first));
+                    let text = result.or_else(|| s.error.clone()).unwrap_or_default();
+                    b.result(&c, &text, s.error.is_some());
+                    answered.insert(c);
+                }
+            }
+            Item::Inference(s) => {
+                let ex = exchange(s, logs).map_err(|why| {
+                    located(
+                        s.line,
+                        1,
+                        format!("span `{}` ({}): {why}", s.name, s.id),
+                        "content attributes hold the messages as JSON; check the instrumentation's version, or export the trace again",
+                    )
+                })?;
+                b.at(ms(s.start, first));
+                let from = ex
+                    .input
+                    .iter()
+                    .rposition(|m| m.role == "assistant")
+                    .map_or(0, |i| i + 1);
+                for m in &ex.input[from..] {
+                    match m.role.as_str() {
+                        "tool" => {
+                            let target = b.answered_call(m.answers.as_deref(), None, None);
+                            if let Some(c) = target {
+                                b.result(&c, &m.text, error_prefixed(&m.text));
+                                answered.insert(c);
+                            }
+                        }
+                        "user" if first_call || !after_calls => b.user(&m.text),
+                        "user" | "system" | "developer" if !first_call => {
+                            let role = if m.role == "user" {
+                                Role::User
+                            } else {
+                                Role::System
+                            };
+                            b.nudge(role, &m.text);
+                        }
+                        _ => {}
+                    }
+                }
+                first_call = false;
+                b.at(ms(s.end, first));
+                let latency = ms(s.end, s.start);
+                if let Some(message) = &s.error {
+                    faults += 1;
+                    b.push(Event::ProviderError {
+                        fault: fault_of(s, message),
+                        message: message.clone(),
+                        attempt: faults,
+                        retry_in_ms: None,
+                    });
+                    last = Some((true, Some(message.clone())));
+                    continue;
+                }
+                faults = 0;
+                let out = ex.output.unwrap_or_default();
+                let calls: Vec<(String, String, Value)> = out
+                    .calls
+                    .into_iter()
+                    .map(|(id, name, args)| {
+                        let id = if id.is_empty() {
+                            generated += 1;
+                            format!("call_{generated}")
+                        } else {
+                            id
+                        };
+                        (id, name, args)
+                    })
+                    .collect();
+                after_calls = !calls.is_empty();
+                let tokens = (
+                    s.uint(&[
+                        "gen_ai.usage.input_tokens",
+                        "gen_ai.usage.prompt_tokens",
+                        "llm.token_count.prompt",
+                        "llm.usage.prompt_tokens",
+                    ])
+                    .unwrap_or(0),
+                    s.uint(&[
+                        "gen_ai.usage.output_tokens",
+                        "gen_ai.usage.completion_tokens",
+                        "llm.token_count.completion",
+                        "llm.usage.completion_tokens",
+                    ])
+                    .unwrap_or(0),
+                );
+                let finish = finish_of(ex.finish.as_deref(), !calls.is_empty());
+                last = Some((false, (calls.is_empty()).then(|| out.text.clone())));
+                b.response_announcing(&out.text, calls, tokens, latency, finish);
+            }
+        }
+    }
+    let (outcome, detail) = match last {
+        Some((true, Some(message))) => (
+            OutcomeKind::Error,
+            Some(format!(
+                "the run ended after a failed model call: {message}"
+            )),
+        ),
+        Some((false, Some(_))) => (OutcomeKind::Response, None),
+        Some(_) => (
+            OutcomeKind::Stopped,
+            Some("the run ended after tool calls, with no model call after them".to_owned()),
+        ),
+        None => (
+            OutcomeKind::Stopped,
+            Some("the trace holds no model call".to_owned()),
+        ),
+    };
+    let termination = Some(outcome.as_str().to_owned());
+    Ok(Some(Run {
+        id,
+        source: SOURCE.to_owned(),
+        success: None,
+        termination,
+        events: b.finish(outcome, detail),
+    }))
+}
+
+#[cfg(test)]
+mod tests;

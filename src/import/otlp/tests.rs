@@ -1,0 +1,266 @@
+use super::*;
+
+#[test]
+fn sniffs_requests_only() {
+    assert!(sniff("{\"resourceSpans\": []}"));
+    assert!(sniff("\n{\n  \"resourceLogs\": []}"));
+    assert!(!sniff("{\"messages\": []}"));
+    assert!(!sniff("[{\"resourceSpans\": []}]"));
+}
+
+#[test]
+fn any_values_become_plain_json() {
+    let v = serde_json::json!({"kvlistValue": {"values": [
+        {"key": "n", "value": {"intValue": "47"}},
+        {"key": "l", "value": {"arrayValue": {"values": [{"stringValue": "stop"}]}}}
+    ]}});
+    assert_eq!(any_value(v), serde_json::json!({"n": 47, "l": ["stop"]}));
+    assert_eq!(
+        any_value(serde_json::json!({"arrayValue": {}})),
+        serde_json::json!([])
+    );
+}
+
+#[test]
+fn a_bad_content_attribute_is_located_at_its_line() {
+    let line = r#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"a","spanId":"b","name":"chat m","startTimeUnixNano":"1","endTimeUnixNano":"2","attributes":[{"key":"gen_ai.operation.name","value":{"stringValue":"chat"}},{"key":"gen_ai.input.messages","value":{"stringValue":"[{"}}]}]}]}]}"#;
+    let got = import(&format!("\n{line}\n"), "t.jsonl");
+    assert_eq!(got.errors.len(), 1, "{:?}", got.errors);
+    assert_eq!(got.errors[0].line(), 2);
+    assert!(
+        got.errors[0]
+            .message
+            .contains("gen_ai.input.messages is not JSON")
+    );
+}
+
+/// A span `id` under `parent`, an inference span when `chat`.
+fn bare(id: &str, parent: &str, chat: bool) -> Span {
+    let mut attrs = Attrs::new();
+    if chat {
+        attrs.insert("gen_ai.operation.name".into(), Value::from("chat"));
+    }
+    Span {
+        trace: "t".into(),
+        id: id.into(),
+        parent: parent.into(),
+        name: id.into(),
+        start: 0,
+        end: 0,
+        attrs,
+        events: Vec::new(),
+        error: None,
+        line: 1,
+        ordinal: 0,
+    }
+}
+
+#[test]
+fn each_span_s_nearest_inference_ancestor_in_one_pass() {
+    // agent > chat1 > step > chat2 > tool; a self-parented chat; a cycle a > b > a.
+    let spans = [
+        bare("tool", "chat2", false),
+        bare("chat2", "step", true),
+        bare("step", "chat1", false),
+        bare("chat1", "agent", true),
+        bare("agent", "", false),
+        bare("self", "self", true),
+        bare("a", "b", false),
+        bare("b", "a", false),
+        bare("c", "a", true),
+    ];
+    let group: Vec<&Span> = spans.iter().collect();
+    let got = nearest_inference_ancestors(&group);
+    assert_eq!(
+        got,
+        [
+            Some(1),
+            Some(3),
+            Some(3),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None
+        ]
+    );
+    // 20,000 spans nested one in another, every other one a model call, and a chain that
+    // closes on itself: each span is walked once (this used to take minutes).
+    let mut deep: Vec<Span> = (0..20_000)
+        .map(|i| {
+            let parent = if i == 0 {
+                String::new()
+            } else {
+                format!("s{}", i - 1)
+            };
+            bare(&format!("s{i}"), &parent, i % 2 == 0)
+        })
+        .collect();
+    deep.extend(
+        (0..20_000).map(|i| bare(&format!("c{i}"), &format!("c{}", (i + 1) % 20_000), false)),
+    );
+    let group: Vec<&Span> = deep.iter().collect();
+    let got = nearest_inference_ancestors(&group);
+    assert_eq!(got[19_999], Some(19_998));
+    assert_eq!(got[19_998], Some(19_996));
+    assert_eq!(got[1], Some(0));
+    assert!(got[20_000..].iter().all(Option::is_none));
+}
+
+#[test]
+fn a_span_of_the_wrong_shape_is_located_by_path() {
+    let text = "{\"resourceSpans\":[{\"scopeSpans\":[{\"spans\":[{\"spanId\":\"b\"}]}]}]}\n";
+    let got = import(text, "t.jsonl");
+    let e = &got.errors[0];
+    assert_eq!(e.line(), 1);
+    assert!(e.message.contains("traceId"), "{e:?}");
+    assert!(
+        e.message
+            .contains("resourceSpans[0].scopeSpans[0].spans[0]"),
+        "{e:?}"
+    );
+}
+
+fn chat_line(trace: &str, input: &str, output: &str, tokens: &str) -> String {
+    let attr = |k: &str, v: &str| {
+        format!(
+            r#"{{"key":"{k}","value":{{"stringValue":{}}}}}"#,
+            serde_json::to_string(v).unwrap()
+        )
+    };
+    format!(
+        r#"{{"resourceSpans":[{{"scopeSpans":[{{"spans":[{{"traceId":"{trace}","spanId":"s1","name":"chat m","startTimeUnixNano":"1000000","endTimeUnixNano":"2000000","attributes":[{},{},{},{{"key":"gen_ai.usage.input_tokens","value":{{"intValue":"{tokens}"}}}},{{"key":"gen_ai.usage.output_tokens","value":{{"intValue":"1"}}}}]}}]}}]}}]}}"#,
+        attr("gen_ai.operation.name", "chat"),
+        attr("gen_ai.input.messages", input),
+        attr("gen_ai.output.messages", output),
+    )
+}
+
+#[test]
+fn a_cut_first_line_loses_only_itself() {
+    let good = chat_line(
+        "t1",
+        "[]",
+        r#"[{"role":"assistant","parts":[{"type":"text","content":"hi"}]}]"#,
+        "3",
+    );
+    let text = format!("{}\n{good}\n", &good[..40]);
+    let got = import(&text, "t.jsonl");
+    assert_eq!(got.errors.len(), 1, "{:?}", got.errors);
+    assert_eq!(got.errors[0].line(), 1);
+    assert_eq!(got.runs.len(), 1);
+}
+
+#[test]
+fn empty_call_ids_are_no_ids_and_huge_token_counts_do_not_overflow() {
+    let call = r#"[{"role":"assistant","parts":[{"type":"tool_call","id":"","name":"ls","arguments":{}}]}]"#;
+    let first = chat_line(
+        "t1",
+        r#"[{"role":"user","parts":[{"type":"text","content":"go"}]}]"#,
+        call,
+        "18446744073709551615",
+    );
+    let answered = r#"[{"role":"user","parts":[{"type":"text","content":"go"}]},{"role":"assistant","parts":[{"type":"tool_call","id":"","name":"ls","arguments":{}}]},{"role":"tool","parts":[{"type":"tool_call_response","id":"","response":"a.txt"}]}]"#;
+    let second = chat_line(
+        "t1",
+        answered,
+        r#"[{"role":"assistant","parts":[{"type":"text","content":"done"}]}]"#,
+        "5",
+    )
+    .replace("\"s1\"", "\"s2\"")
+    .replace("\"1000000\"", "\"3000000\"")
+    .replace("\"2000000\"", "\"4000000\"");
+    let got = import(&format!("{first}\n{second}\n"), "t.jsonl");
+    assert!(got.errors.is_empty(), "{:?}", got.errors);
+    let v = crate::detector::View::from_events(&got.runs[0].events);
+    assert_eq!(
+        v.calls.len(),
+        1,
+        "the result answers the call without an id"
+    );
+    assert_eq!(v.calls[0].result, "a.txt");
+    assert_eq!(v.tokens_after(0), Some(6));
+    assert_eq!(v.responses[0].1, u64::MAX, "saturated, not wrapped");
+}
+
+#[test]
+fn spans_sharing_an_id_or_parented_on_themselves_are_read_and_said() {
+    let zero = "0000000000000000";
+    let first = chat_line(
+        "t1",
+        r#"[{"role":"user","parts":[{"type":"text","content":"go"}]}]"#,
+        r#"[{"role":"assistant","parts":[{"type":"text","content":"one"}]}]"#,
+        "3",
+    )
+    .replace("\"s1\"", &format!("\"{zero}\",\"parentSpanId\":\"{zero}\""));
+    let second = chat_line(
+        "t1",
+        r#"[{"role":"user","parts":[{"type":"text","content":"go"}]}]"#,
+        r#"[{"role":"assistant","parts":[{"type":"text","content":"two"}]}]"#,
+        "4",
+    )
+    .replace("\"s1\"", &format!("\"{zero}\""))
+    .replace("\"1000000\"", "\"3000000\"")
+    .replace("\"2000000\"", "\"4000000\"");
+    // The first line sent twice is one span; the second shares its id and is another.
+    let got = import(&format!("{first}\n{first}\n{second}\n"), "t.jsonl");
+    assert!(got.errors.is_empty(), "{:?}", got.errors);
+    assert_eq!(got.runs.len(), 1, "{:?} {:?}", got.note, got.warnings);
+    let v = crate::detector::View::from_events(&got.runs[0].events);
+    assert_eq!(v.responses.len(), 2, "both model calls read");
+    assert_eq!(got.warnings.len(), 2, "{:?}", got.warnings);
+    assert!(
+        got.warnings[0].starts_with(&format!("2 spans of trace `t1` share the id `{zero}`")),
+        "{:?}",
+        got.warnings
+    );
+    assert!(
+        got.warnings[1].contains(&format!("`{zero}` (line 1)")),
+        "{:?}",
+        got.warnings
+    );
+    // A cycle of parent ids is said where it closes; its spans are read.
+    let cycle = [("a", "b"), ("b", "a")]
+        .iter()
+        .map(|(id, parent)| {
+            chat_line(
+                "t2",
+                "[]",
+                r#"[{"role":"assistant","parts":[{"type":"text","content":"x"}]}]"#,
+                "1",
+            )
+            .replace("\"s1\"", &format!("\"{id}\",\"parentSpanId\":\"{parent}\""))
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let got = import(&cycle, "t.jsonl");
+    assert_eq!(got.runs.len(), 1, "{:?}", got.note);
+    assert!(
+        got.warnings
+            .iter()
+            .any(|w| w.starts_with("parent ids that go round in a cycle")
+                && w.contains("`b` (line 2)")),
+        "{:?}",
+        got.warnings
+    );
+    // Without such spans, nothing is said.
+    let clean = chat_line(
+        "t1",
+        "[]",
+        r#"[{"role":"assistant","parts":[{"type":"text","content":"hi"}]}]"#,
+        "3",
+    );
+    assert!(import(&clean, "t.jsonl").warnings.is_empty());
+}
+
+#[test]
+fn traces_without_model_calls_are_a_note() {
+    let text = r#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"a","spanId":"b","name":"GET /","startTimeUnixNano":"1","endTimeUnixNano":"2"}]}]}]}"#;
+    let got = import(text, "t.json");
+    assert!(got.runs.is_empty() && got.errors.is_empty());
+    assert!(got.note.unwrap().contains("no model call"));
+    let got = import("", "t.json");
+    assert!(got.runs.is_empty() && got.errors.is_empty());
+    assert_eq!(got.note.as_deref(), Some("an OTLP file with no span"));
+}

@@ -1,0 +1,262 @@
+//! Conversation continuation: which conversation of a session a request continues (see the
+//! module doc of [`super`], "Conversations"), and the records of each conversation — its
+//! requests, where its mock is in the script, how the scenario's portable tools stand for the
+//! agent's, where it is in its recording.
+
+use super::*;
+
+/// One request of a conversation and its reply.
+#[derive(Debug, Clone)]
+pub struct ServedRequest {
+    /// The API it came in on.
+    pub api: Api,
+    /// The request as read (tool messages marked failed by the [`FailureRules`]).
+    pub request: WireRequest,
+    /// For each message of the request: the failure rule that read it as failed.
+    pub rules: Vec<Option<String>>,
+    /// The request carried tool calls and results as text (see the module doc).
+    pub text_protocol: bool,
+    /// The loop iteration it belongs to (a retry after a fault keeps the iteration).
+    pub iteration: u32,
+    /// What was answered.
+    pub reply: Reply,
+    /// A replayed conversation diverged from its recording at this request.
+    pub divergence: Option<replay::Divergence>,
+    /// The portable tools were bound at this request (the conversation's first that offered
+    /// tools).
+    pub bound: Vec<Binding>,
+    /// The scripted answer (text) went out as a call of this answer tool of the agent's.
+    pub answer_tool: Option<String>,
+    /// Its answer was a stream the script cut (the connection dropped before it ended).
+    pub cut: bool,
+    /// The ids the answer's tool calls went out with, in call order, when they differ from
+    /// the reply's own (a scripted answer's calls get ids in the API's shape); empty when the
+    /// reply's ids are the wire's (a recorded answer). The agent's results name these.
+    pub wire_ids: Vec<String>,
+}
+
+impl ServedRequest {
+    /// The ids the answer's tool calls went out with, in call order (none for a reply that
+    /// is no answer).
+    pub fn call_ids(&self) -> Vec<&str> {
+        let Reply::Answer(r) = &self.reply else {
+            return Vec::new();
+        };
+        if self.wire_ids.len() == r.tool_calls.len() {
+            self.wire_ids.iter().map(String::as_str).collect()
+        } else {
+            r.tool_calls.iter().map(|c| c.id.as_str()).collect()
+        }
+    }
+}
+
+/// The requests of one agent run.
+#[derive(Debug, Clone)]
+pub struct Conversation {
+    pub(super) key: String,
+    /// Its requests, in arrival order.
+    pub requests: Vec<ServedRequest>,
+    /// Where its mock is in the script, kept between requests: an answer costs one step of
+    /// the script, whatever the conversation's length.
+    pub(super) mock: MockState,
+    /// Model calls answered so far (answers and faults), as the engine counts `call`.
+    pub(super) calls: u32,
+    /// The first user message of its latest request, as sent.
+    pub(super) last_user: String,
+    /// Where it is in its recording, when a cassette answers it.
+    pub replayed: Option<CassettePosition>,
+    /// It went to the live provider from a divergence on (`--record-mode new_episodes`).
+    pub(super) live: bool,
+    /// What the provider stores of each Responses answer served (by its `resp_…` id): the
+    /// request it answered (an index into `requests`) and its output items, which a request
+    /// naming it as `previous_response_id` continues.
+    pub(super) stored: BTreeMap<String, (usize, Value)>,
+    /// How the scenario's portable tools stand for the agent's (see [`Binding`]), once a
+    /// request offered tools.
+    pub(super) binding: Option<Vec<Binding>>,
+    /// Why it is a side request beside the loop (a title, a summary, a subagent), if it is
+    /// one ([`side`]): answered by the side turn, never the case's outcome.
+    pub side: Option<String>,
+}
+
+/// A portable tool of the scenario ([`crate::scenario::ToolDef::bind`]) and the agent's tool
+/// it stands for in one conversation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binding {
+    /// The scenario's tool.
+    pub declared: String,
+    /// Its rule (`any`, `position:2`, …).
+    pub rule: String,
+    /// The agent's tool it stands for; `None` when no offered tool fits the rule.
+    pub offered: Option<String>,
+}
+
+/// Where a replayed conversation is in its cassette.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CassettePosition {
+    /// Which cassette of the session's [`replay::Replay`].
+    pub cassette: usize,
+    /// The next recorded exchange.
+    pub next: usize,
+}
+
+impl Conversation {
+    /// Its first user message, as its first request sent it: what orders conversations.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// Where it diverged from its recording, if it did.
+    pub fn divergence(&self) -> Option<&replay::Divergence> {
+        self.requests.iter().find_map(|e| e.divergence.as_ref())
+    }
+
+    /// What the matcher knows of it.
+    pub(super) fn thread(&self) -> ConversationView<'_> {
+        ConversationView {
+            key: &self.key,
+            last_user: &self.last_user,
+            last: self.requests.last().map_or(LastAnswer::Nothing, |e| {
+                if e.cut {
+                    LastAnswer::Cut
+                } else {
+                    LastAnswer::of(&e.reply)
+                }
+            }),
+            latest: false,
+            messages: self.requests.last().map_or(0, |e| e.request.messages.len()),
+        }
+    }
+
+    pub(super) fn ended(&self) -> bool {
+        self.thread().last == LastAnswer::Ended
+    }
+
+    pub(super) fn after_fault(&self) -> bool {
+        self.thread().last == LastAnswer::Fault
+    }
+}
+
+/// How a conversation's latest request was answered, as the matcher reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LastAnswer {
+    /// Not yet.
+    Nothing,
+    /// With tool calls.
+    Calls,
+    /// In text.
+    Text,
+    /// With neither text nor calls (an agent may drop it from the history it sends next).
+    Empty,
+    /// With a provider fault (the next request may be its retry).
+    Fault,
+    /// With a stream cut before its end (the next request may send the same again).
+    Cut,
+    /// With a refusal that ends it (a cap, no answer).
+    Ended,
+}
+
+impl LastAnswer {
+    /// How `reply` leaves a conversation.
+    pub fn of(reply: &Reply) -> Self {
+        match reply {
+            Reply::Answer(r)
+                if r.tool_calls.is_empty() && r.text.as_deref().is_none_or(str::is_empty) =>
+            {
+                Self::Empty
+            }
+            Reply::Answer(r) if r.tool_calls.is_empty() => Self::Text,
+            Reply::Answer(_) => Self::Calls,
+            Reply::Fault(_) => Self::Fault,
+            Reply::Cap | Reply::NoAnswer(_) => Self::Ended,
+        }
+    }
+}
+
+/// What the matcher knows of one conversation.
+#[derive(Debug, Clone, Copy)]
+pub struct ConversationView<'a> {
+    /// Its first user message, as its first request sent it.
+    pub key: &'a str,
+    /// The first user message of its latest request, as sent.
+    pub last_user: &'a str,
+    /// How its latest request was answered.
+    pub last: LastAnswer,
+    /// It got the session's latest answer (nothing was answered since).
+    pub latest: bool,
+    /// How many messages its latest request held.
+    pub messages: usize,
+}
+
+/// Which of `threads` a request continues (see the module doc), given `ids`, every id served
+/// and the conversation it was served in; `None` when it begins a new one. `serve` and
+/// `proxy` both decide by this.
+pub fn continues(
+    threads: &[ConversationView<'_>],
+    ids: &BTreeMap<String, usize>,
+    request: &WireRequest,
+    hints: RequestHints,
+) -> Option<usize> {
+    let key = first_user(request);
+    let echoed = request.asks.previous.iter().chain(
+        request
+            .messages
+            .iter()
+            .rev()
+            .flat_map(|m| m.tool_calls.iter().rev().map(|c| &c.id))
+            .chain(request.results.iter().rev().map(|r| &r.id)),
+    );
+    if let Some(i) = echoed.filter_map(|id| ids.get(id)).next() {
+        return Some(*i);
+    }
+    if request.messages.iter().any(|m| m.role == Role::Assistant) {
+        return threads.iter().rposition(|t| t.key == key);
+    }
+    // The SDK's retry count says whether it retries; 0 is also an application's own retry
+    // after its SDK gave up (inspect_ai's), taken as one when the fault was the session's
+    // latest answer.
+    let may_retry = hints.retry_count.is_none_or(|n| n > 0);
+    threads
+        .iter()
+        .position(|t| t.key == key && t.last == LastAnswer::Fault && (may_retry || t.latest))
+        .or_else(|| {
+            // A client that sends the same request again after its stream was cut (Codex
+            // CLI reconnects, Claude Code asks again whole): the same messages, right after
+            // the cut answer. The cut call was never run; the conversation goes on.
+            threads.iter().position(|t| {
+                t.key == key
+                    && t.last == LastAnswer::Cut
+                    && t.latest
+                    && t.messages == request.messages.len()
+            })
+        })
+        .or_else(|| {
+            // An agent that drops an empty answer from its history and asks again (a retry
+            // prompt after the first user message, as a user or a system message): it
+            // continues the oldest conversation with that first message whose last answer
+            // was empty.
+            let asks_again = request
+                .messages
+                .iter()
+                .position(|m| m.role == Role::User)
+                .is_some_and(|first| request.messages.len() > first + 1);
+            asks_again
+                .then(|| {
+                    threads
+                        .iter()
+                        .position(|t| t.key == key && t.last == LastAnswer::Empty)
+                })
+                .flatten()
+        })
+        .or_else(|| {
+            // An agent that folds each step into its first user message (the text-protocol
+            // shape of `unmerge_steps`): its message grew by one step.
+            threads.iter().position(|t| {
+                t.last == LastAnswer::Calls
+                    && !t.last_user.is_empty()
+                    && key.len() > t.last_user.len()
+                    && key.starts_with(t.last_user)
+                    && steps_from_start(&key[t.last_user.len()..])
+            })
+        })
+}

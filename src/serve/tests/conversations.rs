@@ -1,0 +1,554 @@
+//! Which conversation a request continues, and what each kept.
+
+use super::*;
+
+#[test]
+fn results_sent_back_in_another_order_stay_with_their_own_calls() {
+    let scenario = r#"
+format = 1
+description = "test"
+family = "t"
+profile = "none"
+user = "Copy the file."
+config = { max_iterations = 3 }
+
+[[tools]]
+name = "read"
+schema = { type = "object" }
+default = { ok = "text" }
+
+[[tools]]
+name = "write"
+schema = { type = "object" }
+default = { ok = "done" }
+
+[model]
+name = "m"
+
+[[model.rules]]
+when = { last_tool_failed = true }
+reply = { text = "The write failed." }
+
+[[model.rules]]
+reply = { tool_calls = [{ name = "read", args = {} }, { name = "write", args = {} }] }
+"#;
+    let tools = json!([
+        {"type": "function", "function": {"name": "read", "parameters": {"type": "object"}}},
+        {"type": "function", "function": {"name": "write", "parameters": {"type": "object"}}}
+    ]);
+    let user = json!({"role": "user", "content": "Copy the file."});
+    // The write's result comes back first: it failed, the read did not.
+    let ended = |s: &Session| -> Vec<String> {
+        lines(s, 0)
+            .into_iter()
+            .filter(|l| l.contains("tool_call_end"))
+            .map(|l| l.split_once(' ').map(|(_, r)| r.to_owned()).unwrap_or(l))
+            .collect()
+    };
+    // Chat Completions: `tool_call_id`.
+    let mut s = session(scenario);
+    let first = json!({"model": "gpt", "tools": tools, "messages": [user]});
+    let r = s.handle(Api::ChatCompletions, first.to_string().as_bytes());
+    let message = json_of(&r)["choices"][0]["message"].clone();
+    let ids: Vec<Value> = (0..2)
+        .map(|i| message["tool_calls"][i]["id"].clone())
+        .collect();
+    let next = json!({"model": "gpt", "tools": tools, "messages": [user, message,
+        {"role": "tool", "tool_call_id": ids[1], "content": "Error: permission denied"},
+        {"role": "tool", "tool_call_id": ids[0], "content": "the text"}]});
+    s.handle(Api::ChatCompletions, next.to_string().as_bytes());
+    let e = ended(&s);
+    assert!(
+        e[0].contains("read ok") && e[1].contains("write failed"),
+        "{e:?}"
+    );
+    // Responses: `function_call_output.call_id`.
+    let mut s = session(scenario);
+    let input = json!([{"role": "user", "content": "Copy the file."}]);
+    let first = json!({"model": "gpt", "tools": [
+        {"type": "function", "name": "read", "parameters": {"type": "object"}},
+        {"type": "function", "name": "write", "parameters": {"type": "object"}}], "input": input});
+    let r = s.handle(Api::Responses, first.to_string().as_bytes());
+    let calls: Vec<Value> = json_of(&r)["output"]
+        .as_array()
+        .expect("output")
+        .iter()
+        .filter(|i| i["type"] == "function_call")
+        .cloned()
+        .collect();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    let mut items = vec![input[0].clone()];
+    items.extend(calls.iter().cloned());
+    items.push(json!({"type": "function_call_output", "call_id": calls[1]["call_id"], "output": "Error: permission denied"}));
+    items.push(json!({"type": "function_call_output", "call_id": calls[0]["call_id"], "output": "the text"}));
+    let next = json!({"model": "gpt", "tools": first["tools"], "input": items});
+    s.handle(Api::Responses, next.to_string().as_bytes());
+    let e = ended(&s);
+    assert!(
+        e[0].contains("read ok") && e[1].contains("write failed"),
+        "{e:?}"
+    );
+    // Messages: `tool_use_id` (and `is_error`).
+    let mut s = session(scenario);
+    let tools = json!([
+        {"name": "read", "input_schema": {"type": "object"}},
+        {"name": "write", "input_schema": {"type": "object"}}]);
+    let first = json!({"model": "claude", "max_tokens": 100, "tools": tools, "messages": [user]});
+    let r = s.handle(Api::Messages, first.to_string().as_bytes());
+    let content = json_of(&r)["content"].clone();
+    let uses: Vec<&Value> = content
+        .as_array()
+        .expect("content")
+        .iter()
+        .filter(|b| b["type"] == "tool_use")
+        .collect();
+    assert_eq!(uses.len(), 2, "{content}");
+    let next = json!({"model": "claude", "max_tokens": 100, "tools": tools, "messages": [user,
+        {"role": "assistant", "content": content},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": uses[1]["id"], "content": "permission denied", "is_error": true},
+            {"type": "tool_result", "tool_use_id": uses[0]["id"], "content": "the text"}]}]});
+    s.handle(Api::Messages, next.to_string().as_bytes());
+    let e = ended(&s);
+    assert!(
+        e[0].contains("read ok") && e[1].contains("write failed"),
+        "{e:?}"
+    );
+    // Results that name no id keep the order they came in (a text protocol).
+    let results = [
+        (0, &Message::new(Role::Tool, "a"), ""),
+        (1, &Message::new(Role::Tool, "b"), "x2"),
+        (2, &Message::new(Role::Tool, "c"), "made-up"),
+    ];
+    assert_eq!(
+        super::infer::pair_results(&["x1", "x2", "x3"], &results),
+        vec![Some(0), Some(1), Some(2)]
+    );
+    assert_eq!(
+        super::infer::pair_results(&["x2", "x1"], &results[1..2]),
+        vec![Some(0), None]
+    );
+}
+
+#[test]
+fn unanswered_calls_are_skipped_and_a_dropped_answer_still_shows_the_nudge() {
+    let mut s = session(SCENARIO);
+    s.handle(Api::ChatCompletions, &openai(0, "", None, true));
+    // The agent keeps our call but sends no result, only a note of its own.
+    let mut body: Value =
+        serde_json::from_slice(&openai(1, "x", Some("Stop looping."), true)).unwrap_or_default();
+    if let Some(m) = body["messages"].as_array_mut() {
+        m.remove(3);
+    }
+    s.handle(Api::ChatCompletions, body.to_string().as_bytes());
+    let l = lines(&s, 0);
+    assert!(
+        l.contains(
+            &"1000 tool_call_skipped call_0 exec reason=\"the agent sent no result for this call\""
+                .into()
+        )
+    );
+    assert!(
+        l.contains(&"1000 message_injected source=agent role=user text=\"Stop looping.\"".into())
+    );
+    // Another agent drops our latest answer and re-sends its list with a note appended:
+    // the note is what it added, not a replay of the earlier messages.
+    let mut s = session(SCENARIO);
+    s.handle(Api::ChatCompletions, &openai(0, "", None, true));
+    s.handle(Api::ChatCompletions, &openai(1, "Error: x", None, true));
+    s.handle(
+        Api::ChatCompletions,
+        &openai(1, "Error: x", Some("LOOP"), true),
+    );
+    assert_eq!(s.conversations().len(), 1);
+    let l = lines(&s, 0);
+    let injected: Vec<&String> = l
+        .iter()
+        .filter(|l| l.contains("message_injected"))
+        .collect();
+    assert_eq!(injected.len(), 1, "{l:?}");
+    assert!(injected[0].ends_with("text=\"LOOP\""), "{l:?}");
+}
+
+#[test]
+fn the_cap_refuses_and_ends_the_conversation() {
+    let mut s = session(SCENARIO);
+    for turns in 0..3 {
+        assert_eq!(
+            s.handle(Api::ChatCompletions, &openai(turns, "x", None, true))
+                .status,
+            200
+        );
+    }
+    let r = s.handle(Api::ChatCompletions, &openai(3, "x", None, true));
+    assert_eq!(r.status, 400);
+    let msg = json_of(&r)["error"]["message"].as_str().unwrap_or_default();
+    assert!(msg.contains("iteration cap (3)"), "{msg}");
+    // Further calls in that conversation are refused and not recorded.
+    assert_eq!(
+        s.handle(Api::ChatCompletions, &openai(4, "x", None, true))
+            .status,
+        400
+    );
+    assert_eq!(s.conversations()[0].requests.len(), 4);
+    let l = lines(&s, 0);
+    assert_eq!(l.iter().filter(|l| l.contains(" iteration ")).count(), 3);
+    assert!(l.contains(&"3600 tool_call_end call_2 exec ok output=\"x\" latency=200ms".into()));
+    assert!(
+        l.last()
+            .is_some_and(|l| l.contains("outcome max_iterations iterations=3"))
+    );
+}
+
+#[test]
+fn conversations_are_keyed_by_their_first_user_message() {
+    let mut s = session(SCENARIO);
+    s.handle(Api::ChatCompletions, &openai(0, "", None, true));
+    // A fresh message list starts another run, even with the same prompt.
+    s.handle(Api::ChatCompletions, &openai(0, "", None, true));
+    assert_eq!(s.conversations().len(), 2);
+    // A continuation goes to the latest conversation with that prompt.
+    s.handle(Api::ChatCompletions, &openai(1, "x", None, true));
+    assert_eq!(s.conversations()[1].requests.len(), 2);
+    // Another prompt's continuation we never saw starts its own.
+    let other = String::from_utf8(openai(1, "x", None, true))
+        .unwrap_or_default()
+        .replace("List the files.", "Something else.");
+    s.handle(Api::ChatCompletions, other.as_bytes());
+    assert_eq!(s.conversations().len(), 3);
+    // Bad input is refused with the provider's error shape.
+    let r = s.handle(Api::Messages, b"{not json");
+    assert_eq!(r.status, 400);
+    assert_eq!(json_of(&r)["type"], "error");
+    assert_eq!(s.conversations().len(), 3);
+}
+
+#[test]
+fn a_retry_after_a_dropped_empty_answer_continues_its_conversation() {
+    let text = SCENARIO.replace(
+        "[[model.rules]]\nwhen = { any_message_contains = \"LOOP\" }",
+        "[[model.rules]]\ntimes = 1\nreply = { text = \"\" }\n\n[[model.rules]]\nwhen = { any_message_contains = \"Please\" }\nreply = { text = \"Done.\" }\n\n[[model.rules]]\nwhen = { any_message_contains = \"LOOP\" }",
+    );
+    let mut s = session(&text);
+    let first = json!({"model": "m", "messages": [
+        {"role": "system", "content": "sys"}, {"role": "user", "content": "List the files."}]});
+    let r = s.handle(Api::ChatCompletions, first.to_string().as_bytes());
+    assert_eq!(r.status, 200);
+    // pydantic-ai's way: the empty answer left out, a system message asking again.
+    let again = json!({"model": "m", "messages": [
+        {"role": "system", "content": "sys"}, {"role": "user", "content": "List the files."},
+        {"role": "system", "content": "Please return text or call a tool."}]});
+    let r = s.handle(Api::ChatCompletions, again.to_string().as_bytes());
+    assert_eq!(json_of(&r)["choices"][0]["message"]["content"], "Done.");
+    assert_eq!(s.conversations().len(), 1);
+    let l = lines(&s, 0);
+    assert!(
+        l.iter()
+            .any(|l| l.contains("model_request call=2 messages=3")),
+        "{l:?}"
+    );
+    // The same prompt sent afresh is another run (answered empty, and continued by its
+    // own retry); a retry when no conversation's last answer was empty is one more.
+    s.handle(Api::ChatCompletions, first.to_string().as_bytes());
+    assert_eq!(s.conversations().len(), 2);
+    s.handle(Api::ChatCompletions, again.to_string().as_bytes());
+    assert_eq!(s.conversations().len(), 2);
+    assert_eq!(s.conversations()[1].requests.len(), 2);
+    s.handle(Api::ChatCompletions, again.to_string().as_bytes());
+    assert_eq!(s.conversations().len(), 3);
+}
+
+#[test]
+fn an_applications_own_retry_after_its_sdk_gave_up_continues_the_faulted_run() {
+    let text = SCENARIO.replace(
+        "[[model.rules]]\nwhen = { any_message_contains = \"LOOP\" }",
+        "[[model.rules]]\ntimes = 1\nreply = { fault = { kind = \"rate_limit\" } }\n\n[[model.rules]]\nwhen = { any_message_contains = \"LOOP\" }",
+    );
+    let fresh = RequestHints {
+        retry_count: Some(0),
+    };
+    // inspect_ai's way: the SDK's retries spent, its own retry goes out with count 0.
+    let mut s = session(&text);
+    let r = s.handle_with(Api::ChatCompletions, &openai(0, "", None, true), fresh);
+    assert_eq!(r.status, 429);
+    let r = s.handle_with(Api::ChatCompletions, &openai(0, "", None, true), fresh);
+    assert_eq!(r.status, 200);
+    assert_eq!(s.conversations().len(), 1);
+    // Once another run was answered since the fault, count 0 is a new run again.
+    let mut s = session(&text);
+    s.handle_with(Api::ChatCompletions, &openai(0, "", None, true), fresh);
+    let other = String::from_utf8(openai(0, "", None, true))
+        .unwrap_or_default()
+        .replace("List the files.", "Something else.");
+    s.handle_with(Api::ChatCompletions, other.as_bytes(), fresh);
+    s.handle_with(Api::ChatCompletions, &openai(0, "", None, true), fresh);
+    assert_eq!(s.conversations().len(), 3);
+}
+
+#[test]
+fn faults_are_served_and_the_retry_stays_in_its_iteration() {
+    let text = SCENARIO.replace(
+        "[[model.rules]]\nwhen = { any_message_contains = \"LOOP\" }",
+        "[[model.rules]]\ntimes = 1\nreply = { fault = { kind = \"rate_limit\", retry_after_ms = 1500 } }\n\n[[model.rules]]\nwhen = { any_message_contains = \"LOOP\" }",
+    );
+    let mut s = session(&text);
+    let r = s.handle(Api::ChatCompletions, &openai(0, "", None, true));
+    assert_eq!(r.status, 429);
+    assert!(r.headers.contains(&("retry-after-ms", "1500".to_owned())));
+    assert!(r.headers.contains(&("retry-after", "2".to_owned())));
+    let r = s.handle(Api::ChatCompletions, &openai(0, "", None, true));
+    assert_eq!(r.status, 200);
+    assert_eq!(s.conversations().len(), 1);
+    let l = lines(&s, 0);
+    assert_eq!(l.iter().filter(|l| l.contains(" iteration ")).count(), 1);
+    assert!(
+        l.iter()
+            .any(|l| l.contains("provider_error rate_limit attempt=1"))
+    );
+    assert!(l.iter().any(|l| l.contains("model_request call=2")));
+    assert!(
+        l.last()
+            .is_some_and(|l| l.contains("outcome stopped iterations=1"))
+    );
+}
+
+/// The OpenAI request an agent sends after `answers` (its own served answers, in order):
+/// each answer's calls appended with `result` as their results.
+fn continuing(answers: &[Value], result: &str) -> Vec<u8> {
+    let mut messages = vec![json!({"role": "user", "content": "List the files."})];
+    for a in answers {
+        let m = &a["choices"][0]["message"];
+        messages.push(m.clone());
+        for c in m["tool_calls"].as_array().into_iter().flatten() {
+            messages.push(json!({"role": "tool", "tool_call_id": c["id"], "content": result}));
+        }
+    }
+    json!({"model": "gpt", "messages": messages, "tools": tool()})
+        .to_string()
+        .into_bytes()
+}
+
+#[test]
+fn parallel_agents_are_told_apart_by_the_ids_they_echo() {
+    let mut s = session(SCENARIO);
+    let fresh = openai(0, "", None, true);
+    // Three agents start at once, then continue interleaved in every order.
+    let mut answers: Vec<Vec<Value>> = (0..3)
+        .map(|_| vec![json_of(&s.handle(Api::ChatCompletions, &fresh)).clone()])
+        .collect();
+    for order in [[2, 0, 1], [1, 2, 0]] {
+        for a in order {
+            let r = s.handle(Api::ChatCompletions, &continuing(&answers[a], "x"));
+            assert_eq!(r.status, 200);
+            answers[a].push(json_of(&r).clone());
+        }
+    }
+    assert_eq!(s.conversations().len(), 3);
+    for c in s.conversations() {
+        assert_eq!(c.requests.len(), 3, "each agent's requests stay together");
+    }
+    let traces: Vec<Vec<String>> = (0..3).map(|i| lines(&s, i)).collect();
+    assert_eq!(traces[0], traces[1]);
+    assert_eq!(traces[1], traces[2]);
+    // Ids are the provider's shape, unique across conversations.
+    let ids: std::collections::BTreeSet<String> = answers
+        .iter()
+        .flatten()
+        .flat_map(|a| {
+            [
+                a["id"].as_str().unwrap_or_default().to_owned(),
+                a["choices"][0]["message"]["tool_calls"][0]["id"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            ]
+        })
+        .collect();
+    assert_eq!(ids.len(), 18);
+    assert!(ids.iter().all(|i| (i.starts_with("call_") && i.len() == 29)
+        || (i.starts_with("chatcmpl-") && i.len() == 38)));
+    // The scripted ids stay in the traces.
+    assert!(
+        traces[0]
+            .iter()
+            .any(|l| l.contains("calls=[call_1 exec({})]"))
+    );
+}
+
+#[test]
+fn responses_api_whole_and_streamed_continues_by_call_id() {
+    let mut s = session(SCENARIO);
+    let first = json!({"model": "gpt", "instructions": "sys", "input": "List the files.",
+        "tools": [{"type": "function", "name": "exec", "parameters": {"type": "object"}}]});
+    let r = s.handle(Api::Responses, first.to_string().as_bytes());
+    assert_eq!(r.status, 200);
+    let v = json_of(&r).clone();
+    assert_eq!(v["object"], "response");
+    assert_eq!(v["status"], "completed");
+    let call = v["output"][0].clone();
+    assert_eq!(call["type"], "function_call");
+    // A second agent starts too; the first continues by its call id.
+    s.handle(Api::Responses, first.to_string().as_bytes());
+    let next = json!({"model": "gpt", "stream": true, "input": [
+        {"role": "user", "content": "List the files."},
+        call,
+        {"type": "function_call_output", "call_id": call["call_id"], "output": "An error occurred while running the tool. Please try again."},
+        {"role": "user", "content": "LOOP"},
+    ], "tools": first["tools"]});
+    let r = s.handle(Api::Responses, next.to_string().as_bytes());
+    let AnswerBody::Events { events, .. } = &r.body else {
+        panic!("expected a stream")
+    };
+    assert_eq!(
+        events.last().and_then(|e| e.event.as_deref()),
+        Some("response.completed")
+    );
+    assert_eq!(s.conversations()[0].requests.len(), 2);
+    assert_eq!(s.conversations()[1].requests.len(), 1);
+    let l = lines(&s, 0);
+    assert!(
+        l.iter()
+            .any(|l| l.contains("exec failed") && l.ends_with("rule=\"tool-error-notice\"")),
+        "{l:?}"
+    );
+    assert!(l.last().is_some_and(|l| l.contains("outcome response")));
+}
+
+/// A client that continues by `previous_response_id` and re-sends `instructions` on every
+/// turn gives the trace of its twin that re-sends the whole history; an unknown id is 404.
+#[test]
+fn a_stateful_responses_client_reads_as_its_full_history_twin() {
+    let tools = json!([{"type": "function", "name": "exec", "parameters": {"type": "object"}}]);
+    let run = |stateful: bool| {
+        let mut s = session(SCENARIO);
+        let mut items = vec![json!({"role": "user", "content": "List the files."})];
+        let mut previous: Option<String> = None;
+        let mut pending: Vec<Value> = Vec::new();
+        for turn in 0..3 {
+            let mut body = json!({"model": "gpt", "instructions": "sys", "tools": tools});
+            if stateful && previous.is_some() {
+                body["previous_response_id"] = json!(previous);
+                body["input"] = json!(pending);
+            } else {
+                body["input"] = json!(items);
+            }
+            let r = s.handle(Api::Responses, body.to_string().as_bytes());
+            assert_eq!(r.status, 200, "turn {turn}: {:?}", r.body);
+            let v = json_of(&r).clone();
+            previous = v["id"].as_str().map(str::to_owned);
+            let output = v["output"].as_array().cloned().unwrap_or_default();
+            items.extend(output.iter().cloned());
+            pending.clear();
+            for call in output.iter().filter(|o| o["type"] == "function_call") {
+                let result = json!({"type": "function_call_output", "call_id": call["call_id"], "output": "Error: no"});
+                items.push(result.clone());
+                pending.push(result);
+            }
+        }
+        assert_eq!(s.conversations().len(), 1, "one conversation");
+        lines(&s, 0)
+    };
+    let full = run(false);
+    assert!(
+        full.iter()
+            .any(|l| l.contains("model_request call=3 messages=6")),
+        "{full:?}"
+    );
+    assert_eq!(run(true), full);
+    // An id no answer had is refused as OpenAI refuses it.
+    let mut s = session(SCENARIO);
+    let body = json!({"model": "gpt", "previous_response_id": "resp_nope", "input": [
+        {"type": "function_call_output", "call_id": "call_x", "output": "ok"}]});
+    let r = s.handle(Api::Responses, body.to_string().as_bytes());
+    assert_eq!(r.status, 404);
+    assert_eq!(json_of(&r)["error"]["code"], "previous_response_not_found");
+}
+
+#[test]
+fn smolagents_text_protocol_is_read_as_calls_and_results() {
+    let mut s = session(SCENARIO);
+    let r = s.handle(Api::ChatCompletions, &openai(0, "", None, true));
+    let id = json_of(&r)["choices"][0]["message"]["tool_calls"][0]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let mut turn = |result: &str, id: &str| {
+        let body = json!({"model": "gpt", "tools": tool(), "messages": [
+            {"role": "system", "content": [{"type": "text", "text": "sys"}]},
+            {"role": "user", "content": [{"type": "text", "text": "List the files."}]},
+            {"role": "assistant", "content": [{"type": "text", "text": format!(
+                "Calling tools:\n[{{'id': '{id}', 'type': 'function', 'function': {{'name': 'exec', 'arguments': {{}}}}}}]")}]},
+            {"role": "user", "content": [{"type": "text", "text": result}]},
+        ]});
+        s.handle(Api::ChatCompletions, body.to_string().as_bytes())
+    };
+    turn(
+        &format!("Call id: {id}\nError:\nmissing 'command'\nNow let's retry"),
+        &id,
+    );
+    let l = lines(&s, 0);
+    assert_eq!(s.conversations().len(), 1);
+    assert!(
+        l.iter()
+            .any(|l| l.contains("notice source=serve") && l.contains("as text")),
+        "{l:?}"
+    );
+    assert!(
+        l.iter().any(|l| l.contains("tool_call_end call_0 exec failed error=\"Error:\\nmissing 'command'\\nNow let's retry\"")),
+        "{l:?}"
+    );
+    assert!(!l.iter().any(|l| l.contains("nudge")), "{l:?}");
+}
+
+#[test]
+fn an_unreadable_text_protocol_is_said_not_counted_as_nudges() {
+    let mut s = session(SCENARIO);
+    s.handle(Api::ChatCompletions, &openai(0, "", None, true));
+    let body = json!({"model": "gpt", "tools": tool(), "messages": [
+        {"role": "user", "content": "List the files."},
+        {"role": "assistant", "content": "<tool>exec {}</tool>"},
+        {"role": "user", "content": "<result>Error: no</result>"},
+    ]});
+    s.handle(Api::ChatCompletions, body.to_string().as_bytes());
+    let l = lines(&s, 0);
+    assert!(l.iter().any(|l| l.contains("a text protocol")), "{l:?}");
+    assert!(
+        !l.iter()
+            .any(|l| l.contains(" intervention ") || l.contains("message_injected")),
+        "{l:?}"
+    );
+}
+
+#[test]
+fn steps_folded_into_the_task_message_continue_their_conversation() {
+    let mut s = session(SCENARIO);
+    let ask = |text: &str| {
+        json!({"model": "gpt", "tools": tool(), "tool_choice": "required", "messages": [
+            {"role": "system", "content": "sys"},
+            {"role": "user", "content": [{"type": "text", "text": text}]},
+        ]})
+        .to_string()
+        .into_bytes()
+    };
+    let task = "New task:\nList the files.";
+    let error = "\nError:\nArgument command is required\nNow let's retry.\n";
+    // Two agents at once, each folding its failed step into its task message.
+    for _ in 0..2 {
+        s.handle(Api::ChatCompletions, &ask(task));
+    }
+    for _ in 0..2 {
+        s.handle(Api::ChatCompletions, &ask(&format!("{task}{error}")));
+    }
+    s.handle(Api::ChatCompletions, &ask(&format!("{task}{error}{error}")));
+    let sizes: Vec<usize> = s.conversations().iter().map(|c| c.requests.len()).collect();
+    assert_eq!(sizes, [3, 2]);
+    let l = lines(&s, 0);
+    assert_eq!(
+        l.iter()
+            .filter(|l| l.contains("exec failed") && l.ends_with("rule=\"error-prefix\""))
+            .count(),
+        2,
+        "{l:?}"
+    );
+    assert!(!l.iter().any(|l| l.contains(" intervention ")), "{l:?}");
+}
