@@ -17,6 +17,12 @@
 //! HTML_REPORT_REPS=5 cargo bench --bench html_report
 //! ```
 
+#![expect(
+    clippy::disallowed_methods,
+    unsafe_code,
+    reason = "a benchmark measures wall time and reads and writes its inputs directly"
+)]
+
 #[path = "../tests/integration/cdp.rs"]
 #[expect(dead_code, reason = "the tests' client; the benchmark uses part of it")]
 mod cdp;

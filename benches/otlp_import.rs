@@ -11,6 +11,11 @@
 //!
 //! Prints the median of 3 imports per shape, and the cost per span.
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "a benchmark measures wall time and reads and writes its inputs directly"
+)]
+
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 

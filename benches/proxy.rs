@@ -15,6 +15,11 @@
 //! PROXY_BENCH_REQUESTS=5000 cargo bench --bench proxy
 //! ```
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "a benchmark measures wall time and reads and writes its inputs directly"
+)]
+
 use harness::record::scrub::Scrubber;
 use harness::serve::http::Signals;
 use harness::serve::proxy::{Proxy, Upstreams};

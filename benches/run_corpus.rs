@@ -29,6 +29,12 @@
 //! RUN_CORPUS_REUSE=/tmp/harness-run-corpus-XXXX cargo bench --bench run_corpus   # measure a kept one
 //! ```
 
+#![expect(
+    clippy::disallowed_methods,
+    unsafe_code,
+    reason = "a benchmark measures wall time, reads its inputs and reads its own resource usage directly"
+)]
+
 use std::fmt::Write as _;
 use std::fs;
 use std::io;

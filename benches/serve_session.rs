@@ -15,6 +15,11 @@
 //! SERVE_BENCH_REPS=5 cargo bench --bench serve_session
 //! ```
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "a benchmark measures wall time and reads and writes its inputs directly"
+)]
+
 use harness::scenario::{self, SourceFormat};
 use harness::serve::Api;
 use harness::serve::{AnswerBody, Session};

@@ -16,6 +16,11 @@
 //! SWEEP_BENCH_REPS=9 cargo bench --bench sweep
 //! ```
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "a benchmark measures wall time and reads and writes its inputs directly"
+)]
+
 use harness::detector;
 use harness::sweep::{self, Options};
 use std::path::{Path, PathBuf};

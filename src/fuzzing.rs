@@ -231,6 +231,10 @@ pub fn tool_schema(data: &[u8]) -> bool {
 
 /// `sweep_partial`: any bytes as the one partial of a whole sweep, merged by `sweep --merge`:
 /// merged, or refused with a diagnostic that has a message. Whether it merged.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the fuzz body hands `sweep --merge` a real file, as a user would"
+)]
 pub fn sweep_partial(data: &[u8]) -> bool {
     let path =
         std::env::temp_dir().join(format!("harness-fuzz-partial-{}.jsonl", std::process::id()));
@@ -550,6 +554,10 @@ pub fn serve_request(data: &[u8]) -> usize {
 /// through its target's body here. None may panic; a baseline or results file that reads must
 /// render to one that reads again.
 #[cfg(test)]
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a test sets up and reads its files, clocks and threads itself"
+)]
 mod tests {
     use crate::fuzzing;
     use std::path::Path;

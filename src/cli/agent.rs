@@ -104,53 +104,11 @@ pub(super) fn serve(args: &ServeArgs, setup: &Setup) -> anyhow::Result<ExitStatu
         traces: args.traces.clone(),
         ..Options::judging(layout.clone(), settings.matching.clone())
     };
-    let judged = match (args.judge, files.as_slice()) {
-        (true, [one]) if !replaying => match prepare(&settings, &options, one) {
-            Ok(p) => Some(p),
-            Err(diags) => {
-                print_diagnostics(one, &diags);
-                return Ok(ExitStatus::BadInput);
-            }
-        },
-        _ => None,
-    };
-    let loaded = if replaying {
-        match load_cassettes(
-            layout,
-            &files,
-            &args.on_divergence,
-            &args.matching.matching(setup),
-        ) {
-            Ok(l) => Some(l),
-            Err(errors) => {
-                for f in errors {
-                    if let Err(diags) = &f.outcome {
-                        print_diagnostics(&f.path, diags);
-                    }
-                }
-                return Ok(ExitStatus::BadInput);
-            }
-        }
-    } else {
-        None
-    };
-    let case = match (&judged, &loaded, files.as_slice()) {
-        (Some(p), _, _) => p.case.clone(),
-        (None, Some(l), _) => l.cases[0].clone(),
-        (None, None, [one]) => match load(layout, one) {
-            Ok(mut cases) => cases.remove(0),
-            Err(diags) => {
-                print_diagnostics(one, &diags);
-                return Ok(ExitStatus::BadInput);
-            }
-        },
-        (None, None, _) => {
-            return Ok(fail(
-                &Diagnostic::new("serve answers from one scenario, or from agent cassettes")
-                    .hint("name one scenario file, or cassette files and folders"),
-            ));
-        }
-    };
+    let (judged, loaded, case) =
+        match served_case(args, setup, &settings, &options, &files, replaying) {
+            Ok(got) => got,
+            Err(status) => return Ok(status),
+        };
     if let Some(dir) = &args.traces {
         // Checked now: the traces are written at the end, when nothing can be done about it.
         if let Err(e) = store::writable_folder(dir) {
@@ -202,23 +160,7 @@ pub(super) fn serve(args: &ServeArgs, setup: &Setup) -> anyhow::Result<ExitStatu
             "prints the inferred traces"
         }
     );
-    let (tx, rx) = std::sync::mpsc::channel::<()>();
-    if args.until_eof {
-        std::thread::spawn(move || {
-            let _ = io::copy(&mut io::stdin().lock(), &mut io::sink());
-            let _ = tx.send(());
-        });
-    }
-    while !server.finished() {
-        match rx.recv_timeout(Duration::from_millis(50)) {
-            Ok(()) => break,
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) if args.until_eof => break,
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
-    }
+    wait_until_stopped(&server, args.until_eof);
     let session = server.stop()?;
     if args.judge {
         let judged = match &judged {
@@ -251,8 +193,111 @@ pub(super) fn serve(args: &ServeArgs, setup: &Setup) -> anyhow::Result<ExitStatu
             "serve",
         )?);
     }
+    print_served(args, &session, &scenario_id)
+}
+
+/// What `serve` answers from: the case `--judge` judges (one scenario), the cassettes a replay
+/// plays, and the case served; the exit status when they cannot be read.
+fn served_case(
+    args: &ServeArgs,
+    setup: &Setup,
+    settings: &Settings,
+    options: &Options,
+    files: &[PathBuf],
+    replaying: bool,
+) -> Result<
+    (
+        Option<crate::exec::Prepared>,
+        Option<crate::exec::LoadedCassettes>,
+        crate::scenario::Case,
+    ),
+    ExitStatus,
+> {
+    let layout = &setup.layout;
+    let judged = match (args.judge, files) {
+        (true, [one]) if !replaying => match prepare(settings, options, one) {
+            Ok(p) => Some(p),
+            Err(diags) => {
+                print_diagnostics(one, &diags);
+                return Err(ExitStatus::BadInput);
+            }
+        },
+        _ => None,
+    };
+    let loaded = if replaying {
+        match load_cassettes(
+            layout,
+            files,
+            &args.on_divergence,
+            &args.matching.matching(setup),
+        ) {
+            Ok(l) => Some(l),
+            Err(errors) => {
+                for f in errors {
+                    if let Err(diags) = &f.outcome {
+                        print_diagnostics(&f.path, diags);
+                    }
+                }
+                return Err(ExitStatus::BadInput);
+            }
+        }
+    } else {
+        None
+    };
+    let case = match (&judged, &loaded, files) {
+        (Some(p), _, _) => p.case.clone(),
+        (None, Some(l), _) => l.cases[0].clone(),
+        (None, None, [one]) => match load(layout, one) {
+            Ok(mut cases) => cases.remove(0),
+            Err(diags) => {
+                print_diagnostics(one, &diags);
+                return Err(ExitStatus::BadInput);
+            }
+        },
+        (None, None, _) => {
+            return Err(fail(
+                &Diagnostic::new("serve answers from one scenario, or from agent cassettes")
+                    .hint("name one scenario file, or cassette files and folders"),
+            ));
+        }
+    };
+    Ok((judged, loaded, case))
+}
+
+/// Serve until a stop signal ends the server (or, with `until_eof`, standard input ends).
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the serve command waits on the wall clock for its stop signal and its reader thread (an edge: cli)"
+)]
+fn wait_until_stopped(server: &Server, until_eof: bool) {
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    if until_eof {
+        std::thread::spawn(move || {
+            let _ = io::copy(&mut io::stdin().lock(), &mut io::sink());
+            let _ = tx.send(());
+        });
+    }
+    while !server.finished() {
+        match rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(()) => break,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) if until_eof => break,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+}
+
+/// Without `--judge`: each conversation's inferred trace, printed (or written under
+/// `--traces`), and the session's size.
+fn print_served(
+    args: &ServeArgs,
+    session: &Session,
+    scenario_id: &str,
+) -> anyhow::Result<ExitStatus> {
     let all: Vec<(String, Vec<TimedEvent>)> = match session.replay() {
-        Some(_) => replayed_traces(&session, &args.label)
+        Some(_) => replayed_traces(session, &args.label)
             .into_iter()
             .map(|t| {
                 if let Some(report) = &t.report {
@@ -261,10 +306,10 @@ pub(super) fn serve(args: &ServeArgs, setup: &Setup) -> anyhow::Result<ExitStatu
                 (t.id, t.events)
             })
             .collect(),
-        None => traces(&session, &args.label)
+        None => traces(session, &args.label)
             .into_iter()
             .enumerate()
-            .map(|(i, e)| (conversation_id(&scenario_id, &args.label, i), e))
+            .map(|(i, e)| (conversation_id(scenario_id, &args.label, i), e))
             .collect(),
     };
     let mut out = io::stdout().lock();
@@ -302,6 +347,14 @@ pub(super) fn serve(args: &ServeArgs, setup: &Setup) -> anyhow::Result<ExitStatu
 
 /// `harness exec`: the outputs as `run` takes them, but no project baseline.
 pub(super) fn exec(args: &ExecArgs, out: OutputArgs, setup: &Setup) -> anyhow::Result<ExitStatus> {
+    if let Some(refused) = setup.nothing_set_up(&args.scenarios, "exec") {
+        return Ok(refused);
+    }
+    // No path: the project's scenarios, as `run` takes them.
+    let args = &ExecArgs {
+        scenarios: setup.paths_or_root(args.scenarios.clone()),
+        ..args.clone()
+    };
     if let Some(refused) = super::output_over_input(&out.written(), &args.scenarios, |p| {
         store::is_scenario_file(p) || crate::record::is_cassette(p)
     }) {
@@ -451,49 +504,9 @@ pub(super) fn proxy(args: &ProxyArgs, setup: &Setup, ci: bool) -> anyhow::Result
         Ok(u) => u,
         Err(d) => return Ok(fail(&d)),
     };
-    let mode = args.record_mode.unwrap_or(if args.replace {
-        ProxyMode::All
-    } else if ci {
-        ProxyMode::None
-    } else {
-        ProxyMode::Once
-    });
-    let old = existing_cassettes(&args.out);
-    if mode == ProxyMode::None && old.is_empty() {
-        return Ok(fail(
-            &Diagnostic::new(format!(
-                "{} holds no cassette to replay, and record mode `none`{} never goes to the provider",
-                args.out.display(),
-                if args.record_mode.is_none() {
-                    " (the default when CI is set)"
-                } else {
-                    ""
-                }
-            ))
-            .hint("record the session first (`--record-mode once`), or name the folder or file that holds its cassettes"),
-        ));
-    }
-    // The recordings the session replays, in a mode that replays and when there are some.
-    let replay_mode = match mode {
-        ProxyMode::None => Some(replay::RecordMode::None),
-        ProxyMode::Once => Some(replay::RecordMode::Once),
-        ProxyMode::NewEpisodes => Some(replay::RecordMode::NewEpisodes),
-        ProxyMode::All => None,
-    }
-    .filter(|_| !old.is_empty());
-    let session = match replay_mode {
-        Some(m) => match replay_session(setup, &old, m) {
-            Ok(s) => Some(s),
-            Err(results) => {
-                for r in &results {
-                    if let Err(diags) = &r.outcome {
-                        print_diagnostics(&r.path, diags);
-                    }
-                }
-                return Ok(ExitStatus::BadInput);
-            }
-        },
-        None => None,
+    let (mode, old, replay_mode, session) = match replay_of(args, setup, ci) {
+        Ok(got) => got,
+        Err(status) => return Ok(status),
     };
     let folder = if crate::record::is_cassette(&args.out) {
         args.out
@@ -605,34 +618,107 @@ pub(super) fn proxy(args: &ProxyArgs, setup: &Setup, ci: bool) -> anyhow::Result
         );
     }
     if let Some(m) = replay_mode {
-        let mut out = io::stdout().lock();
-        writeln!(
-            out,
-            "replayed {} conversation(s) from their cassettes at {} (record mode {}); {} request(s) answered from the recording",
-            kept.replayed,
-            args.out.display(),
-            m.name(),
-            slots.iter().filter(|s| s.replayed.is_some()).count()
-        )?;
-        if !kept.unused.is_empty() {
-            writeln!(
-                out,
-                "not replayed: {} recorded conversation(s) the agent never started: {}",
-                kept.unused.len(),
-                kept.unused
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )?;
-        }
+        say_replayed(&kept, &args.out, m, &slots)?;
     }
     Ok(finish_proxy(&ended, code))
+}
+
+/// What a proxy session replays: the record mode, the cassettes already at `--out`, the
+/// replay's mode (when it replays them) and its session; the exit status when it cannot.
+type ReplayOf = (
+    ProxyMode,
+    Vec<PathBuf>,
+    Option<replay::RecordMode>,
+    Option<Session>,
+);
+
+fn replay_of(args: &ProxyArgs, setup: &Setup, ci: bool) -> Result<ReplayOf, ExitStatus> {
+    let mode = args.record_mode.unwrap_or(if args.replace {
+        ProxyMode::All
+    } else if ci {
+        ProxyMode::None
+    } else {
+        ProxyMode::Once
+    });
+    let old = existing_cassettes(&args.out);
+    if mode == ProxyMode::None && old.is_empty() {
+        return Err(fail(
+            &Diagnostic::new(format!(
+                "{} holds no cassette to replay, and record mode `none`{} never goes to the provider",
+                args.out.display(),
+                if args.record_mode.is_none() {
+                    " (the default when CI is set)"
+                } else {
+                    ""
+                }
+            ))
+            .hint("record the session first (`--record-mode once`), or name the folder or file that holds its cassettes"),
+        ));
+    }
+    // The recordings the session replays, in a mode that replays and when there are some.
+    let replay_mode = match mode {
+        ProxyMode::None => Some(replay::RecordMode::None),
+        ProxyMode::Once => Some(replay::RecordMode::Once),
+        ProxyMode::NewEpisodes => Some(replay::RecordMode::NewEpisodes),
+        ProxyMode::All => None,
+    }
+    .filter(|_| !old.is_empty());
+    let session = match replay_mode {
+        Some(m) => match replay_session(setup, &old, m) {
+            Ok(s) => Some(s),
+            Err(results) => {
+                for r in &results {
+                    if let Err(diags) = &r.outcome {
+                        print_diagnostics(&r.path, diags);
+                    }
+                }
+                return Err(ExitStatus::BadInput);
+            }
+        },
+        None => None,
+    };
+    Ok((mode, old, replay_mode, session))
+}
+
+/// A replaying session's summary: the conversations replayed, and those recorded that the
+/// agent never started again.
+fn say_replayed(
+    kept: &proxy::Kept,
+    out_dir: &Path,
+    m: replay::RecordMode,
+    slots: &[proxy::Slot],
+) -> anyhow::Result<()> {
+    let mut out = io::stdout().lock();
+    writeln!(
+        out,
+        "replayed {} conversation(s) from their cassettes at {} (record mode {}); {} request(s) answered from the recording",
+        kept.replayed,
+        out_dir.display(),
+        m.name(),
+        slots.iter().filter(|s| s.replayed.is_some()).count()
+    )?;
+    if !kept.unused.is_empty() {
+        writeln!(
+            out,
+            "not replayed: {} recorded conversation(s) the agent never started: {}",
+            kept.unused.len(),
+            kept.unused
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )?;
+    }
+    Ok(())
 }
 
 /// Run the agent's command through the proxy (or, without one, wait for a stop signal): how
 /// the command ended (`None` without one) and the proxy, or the exit status when it could not
 /// start (the proxy stopped).
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the proxy command waits on the wall clock for its stop signal (an edge: cli)"
+)]
 fn run_through(
     args: &ProxyArgs,
     proxy: proxy::Proxy,

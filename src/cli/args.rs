@@ -676,8 +676,8 @@ pub(super) struct ServeArgs {
 /// `harness exec` arguments.
 #[derive(Debug, Clone, clap::Args)]
 pub(super) struct ExecArgs {
-    /// Scenario files or folders; the command runs once per scenario.
-    #[arg(required = true)]
+    /// Scenario and cassette files or folders (default: the project file's `scenarios`, else
+    /// `scenarios/`); the command runs once per scenario.
     pub(super) scenarios: Vec<PathBuf>,
     /// The agent command and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "COMMAND")]
@@ -786,9 +786,10 @@ pub(super) struct ProxyArgs {
     /// `NAME.cassette.json` (a further conversation goes to `NAME-N.cassette.json` beside it).
     #[arg(long, value_name = "DIR|FILE")]
     pub(super) out: PathBuf,
-    /// The provider to forward to: `openai=URL` (the OpenAI SDK's base URL, with `/v1`),
-    /// `anthropic=URL` (the Anthropic SDK's), or a bare URL for both (default: the providers'
-    /// own APIs).
+    /// The provider to forward to, as the SDKs take a base URL: `openai=URL` (OpenAI's form,
+    /// with `/v1`: `https://api.openai.com/v1`), `anthropic=URL` (Anthropic's, without:
+    /// `https://api.anthropic.com`), or a bare URL for both (a `/v1` at its end is used by
+    /// OpenAI requests and dropped for Anthropic's); default: the providers' own APIs.
     #[arg(long, value_name = "[openai=|anthropic=]URL")]
     pub(super) upstream: Vec<String>,
     /// The agent command and its arguments, after `--`; without one, the proxy records until

@@ -245,6 +245,23 @@ impl Setup {
     }
 
     /// The paths given, or the scenarios root.
+    /// No path, no project and no scenarios folder: a folder harness has not been set up in
+    /// (exit 2, said); `command` is the one given.
+    fn nothing_set_up(&self, paths: &[PathBuf], command: &str) -> Option<ExitStatus> {
+        if !paths.is_empty() || self.project.is_some() || self.layout.scenarios.exists() {
+            return None;
+        }
+        Some(fail(
+            &Diagnostic::new(format!(
+                "no scenarios here: no {} in this folder or above, and no `{}` folder",
+                crate::project::FILE_NAME,
+                self.layout.scenarios.display()
+            ))
+            .hint(format!("`harness init` writes a first project (a scenario and an example agent) into this folder; or name scenario files: `harness {command} PATH…`"))
+            .status(ExitStatus::BadInput),
+        ))
+    }
+
     fn paths_or_root(&self, paths: Vec<PathBuf>) -> Vec<PathBuf> {
         if paths.is_empty() {
             vec![self.layout.scenarios.clone()]

@@ -29,17 +29,8 @@ pub(super) fn run(args: RunArgs, setup: &Setup) -> anyhow::Result<ExitStatus> {
     } = args;
     let layout = &setup.layout;
     let defaults = setup.run_defaults();
-    // No path, no project and no scenarios folder: a folder harness has not been set up in.
-    if paths.is_empty() && setup.project.is_none() && !layout.scenarios.exists() {
-        return Ok(fail(
-            &Diagnostic::new(format!(
-                "no scenarios here: no {} in this folder or above, and no `{}` folder",
-                crate::project::FILE_NAME,
-                layout.scenarios.display()
-            ))
-            .hint("`harness init` writes a first project (a scenario and an example agent) into this folder; or name scenario files: `harness run PATH…`")
-            .status(ExitStatus::BadInput),
-        ));
+    if let Some(refused) = setup.nothing_set_up(&paths, "run") {
+        return Ok(refused);
     }
     let paths = setup.paths_or_root(paths);
     if let Some(refused) = super::output_over_input(&out.written(), &paths, store::is_scenario_file)

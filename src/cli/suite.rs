@@ -13,6 +13,116 @@ use anyhow::Context as _;
 use std::io::Write as _;
 use std::path::PathBuf;
 
+/// The card of an agent command: each suite file served to it (its output a file per case,
+/// in `--agent-logs`), the results into `collected`; the card's (title, label), or the exit
+/// status when the logs cannot be written.
+fn agent_cards(
+    args: &SuiteArgs,
+    setup: &Setup,
+    options: &Options,
+    files: &[PathBuf],
+    collected: &mut Collected,
+) -> anyhow::Result<Result<Vec<(String, String)>, ExitStatus>> {
+    // The agent's output, a file per case, rather than scrolling past the card.
+    let agent_logs = args.agent_logs.clone().unwrap_or_else(|| {
+        setup
+            .root()
+            .join(".harness")
+            .join("suite")
+            .join(&args.label)
+    });
+    if let Err(e) = store::writable_folder(&agent_logs) {
+        return Ok(Err(fail(
+            &Diagnostic::new(format!(
+                "cannot write the agent's output into {}: {e}",
+                agent_logs.display()
+            ))
+            .hint("name a folder that can be written with --agent-logs DIR")
+            .status(ExitStatus::BadInput),
+        )));
+    }
+    eprintln!(
+        "harness suite: the agent's output goes to {} (a file per case)",
+        agent_logs.display()
+    );
+    let settings = crate::exec::Settings {
+        command: args.command.clone(),
+        timeout_ms: args.timeout_ms,
+        label: args.label.clone(),
+        expect: None,
+        reading: args.reading.to_reading(setup),
+        on_divergence: Default::default(),
+        matching: Default::default(),
+        allow_exit: Vec::new(),
+        agent_logs: Some(agent_logs.clone()),
+        golden: true,
+    };
+    for result in exec_all(&settings, options, files, options.jobs)? {
+        collected.file(&result)?;
+    }
+    Ok(Ok(vec![(
+        format!("`{}`", args.command.join(" ")),
+        args.label.clone(),
+    )]))
+}
+
+/// Print each card, write the outputs asked for; the exit status (`code` so far).
+fn print_cards(
+    args: &SuiteArgs,
+    collected: &Collected,
+    cards: &[(String, String)],
+    shown: &str,
+    code: ExitStatus,
+) -> anyhow::Result<ExitStatus> {
+    let mut out = anstream::stdout().lock();
+    let mut lowest = usize::MAX;
+    let mut each = Vec::new();
+    for (who, profile) in cards {
+        let cases: Vec<&crate::results::CaseResult> = collected
+            .cases()
+            .map(|(_, c)| c)
+            .filter(|c| &c.row.profile == profile && c.card.is_some())
+            .collect();
+        let text = crate::report::card::render(who, shown, &cases);
+        writeln!(out, "{text}")?;
+        if let Some(s) = &collected.stopped {
+            writeln!(
+                out,
+                "harness suite: {}: the card is incomplete (its files say so; `harness scorecard` refuses it without --allow-incomplete)\n",
+                s.line()
+            )?;
+        }
+        lowest = lowest.min(crate::report::card::score(cases.iter().copied()).points());
+        each.push((who.clone(), cases));
+    }
+    if let Some(path) = &args.json {
+        store::write_atomic(path, crate::report::json::render(collected).as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(path) = &args.html {
+        let page = crate::report::card::html(&each, shown);
+        store::write_atomic(path, page.as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(path) = &args.junit {
+        store::write_atomic(path, crate::report::card::junit(&each).as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if collected.stopped.is_some() {
+        return Ok(crate::run::interrupt::status());
+    }
+    if let Some(min) = args.min_score {
+        if lowest < min {
+            writeln!(
+                out,
+                "harness suite: a score of {lowest} is below --min-score {min}"
+            )?;
+            return Ok(ExitStatus::Failed);
+        }
+    }
+    Ok(code)
+}
+
 /// The bundled failure-mode suite (`scenarios/suite`), built into the binary so that
 /// `harness suite` works in any project: file stem, contents.
 pub(super) const BUNDLED: &[(&str, &str)] = &[
@@ -127,7 +237,7 @@ fn write_bundled(root: &std::path::Path) -> std::io::Result<PathBuf> {
     let dir = root.join("suite");
     std::fs::create_dir_all(&dir)?;
     for (stem, text) in BUNDLED {
-        std::fs::write(dir.join(format!("{stem}.toml")), text)?;
+        store::write_atomic(&dir.join(format!("{stem}.toml")), text.as_bytes())?;
     }
     Ok(dir)
 }
@@ -223,44 +333,10 @@ pub(super) fn suite(args: &SuiteArgs, setup: &Setup) -> anyhow::Result<ExitStatu
             .map(|p| (format!("profile {p}"), p.clone()))
             .collect()
     } else {
-        // The agent's output, a file per case, rather than scrolling past the card.
-        let agent_logs = args.agent_logs.clone().unwrap_or_else(|| {
-            setup
-                .root()
-                .join(".harness")
-                .join("suite")
-                .join(&args.label)
-        });
-        if let Err(e) = store::writable_folder(&agent_logs) {
-            return Ok(fail(
-                &Diagnostic::new(format!(
-                    "cannot write the agent's output into {}: {e}",
-                    agent_logs.display()
-                ))
-                .hint("name a folder that can be written with --agent-logs DIR")
-                .status(ExitStatus::BadInput),
-            ));
+        match agent_cards(args, setup, &options, &files, &mut collected)? {
+            Ok(cards) => cards,
+            Err(code) => return Ok(code),
         }
-        eprintln!(
-            "harness suite: the agent's output goes to {} (a file per case)",
-            agent_logs.display()
-        );
-        let settings = crate::exec::Settings {
-            command: args.command.clone(),
-            timeout_ms: args.timeout_ms,
-            label: args.label.clone(),
-            expect: None,
-            reading: args.reading.to_reading(setup),
-            on_divergence: Default::default(),
-            matching: Default::default(),
-            allow_exit: Vec::new(),
-            agent_logs: Some(agent_logs.clone()),
-            golden: true,
-        };
-        for result in exec_all(&settings, &options, &files, options.jobs)? {
-            collected.file(&result)?;
-        }
-        vec![(format!("`{}`", args.command.join(" ")), args.label.clone())]
     };
     // The bundled suite's files are named as the binary's, not by the temporary folder's path.
     if let Some(tmp) = &bundled {
@@ -300,53 +376,7 @@ pub(super) fn suite(args: &SuiteArgs, setup: &Setup) -> anyhow::Result<ExitStatu
             .status(ExitStatus::BadInput),
         ));
     }
-    let mut out = anstream::stdout().lock();
-    let mut lowest = usize::MAX;
-    let mut each = Vec::new();
-    for (who, profile) in &cards {
-        let cases: Vec<&crate::results::CaseResult> = collected
-            .cases()
-            .map(|(_, c)| c)
-            .filter(|c| &c.row.profile == profile && c.card.is_some())
-            .collect();
-        let text = crate::report::card::render(who, &shown, &cases);
-        writeln!(out, "{text}")?;
-        if let Some(s) = &collected.stopped {
-            writeln!(
-                out,
-                "harness suite: {}: the card is incomplete (its files say so; `harness scorecard` refuses it without --allow-incomplete)\n",
-                s.line()
-            )?;
-        }
-        lowest = lowest.min(crate::report::card::score(cases.iter().copied()).points());
-        each.push((who.clone(), cases));
-    }
-    if let Some(path) = &args.json {
-        store::write_atomic(path, crate::report::json::render(&collected).as_bytes())
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    if let Some(path) = &args.html {
-        let page = crate::report::card::html(&each, &shown);
-        store::write_atomic(path, page.as_bytes())
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    if let Some(path) = &args.junit {
-        store::write_atomic(path, crate::report::card::junit(&each).as_bytes())
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    if collected.stopped.is_some() {
-        return Ok(crate::run::interrupt::status());
-    }
-    if let Some(min) = args.min_score {
-        if lowest < min {
-            writeln!(
-                out,
-                "harness suite: a score of {lowest} is below --min-score {min}"
-            )?;
-            return Ok(ExitStatus::Failed);
-        }
-    }
-    Ok(code)
+    print_cards(args, &collected, &cards, &shown, code)
 }
 
 /// `harness scorecard`: the loops of several `harness suite --json` results side by side.
@@ -495,6 +525,10 @@ pub(super) fn scorecard(args: &ScorecardArgs) -> anyhow::Result<ExitStatus> {
 }
 
 /// Serve each suite scenario to the command, `jobs` at a time; the results in file order.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the suite runs agents side by side on threads (an edge: cli)"
+)]
 fn exec_all(
     settings: &crate::exec::Settings,
     options: &Options,
@@ -532,6 +566,10 @@ fn exec_all(
 }
 
 #[cfg(test)]
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a test sets up and reads its files, clocks and threads itself"
+)]
 mod tests {
     /// The binary carries every scenario of `scenarios/suite`, as it is on disk.
     #[test]

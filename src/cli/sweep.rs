@@ -86,70 +86,10 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<ExitStatus> {
             Err(d) => return Ok(fail(&d)),
         }
     } else {
-        let settings = match settings(&args) {
-            Ok(s) => s,
+        match run_sweep(&args, partition, fires_to.as_mut(), partial_out.as_mut())? {
+            Ok(report) => report,
             Err(code) => return Ok(code),
-        };
-        let given = match &args.labels {
-            Some(path) => {
-                let text = match store::read_input_text(
-                    path,
-                    "labels file",
-                    crate::limits::MAX_SIDE_INPUT_BYTES,
-                ) {
-                    Ok(t) => t,
-                    Err(e) => {
-                        report_error(&mut err, path, &e.diagnostic(path, "cannot read: "))?;
-                        return Ok(ExitStatus::BadInput);
-                    }
-                };
-                match labels::parse(&text) {
-                    Ok(l) => l,
-                    Err(e) => {
-                        let e = e.hint(
-                            "one JSON object a line: {\"run\", \"stuck\", \"loop_start\", \"note\"}",
-                        );
-                        report_error(&mut err, path, &e)?;
-                        return Ok(ExitStatus::BadInput);
-                    }
-                }
-            }
-            None => Default::default(),
-        };
-        let jobs = args.jobs.unwrap_or_else(|| {
-            std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
-        });
-        let progress = if std::io::stderr().is_terminal() {
-            let files = sweep::source::discover(&args.paths).0.len() as u64;
-            let files = partition.map_or(files, |p| files.div_ceil(u64::from(p.n)));
-            let bar = indicatif::ProgressBar::new(files);
-            bar.set_style(
-                indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} files {elapsed}")
-                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-            );
-            Some(bar)
-        } else {
-            None
-        };
-        let tick = progress.clone();
-        let report = sweep::sweep(
-            Options {
-                paths: args.paths.clone(),
-                settings,
-                labels: given,
-                format: args.format,
-                jobs,
-                keep_labels: args.write_labels.is_some(),
-                on_file: tick.map(|b| Box::new(move || b.inc(1)) as Box<dyn Fn() + Sync>),
-                partition,
-            },
-            fires_to.as_mut().map(|w| w as &mut dyn Write),
-            partial_out.as_mut().map(|w| w as &mut dyn Write),
-        )?;
-        if let Some(bar) = progress {
-            bar.finish_and_clear();
         }
-        report
     };
     fires_out
         .map(|w| w.into_inner().map(drop).map_err(|e| e.into_error()))
@@ -157,17 +97,6 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<ExitStatus> {
     partial_out
         .map(|w| w.into_inner().map(drop).map_err(|e| e.into_error()))
         .transpose()?;
-    let names: Vec<(&str, &str)> = report
-        .settings
-        .iter()
-        .map(|n| (n.id.as_str(), n.params.as_str()))
-        .collect();
-    let n_settings = names.len();
-    let n_detectors = names
-        .iter()
-        .map(|(id, _)| *id)
-        .collect::<std::collections::BTreeSet<_>>()
-        .len();
     for (path, e) in &report.errors {
         report_error(&mut err, path, e)?;
     }
@@ -183,6 +112,99 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<ExitStatus> {
         );
         write!(err, "{}", d.render(&Style::default()))?;
     }
+    let written = write_outputs(
+        &args,
+        &report,
+        fires_kept.as_deref(),
+        fires_tmp,
+        partial_tmp,
+    )?;
+    summarise(&args, &report, &written)
+}
+
+/// Score the detectors over the inputs (not `--merge`): the report, or the exit status of a
+/// bad setting or labels file (already said).
+fn run_sweep(
+    args: &SweepArgs,
+    partition: Option<crate::select::Partition>,
+    fires_to: Option<&mut sweep::html::Tee<'_>>,
+    partial_out: Option<&mut std::io::BufWriter<&mut store::Output>>,
+) -> anyhow::Result<Result<sweep::Report, ExitStatus>> {
+    let mut err = anstream::stderr();
+    let settings = match settings(args) {
+        Ok(s) => s,
+        Err(code) => return Ok(Err(code)),
+    };
+    let given = match &args.labels {
+        Some(path) => {
+            let text = match store::read_input_text(
+                path,
+                "labels file",
+                crate::limits::MAX_SIDE_INPUT_BYTES,
+            ) {
+                Ok(t) => t,
+                Err(e) => {
+                    report_error(&mut err, path, &e.diagnostic(path, "cannot read: "))?;
+                    return Ok(Err(ExitStatus::BadInput));
+                }
+            };
+            match labels::parse(&text) {
+                Ok(l) => l,
+                Err(e) => {
+                    let e = e.hint(
+                        "one JSON object a line: {\"run\", \"stuck\", \"loop_start\", \"note\"}",
+                    );
+                    report_error(&mut err, path, &e)?;
+                    return Ok(Err(ExitStatus::BadInput));
+                }
+            }
+        }
+        None => Default::default(),
+    };
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get));
+    let progress = if std::io::stderr().is_terminal() {
+        let files = sweep::source::discover(&args.paths).0.len() as u64;
+        let files = partition.map_or(files, |p| files.div_ceil(u64::from(p.n)));
+        let bar = indicatif::ProgressBar::new(files);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} files {elapsed}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        Some(bar)
+    } else {
+        None
+    };
+    let tick = progress.clone();
+    let report = sweep::sweep(
+        Options {
+            paths: args.paths.clone(),
+            settings,
+            labels: given,
+            format: args.format,
+            jobs,
+            keep_labels: args.write_labels.is_some(),
+            on_file: tick.map(|b| Box::new(move || b.inc(1)) as Box<dyn Fn() + Sync>),
+            partition,
+        },
+        fires_to.map(|w| w as &mut dyn Write),
+        partial_out.map(|w| w as &mut dyn Write),
+    )?;
+    if let Some(bar) = progress {
+        bar.finish_and_clear();
+    }
+    Ok(Ok(report))
+}
+
+/// Write the sweep's outputs (the streamed ones put in place); the paths written.
+fn write_outputs(
+    args: &SweepArgs,
+    report: &sweep::Report,
+    fires_kept: Option<&[u8]>,
+    fires_tmp: Option<store::Output>,
+    partial_tmp: Option<store::Output>,
+) -> anyhow::Result<Vec<String>> {
     let mut written = Vec::new();
     if let Some(path) = &args.out {
         store::write_atomic(path, &sweep::csv(&report.rows))
@@ -205,7 +227,7 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<ExitStatus> {
             report.runs,
             report.rows.len()
         );
-        let page = sweep::html::render(&report, fires_kept.as_deref().unwrap_or_default(), &title);
+        let page = sweep::html::render(report, fires_kept.unwrap_or_default(), &title);
         store::write_atomic(path, page.as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;
         written.push(path.display().to_string());
@@ -222,6 +244,27 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<ExitStatus> {
             .with_context(|| format!("cannot write {}", path.display()))?;
         written.push(path.display().to_string());
     }
+    Ok(written)
+}
+
+/// Tell the run's numbers and each detector's best setting; the exit status.
+fn summarise(
+    args: &SweepArgs,
+    report: &sweep::Report,
+    written: &[String],
+) -> anyhow::Result<ExitStatus> {
+    let mut err = anstream::stderr();
+    let names: Vec<(&str, &str)> = report
+        .settings
+        .iter()
+        .map(|n| (n.id.as_str(), n.params.as_str()))
+        .collect();
+    let n_settings = names.len();
+    let n_detectors = names
+        .iter()
+        .map(|(id, _)| *id)
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
     let mut out = anstream::stdout().lock();
     // Files with no run (noted above) are counted apart: they are never scored.
     let skipped = report.notes.len();
@@ -304,6 +347,53 @@ fn streamed(path: Option<&Path>) -> anyhow::Result<Option<store::Output>> {
         store::Output::create(path).with_context(|| format!("cannot write {}", path.display()))
     })
     .transpose()
+}
+
+/// A run as `import` writes it (its trace, or a scenario that replays it), or why it is not
+/// written and what to do: only what `sweep`, `trace` and `run` read back is written.
+fn imported_text(
+    as_: ImportAs,
+    input: &std::path::Path,
+    run: &import::Run,
+) -> anyhow::Result<Result<String, (String, &'static str)>> {
+    Ok(match as_ {
+        ImportAs::Trace => {
+            let text = import::render_imported(run);
+            if text.len() as u64 > crate::limits::MAX_TRANSCRIPT_BYTES {
+                Err((
+                    format!(
+                        "its trace would be {} MiB, past the {} MiB `sweep` reads",
+                        text.len() / (1024 * 1024),
+                        crate::limits::MAX_TRANSCRIPT_BYTES / (1024 * 1024)
+                    ),
+                    "split the run, or sweep the transcript itself",
+                ))
+            } else {
+                Ok(text)
+            }
+        }
+        ImportAs::Scenario => {
+            let file = input.to_string_lossy().replace('\\', "/");
+            let scenario = import::scenario::scenario_of(run, &file);
+            let text = crate::record::scenario_text(
+                &scenario,
+                "# Imported from a transcript by `harness import --as scenario`: edit freely.\n",
+            )
+            .map_err(|r| anyhow::anyhow!("{}", r.message))?;
+            match crate::scenario::load(&text, SourceFormat::Toml, &run.id) {
+                Ok(_) => Ok(text),
+                Err(problems) => Err((
+                    format!(
+                        "as a scenario, {}",
+                        problems
+                            .first()
+                            .map_or("it does not load", |d| d.message.as_str())
+                    ),
+                    "`harness run` would refuse it; import it as a trace (the default) to sweep it",
+                )),
+            }
+        }
+    })
 }
 
 /// The `--detector` settings; a bad one is bad usage.
@@ -423,44 +513,7 @@ pub(super) fn import(args: ImportArgs) -> anyhow::Result<ExitStatus> {
             }
             // What is written, or why the run is not: only what `sweep`, `trace` and `run`
             // read back is written.
-            let made = match args.as_ {
-                ImportAs::Trace => {
-                    let text = import::render_imported(run);
-                    if text.len() as u64 > crate::limits::MAX_TRANSCRIPT_BYTES {
-                        Err((
-                            format!(
-                                "its trace would be {} MiB, past the {} MiB `sweep` reads",
-                                text.len() / (1024 * 1024),
-                                crate::limits::MAX_TRANSCRIPT_BYTES / (1024 * 1024)
-                            ),
-                            "split the run, or sweep the transcript itself",
-                        ))
-                    } else {
-                        Ok(text)
-                    }
-                }
-                ImportAs::Scenario => {
-                    let file = input.path.to_string_lossy().replace('\\', "/");
-                    let scenario = import::scenario::scenario_of(run, &file);
-                    let text = crate::record::scenario_text(
-                        &scenario,
-                        "# Imported from a transcript by `harness import --as scenario`: edit freely.\n",
-                    )
-                    .map_err(|r| anyhow::anyhow!("{}", r.message))?;
-                    match crate::scenario::load(&text, SourceFormat::Toml, &run.id) {
-                        Ok(_) => Ok(text),
-                        Err(problems) => Err((
-                            format!(
-                                "as a scenario, {}",
-                                problems
-                                    .first()
-                                    .map_or("it does not load", |d| d.message.as_str())
-                            ),
-                            "`harness run` would refuse it; import it as a trace (the default) to sweep it",
-                        )),
-                    }
-                }
-            };
+            let made = imported_text(args.as_, &input.path, run)?;
             match made {
                 Ok(text) => store::write_atomic(&path, text.as_bytes())
                     .with_context(|| format!("cannot write {}", path.display()))?,

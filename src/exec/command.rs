@@ -111,6 +111,10 @@ pub fn wait_for(cmd: Command, program: &str, timeout: Duration) -> io::Result<En
 
 /// [`wait_for`], calling `before_end` just before the group is killed (a timeout or a stop
 /// signal), so that what serves the command knows the cut is harness's.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "exec runs the agent process and measures its timeout on the wall clock (an edge: exec)"
+)]
 pub fn wait_for_then(
     mut cmd: Command,
     program: &str,

@@ -51,7 +51,7 @@ pub fn lint(paths: &[PathBuf], scrubber: &Scrubber) -> Linted {
     files.dedup();
     let mut read = 0;
     for f in files {
-        let bytes = match std::fs::read(&f) {
+        let bytes = match crate::store::read_input(&f, "fixture", crate::limits::MAX_GOLDEN_BYTES) {
             Ok(b) => b,
             Err(e) => {
                 errors.push((f, e));
@@ -272,6 +272,10 @@ pub fn report(
 }
 
 #[cfg(test)]
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a test sets up and reads its files, clocks and threads itself"
+)]
 mod tests {
     use super::*;
 

@@ -98,6 +98,10 @@ impl LiveModel {
 
     /// Send one request body; the raw exchange (not yet scrubbed), the elapsed time, and
     /// whether the answer went past [`crate::limits::MAX_RESPONSE_BYTES`] (then it is not kept).
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a live recording measures the provider's latency (an edge: record)"
+    )]
     async fn send(&self, body: &Value) -> (Exchange, u64, bool) {
         let max = crate::limits::MAX_RESPONSE_BYTES;
         let started = Instant::now();
@@ -314,6 +318,10 @@ pub fn usage_of(outcome: &Outcome) -> Option<UsageRecord> {
 }
 
 impl Model for LiveModel {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a live recording waits out the provider's retry delay (an edge: record)"
+    )]
     fn respond(&mut self, request: &ModelRequest<'_>) -> Result<ModelResponse, ModelError> {
         if self.fatal.is_some() {
             return Err(stop(request));

@@ -735,6 +735,10 @@ mod tests {
 }
 
 #[cfg(test)]
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a test sets up and reads its files, clocks and threads itself"
+)]
 mod published {
     /// `docs/scorecard.html` is made by [`super::scorecard_html`]: its frame (style, heading, the words
     /// before the first card) must be the current one, or the conformance suite's byte-for-byte

@@ -151,6 +151,10 @@ pub fn run(options: &Options, reporter: &mut dyn Reporter) -> io::Result<()> {
 }
 
 /// [`run`], telling `progress` how it goes.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the runner owns the worker threads (an edge: run)"
+)]
 pub fn run_with(
     options: &Options,
     reporter: &mut dyn Reporter,

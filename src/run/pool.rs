@@ -25,6 +25,10 @@ pub fn build(jobs: usize) -> std::io::Result<rayon::ThreadPool> {
 /// whatever one slow item costs. The first error of `sink` stops the pass: no further item starts, and
 /// that error is returned once the items in flight are done. The items are taken from their
 /// iterator one at a time, as workers come for them.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the runner's pool owns its threads (an edge: run)"
+)]
 pub fn for_each_ordered<I, R, E>(
     pool: &rayon::ThreadPool,
     window: usize,
@@ -102,6 +106,10 @@ where
 }
 
 #[cfg(test)]
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a test sets up and reads its files, clocks and threads itself"
+)]
 mod tests {
     use super::*;
 

@@ -17,6 +17,10 @@ pub fn end_group(child: &mut Child) {
     if let Ok(pid) = i32::try_from(child.id()) {
         // SAFETY: kill(2) with a negative pid signals the process group the child leads
         // (`process_group(0)` made it); it touches no memory.
+        #[expect(
+            unsafe_code,
+            reason = "kill(2) of the child's process group has no safe wrapper in std"
+        )]
         unsafe {
             libc::kill(-pid, libc::SIGKILL);
         }

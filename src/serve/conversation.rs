@@ -197,7 +197,15 @@ pub fn continues(
     request: &WireRequest,
     hints: RequestHints,
 ) -> Option<usize> {
+    // Conversations are keyed by their first user message: the one thing every retry,
+    // rewrite and continuation of a run keeps (the system prompt may be templated, later
+    // messages grow), and what orders conversations in the outputs.
     let key = first_user(request);
+    // The ids this request echoes, the most telling first: a Responses `previous_response_id`
+    // names the answer it continues outright; then the latest assistant message's call ids
+    // and the latest tool results. Every id we serve is unique in the session, so the first
+    // one we know decides, however the agent reordered or trimmed its history (parallel
+    // agents share a first user message but never an id).
     let echoed = request.asks.previous.iter().chain(
         request
             .messages
@@ -209,9 +217,17 @@ pub fn continues(
     if let Some(i) = echoed.filter_map(|id| ids.get(id)).next() {
         return Some(*i);
     }
+    // A history with assistant messages but none of our ids: the agent rewrote them (its own
+    // ids, a summary, a framework that re-renders messages). It still continues a run, the
+    // latest one with its first user message — never a new conversation, which would restart
+    // the script and count one run as two.
     if request.messages.iter().any(|m| m.role == Role::Assistant) {
         return threads.iter().rposition(|t| t.key == key);
     }
+    // From here the request holds no assistant message: a first request, unless it is one of
+    // the retries below, each of which resends a start the session has already answered. The
+    // checks go from the most certain (a fault the SDK says it retries) to the least (a
+    // message grown by one text-protocol step); the first that holds decides.
     // The SDK's retry count says whether it retries; 0 is also an application's own retry
     // after its SDK gave up (inspect_ai's), taken as one when the fault was the session's
     // latest answer.

@@ -712,6 +712,10 @@ pub(super) fn render(served: HttpAnswer, pace: f64) -> Response<axum::body::Body
 }
 
 #[cfg(test)]
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a test sets up and reads its files, clocks and threads itself"
+)]
 mod tests {
     use super::*;
     use std::io::{Read as _, Write as _};

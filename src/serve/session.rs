@@ -181,6 +181,8 @@ impl Session {
             Ok(r) => r,
             Err(e) => return answered(refusal(provider, 400, &format!("harness serve: {e}"))),
         };
+        // `tool_choice: none` withholds the tools from the model, so the script must see none
+        // (its rules may react to `tools_offered = false`).
         if request.asks.tool_choice == ToolChoice::None {
             request.tools.clear();
         }
@@ -191,6 +193,8 @@ impl Session {
                 }
             }
         }
+        // Text-protocol agents are read as wire calls before anything keys the conversation:
+        // the matcher below must see the call ids they echo in text.
         let mut text_protocol = read_text_protocol(&mut request);
         let first_user = first_user(&request);
         if self.goes_live(&request, hints, &value) {
@@ -203,6 +207,9 @@ impl Session {
                 "harness serve: this conversation has ended (iteration cap or script exhausted)",
             ));
         };
+        // Whether a conversation is a side request (a title, a summary, a subagent) is decided
+        // once, at its first request, against the conversations before it: later requests of
+        // a side conversation look like any other.
         if self.replay.is_none() && self.conversations[at].requests.is_empty() {
             let side = side::reason(&request, &self.case.scenario, &self.conversations[..at]);
             self.conversations[at].side = side;
@@ -217,6 +224,9 @@ impl Session {
         self.conversations[at].last_user = first_user;
         let rules = self.read_failures(&mut request);
         let conversation = &self.conversations[at];
+        // A retry after a scripted fault is the same loop iteration asked again, as the engine
+        // counts it (`call` grows, `iteration` does not); otherwise this request opens the
+        // next iteration of the conversation.
         let retry = conversation.after_fault();
         let done = conversation
             .requests

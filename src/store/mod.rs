@@ -678,6 +678,10 @@ pub fn log_file(path: &Path) -> io::Result<std::fs::File> {
 
 /// The last `lines` lines of a text file that are not blank, joined by ` / `, from at most its
 /// last 4 KiB; `None` when there are none or the file cannot be read.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "bounded: `take(TAIL)` reads at most the last 4 KiB"
+)]
 pub fn tail_lines(path: &Path, lines: usize) -> Option<String> {
     use std::io::{Read as _, Seek as _};
     const TAIL: u64 = 4096;
@@ -751,6 +755,10 @@ pub fn select_pending(layout: &Layout, paths: &[PathBuf]) -> Vec<PathBuf> {
 }
 
 #[cfg(test)]
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a test sets up and reads its files, clocks and threads itself"
+)]
 mod tests {
     use super::*;
 

@@ -203,6 +203,10 @@ type Answer = Result<Option<(Fire, Option<u64>)>, String>;
 /// Ask the settings that take runs in order (the fold calls this for each file as it comes, in
 /// file order): an external detector sees the runs in the sweep's order for any `--jobs`, and
 /// several such settings answer side by side, each on a thread of its own.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the sweep scores settings side by side on threads (an edge: sweep)"
+)]
 fn score_in_order(settings: &[Setting], f: &mut FileScore) {
     let ordered: Vec<usize> = (0..settings.len())
         .filter(|&i| settings[i].detector.in_order())

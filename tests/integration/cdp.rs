@@ -12,6 +12,11 @@
 //! names another binary; without one, `/usr/bin/chromium` must exist, or the test fails
 //! saying how to install it.
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "a benchmark measures wall time and reads and writes its inputs directly"
+)]
+
 use serde_json::{Value, json};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};

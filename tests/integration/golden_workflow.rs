@@ -2,7 +2,7 @@
 //! them goldens; a changed script fails with a unified diff; `reject` discards; `CI` writes
 //! nothing; orphaned goldens fail; a passing run removes stale pending files.
 
-use crate::support::{Counts, EXAMPLE, EXAMPLE_ID, Project, summary};
+use crate::support::{Counts, EXAMPLE, EXAMPLE_ID, Project, assert_whole, summary};
 
 const OLD_REPLY: &str = "Sorry, I do not know what command you wanted.";
 /// As long as the old reply (40+ chars), so Moltis auto-continue treats it as a final answer too.
@@ -39,11 +39,7 @@ fn change_reply(p: &Project) {
 #[test]
 fn a_run_without_goldens_fails_and_writes_pending_goldens() {
     let p = Project::with_example();
-    let run = p.harness(&["run"]);
-    run.expect_code(1)
-        .expect_stdout(&format!("FAIL {EXAMPLE_ID}  no golden yet  ({EXAMPLE})"))
-        .expect_stdout(&format!("FAIL {}  no golden yet  ({EXAMPLE})", none_id()))
-        .expect_stdout("2 pending golden(s) written");
+    let run = assert_whole!("run-without-goldens", p, &["run"]);
     assert_eq!(
         run.summary(),
         summary(
@@ -82,20 +78,14 @@ fn accepted_goldens_pass() {
     p.harness(&["run"]).expect_code(1);
     let written = p.read(&pending(EXAMPLE_ID));
 
-    let accept = p.harness(&["accept"]);
-    accept
-        .expect_code(0)
-        .expect_stdout(&format!("accepted {}", golden(EXAMPLE_ID)))
-        .expect_stdout(&format!("accepted {}", golden(&none_id())))
-        .expect_stdout("2 pending golden(s) accepted");
+    assert_whole!("accept", p, &["accept"]);
     assert_eq!(
         p.files("snapshots", ""),
         [golden(EXAMPLE_ID), golden(&none_id())]
     );
     assert_eq!(p.read(&golden(EXAMPLE_ID)), written);
 
-    let run = p.harness(&["run"]);
-    run.expect_code(0).expect_no_stdout("FAIL");
+    let run = assert_whole!("run-accepted", p, &["run"]);
     assert_eq!(
         run.summary(),
         summary(
@@ -117,11 +107,7 @@ fn a_changed_script_fails_with_a_unified_diff_until_accepted() {
     let before = p.read(&golden(EXAMPLE_ID));
     change_reply(&p);
 
-    let run = p.harness(&["run"]);
-    run.expect_code(1)
-        .expect_stdout(&format!("FAIL {EXAMPLE_ID}  golden differs  ({EXAMPLE})"))
-        .expect_no_stdout(&format!("FAIL {}", none_id()))
-        .expect_stdout("    --- golden\n    +++ actual\n    @@ ");
+    let run = assert_whole!("run-a-changed-script", p, &["run"]);
     let removed: Vec<&str> = run
         .stdout
         .lines()
@@ -181,10 +167,7 @@ fn reject_discards_pending_goldens_and_keeps_the_goldens() {
     p.harness(&["run"]).expect_code(1);
     assert!(p.exists(&pending(EXAMPLE_ID)));
 
-    p.harness(&["reject"])
-        .expect_code(0)
-        .expect_stdout(&format!("rejected {}", pending(EXAMPLE_ID)))
-        .expect_stdout("1 pending golden(s) rejected");
+    assert_whole!("reject", p, &["reject"]);
     assert!(p.files("snapshots", ".snap.new").is_empty());
     assert_eq!(p.read(&golden(EXAMPLE_ID)), before);
     // Rejecting does not make the mismatch go away.
@@ -215,19 +198,23 @@ fn accept_and_reject_take_scenario_paths() {
 #[test]
 fn ci_writes_no_pending_goldens() {
     let p = Project::with_example();
-    let run = p.harness_ci("true", &["run"]);
-    run.expect_code(1)
-        .expect_stdout("pending goldens were not written because CI is set")
-        .expect_no_stdout("pending golden(s) written");
+    assert_whole!(
+        "ci-run-without-goldens",
+        p,
+        &["run"],
+        p.harness_ci("true", &["run"])
+    );
     assert!(p.files("snapshots", "").is_empty());
 
     p.harness(&["run"]).expect_code(1);
     p.harness(&["accept"]).expect_code(0);
     change_reply(&p);
-    let run = p.harness_ci("true", &["run"]);
-    run.expect_code(1)
-        .expect_stdout("golden differs")
-        .expect_stdout("pending goldens were not written because CI is set");
+    assert_whole!(
+        "ci-run-a-changed-script",
+        p,
+        &["run"],
+        p.harness_ci("true", &["run"])
+    );
     assert!(p.files("snapshots", ".snap.new").is_empty());
 
     // `CI=false` is not CI.
@@ -240,14 +227,7 @@ fn a_golden_without_its_scenario_is_orphaned() {
     let p = blessed();
     p.remove(EXAMPLE);
 
-    let run = p.harness(&["run"]);
-    run.expect_code(1);
-    for id in [EXAMPLE_ID.to_owned(), none_id()] {
-        run.expect_stdout(&format!(
-            "FAIL {}  golden without a scenario\n  hint: restore its scenario, or delete the golden",
-            golden(&id)
-        ));
-    }
+    let run = assert_whole!("orphans", p, &["run"]);
     assert_eq!(
         run.summary(),
         summary(

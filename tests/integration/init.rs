@@ -3,13 +3,12 @@
 //! package, which the conformance suite installs and runs it with
 //! (`tests/conformance/run`); here a standard-library stand-in speaks the same wire.
 
-use crate::support::{Project, suite_size};
+use crate::support::{Project, assert_whole, suite_size};
 
 #[test]
 fn init_then_the_printed_commands_give_a_green_run() {
     let p = Project::new();
-    let init = p.harness(&["init"]);
-    init.expect_code(0);
+    let init = assert_whole!("init", p, &["init"]);
     for file in [
         "harness.toml",
         "scenarios/first.toml",
@@ -31,19 +30,26 @@ fn init_then_the_printed_commands_give_a_green_run() {
     }
     assert!(p.read("agent.py").contains("from openai import OpenAI"));
     p.write("agent.py", crate::support::STAND_IN_AGENT);
-    let first = p.harness(&["exec", "scenarios", "--", "python3", "agent.py"]);
-    first.expect_code(1);
-    assert!(first.stdout.contains("1 missing goldens"), "{first}");
-    assert!(
-        first
-            .stdout
-            .contains("stands for the agent's `get_weather` (bind = position:1)"),
-        "{first}"
+    // No golden yet: the trace in full (the scenario's tool bound to the agent's), exit 1.
+    assert_whole!(
+        "first-exec",
+        p,
+        &["exec", "scenarios", "--", "python3", "agent.py"]
     );
     p.harness(&["accept"]).expect_code(0);
-    let green = p.harness(&["exec", "scenarios", "--", "python3", "agent.py"]);
-    green.expect_code(0);
-    assert!(green.stdout.contains("1 passed"), "{green}");
+    assert_whole!(
+        "green-exec",
+        p,
+        &["exec", "scenarios", "--", "python3", "agent.py"]
+    );
+    // Without a path, as the project file says: the project's scenarios.
+    let bare = p.harness(&["exec", "--", "python3", "agent.py"]);
+    bare.expect_code(0);
+    assert_eq!(
+        bare.stdout,
+        p.harness(&["exec", "scenarios", "--", "python3", "agent.py"])
+            .stdout
+    );
     // The engine replays the same scenario too.
     p.harness(&["run"]).expect_code(1);
     the_workflow_runs_what_was_just_run(&p);
@@ -82,37 +88,26 @@ fn the_workflow_runs_what_was_just_run(p: &Project) {
 fn init_never_overwrites() {
     let p = Project::new();
     p.write("agent.py", "# mine\n");
-    let init = p.harness(&["init"]);
-    init.expect_code(0);
-    assert!(
-        init.stdout
-            .contains("kept     ./agent.py (it exists; harness init never overwrites)"),
-        "{init}"
-    );
+    assert_whole!("init-keeps-a-file", p, &["init"]);
     assert_eq!(p.read("agent.py"), "# mine\n");
     assert!(p.exists("scenarios/first.toml"));
-    let again = p.harness(&["init"]);
-    again.expect_code(0);
-    assert!(again.stdout.contains("nothing to write"), "{again}");
+    assert_whole!("init-again", p, &["init"]);
     // Into another folder, made if need be.
     p.harness(&["init", "sub/project"]).expect_code(0);
     assert!(p.exists("sub/project/scenarios/first.toml"));
     // A folder that is a file cannot take it.
     p.write("plain", "x");
-    let bad = p.harness(&["init", "plain"]);
-    bad.expect_code(2);
-    assert!(bad.stderr.contains("plain/harness.toml"), "{bad}");
+    assert_whole!("init-into-a-file", p, &["init", "plain"]);
 }
 
 #[test]
 fn a_folder_without_scenarios_says_what_to_do() {
     let p = Project::new();
-    let run = p.harness(&["run"]);
-    run.expect_code(2);
-    assert!(run.stderr.contains("no scenarios here"), "{run}");
-    assert!(
-        run.stderr.contains("`harness init` writes a first project"),
-        "{run}"
+    assert_whole!("run-without-scenarios", p, &["run"]);
+    assert_whole!(
+        "exec-without-scenarios",
+        p,
+        &["exec", "--", "python3", "agent.py"]
     );
 }
 

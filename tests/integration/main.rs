@@ -32,6 +32,33 @@
 //!   file), outputs independent of locale, timezone, folder, environment and file order.
 //! - `testing`: `harness::testing` in this process: a scenario and a proxy's cassettes served to
 //!   the reference agent, judged, failing with exec's report.
+//! - `docs`: the README and the book held to the binary: pages in the summary, links that
+//!   resolve, every command shown parses or runs, every file shown loads, every command has its
+//!   row in the command table, and every figure of the suite's size is the suite's.
+//! - `init`: `harness init` in an empty folder, then the commands it prints, to green.
+//! - `arguments`: arguments generated from the tool schemas real libraries emit, checked by an
+//!   independent JSON Schema validator.
+//! - `harden`: attacks on the edges — links and special files, colliding ids, forged lines,
+//!   split secrets, huge inputs, stalling clients; each test failed before its fix.
+//! - `import_scenarios`: `import --as scenario` replays each recorded run, user turns and all.
+//! - `record_modes`: secrets never reach a replay, record modes as vcrpy's, a failed
+//!   re-recording keeps the good one, cassette-only judging, normalised volatile text.
+//! - `cdp` (support for `browser`): a DevTools-protocol client for headless Chromium.
+//!
+//! Whole outputs: `assert_whole!` (in `support`) compares a command's exit code, stdout and
+//! stderr with a reviewed insta snapshot under `snapshots/`; use it wherever the output is
+//! deterministic. A test that differs writes `NAME.snap.new`: review with `cargo insta
+//! review`, or rerun with `INSTA_UPDATE=always` and read `git diff` (CONTRIBUTING.md).
+
+// The library's house rules (clippy.toml) keep files in `store`, clocks and threads at the
+// edges; a test is an edge of its own: it writes fixtures, waits for processes and servers,
+// and reads what the binary wrote, directly.
+#![expect(
+    clippy::disallowed_methods,
+    clippy::unwrap_used,
+    unsafe_code,
+    reason = "tests drive the binary with files, clocks, threads and signals directly"
+)]
 
 mod support;
 
@@ -44,6 +71,7 @@ mod docs;
 mod gate;
 mod golden_workflow;
 mod harden;
+mod import_scenarios;
 mod init;
 mod invalid;
 mod mapping;
@@ -52,6 +80,7 @@ mod outputs;
 mod project_file;
 mod proxy;
 mod record;
+mod record_modes;
 mod recordings;
 mod robust;
 mod schema;

@@ -1,7 +1,7 @@
 //! The project file, `harness.toml`: found by walking up from the current folder, its paths
 //! used by every command wherever it runs, its mistakes located, and the repository's own.
 
-use crate::support::{EXAMPLE, EXAMPLE_ID, Project, repo};
+use crate::support::{EXAMPLE, EXAMPLE_ID, Project, assert_whole, repo};
 
 /// The repository's layout: its project file, scenarios, goldens and baseline.
 fn repository() -> Project {
@@ -155,7 +155,7 @@ fn a_project_file_sets_paths_and_run_defaults() {
 #[test]
 fn mistakes_in_the_project_file_are_located_with_a_suggestion() {
     let p = Project::with_example();
-    for (text, location, hint) in [
+    for (n, (text, location, hint)) in [
         (
             "format = 1\nscenario = \"s\"\n",
             "harness.toml:2:1: unknown field `scenario`",
@@ -186,21 +186,27 @@ fn mistakes_in_the_project_file_are_located_with_a_suggestion() {
             "harness.toml:2:",
             "put text in double quotes: `key = \"value\"`",
         ),
-    ] {
+    ]
+    .into_iter()
+    .enumerate()
+    {
         p.write("harness.toml", text);
-        for args in [&["run"][..], &["list"], &["accept"]] {
-            let run = p.harness_in("scenarios", args);
-            run.expect_code(2);
-            assert!(run.stderr.contains(location), "{text}\n{run}");
-            // Named from the current folder, as the user would type it.
-            assert!(
-                run.stderr.starts_with("error: ../harness.toml:"),
-                "{text}\n{run}"
-            );
-            assert!(
-                run.stderr.contains(&format!("  hint: {hint}")),
-                "{text}\n{run}"
-            );
+        // Named from the current folder, as the user would type it; the same for every command.
+        let run = assert_whole!(
+            format!("mistake-{n}"),
+            p,
+            &["run"],
+            p.harness_in("scenarios", &["run"])
+        );
+        assert!(run.stderr.contains(location), "{text}\n{run}");
+        assert!(
+            run.stderr.contains(&format!("  hint: {hint}")),
+            "{text}\n{run}"
+        );
+        for args in [&["list"][..], &["accept"]] {
+            let other = p.harness_in("scenarios", args);
+            other.expect_code(2);
+            assert_eq!(other.stderr, run.stderr, "{args:?}");
         }
     }
 }
@@ -335,7 +341,7 @@ fn a_command_below_the_project_says_which_project_file_it_uses() {
 #[test]
 fn wrong_formats_broken_and_dangling_project_files_say_what_to_do() {
     let p = Project::with_example();
-    for (value, message) in [
+    for (n, (value, message)) in [
         (
             "2",
             "project file format 2 is not one this harness reads (1)",
@@ -352,10 +358,12 @@ fn wrong_formats_broken_and_dangling_project_files_say_what_to_do() {
             "\"one\"",
             "a whole number is expected here, not the string \"one\"",
         ),
-    ] {
+    ]
+    .into_iter()
+    .enumerate()
+    {
         p.write("harness.toml", format!("format = {value}\n"));
-        let run = p.harness(&["list"]);
-        run.expect_code(2);
+        let run = assert_whole!(format!("wrong-format-{n}"), p, &["list"]);
         assert!(run.stderr.contains(message), "{value}\n{run}");
         assert!(!run.stderr.contains("without quotes: one"), "{run}");
     }

@@ -307,6 +307,12 @@ macro_rules! assert_whole {
     ($name:expr, $project:expr, $args:expr) => {{
         let args: &[&str] = $args;
         let run = $project.harness(args);
+        $crate::support::assert_whole!($name, $project, args, run)
+    }};
+    // A run already made (in a subfolder, with an environment): its whole output.
+    ($name:expr, $project:expr, $args:expr, $run:expr) => {{
+        let args: &[&str] = $args;
+        let run = $run;
         insta::with_settings!({ omit_expression => true, prepend_module_to_snapshot => true }, {
             insta::assert_snapshot!($name, $project.whole(args, &run));
         });

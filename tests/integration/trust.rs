@@ -2,7 +2,7 @@
 //! every bundled path, runs that select or read nothing failing instead of passing, and the
 //! small commands (`profile`, misspelt subcommands, `sweep` of a missing path).
 
-use crate::support::{Project, repo};
+use crate::support::{Project, assert_whole, repo};
 use std::collections::BTreeSet;
 
 /// A copy of the bundled scenarios and goldens.
@@ -107,14 +107,12 @@ fn list_and_run_agree_on_every_bundled_path() {
 fn list_reports_bad_files_on_stderr_and_still_lists_the_rest() {
     let p = bundled();
     p.write("scenarios/zz/broken.toml", "format = 1\nfamily = \n");
-    let run = p.harness(&["list", "scenarios/reflex/", "scenarios/zz/"]);
-    run.expect_code(2);
-    assert!(
-        run.stderr.contains("error: scenarios/zz/broken.toml:2:"),
-        "{run}"
+    // The error on stderr, every good case still on stdout, exit 2.
+    assert_whole!(
+        "list-a-bad-file",
+        p,
+        &["list", "scenarios/reflex/", "scenarios/zz/"]
     );
-    assert!(!run.stdout.contains("error:"), "errors on stdout\n{run}");
-    assert!(run.stdout.contains("reflex/exec-empty-args "), "{run}");
 }
 
 #[test]
@@ -125,46 +123,34 @@ fn a_selection_of_nothing_is_bad_input_naming_the_filters() {
         &["list", "--filter", "tag:mien"],
         &["bless", "--filter", "tag:mien"],
     ] {
-        let run = p.harness(args);
-        run.expect_code(2);
-        assert!(
-            run.stderr
-                .contains("no case selected from scenarios by --filter tag:mien"),
-            "{run}"
-        );
-        assert!(run.stderr.contains("--allow-empty"), "{run}");
+        assert_whole!(format!("nothing-selected-{}", args[0]), p, args);
     }
     // The verdict does not claim success either, nor does a baseline that compared nothing.
     let run = p.harness(&["run", "--filter", "tag:mien"]);
     assert!(run.summary().starts_with("harness run: FAILED."), "{run}");
     p.write("baseline.toml", "");
     p.harness(&["bless", "--baseline", "baseline.toml"]);
-    let run = p.harness(&["run", "--filter", "tag:mien", "--baseline", "baseline.toml"]);
-    run.expect_code(2);
-    assert!(!run.stdout.contains("harness baseline:"), "{run}");
+    // No "harness baseline:" line: a baseline compared with nothing is no news.
+    assert_whole!(
+        "nothing-selected-against-a-baseline",
+        p,
+        &["run", "--filter", "tag:mien", "--baseline", "baseline.toml"]
+    );
     // Two kinds that each match something, but not together.
-    let run = p.harness(&[
-        "run",
-        "--filter",
-        "family:reflex",
-        "--filter",
-        "profile:plan-step",
-    ]);
-    run.expect_code(2);
-    assert!(
-        run.stderr
-            .contains("by --filter family:reflex --filter profile:plan-step"),
-        "{run}"
+    assert_whole!(
+        "nothing-selected-by-two-kinds",
+        p,
+        &[
+            "run",
+            "--filter",
+            "family:reflex",
+            "--filter",
+            "profile:plan-step",
+        ]
     );
     // A folder with no scenario.
     std::fs::create_dir_all(p.join("empty")).expect("a folder");
-    let run = p.harness(&["run", "empty"]);
-    run.expect_code(2);
-    assert!(
-        run.stderr
-            .contains("no case selected from empty: no scenario"),
-        "{run}"
-    );
+    assert_whole!("nothing-in-a-folder", p, &["run", "empty"]);
     // Opting out.
     p.harness(&["run", "--filter", "tag:mien", "--allow-empty"])
         .expect_code(0);
@@ -186,12 +172,7 @@ fn merged_shards_that_hold_no_case_are_bad_input() {
         "a.json",
     ])
     .expect_code(0);
-    let run = p.harness(&["merge", "a.json"]);
-    run.expect_code(2);
-    assert!(
-        run.stderr.contains("the shards' results hold no case"),
-        "{run}"
-    );
+    assert_whole!("merge-of-no-case", p, &["merge", "a.json"]);
     p.harness(&["merge", "a.json", "--allow-empty"])
         .expect_code(0);
 }
@@ -200,10 +181,11 @@ fn merged_shards_that_hold_no_case_are_bad_input() {
 fn misspelt_filter_kinds_are_errors_with_a_suggestion() {
     let p = bundled();
     for cmd in ["run", "list"] {
-        let run = p.harness(&[cmd, "--filter", "famly:reflex"]);
-        run.expect_code(2);
-        assert!(run.stderr.contains("unknown filter kind `famly`"), "{run}");
-        assert!(run.stderr.contains("did you mean `family`?"), "{run}");
+        assert_whole!(
+            format!("misspelt-filter-{cmd}"),
+            p,
+            &[cmd, "--filter", "famly:reflex"]
+        );
     }
 }
 
@@ -211,12 +193,12 @@ fn misspelt_filter_kinds_are_errors_with_a_suggestion() {
 fn review_commands_refuse_paths_that_are_not_there() {
     let p = bundled();
     for cmd in ["accept", "reject", "diff"] {
-        let run = p.harness(&[cmd, "scenarios/nope"]);
-        run.expect_code(2);
-        assert!(run.stderr.contains("cannot read scenarios/nope"), "{run}");
-        let run = p.harness(&[cmd, "--pending-dir", "nowhere"]);
-        run.expect_code(2);
-        assert!(run.stderr.contains("cannot read nowhere"), "{run}");
+        assert_whole!(format!("{cmd}-a-missing-path"), p, &[cmd, "scenarios/nope"]);
+        assert_whole!(
+            format!("{cmd}-a-missing-pending-dir"),
+            p,
+            &[cmd, "--pending-dir", "nowhere"]
+        );
     }
     // A path that is there but holds nothing pending is fine.
     p.harness(&["accept", "scenarios/reflex"])
@@ -228,9 +210,11 @@ fn review_commands_refuse_paths_that_are_not_there() {
 fn a_sweep_of_a_missing_path_writes_nothing() {
     let p = Project::new();
     p.copy_from_repo("fixtures/transcripts", "t");
-    let run = p.harness(&["sweep", "/nope", "t", "--out", "x.csv", "--plot", "x.svg"]);
-    run.expect_code(2);
-    assert!(run.stderr.contains("cannot read /nope"), "{run}");
+    let run = assert_whole!(
+        "sweep-a-missing-path",
+        p,
+        &["sweep", "/nope", "t", "--out", "x.csv", "--plot", "x.svg"]
+    );
     assert!(
         !p.exists("x.csv") && !p.exists("x.svg"),
         "outputs written\n{run}"
@@ -239,27 +223,23 @@ fn a_sweep_of_a_missing_path_writes_nothing() {
 
 #[test]
 fn profile_without_a_name_lists_the_profiles() {
-    let run = Project::new().harness(&["profile"]);
-    run.expect_code(0);
-    for name in ["none", "ironclaw", "moltis", "agentloop", "plan-step"] {
-        assert!(
-            run.stdout
-                .lines()
-                .any(|l| l.starts_with(&format!("{name} "))),
-            "{name} missing\n{run}"
-        );
-    }
+    let p = Project::new();
+    let run = assert_whole!("profile-list", p, &["profile"]);
+    // One line per profile of the registry, in its order.
+    let listed: Vec<&str> = run
+        .stdout
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .take(harness::policy::PROFILES.len())
+        .collect();
+    assert_eq!(listed, harness::policy::profiles::names(), "{run}");
 }
 
 #[test]
 fn misspelt_subcommands_get_a_suggestion() {
-    for (typo, want) in [("rnu", "'run'"), ("acept", "'accept'"), ("lsit", "'list'")] {
-        let run = Project::new().harness(&[typo]);
-        run.expect_code(2);
-        assert!(
-            run.stderr.contains("similar subcommand") && run.stderr.contains(want),
-            "{typo}\n{run}"
-        );
+    let p = Project::new();
+    for typo in ["rnu", "acept", "lsit"] {
+        assert_whole!(format!("misspelt-command-{typo}"), p, &[typo]);
     }
 }
 
@@ -336,47 +316,20 @@ fn failing_cases_past_the_diff_limit_get_one_line_each_between_two_verdicts() {
 #[test]
 fn quiet_runs_print_a_line_per_failing_case_and_the_verdict() {
     let p = reflex_without_goldens();
-    let run = p.harness(&["run", "--quiet"]);
-    run.expect_code(1);
-    assert!(!run.stdout.contains("@@"), "{run}");
-    assert!(
-        !run.stdout.contains("family "),
-        "a table in quiet mode\n{run}"
-    );
-    assert_eq!(
-        run.stdout.matches("  no golden yet  (scenarios/").count(),
-        29
-    );
+    // No diff, no table: the verdict, a line per failing case, the verdict again.
+    assert_whole!("quiet-failing", p, &["run", "--quiet"]);
     p.harness(&["accept"]).expect_code(0);
-    let run = p.harness(&["run", "-q"]);
-    run.expect_code(0);
-    assert_eq!(
-        run.stdout.lines().next(),
-        Some(run.summary()),
-        "a passing quiet run prints its verdict\n{run}"
-    );
+    assert_whole!("quiet-passing", p, &["run", "-q"]);
 }
 
 #[test]
 fn diff_prints_a_new_golden_whole() {
     let p = reflex_without_goldens();
     p.harness(&["run"]).expect_code(1);
-    let run = p.harness(&["diff", "scenarios/reflex/exec-empty-args.toml"]);
-    run.expect_code(0);
-    assert!(
-        run.stdout.contains(
-            "snapshots/reflex/exec-empty-args.snap.new \u{2192} snapshots/reflex/exec-empty-args.snap (new golden, "
-        ),
-        "{run}"
-    );
-    assert!(
-        run.stdout
-            .contains("    +# harness trace v1: reflex/exec-empty-args\n"),
-        "{run}"
-    );
-    assert!(
-        run.stdout.contains("    +        0.000s  iteration 1\n"),
-        "{run}"
+    assert_whole!(
+        "diff-a-new-golden",
+        p,
+        &["diff", "scenarios/reflex/exec-empty-args.toml"]
     );
 }
 

@@ -212,3 +212,57 @@ def test_cassettes_replayed_by_their_recording_alone(pytester, monkeypatch):
     run.assert_outcomes(passed=2, failed=1)
     run.stdout.fnmatch_lines(["*FAILED test_replays.py::test_a_changed_agent*"])
     assert not (pytester.path / "snapshots").exists()
+
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "in-your-tests.md"
+
+# The user's own loop the documented example calls: the openai SDK, its one tool, run until
+# the model answers (`answer_at_once` skips the tool: the loop that does not do its job).
+RUN_MY_AGENT = '''
+import json
+
+TOOLS = [{"type": "function", "function": {
+    "name": "get_weather", "description": "The weather in a city today.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                   "required": ["city"]}}}]
+
+
+def run_my_agent(client, answer_at_once=False):
+    messages = [{"role": "user", "content": "What is the weather in Paris today?"}]
+    for _ in range(10):
+        message = client.chat.completions.create(
+            model="gpt-4o-mini", messages=messages, tools=TOOLS).choices[0].message
+        messages.append(message.model_dump(exclude_none=True))
+        if not message.tool_calls or answer_at_once:
+            return message.content
+        for call in message.tool_calls:
+            city = json.loads(call.function.arguments).get("city", "?")
+            messages.append({"role": "tool", "tool_call_id": call.id,
+                             "content": f"Sunny in {city}."})
+'''
+
+
+def test_the_documented_example_runs_in_a_project_init_made(pytester, monkeypatch):
+    # docs/in-your-tests.md's pytest example, verbatim, in a folder `harness init` set up:
+    # no golden at first (fails, the pending golden written), green once accepted, and a loop
+    # that skips its tool fails with harness's report.
+    monkeypatch.delenv("CI", raising=False)
+    harness = find_harness_bin()
+    subprocess.run([harness, "init"], cwd=pytester.path, check=True, capture_output=True)
+    example = re.search(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S).group(1)
+    assert 'harness_serve("scenarios/first.toml"' in example, example
+    pytester.makepyfile(test_doc=RUN_MY_AGENT + example)
+    first = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    first.assert_outcomes(failed=1)
+    first.stdout.fnmatch_lines(["FAIL first@my-agent  no golden yet*"])
+    assert (pytester.path / "snapshots" / "first@my-agent.snap.new").is_file()
+    subprocess.run([harness, "accept"], cwd=pytester.path, check=True, capture_output=True)
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    # The same test of a loop that answers without running its tool.
+    lazy = example.replace("run_my_agent(client)", "run_my_agent(client, answer_at_once=True)")
+    pytester.makepyfile(test_doc=RUN_MY_AGENT + lazy)
+    third = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    third.assert_outcomes(failed=1)
+    # The report the page shows for it, line for line.
+    report = re.search(r"```text\n(harness serve: FAILED.*?)```", DOC.read_text(encoding="utf-8"), re.S)
+    third.stdout.fnmatch_lines([line.replace("[", "[[]") for line in report.group(1).splitlines() if line])
