@@ -163,6 +163,39 @@ pub(super) enum Command {
     Import(ImportArgs),
 }
 
+impl Command {
+    /// Whether the command reads the project file (`harness.toml`). `init` makes the project,
+    /// and the others that say no read none: a project file they cannot read is not theirs to
+    /// refuse (`harness schema project` is how to mend one). Every command says, so a new one
+    /// is decided when it is added.
+    pub(super) fn reads_project(&self) -> bool {
+        match self {
+            Self::Init { .. }
+            | Self::Schema { .. }
+            | Self::Profile { .. }
+            | Self::Report(_)
+            | Self::Promote(_) => false,
+            Self::Exec { .. }
+            | Self::Suite(_)
+            | Self::Scorecard(_)
+            | Self::Run(_)
+            | Self::List(_)
+            | Self::Merge(_)
+            | Self::Bless(_)
+            | Self::Diff { .. }
+            | Self::Accept { .. }
+            | Self::Reject { .. }
+            | Self::Trace { .. }
+            | Self::Record(_)
+            | Self::Proxy(_)
+            | Self::Serve(_)
+            | Self::Lint(_)
+            | Self::Sweep(_)
+            | Self::Import(_) => true,
+        }
+    }
+}
+
 /// `harness scorecard` arguments.
 #[derive(Debug, clap::Args)]
 pub(super) struct ScorecardArgs {

@@ -84,7 +84,22 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(mut e) => {
             suggest_subcommand(&mut e);
-            let _ = e.print();
+            // clap repeats a refused value as given: one holding control characters (an
+            // escape sequence) would act on the terminal, so with such an argument the message
+            // is printed plain (no colours), every control character left spelled out.
+            let plain = e.render().to_string();
+            let escaped: String = plain
+                .split('\n')
+                .map(|line| crate::escape::escape_controls(line).into_owned())
+                .collect::<Vec<_>>()
+                .join("\n");
+            let hostile =
+                std::env::args_os().any(|a| a.to_string_lossy().chars().any(char::is_control));
+            if e.use_stderr() && hostile {
+                let _ = write!(anstream::stderr(), "{escaped}");
+            } else {
+                let _ = e.print();
+            }
             return ExitCode::from(if e.use_stderr() {
                 ExitStatus::BadInput
             } else {
@@ -318,17 +333,7 @@ impl Setup {
 
 /// Run the command; its exit code.
 fn execute(cli: Cli) -> anyhow::Result<ExitStatus> {
-    // `init` makes the project, and these read none: a project file they cannot read is
-    // not theirs to refuse (`harness schema project` is how to mend one).
-    let project_free = matches!(
-        cli.command,
-        Command::Init { .. }
-            | Command::Schema { .. }
-            | Command::Profile { .. }
-            | Command::Report(_)
-            | Command::Promote(_)
-    );
-    let setup = if project_free {
+    let setup = if !cli.command.reads_project() {
         Setup::without_project(&cli)
     } else {
         match Setup::new(&cli) {

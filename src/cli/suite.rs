@@ -585,11 +585,23 @@ mod tests {
             })
             .unwrap_or_default();
         on_disk.sort();
-        let bundled: Vec<String> = super::BUNDLED
+        let mut bundled: Vec<String> = super::BUNDLED
             .iter()
             .map(|(s, _)| (*s).to_owned())
             .collect();
-        assert_eq!(bundled, on_disk, "add or remove the file in BUNDLED");
+        bundled.sort();
+        let missing: Vec<&String> = on_disk.iter().filter(|s| !bundled.contains(s)).collect();
+        let gone: Vec<&String> = bundled.iter().filter(|s| !on_disk.contains(s)).collect();
+        assert!(
+            missing.is_empty() && gone.is_empty(),
+            "BUNDLED (src/cli/suite.rs) lacks {missing:?}: add `(\"STEM\", include_str!(\"../../scenarios/suite/STEM.toml\"))`; it names {gone:?}, which scenarios/suite no longer holds"
+        );
+        bundled.dedup();
+        assert_eq!(
+            bundled.len(),
+            super::BUNDLED.len(),
+            "a case listed twice in BUNDLED"
+        );
         for (stem, text) in super::BUNDLED {
             let file =
                 std::fs::read_to_string(dir.join(format!("{stem}.toml"))).unwrap_or_default();

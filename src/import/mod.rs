@@ -820,6 +820,37 @@ mod tests {
         Format::parse(name).expect("a format")
     }
 
+    /// Every module of `src/import/` that declares a reader is in the registry, once.
+    #[test]
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a test reads the crate's own source"
+    )]
+    fn every_reader_is_registered() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/import");
+        let mut declared = 0;
+        for entry in std::fs::read_dir(&dir).expect("src/import") {
+            let path = entry.expect("an entry").path();
+            if path.file_name().is_some_and(|n| n == "mod.rs") {
+                continue; // the registry itself
+            }
+            let file = if path.is_dir() {
+                path.join("mod.rs")
+            } else {
+                path
+            };
+            let text = std::fs::read_to_string(&file).unwrap_or_default();
+            declared += usize::from(text.contains("pub const READER: "));
+        }
+        let names: std::collections::BTreeSet<&str> = FORMATS.iter().map(|r| r.name).collect();
+        assert_eq!(names.len(), FORMATS.len(), "a format registered twice");
+        assert_eq!(
+            declared,
+            FORMATS.len(),
+            "a module declares a READER that import::FORMATS does not list"
+        );
+    }
+
     #[test]
     fn detects_each_format_by_shape() {
         assert_eq!(detect(&json!({"simulations": []})), Some(f("tau2")));

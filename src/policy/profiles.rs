@@ -1,7 +1,9 @@
 //! The registry of profiles: every profile this build reproduces, one entry each, in the order
-//! `harness profile` lists them. Everything that names profiles reads this list — the scenario
-//! and project validators, `harness profile`, the suite's default cards, the docs test — so a
-//! new profile is its constructor on [`Config`] and one line here.
+//! `harness profile` lists them. The code that names profiles reads this list — the scenario
+//! and project validators, `harness profile`, the suite's default cards — and the tests hold
+//! the rest to it (the scenario schema's `profile` doc, `suite --help`'s default, a scenario
+//! folder per profile mapped in `docs/profiles.md`). A new profile is its constructor on
+//! [`Config`] and its entry here; the tests then say what else it needs.
 
 use super::Config;
 

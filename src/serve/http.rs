@@ -84,6 +84,10 @@ pub(super) struct Running {
 impl Running {
     /// Bind `addr` and serve `app` on a thread named `name`; `stopping` is set the moment it
     /// begins to stop (asked, or a signal), before open connections are ended.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the server runs on a thread of its own (an edge: serve)"
+    )]
     pub(super) fn start(
         name: &str,
         addr: SocketAddr,
@@ -226,6 +230,10 @@ impl Server {
 /// Accept connections until `shutdown`, each served by hyper with a header read timeout;
 /// then close the listener, ask every connection to finish, and cut those still open after
 /// the grace period.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the server paces and times out connections on the wall clock (an edge: serve)"
+)]
 async fn serve(
     listener: std::net::TcpListener,
     app: Router,
@@ -660,6 +668,10 @@ async fn not_found(
 
 /// A served answer as an HTTP response; an event stream goes out event by event, paced when
 /// `pace` is above 0, and a cut one ends by dropping the connection.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a paced stream spreads its events over the answer's latency (an edge: serve)"
+)]
 pub(super) fn render(served: HttpAnswer, pace: f64) -> Response<axum::body::Body> {
     let (content_type, body) = match served.body {
         AnswerBody::Json(v) => ("application/json", axum::body::Body::from(v.to_string())),

@@ -276,10 +276,6 @@ fn read_checked(
 /// `max` of them, a larger file (or one that grew past `max` while read) being an error of
 /// kind [`io::ErrorKind::FileTooLarge`] that names `what`. A file that kept its size is read
 /// with one call.
-#[expect(
-    clippy::disallowed_methods,
-    reason = "the bounded read itself: `take` keeps it to the limit"
-)]
 pub(super) fn read_bounded(mut file: File, len: u64, what: &str, max: u64) -> io::Result<Vec<u8>> {
     let too_large = |len: u64| within(what, len, max);
     too_large(len)?;

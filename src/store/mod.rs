@@ -6,6 +6,11 @@
 //! [`Layout::id_of`] is the one place a scenario file becomes its id: `run`, `list`, `exec`
 //! and `record` all call it, and [`id_conflicts`] refuses files whose ids collide.
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "store is the one place files are opened, read (bounded) and written (atomically)"
+)]
+
 pub mod guard;
 mod paths;
 
@@ -643,6 +648,18 @@ pub fn for_each_input_line<E>(
     }
 }
 
+/// Append `contents` to a file another program owns and reads as it grows (GitHub's
+/// `GITHUB_STEP_SUMMARY`), creating it when it is not there. Not atomic by design: the file
+/// holds the other steps' text, which a rewrite could lose.
+pub fn append(path: &Path, contents: &[u8]) -> io::Result<()> {
+    use std::io::Write as _;
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    file.write_all(contents)
+}
+
 /// Write a file the user named atomically, creating parent folders (see [`guard::Output`]:
 /// links are written through, devices and FIFOs in place, a replaced file keeps its mode).
 pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
@@ -678,10 +695,6 @@ pub fn log_file(path: &Path) -> io::Result<std::fs::File> {
 
 /// The last `lines` lines of a text file that are not blank, joined by ` / `, from at most its
 /// last 4 KiB; `None` when there are none or the file cannot be read.
-#[expect(
-    clippy::disallowed_methods,
-    reason = "bounded: `take(TAIL)` reads at most the last 4 KiB"
-)]
 pub fn tail_lines(path: &Path, lines: usize) -> Option<String> {
     use std::io::{Read as _, Seek as _};
     const TAIL: u64 = 4096;

@@ -141,6 +141,10 @@ pub fn load(input: &Input, format: Option<import::Format>) -> FileImport {
         }
     };
     match input.kind {
+        // A harness scenario written as JSON (what `run` reads as one) is one here too.
+        InputKind::Transcript if format.is_none() && is_json_scenario(&text) => {
+            scenario_runs(&text, input, SourceFormat::Json)
+        }
         InputKind::Transcript => import::import_text(&text, &input.rel, false, format),
         InputKind::JsonLines => match import::read_imported(&text) {
             Some(Ok(run)) => FileImport {
@@ -165,7 +169,7 @@ pub fn load(input: &Input, format: Option<import::Format>) -> FileImport {
                 got
             }
         },
-        InputKind::Scenario => scenario_runs(&text, input),
+        InputKind::Scenario => scenario_runs(&text, input, SourceFormat::Toml),
         InputKind::Cassette => cassette_runs(input),
     }
 }
@@ -208,10 +212,22 @@ fn cassette_runs(input: &Input) -> FileImport {
     }
 }
 
+/// Is this JSON text a harness scenario (its `format` version and its scripted `model`), not a
+/// transcript?
+fn is_json_scenario(text: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(crate::scenario::without_bom(text)).is_ok_and(|v| {
+        v.get("format").is_some_and(serde_json::Value::is_u64)
+            && v.get("model").is_some_and(serde_json::Value::is_object)
+    })
+}
+
 /// Replay a scenario's cases. Success: the run ended with an answer and its expectations held.
-fn scenario_runs(text: &str, input: &Input) -> FileImport {
-    let id = input.rel.trim_end_matches(".toml");
-    let cases = match scenario::load(text, SourceFormat::Toml, id) {
+fn scenario_runs(text: &str, input: &Input, format: SourceFormat) -> FileImport {
+    let id = match format {
+        SourceFormat::Toml => input.rel.trim_end_matches(".toml"),
+        SourceFormat::Json => input.rel.trim_end_matches(".json"),
+    };
+    let cases = match scenario::load(text, format, id) {
         Ok(c) => c,
         Err(diags) => {
             return FileImport {

@@ -241,12 +241,7 @@ pub fn report(
     }
     if let Some(path) = &outputs.step_summary {
         let md = github::summary(&collected, &extra);
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .and_then(|mut f| f.write_all(md.as_bytes()))
-            .map_err(|e| cannot("append to", path, &e))?;
+        store::append(path, md.as_bytes()).map_err(|e| cannot("append to", path, &e))?;
     }
     Ok(code)
 }

@@ -563,7 +563,9 @@ fn every_whole_scenario_and_project_file_shown_loads() {
 #[test]
 fn every_suite_size_in_the_docs_is_the_suite_s() {
     let size = crate::support::suite_size();
-    let rules: [(&str, &[usize]); 5] = [
+    let rules: [(&str, &[usize]); 7] = [
+        (r"\b(\d+) ways a model misbehaves", &[size.failures]),
+        (r"\b(\d+) kinds of legitimate work", &[size.legitimate]),
         (
             r"\((\d+) cases of (?:the bundled suite|scenarios/suite)\)",
             &[size.cases],
@@ -582,9 +584,13 @@ fn every_suite_size_in_the_docs_is_the_suite_s() {
         .expect("a pattern");
     let mut full_rows = 0;
     let mut texts: Vec<(String, String)> = pages().into_iter().map(|p| (p.path, p.text)).collect();
-    let preface = "tests/conformance/scorecard-preface.md";
-    let text = std::fs::read_to_string(repo().join(preface)).expect(preface);
-    texts.push((preface.to_owned(), text));
+    for preface in [
+        "tests/conformance/scorecard-preface.md",
+        "tests/conformance/coding-agents/scorecard-preface.md",
+    ] {
+        let text = std::fs::read_to_string(repo().join(preface)).expect(preface);
+        texts.push((preface.to_owned(), text));
+    }
     let mut checked = 0;
     let mut wrong = Vec::new();
     for (path, text) in &texts {
@@ -678,6 +684,17 @@ fn every_command_has_its_row_in_the_command_table() {
         missing.is_empty(),
         "no row in docs/commands.md: {missing:?}"
     );
+    // The import row names every format of the registry.
+    let import = rows
+        .iter()
+        .find(|r| r.starts_with("| `harness import "))
+        .expect("an import row");
+    for format in harness::import::Format::all().map(harness::import::Format::as_str) {
+        assert!(
+            import.contains(&format!("`{format}`")),
+            "docs/commands.md's import row does not name `{format}`"
+        );
+    }
     // And the first commands a newcomer needs come first.
     assert_eq!(commands[..3], ["init", "exec", "suite"], "{help}");
 }

@@ -1,7 +1,7 @@
 //! The CI gate: result files, shards and merge, metric baselines, GitHub output, pending
 //! goldens on CI, selection.
 
-use crate::support::{EXAMPLE, EXAMPLE_ID, Project};
+use crate::support::{EXAMPLE, EXAMPLE_ID, Project, assert_whole};
 use roxmltree::{Document, Node};
 
 /// The bundled scenarios and goldens, with one golden that differs, one orphaned golden and
@@ -284,18 +284,13 @@ fn a_detector_firing_one_iteration_later_fails_only_the_baseline() {
             "{ kind = \"model_request\", iteration = 5 }",
         );
     p.write(EXAMPLE, text);
-    let run = p.harness(&["run", "--baseline", "baselines/scenarios.toml"]);
-    run.expect_code(3)
-        .expect_stdout("harness run: ok.")
-        .expect_stdout(&format!(
-            "REGRESSION {EXAMPLE_ID}: first_intervention_iteration 3 \u{2192} 4 (allowed +0)"
-        ))
-        .expect_stdout(&format!(
-            "REGRESSION {EXAMPLE_ID}: wasted_iterations 2 \u{2192} 3 (allowed +0)"
-        ))
-        .expect_stdout("harness baseline: FAILED.");
-    // The bare-loop case did not move.
-    run.expect_no_stdout(&format!("REGRESSION {EXAMPLE_ID}@none"));
+    // Exit 3: the run is ok, the baseline names each regression (the bare-loop case did not
+    // move).
+    assert_whole!(
+        "baseline-regressions",
+        p,
+        &["run", "--baseline", "baselines/scenarios.toml"]
+    );
 
     // A golden failure still wins: exit 1, not 3.
     p.remove(&format!("snapshots/{EXAMPLE_ID}.snap"));
@@ -303,9 +298,7 @@ fn a_detector_firing_one_iteration_later_fails_only_the_baseline() {
         .expect_code(1);
     // Nor is a failing run blessed.
     let before = p.read("baselines/scenarios.toml");
-    p.harness(&["bless"])
-        .expect_code(1)
-        .expect_stdout("harness bless: not written. 1 of 2 cases fail");
+    assert_whole!("bless-a-failing-run", p, &["bless"]);
     assert_eq!(p.read("baselines/scenarios.toml"), before);
     p.harness(&["accept"]).expect_code(0);
 
@@ -332,9 +325,11 @@ fn a_detector_firing_one_iteration_later_fails_only_the_baseline() {
         "baselines/bad.toml",
         "version = 1\n[cases.x]\niterations = \"four\"\n",
     );
-    let bad = p.harness(&["run", "--baseline", "baselines/bad.toml"]);
-    bad.expect_code(2);
-    assert!(bad.stderr.contains("baselines/bad.toml:3:14: "), "{bad}");
+    assert_whole!(
+        "a-bad-baseline",
+        p,
+        &["run", "--baseline", "baselines/bad.toml"]
+    );
 }
 
 #[test]
@@ -357,7 +352,8 @@ fn github_actions_get_annotations_and_a_markdown_job_summary() {
         ],
         &["run"],
     );
-    run.expect_code(1).expect_stdout(&format!(
+    let run = assert_whole!("github-actions", p, &["run"], run);
+    run.expect_stdout(&format!(
         "::error file={EXAMPLE},line=53,title=harness%3A {EXAMPLE_ID}@none failed::golden differs: 1 lines added, 1 removed\n"
     ));
     let md = p.read("summary.md");

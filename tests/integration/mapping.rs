@@ -3,7 +3,6 @@
 //! `file::test` it names must exist, and every upstream-test scenario family is listed.
 
 use crate::support::repo;
-use std::path::Path;
 
 fn table() -> String {
     std::fs::read_to_string(repo().join("docs/profiles.md")).expect("docs/profiles.md exists")
@@ -55,30 +54,45 @@ fn every_scenario_and_unit_test_named_in_the_mapping_exists() {
 #[test]
 fn every_upstream_scenario_is_in_the_mapping() {
     let text = table();
-    for dir in [
-        "ironclaw/engine",
-        "ironclaw/chat",
-        "moltis",
-        "agentloop",
-        "plan-step",
-    ] {
-        let folder = repo().join("scenarios").join(dir);
-        for entry in std::fs::read_dir(&folder).expect("scenario folder") {
-            let path = entry.expect("entry").path();
-            let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
-                continue;
-            };
-            if !name.ends_with(".toml") {
-                continue;
+    // Every profile of the registry but the bare loop reproduces a runtime: its scenarios are
+    // under `scenarios/<profile>/` (a `-head` variant's beside its base's, in
+    // `scenarios/<base>/`), every folder below included.
+    let mut checked = 0;
+    for profile in harness::policy::profiles::names() {
+        if profile == "none" {
+            continue;
+        }
+        let base = profile.split_once("-head").map_or(profile, |(b, _)| b);
+        let folder = repo().join("scenarios").join(base);
+        assert!(
+            folder.is_dir(),
+            "profile `{profile}` has no scenarios/{base}/ of upstream-derived scenarios"
+        );
+        let mut stack = vec![folder];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).expect("scenario folder") {
+                let path = entry.expect("entry").path();
+                if path.is_dir() {
+                    stack.push(path);
+                    continue;
+                }
+                let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+                    continue;
+                };
+                if !name.ends_with(".toml") {
+                    continue;
+                }
+                let rel = path.strip_prefix(repo()).unwrap_or(&path);
+                assert!(
+                    text.contains(name),
+                    "{} is not listed in docs/profiles.md",
+                    rel.display()
+                );
+                checked += 1;
             }
-            let rel = Path::new(dir).join(name);
-            assert!(
-                text.contains(name),
-                "scenarios/{} is not listed in docs/profiles.md",
-                rel.display()
-            );
         }
     }
+    assert!(checked > 50, "only {checked} upstream scenarios checked");
 }
 
 /// The parts of `docs/runtimes.md` and the section numbers each holds (`### §2.3 …`, or a

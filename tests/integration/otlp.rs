@@ -6,9 +6,9 @@
 use crate::support::Project;
 use std::path::Path;
 
-/// The bundled families written as TOML scenarios (a sweep reads those, not JSON scenarios
-/// or cassettes).
-const FAMILIES: [&str; 8] = [
+/// The bundled families of scenarios (TOML or JSON) the engine replays alone.
+const FAMILIES: [&str; 9] = [
+    "agentloop",
     "reflex",
     "ironclaw",
     "moltis",
@@ -18,6 +18,36 @@ const FAMILIES: [&str; 8] = [
     "plan-step",
     "suite",
 ];
+
+/// The scenario folders not exported here, and why: a new folder is one or the other.
+const NOT_EXPORTED: [(&str, &str); 3] = [
+    (
+        "real",
+        "imported transcripts, swept as transcripts in sweep.rs",
+    ),
+    ("record", "a live recording's scenario and its cassette"),
+    (
+        "serve",
+        "served to black-box agents (serve.rs), not replayed by the engine alone",
+    ),
+];
+
+#[test]
+fn every_scenario_folder_is_exported_or_says_why_not() {
+    for entry in std::fs::read_dir(crate::support::repo().join("scenarios")).expect("scenarios/") {
+        let path = entry.expect("an entry").path();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        if path.is_dir() {
+            assert!(
+                FAMILIES.contains(&name) || NOT_EXPORTED.iter().any(|(n, _)| *n == name),
+                "scenarios/{name}: add it to FAMILIES, or to NOT_EXPORTED with the reason"
+            );
+        }
+    }
+}
 
 /// A project of the families' scenarios and goldens: its case ids are a sweep's run ids.
 fn project() -> Project {

@@ -2,7 +2,7 @@
 //! (`scenarios/suite`): the engine's profiles, and an agent with tools of its own
 //! (`fixtures/agents/travel_agent.py`) served the portable scenarios over 127.0.0.1.
 
-use crate::support::{Project, SuiteSize, suite_size};
+use crate::support::{Project, SuiteSize, assert_whole, suite_size};
 
 fn project() -> Project {
     let p = Project::new();
@@ -21,18 +21,22 @@ fn line<'a>(card: &'a str, title: &str) -> &'a str {
 #[test]
 fn the_engine_profiles_get_a_card_each_from_their_traces() {
     let p = project();
-    let run = p.harness(&[
-        "suite",
-        "--profile",
-        "none",
-        "--profile",
-        "moltis",
-        "--json",
-        "cards.json",
-        "--junit",
-        "cards.xml",
-    ]);
-    run.expect_code(0);
+    // The two cards whole: a verdict per case, the wasted turns, tokens and cost, the score.
+    let run = assert_whole!(
+        "two-profiles",
+        p,
+        &[
+            "suite",
+            "--profile",
+            "none",
+            "--profile",
+            "moltis",
+            "--json",
+            "cards.json",
+            "--junit",
+            "cards.xml",
+        ]
+    );
     let cards: Vec<&str> = run.stdout.split("report card: ").skip(1).collect();
     assert_eq!(cards.len(), 2, "{run}");
     let n = suite_size().cases;
@@ -67,8 +71,11 @@ fn the_engine_profiles_get_a_card_each_from_their_traces() {
             .lines()
             .find(|l| l.starts_with("score "))
             .expect("a score");
+        let legitimate = suite_size().legitimate;
         assert!(
-            score.ends_with("6 of 6 legitimate runs finished"),
+            score.ends_with(&format!(
+                "{legitimate} of {legitimate} legitimate runs finished"
+            )),
             "{score}"
         );
     }
@@ -80,7 +87,7 @@ fn the_engine_profiles_get_a_card_each_from_their_traces() {
         .flatten()
         .flat_map(|f| f["cases"].as_array().into_iter().flatten())
         .collect();
-    assert_eq!(cases.len(), 52);
+    assert_eq!(cases.len(), 2 * suite_size().cases);
     let moltis_reflex = cases
         .iter()
         .find(|c| c["id"] == "suite/reflex-empty-arguments@moltis")
@@ -198,14 +205,12 @@ fn an_agent_with_its_own_tools_gets_its_card() {
 fn a_folder_without_suite_cases_is_no_card() {
     let p = project();
     p.copy_from_repo("scenarios/reflex", "scenarios/reflex");
-    let run = p.harness(&["suite", "scenarios/reflex", "--profile", "moltis"]);
-    run.expect_code(2);
-    assert!(
-        run.stderr
-            .contains("scenarios/reflex holds no suite case: a scenario with a `[suite]` table"),
-        "{run}"
+    assert_whole!(
+        "no-suite-case",
+        p,
+        &["suite", "scenarios/reflex", "--profile", "moltis"]
     );
-    p.harness(&["suite", "--profile", "nope"]).expect_code(2);
+    assert_whole!("unknown-profile", p, &["suite", "--profile", "nope"]);
 }
 
 #[test]
@@ -1000,10 +1005,15 @@ fn the_scorecard_scores_verdicts_as_their_traces_read_them() {
 /// A label names goldens and a folder of agent logs: one file name, never a path.
 fn a_label_is_one_name() {
     let p = Project::new();
-    for label in ["../escaped", "/tmp/abs", "", "a\u{1b}[2Jb", "..", "a b"] {
-        let run = p.harness(&["suite", "--label", label, "--", "true"]);
-        run.expect_code(2);
-        assert!(run.stderr.contains("bad label"), "{label:?}: {run}");
+    for (n, label) in ["../escaped", "/tmp/abs", "", "a\u{1b}[2Jb", "..", "a b"]
+        .into_iter()
+        .enumerate()
+    {
+        assert_whole!(
+            format!("bad-label-{n}"),
+            p,
+            &["suite", "--label", label, "--", "true"]
+        );
     }
     assert!(!p.exists(".harness"));
 }
@@ -1056,11 +1066,20 @@ fn a_bad_suite_file_is_named_where_it_is_wrong() {
         "scenarios/suite/reflex-empty-arguments.toml",
     );
     p.write("scenarios/suite/bad.toml", "x = [1\n");
-    let run = p.harness(&["suite", "--profile", "none"]);
-    run.expect_code(2);
-    assert!(
-        run.stderr
-            .contains("scenarios/suite/bad.toml:1:7: unclosed array"),
-        "{run}"
-    );
+    assert_whole!("a-bad-suite-file", p, &["suite", "--profile", "none"]);
+}
+
+/// `suite --help` names the profiles the suite cards by default, as the registry says.
+#[test]
+fn the_help_names_the_registry_s_default_profiles() {
+    let help = Project::new().harness(&["suite", "--help"]);
+    help.expect_code(0);
+    let flat = help.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    let defaults: Vec<&str> = harness::policy::PROFILES
+        .iter()
+        .filter(|p| p.on_default_card)
+        .map(|p| p.name)
+        .collect();
+    let want = format!("[default: {}]", defaults.join(", "));
+    assert!(flat.contains(&want), "`{want}` not in\n{help}");
 }

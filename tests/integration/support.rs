@@ -210,9 +210,21 @@ impl Project {
         let code = run
             .code
             .map_or_else(|| "none".to_owned(), |c| c.to_string());
+        // Control characters in an argument (a test of hostile input) are spelled out.
+        let shown: String = args
+            .join(" ")
+            .chars()
+            .map(|c| {
+                if c.is_control() {
+                    format!("\\u{{{:x}}}", u32::from(c))
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect();
         format!(
             "$ harness {}\nexit code: {code}\n----- stdout -----\n{}----- stderr -----\n{}",
-            filter(&args.join(" ")),
+            filter(&shown),
             filter(&run.stdout),
             filter(&run.stderr)
         )

@@ -10,16 +10,11 @@ use crate::support::{Project, repo};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// The well-formed fixture folders, one per format.
-const FORMATS: [&str; 7] = [
-    "tau-bench",
-    "tau2",
-    "swe-agent",
-    "toolbench",
-    "openai",
-    "anthropic",
-    "openhands",
-];
+/// Formats whose fixtures the sweep tests below do not read, and why.
+const NOT_SWEPT_HERE: [(&str, &str); 1] = [(
+    "otlp",
+    "OpenTelemetry traces: harden.rs and otlp.rs read them; the counts below are the others'",
+)];
 
 pub(crate) fn fixture(rel: &str) -> String {
     repo()
@@ -29,8 +24,21 @@ pub(crate) fn fixture(rel: &str) -> String {
         .into_owned()
 }
 
+/// The well-formed fixture folders, one per format of the registry (`import::FORMATS`): a
+/// new format's fixtures are read here, or it is in [`NOT_SWEPT_HERE`] with the reason.
 pub(crate) fn formats() -> Vec<String> {
-    FORMATS.iter().map(|f| fixture(f)).collect()
+    harness::import::Format::all()
+        .map(harness::import::Format::as_str)
+        .filter(|f| NOT_SWEPT_HERE.iter().all(|(n, _)| n != f))
+        .map(|f| {
+            let folder = fixture(f);
+            assert!(
+                Path::new(&folder).is_dir(),
+                "format `{f}` has no fixtures/transcripts/{f}/"
+            );
+            folder
+        })
+        .collect()
 }
 
 /// CSV rows keyed by `detector params`, each a column → value map.
