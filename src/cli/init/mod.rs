@@ -36,6 +36,16 @@ same exec on every pull request.";
 /// `harness init [DIR]`.
 pub(super) fn init(dir: Option<&Path>) -> anyhow::Result<ExitStatus> {
     let dir = dir.map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    // The project goes into a folder (made if it is not there): a file named here is no place
+    // for it, and reading "file/harness.toml" would only say "Not a directory".
+    if std::fs::metadata(&dir).is_ok_and(|m| !m.is_dir()) {
+        return Ok(fail(
+            &Diagnostic::new("is not a folder: harness init writes a project into a folder")
+                .in_file(&dir)
+                .hint("name a folder (harness init makes it when it is not there), or run harness init inside one; nothing was written")
+                .status(ExitStatus::BadInput),
+        ));
+    }
     // Every folder on the way to a file is a real folder of the project, or not there yet: a
     // link there (`scenarios` → elsewhere) would have the files written outside it. Checked
     // before anything is written.
