@@ -65,11 +65,6 @@ impl Format {
     pub fn parse(name: &str) -> Option<Self> {
         Self::all().find(|f| f.as_str() == name)
     }
-
-    /// The reader of this format.
-    pub fn reader(self) -> &'static Reader {
-        self.0
-    }
 }
 
 /// What a format's whole document is, when a forced format meets another shape.

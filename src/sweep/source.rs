@@ -213,12 +213,19 @@ fn cassette_runs(input: &Input) -> FileImport {
 }
 
 /// Is this JSON text a harness scenario (its `format` version and its scripted `model`), not a
-/// transcript?
+/// transcript? Asked of every JSON file a sweep reads, so it builds nothing: the document is
+/// scanned for those two top-level keys, every other value skipped.
 fn is_json_scenario(text: &str) -> bool {
-    serde_json::from_str::<serde_json::Value>(crate::scenario::without_bom(text)).is_ok_and(|v| {
-        v.get("format").is_some_and(serde_json::Value::is_u64)
-            && v.get("model").is_some_and(serde_json::Value::is_object)
-    })
+    /// A scenario's model is a table (a transcript's `model` is a name).
+    #[derive(serde::Deserialize)]
+    struct Table {}
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        format: Option<u64>,
+        model: Option<Table>,
+    }
+    serde_json::from_str::<Probe>(crate::scenario::without_bom(text))
+        .is_ok_and(|p| p.format.is_some() && p.model.is_some())
 }
 
 /// Replay a scenario's cases. Success: the run ended with an answer and its expectations held.
@@ -263,4 +270,21 @@ fn scenario_runs(text: &str, input: &Input, format: SourceFormat) -> FileImport 
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_json_scenario_is_told_from_a_transcript_by_its_format_and_model_table() {
+        assert!(super::is_json_scenario(
+            r#"{"format": 1, "family": "f", "model": {"name": "m", "turns": []}}"#
+        ));
+        // A transcript naming its model, an array of runs, a scenario-less object: no.
+        assert!(!super::is_json_scenario(
+            r#"{"format": 1, "model": "gpt-4o"}"#
+        ));
+        assert!(!super::is_json_scenario(r#"[{"traj": [], "reward": 1}]"#));
+        assert!(!super::is_json_scenario(r#"{"messages": [], "model": {}}"#));
+        assert!(!super::is_json_scenario("not json"));
+    }
 }

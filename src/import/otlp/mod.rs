@@ -56,6 +56,8 @@ pub const READER: super::Reader = super::Reader {
     name: SOURCE,
     root: super::Root::Any,
     detect: is_request,
+    // Never called by `import_text`, which reads a whole-file format from the text first; a
+    // parsed OTLP document converts the same way.
     convert: |_, rel, text| Ok(import(text, rel).runs),
     whole_file: Some(super::WholeFile { sniff, import }),
 };
