@@ -58,6 +58,7 @@ fn once(paths: &[PathBuf], spec: &str, jobs: usize) -> Result<(u64, usize, Durat
             settings,
             labels: Default::default(),
             format: None,
+            failures: Default::default(),
             jobs,
             keep_labels: false,
             on_file: None,

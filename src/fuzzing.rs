@@ -262,7 +262,13 @@ pub fn transcript(data: &[u8]) -> usize {
     let mut runs = 0;
     for format in std::iter::once(None).chain(Format::all().map(Some)) {
         for jsonl in [false, true] {
-            let file = import::import_text(text, "fuzz/transcript", jsonl, format);
+            let file = import::import_text(
+                text,
+                "fuzz/transcript",
+                jsonl,
+                format,
+                &crate::failure::FailureRules::default(),
+            );
             for e in &file.errors {
                 assert!(!e.message.is_empty(), "an error without a message");
             }

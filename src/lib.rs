@@ -17,6 +17,7 @@
 //! record, report                  live recording and cassettes; terminal, CSV, JSON, JUnit, HTML outputs
 //! engine, expect, project, results  the loop; expectations; the project file; what a run produced
 //! import, metrics, mock, select, store, tool   transcripts in; metrics; the scripted model; selection; files; tools
+//! failure                         which tool results read as failed (served, inferred, imported alike)
 //! detector, scenario              post-hoc loop detectors; the scenario format
 //! policy, provider, trace         the defences; the providers' wire formats; trace events
 //! diagnostic, llm                 what a user is told and exit statuses; the model interface
@@ -39,6 +40,7 @@ pub mod engine;
 pub mod escape;
 pub mod exec;
 pub mod expect;
+pub mod failure;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
 pub mod import;

@@ -862,7 +862,7 @@ fn replay_session(
     loaded.replay.record_mode = Some(mode);
     Ok(Session::replaying(
         loaded.cases.remove(0),
-        crate::serve::failure::FailureRules::default(),
+        crate::failure::FailureRules::default(),
         loaded.replay,
     ))
 }

@@ -471,6 +471,8 @@ pub(super) struct SweepArgs {
     /// Read every transcript as this format instead of detecting it.
     #[arg(long, value_name = "FORMAT", value_parser = format_name)]
     pub(super) format: Option<Format>,
+    #[command(flatten)]
+    pub(super) failures: FailureArgs,
     /// Worker threads (default: the machine's cores; at most 256).
     #[arg(short, long, value_name = "N", value_parser = jobs_parser())]
     pub(super) jobs: Option<usize>,
@@ -491,7 +493,7 @@ pub(super) struct SweepArgs {
     pub(super) partial: Option<PathBuf>,
     /// The paths are the shards' partial sweeps: merge them into the outputs one sweep over
     /// everything gives (CSV, fires, page, labels), byte for byte.
-    #[arg(long, conflicts_with_all = ["partition", "partial", "labels", "format", "detectors"])]
+    #[arg(long, conflicts_with_all = ["partition", "partial", "labels", "format", "detectors", "failure", "no_builtin_failures"])]
     pub(super) merge: bool,
 }
 
@@ -505,6 +507,8 @@ pub(super) struct ImportArgs {
     /// The format (detected per file when absent).
     #[arg(long, value_name = "FORMAT", value_parser = format_name)]
     pub(super) format: Option<Format>,
+    #[command(flatten)]
+    pub(super) failures: FailureArgs,
     /// Folder to write one file per run into: `<run id>.jsonl` (a trace) or `<run id>.toml`
     /// (a scenario).
     #[arg(long, value_name = "DIR")]
@@ -779,6 +783,28 @@ fn part_name(s: &str) -> Result<Part, String> {
             names.join(", ")
         )
     })
+}
+
+/// How `import` and `sweep` read an OpenTelemetry trace's tool results as failed: the rules
+/// `exec` reads a served result by.
+#[derive(Debug, Clone, clap::Args)]
+pub(super) struct FailureArgs {
+    /// Also read a tool result as failed when it matches this regular expression (repeatable;
+    /// OpenTelemetry traces, as `exec --failure` reads served results).
+    #[arg(long = "failure", value_name = "REGEX", value_parser = failure_pattern)]
+    pub(super) failure: Vec<String>,
+    /// Read an OpenTelemetry trace's failures only by the patterns and span status, not the
+    /// built-in shapes (as `exec --no-builtin-failures`).
+    #[arg(long)]
+    pub(super) no_builtin_failures: bool,
+}
+
+impl FailureArgs {
+    /// The rules (clap has checked each pattern already).
+    pub(super) fn rules(&self) -> anyhow::Result<crate::failure::FailureRules> {
+        crate::failure::FailureRules::new(&self.failure, !self.no_builtin_failures)
+            .map_err(anyhow::Error::msg)
+    }
 }
 
 /// How `serve` and `exec` read the agent's requests and pace their answers.

@@ -155,16 +155,13 @@ fn promote_agent(
     c: &crate::record::cassette::Cassette,
 ) -> Result<std::path::PathBuf, Diagnostic> {
     let source = args.cassette.display().to_string();
-    let promoted = crate::serve::replay::promote_agent(
-        c,
-        &source,
-        &crate::serve::failure::FailureRules::default(),
-    )
-    .ok_or_else(|| {
-        Diagnostic::whole_file("the cassette's first request cannot be read as a model request")
-            .hint("re-record it with `harness proxy`")
-            .in_file(&args.cassette)
-    })?;
+    let promoted =
+        crate::serve::replay::promote_agent(c, &source, &crate::failure::FailureRules::default())
+            .ok_or_else(|| {
+            Diagnostic::whole_file("the cassette's first request cannot be read as a model request")
+                .hint("re-record it with `harness proxy`")
+                .in_file(&args.cassette)
+        })?;
     let out = args.out.clone().unwrap_or_else(|| {
         let name = args
             .cassette

@@ -183,6 +183,7 @@ fn run_sweep(
             settings,
             labels: given,
             format: args.format,
+            failures: args.failures.rules()?,
             jobs,
             keep_labels: args.write_labels.is_some(),
             on_file: tick.map(|b| Box::new(move || b.inc(1)) as Box<dyn Fn() + Sync>),
@@ -435,6 +436,7 @@ pub(super) fn import(args: ImportArgs) -> anyhow::Result<ExitStatus> {
     let mut written: std::collections::BTreeMap<String, String> = Default::default();
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let failures = args.failures.rules()?;
     let (inputs, unreadable) = sweep::source::discover(&args.files);
     // The inputs where they are, to keep every run's file off them.
     let input_paths: std::collections::BTreeMap<std::path::PathBuf, std::path::PathBuf> = inputs
@@ -467,7 +469,7 @@ pub(super) fn import(args: ImportArgs) -> anyhow::Result<ExitStatus> {
             skipped_files += 1;
             continue;
         }
-        let got = sweep::source::load(&input, args.format);
+        let got = sweep::source::load(&input, args.format, &failures);
         for e in &got.errors {
             report_error(&mut err, &input.path, e)?;
             bad = true;

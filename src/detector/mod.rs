@@ -758,6 +758,7 @@ mod tests {
                 latency_ms: 0,
                 anomaly: None,
                 chunks: 0,
+                tokens_unknown: false,
             };
         let events: Vec<TimedEvent> = [
             Event::UserTurn {

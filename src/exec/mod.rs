@@ -17,12 +17,12 @@
 pub mod command;
 
 use crate::diagnostic::Cause;
+use crate::failure::FailureRules;
 use crate::provider::Provider;
 use crate::provider::matching::Matching;
 use crate::results::{CaseResult, ExitStatus, FileResult, card};
 use crate::run::{self, Options};
 use crate::scenario::{self, Case, Diagnostic, Expect};
-use crate::serve::failure::FailureRules;
 use crate::serve::http::{Server, Signals};
 use crate::serve::infer::{self, Context};
 use crate::serve::replay::{self, OnDivergence};

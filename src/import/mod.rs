@@ -16,7 +16,9 @@
 //! - OpenAI / Anthropic lists: an explicit flag (`is_error`, `error: true`), else the `Error`
 //!   prefix;
 //! - OpenHands: an `error` observation, or a command whose `exit_code` is not 0;
-//! - OpenTelemetry (OTLP JSON): a tool span's status `ERROR`, else the `Error` prefix.
+//! - OpenTelemetry (OTLP JSON): the rules `exec` reads served results by
+//!   ([`crate::failure`]: `--failure` patterns, the built-in shapes), else a tool span's
+//!   status `ERROR`.
 //!
 //! Arguments are always parsed (JSON strings decoded); an argument string that is not JSON is
 //! kept as a JSON string, so it still compares by value.
@@ -32,6 +34,7 @@ pub mod tau_bench;
 pub mod toolbench;
 
 use crate::diagnostic::Diagnostic;
+use crate::failure::FailureRules;
 use crate::llm::Finish;
 use crate::scenario::OutcomeKind;
 use crate::trace::{CallSummary, Event, TimedEvent};
@@ -116,8 +119,8 @@ pub struct Reader {
 pub struct WholeFile {
     /// Does the text look like this format?
     pub sniff: fn(&str) -> bool,
-    /// Read the whole text: `(text, rel)`.
-    pub import: fn(&str, &str) -> FileImport,
+    /// Read the whole text: `(text, rel, the failure rules tool results are read by)`.
+    pub import: fn(&str, &str, &FailureRules) -> FileImport,
 }
 
 /// Every transcript format, in detection order: the first whose `detect` accepts a document
@@ -193,8 +196,16 @@ pub(crate) fn message_list(doc: &Value) -> Option<&Vec<Value>> {
 
 /// Import one file's text. `rel` names the file in run ids; `format` forces a format
 /// (otherwise it is detected). JSON-lines files (`jsonl`) read one document per line, and a
-/// bad line is reported at its own line while the others are read.
-pub fn import_text(text: &str, rel: &str, jsonl: bool, format: Option<Format>) -> FileImport {
+/// bad line is reported at its own line while the others are read. `failures` are the rules
+/// a format without a failure flag of its own reads tool results by (OpenTelemetry traces,
+/// whose agents' results are text as `exec` serves them).
+pub fn import_text(
+    text: &str,
+    rel: &str,
+    jsonl: bool,
+    format: Option<Format>,
+    failures: &FailureRules,
+) -> FileImport {
     // A UTF-8 byte-order mark (some Windows tools write one) is no part of the JSON.
     let text = crate::scenario::without_bom(text);
     let mut out = FileImport::default();
@@ -203,7 +214,7 @@ pub fn import_text(text: &str, rel: &str, jsonl: bool, format: Option<Format>) -
         || Format::all().find_map(|f| f.0.whole_file.filter(|w| (w.sniff)(text))),
         |f| f.0.whole_file,
     ) {
-        return (whole.import)(text, rel);
+        return (whole.import)(text, rel, failures);
     }
     if jsonl && first_line_is_message(text) {
         return message_lines(text, rel, format);
@@ -230,7 +241,7 @@ pub fn import_text(text: &str, rel: &str, jsonl: bool, format: Option<Format>) -
                 continue;
             };
             if let Some(whole) = fmt.0.whole_file {
-                return (whole.import)(text, rel);
+                return (whole.import)(text, rel, failures);
             }
             match convert(fmt, doc, rel, line) {
                 // A line's run is named by its `id`, else by its line number.
@@ -262,7 +273,7 @@ pub fn import_text(text: &str, rel: &str, jsonl: bool, format: Option<Format>) -
         return out;
     };
     if let Some(whole) = fmt.0.whole_file {
-        return (whole.import)(text, rel);
+        return (whole.import)(text, rel, failures);
     }
     match convert(fmt, doc, rel, text) {
         Ok(runs) if runs.is_empty() => {
@@ -437,13 +448,24 @@ pub struct TraceBuilder {
     events: Vec<TimedEvent>,
     /// The time of the next event, in milliseconds from the run's start.
     now: u64,
-    /// Calls started and not yet answered: (id, name, start time).
-    open: Vec<(String, String, u64)>,
+    /// Calls started and not yet answered.
+    open: Vec<Open>,
     /// Calls the last response asked for that were not seen run yet (formats that record
     /// runs apart from answers: OTLP tool spans): (id, name, arguments).
     announced: Vec<(String, String, Value)>,
     turns: u32,
     calls: usize,
+}
+
+/// A call started and not yet answered.
+#[derive(Debug)]
+struct Open {
+    id: String,
+    name: String,
+    /// When it started.
+    at: u64,
+    /// What it ran with.
+    args: Value,
 }
 
 impl TraceBuilder {
@@ -487,17 +509,17 @@ impl TraceBuilder {
         } else {
             Finish::ToolUse
         };
-        self.model_response(text, calls, tokens, 0, finish, true);
+        self.model_response(text, calls, Some(tokens), 0, finish, true);
     }
 
     /// A model response whose calls start only when they are seen run ([`Self::run_announced`]):
     /// a call discarded, refused or still waiting for approval never ran. Calls announced
-    /// before and never run are dropped.
+    /// before and never run are dropped. `tokens`: `None` when the format did not record them.
     pub fn response_announcing(
         &mut self,
         text: &str,
         calls: Vec<(String, String, Value)>,
-        tokens: (u64, u64),
+        tokens: Option<(u64, u64)>,
         latency_ms: u64,
         finish: Finish,
     ) {
@@ -569,7 +591,7 @@ impl TraceBuilder {
         &mut self,
         text: &str,
         calls: Vec<(String, String, Value)>,
-        tokens: (u64, u64),
+        tokens: Option<(u64, u64)>,
         latency_ms: u64,
         finish: Finish,
         start: bool,
@@ -586,11 +608,12 @@ impl TraceBuilder {
             finish,
             text: (!text.is_empty()).then(|| text.to_owned()),
             calls: summaries,
-            input_tokens: tokens.0,
-            output_tokens: tokens.1,
+            input_tokens: tokens.map_or(0, |t| t.0),
+            output_tokens: tokens.map_or(0, |t| t.1),
             latency_ms,
             anomaly: None,
             chunks: 0,
+            tokens_unknown: tokens.is_none(),
         });
         for (id, name, args) in calls {
             if start {
@@ -605,13 +628,23 @@ impl TraceBuilder {
     /// was not recorded).
     pub fn call(&mut self, id: String, name: String, args: Value) {
         self.calls += 1;
-        self.open.push((id.clone(), name.clone(), self.now));
+        self.open.push(Open {
+            id: id.clone(),
+            name: name.clone(),
+            at: self.now,
+            args: args.clone(),
+        });
         self.push(Event::ToolCallStart { id, name, args });
     }
 
     /// Is call `id` waiting for its result?
     pub fn is_open(&self, id: &str) -> bool {
-        self.open.iter().any(|(i, _, _)| i == id)
+        self.open.iter().any(|c| c.id == id)
+    }
+
+    /// The arguments open call `id` ran with.
+    pub fn open_args(&self, id: &str) -> Option<&Value> {
+        self.open.iter().find(|c| c.id == id).map(|c| &c.args)
     }
 
     /// A message the agent added in the middle of its tool loop (a nudge), read as the agent's
@@ -635,25 +668,35 @@ impl TraceBuilder {
     pub fn pending_id(&self, name: Option<&str>) -> Option<String> {
         self.open
             .iter()
-            .find(|(_, n, _)| name.is_none_or(|want| want == n))
-            .map(|(id, _, _)| id.clone())
+            .find(|c| name.is_none_or(|want| want == c.name))
+            .map(|c| c.id.clone())
     }
 
     /// A tool result for call `id`. A result for no open call is dropped (it answers nothing
     /// the trace has).
     pub fn result(&mut self, id: &str, text: &str, failed: bool) {
-        let Some(at) = self.open.iter().position(|(i, _, _)| i == id) else {
+        self.end(id, text, failed, None);
+    }
+
+    /// [`Self::result`] read as failed by a named rule (`None`: a success), as `exec`'s
+    /// inferred traces name it.
+    pub fn result_ruled(&mut self, id: &str, text: &str, rule: Option<String>) {
+        self.end(id, text, rule.is_some(), rule);
+    }
+
+    fn end(&mut self, id: &str, text: &str, failed: bool, rule: Option<String>) {
+        let Some(i) = self.open.iter().position(|c| c.id == id) else {
             return;
         };
-        let (id, name, started) = self.open.remove(at);
+        let Open { id, name, at, .. } = self.open.remove(i);
         self.push(Event::ToolCallEnd {
             id,
             name,
             ok: !failed,
             output: (!failed).then(|| text.to_owned()),
             error: failed.then(|| text.to_owned()),
-            latency_ms: self.now.saturating_sub(started),
-            rule: None,
+            latency_ms: self.now.saturating_sub(at),
+            rule,
         });
     }
 
@@ -893,18 +936,36 @@ mod tests {
 
     #[test]
     fn a_forced_format_of_the_wrong_shape_says_so() {
-        let got = import_text("[{\"traj\": []}]", "t.json", false, Some(f("toolbench")));
+        let got = import_text(
+            "[{\"traj\": []}]",
+            "t.json",
+            false,
+            Some(f("toolbench")),
+            &FailureRules::default(),
+        );
         assert_eq!(
             got.errors[0].message,
             "the document is an array; a toolbench file is an object"
         );
         // tau2 takes a bare array of simulations; a string is neither.
-        let got = import_text("\"x\"", "t.json", false, Some(f("tau2")));
+        let got = import_text(
+            "\"x\"",
+            "t.json",
+            false,
+            Some(f("tau2")),
+            &FailureRules::default(),
+        );
         assert_eq!(
             got.errors[0].message,
             "the document is a string; a tau2 file is an object or an array of simulations"
         );
-        let got = import_text("{}", "t.json", false, Some(f("tau-bench")));
+        let got = import_text(
+            "{}",
+            "t.json",
+            false,
+            Some(f("tau-bench")),
+            &FailureRules::default(),
+        );
         assert!(
             got.errors[0]
                 .message
@@ -914,7 +975,13 @@ mod tests {
 
     #[test]
     fn truncated_json_is_located() {
-        let got = import_text("[{\"traj\": [\n", "t.json", false, None);
+        let got = import_text(
+            "[{\"traj\": [\n",
+            "t.json",
+            false,
+            None,
+            &FailureRules::default(),
+        );
         assert!(got.runs.is_empty());
         let e = &got.errors[0];
         assert_eq!(e.line(), 2, "{e:?}");
@@ -956,7 +1023,7 @@ mod fixture_tests {
     use crate::trace::Event;
 
     fn one(text: &str, rel: &str, jsonl: bool) -> Vec<(Run, View)> {
-        let got = import_text(text, rel, jsonl, None);
+        let got = import_text(text, rel, jsonl, None, &FailureRules::default());
         assert!(got.errors.is_empty(), "{:?}", got.errors);
         got.runs
             .into_iter()
@@ -1220,6 +1287,7 @@ mod fixture_tests {
             "t.jsonl",
             true,
             None,
+            &FailureRules::default(),
         );
         assert_eq!(got.errors.len(), 1);
         let e = &got.errors[0];
@@ -1238,6 +1306,7 @@ mod fixture_tests {
             "x.json",
             false,
             None,
+            &FailureRules::default(),
         );
         let e = &got.errors[0];
         assert_eq!((e.line(), e.col()), (8, 18), "{e:?}");
@@ -1247,6 +1316,7 @@ mod fixture_tests {
             "x.jsonl",
             true,
             None,
+            &FailureRules::default(),
         );
         assert_eq!(got.runs.len(), 2, "the good lines are read");
         assert_eq!(got.errors.len(), 1);

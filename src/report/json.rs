@@ -90,6 +90,11 @@ struct Case {
     /// The scenario's tags (with the trace).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     tags: Vec<String>,
+    /// The conversation's opening system and user messages (with the trace).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    system: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    user: String,
     /// The run's events, when the run kept them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     trace: Option<Vec<TimedEvent>>,
@@ -205,6 +210,16 @@ fn case_json(c: &CaseResult) -> Case {
             .detail
             .as_ref()
             .map(|d| d.tags.clone())
+            .unwrap_or_default(),
+        system: c
+            .detail
+            .as_ref()
+            .map(|d| d.system.clone())
+            .unwrap_or_default(),
+        user: c
+            .detail
+            .as_ref()
+            .map(|d| d.user.clone())
             .unwrap_or_default(),
         trace: c.detail.as_ref().map(|d| d.events.clone()),
         card: c.card.as_ref().map(|e| {
@@ -355,6 +370,8 @@ fn case_back(c: Case) -> Result<CaseResult, (String, Cause)> {
         detail: c.trace.map(|events| {
             Box::new(crate::results::Detail {
                 tags: c.tags,
+                system: c.system,
+                user: c.user,
                 events,
             })
         }),

@@ -28,7 +28,7 @@ use super::Collected;
 use crate::import::otlp::{EPOCH_NS, EVENT_ATTR, SEQ_ATTR, SUCCESS_ATTR};
 use crate::results::CaseResult;
 use crate::scenario::OutcomeKind;
-use crate::trace::{Event, TimedEvent};
+use crate::trace::Event;
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::hash::Hasher as _;
@@ -40,7 +40,7 @@ pub fn render(collected: &Collected) -> String {
         let Ok(cases) = &f.outcome else { continue };
         for c in cases {
             if let Some(d) = &c.detail {
-                out.push_str(&case_line(&c.id, success(c), &d.events));
+                out.push_str(&case_line(&c.id, success(c), d));
                 out.push('\n');
             }
         }
@@ -229,7 +229,17 @@ fn text_message(role: &str, text: &str) -> Value {
 }
 
 /// One case's trace as an `ExportTraceServiceRequest` (one line of JSON).
-fn case_line(case: &str, success: bool, events: &[TimedEvent]) -> String {
+fn case_line(case: &str, success: bool, detail: &crate::results::Detail) -> String {
+    let events = &detail.events;
+    let opens_with_user = events
+        .iter()
+        .take_while(|e| {
+            !matches!(
+                e.event,
+                Event::ModelRequest { .. } | Event::ModelResponse { .. }
+            )
+        })
+        .any(|e| matches!(e.event, Event::UserTurn { .. }));
     // The events as JSON, and their digest: a run's ids name the case and what happened in it,
     // so two runs of a case that differ are two traces, and the same run is the same trace.
     let json: Vec<String> = events
@@ -249,7 +259,14 @@ fn case_line(case: &str, success: bool, events: &[TimedEvent]) -> String {
         inference: None,
         tools: Vec::new(),
         model: String::new(),
-        history: Vec::new(),
+        // The first call's input opens with the conversation's system and user messages, so a
+        // viewer shows what the model was asked.
+        // (A trace that opens with its user turn has it already.)
+        history: [("system", &detail.system), ("user", &detail.user)]
+            .into_iter()
+            .filter(|(role, text)| !(text.is_empty() || *role == "user" && opens_with_user))
+            .map(|(role, text)| text_message(role, text))
+            .collect(),
     };
     let (start, end) = (
         events.first().map_or(0, |e| e.t_ms),
@@ -534,6 +551,17 @@ struct Scope {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::TimedEvent;
+
+    /// A case's detail: its trace, and the conversation's opening messages.
+    fn detail(events: Vec<TimedEvent>) -> crate::results::Detail {
+        crate::results::Detail {
+            tags: Vec::new(),
+            system: "You are a coding agent.".into(),
+            user: "List the files.".into(),
+            events,
+        }
+    }
     use crate::import::otlp;
 
     use crate::llm::{FaultKind, Finish};
@@ -565,6 +593,7 @@ mod tests {
             latency_ms: 300,
             anomaly: None,
             chunks: 0,
+            tokens_unknown: false,
         };
         vec![
             at(
@@ -651,7 +680,7 @@ mod tests {
     #[test]
     fn a_trace_round_trips_through_the_import() {
         let events = trace();
-        let line = case_line("reflex/x@ironclaw", true, &events);
+        let line = case_line("reflex/x@ironclaw", true, &detail(events.clone()));
         assert!(!line.contains('\n'));
         let got = otlp::import(&line, "t.jsonl");
         assert!(got.errors.is_empty(), "{:?}", got.errors);
@@ -660,7 +689,7 @@ mod tests {
         assert_eq!(got.runs[0].success, Some(true));
         assert_eq!(got.runs[0].id, "t.jsonl#reflex/x@ironclaw");
         assert_eq!(
-            case_line("reflex/x@ironclaw", true, &events),
+            case_line("reflex/x@ironclaw", true, &detail(events.clone())),
             line,
             "deterministic"
         );
@@ -671,8 +700,8 @@ mod tests {
         let events = trace();
         let mut other = trace();
         other.truncate(5);
-        let a = case_line("reflex/x@ironclaw", true, &events);
-        let b = case_line("reflex/x@ironclaw", false, &other);
+        let a = case_line("reflex/x@ironclaw", true, &detail(events.clone()));
+        let b = case_line("reflex/x@ironclaw", false, &detail(other.clone()));
         let got = otlp::import(&format!("{a}\n{b}\n{a}\n"), "t.jsonl");
         assert!(got.errors.is_empty(), "{:?}", got.errors);
         let ids: Vec<&str> = got.runs.iter().map(|r| r.id.as_str()).collect();
@@ -690,7 +719,7 @@ mod tests {
 
     #[test]
     fn the_spans_follow_the_genai_conventions() {
-        let line = case_line("reflex/x@ironclaw", false, &trace());
+        let line = case_line("reflex/x@ironclaw", false, &detail(trace()));
         let doc: Value = serde_json::from_str(&line).unwrap();
         let spans = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
             .as_array()
@@ -740,6 +769,16 @@ mod tests {
             spans[1..]
                 .iter()
                 .all(|s| s["parentSpanId"] == spans[0]["spanId"])
+        );
+        // The first call's input is what the model was asked: the system and user messages.
+        let first = attr(&spans[1], "gen_ai.input.messages").unwrap();
+        let first: Value = serde_json::from_str(first["stringValue"].as_str().unwrap()).unwrap();
+        assert_eq!(
+            first,
+            json!([
+                {"role": "system", "parts": [{"type": "text", "content": "You are a coding agent."}]},
+                {"role": "user", "parts": [{"type": "text", "content": "List the files."}]},
+            ])
         );
         // The rejection's result is in the next call's input, as an agent would send it.
         let input = attr(&spans[3], "gen_ai.input.messages").unwrap();

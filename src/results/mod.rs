@@ -98,6 +98,10 @@ pub struct CaseResult {
 pub struct Detail {
     /// The scenario's tags.
     pub tags: Vec<String>,
+    /// The conversation's opening system message (empty: none).
+    pub system: String,
+    /// The conversation's opening user message (empty: none).
+    pub user: String,
     /// The trace.
     pub events: Vec<TimedEvent>,
 }

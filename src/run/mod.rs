@@ -716,6 +716,8 @@ fn judge_read(
         detail: options.keep_traces.then(|| {
             Box::new(crate::results::Detail {
                 tags: case.scenario.tags.clone(),
+                system: case.scenario.system.clone(),
+                user: case.scenario.user.clone(),
                 events: events.to_vec(),
             })
         }),

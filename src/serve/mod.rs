@@ -7,7 +7,7 @@
 //! rules see the tools the agent offered and the messages it appended), a recording answering
 //! instead (`recorded.rs`), the answer as served (`render.rs`), agents that carry calls as text
 //! (`text_protocol.rs`), and what was answered. It is pure: bytes in, an answer out. The wire formats are `provider/`'s (serving direction); the HTTP server is
-//! `http.rs`; how tool results are read as failed is `failure.rs`; the trace inferred from the
+//! `http.rs`; how tool results are read as failed is `crate::failure`; the trace inferred from the
 //! served requests is `infer.rs` (pure); cassettes served back are `replay.rs`; the recording
 //! proxy is `proxy.rs`. Sessions are driven by `crate::exec` (an agent command run against them,
 //! and the judging) and by the command line.
@@ -55,7 +55,6 @@
 
 pub mod bind;
 mod conversation;
-pub mod failure;
 pub mod http;
 pub mod infer;
 pub mod proxy;
@@ -66,6 +65,7 @@ mod session;
 pub mod side;
 mod text_protocol;
 
+use crate::failure::FailureRules;
 use crate::llm::stream::{self, Chunk};
 use crate::llm::{
     Arguments, Finish, Message, Model, ModelError, ModelRequest, ModelResponse, ProviderFault,
@@ -77,7 +77,6 @@ use crate::provider::{
     AnswerMeta, Provider, ResultRef, SseEvent, ToolChoice, WireRequest, responses,
 };
 use crate::scenario::Case;
-use failure::FailureRules;
 use serde_json::Value;
 use std::collections::BTreeMap;
 

@@ -20,8 +20,8 @@
 //! answers as turns, the results the agent sent back as its tools' outcomes (by arguments where
 //! the same arguments always got the same result, else in call order).
 
-use super::failure::FailureRules;
 use super::{AnswerBody, HttpAnswer, refusal};
+use crate::failure::FailureRules;
 use crate::llm::{Message, Purpose, Role};
 use crate::provider::Provider;
 use crate::provider::matching::{Matching, Part};

@@ -64,6 +64,8 @@ pub struct Options {
     pub labels: BTreeMap<String, Label>,
     /// Force a transcript format (otherwise detected per file).
     pub format: Option<Format>,
+    /// How an OpenTelemetry trace's tool results are read as failed.
+    pub failures: crate::failure::FailureRules,
     /// Worker threads.
     pub jobs: usize,
     /// Keep every run's label in the report (for `--write-labels`).
@@ -259,7 +261,7 @@ fn score_in_order(settings: &[Setting], f: &mut FileScore) {
 }
 
 fn score_file(options: &Options, input: Input) -> FileScore {
-    let got = source::load(&input, options.format);
+    let got = source::load(&input, options.format, &options.failures);
     let ordered = options.settings.iter().any(|s| s.detector.in_order());
     let runs = got
         .runs
@@ -445,6 +447,8 @@ pub fn sweep(
                     .map(|p| p.to_string_lossy().into_owned())
                     .collect(),
                 transcript_format: options.format.map(|f| f.as_str().to_owned()),
+                failure: options.failures.patterns(),
+                no_builtin_failures: !options.failures.builtin(),
                 settings: names.clone(),
                 labels: partial::labels_digest(&options.labels),
                 unreadable: unreadable

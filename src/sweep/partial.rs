@@ -56,6 +56,12 @@ pub struct Header {
     pub paths: Vec<String>,
     /// The transcript format forced (`--format`), if any.
     pub transcript_format: Option<String>,
+    /// The `--failure` patterns, if any (absent in partials without them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failure: Vec<String>,
+    /// `--no-builtin-failures` (absent when off).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_builtin_failures: bool,
     /// The settings, in scoring order.
     pub settings: Vec<Named>,
     /// FNV-1a of the labels file's runs (0 without one): shards must share it.
@@ -489,7 +495,7 @@ pub fn open(paths: &[PathBuf]) -> Result<(Header, Records), Diagnostic> {
                 first_path.display(),
                 path.display()
             ))
-            .hint("sweep every shard with the same paths, detectors, labels and --format; nothing was written")
+            .hint("sweep every shard with the same paths, detectors, labels, --format and failure rules; nothing was written")
         };
         if h.paths != first.paths {
             return Err(differs("paths"));
@@ -502,6 +508,9 @@ pub fn open(paths: &[PathBuf]) -> Result<(Header, Records), Diagnostic> {
         }
         if h.transcript_format != first.transcript_format {
             return Err(differs("--format"));
+        }
+        if (&h.failure, h.no_builtin_failures) != (&first.failure, first.no_builtin_failures) {
+            return Err(differs("failure rules (--failure, --no-builtin-failures)"));
         }
         if (h.inputs, h.inputs_digest) != (first.inputs, first.inputs_digest) {
             return Err(Diagnostic::new(format!(

@@ -37,9 +37,19 @@ pub fn kind_of(path: &Path) -> Option<InputKind> {
     let name = path.file_name()?.to_str()?;
     if crate::record::is_cassette(path) {
         Some(InputKind::Cassette)
-    } else if name.ends_with(".jsonl") {
+    } else if name.ends_with(".jsonl")
+        || [".jsonl.gz", ".jsonl.zst", ".jsonl.zstd"]
+            .iter()
+            .any(|x| name.ends_with(x))
+    {
         Some(InputKind::JsonLines)
     } else if name.ends_with(".json") || name.ends_with(".traj") {
+        Some(InputKind::Transcript)
+    } else if [".gz", ".zst", ".zstd", ".pb", ".binpb"]
+        .iter()
+        .any(|x| name.ends_with(x))
+    {
+        // Compressed or protobuf (OTLP as collectors write it): read by its content.
         Some(InputKind::Transcript)
     } else if name.ends_with(".toml") {
         Some(InputKind::Scenario)
@@ -107,7 +117,11 @@ pub fn discover(paths: &[PathBuf]) -> (Vec<Input>, Vec<(PathBuf, String)>) {
 
 /// Read one input into runs. Files read from a folder whose content is no known format are
 /// skipped with a note; I/O and parse problems are located errors.
-pub fn load(input: &Input, format: Option<import::Format>) -> FileImport {
+pub fn load(
+    input: &Input,
+    format: Option<import::Format>,
+    failures: &crate::failure::FailureRules,
+) -> FileImport {
     use crate::limits::{MAX_CASSETTE_BYTES, MAX_SCENARIO_BYTES, MAX_TRANSCRIPT_BYTES};
     let (what, max) = match input.kind {
         InputKind::Scenario => ("scenario", MAX_SCENARIO_BYTES),
@@ -115,18 +129,25 @@ pub fn load(input: &Input, format: Option<import::Format>) -> FileImport {
         InputKind::Transcript | InputKind::JsonLines => ("transcript", MAX_TRANSCRIPT_BYTES),
     };
     let text = match crate::store::read_input(&input.path, what, max) {
+        // Compressed or protobuf OTLP (by content, whatever the name): its requests as OTLP
+        // JSON lines.
+        Ok(b) if !matches!(input.kind, InputKind::Scenario | InputKind::Cassette) => {
+            match import::otlp::files::decode(&b, MAX_TRANSCRIPT_BYTES) {
+                Ok(Some(text)) => text,
+                Ok(None) => match String::from_utf8(b) {
+                    Ok(t) => t,
+                    Err(e) => return not_utf8(e),
+                },
+                Err(why) => {
+                    return failed(Diagnostic::at(1, 1, why).hint(
+                        "OTLP files are read as JSON lines, gzip or zstd (whole or per request), or protobuf (length-prefixed as the Collector's file exporter writes it, or one request)",
+                    ));
+                }
+            }
+        }
         Ok(b) => match String::from_utf8(b) {
             Ok(t) => t,
-            Err(e) => {
-                let at = e.utf8_error().valid_up_to();
-                let bytes = e.into_bytes();
-                let valid = std::str::from_utf8(&bytes[..at]).unwrap_or_default();
-                let (line, col) = scenario::line_col(valid, at);
-                return failed(
-                    Diagnostic::at(line, col, "the file is not valid UTF-8")
-                        .hint("transcripts are UTF-8 JSON"),
-                );
-            }
+            Err(e) => return not_utf8(e),
         },
         Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => {
             return failed(Diagnostic::at(1, 1, e.to_string()).hint(
@@ -145,7 +166,7 @@ pub fn load(input: &Input, format: Option<import::Format>) -> FileImport {
         InputKind::Transcript if format.is_none() && is_json_scenario(&text) => {
             scenario_runs(&text, input, SourceFormat::Json)
         }
-        InputKind::Transcript => import::import_text(&text, &input.rel, false, format),
+        InputKind::Transcript => import::import_text(&text, &input.rel, false, format, failures),
         InputKind::JsonLines => match import::read_imported(&text) {
             Some(Ok(run)) => FileImport {
                 runs: vec![run],
@@ -153,7 +174,7 @@ pub fn load(input: &Input, format: Option<import::Format>) -> FileImport {
             },
             Some(Err(e)) => failed(e),
             None => {
-                let mut got = import::import_text(&text, &input.rel, true, format);
+                let mut got = import::import_text(&text, &input.rel, true, format, failures);
                 // A JSON-lines file none of whose lines is a transcript (an annotation file)
                 // is not an input, when it came from a folder walk.
                 if got.runs.is_empty()
@@ -172,6 +193,18 @@ pub fn load(input: &Input, format: Option<import::Format>) -> FileImport {
         InputKind::Scenario => scenario_runs(&text, input, SourceFormat::Toml),
         InputKind::Cassette => cassette_runs(input),
     }
+}
+
+/// A file that is not UTF-8, located at its first bad byte.
+fn not_utf8(e: std::string::FromUtf8Error) -> FileImport {
+    let at = e.utf8_error().valid_up_to();
+    let bytes = e.into_bytes();
+    let valid = std::str::from_utf8(&bytes[..at]).unwrap_or_default();
+    let (line, col) = scenario::line_col(valid, at);
+    failed(
+        Diagnostic::at(line, col, "the file is not valid UTF-8")
+            .hint("transcripts are UTF-8 JSON (or OTLP: gzip, zstd or protobuf)"),
+    )
 }
 
 fn failed(e: Diagnostic) -> FileImport {

@@ -110,6 +110,10 @@ pub enum Event {
         /// Stream chunks it was assembled from (omitted when it came whole).
         #[serde(default, skip_serializing_if = "is_zero")]
         chunks: usize,
+        /// The token counts are unknown (an imported trace that did not record them): the
+        /// counts above are 0 and say nothing.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        tokens_unknown: bool,
     },
     /// A tool call is dispatched.
     ToolCallStart {
@@ -371,6 +375,7 @@ impl Event {
             latency_ms: r.latency_ms,
             anomaly: r.anomaly,
             chunks: r.chunks,
+            tokens_unknown: false,
         }
     }
 
@@ -594,6 +599,7 @@ fn write_event(out: &mut String, event: &Event) {
             latency_ms,
             anomaly,
             chunks,
+            tokens_unknown,
         } => {
             s.t(" finish=").t(finish.as_str());
             if let Some(a) = anomaly {
@@ -615,7 +621,11 @@ fn write_event(out: &mut String, event: &Event) {
             if let Some(t) = text {
                 s.t(" text=").q(t);
             }
-            s.t(" tokens=").n(*input_tokens).t("/").n(*output_tokens);
+            if *tokens_unknown {
+                s.t(" tokens=unknown");
+            } else {
+                s.t(" tokens=").n(*input_tokens).t("/").n(*output_tokens);
+            }
             s.t(" latency=").n(*latency_ms).t("ms");
             Ok(())
         }
@@ -1029,6 +1039,7 @@ mod tests {
             latency_ms: 0,
             anomaly: None,
             chunks: 0,
+            tokens_unknown: false,
         };
         let end = |id: &str| Event::ToolCallSkipped {
             id: id.to_owned(),

@@ -15,6 +15,32 @@ pub(super) struct Msg {
     pub(super) calls: Vec<(String, String, Value)>,
     /// The call a tool result answers.
     pub(super) answers: Option<String>,
+    /// The result's failure flag as the provider's wire carried it (Anthropic's `is_error`),
+    /// when the span shows it.
+    pub(super) is_error: Option<bool>,
+}
+
+/// A call's answer from the assistant messages of its output: an instrumentation that writes
+/// each call of a parallel answer as a message of its own (OpenAI Responses' output items)
+/// gives one answer with every call, in order.
+pub(super) fn answer_of(out: Vec<Msg>) -> Option<Msg> {
+    let mut answers = out.into_iter().filter(|m| m.role == "assistant");
+    let mut first = answers.next()?;
+    for m in answers {
+        if !m.text.is_empty() {
+            if !first.text.is_empty() {
+                first.text.push('\n');
+            }
+            first.text.push_str(&m.text);
+        }
+        for c in m.calls {
+            // The same call written twice (a message per item and the items again) is one.
+            if c.0.is_empty() || !first.calls.iter().any(|f| f.0 == c.0) {
+                first.calls.push(c);
+            }
+        }
+    }
+    Some(first)
 }
 
 /// A call's messages: the input, the output, and the finish reason.
@@ -105,12 +131,59 @@ pub(super) fn non_empty(v: Option<&Value>) -> Option<&str> {
     v.and_then(Value::as_str).filter(|s| !s.is_empty())
 }
 
+/// A tool result as the text the model was sent. Instrumentations write it wrapped: as a JSON
+/// string (the AI SDK's `JSON.stringify` of the tool's return value), as a list of content
+/// blocks (the Anthropic SDK's own spans), or as the framework's whole tool message
+/// (LangChain's serialised `ToolMessage`, `{"type": "tool", "data": {"content": …}}`); each is
+/// unwrapped to its text. Any other text is the result as it is.
 pub(super) fn result_text(v: Option<&Value>) -> String {
     match v {
-        Some(Value::String(s)) => s.clone(),
+        Some(Value::String(s)) => {
+            let t = s.trim_start();
+            if t.starts_with('"') || t.starts_with('[') || t.starts_with('{') {
+                if let Ok(doc) = serde_json::from_str::<Value>(s) {
+                    if let Some(text) = unwrapped(&doc) {
+                        return text;
+                    }
+                }
+            }
+            s.clone()
+        }
         None | Some(Value::Null) => String::new(),
-        Some(other) => crate::json::compact(other),
+        Some(other) => unwrapped(other).unwrap_or_else(|| crate::json::compact(other)),
     }
+}
+
+/// The text inside a wrapped tool result ([`result_text`]), or `None` when it is no wrapper.
+fn unwrapped(doc: &Value) -> Option<String> {
+    match doc {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(blocks)
+            if !blocks.is_empty()
+                && blocks.iter().all(|b| {
+                    b.get("type").and_then(Value::as_str) == Some("text")
+                        && b.get("text").is_some_and(Value::is_string)
+                }) =>
+        {
+            Some(content_text(Some(doc)))
+        }
+        Value::Object(o) if o.get("type").and_then(Value::as_str) == Some("tool") => o
+            .get("data")
+            .and_then(|d| d.get("content"))
+            .map(|c| content_text(Some(c))),
+        _ => None,
+    }
+}
+
+/// The call id a framework's serialised tool message names (LangChain's `ToolMessage`:
+/// `tool_call_id`, at the top or under `data`).
+pub(super) fn tool_message_call(v: Option<&Value>) -> Option<String> {
+    let doc = match v? {
+        Value::String(s) => serde_json::from_str::<Value>(s).ok()?,
+        other => other.clone(),
+    };
+    let at = |d: &Value| non_empty(d.get("tool_call_id")).map(str::to_owned);
+    at(&doc).or_else(|| doc.get("data").and_then(at))
 }
 
 /// An OpenAI-shaped message (`{role, content, tool_calls, tool_call_id}`), as the older events
@@ -149,6 +222,7 @@ pub(super) fn openai_message(m: &Value, role: &str) -> Msg {
                 .or_else(|| (role == "tool").then(|| m.get("id")).flatten()),
         )
         .map(str::to_owned),
+        is_error: None,
     }
 }
 
@@ -244,6 +318,7 @@ pub(super) fn flat_messages(attrs: &Attrs, prefix: &str) -> (Vec<Msg>, Option<St
             answers: get("tool_call_id")
                 .filter(|s| !s.is_empty())
                 .map(str::to_owned),
+            is_error: None,
         });
     }
     (out, finish)
@@ -299,6 +374,211 @@ pub(super) fn event_body(e: &SpanEvent) -> Value {
 /// What an inference span sent and answered. `Err` is a content attribute that is not the JSON
 /// it should be.
 pub(super) fn exchange(s: &Span, logs: &HashMap<String, Vec<&Log>>) -> Result<Exchange, String> {
+    let mut ex = exchange_of(s, logs)?;
+    if let Some(flags) = s.attrs.get("input.value").and_then(request_error_flags) {
+        for m in &mut ex.input {
+            if let Some(flag) = m.answers.as_ref().and_then(|id| flags.get(id)) {
+                m.is_error = Some(*flag);
+            }
+        }
+    }
+    Ok(ex)
+}
+
+/// The `is_error` flags of the tool results in a raw Anthropic Messages request (OpenInference's
+/// `input.value`), by the call they answer: the only place an instrumentation keeps them.
+fn request_error_flags(v: &Value) -> Option<HashMap<String, bool>> {
+    let text = v.as_str()?;
+    if !text.contains("\"tool_result\"") {
+        return None;
+    }
+    let doc: Value = serde_json::from_str(text).ok()?;
+    let mut flags = HashMap::new();
+    for m in doc.get("messages")?.as_array()? {
+        for b in m
+            .get("content")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if b.get("type").and_then(Value::as_str) != Some("tool_result") {
+                continue;
+            }
+            if let Some(id) = non_empty(b.get("tool_use_id")) {
+                let flag = b.get("is_error").and_then(Value::as_bool).unwrap_or(false);
+                flags.insert(id.to_owned(), flag);
+            }
+        }
+    }
+    Some(flags)
+}
+
+/// The Vercel AI SDK's model-call span (`ai.generateText.doGenerate`, `ai.streamText.doStream`):
+/// `ai.prompt.messages` in the SDK's own message format, `ai.response.text`,
+/// `ai.response.toolCalls` (arguments as a JSON string or an object), `ai.response.finishReason`.
+/// A tool result's `error-text`/`error-json` output is Anthropic's `is_error` on the wire, and
+/// nothing on OpenAI's.
+fn ai_sdk_exchange(s: &Span) -> Result<Exchange, String> {
+    let mut ex = Exchange::default();
+    let anthropic = [s.str("gen_ai.system"), s.str("ai.model.provider")]
+        .into_iter()
+        .flatten()
+        .any(|p| p.starts_with("anthropic"));
+    if let Some(v) = s.attrs.get("ai.prompt.messages") {
+        let list = json_attr(v).map_err(|e| format!("ai.prompt.messages is {e}"))?;
+        let Value::Array(list) = list else {
+            return Err("ai.prompt.messages is not a list of messages".to_owned());
+        };
+        for m in &list {
+            let role = m.get("role").and_then(Value::as_str).unwrap_or("user");
+            let content = m.get("content");
+            let parts = content.and_then(Value::as_array);
+            let mut msg = Msg {
+                role: role.to_owned(),
+                ..Msg::default()
+            };
+            let mut texts = Vec::new();
+            if let Some(Value::String(t)) = content {
+                texts.push(t.clone());
+            }
+            for p in parts.into_iter().flatten() {
+                match p.get("type").and_then(Value::as_str) {
+                    Some("text") => {
+                        if let Some(t) = p.get("text").and_then(Value::as_str) {
+                            texts.push(t.to_owned());
+                        }
+                    }
+                    Some("tool-call") => msg.calls.push(ai_sdk_call(p)),
+                    Some("tool-result") => {
+                        let output = p.get("output").unwrap_or(&Value::Null);
+                        let kind = output.get("type").and_then(Value::as_str).unwrap_or("");
+                        let text = match output.get("value") {
+                            Some(Value::String(t)) => t.clone(),
+                            Some(v) if kind == "content" => content_text(Some(v)),
+                            Some(v) => crate::json::compact(v),
+                            None => result_text(p.get("result")),
+                        };
+                        ex.input.push(Msg {
+                            role: "tool".to_owned(),
+                            text,
+                            answers: non_empty(p.get("toolCallId")).map(str::to_owned),
+                            is_error: anthropic.then_some(kind.starts_with("error")),
+                            ..Msg::default()
+                        });
+                    }
+                    _ => {}
+                }
+            }
+            if role == "tool" {
+                continue;
+            }
+            msg.text = texts.join("\n");
+            ex.input.push(msg);
+        }
+    }
+    let text = s.str("ai.response.text").unwrap_or_default().to_owned();
+    let calls = match s.attrs.get("ai.response.toolCalls") {
+        Some(v) => match json_attr(v).map_err(|e| format!("ai.response.toolCalls is {e}"))? {
+            Value::Array(list) => list.iter().map(ai_sdk_call).collect(),
+            _ => return Err("ai.response.toolCalls is not a list of calls".to_owned()),
+        },
+        None => Vec::new(),
+    };
+    if !text.is_empty() || !calls.is_empty() || s.attrs.contains_key("ai.response.text") {
+        ex.output = Some(Msg {
+            role: "assistant".to_owned(),
+            text,
+            calls,
+            ..Msg::default()
+        });
+    }
+    ex.finish = s
+        .str("ai.response.finishReason")
+        .map(|r| match r {
+            "tool-calls" => "tool_calls",
+            "content-filter" => "content_filter",
+            other => other,
+        })
+        .map(str::to_owned);
+    Ok(ex)
+}
+
+/// The answer in a span's raw output (`output.value`) when no output messages were recorded:
+/// an OpenAI Responses object (`output` items `function_call` and `message`; the openai-agents
+/// SDK records a streamed Chat Completions answer so), a Chat Completions object (`choices`),
+/// or a one-element list of either.
+fn response_object(text: &str) -> Option<(Msg, Option<String>)> {
+    let t = text.trim_start();
+    if !t.starts_with('{') && !t.starts_with('[') {
+        return None;
+    }
+    let mut doc: Value = serde_json::from_str(text).ok()?;
+    if let Value::Array(list) = &mut doc {
+        if list.len() != 1 {
+            return None;
+        }
+        doc = list.remove(0);
+    }
+    if let Some(choice) = doc.get("choices").and_then(|c| c.get(0)) {
+        let m = openai_message(choice.get("message")?, "assistant");
+        let finish = non_empty(choice.get("finish_reason")).map(str::to_owned);
+        return Some((m, finish));
+    }
+    let items = doc.get("output")?.as_array()?;
+    let mut out = Msg {
+        role: "assistant".to_owned(),
+        ..Msg::default()
+    };
+    let mut texts = Vec::new();
+    for item in items {
+        match item.get("type").and_then(Value::as_str) {
+            Some("function_call") => out.calls.push((
+                non_empty(item.get("call_id"))
+                    .unwrap_or_default()
+                    .to_owned(),
+                item.get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                parse_args(item.get("arguments")),
+            )),
+            Some("message") => {
+                for part in item
+                    .get("content")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    if let Some(t) = part.get("text").and_then(Value::as_str) {
+                        texts.push(t.to_owned());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out.text = texts.join("\n");
+    Some((out, None))
+}
+
+/// An AI SDK tool call: `toolCallId`, `toolName`, `input` (an object, or its JSON text).
+fn ai_sdk_call(c: &Value) -> (String, String, Value) {
+    (
+        non_empty(c.get("toolCallId"))
+            .unwrap_or_default()
+            .to_owned(),
+        c.get("toolName")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        parse_args(c.get("input").or_else(|| c.get("args"))),
+    )
+}
+
+fn exchange_of(s: &Span, logs: &HashMap<String, Vec<&Log>>) -> Result<Exchange, String> {
+    if s.ai_operation().is_some() {
+        return ai_sdk_exchange(s);
+    }
     let mut ex = Exchange::default();
     let mut found = false;
     if let Some(v) = s.attrs.get("gen_ai.input.messages") {
@@ -307,7 +587,7 @@ pub(super) fn exchange(s: &Span, logs: &HashMap<String, Vec<&Log>>) -> Result<Ex
     }
     if let Some(v) = s.attrs.get("gen_ai.output.messages") {
         let (out, finish) = semconv_messages(v, "gen_ai.output.messages")?;
-        ex.output = out.into_iter().find(|m| m.role == "assistant");
+        ex.output = answer_of(out);
         ex.finish = finish;
         found = true;
     }
@@ -320,7 +600,14 @@ pub(super) fn exchange(s: &Span, logs: &HashMap<String, Vec<&Log>>) -> Result<Ex
             let (o, finish) = flat_messages(&s.attrs, output);
             if !i.is_empty() || !o.is_empty() {
                 ex.input = i;
-                ex.output = o.into_iter().next();
+                ex.output = answer_of(
+                    o.into_iter()
+                        .map(|m| Msg {
+                            role: "assistant".to_owned(),
+                            ..m
+                        })
+                        .collect(),
+                );
                 ex.finish = finish;
                 found = true;
                 break;
@@ -348,6 +635,12 @@ pub(super) fn exchange(s: &Span, logs: &HashMap<String, Vec<&Log>>) -> Result<Ex
         let from_events = event_messages(events.into_iter().map(|(_, n, b)| (n, b)));
         ex = from_events;
     }
+    if ex.output.is_none() {
+        if let Some((out, finish)) = s.str("output.value").and_then(response_object) {
+            ex.output = Some(out);
+            ex.finish = ex.finish.or(finish);
+        }
+    }
     if ex.finish.is_none() {
         ex.finish = s
             .attrs
@@ -358,6 +651,7 @@ pub(super) fn exchange(s: &Span, logs: &HashMap<String, Vec<&Log>>) -> Result<Ex
                 _ => None,
             })
             .or_else(|| s.str("llm.finish_reason"))
+            .or_else(|| s.str("anthropic.message.stop_reason"))
             .map(str::to_owned);
     }
     Ok(ex)

@@ -31,15 +31,19 @@
 //! captured) is that call. Tokens: `gen_ai.usage.input_tokens` / `output_tokens`
 //! (`prompt_tokens` / `completion_tokens` before 1.27; OpenInference `llm.token_count.*`).
 //! Latency is the span's duration. A span with status `ERROR` is a provider error (its kind read
-//! from `error.type` and the message), a tool span with it a failed call; a tool result with no
-//! span says it failed by starting with `Error`. Time is measured from the run's first span.
+//! from `error.type` and the message). A tool result is read as failed by the rules `exec`
+//! reads a served result by ([`crate::failure`]: `--failure` patterns, then the built-in
+//! shapes unless `--no-builtin-failures`), so one run gives the same failures, with the same
+//! rule named, whichever way it arrived; a tool span with status `ERROR` whose text no rule
+//! reads as failed is failed by `span-status`. Time is measured from the run's first span.
 //!
 //! **harness's own exports** (`--otlp`) carry every trace event as a `harness.*` span event
 //! (`harness.seq`, `harness.event`); such a run is read back event for event, with the success
 //! label of its agent span (`harness.success`).
 
-use super::{Run, TraceBuilder, content_text, error_prefixed, located, parse_args, syntax};
+use super::{Run, TraceBuilder, content_text, located, parse_args, syntax};
 use crate::diagnostic::Diagnostic;
+use crate::failure::FailureRules;
 use crate::llm::{FaultKind, Finish, Role};
 use crate::scenario::OutcomeKind;
 use crate::trace::{Event, TimedEvent};
@@ -59,7 +63,10 @@ pub const READER: super::Reader = super::Reader {
     // Never called by `import_text`, which reads a whole-file format from the text first; a
     // parsed OTLP document converts the same way.
     convert: |_, rel, text| Ok(import(text, rel).runs),
-    whole_file: Some(super::WholeFile { sniff, import }),
+    whole_file: Some(super::WholeFile {
+        sniff,
+        import: import_reading,
+    }),
 };
 
 /// Nanoseconds since the Unix epoch of harness's virtual time 0 in exports: 2025-01-01T00:00Z.
@@ -104,7 +111,10 @@ pub fn is_request(doc: &Value) -> bool {
     })
 }
 
+pub mod files;
+mod merge;
 mod messages;
+pub mod proto;
 mod wire;
 
 use messages::*;
@@ -113,18 +123,30 @@ use wire::*;
 // ---------------------------------------------------------------------------------------------
 // Spans to runs.
 
-/// What a file gave: its runs, located errors, and why it has none.
+/// What a file gave: its runs, located errors, and why it has none (tool results read by the
+/// default failure rules).
 pub fn import(text: &str, rel: &str) -> super::FileImport {
-    import_with(text, rel, true)
+    import_with(text, rel, true, &FailureRules::default())
+}
+
+/// [`import`] with tool results read as failed by `failures` (`--failure`,
+/// `--no-builtin-failures`).
+pub fn import_reading(text: &str, rel: &str, failures: &FailureRules) -> super::FileImport {
+    import_with(text, rel, true, failures)
 }
 
 /// [`import`] reading harness's own exports as any instrumentation's spans (their `harness.*`
 /// events ignored): what another tool reads of them.
 pub fn import_without_harness_events(text: &str, rel: &str) -> super::FileImport {
-    import_with(text, rel, false)
+    import_with(text, rel, false, &FailureRules::default())
 }
 
-fn import_with(text: &str, rel: &str, harness_events: bool) -> super::FileImport {
+fn import_with(
+    text: &str,
+    rel: &str,
+    harness_events: bool,
+    failures: &FailureRules,
+) -> super::FileImport {
     let (spans, logs, mut errors) = parse(text);
     let mut out = super::FileImport::default();
     // The same span twice (a re-sent batch) counts once. Different spans that share an id (an
@@ -144,6 +166,14 @@ fn import_with(text: &str, rel: &str, harness_events: bool) -> super::FileImport
         })
         .collect();
     out.warnings = id_warnings(&spans);
+    // harness's own exports are one span per call; any other file's duplicates are merged.
+    let spans = if harness_events && spans.iter().any(Span::harnessed) {
+        spans
+    } else {
+        let (spans, merged) = merge::merge_duplicates(spans);
+        out.warnings.extend(merged);
+        spans
+    };
     let mut by_span: HashMap<String, Vec<&Log>> = HashMap::new();
     for l in &logs {
         by_span.entry(l.span.clone()).or_default().push(l);
@@ -175,6 +205,7 @@ fn import_with(text: &str, rel: &str, harness_events: bool) -> super::FileImport
             .extend(members);
     }
     let mut made: Vec<(u64, Run)> = Vec::new();
+    let mut gaps = Gaps::default();
     let mut named: BTreeMap<String, usize> = BTreeMap::new();
     for (_, (name, mut members)) in runs {
         members.sort_by(|&a, &b| order(&spans[a], &spans[b]));
@@ -191,7 +222,7 @@ fn import_with(text: &str, rel: &str, harness_events: bool) -> super::FileImport
         let run = if harness_events && group.iter().any(|s| s.harnessed()) {
             harness_run(&group, id)
         } else {
-            genai_run(&group, &by_span, id, first)
+            genai_run(&group, &by_span, id, first, failures, &mut gaps)
         };
         match run {
             Ok(Some(run)) => made.push((first, run)),
@@ -200,19 +231,54 @@ fn import_with(text: &str, rel: &str, harness_events: bool) -> super::FileImport
         }
     }
     made.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.id.cmp(&b.1.id)));
+    out.warnings.extend(gaps.warnings());
     out.runs = made.into_iter().map(|(_, r)| r).collect();
     if out.runs.is_empty() && errors.is_empty() {
-        out.note = Some(if spans.is_empty() {
-            "an OTLP file with no span".to_owned()
+        if spans.is_empty() {
+            out.note = Some("an OTLP file with no span".to_owned());
         } else {
-            format!(
-                "an OTLP file with {} span(s) and no model call among them (no GenAI, OpenInference or Traceloop inference span)",
-                spans.len()
-            )
-        });
+            errors.push(unread(&spans));
+        }
     }
     out.errors = errors;
     out
+}
+
+/// A file whose spans hold no model call harness reads: a located error naming what the spans
+/// are, so that an instrumentation harness does not know is said, never skipped.
+fn unread(spans: &[Span]) -> Diagnostic {
+    let mut names: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    for s in spans {
+        *names
+            .entry((s.scope.as_str(), s.name.as_str()))
+            .or_insert(0) += 1;
+    }
+    let mut common: Vec<((&str, &str), usize)> = names.into_iter().collect();
+    common.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let named: Vec<String> = common
+        .iter()
+        .take(5)
+        .map(|((scope, name), n)| {
+            let scope = if scope.is_empty() {
+                String::new()
+            } else {
+                format!(" from `{scope}`")
+            };
+            format!("`{name}`{scope} ({n})")
+        })
+        .collect();
+    let first = spans.iter().map(|s| s.line).min().unwrap_or(1);
+    located(
+        first,
+        1,
+        format!(
+            "{} span(s) and no model call among them: {}{}",
+            spans.len(),
+            named.join(", "),
+            if common.len() > 5 { ", …" } else { "" }
+        ),
+        "harness reads OpenTelemetry GenAI spans (`gen_ai.operation.name` chat), OpenInference (`openinference.span.kind` LLM), Traceloop and the Vercel AI SDK's `ai.*` spans (docs/production-traces.md); an instrumentation that records model calls otherwise is not read: turn on one of these, or export with its GenAI option",
+    )
 }
 
 /// What the file's span ids make the reader do: spans sharing an id (each read), parent ids
@@ -457,6 +523,123 @@ fn parent_walk(group: &[&Span]) -> (Vec<Option<usize>>, Vec<usize>) {
     (nearest, cycles)
 }
 
+/// The rule that reads call `id`'s result as failed, as `exec` reads a served one: the
+/// provider's flag when the span shows it (`is_error`), the `--failure` patterns and the
+/// built-in shapes first (so the same result names the same rule
+/// either way), then the tool span's status `ERROR` (`span-status`), which only a span shows.
+fn failure_rule(
+    failures: &FailureRules,
+    b: &TraceBuilder,
+    id: &str,
+    text: &str,
+    is_error: Option<bool>,
+    status_error: bool,
+) -> Option<String> {
+    failures
+        .classify_call(is_error, text, b.open_args(id))
+        .or_else(|| status_error.then(|| SPAN_STATUS_RULE.to_owned()))
+}
+
+/// What the file's spans did not show, counted over its runs for the warnings.
+#[derive(Default)]
+struct Gaps {
+    /// Model calls with no message recorded (content capture off).
+    no_content: usize,
+    /// Answered model calls without token counts.
+    no_tokens: usize,
+    /// Tool results sent to an Anthropic model with no `is_error` flag recorded.
+    unflagged: usize,
+    /// Tool spans read as calls no model output showed, without their arguments.
+    blind_tools: usize,
+    /// Tool spans that answer no call of their run.
+    unplaced_tools: usize,
+}
+
+impl Gaps {
+    fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.no_content > 0 {
+            out.push(format!(
+                "{} model call(s) recorded without their messages (content capture off): their calls and results are missing unless tool spans show them; turn capture on (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT, ANTHROPIC_OPEN_TELEMETRY_TRACES_CONTENT_MODE=content, pydantic-ai's include_content; see docs/production-traces.md)",
+                self.no_content
+            ));
+        }
+        if self.no_tokens > 0 {
+            out.push(format!(
+                "{} model answer(s) without token counts (the instrumentation or the client did not record usage, as streamed calls often do not): their tokens are unknown in the trace (`tokens_unknown`) and count as 0 in sums",
+                self.no_tokens
+            ));
+        }
+        if self.blind_tools > 0 {
+            out.push(format!(
+                "{} tool span(s) of calls no model output showed, without their arguments (content capture off): read as calls with `{{}}`",
+                self.blind_tools
+            ));
+        }
+        if self.unplaced_tools > 0 {
+            out.push(format!(
+                "{} tool span(s) answer no call of their run (no call id, and no call of that tool was waiting): not read",
+                self.unplaced_tools
+            ));
+        }
+        if self.unflagged > 0 {
+            out.push(format!(
+                "{} tool result(s) sent to an Anthropic model whose failure flag (`is_error`) the instrumentation does not record: read as failed by their text and a tool span's status only (`--failure` adds patterns)",
+                self.unflagged
+            ));
+        }
+        out
+    }
+}
+
+/// Where tool spans keep the result, in order: GenAI conventions, OpenInference, Traceloop, the
+/// AI SDK, pydantic-ai's first format.
+const TOOL_RESULT_KEYS: [&str; 5] = [
+    "gen_ai.tool.call.result",
+    "output.value",
+    "traceloop.entity.output",
+    "ai.toolCall.result",
+    "tool_response",
+];
+
+/// Where tool spans keep the arguments, in the same order.
+const TOOL_ARGS_KEYS: [&str; 5] = [
+    "gen_ai.tool.call.arguments",
+    "input.value",
+    "traceloop.entity.input",
+    "ai.toolCall.args",
+    "tool_arguments",
+];
+
+/// The call a tool span ran: its call id attribute, else the id its result names (a
+/// framework's serialised tool message), else the one call its parent span was handed
+/// (LangChain's `tools` node: `[{"name", "args", "id"}]`).
+fn tool_call_id(s: &Span, by_id: &HashMap<&str, &Span>) -> Option<String> {
+    if let Some(id) = [
+        "gen_ai.tool.call.id",
+        "tool_call.id",
+        "tool.id",
+        "ai.toolCall.id",
+    ]
+    .iter()
+    .find_map(|k| non_empty(s.attrs.get(*k)))
+    {
+        return Some(id.to_owned());
+    }
+    if let Some(id) = tool_message_call(TOOL_RESULT_KEYS.iter().find_map(|k| s.attrs.get(*k))) {
+        return Some(id);
+    }
+    let parent = by_id.get(s.parent.as_str()).filter(|p| !p.is_inference())?;
+    let handed: Value = serde_json::from_str(parent.str("input.value")?).ok()?;
+    match handed.as_array().map(Vec::as_slice) {
+        Some([one]) => non_empty(one.get("id")).map(str::to_owned),
+        _ => None,
+    }
+}
+
+/// The rule named on a tool result read as failed only by its span's status.
+pub const SPAN_STATUS_RULE: &str = "span-status";
+
 fn ms(ns: u64, first: u64) -> u64 {
     ns.saturating_sub(first) / 1_000_000
 }
@@ -467,6 +650,8 @@ fn genai_run(
     logs: &HashMap<String, Vec<&Log>>,
     id: String,
     first: u64,
+    failures: &FailureRules,
+    gaps: &mut Gaps,
 ) -> Result<Option<Run>, Diagnostic> {
     // An inference span with another inside it gives way to the inner one: each inference
     // span's nearest inference ancestor is an outer one (and that one's, in its turn).
@@ -495,6 +680,41 @@ fn genai_run(
     if !agent && !items.iter().any(|i| matches!(i, Item::Inference(_))) {
         return Ok(None);
     }
+    // What each model call sent and answered, read once; and the text the model was sent for
+    // each call's result (the tool messages of later calls' input), which is the result as
+    // `exec` sees it, whatever the tool span recorded.
+    let mut exchanges: Vec<Option<messages::Exchange>> = Vec::with_capacity(items.len());
+    let mut seen: HashMap<String, (String, Option<bool>)> = HashMap::new();
+    for item in &items {
+        let Item::Inference(s) = item else {
+            exchanges.push(None);
+            continue;
+        };
+        let ex = exchange(s, logs).map_err(|why| {
+            located(
+                s.line,
+                1,
+                format!("span `{}` ({}): {why}", s.name, s.id),
+                "content attributes hold the messages as JSON; check the instrumentation's version, or export the trace again",
+            )
+        })?;
+        if ex.input.is_empty() && ex.output.is_none() && s.error.is_none() {
+            gaps.no_content += 1;
+        }
+        let anthropic = s.provider().is_some_and(|p| p.starts_with("anthropic"));
+        for m in ex.input.iter().filter(|m| m.role == "tool") {
+            if let Some(id) = &m.answers {
+                if !seen.contains_key(id) {
+                    if anthropic && m.is_error.is_none() {
+                        gaps.unflagged += 1;
+                    }
+                    seen.insert(id.clone(), (m.text.clone(), m.is_error));
+                }
+            }
+        }
+        exchanges.push(Some(ex));
+    }
+    let by_id: HashMap<&str, &Span> = group.iter().map(|s| (s.id.as_str(), *s)).collect();
     let model = items
         .iter()
         .find_map(|i| match i {
@@ -509,60 +729,91 @@ fn genai_run(
     let mut generated = 0usize;
     let mut answered: HashSet<String> = HashSet::new();
     let mut last: Option<(bool, Option<String>)> = None;
-    for item in items {
+    // The tool spans after an answer are read in the order of its calls (frameworks check or
+    // run parallel calls in an order of their own); spans of no call of it keep their place
+    // after them.
+    let mut items: Vec<(Item, Option<messages::Exchange>)> =
+        items.into_iter().zip(exchanges).collect();
+    let mut asked: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < items.len() {
+        if let (Item::Inference(_), ex) = &items[i] {
+            asked = ex
+                .iter()
+                .flat_map(|ex| ex.output.iter())
+                .flat_map(|o| o.calls.iter().map(|c| c.0.clone()))
+                .collect();
+            i += 1;
+            continue;
+        }
+        let end = items[i..]
+            .iter()
+            .position(|(it, _)| matches!(it, Item::Inference(_)))
+            .map_or(items.len(), |n| i + n);
+        items[i..end].sort_by_cached_key(|(it, _)| match it {
+            Item::Tool(s) => tool_call_id(s, &by_id)
+                .and_then(|id| asked.iter().position(|a| *a == id))
+                .unwrap_or(usize::MAX),
+            Item::Inference(_) => usize::MAX,
+        });
+        i = end;
+    }
+    for (item, ex) in items {
         match item {
             Item::Tool(s) => {
                 b.at(ms(s.start, first));
                 let name = s
                     .str("gen_ai.tool.name")
                     .or_else(|| s.str("tool.name"))
+                    .or_else(|| s.str("ai.toolCall.name"))
                     .or_else(|| s.name.strip_prefix("execute_tool "))
+                    .or_else(|| s.name.strip_prefix("running tool "))
                     .unwrap_or(s.name.as_str())
                     .to_owned();
-                let call_id = ["gen_ai.tool.call.id", "tool_call.id", "tool.id"]
+                let call_id = tool_call_id(s, &by_id);
+                let output = TOOL_RESULT_KEYS.iter().find_map(|k| s.attrs.get(*k));
+                let given = TOOL_ARGS_KEYS.iter().any(|k| s.attrs.contains_key(*k));
+                // Arguments as the tool received them, when the span shows them as an object
+                // (a framework that records a one-argument tool's bare value says nothing of
+                // its name: the call's own arguments stand).
+                let args = TOOL_ARGS_KEYS
                     .iter()
-                    .find_map(|k| non_empty(s.attrs.get(*k)))
-                    .map(str::to_owned);
-                let result = [
-                    "gen_ai.tool.call.result",
-                    "output.value",
-                    "traceloop.entity.output",
-                ]
-                .iter()
-                .find_map(|k| s.attrs.get(*k))
-                .map(|v| result_text(Some(v)));
-                let args = [
-                    "gen_ai.tool.call.arguments",
-                    "input.value",
-                    "traceloop.entity.input",
-                ]
-                .iter()
-                .find_map(|k| s.attrs.get(*k))
-                .map(|v| parse_args(Some(v)));
+                    .find_map(|k| s.attrs.get(*k))
+                    .map(|v| parse_args(Some(v)))
+                    .filter(Value::is_object);
                 let call = match b.answered_call(call_id.as_deref(), Some(&name), args.clone()) {
                     Some(c) => Some(c),
                     // A call no model output showed (content not captured): the span is it.
                     None => call_id.filter(|c| !answered.contains(c)).inspect(|c| {
+                        if !given {
+                            gaps.blind_tools += 1;
+                        }
                         let args = args.unwrap_or_else(|| Value::Object(Default::default()));
                         b.call(c.clone(), name.clone(), args);
                     }),
                 };
+                if call.is_none() {
+                    gaps.unplaced_tools += 1;
+                }
                 if let Some(c) = call {
                     b.at(ms(s.end, first));
-                    let text = result.or_else(|| s.error.clone()).unwrap_or_default();
-                    b.result(&c, &text, s.error.is_some());
+                    let (text, flag) = match seen.get(&c) {
+                        Some((text, flag)) => (text.clone(), *flag),
+                        None => (
+                            output
+                                .map(|v| result_text(Some(v)))
+                                .or_else(|| s.error.clone())
+                                .unwrap_or_default(),
+                            None,
+                        ),
+                    };
+                    let rule = failure_rule(failures, &b, &c, &text, flag, s.error.is_some());
+                    b.result_ruled(&c, &text, rule);
                     answered.insert(c);
                 }
             }
             Item::Inference(s) => {
-                let ex = exchange(s, logs).map_err(|why| {
-                    located(
-                        s.line,
-                        1,
-                        format!("span `{}` ({}): {why}", s.name, s.id),
-                        "content attributes hold the messages as JSON; check the instrumentation's version, or export the trace again",
-                    )
-                })?;
+                let ex = ex.unwrap_or_default();
                 b.at(ms(s.start, first));
                 let from = ex
                     .input
@@ -574,7 +825,9 @@ fn genai_run(
                         "tool" => {
                             let target = b.answered_call(m.answers.as_deref(), None, None);
                             if let Some(c) = target {
-                                b.result(&c, &m.text, error_prefixed(&m.text));
+                                let rule =
+                                    failure_rule(failures, &b, &c, &m.text, m.is_error, false);
+                                b.result_ruled(&c, &m.text, rule);
                                 answered.insert(c);
                             }
                         }
@@ -620,22 +873,26 @@ fn genai_run(
                     })
                     .collect();
                 after_calls = !calls.is_empty();
-                let tokens = (
-                    s.uint(&[
-                        "gen_ai.usage.input_tokens",
-                        "gen_ai.usage.prompt_tokens",
-                        "llm.token_count.prompt",
-                        "llm.usage.prompt_tokens",
-                    ])
-                    .unwrap_or(0),
-                    s.uint(&[
-                        "gen_ai.usage.output_tokens",
-                        "gen_ai.usage.completion_tokens",
-                        "llm.token_count.completion",
-                        "llm.usage.completion_tokens",
-                    ])
-                    .unwrap_or(0),
-                );
+                let input = s.uint(&[
+                    "gen_ai.usage.input_tokens",
+                    "gen_ai.usage.prompt_tokens",
+                    "llm.token_count.prompt",
+                    "llm.usage.prompt_tokens",
+                ]);
+                let output = s.uint(&[
+                    "gen_ai.usage.output_tokens",
+                    "gen_ai.usage.completion_tokens",
+                    "llm.token_count.completion",
+                    "llm.usage.completion_tokens",
+                ]);
+                // Counts not recorded are unknown, not 0 (one of the two recorded: the other
+                // is 0).
+                let tokens = if input.is_none() && output.is_none() {
+                    gaps.no_tokens += 1;
+                    None
+                } else {
+                    Some((input.unwrap_or(0), output.unwrap_or(0)))
+                };
                 let finish = finish_of(ex.finish.as_deref(), !calls.is_empty());
                 last = Some((false, (calls.is_empty()).then(|| out.text.clone())));
                 b.response_announcing(&out.text, calls, tokens, latency, finish);

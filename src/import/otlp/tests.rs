@@ -50,6 +50,7 @@ fn bare(id: &str, parent: &str, chat: bool) -> Span {
         attrs,
         events: Vec::new(),
         error: None,
+        scope: String::new(),
         line: 1,
         ordinal: 0,
     }
@@ -255,12 +256,178 @@ fn spans_sharing_an_id_or_parented_on_themselves_are_read_and_said() {
 }
 
 #[test]
-fn traces_without_model_calls_are_a_note() {
-    let text = r#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"a","spanId":"b","name":"GET /","startTimeUnixNano":"1","endTimeUnixNano":"2"}]}]}]}"#;
-    let got = import(text, "t.json");
-    assert!(got.runs.is_empty() && got.errors.is_empty());
-    assert!(got.note.unwrap().contains("no model call"));
+fn spans_without_model_calls_are_an_error_naming_them() {
+    // An instrumentation harness does not read is said, never skipped: the spans it saw.
+    let text = r#"{"resourceSpans":[{"scopeSpans":[{"scope":{"name":"web"},"spans":[{"traceId":"a","spanId":"b","name":"GET /","startTimeUnixNano":"1","endTimeUnixNano":"2"}]}]}]}"#;
+    let got = import(&format!("\n{text}"), "t.json");
+    assert!(got.runs.is_empty() && got.note.is_none());
+    assert_eq!(got.errors.len(), 1);
+    let e = &got.errors[0];
+    assert_eq!(e.line(), 2);
+    assert!(
+        e.message
+            .contains("1 span(s) and no model call among them: `GET /` from `web` (1)"),
+        "{e:?}"
+    );
+    // A file with no span at all (logs only, or empty) is a note.
     let got = import("", "t.json");
     assert!(got.runs.is_empty() && got.errors.is_empty());
     assert_eq!(got.note.as_deref(), Some("an OTLP file with no span"));
+}
+
+/// An OTLP JSON line of one trace's spans.
+fn line_of(spans: &[Value]) -> String {
+    serde_json::json!({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}).to_string()
+}
+
+/// A span of trace `t`: id, parent, name, start and end (ns), string attributes, status.
+fn span_json(
+    id: &str,
+    parent: &str,
+    name: &str,
+    (start, end): (u64, u64),
+    attrs: &[(&str, &str)],
+    error: Option<&str>,
+) -> Value {
+    let attributes: Vec<Value> = attrs
+        .iter()
+        .map(|(k, v)| serde_json::json!({"key": k, "value": {"stringValue": v}}))
+        .collect();
+    let mut s = serde_json::json!({
+        "traceId": "t", "spanId": id, "parentSpanId": parent, "name": name,
+        "startTimeUnixNano": start.to_string(), "endTimeUnixNano": end.to_string(),
+        "attributes": attributes,
+    });
+    if let Some(message) = error {
+        s["status"] = serde_json::json!({"code": 2, "message": message});
+    }
+    s
+}
+
+/// A chat span answering `calls` (`[(id, name, arguments JSON)]`) or `text`.
+fn chat_json(id: &str, at: u64, calls: &[(&str, &str, &str)], text: &str) -> Value {
+    let parts: Vec<Value> = if calls.is_empty() {
+        vec![serde_json::json!({"type": "text", "content": text})]
+    } else {
+        calls
+            .iter()
+            .map(|(id, name, args)| serde_json::json!({"type": "tool_call", "id": id, "name": name, "arguments": serde_json::from_str::<Value>(args).unwrap_or_default()}))
+            .collect()
+    };
+    let output = serde_json::json!([{"role": "assistant", "parts": parts}]).to_string();
+    span_json(
+        id,
+        "agent",
+        "chat m",
+        (at, at + 10),
+        &[
+            ("gen_ai.operation.name", "chat"),
+            ("gen_ai.output.messages", &output),
+        ],
+        None,
+    )
+}
+
+fn tool_json(
+    id: &str,
+    call: &str,
+    at: u64,
+    args: &str,
+    result: &str,
+    error: Option<&str>,
+) -> Value {
+    span_json(
+        id,
+        "agent",
+        "execute_tool exec",
+        (at, at + 5),
+        &[
+            ("gen_ai.operation.name", "execute_tool"),
+            ("gen_ai.tool.name", "exec"),
+            ("gen_ai.tool.call.id", call),
+            ("gen_ai.tool.call.arguments", args),
+            ("gen_ai.tool.call.result", result),
+        ],
+        error,
+    )
+}
+
+/// `(ok, rule)` of each tool call's end, in order.
+fn ends(run: &Run) -> Vec<(bool, Option<String>)> {
+    run.events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::ToolCallEnd { ok, rule, .. } => Some((*ok, rule.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn tool_results_fail_by_exec_s_rules_then_the_span_status() {
+    let traceback =
+        "Traceback (most recent call last):\n  File \"t.py\", line 1\nValueError: no command";
+    let text = line_of(&[
+        span_json(
+            "agent",
+            "",
+            "invoke_agent a",
+            (0, 200),
+            &[("gen_ai.operation.name", "invoke_agent")],
+            None,
+        ),
+        chat_json(
+            "c1",
+            10,
+            &[
+                ("k1", "exec", "{}"),
+                ("k2", "exec", r#"{"command":"ls"}"#),
+                ("k3", "exec", r#"{"command":"x"}"#),
+            ],
+            "",
+        ),
+        // A traceback on a span whose status is unset: failed, as exec reads it.
+        tool_json("t1", "k1", 30, "{}", traceback, None),
+        // Plain output: a success.
+        tool_json("t2", "k2", 40, r#"{"command":"ls"}"#, "a.txt", None),
+        // Status ERROR and text no shape reads as failed: failed by the span's status.
+        tool_json(
+            "t3",
+            "k3",
+            50,
+            r#"{"command":"x"}"#,
+            "nothing here",
+            Some("boom"),
+        ),
+        chat_json("c2", 100, &[], "done"),
+    ]);
+    let got = import(&text, "t.jsonl");
+    assert!(got.errors.is_empty(), "{:?}", got.errors);
+    assert_eq!(
+        ends(&got.runs[0]),
+        [
+            (false, Some("exception".to_owned())),
+            (true, None),
+            (false, Some(SPAN_STATUS_RULE.to_owned())),
+        ]
+    );
+    // `--no-builtin-failures`: only patterns and the status; `--failure`: a pattern first.
+    let none = FailureRules::new(&[], false).expect("rules");
+    assert_eq!(
+        ends(&import_reading(&text, "t.jsonl", &none).runs[0]),
+        [
+            (true, None),
+            (true, None),
+            (false, Some(SPAN_STATUS_RULE.to_owned()))
+        ]
+    );
+    let pattern = FailureRules::new(&["a\\.txt".to_owned()], true).expect("rules");
+    assert_eq!(
+        ends(&import_reading(&text, "t.jsonl", &pattern).runs[0]),
+        [
+            (false, Some("exception".to_owned())),
+            (false, Some("pattern 1".to_owned())),
+            (false, Some(SPAN_STATUS_RULE.to_owned())),
+        ]
+    );
 }

@@ -19,14 +19,33 @@ pub(super) struct Request {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct ResourceSpans {
-    #[serde(default, alias = "scope_spans")]
+    /// `instrumentationLibrarySpans` before OTLP 0.15 (2021), as older Collectors write it.
+    #[serde(
+        default,
+        alias = "scope_spans",
+        alias = "instrumentationLibrarySpans",
+        alias = "instrumentation_library_spans"
+    )]
     pub(super) scope_spans: Vec<ScopeSpans>,
 }
 
 #[derive(Deserialize)]
 pub(super) struct ScopeSpans {
+    #[serde(
+        default,
+        alias = "instrumentationLibrary",
+        alias = "instrumentation_library"
+    )]
+    pub(super) scope: ScopeDoc,
     #[serde(default)]
     pub(super) spans: Vec<SpanDoc>,
+}
+
+/// The instrumentation scope (library) that made a batch of spans.
+#[derive(Deserialize, Default)]
+pub(super) struct ScopeDoc {
+    #[serde(default)]
+    pub(super) name: String,
 }
 
 #[derive(Deserialize)]
@@ -243,6 +262,9 @@ pub(super) struct Span {
     pub(super) attrs: Attrs,
     pub(super) events: Vec<SpanEvent>,
     pub(super) error: Option<String>,
+    /// The instrumentation scope that made it (`openinference.instrumentation.langchain`,
+    /// `com.anthropic.sdk.python`, `ai`, …).
+    pub(super) scope: String,
     /// The line of the file it was read from.
     pub(super) line: usize,
     /// Its place in the file: spans that started and ended together keep the order they were
@@ -285,7 +307,16 @@ impl Span {
         self.str("gen_ai.operation.name")
     }
 
+    /// The Vercel AI SDK's operation (`ai.generateText.doGenerate`, `ai.toolCall`, …).
+    pub(super) fn ai_operation(&self) -> Option<&str> {
+        self.str("ai.operationId")
+            .or_else(|| self.name.starts_with("ai.").then_some(self.name.as_str()))
+    }
+
     pub(super) fn is_inference(&self) -> bool {
+        if let Some(op) = self.ai_operation() {
+            return op.ends_with(".doGenerate") || op.ends_with(".doStream");
+        }
         match self.operation() {
             Some(op) => matches!(
                 op,
@@ -300,6 +331,7 @@ impl Span {
 
     pub(super) fn is_tool(&self) -> bool {
         self.operation() == Some("execute_tool")
+            || self.ai_operation() == Some("ai.toolCall")
             || self.str("openinference.span.kind") == Some("TOOL")
             || self.str("traceloop.span.kind") == Some("tool")
     }
@@ -316,6 +348,20 @@ impl Span {
             "gen_ai.response.model",
             "llm.model_name",
             "llm.request.model",
+            "ai.model.id",
+        ]
+        .iter()
+        .find_map(|k| self.str(k))
+    }
+
+    /// The provider the span names (`anthropic`, `openai`, `anthropic.messages`, …).
+    pub(super) fn provider(&self) -> Option<&str> {
+        [
+            "gen_ai.provider.name",
+            "gen_ai.system",
+            "llm.provider",
+            "llm.system",
+            "ai.model.provider",
         ]
         .iter()
         .find_map(|k| self.str(k))
@@ -330,6 +376,7 @@ pub(super) fn read_request(req: Request, line: usize, spans: &mut Vec<Span>, log
     for rs in req.resource_spans {
         for ss in rs.scope_spans {
             for s in ss.spans {
+                let scope = ss.scope.name.clone();
                 let attrs = attr_map(s.attributes);
                 let events: Vec<SpanEvent> = s
                     .events
@@ -364,6 +411,7 @@ pub(super) fn read_request(req: Request, line: usize, spans: &mut Vec<Span>, log
                     attrs,
                     events,
                     error,
+                    scope,
                     line,
                     ordinal: spans.len(),
                 });

@@ -76,6 +76,7 @@ fn events(g: &mut Gen) -> Vec<TimedEvent> {
                 latency_ms: 10,
                 anomaly: None,
                 chunks: 0,
+                tokens_unknown: false,
             },
         });
         out.push(TimedEvent {
@@ -143,6 +144,8 @@ fn case(g: &mut Gen, id: String, profile: &str) -> CaseResult {
         detail: (g.below(4) > 0).then(|| {
             Box::new(Detail {
                 tags: (0..g.below(3)).map(|_| g.text()).collect(),
+                system: g.text(),
+                user: g.text(),
                 events: events(g),
             })
         }),
@@ -305,6 +308,8 @@ fn hostile_text_is_escaped_everywhere_it_appears() {
     c.row.family = HOSTILE.to_owned();
     c.detail = Some(Box::new(Detail {
         tags: vec![HOSTILE.to_owned()],
+        system: HOSTILE.to_owned(),
+        user: HOSTILE.to_owned(),
         events: vec![
             TimedEvent {
                 t_ms: 0,

@@ -1,4 +1,6 @@
-//! Which tool results a black-box agent sent back as failures. The wire formats say little:
+//! Which tool results read as failures: those a black-box agent sent back (`serve`, `exec`)
+//! and those an imported OpenTelemetry trace holds (`import::otlp`), by one set of rules, so a
+//! run reads the same whichever way it arrived. The wire formats say little:
 //! Anthropic's `tool_result` has `is_error`, OpenAI's tool messages and Responses'
 //! `function_call_output` have nothing, and frameworks report a failed call in text of their
 //! own. A result is read as failed by the first rule that matches, in this order:
@@ -106,6 +108,19 @@ impl FailureRules {
             })
             .collect::<Result<_, _>>()?;
         Ok(Self { patterns, builtin })
+    }
+
+    /// The extra patterns, as written.
+    pub fn patterns(&self) -> Vec<String> {
+        self.patterns
+            .iter()
+            .map(|p| p.as_str().to_owned())
+            .collect()
+    }
+
+    /// Are the built-in shapes on?
+    pub fn builtin(&self) -> bool {
+        self.builtin
     }
 
     /// The rule that reads this result as failed, or `None` when it reads as a success.

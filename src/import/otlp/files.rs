@@ -1,0 +1,212 @@
+//! OTLP files as collectors write them, read by their content whatever their name: gzip or
+//! zstd over the whole file; the Collector's file exporter with `format: proto` or
+//! `compression: zstd` (each request preceded by its length, 4 bytes big-endian, the request
+//! compressed or not); a bare protobuf request (an HTTP body saved as it came). Each request
+//! becomes one line of OTLP JSON, as the file exporter's default `format: json` writes.
+
+use super::proto;
+use std::io::Read;
+
+/// gzip's magic bytes.
+const GZIP: [u8; 2] = [0x1f, 0x8b];
+/// zstd's frame magic, little-endian.
+const ZSTD: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+
+/// The OTLP JSON lines the bytes of a binary OTLP file hold, or `None` when the bytes are text
+/// already (read as they are). `limit` bounds what decompression may make. `Err` says what
+/// the file is and where it stops being that.
+pub fn decode(bytes: &[u8], limit: u64) -> Result<Option<String>, String> {
+    if bytes.starts_with(&GZIP) {
+        let inner = gunzip(bytes, limit)
+            .map_err(|e| format!("a gzip file that does not decompress: {e}"))?;
+        return Ok(Some(decoded_or_text(&inner, limit, "gzip")?));
+    }
+    if bytes.starts_with(&ZSTD) {
+        let inner = unzstd(bytes, limit)
+            .map_err(|e| format!("a zstd file that does not decompress: {e}"))?;
+        return Ok(Some(decoded_or_text(&inner, limit, "zstd")?));
+    }
+    if let Some(frames) = framed(bytes) {
+        let mut out = String::new();
+        for (i, frame) in frames.iter().enumerate() {
+            let line = request_line(frame, limit).map_err(|e| {
+                format!(
+                    "a length-prefixed OTLP file (the Collector's `format: proto` or `compression`): request {} of {}: {e}",
+                    i + 1,
+                    frames.len()
+                )
+            })?;
+            out.push_str(&line);
+            out.push('\n');
+        }
+        return Ok(Some(out));
+    }
+    if looks_like_text(bytes) {
+        return Ok(None);
+    }
+    if bytes.first() == Some(&0x0a) {
+        let line = proto_line(bytes)
+            .map_err(|e| format!("not UTF-8 text, and not an OTLP protobuf request either: {e}"))?;
+        return Ok(Some(line + "\n"));
+    }
+    Ok(None)
+}
+
+/// Decompressed bytes: OTLP JSON text as it is, or binary OTLP decoded.
+fn decoded_or_text(inner: &[u8], limit: u64, what: &str) -> Result<String, String> {
+    match decode(inner, limit)? {
+        Some(text) => Ok(text),
+        None => String::from_utf8(inner.to_vec()).map_err(|e| {
+            format!(
+                "{what}-compressed, and then not UTF-8 text (byte {})",
+                e.utf8_error().valid_up_to()
+            )
+        }),
+    }
+}
+
+/// Is this the start of JSON text (after whitespace and a byte-order mark)?
+fn looks_like_text(bytes: &[u8]) -> bool {
+    let b = bytes.strip_prefix(&[0xef, 0xbb, 0xbf]).unwrap_or(bytes);
+    let first = b.iter().find(|c| !c.is_ascii_whitespace());
+    // A multi-byte character cut by the 64-byte prefix is no reason to doubt.
+    let utf8 = std::str::from_utf8(&b[..b.len().min(64)])
+        .map_or_else(|e| e.error_len().is_none(), |_| true);
+    matches!(first, None | Some(b'{' | b'[')) && utf8
+}
+
+/// The requests of a length-prefixed file, when its lengths chain exactly to its end.
+fn framed(bytes: &[u8]) -> Option<Vec<&[u8]>> {
+    let mut rest = bytes;
+    let mut out = Vec::new();
+    while !rest.is_empty() {
+        let (len, tail) = rest.split_first_chunk::<4>()?;
+        let n = usize::try_from(u32::from_be_bytes(*len)).ok()?;
+        if n == 0 || n > tail.len() {
+            return None;
+        }
+        let (frame, tail) = tail.split_at(n);
+        out.push(frame);
+        rest = tail;
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// One framed request (compressed or not; protobuf or JSON) as one JSON line.
+fn request_line(frame: &[u8], limit: u64) -> Result<String, String> {
+    let inner;
+    let frame = if frame.starts_with(&ZSTD) {
+        inner = unzstd(frame, limit).map_err(|e| format!("zstd that does not decompress: {e}"))?;
+        &inner[..]
+    } else if frame.starts_with(&GZIP) {
+        inner = gunzip(frame, limit).map_err(|e| format!("gzip that does not decompress: {e}"))?;
+        &inner[..]
+    } else {
+        frame
+    };
+    if looks_like_text(frame) {
+        let doc: serde_json::Value =
+            serde_json::from_slice(frame).map_err(|e| format!("JSON that does not parse: {e}"))?;
+        return Ok(doc.to_string());
+    }
+    proto_line(frame)
+}
+
+fn proto_line(bytes: &[u8]) -> Result<String, String> {
+    proto::request(bytes, None).map(|v| v.to_string())
+}
+
+/// Read at most `limit` bytes from `r`; more is an error.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "bounded: `take(limit + 1)` first"
+)]
+fn bounded(r: impl Read, limit: u64) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    r.take(limit.saturating_add(1))
+        .read_to_end(&mut out)
+        .map_err(|e| e.to_string())?;
+    if out.len() as u64 > limit {
+        return Err(format!(
+            "it decompresses to more than {limit} bytes (the transcript limit)"
+        ));
+    }
+    Ok(out)
+}
+
+fn gunzip(bytes: &[u8], limit: u64) -> Result<Vec<u8>, String> {
+    bounded(flate2::read::MultiGzDecoder::new(bytes), limit)
+}
+
+/// Every zstd frame of `bytes`, one after another.
+fn unzstd(bytes: &[u8], limit: u64) -> Result<Vec<u8>, String> {
+    let mut rest = bytes;
+    let mut out = Vec::new();
+    while !rest.is_empty() {
+        let left = limit.saturating_sub(out.len() as u64);
+        let decoder = ruzstd::StreamingDecoder::new(&mut rest).map_err(|e| e.to_string())?;
+        out.extend(bounded(decoder, left)?);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    const LINE: &str = r#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"aa","spanId":"bb","name":"chat m"}]}]}]}"#;
+
+    fn gzip(b: &[u8]) -> Vec<u8> {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(b).expect("writes");
+        e.finish().expect("finishes")
+    }
+
+    #[test]
+    fn text_is_left_as_it_is() {
+        assert_eq!(decode(LINE.as_bytes(), 1 << 20), Ok(None));
+        assert_eq!(
+            decode(format!("\u{feff}\n{LINE}").as_bytes(), 1 << 20),
+            Ok(None)
+        );
+        assert_eq!(decode(b"", 1 << 20), Ok(None));
+    }
+
+    #[test]
+    fn gzip_over_the_file_and_framed_requests_read_as_lines() {
+        let text = format!("{LINE}\n{LINE}\n");
+        assert_eq!(
+            decode(&gzip(text.as_bytes()), 1 << 20),
+            Ok(Some(text.clone()))
+        );
+        // Two gzip members one after the other (files concatenated) are one text.
+        let two = [gzip(LINE.as_bytes()), gzip(b"\n")].concat();
+        assert_eq!(decode(&two, 1 << 20), Ok(Some(format!("{LINE}\n"))));
+        // The file exporter's framing: a JSON request, then a gzip'd one.
+        let mut framed = Vec::new();
+        for frame in [LINE.as_bytes().to_vec(), gzip(LINE.as_bytes())] {
+            framed.extend((frame.len() as u32).to_be_bytes());
+            framed.extend(frame);
+        }
+        assert_eq!(
+            decode(&framed, 1 << 20),
+            Ok(Some(format!("{LINE}\n{LINE}\n")))
+        );
+    }
+
+    #[test]
+    fn a_decompression_past_the_limit_is_refused() {
+        let big = vec![b' '; 10_000];
+        let err = decode(&gzip(&big), 100).expect_err("too big");
+        assert!(err.contains("more than 100 bytes"), "{err}");
+    }
+
+    #[test]
+    fn binary_that_is_no_otlp_says_so() {
+        let err = decode(&[0x0a, 0x09, 0x01, 0x02], 1 << 20).expect_err("not protobuf");
+        assert!(err.contains("not an OTLP protobuf request"), "{err}");
+        let err = decode(&[0x1f, 0x8b, 0x00], 1 << 20).expect_err("a cut gzip");
+        assert!(err.contains("gzip"), "{err}");
+    }
+}
