@@ -37,7 +37,7 @@ fn print_diagnostics(path: &Path, diags: &[Diagnostic]) {
 
 /// A listening address off loopback is refused (`why` it is dangerous) unless
 /// `--allow-remote`: the exit status when it is.
-fn loopback_only(addr: SocketAddr, allow_remote: bool, why: &str) -> Option<ExitStatus> {
+pub(super) fn loopback_only(addr: SocketAddr, allow_remote: bool, why: &str) -> Option<ExitStatus> {
     (!addr.ip().is_loopback() && !allow_remote).then(|| {
         fail(
             &Diagnostic::new(format!(
@@ -265,11 +265,17 @@ fn served_case(
 }
 
 /// Serve until a stop signal ends the server (or, with `until_eof`, standard input ends).
+fn wait_until_stopped(server: &Server, until_eof: bool) {
+    wait_until(|| server.finished(), until_eof);
+}
+
+/// Block until `finished` says so (a signal stopped the server), or, with `until_eof`,
+/// standard input ends.
 #[expect(
     clippy::disallowed_methods,
-    reason = "the serve command waits on the wall clock for its stop signal and its reader thread (an edge: cli)"
+    reason = "the serve and collect commands wait on the wall clock for their stop signal and a reader thread (an edge: cli)"
 )]
-fn wait_until_stopped(server: &Server, until_eof: bool) {
+pub(super) fn wait_until(finished: impl Fn() -> bool, until_eof: bool) {
     let (tx, rx) = std::sync::mpsc::channel::<()>();
     if until_eof {
         std::thread::spawn(move || {
@@ -277,7 +283,7 @@ fn wait_until_stopped(server: &Server, until_eof: bool) {
             let _ = tx.send(());
         });
     }
-    while !server.finished() {
+    while !finished() {
         match rx.recv_timeout(Duration::from_millis(50)) {
             Ok(()) => break,
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
@@ -371,11 +377,67 @@ pub(super) fn exec(args: &ExecArgs, out: OutputArgs, setup: &Setup) -> anyhow::R
     if !named {
         outputs.baseline = None;
     }
-    exec_judged(args, setup, &outputs)
+    let Some(file) = &args.collect else {
+        return exec_judged(args, setup, &outputs, &[]);
+    };
+    // The agent's own traces: a receiver beside the served scenario for the whole run, into a
+    // file begun afresh (this run's traces only).
+    if let Err(e) = store::write_atomic(file, b"") {
+        return Ok(fail(
+            &Diagnostic::new(format!("cannot write {}: {e}", file.display()))
+                .hint("--collect names the file the agent's traces are written to"),
+        ));
+    }
+    let collector = crate::serve::collect::Collector::start(
+        file,
+        SocketAddr::from(([127, 0, 0, 1], 0)),
+        60 << 20,
+        Signals::Ignore,
+    )
+    .with_context(|| format!("cannot start the OTLP receiver for {}", file.display()))?;
+    let endpoint = format!("http://{}", collector.addr());
+    let env: Vec<(String, String)> = [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.clone()),
+        (
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            format!("{endpoint}/v1/traces"),
+        ),
+        (
+            "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT",
+            format!("{endpoint}/v1/logs"),
+        ),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf".to_owned()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    let status = exec_judged(args, setup, &outputs, &env);
+    let counts = collector.stop()?;
+    let mut err = anstream::stderr();
+    let _ = writeln!(
+        err,
+        "harness exec: the agent's own traces: {} request(s), {} span(s), {} log record(s) written to {}",
+        counts.requests,
+        counts.spans,
+        counts.logs,
+        file.display()
+    );
+    for why in &counts.refusals {
+        let _ = writeln!(
+            err,
+            "warning: harness exec --collect refused a request: {why}"
+        );
+    }
+    status
 }
 
 /// Run the command against each scenario (or the cassettes) and judge it into `outputs`.
-fn exec_judged(args: &ExecArgs, setup: &Setup, outputs: &Outputs) -> anyhow::Result<ExitStatus> {
+fn exec_judged(
+    args: &ExecArgs,
+    setup: &Setup,
+    outputs: &Outputs,
+    env: &[(String, String)],
+) -> anyhow::Result<ExitStatus> {
     let layout = &setup.layout;
     if let Err(e) = check_label(&args.label) {
         return Ok(fail(&e));
@@ -389,7 +451,10 @@ fn exec_judged(args: &ExecArgs, setup: &Setup, outputs: &Outputs) -> anyhow::Res
     }
     let (files, unreadable) = store::discover(&args.scenarios);
     let replaying = files.iter().any(|f| crate::record::is_cassette(f));
-    let settings = args.settings(setup);
+    let settings = crate::exec::Settings {
+        env: env.to_vec(),
+        ..args.settings(setup)
+    };
     if !settings.golden {
         // Judged by the recording alone: only a replay has one, and only `fail` keeps to it.
         let why = if !replaying {

@@ -149,6 +149,12 @@ pub(super) enum Command {
     /// Serve a scenario's scripted model as an OpenAI- and Anthropic-compatible endpoint;
     /// Ctrl-C ends it and prints the trace inferred from each conversation.
     Serve(ServeArgs),
+    /// Receive OpenTelemetry traces over OTLP/HTTP (protobuf or JSON, gzip or zstd) and write
+    /// them as OTLP JSON lines, which `import` and `sweep` read; Ctrl-C ends it.
+    ///
+    /// Exit codes: 0 every request received was written; 1 a request was refused (not an
+    /// export request; each is said); 2 bad usage, or the address cannot be listened on.
+    Collect(CollectArgs),
     /// Fail when a fixture holds a secret-looking string (file:line:col of each).
     ///
     /// Exit codes: 0 clean; 1 secrets found; 2 an unreadable path.
@@ -174,6 +180,7 @@ impl Command {
             | Self::Schema { .. }
             | Self::Profile { .. }
             | Self::Report(_)
+            | Self::Collect(_)
             | Self::Promote(_) => false,
             Self::Exec { .. }
             | Self::Suite(_)
@@ -497,6 +504,27 @@ pub(super) struct SweepArgs {
     pub(super) merge: bool,
 }
 
+/// Arguments of `harness collect`.
+#[derive(Debug, clap::Args)]
+pub(super) struct CollectArgs {
+    /// The file to write (appended to when it exists): one OTLP JSON request a line.
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub(super) out: PathBuf,
+    /// Address to listen on (4318 is OTLP/HTTP's; port 0: any free port).
+    #[arg(long, default_value = "127.0.0.1:4318", value_name = "HOST:PORT")]
+    pub(super) addr: SocketAddr,
+    /// Listen on a non-loopback address (the receiver has no authentication).
+    #[arg(long)]
+    pub(super) allow_remote: bool,
+    /// Start a new file past this many MiB (the full one renamed `<stem>-0001.jsonl`, …;
+    /// `import` and `sweep` read the rotations together).
+    #[arg(long, value_name = "MIB", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub(super) rotate_mb: u64,
+    /// Also stop when standard input ends (Ctrl-D; for scripts that pipe into it).
+    #[arg(long)]
+    pub(super) until_eof: bool,
+}
+
 /// Arguments of `harness import`.
 #[derive(Debug, clap::Args)]
 pub(super) struct ImportArgs {
@@ -757,6 +785,11 @@ pub(super) struct ExecArgs {
         allow_negative_numbers = true
     )]
     pub(super) allow_exit: Vec<i32>,
+    /// Receive the agent's own OpenTelemetry traces into this file while it runs (as
+    /// `harness collect` does): its `OTEL_EXPORTER_OTLP_ENDPOINT` points at a receiver beside
+    /// the served scenario, so its traces land next to exec's for `import` to compare.
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub(super) collect: Option<PathBuf>,
 }
 
 /// What counts when `exec` and `serve` compare an agent's request with its recording (the
@@ -979,6 +1012,7 @@ impl ExecArgs {
             allow_exit: self.allow_exit.clone(),
             agent_logs: None,
             golden: !self.cassettes_only && setup.replay_defaults().golden != Some(false),
+            env: Vec::new(),
         }
     }
 }

@@ -13,6 +13,7 @@ use std::process::ExitCode;
 
 mod agent;
 mod args;
+mod collect;
 mod goldens;
 mod init;
 mod record;
@@ -364,6 +365,7 @@ fn execute(cli: Cli) -> anyhow::Result<ExitStatus> {
         Command::Promote(args) => record::promote(&args),
         Command::Lint(args) => record::lint(&args, &setup),
         Command::Serve(args) => agent::serve(&args, &setup),
+        Command::Collect(args) => collect::collect(&args),
         Command::Exec { args, out } => agent::exec(&args, out, &setup),
         Command::Proxy(args) => agent::proxy(&args, &setup, ci()),
         Command::Sweep(args) => sweep::sweep(args),

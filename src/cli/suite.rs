@@ -56,6 +56,7 @@ fn agent_cards(
         allow_exit: Vec::new(),
         agent_logs: Some(agent_logs.clone()),
         golden: true,
+        env: Vec::new(),
     };
     for result in exec_all(&settings, options, files, options.jobs)? {
         collected.file(&result)?;

@@ -33,6 +33,7 @@ pub fn run_command(
     case: &Case,
     path: &Path,
     log: Option<&Path>,
+    env: &[(String, String)],
 ) -> io::Result<Ended> {
     let Some((program, rest)) = command.split_first() else {
         return Err(io::Error::other("no command given after `--`"));
@@ -65,6 +66,7 @@ pub fn run_command(
         .env("HARNESS_SYSTEM", &s.system)
         .env("HARNESS_USER", &s.user)
         .env("HARNESS_TOOLS", tools)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null());
     match log {
         Some(log) => {

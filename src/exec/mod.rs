@@ -75,6 +75,9 @@ pub struct Settings {
     /// With cassettes: judge each conversation by its golden too (`false`: by the recording
     /// alone, `--cassettes-only`).
     pub golden: bool,
+    /// More environment for the command (`exec --collect`: where its own OpenTelemetry
+    /// exporter sends its traces).
+    pub env: Vec<(String, String)>,
 }
 
 impl Settings {
@@ -98,6 +101,7 @@ impl Settings {
             allow_exit: Vec::new(),
             agent_logs: None,
             golden: true,
+            env: Vec::new(),
         }
     }
 }
@@ -568,6 +572,7 @@ fn serve_to_command(
         case,
         path,
         log.as_deref(),
+        &settings.env,
     );
     let session = server.stop()?;
     match ended {

@@ -54,6 +54,7 @@
 //! it had used the wire's own call and result messages; the trace notes it once.
 
 pub mod bind;
+pub mod collect;
 mod conversation;
 pub mod http;
 pub mod infer;

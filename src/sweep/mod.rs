@@ -779,6 +779,7 @@ mod tests {
                 path: "f".into(),
                 rel: "f".into(),
                 kind: source::InputKind::Transcript,
+                earlier: Vec::new(),
             },
             runs,
             errors: Vec::new(),

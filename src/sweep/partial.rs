@@ -249,6 +249,7 @@ fn score(r: FileRecord, settings: usize) -> Result<FileScore, String> {
             kind: super::source::kind_of(&path).unwrap_or(super::source::InputKind::Transcript),
             path,
             rel: r.rel,
+            earlier: Vec::new(),
         },
         runs,
         errors: r.errors.iter().map(Problem::diagnostic).collect(),

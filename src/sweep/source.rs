@@ -17,6 +17,10 @@ pub struct Input {
     pub rel: String,
     /// What it holds.
     pub kind: InputKind,
+    /// Older rotations of the file, read before it as one text (`traces-0001.jsonl`, the
+    /// Collector's `traces-2026-11-29T10-00-00.000.jsonl`, … beside `traces.jsonl`), so a run
+    /// whose spans the rotation split is one run. Empty for most files.
+    pub earlier: Vec<PathBuf>,
 }
 
 /// What an input file holds.
@@ -79,6 +83,7 @@ pub fn discover(paths: &[PathBuf]) -> (Vec<Input>, Vec<(PathBuf, String)>) {
                 path: p.clone(),
                 rel,
                 kind: kind_of(p).unwrap_or(InputKind::Transcript),
+                earlier: Vec::new(),
             });
             continue;
         }
@@ -100,6 +105,7 @@ pub fn discover(paths: &[PathBuf]) -> (Vec<Input>, Vec<(PathBuf, String)>) {
                         path: e.into_path(),
                         rel,
                         kind,
+                        earlier: Vec::new(),
                     });
                 }
                 Ok(_) => {}
@@ -112,12 +118,169 @@ pub fn discover(paths: &[PathBuf]) -> (Vec<Input>, Vec<(PathBuf, String)>) {
     }
     out.sort();
     out.dedup();
-    (out, bad)
+    (rotations(out), bad)
+}
+
+/// The extensions a rotation keeps after its suffix.
+const ROTATED_EXTENSIONS: [&str; 4] = [".jsonl.gz", ".jsonl.zst", ".jsonl", ".json"];
+
+/// A file name as (base name, rotation suffix): `traces-0001.jsonl` is (`traces.jsonl`,
+/// `0001`), the Collector's `traces-2026-11-29T10-00-00.000.jsonl` is (`traces.jsonl`, its
+/// time); `None` for a name that is no rotation.
+fn rotation_of(name: &str) -> Option<(String, &str)> {
+    let ext = ROTATED_EXTENSIONS.iter().find(|x| name.ends_with(*x))?;
+    let stem = &name[..name.len() - ext.len()];
+    // Lumberjack's time stamp, as the Collector's rotation writes it: 2006-01-02T15-04-05.000.
+    const STAMP: &[u8] = b"0000-00-00T00-00-00.000";
+    let stamped = stem.len() > STAMP.len() + 1 && {
+        let tail = &stem.as_bytes()[stem.len() - STAMP.len()..];
+        tail.iter().zip(STAMP).all(|(c, want)| match want {
+            b'0' => c.is_ascii_digit(),
+            other => c == other,
+        }) && stem.as_bytes()[stem.len() - STAMP.len() - 1] == b'-'
+    };
+    let (base, suffix) = if stamped {
+        stem.split_at(stem.len() - STAMP.len() - 1)
+    } else {
+        let (base, digits) = stem.rsplit_once('-')?;
+        if digits.len() < 4 || !digits.bytes().all(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        stem.split_at(base.len())
+    };
+    (!base.is_empty()).then(|| (format!("{base}{ext}"), &suffix[1..]))
+}
+
+/// Inputs with their earlier rotations folded in: each rotation set (files of one folder
+/// named `<base>-<suffix><ext>` and `<base><ext>`) is one input, the rotations in suffix order
+/// (oldest first) before the current file; named by the current file.
+fn rotations(inputs: Vec<Input>) -> Vec<Input> {
+    let key = |i: &Input| -> Option<(PathBuf, String)> {
+        let name = i.path.file_name()?.to_str()?;
+        let (base, _) = rotation_of(name)?;
+        Some((i.path.with_file_name(base), i.rel.clone()))
+    };
+    let mut sets: std::collections::BTreeMap<PathBuf, Vec<Input>> = Default::default();
+    let mut out = Vec::new();
+    for i in inputs {
+        match key(&i) {
+            Some((base, _)) if !matches!(i.kind, InputKind::Scenario | InputKind::Cassette) => {
+                sets.entry(base).or_default().push(i);
+            }
+            _ => out.push(i),
+        }
+    }
+    for (base, mut rotated) in sets {
+        rotated.sort_by(|a, b| a.path.cmp(&b.path));
+        match out.iter_mut().find(|i| i.path == base) {
+            Some(current) => current.earlier = rotated.into_iter().map(|i| i.path).collect(),
+            None => {
+                // Only rotations: the newest stands for the set, under the current file's name.
+                let Some(mut newest) = rotated.pop() else {
+                    continue;
+                };
+                let name = base
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                newest.rel = match newest.rel.rsplit_once('/') {
+                    Some((dir, _)) => format!("{dir}/{name}"),
+                    None => name,
+                };
+                newest.earlier = rotated.into_iter().map(|i| i.path).collect();
+                out.push(newest);
+            }
+        }
+    }
+    out.sort();
+    out
 }
 
 /// Read one input into runs. Files read from a folder whose content is no known format are
 /// skipped with a note; I/O and parse problems are located errors.
 pub fn load(
+    input: &Input,
+    format: Option<import::Format>,
+    failures: &crate::failure::FailureRules,
+) -> FileImport {
+    if input.earlier.is_empty() {
+        load_one(input, format, failures)
+    } else {
+        load_rotations(input, format, failures)
+    }
+}
+
+/// The most a rotation set's files are read together: past it, each file is read alone.
+const MAX_ROTATION_SET_BYTES: u64 = 4 * crate::limits::MAX_TRANSCRIPT_BYTES;
+
+/// A file and its earlier rotations: OTLP files are read as one text (a run's spans may be in
+/// any of them), errors located in the file and at the line they came from; files of any other
+/// format are read one by one.
+fn load_rotations(
+    input: &Input,
+    format: Option<import::Format>,
+    failures: &crate::failure::FailureRules,
+) -> FileImport {
+    use crate::limits::MAX_TRANSCRIPT_BYTES;
+    let parts: Vec<&PathBuf> = input.earlier.iter().chain([&input.path]).collect();
+    let alone = |path: &PathBuf| Input {
+        path: path.clone(),
+        rel: input.rel.clone(),
+        kind: input.kind,
+        earlier: Vec::new(),
+    };
+    let apart = || {
+        let mut all = FileImport::default();
+        for p in &parts {
+            let got = load_one(&alone(p), format, failures);
+            all.runs.extend(got.runs);
+            all.errors
+                .extend(got.errors.into_iter().map(|e| e.in_file(p)));
+            all.warnings.extend(got.warnings);
+        }
+        all
+    };
+    // Each file's text, and the line it starts at in the joined text.
+    let mut text = String::new();
+    let mut starts: Vec<(usize, &PathBuf)> = Vec::new();
+    let mut line = 1;
+    for p in &parts {
+        let bytes = match crate::store::read_input(p, "transcript", MAX_TRANSCRIPT_BYTES) {
+            Ok(b) => b,
+            Err(_) => return apart(),
+        };
+        let part = match import::otlp::files::decode(&bytes, MAX_TRANSCRIPT_BYTES) {
+            Ok(Some(t)) => t,
+            Ok(None) => match String::from_utf8(bytes) {
+                Ok(t) => t,
+                Err(_) => return apart(),
+            },
+            Err(_) => return apart(),
+        };
+        let part = crate::scenario::without_bom(&part);
+        if !import::otlp::sniff(part) || (text.len() + part.len()) as u64 > MAX_ROTATION_SET_BYTES {
+            return apart();
+        }
+        starts.push((line, p));
+        line += part.lines().count();
+        text.push_str(part);
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+    }
+    let mut got = import::import_text(&text, &input.rel, true, format, failures);
+    for e in &mut got.errors {
+        if let Some(at) = &mut e.at {
+            if let Some((first, p)) = starts.iter().rev().find(|(first, _)| *first <= at.line) {
+                at.line -= first - 1;
+                e.file = Some((*p).clone());
+            }
+        }
+    }
+    got
+}
+
+fn load_one(
     input: &Input,
     format: Option<import::Format>,
     failures: &crate::failure::FailureRules,
@@ -319,5 +482,28 @@ mod tests {
         assert!(!super::is_json_scenario(r#"[{"traj": [], "reward": 1}]"#));
         assert!(!super::is_json_scenario(r#"{"messages": [], "model": {}}"#));
         assert!(!super::is_json_scenario("not json"));
+    }
+
+    #[test]
+    fn rotations_are_named_by_their_current_file() {
+        use super::rotation_of;
+        assert_eq!(
+            rotation_of("traces-0001.jsonl"),
+            Some(("traces.jsonl".to_owned(), "0001"))
+        );
+        assert_eq!(
+            rotation_of("agents-2026-11-29T10-00-00.000.jsonl.gz"),
+            Some(("agents.jsonl.gz".to_owned(), "2026-11-29T10-00-00.000"))
+        );
+        // Not rotations: a short number, words, no base, other extensions.
+        for name in [
+            "run-12.jsonl",
+            "tau-bench.json",
+            "-0001.jsonl",
+            "traces.jsonl",
+            "t-0001.toml",
+        ] {
+            assert_eq!(rotation_of(name), None, "{name}");
+        }
     }
 }

@@ -1,7 +1,8 @@
 """Check an instrumented agent's OpenTelemetry trace, as `harness import` read it, against
 harness's own trace of the same run (inferred from the agent's requests, `harness exec
 --traces`): the same tool calls in the same order (tool, arguments, failed or not, result) and
-the same token counts per model answer.
+the same token counts per model answer (or, where the spans recorded none, the import saying
+they are unknown).
 
     check_otlp.py INFERRED.jsonl IMPORTED.jsonl     exit 0 and one line saying what agreed"""
 
@@ -23,7 +24,8 @@ def view(events):
         elif e["kind"] == "tool_call_end" and e["id"] in calls:
             calls[e["id"]].update(ok=e["ok"], result=e.get("output", e.get("error")))
         elif e["kind"] == "model_response":
-            tokens.append((e["input_tokens"], e["output_tokens"]))
+            # None: the span recorded no usage, and the import says so (tokens_unknown).
+            tokens.append(None if e.get("tokens_unknown") else (e["input_tokens"], e["output_tokens"]))
     # Ids are left out: harness's trace names calls by the script's ids, the wire by its own.
     return [calls[i] for i in order], tokens
 
@@ -35,13 +37,16 @@ def main():
         problems.append("harness's own trace has no tool call: nothing to compare")
     if inferred[0] != imported[0]:
         problems.append(f"calls differ:\n  harness:  {inferred[0]}\n  imported: {imported[0]}")
-    if inferred[1] != imported[1]:
+    known = [(h, i) for h, i in zip(inferred[1], imported[1]) if i is not None]
+    if len(inferred[1]) != len(imported[1]) or any(h != i for h, i in known):
         problems.append(f"tokens per answer differ:\n  harness:  {inferred[1]}\n  imported: {imported[1]}")
     if problems:
         print("\n".join(problems))
         return 1
     failed = sum(1 for c in inferred[0] if c["ok"] is False)
-    print(f"{len(inferred[0])} calls ({failed} failed) with their results, and {len(inferred[1])} answers' tokens agree")
+    unknown = len(inferred[1]) - len(known)
+    said = f" ({unknown} not recorded, said unknown)" if unknown else ""
+    print(f"{len(inferred[0])} calls ({failed} failed) with their results, and {len(inferred[1])} answers' tokens agree{said}")
     return 0
 
 

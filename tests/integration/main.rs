@@ -66,6 +66,7 @@ mod arguments;
 mod browser;
 mod cdp;
 mod cli;
+mod collect;
 mod determinism;
 mod docs;
 mod gate;

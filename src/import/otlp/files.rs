@@ -134,6 +134,17 @@ fn bounded(r: impl Read, limit: u64) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
+/// A gzip or zstd body (by its magic bytes) decompressed, at most `limit` bytes.
+pub fn decompress(bytes: &[u8], limit: u64) -> Result<Vec<u8>, String> {
+    if bytes.starts_with(&GZIP) {
+        gunzip(bytes, limit)
+    } else if bytes.starts_with(&ZSTD) {
+        unzstd(bytes, limit)
+    } else {
+        Err("neither gzip nor zstd (no magic bytes)".to_owned())
+    }
+}
+
 fn gunzip(bytes: &[u8], limit: u64) -> Result<Vec<u8>, String> {
     bounded(flate2::read::MultiGzDecoder::new(bytes), limit)
 }

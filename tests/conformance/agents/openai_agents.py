@@ -3,6 +3,7 @@ default) or Chat Completions, whole or streamed.
     openai_agents.py [--api responses|chat] [--stream]"""
 
 import asyncio
+import os
 import sys
 
 from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool, set_tracing_disabled
@@ -23,7 +24,10 @@ def exec_tool(command: str) -> str:
 
 async def main():
     a = arguments("responses", "chat")
-    set_tracing_disabled(True)
+    # The SDK's own tracing (to OpenAI's platform) off, unless an OpenTelemetry instrumentation
+    # reads its spans (traced.py sets AGENT_TRACING).
+    if not os.environ.get("AGENT_TRACING"):
+        set_tracing_disabled(True)
     client = AsyncOpenAI(max_retries=2)
     model = "gpt-4o-mini" if a.api == "responses" else OpenAIChatCompletionsModel("gpt-4o-mini", client)
     tools = [function_tool(f) for f in TRAVEL] if TOOL_SET == "travel" else [exec_tool]

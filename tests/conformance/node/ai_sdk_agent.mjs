@@ -2,6 +2,10 @@
 // the OpenAI provider (its default, the Responses API, or Chat Completions) or the Anthropic
 // provider, whole or streamed. The providers read OPENAI_BASE_URL / ANTHROPIC_BASE_URL.
 //     node ai_sdk_agent.mjs [--api openai|openai-chat|anthropic] [--stream]
+// With AGENT_TELEMETRY=proto or json, the SDK's own OpenTelemetry spans (experimental_telemetry,
+// inputs and outputs recorded) are exported over OTLP/HTTP by the OpenTelemetry JS SDK 3.x
+// (@opentelemetry/exporter-trace-otlp-proto or -http) to OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+// flushed before the process ends.
 // Tools and log as the Python agents' common.py: `exec`, or with AGENT_TOOLS=travel
 // `search_flights` and `read_file`; with AGENT_LOG_DIR, one JSON line per tool run, the final
 // answer, or the error that stopped the run, in <dir>/<scenario stem>.jsonl.
@@ -68,7 +72,34 @@ const model =
       ? createOpenAI().chat("gpt-4o-mini")
       : createOpenAI()("gpt-4o-mini");
 
-const agent = new ToolLoopAgent({ model, instructions: SYSTEM, tools });
+// OpenTelemetry, when asked: a tracer provider the AI SDK's spans go to (its global one).
+let provider;
+let telemetry;
+if (process.env.AGENT_TELEMETRY) {
+  const { context, trace } = await import("@opentelemetry/api");
+  const { AsyncLocalStorageContextManager } = await import("@opentelemetry/context-async-hooks");
+  const { BatchSpanProcessor, TracerProvider } = await import("@opentelemetry/sdk-trace");
+  const { resourceFromAttributes } = await import("@opentelemetry/resources");
+  const { OTLPTraceExporter } =
+    process.env.AGENT_TELEMETRY === "json"
+      ? await import("@opentelemetry/exporter-trace-otlp-http")
+      : await import("@opentelemetry/exporter-trace-otlp-proto");
+  provider = new TracerProvider({
+    resource: resourceFromAttributes({ "service.name": "conformance-ai-sdk" }),
+    // SDK 3.x's BatchSpanProcessor reads no OTEL_BSP_* variable: the suite's batch size by hand.
+    spanProcessors: [
+      new BatchSpanProcessor({
+        exporter: new OTLPTraceExporter(),
+        maxExportBatchSize: Number(process.env.OTEL_BSP_MAX_EXPORT_BATCH_SIZE ?? 512),
+      }),
+    ],
+  });
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  trace.setGlobalTracerProvider(provider);
+  telemetry = { isEnabled: true, recordInputs: true, recordOutputs: true };
+}
+
+const agent = new ToolLoopAgent({ model, instructions: SYSTEM, tools, experimental_telemetry: telemetry });
 try {
   let text;
   if (stream) {
@@ -86,4 +117,7 @@ try {
   // The server refused a request (iteration cap, script exhausted), or the SDK gave up.
   log("stopped", { error: `${e?.name}: ${e?.message}` });
   console.error(`agent: stopped: ${e?.name}: ${e?.message}`);
+} finally {
+  await provider?.forceFlush();
+  await provider?.shutdown();
 }
