@@ -382,6 +382,17 @@ pub(super) fn exec(args: &ExecArgs, out: OutputArgs, setup: &Setup) -> anyhow::R
     };
     // The agent's own traces: a receiver beside the served scenario for the whole run, into a
     // file begun afresh (this run's traces only).
+    if let Some(old) = store::rotations_of(file).first() {
+        return Ok(fail(
+            &Diagnostic::new(format!(
+                "{} is a rotation of {} from an earlier run: importing {} would read it as part of this run's traces",
+                old.display(),
+                file.display(),
+                file.display()
+            ))
+            .hint("remove the earlier rotations, or name another file with --collect"),
+        ));
+    }
     if let Err(e) = store::write_atomic(file, b"") {
         return Ok(fail(
             &Diagnostic::new(format!("cannot write {}: {e}", file.display()))

@@ -516,9 +516,10 @@ pub(super) struct CollectArgs {
     /// Listen on a non-loopback address (the receiver has no authentication).
     #[arg(long)]
     pub(super) allow_remote: bool,
-    /// Start a new file past this many MiB (the full one renamed `<stem>-0001.jsonl`, …;
-    /// `import` and `sweep` read the rotations together).
-    #[arg(long, value_name = "MIB", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    /// Start a new file past this many MiB, at most 60 (a transcript is read up to 64): the
+    /// full one renamed `<stem>-0001.jsonl`, … (`import` and `sweep` read the rotations
+    /// together).
+    #[arg(long, value_name = "MIB", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=60))]
     pub(super) rotate_mb: u64,
     /// Also stop when standard input ends (Ctrl-D; for scripts that pipe into it).
     #[arg(long)]

@@ -87,7 +87,7 @@ pub(super) fn collect(args: &CollectArgs) -> anyhow::Result<ExitStatus> {
     }
     let _ = writeln!(
         err,
-        "error: {} request(s) refused (answered 4xx and written nowhere)",
+        "error: {} request(s) refused (answered with an error status and written nowhere)",
         counts.refused
     );
     Ok(ExitStatus::Failed)

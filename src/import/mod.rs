@@ -455,6 +455,8 @@ pub struct TraceBuilder {
     announced: Vec<(String, String, Value)>,
     turns: u32,
     calls: usize,
+    /// Calls announced and dropped without being seen run.
+    unrun: usize,
 }
 
 /// A call started and not yet answered.
@@ -523,6 +525,7 @@ impl TraceBuilder {
         latency_ms: u64,
         finish: Finish,
     ) {
+        self.unrun += self.announced.len();
         self.announced.clear();
         self.model_response(text, calls, tokens, latency_ms, finish, false);
     }
@@ -705,13 +708,28 @@ impl TraceBuilder {
         self.calls
     }
 
+    /// Calls an answer asked for that were never seen run (announced, then dropped or still
+    /// waiting).
+    pub fn unrun(&self) -> usize {
+        self.unrun + self.announced.len()
+    }
+
     /// Close the trace with an outcome.
+    /// `iterations` counts the model's answers (a failed call retried is the same iteration), as
+    /// a served or replayed run's do; a run that ended with an answer carries its text.
     pub fn finish(mut self, outcome: OutcomeKind, detail: Option<String>) -> Vec<TimedEvent> {
-        let iterations = u32::try_from(self.calls).unwrap_or(u32::MAX);
+        let mut iterations = 0u32;
+        let mut last_text = None;
+        for e in &self.events {
+            if let Event::ModelResponse { text, .. } = &e.event {
+                iterations = iterations.saturating_add(1);
+                last_text.clone_from(text);
+            }
+        }
         self.push(Event::Outcome {
             outcome,
             iterations,
-            text: None,
+            text: last_text.filter(|_| outcome == OutcomeKind::Response),
             detail,
         });
         self.events

@@ -9,8 +9,9 @@
 //! exporter writes and `harness import` reads; traces and logs share the file, so the
 //! per-message log records of older instrumentations sit beside their spans. The answer is
 //! the empty export response (all accepted) in the request's encoding; a body that is not an
-//! export request is refused with 400 and written nowhere. Past a size the file rotates: it is
-//! renamed `<stem>-0001<ext>` (then `-0002`, …) and a new one begun; `import` and `sweep`
+//! export request is refused (400, or 415 for a content type or encoding it does not read) and
+//! written nowhere. Past a size the file rotates: it is
+//! renamed `<stem>-0001<ext>` (then `-0002`, …, the first name free) and a new one begun; `import` and `sweep`
 //! read such rotations together, so a run split across them is one run. Metrics
 //! (`/v1/metrics`) are answered and counted, not kept.
 
@@ -60,7 +61,8 @@ impl Sink {
     fn write(&mut self, line: &str) -> io::Result<()> {
         let len = line.len() as u64 + 1;
         if self.size > 0 && self.size + len > self.rotate_bytes {
-            let next = rotated_name(&self.path, self.counts.rotated.len() + 1);
+            // The first free name: rotations of an earlier session are kept, not replaced.
+            let next = crate::store::next_rotation(&self.path);
             std::fs::rename(&self.path, &next)?;
             self.counts.rotated.push(next);
             self.size = 0;
@@ -72,18 +74,6 @@ impl Sink {
         self.size += len;
         Ok(())
     }
-}
-
-/// `traces.jsonl` rotated for the `n`-th time: `traces-0001.jsonl`.
-pub fn rotated_name(path: &Path, n: usize) -> PathBuf {
-    let name = path
-        .file_name()
-        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-    let (stem, ext) = match name.find('.') {
-        Some(i) => name.split_at(i),
-        None => (name.as_str(), ""),
-    };
-    path.with_file_name(format!("{stem}-{n:04}{ext}"))
 }
 
 type Shared = Arc<Mutex<Sink>>;

@@ -648,6 +648,104 @@ pub fn for_each_input_line<E>(
     }
 }
 
+/// The extensions a rotated file keeps after its suffix (the longest first).
+const ROTATED_EXTENSIONS: [&str; 6] = [
+    ".jsonl.gz",
+    ".jsonl.zst",
+    ".jsonl",
+    ".json",
+    ".pb",
+    ".binpb",
+];
+
+/// A rotated file's name, read: the current file's name and the rotation's suffix.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Rotation<'a> {
+    /// The current file's name: `traces.jsonl` for `traces-0001.jsonl`.
+    pub base: String,
+    /// The suffix: `0001`, or the Collector's time stamp `2026-11-29T10-00-00.000`.
+    pub suffix: &'a str,
+    /// A time stamp (the Collector's rotation), not a number (harness collect's).
+    pub stamped: bool,
+}
+
+/// A file name as a rotation of another: `<base>-NNNN<ext>` (four digits: `harness collect`'s
+/// rotations) or `<base>-2006-01-02T15-04-05.000<ext>` (the Collector's: lumberjack's time
+/// stamp); `None` for a name that is neither.
+pub fn rotation_of(name: &str) -> Option<Rotation<'_>> {
+    let ext = ROTATED_EXTENSIONS.iter().find(|x| name.ends_with(*x))?;
+    let stem = &name[..name.len() - ext.len()];
+    const STAMP: &[u8] = b"0000-00-00T00-00-00.000";
+    let stamped = stem.len() > STAMP.len() + 1 && {
+        let tail = &stem.as_bytes()[stem.len() - STAMP.len()..];
+        tail.iter().zip(STAMP).all(|(c, want)| match want {
+            b'0' => c.is_ascii_digit(),
+            other => c == other,
+        }) && stem.as_bytes()[stem.len() - STAMP.len() - 1] == b'-'
+    };
+    let (base, suffix) = if stamped {
+        stem.split_at(stem.len() - STAMP.len() - 1)
+    } else {
+        let (base, digits) = stem.rsplit_once('-')?;
+        if digits.len() != 4 || !digits.bytes().all(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        stem.split_at(base.len())
+    };
+    (!base.is_empty()).then(|| Rotation {
+        base: format!("{base}{ext}"),
+        suffix: &suffix[1..],
+        stamped,
+    })
+}
+
+/// The first rotation name of `path` not taken: `traces.jsonl` → `traces-0001.jsonl` (then
+/// `-0002`, …), the suffix before the extension [`rotation_of`] reads.
+pub fn next_rotation(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let ext = ROTATED_EXTENSIONS
+        .iter()
+        .find(|x| name.ends_with(*x))
+        .map_or_else(|| name.rfind('.').map_or("", |i| &name[i..]), |x| *x);
+    let stem = &name[..name.len() - ext.len()];
+    (1..)
+        .map(|n| path.with_file_name(format!("{stem}-{n:04}{ext}")))
+        .find(|p| !p.exists())
+        .unwrap_or_else(|| path.with_file_name(format!("{stem}-rotated{ext}")))
+}
+
+/// The rotations of `path` already beside it ([`next_rotation`]'s names).
+pub fn rotations_of(path: &Path) -> Vec<PathBuf> {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return Vec::new();
+    };
+    let Some(dir) = path.parent().map(|d| {
+        if d.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            d
+        }
+    }) else {
+        return Vec::new();
+    };
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .and_then(rotation_of)
+                .is_some_and(|r| !r.stamped && r.base == name)
+        })
+        .map(|e| e.path())
+        .collect();
+    out.sort();
+    out
+}
+
 /// Append `contents` to a file another program owns and reads as it grows (GitHub's
 /// `GITHUB_STEP_SUMMARY`), creating it when it is not there. Not atomic by design: the file
 /// holds the other steps' text, which a rewrite could lose.
@@ -773,6 +871,41 @@ pub fn select_pending(layout: &Layout, paths: &[PathBuf]) -> Vec<PathBuf> {
     reason = "a test sets up and reads its files, clocks and threads itself"
 )]
 mod tests {
+    #[test]
+    fn rotations_are_named_by_their_current_file() {
+        let r = super::rotation_of("traces-0001.jsonl").expect("a rotation");
+        assert_eq!(
+            (r.base.as_str(), r.suffix, r.stamped),
+            ("traces.jsonl", "0001", false)
+        );
+        let r = super::rotation_of("agents-2026-11-29T10-00-00.000.jsonl.gz").expect("stamped");
+        assert_eq!(
+            (r.base.as_str(), r.suffix, r.stamped),
+            ("agents.jsonl.gz", "2026-11-29T10-00-00.000", true)
+        );
+        let r = super::rotation_of("agents.otlp-0002.jsonl").expect("a dotted stem");
+        assert_eq!(r.base, "agents.otlp.jsonl");
+        // Not rotations: other than four digits, words, no base, other extensions.
+        for name in [
+            "run-12.jsonl",
+            "django__django-11099.json",
+            "tau-bench.json",
+            "-0001.jsonl",
+            "traces.jsonl",
+            "t-0001.toml",
+        ] {
+            assert_eq!(super::rotation_of(name), None, "{name}");
+        }
+        // The next free name, read back as a rotation of the file.
+        let dir = tempfile::tempdir().expect("a folder");
+        let path = dir.path().join("agents.otlp.jsonl");
+        let first = super::next_rotation(&path);
+        assert!(first.ends_with("agents.otlp-0001.jsonl"), "{first:?}");
+        std::fs::write(&first, "").expect("writes");
+        assert!(super::next_rotation(&path).ends_with("agents.otlp-0002.jsonl"));
+        assert_eq!(super::rotations_of(&path), [first]);
+    }
+
     use super::*;
 
     #[test]

@@ -17,10 +17,11 @@ pub struct Input {
     pub rel: String,
     /// What it holds.
     pub kind: InputKind,
-    /// Older rotations of the file, read before it as one text (`traces-0001.jsonl`, the
-    /// Collector's `traces-2026-11-29T10-00-00.000.jsonl`, … beside `traces.jsonl`), so a run
-    /// whose spans the rotation split is one run. Empty for most files.
-    pub earlier: Vec<PathBuf>,
+    /// Older rotations of the file (path, name in run ids), read before it as one text
+    /// (`traces-0001.jsonl`, the Collector's `traces-2026-11-29T10-00-00.000.jsonl`, … beside
+    /// `traces.jsonl`), so a run whose spans the rotation split is one run. Empty for most
+    /// files.
+    pub earlier: Vec<(PathBuf, String)>,
 }
 
 /// What an input file holds.
@@ -121,75 +122,52 @@ pub fn discover(paths: &[PathBuf]) -> (Vec<Input>, Vec<(PathBuf, String)>) {
     (rotations(out), bad)
 }
 
-/// The extensions a rotation keeps after its suffix.
-const ROTATED_EXTENSIONS: [&str; 4] = [".jsonl.gz", ".jsonl.zst", ".jsonl", ".json"];
-
-/// A file name as (base name, rotation suffix): `traces-0001.jsonl` is (`traces.jsonl`,
-/// `0001`), the Collector's `traces-2026-11-29T10-00-00.000.jsonl` is (`traces.jsonl`, its
-/// time); `None` for a name that is no rotation.
-fn rotation_of(name: &str) -> Option<(String, &str)> {
-    let ext = ROTATED_EXTENSIONS.iter().find(|x| name.ends_with(*x))?;
-    let stem = &name[..name.len() - ext.len()];
-    // Lumberjack's time stamp, as the Collector's rotation writes it: 2006-01-02T15-04-05.000.
-    const STAMP: &[u8] = b"0000-00-00T00-00-00.000";
-    let stamped = stem.len() > STAMP.len() + 1 && {
-        let tail = &stem.as_bytes()[stem.len() - STAMP.len()..];
-        tail.iter().zip(STAMP).all(|(c, want)| match want {
-            b'0' => c.is_ascii_digit(),
-            other => c == other,
-        }) && stem.as_bytes()[stem.len() - STAMP.len() - 1] == b'-'
-    };
-    let (base, suffix) = if stamped {
-        stem.split_at(stem.len() - STAMP.len() - 1)
-    } else {
-        let (base, digits) = stem.rsplit_once('-')?;
-        if digits.len() < 4 || !digits.bytes().all(|c| c.is_ascii_digit()) {
-            return None;
-        }
-        stem.split_at(base.len())
-    };
-    (!base.is_empty()).then(|| (format!("{base}{ext}"), &suffix[1..]))
-}
-
-/// Inputs with their earlier rotations folded in: each rotation set (files of one folder
-/// named `<base>-<suffix><ext>` and `<base><ext>`) is one input, the rotations in suffix order
-/// (oldest first) before the current file; named by the current file.
+/// Inputs with their earlier rotations folded in: the files of one folder that are rotations
+/// of one file ([`crate::store::rotation_of`]: `<base>-0001<ext>`, … beside `<base><ext>`
+/// itself, or the Collector's time-stamped ones, with or without the current file) are one
+/// input, the rotations in suffix order (oldest first) before the current file, named by it.
+/// A numbered name is a rotation only beside its current file (`django__django-11099.json`
+/// is a transcript); a set of one file is no set.
 fn rotations(inputs: Vec<Input>) -> Vec<Input> {
-    let key = |i: &Input| -> Option<(PathBuf, String)> {
-        let name = i.path.file_name()?.to_str()?;
-        let (base, _) = rotation_of(name)?;
-        Some((i.path.with_file_name(base), i.rel.clone()))
-    };
     let mut sets: std::collections::BTreeMap<PathBuf, Vec<Input>> = Default::default();
     let mut out = Vec::new();
+    let present: std::collections::BTreeSet<PathBuf> =
+        inputs.iter().map(|i| i.path.clone()).collect();
     for i in inputs {
-        match key(&i) {
-            Some((base, _)) if !matches!(i.kind, InputKind::Scenario | InputKind::Cassette) => {
-                sets.entry(base).or_default().push(i);
+        let rotation = i
+            .path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(crate::store::rotation_of)
+            .filter(|_| !matches!(i.kind, InputKind::Scenario | InputKind::Cassette));
+        match rotation {
+            Some(r) if r.stamped || present.contains(&i.path.with_file_name(&r.base)) => {
+                sets.entry(i.path.with_file_name(&r.base))
+                    .or_default()
+                    .push(i);
             }
             _ => out.push(i),
         }
     }
     for (base, mut rotated) in sets {
         rotated.sort_by(|a, b| a.path.cmp(&b.path));
-        match out.iter_mut().find(|i| i.path == base) {
-            Some(current) => current.earlier = rotated.into_iter().map(|i| i.path).collect(),
-            None => {
-                // Only rotations: the newest stands for the set, under the current file's name.
-                let Some(mut newest) = rotated.pop() else {
-                    continue;
-                };
-                let name = base
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                newest.rel = match newest.rel.rsplit_once('/') {
-                    Some((dir, _)) => format!("{dir}/{name}"),
-                    None => name,
-                };
-                newest.earlier = rotated.into_iter().map(|i| i.path).collect();
-                out.push(newest);
-            }
+        let earlier = |r: Vec<Input>| r.into_iter().map(|i| (i.path, i.rel)).collect();
+        if let Some(current) = out.iter_mut().find(|i| i.path == base) {
+            current.earlier = earlier(rotated);
+        } else if rotated.len() == 1 {
+            out.extend(rotated);
+        } else if let Some(mut newest) = rotated.pop() {
+            // Only rotations: the newest stands for the set, under the current file's name.
+            let name = base
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            newest.rel = match newest.rel.rsplit_once('/') {
+                Some((dir, _)) => format!("{dir}/{name}"),
+                None => name,
+            };
+            newest.earlier = earlier(rotated);
+            out.push(newest);
         }
     }
     out.sort();
@@ -210,61 +188,89 @@ pub fn load(
     }
 }
 
-/// The most a rotation set's files are read together: past it, each file is read alone.
+/// The most a rotation set's files are read together: past it, each file is read alone (and
+/// the warnings say so).
 const MAX_ROTATION_SET_BYTES: u64 = 4 * crate::limits::MAX_TRANSCRIPT_BYTES;
 
 /// A file and its earlier rotations: OTLP files are read as one text (a run's spans may be in
-/// any of them), errors located in the file and at the line they came from; files of any other
-/// format are read one by one.
+/// any of them), errors located in the file and at the line they came from. When they cannot
+/// be (a file of another format, unreadable, or the set too large) each is read alone, under
+/// its own name, and the warnings say why.
 fn load_rotations(
     input: &Input,
     format: Option<import::Format>,
     failures: &crate::failure::FailureRules,
 ) -> FileImport {
     use crate::limits::MAX_TRANSCRIPT_BYTES;
-    let parts: Vec<&PathBuf> = input.earlier.iter().chain([&input.path]).collect();
-    let alone = |path: &PathBuf| Input {
-        path: path.clone(),
-        rel: input.rel.clone(),
-        kind: input.kind,
-        earlier: Vec::new(),
-    };
-    let apart = || {
+    let mut parts: Vec<(PathBuf, String)> = input.earlier.clone();
+    parts.push((input.path.clone(), input.rel.clone()));
+    let apart = |why: String| {
         let mut all = FileImport::default();
-        for p in &parts {
-            let got = load_one(&alone(p), format, failures);
+        for (path, rel) in &parts {
+            let got = load_one(
+                &Input {
+                    path: path.clone(),
+                    rel: rel.clone(),
+                    kind: input.kind,
+                    earlier: Vec::new(),
+                },
+                format,
+                failures,
+            );
             all.runs.extend(got.runs);
             all.errors
-                .extend(got.errors.into_iter().map(|e| e.in_file(p)));
+                .extend(got.errors.into_iter().map(|e| e.in_file(path)));
             all.warnings.extend(got.warnings);
         }
+        all.warnings.push(format!(
+            "{} and its {} earlier rotation(s) were read apart, not as one file: {why}; a run the rotation split is a run in each",
+            input.rel,
+            parts.len() - 1
+        ));
         all
     };
+    let size: u64 = parts
+        .iter()
+        .map(|(p, _)| std::fs::metadata(p).map_or(0, |m| m.len()))
+        .sum();
+    if size > MAX_ROTATION_SET_BYTES {
+        return apart(format!(
+            "together they are over {MAX_ROTATION_SET_BYTES} bytes"
+        ));
+    }
     // Each file's text, and the line it starts at in the joined text.
     let mut text = String::new();
     let mut starts: Vec<(usize, &PathBuf)> = Vec::new();
     let mut line = 1;
-    for p in &parts {
+    for (p, rel) in &parts {
         let bytes = match crate::store::read_input(p, "transcript", MAX_TRANSCRIPT_BYTES) {
             Ok(b) => b,
-            Err(_) => return apart(),
+            Err(e) => return apart(format!("{rel}: {e}")),
         };
-        let part = match import::otlp::files::decode(&bytes, MAX_TRANSCRIPT_BYTES) {
-            Ok(Some(t)) => t,
-            Ok(None) => match String::from_utf8(bytes) {
+        let left = MAX_ROTATION_SET_BYTES.saturating_sub(text.len() as u64);
+        let part = match import::otlp::files::decode(&bytes, left.min(MAX_TRANSCRIPT_BYTES)) {
+            Ok(import::otlp::files::Decoded::Lines(t)) => t,
+            Ok(import::otlp::files::Decoded::Plain) => match String::from_utf8(bytes) {
                 Ok(t) => t,
-                Err(_) => return apart(),
+                Err(_) => return apart(format!("{rel} is not UTF-8")),
             },
-            Err(_) => return apart(),
+            Ok(import::otlp::files::Decoded::Foreign(why)) | Err(why) => {
+                return apart(format!("{rel}: {why}"));
+            }
         };
         let part = crate::scenario::without_bom(&part);
-        if !import::otlp::sniff(part) || (text.len() + part.len()) as u64 > MAX_ROTATION_SET_BYTES {
-            return apart();
+        if !part.trim().is_empty() && !import::otlp::sniff(part) {
+            return apart(format!("{rel} is no OTLP file"));
+        }
+        if (text.len() + part.len()) as u64 > MAX_ROTATION_SET_BYTES {
+            return apart(format!(
+                "together they are over {MAX_ROTATION_SET_BYTES} bytes"
+            ));
         }
         starts.push((line, p));
         line += part.lines().count();
         text.push_str(part);
-        if !text.ends_with('\n') {
+        if !text.is_empty() && !text.ends_with('\n') {
             text.push('\n');
         }
     }
@@ -296,11 +302,28 @@ fn load_one(
         // JSON lines.
         Ok(b) if !matches!(input.kind, InputKind::Scenario | InputKind::Cassette) => {
             match import::otlp::files::decode(&b, MAX_TRANSCRIPT_BYTES) {
-                Ok(Some(text)) => text,
-                Ok(None) => match String::from_utf8(b) {
+                Ok(import::otlp::files::Decoded::Lines(text)) => {
+                    let mut got = import::import_text(&text, &input.rel, true, format, failures);
+                    // Located in the requests decoded from the file, not in its bytes.
+                    for e in &mut got.errors {
+                        e.hint = Some(format!(
+                            "{}{}the line is that of the requests decoded from the file, one a line",
+                            e.hint.as_deref().unwrap_or(""),
+                            if e.hint.is_some() { "; " } else { "" }
+                        ));
+                    }
+                    return got;
+                }
+                Ok(import::otlp::files::Decoded::Plain) => match String::from_utf8(b) {
                     Ok(t) => t,
                     Err(e) => return not_utf8(e),
                 },
+                Ok(import::otlp::files::Decoded::Foreign(why)) => {
+                    return FileImport {
+                        note: Some(format!("{why}, no transcript")),
+                        ..FileImport::default()
+                    };
+                }
                 Err(why) => {
                     return failed(Diagnostic::at(1, 1, why).hint(
                         "OTLP files are read as JSON lines, gzip or zstd (whole or per request), or protobuf (length-prefixed as the Collector's file exporter writes it, or one request)",
@@ -482,28 +505,5 @@ mod tests {
         assert!(!super::is_json_scenario(r#"[{"traj": [], "reward": 1}]"#));
         assert!(!super::is_json_scenario(r#"{"messages": [], "model": {}}"#));
         assert!(!super::is_json_scenario("not json"));
-    }
-
-    #[test]
-    fn rotations_are_named_by_their_current_file() {
-        use super::rotation_of;
-        assert_eq!(
-            rotation_of("traces-0001.jsonl"),
-            Some(("traces.jsonl".to_owned(), "0001"))
-        );
-        assert_eq!(
-            rotation_of("agents-2026-11-29T10-00-00.000.jsonl.gz"),
-            Some(("agents.jsonl.gz".to_owned(), "2026-11-29T10-00-00.000"))
-        );
-        // Not rotations: a short number, words, no base, other extensions.
-        for name in [
-            "run-12.jsonl",
-            "tau-bench.json",
-            "-0001.jsonl",
-            "traces.jsonl",
-            "t-0001.toml",
-        ] {
-            assert_eq!(rotation_of(name), None, "{name}");
-        }
     }
 }

@@ -455,3 +455,53 @@ fn collector_file_shapes_import_alike() {
     p.harness(&["sweep", "bad", "--out", "bad.csv"])
         .expect_code(2);
 }
+
+/// Rotations (`<base>-NNNN.jsonl` beside `<base>.jsonl`) are read as one file: a run the
+/// rotation split is one run, named by the current file. A numbered name alone is no rotation;
+/// a set whose files are not all OTLP is read apart, and said.
+#[test]
+fn rotated_files_are_read_together_and_only_they() {
+    let p = Project::new();
+    let reference =
+        std::fs::read_to_string(crate::support::repo().join("fixtures/otlp-files/reference.jsonl"))
+            .expect("the reference");
+    let lines: Vec<&str> = reference.lines().collect();
+    let (a, b) = lines.split_at(lines.len() / 2);
+    p.write("in/traces-0001.jsonl", a.join("\n") + "\n");
+    p.write("in/traces.jsonl", b.join("\n") + "\n");
+    p.write("in/solo-2024.jsonl", reference.clone());
+    p.write("in/mixed.jsonl", b.join("\n") + "\n");
+    p.copy_from_repo(
+        "fixtures/transcripts/openai/runs.jsonl",
+        "in/mixed-0001.jsonl",
+    );
+    let run = p.harness(&["import", "in", "--out", "out"]);
+    run.expect_code(0);
+    assert!(
+        run.stderr
+            .contains("mixed.jsonl and its 1 earlier rotation(s) were read apart"),
+        "{run}"
+    );
+    let files = p.files("out", ".jsonl");
+    let named = |stem: &str| files.iter().filter(|f| f.contains(stem)).count();
+    assert_eq!(
+        named("out/traces_"),
+        1,
+        "one run of the rotated pair: {files:?}"
+    );
+    assert_eq!(
+        named("out/solo-2024_"),
+        1,
+        "a numbered name alone keeps its name: {files:?}"
+    );
+    let joined = files
+        .iter()
+        .find(|f| f.contains("out/traces_"))
+        .expect("the run");
+    let whole = p.read(joined.as_str());
+    assert_eq!(
+        whole.matches("\"kind\":\"tool_call_end\"").count(),
+        2,
+        "{whole}"
+    );
+}

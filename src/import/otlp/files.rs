@@ -12,24 +12,58 @@ const GZIP: [u8; 2] = [0x1f, 0x8b];
 /// zstd's frame magic, little-endian.
 const ZSTD: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 
-/// The OTLP JSON lines the bytes of a binary OTLP file hold, or `None` when the bytes are text
-/// already (read as they are). `limit` bounds what decompression may make. `Err` says what
-/// the file is and where it stops being that.
-pub fn decode(bytes: &[u8], limit: u64) -> Result<Option<String>, String> {
-    if bytes.starts_with(&GZIP) {
-        let inner = gunzip(bytes, limit)
-            .map_err(|e| format!("a gzip file that does not decompress: {e}"))?;
-        return Ok(Some(decoded_or_text(&inner, limit, "gzip")?));
+/// What a file's bytes are.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Decoded {
+    /// OTLP JSON lines decoded from a binary form.
+    Lines(String),
+    /// Text already: read as it is.
+    Plain,
+    /// Compressed, but what is inside is no OTLP and no text (an archive): why.
+    Foreign(String),
+}
+
+/// A decompressor: the bytes and the most it may make.
+type Inflate = fn(&[u8], u64) -> Result<Vec<u8>, String>;
+
+/// What the bytes of a file hold: OTLP JSON lines decoded from a binary form, text as it is,
+/// or a compressed file of something else. `limit` bounds everything decoding makes (the
+/// decompressed bytes and the lines, together). `Err` says what the file is and where it stops
+/// being that.
+pub fn decode(bytes: &[u8], limit: u64) -> Result<Decoded, String> {
+    let kinds: [(&[u8], &str, Inflate); 2] = [(&GZIP, "gzip", gunzip), (&ZSTD, "zstd", unzstd)];
+    for (magic, what, inflate) in kinds {
+        if !bytes.starts_with(magic) {
+            continue;
+        }
+        let inner = inflate(bytes, limit)
+            .map_err(|e| format!("a {what} file that does not decompress: {e}"))?;
+        // No collector compresses twice: a file that does is refused, not unwrapped again.
+        if inner.starts_with(&GZIP) || inner.starts_with(&ZSTD) {
+            return Err(format!(
+                "a {what} file holding a compressed file again: decompress it first"
+            ));
+        }
+        return match uncompressed(&inner, limit)? {
+            Decoded::Lines(text) => Ok(Decoded::Lines(text)),
+            _ => match String::from_utf8(inner) {
+                Ok(text) if looks_like_text(text.as_bytes()) => Ok(Decoded::Lines(text)),
+                _ => Ok(Decoded::Foreign(format!(
+                    "a {what} file of something that is no JSON and no OTLP"
+                ))),
+            },
+        };
     }
-    if bytes.starts_with(&ZSTD) {
-        let inner = unzstd(bytes, limit)
-            .map_err(|e| format!("a zstd file that does not decompress: {e}"))?;
-        return Ok(Some(decoded_or_text(&inner, limit, "zstd")?));
-    }
+    uncompressed(bytes, limit)
+}
+
+/// [`decode`] of bytes that are not compressed as a whole.
+fn uncompressed(bytes: &[u8], limit: u64) -> Result<Decoded, String> {
     if let Some(frames) = framed(bytes) {
         let mut out = String::new();
         for (i, frame) in frames.iter().enumerate() {
-            let line = request_line(frame, limit).map_err(|e| {
+            let left = limit.saturating_sub(out.len() as u64);
+            let line = request_line(frame, left).map_err(|e| {
                 format!(
                     "a length-prefixed OTLP file (the Collector's `format: proto` or `compression`): request {} of {}: {e}",
                     i + 1,
@@ -38,31 +72,24 @@ pub fn decode(bytes: &[u8], limit: u64) -> Result<Option<String>, String> {
             })?;
             out.push_str(&line);
             out.push('\n');
+            if out.len() as u64 > limit {
+                return Err(format!(
+                    "a length-prefixed OTLP file that decodes to more than {limit} bytes (the transcript limit): split it"
+                ));
+            }
         }
-        return Ok(Some(out));
+        return Ok(Decoded::Lines(out));
     }
-    if looks_like_text(bytes) {
-        return Ok(None);
+    // Text is read as text: only bytes that are not UTF-8 may be a bare protobuf request.
+    if std::str::from_utf8(bytes).is_ok() || looks_like_text(bytes) {
+        return Ok(Decoded::Plain);
     }
     if bytes.first() == Some(&0x0a) {
-        let line = proto_line(bytes)
+        let line = proto_line(bytes, limit)
             .map_err(|e| format!("not UTF-8 text, and not an OTLP protobuf request either: {e}"))?;
-        return Ok(Some(line + "\n"));
+        return Ok(Decoded::Lines(line + "\n"));
     }
-    Ok(None)
-}
-
-/// Decompressed bytes: OTLP JSON text as it is, or binary OTLP decoded.
-fn decoded_or_text(inner: &[u8], limit: u64, what: &str) -> Result<String, String> {
-    match decode(inner, limit)? {
-        Some(text) => Ok(text),
-        None => String::from_utf8(inner.to_vec()).map_err(|e| {
-            format!(
-                "{what}-compressed, and then not UTF-8 text (byte {})",
-                e.utf8_error().valid_up_to()
-            )
-        }),
-    }
+    Ok(Decoded::Plain)
 }
 
 /// Is this the start of JSON text (after whitespace and a byte-order mark)?
@@ -109,11 +136,18 @@ fn request_line(frame: &[u8], limit: u64) -> Result<String, String> {
             serde_json::from_slice(frame).map_err(|e| format!("JSON that does not parse: {e}"))?;
         return Ok(doc.to_string());
     }
-    proto_line(frame)
+    proto_line(frame, limit)
 }
 
-fn proto_line(bytes: &[u8]) -> Result<String, String> {
-    proto::request(bytes, None).map(|v| v.to_string())
+/// A protobuf request as one JSON line, refused past `limit` bytes of JSON.
+fn proto_line(bytes: &[u8], limit: u64) -> Result<String, String> {
+    let line = proto::request(bytes, None).map(|v| v.to_string())?;
+    if line.len() as u64 > limit {
+        return Err(format!(
+            "a request that decodes to more than {limit} bytes of JSON (the transcript limit)"
+        ));
+    }
+    Ok(line)
 }
 
 /// Read at most `limit` bytes from `r`; more is an error.
@@ -176,12 +210,14 @@ mod tests {
 
     #[test]
     fn text_is_left_as_it_is() {
-        assert_eq!(decode(LINE.as_bytes(), 1 << 20), Ok(None));
+        assert_eq!(decode(LINE.as_bytes(), 1 << 20), Ok(Decoded::Plain));
         assert_eq!(
             decode(format!("\u{feff}\n{LINE}").as_bytes(), 1 << 20),
-            Ok(None)
+            Ok(Decoded::Plain)
         );
-        assert_eq!(decode(b"", 1 << 20), Ok(None));
+        assert_eq!(decode(b"", 1 << 20), Ok(Decoded::Plain));
+        // Text that is no JSON, starting with a blank line, is text too.
+        assert_eq!(decode(b"\nhello", 1 << 20), Ok(Decoded::Plain));
     }
 
     #[test]
@@ -189,11 +225,14 @@ mod tests {
         let text = format!("{LINE}\n{LINE}\n");
         assert_eq!(
             decode(&gzip(text.as_bytes()), 1 << 20),
-            Ok(Some(text.clone()))
+            Ok(Decoded::Lines(text.clone()))
         );
         // Two gzip members one after the other (files concatenated) are one text.
         let two = [gzip(LINE.as_bytes()), gzip(b"\n")].concat();
-        assert_eq!(decode(&two, 1 << 20), Ok(Some(format!("{LINE}\n"))));
+        assert_eq!(
+            decode(&two, 1 << 20),
+            Ok(Decoded::Lines(format!("{LINE}\n")))
+        );
         // The file exporter's framing: a JSON request, then a gzip'd one.
         let mut framed = Vec::new();
         for frame in [LINE.as_bytes().to_vec(), gzip(LINE.as_bytes())] {
@@ -202,8 +241,26 @@ mod tests {
         }
         assert_eq!(
             decode(&framed, 1 << 20),
-            Ok(Some(format!("{LINE}\n{LINE}\n")))
+            Ok(Decoded::Lines(format!("{LINE}\n{LINE}\n")))
         );
+    }
+
+    #[test]
+    fn compression_twice_archives_and_a_total_past_the_limit_are_said() {
+        let err = decode(&gzip(&gzip(LINE.as_bytes())), 1 << 20).expect_err("twice");
+        assert!(err.contains("compressed file again"), "{err}");
+        // A gzip'd archive (bytes that are no text): not ours, said so.
+        let got = decode(&gzip(&[0u8, 1, 2, 0xff, 0xfe]), 1 << 20).expect("decompresses");
+        assert!(matches!(got, Decoded::Foreign(_)), "{got:?}");
+        // Frames each within the limit, together past it.
+        let mut framed = Vec::new();
+        for _ in 0..4 {
+            let frame = gzip(LINE.as_bytes());
+            framed.extend((frame.len() as u32).to_be_bytes());
+            framed.extend(frame);
+        }
+        let err = decode(&framed, (LINE.len() * 2) as u64).expect_err("too much");
+        assert!(err.contains("more than"), "{err}");
     }
 
     #[test]
@@ -215,7 +272,7 @@ mod tests {
 
     #[test]
     fn binary_that_is_no_otlp_says_so() {
-        let err = decode(&[0x0a, 0x09, 0x01, 0x02], 1 << 20).expect_err("not protobuf");
+        let err = decode(&[0x0a, 0x09, 0x01, 0xff], 1 << 20).expect_err("not protobuf");
         assert!(err.contains("not an OTLP protobuf request"), "{err}");
         let err = decode(&[0x1f, 0x8b, 0x00], 1 << 20).expect_err("a cut gzip");
         assert!(err.contains("gzip"), "{err}");

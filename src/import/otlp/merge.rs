@@ -7,9 +7,12 @@
 //!   client's; an outer span with several inside — a call and its retries — is not one call,
 //!   and gives way to them as before), or
 //! - they come from different instrumentation scopes, neither is inside the other (siblings, or
-//!   roots of traces of their own when the framework does not pass its context on), their times
-//!   overlap by at least half of the shorter, and nothing they both show differs (the response
-//!   id, the model). Each span is paired at most once, the largest overlaps first.
+//!   one a root of a trace of its own when the framework does not pass its context on), their
+//!   times overlap by at least half of the shorter, and nothing they both show differs (the
+//!   response id, the model, the last input message); spans of two traces must moreover show
+//!   the same response id or the same last input message (or, one within the other's time,
+//!   both have failed or answered with as many tokens). Each span is paired at most once,
+//!   the largest overlaps first.
 //!
 //! The pair becomes one span: in the place of the one that sits in the agent's trace (inside
 //! the other, or in the larger trace), with the attributes of the one that recorded content and
@@ -50,38 +53,88 @@ fn response_id(s: &Span) -> Option<String> {
         return None;
     }
     let doc: Value = serde_json::from_str(text).ok()?;
-    non_empty(doc.get("id"))
-        .or_else(|| {
-            doc.get("response_metadata")
+    // The provider's answer (`id`), or a framework's record of it: LangChain's
+    // `response_metadata.id`, wherever its generation nests it.
+    fn metadata_id(v: &Value, depth: usize) -> Option<&str> {
+        if depth > 8 {
+            return None;
+        }
+        match v {
+            Value::Object(o) => o
+                .get("response_metadata")
                 .and_then(|m| non_empty(m.get("id")))
-        })
+                .or_else(|| o.values().find_map(|x| metadata_id(x, depth + 1))),
+            Value::Array(a) => a.iter().find_map(|x| metadata_id(x, depth + 1)),
+            _ => None,
+        }
+    }
+    metadata_id(&doc, 0)
+        .or_else(|| non_empty(doc.get("id")))
         .filter(|id| !id.starts_with("__fake"))
         .map(str::to_owned)
 }
 
+/// The last input message a span shows, trimmed.
+fn last_message(s: &Span) -> Option<String> {
+    let none = HashMap::new();
+    messages::exchange(s, &none)
+        .ok()
+        .and_then(|ex| ex.input.last().map(|m| m.text.trim().to_owned()))
+}
+
 /// Do two spans end their input with the same message, as far as both show one?
 fn same_last_message(a: &Span, b: &Span) -> bool {
-    let none = HashMap::new();
-    let last = |s: &Span| {
-        messages::exchange(s, &none)
-            .ok()
-            .and_then(|ex| ex.input.last().map(|m| m.text.trim().to_owned()))
-    };
-    match (last(a), last(b)) {
+    match (last_message(a), last_message(b)) {
         (Some(x), Some(y)) => x == y,
         _ => true,
     }
 }
 
+/// Do both spans show the same response id, or the same (non-empty) last input message, or,
+/// one within the other's time, did both fail (a refused request has no answer to compare) or
+/// answer with the same number of tokens?
+fn positively_same(a: &Span, b: &Span) -> bool {
+    if let (Some(x), Some(y)) = (response_id(a), response_id(b)) {
+        return x == y;
+    }
+    if matches!((last_message(a), last_message(b)), (Some(x), Some(y)) if !x.is_empty() && x == y) {
+        return true;
+    }
+    let within = |x: &Span, y: &Span| x.start >= y.start && x.end <= y.end;
+    if !(within(a, b) || within(b, a)) {
+        return false;
+    }
+    // One within the other's time, and both failed, or both answered with as many tokens.
+    let output = |s: &Span| {
+        s.uint(&[
+            "gen_ai.usage.output_tokens",
+            "llm.token_count.completion",
+            "gen_ai.usage.completion_tokens",
+        ])
+    };
+    (a.error.is_some() && b.error.is_some())
+        || matches!((output(a), output(b)), (Some(x), Some(y)) if x == y)
+}
+
+/// A span's token counts, when it records both.
+fn tokens(s: &Span) -> Option<(u64, u64)> {
+    Some((
+        s.uint(&["gen_ai.usage.input_tokens", "llm.token_count.prompt"])?,
+        s.uint(&["gen_ai.usage.output_tokens", "llm.token_count.completion"])?,
+    ))
+}
+
 /// Do two spans' models name the same model (one may carry a version suffix:
 /// `gpt-4o-mini-2024-07-18`, `claude-haiku-4-5-20251001`)?
 fn same_model(a: &Span, b: &Span) -> bool {
+    // A date or version suffix: digits and dashes only, four digits at least.
     let dated = |long: &str, short: &str| {
         long.strip_prefix(short).is_some_and(|rest| {
             rest.is_empty()
-                || rest
-                    .strip_prefix('-')
-                    .is_some_and(|d| d.starts_with(|c: char| c.is_ascii_digit()))
+                || rest.strip_prefix('-').is_some_and(|d| {
+                    d.bytes().all(|c| c.is_ascii_digit() || c == b'-')
+                        && d.bytes().filter(u8::is_ascii_digit).count() >= 4
+                })
         })
     };
     match (a.model(), b.model()) {
@@ -191,6 +244,11 @@ pub(super) fn merge_duplicates(mut spans: Vec<Span>) -> (Vec<Span>, Vec<String>)
             if !same_last_message(a, b) {
                 continue;
             }
+            // Spans of two traces are one call only on evidence: the same response id, or the
+            // same last input message, both shown (two services' calls overlap in time too).
+            if a.trace != b.trace && !positively_same(a, b) {
+                continue;
+            }
             let overlap = a.end.min(b.end).saturating_sub(a.start.max(b.start));
             let shorter = (a.end - a.start).min(b.end - b.start);
             if overlap.saturating_mul(2) < shorter || (shorter == 0 && a.start != b.start) {
@@ -239,6 +297,7 @@ pub(super) fn merge_duplicates(mut spans: Vec<Span>) -> (Vec<Span>, Vec<String>)
     }
     let mut by_scopes: BTreeMap<(String, String), usize> = BTreeMap::new();
     let mut dropped = HashSet::new();
+    let mut disagree = 0usize;
     for (placed, other) in pairs {
         let mut scopes = [spans[placed].scope.clone(), spans[other].scope.clone()];
         scopes.sort();
@@ -250,6 +309,11 @@ pub(super) fn merge_duplicates(mut spans: Vec<Span>) -> (Vec<Span>, Vec<String>)
         } else {
             (placed, other)
         };
+        if let (Some(x), Some(y)) = (tokens(&spans[first]), tokens(&spans[second])) {
+            if x != y {
+                disagree += 1;
+            }
+        }
         let mut attrs = spans[first].attrs.clone();
         for (k, v) in &spans[second].attrs {
             attrs.entry(k.clone()).or_insert_with(|| v.clone());
@@ -310,5 +374,11 @@ pub(super) fn merge_duplicates(mut spans: Vec<Span>) -> (Vec<Span>, Vec<String>)
         "model calls traced twice, each read as one call (the content of the span that recorded it, the counts either adds): {}",
         merged.join("; ")
     );
-    (out, vec![warning])
+    let mut warnings = vec![warning];
+    if disagree > 0 {
+        warnings.push(format!(
+            "{disagree} merged call(s) whose two spans record other token counts: the counts of the span that recorded the content are kept"
+        ));
+    }
+    (out, warnings)
 }

@@ -244,6 +244,14 @@ fn import_with(
     out
 }
 
+/// A name for a message: at most 80 characters.
+fn short(name: &str) -> String {
+    match name.char_indices().nth(80) {
+        Some((at, _)) => format!("{}…", &name[..at]),
+        None => name.to_owned(),
+    }
+}
+
 /// A file whose spans hold no model call harness reads: a located error naming what the spans
 /// are, so that an instrumentation harness does not know is said, never skipped.
 fn unread(spans: &[Span]) -> Diagnostic {
@@ -262,9 +270,9 @@ fn unread(spans: &[Span]) -> Diagnostic {
             let scope = if scope.is_empty() {
                 String::new()
             } else {
-                format!(" from `{scope}`")
+                format!(" from `{}`", short(scope))
             };
-            format!("`{name}`{scope} ({n})")
+            format!("`{}`{scope} ({n})", short(name))
         })
         .collect();
     let first = spans.iter().map(|s| s.line).min().unwrap_or(1);
@@ -553,6 +561,10 @@ struct Gaps {
     blind_tools: usize,
     /// Tool spans that answer no call of their run.
     unplaced_tools: usize,
+    /// Model calls whose recorded input holds no history (the prompt alone).
+    no_history: usize,
+    /// Calls the model asked for that were never seen run or answered.
+    unrun: usize,
 }
 
 impl Gaps {
@@ -580,6 +592,18 @@ impl Gaps {
             out.push(format!(
                 "{} tool span(s) answer no call of their run (no call id, and no call of that tool was waiting): not read",
                 self.unplaced_tools
+            ));
+        }
+        if self.no_history > 0 {
+            out.push(format!(
+                "{} model call(s) after tool calls whose recorded input holds no answer of the model (the instrumentation records the prompt and the results, not the conversation): the prompt repeated in them is not read as the agent's nudges, and their new results answer the calls in order",
+                self.no_history
+            ));
+        }
+        if self.unrun > 0 {
+            out.push(format!(
+                "{} call(s) the model asked for were never seen run or answered (no tool span, no result in a later call's input): left out of the trace",
+                self.unrun
             ));
         }
         if self.unflagged > 0 {
@@ -610,6 +634,29 @@ const TOOL_ARGS_KEYS: [&str; 5] = [
     "ai.toolCall.args",
     "tool_arguments",
 ];
+
+/// Is this input message a tool result (`tool`; smolagents' `tool-response`)?
+fn is_result(m: &messages::Msg) -> bool {
+    m.role == "tool" || m.role == "tool-response"
+}
+
+/// A tool's input as a framework records its Python call (smolagents: `{"args": [],
+/// "kwargs": {…}, …}`): the keyword arguments, which are the call's arguments.
+fn keyword_args(v: Value) -> Value {
+    let Value::Object(o) = &v else {
+        return v;
+    };
+    let positional_none = o
+        .get("args")
+        .is_none_or(|a| a.as_array().is_some_and(Vec::is_empty));
+    let only_call_keys = o
+        .keys()
+        .all(|k| matches!(k.as_str(), "args" | "kwargs" | "sanitize_inputs_outputs"));
+    match o.get("kwargs") {
+        Some(Value::Object(kw)) if positional_none && only_call_keys => Value::Object(kw.clone()),
+        _ => v,
+    }
+}
 
 /// The call a tool span ran: its call id attribute, else the id its result names (a
 /// framework's serialised tool message), else the one call its parent span was handed
@@ -729,6 +776,15 @@ fn genai_run(
     let mut generated = 0usize;
     let mut answered: HashSet<String> = HashSet::new();
     let mut last: Option<(bool, Option<String>)> = None;
+    // Did the last model call's span record the calls it answered with? (An answer of text
+    // alone may carry its calls as text, and a span without content none at all: then a tool
+    // span is the call.)
+    let mut answer_recorded = false;
+    // The first call's input (role, text), to tell an instrumentation that records the prompt
+    // alone.
+    let mut first_input: Vec<(String, String)> = Vec::new();
+    // How many tool results the previous call's input held (for inputs without history).
+    let mut previous_results = 0usize;
     // The tool spans after an answer are read in the order of its calls (frameworks check or
     // run parallel calls in an order of their own); spans of no call of it keep their place
     // after them.
@@ -779,11 +835,14 @@ fn genai_run(
                 let args = TOOL_ARGS_KEYS
                     .iter()
                     .find_map(|k| s.attrs.get(*k))
-                    .map(|v| parse_args(Some(v)))
+                    .map(|v| keyword_args(parse_args(Some(v))))
                     .filter(Value::is_object);
                 let call = match b.answered_call(call_id.as_deref(), Some(&name), args.clone()) {
                     Some(c) => Some(c),
-                    // A call no model output showed (content not captured): the span is it.
+                    // A call no model output showed (content not captured, or calls carried as
+                    // text): the span is it. Where the answer before it recorded its calls, a
+                    // span of none of them is no call to make up.
+                    None if answer_recorded => None,
                     None => call_id.filter(|c| !answered.contains(c)).inspect(|c| {
                         if !given {
                             gaps.blind_tools += 1;
@@ -813,8 +872,38 @@ fn genai_run(
                 }
             }
             Item::Inference(s) => {
-                let ex = ex.unwrap_or_default();
-                b.at(ms(s.start, first));
+                let mut ex = ex.unwrap_or_default();
+                answer_recorded = ex.output.as_ref().is_some_and(|o| !o.calls.is_empty());
+                // An input with no answer of the model in it, after tool calls: the
+                // instrumentation records the prompt and results, not the conversation
+                // (OpenLIT, smolagents). The first call's messages repeated in it are no
+                // nudges, and only the results past those the previous call's input held are
+                // new.
+                let results = ex.input.iter().filter(|m| is_result(m)).count();
+                if first_call {
+                    first_input = ex
+                        .input
+                        .iter()
+                        .map(|m| (m.role.clone(), m.text.clone()))
+                        .collect();
+                } else if after_calls
+                    && !ex.input.is_empty()
+                    && !ex.input.iter().any(|m| m.role == "assistant")
+                {
+                    gaps.no_history += 1;
+                    let mut seen_results = 0;
+                    let earlier = previous_results;
+                    ex.input.retain(|m| {
+                        if is_result(m) {
+                            seen_results += 1;
+                            return seen_results > earlier;
+                        }
+                        !first_input
+                            .iter()
+                            .any(|(r, t)| *r == m.role && *t == m.text)
+                    });
+                }
+                previous_results = results;
                 let from = ex
                     .input
                     .iter()
@@ -822,7 +911,7 @@ fn genai_run(
                     .map_or(0, |i| i + 1);
                 for m in &ex.input[from..] {
                     match m.role.as_str() {
-                        "tool" => {
+                        "tool" | "tool-response" => {
                             let target = b.answered_call(m.answers.as_deref(), None, None);
                             if let Some(c) = target {
                                 let rule =
@@ -916,6 +1005,7 @@ fn genai_run(
             Some("the trace holds no model call".to_owned()),
         ),
     };
+    gaps.unrun += b.unrun();
     let termination = Some(outcome.as_str().to_owned());
     Ok(Some(Run {
         id,

@@ -129,7 +129,16 @@ fn push(map: &mut Map<String, Value>, key: &str, v: Value) {
     }
 }
 
-fn any_value(v: &Wire) -> Result<Value, String> {
+/// How deep values may nest (arrays and key-value lists in one another): as deep as OTLP JSON
+/// may (`limits::MAX_NESTING_JSON`, two JSON levels a value).
+const MAX_DEPTH: usize = 60;
+
+fn any_value(v: &Wire, depth: usize) -> Result<Value, String> {
+    if depth > MAX_DEPTH {
+        return Err(format!(
+            "attribute values nested more than {MAX_DEPTH} deep"
+        ));
+    }
     let mut out = Map::new();
     for (n, f) in message(v)? {
         let (k, x) = match n {
@@ -150,7 +159,7 @@ fn any_value(v: &Wire) -> Result<Value, String> {
                 let mut values = Vec::new();
                 for (m, item) in message(&f)? {
                     if m == 1 {
-                        values.push(any_value(&item)?);
+                        values.push(any_value(&item, depth + 1)?);
                     }
                 }
                 ("arrayValue", json!({ "values": values }))
@@ -159,7 +168,7 @@ fn any_value(v: &Wire) -> Result<Value, String> {
                 let mut values = Vec::new();
                 for (m, item) in message(&f)? {
                     if m == 1 {
-                        values.push(key_value(&item)?);
+                        values.push(key_value(&item, depth + 1)?);
                     }
                 }
                 ("kvlistValue", json!({ "values": values }))
@@ -181,13 +190,13 @@ fn any_value(v: &Wire) -> Result<Value, String> {
     Ok(Value::Object(out))
 }
 
-fn key_value(v: &Wire) -> Result<Value, String> {
+fn key_value(v: &Wire, depth: usize) -> Result<Value, String> {
     let mut key = String::new();
     let mut value = Value::Object(Map::new());
     for (n, f) in message(v)? {
         match n {
             1 => key = text(&f)?,
-            2 => value = any_value(&f)?,
+            2 => value = any_value(&f, depth)?,
             _ => {}
         }
     }
@@ -203,7 +212,7 @@ fn object(
     let mut out = Map::new();
     for (n, f) in message(v)? {
         if n == attrs {
-            push(&mut out, "attributes", key_value(&f)?);
+            push(&mut out, "attributes", key_value(&f, 0)?);
         } else {
             field(n, &f, &mut out)?;
         }
@@ -286,7 +295,7 @@ fn log_record(v: &Wire) -> Result<Value, String> {
             1 => ("timeUnixNano", fixed64(f)?),
             2 => ("severityNumber", number(f)?),
             3 => ("severityText", Value::String(text(f)?)),
-            5 => ("body", any_value(f)?),
+            5 => ("body", any_value(f, 0)?),
             8 => ("flags", number(f)?),
             9 => ("traceId", Value::String(hex(f)?)),
             10 => ("spanId", Value::String(hex(f)?)),
@@ -441,6 +450,32 @@ mod tests {
             got["resourceSpans"][0]["scopeSpans"][0]["scope"]["name"],
             "lib"
         );
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_not_a_stack_overflow() {
+        let mut v = field(1, 2, b"x");
+        for _ in 0..5000 {
+            v = field_long(5, &field_long(1, &v));
+        }
+        let attr = [field(1, 2, b"k"), field_long(2, &v)].concat();
+        let s = [field(1, 2, &[1; 16]), field_long(9, &attr)].concat();
+        let req = field_long(1, &field_long(2, &field_long(2, &s)));
+        let err = request(&req, Some(Signal::Traces)).expect_err("too deep");
+        assert!(err.contains("nested more than"), "{err}");
+    }
+
+    /// A length-delimited field of any length.
+    fn field_long(n: u32, body: &[u8]) -> Vec<u8> {
+        let mut out = vec![u8::try_from(n << 3 | 2).expect("small field number")];
+        let mut len = body.len();
+        while len >= 0x80 {
+            out.push((len & 0x7f) as u8 | 0x80);
+            len >>= 7;
+        }
+        out.push(len as u8);
+        out.extend_from_slice(body);
+        out
     }
 
     #[test]

@@ -431,3 +431,107 @@ fn tool_results_fail_by_exec_s_rules_then_the_span_status() {
         ]
     );
 }
+
+#[test]
+fn what_the_spans_do_not_show_is_said_not_made_up() {
+    let agent = span_json(
+        "agent",
+        "",
+        "invoke_agent a",
+        (0, 500),
+        &[("gen_ai.operation.name", "invoke_agent")],
+        None,
+    );
+    // A tool span of no call of the answer before it (which recorded its calls): not a call.
+    let text = line_of(&[
+        agent.clone(),
+        chat_json("c1", 10, &[("k1", "exec", "{}")], ""),
+        tool_json("t1", "zzz", 30, "{}", "a.txt", None),
+    ]);
+    let got = import(&text, "t.jsonl");
+    let v = crate::detector::View::from_events(&got.runs[0].events);
+    assert!(v.calls.is_empty(), "no call made up: {:?}", v.calls);
+    let said = got.warnings.join("\n");
+    assert!(said.contains("1 tool span(s) answer no call"), "{said}");
+    // The call the model asked for, never seen run or answered: left out, and said.
+    assert!(
+        said.contains("1 call(s) the model asked for were never seen run"),
+        "{said}"
+    );
+    // An instrumentation that records the prompt alone: no nudges read from it.
+    let prompt = serde_json::json!([
+        {"role": "system", "parts": [{"type": "text", "content": "be brief"}]},
+        {"role": "user", "parts": [{"type": "text", "content": "list"}]},
+    ])
+    .to_string();
+    let calls = serde_json::json!([{"role": "assistant", "parts": [{"type": "tool_call", "id": "k1", "name": "exec", "arguments": {}}]}]).to_string();
+    let done =
+        serde_json::json!([{"role": "assistant", "parts": [{"type": "text", "content": "done"}]}])
+            .to_string();
+    let chat = |id: &str, at: u64, output: &str| {
+        span_json(
+            id,
+            "agent",
+            "chat m",
+            (at, at + 10),
+            &[
+                ("gen_ai.operation.name", "chat"),
+                ("gen_ai.input.messages", &prompt),
+                ("gen_ai.output.messages", output),
+            ],
+            None,
+        )
+    };
+    let text = line_of(&[
+        agent,
+        chat("c1", 10, &calls),
+        tool_json("t1", "k1", 30, "{}", "a.txt", None),
+        chat("c2", 50, &done),
+    ]);
+    let got = import(&text, "t.jsonl");
+    assert!(
+        !got.runs[0]
+            .events
+            .iter()
+            .any(|e| matches!(e.event, Event::Intervention { .. })),
+        "no nudge made of the repeated prompt"
+    );
+    let said = got.warnings.join("\n");
+    assert!(said.contains("holds no answer of the model"), "{said}");
+}
+
+#[test]
+fn a_framework_s_python_call_record_is_its_keyword_arguments() {
+    let v = serde_json::json!({"args": [], "kwargs": {"command": "ls"}, "sanitize_inputs_outputs": true});
+    assert_eq!(keyword_args(v), serde_json::json!({"command": "ls"}));
+    // An object that only has such a key is the arguments as they are.
+    let own = serde_json::json!({"kwargs": {"a": 1}, "path": "x"});
+    assert_eq!(keyword_args(own.clone()), own);
+}
+
+#[test]
+fn two_services_calls_at_one_time_are_not_one_call() {
+    // Two traces of one span each, other scopes, one within the other's time, nothing shown in
+    // common (no response id, no messages, other token counts): two runs, not one merged call.
+    // (The same output token count would be read as evidence of one call: the rule's limit.)
+    let call = |trace: &str, scope: &str, tokens: &str, output: &str| {
+        serde_json::json!({"resourceSpans": [{"scopeSpans": [{"scope": {"name": scope}, "spans": [{
+        "traceId": trace, "spanId": "s", "name": "chat gpt-4o",
+        "startTimeUnixNano": "1000", "endTimeUnixNano": "9000",
+        "attributes": [
+            {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+            {"key": "gen_ai.request.model", "value": {"stringValue": "gpt-4o"}},
+            {"key": "gen_ai.usage.input_tokens", "value": {"intValue": tokens}},
+            {"key": "gen_ai.usage.output_tokens", "value": {"intValue": output}},
+        ]}]}]}]})
+        .to_string()
+    };
+    let text = format!(
+        "{}\n{}\n",
+        call("a1", "svc-a", "10", "5"),
+        call("b2", "svc-b", "999", "777")
+    );
+    let got = import(&text, "t.jsonl");
+    assert_eq!(got.runs.len(), 2, "{:?}", got.warnings);
+    assert!(!got.warnings.iter().any(|w| w.contains("traced twice")));
+}

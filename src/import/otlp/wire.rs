@@ -309,8 +309,10 @@ impl Span {
 
     /// The Vercel AI SDK's operation (`ai.generateText.doGenerate`, `ai.toolCall`, …).
     pub(super) fn ai_operation(&self) -> Option<&str> {
-        self.str("ai.operationId")
-            .or_else(|| self.name.starts_with("ai.").then_some(self.name.as_str()))
+        self.str("ai.operationId").or_else(|| {
+            (self.name.starts_with("ai.") && self.attrs.keys().any(|k| k.starts_with("ai.")))
+                .then_some(self.name.as_str())
+        })
     }
 
     pub(super) fn is_inference(&self) -> bool {
