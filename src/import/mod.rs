@@ -483,6 +483,17 @@ impl TraceBuilder {
         b
     }
 
+    /// The tools the agent offered the model, where the format records them.
+    pub fn offered(&mut self, names: Vec<String>) {
+        if let Some(TimedEvent {
+            event: Event::RunStart { tools, .. },
+            ..
+        }) = self.events.first_mut()
+        {
+            *tools = names;
+        }
+    }
+
     fn push(&mut self, event: Event) {
         self.events.push(TimedEvent {
             t_ms: self.now,

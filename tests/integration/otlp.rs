@@ -371,6 +371,18 @@ fn instrumented_agents_import_as_exec_saw_them() {
                 got.warnings
             );
         }
+        // The tools offered, where the spans list them (all but openai-agents' streamed Chat
+        // Completions), are the agent's.
+        let offered = |events: &[harness::trace::TimedEvent]| match events.first().map(|e| &e.event)
+        {
+            Some(harness::trace::Event::RunStart { tools, .. }) => tools.clone(),
+            _ => Vec::new(),
+        };
+        let tools = offered(&got.runs[0].events);
+        assert!(
+            tools == offered(&exec) || (tools.is_empty() && name == "openai-agents-chat-stream"),
+            "{name}: tools {tools:?}"
+        );
         let (want, have) = (seen(&exec), seen(&got.runs[0].events));
         assert!(
             !want.0.is_empty(),

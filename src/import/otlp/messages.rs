@@ -561,6 +561,43 @@ fn response_object(text: &str) -> Option<(Msg, Option<String>)> {
     Some((out, None))
 }
 
+/// The names of the tools a model call was offered, where the span records them: GenAI's
+/// `gen_ai.tool.definitions`, OpenInference's `llm.tools.N.tool.json_schema`, the AI SDK's
+/// `ai.prompt.tools` (each a tool's JSON: `name`, or `function.name`).
+pub(super) fn offered_tools(s: &Span) -> Option<Vec<String>> {
+    let name = |t: &Value| -> Option<String> {
+        let t = match t {
+            Value::String(text) => serde_json::from_str::<Value>(text).ok()?,
+            other => other.clone(),
+        };
+        non_empty(t.get("name"))
+            .or_else(|| t.get("function").and_then(|f| non_empty(f.get("name"))))
+            .map(str::to_owned)
+    };
+    let list: Vec<Value> = if let Some(v) = s.attrs.get("gen_ai.tool.definitions") {
+        match json_attr(v).ok()? {
+            Value::Array(a) => a,
+            _ => return None,
+        }
+    } else if let Some(v) = s.attrs.get("ai.prompt.tools") {
+        match v {
+            Value::Array(a) => a.clone(),
+            other => match json_attr(other).ok()? {
+                Value::Array(a) => a,
+                _ => return None,
+            },
+        }
+    } else {
+        let schemas = indexed(&s.attrs, "llm.tools.");
+        schemas
+            .values()
+            .filter_map(|f| f.get("tool.json_schema").map(|v| (*v).clone()))
+            .collect()
+    };
+    let names: Vec<String> = list.iter().filter_map(name).collect();
+    (!names.is_empty()).then_some(names)
+}
+
 /// An AI SDK tool call: `toolCallId`, `toolName`, `input` (an object, or its JSON text).
 fn ai_sdk_call(c: &Value) -> (String, String, Value) {
     (

@@ -770,6 +770,13 @@ fn genai_run(
         })
         .unwrap_or_default();
     let mut b = TraceBuilder::new(SOURCE, model);
+    // The tools offered, as the first model call that records them lists them.
+    if let Some(names) = items.iter().find_map(|i| match i {
+        Item::Inference(s) => messages::offered_tools(s),
+        Item::Tool(_) => None,
+    }) {
+        b.offered(names);
+    }
     let mut first_call = true;
     let mut after_calls = false;
     let mut faults = 0u32;
