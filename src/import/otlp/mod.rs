@@ -919,11 +919,17 @@ fn genai_run(
                 for m in &ex.input[from..] {
                     match m.role.as_str() {
                         "tool" | "tool-response" => {
+                            // smolagents records a result with the line end its prompt adds;
+                            // the model was sent it without.
+                            let text = if m.role == "tool-response" {
+                                m.text.trim_end_matches('\n')
+                            } else {
+                                m.text.as_str()
+                            };
                             let target = b.answered_call(m.answers.as_deref(), None, None);
                             if let Some(c) = target {
-                                let rule =
-                                    failure_rule(failures, &b, &c, &m.text, m.is_error, false);
-                                b.result_ruled(&c, &m.text, rule);
+                                let rule = failure_rule(failures, &b, &c, text, m.is_error, false);
+                                b.result_ruled(&c, text, rule);
                                 answered.insert(c);
                             }
                         }

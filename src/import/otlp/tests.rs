@@ -535,3 +535,81 @@ fn two_services_calls_at_one_time_are_not_one_call() {
     assert_eq!(got.runs.len(), 2, "{:?}", got.warnings);
     assert!(!got.warnings.iter().any(|w| w.contains("traced twice")));
 }
+
+#[test]
+fn results_of_an_instrumentation_without_history_answer_the_calls_in_order() {
+    // smolagents under OpenInference: each call's input is the prompt and every result so far
+    // (`tool-response`, no call id), never the model's answers.
+    let agent = span_json(
+        "agent",
+        "",
+        "invoke_agent a",
+        (0, 500),
+        &[("gen_ai.operation.name", "invoke_agent")],
+        None,
+    );
+    let flat = |id: &str, at: u64, results: &[&str], call: Option<&str>| {
+        let mut attrs: Vec<(String, String)> = vec![
+            ("openinference.span.kind".into(), "LLM".into()),
+            ("llm.input_messages.0.message.role".into(), "system".into()),
+            (
+                "llm.input_messages.0.message.content".into(),
+                "be brief".into(),
+            ),
+            ("llm.input_messages.1.message.role".into(), "user".into()),
+            ("llm.input_messages.1.message.content".into(), "list".into()),
+        ];
+        for (i, r) in results.iter().enumerate() {
+            attrs.push((
+                format!("llm.input_messages.{}.message.role", i + 2),
+                "tool-response".into(),
+            ));
+            attrs.push((
+                format!("llm.input_messages.{}.message.content", i + 2),
+                (*r).into(),
+            ));
+        }
+        match call {
+            Some(c) => {
+                attrs.push((
+                    "llm.output_messages.0.message.tool_calls.0.tool_call.id".into(),
+                    c.into(),
+                ));
+                attrs.push((
+                    "llm.output_messages.0.message.tool_calls.0.tool_call.function.name".into(),
+                    "exec".into(),
+                ));
+            }
+            None => attrs.push((
+                "llm.output_messages.0.message.content".into(),
+                "done".into(),
+            )),
+        }
+        let pairs: Vec<(&str, &str)> = attrs
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        span_json(id, "agent", "generate", (at, at + 10), &pairs, None)
+    };
+    let text = line_of(&[
+        agent,
+        flat("c1", 10, &[], Some("k1")),
+        flat("c2", 30, &["Error: first\n"], Some("k2")),
+        flat("c3", 50, &["Error: first\n", "a.txt\n"], None),
+    ]);
+    let got = import(&text, "t.jsonl");
+    let v = crate::detector::View::from_events(&got.runs[0].events);
+    let read: Vec<(bool, &str)> = v
+        .calls
+        .iter()
+        .map(|c| (c.failed, c.result.as_str()))
+        .collect();
+    assert_eq!(read, [(true, "Error: first"), (false, "a.txt")]);
+    assert!(
+        !got.runs[0]
+            .events
+            .iter()
+            .any(|e| matches!(e.event, Event::Intervention { .. })),
+        "the repeated prompt is no nudge"
+    );
+}
