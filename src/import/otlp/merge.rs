@@ -6,6 +6,9 @@
 //! - one is the only inference span inside the other (a framework's LLM span around the
 //!   client's; an outer span with several inside — a call and its retries — is not one call,
 //!   and gives way to them as before), or
+//! - a zero-length record of an answer (Logfire's `log` span after a stream) follows, under the
+//!   same parent and from the same scope, a span that recorded no answer: the answer of that
+//!   call;
 //! - they come from different instrumentation scopes, neither is inside the other (siblings, or
 //!   one a root of a trace of its own when the framework does not pass its context on), their
 //!   times overlap by at least half of the shorter, and nothing they both show differs (the
@@ -190,6 +193,36 @@ pub(super) fn merge_duplicates(mut spans: Vec<Span>) -> (Vec<Span>, Vec<String>)
             if used.insert(*outer) && used.insert(*one) {
                 pairs.push((*one, *outer));
             }
+        }
+    }
+    // A zero-length record of an answer right after a span of the same call that recorded none
+    // (Logfire streams: the request's span, then a `log` span with the response): one call.
+    let answered = |s: &Span| {
+        s.attrs.keys().any(|k| {
+            k == "gen_ai.output.messages"
+                || k.starts_with("llm.output_messages.")
+                || k.starts_with("gen_ai.completion.")
+                || k.starts_with("ai.response.")
+        })
+    };
+    let mut requests: HashMap<(&str, &str, &str), usize> = HashMap::new();
+    let mut by_start: Vec<usize> = inference.clone();
+    by_start.sort_by_key(|&i| (spans[i].start, spans[i].ordinal));
+    for &i in &by_start {
+        let s = &spans[i];
+        let key = (s.trace.as_str(), s.parent.as_str(), s.scope.as_str());
+        if s.start == s.end && answered(s) {
+            if let Some(r) = requests.remove(&key) {
+                if spans[r].end <= s.start && !used.contains(&r) && !used.contains(&i) {
+                    used.insert(r);
+                    used.insert(i);
+                    pairs.push((r, i));
+                }
+            }
+        } else if !answered(s) && s.error.is_none() {
+            requests.insert(key, i);
+        } else {
+            requests.remove(&key);
         }
     }
     // Overlapping spans of other scopes, neither inside the other.

@@ -613,3 +613,52 @@ fn results_of_an_instrumentation_without_history_answer_the_calls_in_order() {
         "the repeated prompt is no nudge"
     );
 }
+
+#[test]
+fn a_zero_length_record_of_the_answer_is_its_call_s_answer() {
+    // Logfire streamed: the request's span (no answer), then a `log` span of no length with it.
+    let answer =
+        serde_json::json!([{"role": "assistant", "parts": [{"type": "text", "content": "hi"}]}])
+            .to_string();
+    let text = line_of(&[
+        span_json(
+            "agent",
+            "",
+            "invoke_agent a",
+            (0, 100),
+            &[("gen_ai.operation.name", "invoke_agent")],
+            None,
+        ),
+        span_json(
+            "r",
+            "agent",
+            "Chat Completion",
+            (10, 20),
+            &[("gen_ai.operation.name", "chat")],
+            None,
+        ),
+        span_json(
+            "l",
+            "agent",
+            "streaming response",
+            (25, 25),
+            &[
+                ("gen_ai.operation.name", "chat"),
+                ("gen_ai.output.messages", &answer),
+            ],
+            None,
+        ),
+    ]);
+    let got = import(&text, "t.jsonl");
+    let answers = got.runs[0]
+        .events
+        .iter()
+        .filter(|e| matches!(e.event, Event::ModelResponse { .. }))
+        .count();
+    assert_eq!(answers, 1, "one call, not an empty answer and another");
+    assert!(
+        got.warnings.iter().any(|w| w.contains("traced twice")),
+        "{:?}",
+        got.warnings
+    );
+}
