@@ -62,8 +62,7 @@ impl Sink {
         let len = line.len() as u64 + 1;
         if self.size > 0 && self.size + len > self.rotate_bytes {
             // The first free name: rotations of an earlier session are kept, not replaced.
-            let next = crate::store::next_rotation(&self.path);
-            std::fs::rename(&self.path, &next)?;
+            let next = crate::store::rotate(&self.path)?;
             self.counts.rotated.push(next);
             self.size = 0;
         }

@@ -716,6 +716,13 @@ pub fn next_rotation(path: &Path) -> PathBuf {
         .unwrap_or_else(|| path.with_file_name(format!("{stem}-rotated{ext}")))
 }
 
+/// Rotate `path` away to [`next_rotation`]'s name; the name it got.
+pub fn rotate(path: &Path) -> io::Result<PathBuf> {
+    let next = next_rotation(path);
+    std::fs::rename(path, &next)?;
+    Ok(next)
+}
+
 /// The rotations of `path` already beside it ([`next_rotation`]'s names).
 pub fn rotations_of(path: &Path) -> Vec<PathBuf> {
     let Some(name) = path.file_name().and_then(|n| n.to_str()) else {

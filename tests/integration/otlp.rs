@@ -258,42 +258,24 @@ fn spans_with_all_zero_ids_are_each_read_and_said() {
 type Seen = (Vec<(String, String, bool, String)>, Vec<Option<(u64, u64)>>);
 
 fn seen(events: &[harness::trace::TimedEvent]) -> Seen {
-    use harness::trace::Event;
-    let mut calls: Vec<(String, (String, String, bool, String))> = Vec::new();
-    let mut tokens = Vec::new();
-    for e in events {
-        match &e.event {
-            Event::ToolCallStart { id, name, args } => calls.push((
-                id.clone(),
-                (
-                    name.clone(),
-                    harness::json::canonical(args),
-                    false,
-                    String::new(),
-                ),
-            )),
-            Event::ToolCallEnd {
-                id,
-                ok,
-                output,
-                error,
-                ..
-            } => {
-                if let Some((_, c)) = calls.iter_mut().find(|(i, _)| i == id) {
-                    c.2 = !ok;
-                    c.3 = output.clone().or_else(|| error.clone()).unwrap_or_default();
-                }
-            }
-            Event::ModelResponse {
+    let calls = harness::detector::View::from_events(events)
+        .calls
+        .into_iter()
+        .map(|c| (c.name, c.key, c.failed, c.result))
+        .collect();
+    let tokens = events
+        .iter()
+        .filter_map(|e| match &e.event {
+            harness::trace::Event::ModelResponse {
                 input_tokens,
                 output_tokens,
                 tokens_unknown,
                 ..
-            } => tokens.push((!tokens_unknown).then_some((*input_tokens, *output_tokens))),
-            _ => {}
-        }
-    }
-    (calls.into_iter().map(|(_, c)| c).collect(), tokens)
+            } => Some((!tokens_unknown).then_some((*input_tokens, *output_tokens))),
+            _ => None,
+        })
+        .collect();
+    (calls, tokens)
 }
 
 /// Real agents traced by the instrumentations teams run (fixtures/otlp-instrumented, each with

@@ -23,38 +23,35 @@ pub enum Decoded {
     Foreign(String),
 }
 
-/// A decompressor: the bytes and the most it may make.
-type Inflate = fn(&[u8], u64) -> Result<Vec<u8>, String>;
-
 /// What the bytes of a file hold: OTLP JSON lines decoded from a binary form, text as it is,
 /// or a compressed file of something else. `limit` bounds everything decoding makes (the
 /// decompressed bytes and the lines, together). `Err` says what the file is and where it stops
 /// being that.
 pub fn decode(bytes: &[u8], limit: u64) -> Result<Decoded, String> {
-    let kinds: [(&[u8], &str, Inflate); 2] = [(&GZIP, "gzip", gunzip), (&ZSTD, "zstd", unzstd)];
-    for (magic, what, inflate) in kinds {
-        if !bytes.starts_with(magic) {
-            continue;
-        }
-        let inner = inflate(bytes, limit)
-            .map_err(|e| format!("a {what} file that does not decompress: {e}"))?;
-        // No collector compresses twice: a file that does is refused, not unwrapped again.
-        if inner.starts_with(&GZIP) || inner.starts_with(&ZSTD) {
-            return Err(format!(
-                "a {what} file holding a compressed file again: decompress it first"
-            ));
-        }
-        return match uncompressed(&inner, limit)? {
-            Decoded::Lines(text) => Ok(Decoded::Lines(text)),
-            _ => match String::from_utf8(inner) {
-                Ok(text) if looks_like_text(text.as_bytes()) => Ok(Decoded::Lines(text)),
-                _ => Ok(Decoded::Foreign(format!(
-                    "a {what} file of something that is no JSON and no OTLP"
-                ))),
-            },
-        };
+    let what = if bytes.starts_with(&GZIP) {
+        "gzip"
+    } else if bytes.starts_with(&ZSTD) {
+        "zstd"
+    } else {
+        return uncompressed(bytes, limit);
+    };
+    let inner = decompress(bytes, limit)
+        .map_err(|e| format!("a {what} file that does not decompress: {e}"))?;
+    // No collector compresses twice: a file that does is refused, not unwrapped again.
+    if inner.starts_with(&GZIP) || inner.starts_with(&ZSTD) {
+        return Err(format!(
+            "a {what} file holding a compressed file again: decompress it first"
+        ));
     }
-    uncompressed(bytes, limit)
+    match uncompressed(&inner, limit)? {
+        Decoded::Lines(text) => Ok(Decoded::Lines(text)),
+        _ => match String::from_utf8(inner) {
+            Ok(text) if looks_like_text(text.as_bytes()) => Ok(Decoded::Lines(text)),
+            _ => Ok(Decoded::Foreign(format!(
+                "a {what} file of something that is no JSON and no OTLP"
+            ))),
+        },
+    }
 }
 
 /// [`decode`] of bytes that are not compressed as a whole.
@@ -122,11 +119,14 @@ fn framed(bytes: &[u8]) -> Option<Vec<&[u8]>> {
 /// One framed request (compressed or not; protobuf or JSON) as one JSON line.
 fn request_line(frame: &[u8], limit: u64) -> Result<String, String> {
     let inner;
-    let frame = if frame.starts_with(&ZSTD) {
-        inner = unzstd(frame, limit).map_err(|e| format!("zstd that does not decompress: {e}"))?;
-        &inner[..]
-    } else if frame.starts_with(&GZIP) {
-        inner = gunzip(frame, limit).map_err(|e| format!("gzip that does not decompress: {e}"))?;
+    let frame = if frame.starts_with(&ZSTD) || frame.starts_with(&GZIP) {
+        let what = if frame.starts_with(&ZSTD) {
+            "zstd"
+        } else {
+            "gzip"
+        };
+        inner = decompress(frame, limit)
+            .map_err(|e| format!("{what} that does not decompress: {e}"))?;
         &inner[..]
     } else {
         frame

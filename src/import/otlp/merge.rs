@@ -108,23 +108,13 @@ fn positively_same(a: &Span, b: &Span) -> bool {
         return false;
     }
     // One within the other's time, and both failed, or both answered with as many tokens.
-    let output = |s: &Span| {
-        s.uint(&[
-            "gen_ai.usage.output_tokens",
-            "llm.token_count.completion",
-            "gen_ai.usage.completion_tokens",
-        ])
-    };
     (a.error.is_some() && b.error.is_some())
-        || matches!((output(a), output(b)), (Some(x), Some(y)) if x == y)
+        || matches!((a.output_tokens(), b.output_tokens()), (Some(x), Some(y)) if x == y)
 }
 
 /// A span's token counts, when it records both.
 fn tokens(s: &Span) -> Option<(u64, u64)> {
-    Some((
-        s.uint(&["gen_ai.usage.input_tokens", "llm.token_count.prompt"])?,
-        s.uint(&["gen_ai.usage.output_tokens", "llm.token_count.completion"])?,
-    ))
+    Some((s.input_tokens()?, s.output_tokens()?))
 }
 
 /// Do two spans' models name the same model (one may carry a version suffix:

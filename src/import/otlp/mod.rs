@@ -975,18 +975,7 @@ fn genai_run(
                     })
                     .collect();
                 after_calls = !calls.is_empty();
-                let input = s.uint(&[
-                    "gen_ai.usage.input_tokens",
-                    "gen_ai.usage.prompt_tokens",
-                    "llm.token_count.prompt",
-                    "llm.usage.prompt_tokens",
-                ]);
-                let output = s.uint(&[
-                    "gen_ai.usage.output_tokens",
-                    "gen_ai.usage.completion_tokens",
-                    "llm.token_count.completion",
-                    "llm.usage.completion_tokens",
-                ]);
+                let (input, output) = (s.input_tokens(), s.output_tokens());
                 // Counts not recorded are unknown, not 0 (one of the two recorded: the other
                 // is 0).
                 let tokens = if input.is_none() && output.is_none() {

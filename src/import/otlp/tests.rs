@@ -315,17 +315,17 @@ fn chat_json(id: &str, at: u64, calls: &[(&str, &str, &str)], text: &str) -> Val
             .collect()
     };
     let output = serde_json::json!([{"role": "assistant", "parts": parts}]).to_string();
-    span_json(
-        id,
-        "agent",
-        "chat m",
-        (at, at + 10),
-        &[
-            ("gen_ai.operation.name", "chat"),
-            ("gen_ai.output.messages", &output),
-        ],
-        None,
-    )
+    chat_span(id, at, None, &output)
+}
+
+/// A chat span under `agent` answering `output` (GenAI JSON), given `input` when some.
+fn chat_span(id: &str, at: u64, input: Option<&str>, output: &str) -> Value {
+    let mut attrs = vec![("gen_ai.operation.name", "chat")];
+    if let Some(input) = input {
+        attrs.push(("gen_ai.input.messages", input));
+    }
+    attrs.push(("gen_ai.output.messages", output));
+    span_json(id, "agent", "chat m", (at, at + 10), &attrs, None)
 }
 
 fn tool_json(
@@ -468,20 +468,7 @@ fn what_the_spans_do_not_show_is_said_not_made_up() {
     let done =
         serde_json::json!([{"role": "assistant", "parts": [{"type": "text", "content": "done"}]}])
             .to_string();
-    let chat = |id: &str, at: u64, output: &str| {
-        span_json(
-            id,
-            "agent",
-            "chat m",
-            (at, at + 10),
-            &[
-                ("gen_ai.operation.name", "chat"),
-                ("gen_ai.input.messages", &prompt),
-                ("gen_ai.output.messages", output),
-            ],
-            None,
-        )
-    };
+    let chat = |id: &str, at: u64, output: &str| chat_span(id, at, Some(&prompt), output);
     let text = line_of(&[
         agent,
         chat("c1", 10, &calls),

@@ -303,6 +303,26 @@ impl Span {
         })
     }
 
+    /// Input tokens, by every name the conventions and instrumentations have used.
+    pub(super) fn input_tokens(&self) -> Option<u64> {
+        self.uint(&[
+            "gen_ai.usage.input_tokens",
+            "gen_ai.usage.prompt_tokens",
+            "llm.token_count.prompt",
+            "llm.usage.prompt_tokens",
+        ])
+    }
+
+    /// Output tokens, likewise.
+    pub(super) fn output_tokens(&self) -> Option<u64> {
+        self.uint(&[
+            "gen_ai.usage.output_tokens",
+            "gen_ai.usage.completion_tokens",
+            "llm.token_count.completion",
+            "llm.usage.completion_tokens",
+        ])
+    }
+
     pub(super) fn operation(&self) -> Option<&str> {
         self.str("gen_ai.operation.name")
     }
