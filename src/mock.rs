@@ -256,6 +256,7 @@ pub fn default_fault_message(kind: FaultKind) -> &'static str {
         FaultKind::ServerError => "529 Overloaded: the server is temporarily overloaded",
         FaultKind::ContextOverflow => "the request exceeds the model's context window",
         FaultKind::Timeout => "the request timed out",
+        FaultKind::Refused => "400 Bad Request: the provider refused the request",
     }
 }
 

@@ -53,3 +53,36 @@ reply = { text = "First answer" }
         .collect();
     assert_eq!(sent, [1, 3], "user; then user, assistant, user");
 }
+
+/// A refused request (a 4xx other than rate limits and overflow) is not retried: sent again
+/// it gets the same answer. The run ends on it, whatever the retry rules allow.
+#[test]
+fn a_refused_request_ends_the_run_untried_again() {
+    let events = events(
+        r#"
+format = 1
+family = "t"
+profile = "none"
+user = "Question"
+config = { retry = { server_error = { max_retries = 3 } } }
+
+[model]
+[[model.rules]]
+reply = { fault = { kind = "refused", message = "400 Bad Request: unknown parameter" } }
+"#,
+    );
+    let errors: Vec<(crate::llm::FaultKind, Option<u64>)> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ProviderError {
+                fault, retry_in_ms, ..
+            } => Some((*fault, *retry_in_ms)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(errors, [(crate::llm::FaultKind::Refused, None)]);
+    assert!(
+        events.iter().any(|e| matches!(e, Event::Outcome { .. })),
+        "the run ends"
+    );
+}

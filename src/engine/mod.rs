@@ -137,7 +137,7 @@ struct Loop<'a> {
     faults: u32,
     /// Provider errors per kind (indexed by `FaultKind as usize`): in a row, or over the run
     /// when `retry.per_run` is set.
-    faults_by_kind: [u32; 4],
+    faults_by_kind: [u32; FaultKind::COUNT],
     input_tokens: u64,
     output_tokens: u64,
     cost_usd: f64,
@@ -210,7 +210,7 @@ pub fn run(input: RunInput<'_>, model: &mut dyn Model, tools: &mut dyn ToolRunne
         call_no: 0,
         run_iterations: 0,
         faults: 0,
-        faults_by_kind: [0; 4],
+        faults_by_kind: [0; FaultKind::COUNT],
         input_tokens: 0,
         output_tokens: 0,
         cost_usd: 0.0,
@@ -728,7 +728,7 @@ impl Loop<'_> {
                 Ok(r) => {
                     self.faults = 0;
                     if !self.config.retry.per_run {
-                        self.faults_by_kind = [0; 4];
+                        self.faults_by_kind = [0; FaultKind::COUNT];
                     }
                     self.account(&r);
                     let r = match assemble(r) {
@@ -773,7 +773,7 @@ impl Loop<'_> {
                 FaultKind::RateLimit => Some(&self.config.retry.rate_limit),
                 FaultKind::ServerError => Some(&self.config.retry.server_error),
                 FaultKind::Timeout => Some(&self.config.retry.timeout),
-                FaultKind::ContextOverflow => None,
+                FaultKind::ContextOverflow | FaultKind::Refused => None,
             };
             if let Some(rule) = rule.filter(|r| nth_of_kind <= r.max_retries) {
                 let wait = rule.delay(nth_of_kind, fault.retry_after_ms);

@@ -236,9 +236,15 @@ pub enum FaultKind {
     ContextOverflow = 2,
     /// The request timed out.
     Timeout = 3,
+    /// Any other HTTP 4xx (a bad request, authentication, not found): the provider refused the
+    /// request as sent, and sending it again gets the same answer.
+    Refused = 4,
 }
 
 impl FaultKind {
+    /// How many kinds there are (for counts indexed by `kind as usize`).
+    pub const COUNT: usize = 5;
+
     /// snake_case name.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -246,6 +252,7 @@ impl FaultKind {
             Self::ServerError => "server_error",
             Self::ContextOverflow => "context_overflow",
             Self::Timeout => "timeout",
+            Self::Refused => "refused",
         }
     }
 }

@@ -139,6 +139,7 @@ pub fn error_type(kind: FaultKind) -> &'static str {
         FaultKind::ServerError => "api_error",
         FaultKind::ContextOverflow => "invalid_request_error",
         FaultKind::Timeout => "timeout_error",
+        FaultKind::Refused => "invalid_request_error",
     }
 }
 
@@ -403,6 +404,11 @@ fn fault_kind(error_type: &str) -> FaultKind {
     match error_type {
         "rate_limit_error" => FaultKind::RateLimit,
         "timeout_error" => FaultKind::Timeout,
+        "invalid_request_error"
+        | "authentication_error"
+        | "permission_error"
+        | "not_found_error"
+        | "request_too_large" => FaultKind::Refused,
         _ => FaultKind::ServerError,
     }
 }

@@ -234,6 +234,7 @@ impl Provider {
             FaultKind::ServerError => 500,
             FaultKind::ContextOverflow => 400,
             FaultKind::Timeout => 408,
+            FaultKind::Refused => 400,
         };
         let body = match self {
             Self::Openai => {
@@ -246,6 +247,7 @@ impl Provider {
                         Some("messages"),
                     ),
                     FaultKind::Timeout => ("timeout", Some("timeout"), None),
+                    FaultKind::Refused => ("invalid_request_error", None, None),
                 };
                 serde_json::json!({"error": {"message": message, "type": kind, "param": param, "code": code}})
             }
@@ -780,6 +782,12 @@ mod tests {
                     Some("context length exceeded")
                 );
             }
+            // A refused request is served as the provider's 400, which ends a recording
+            // rather than being retried.
+            let (status, body) = p.render_fault(FaultKind::Refused, "unknown parameter");
+            assert_eq!(status, 400, "{p:?}");
+            assert_eq!(p.fault(status, &body), None, "{p:?}");
+            assert_eq!(error_message(&body).as_deref(), Some("unknown parameter"));
         }
     }
 

@@ -46,7 +46,7 @@ pub struct LiveModel {
     scrubber: Scrubber,
     retry: RetryConfig,
     /// Faults of each kind in a row (for the engine's backoff).
-    faults: [u32; 4],
+    faults: [u32; FaultKind::COUNT],
     /// Real time to wait before the next request.
     wait: Duration,
     /// The exchanges so far, scrubbed.
@@ -89,7 +89,7 @@ impl LiveModel {
             endpoint,
             scrubber,
             retry,
-            faults: [0; 4],
+            faults: [0; FaultKind::COUNT],
             wait: Duration::ZERO,
             exchanges: Vec::new(),
             fatal: None,
@@ -250,7 +250,7 @@ impl LiveModel {
             FaultKind::RateLimit => &self.retry.rate_limit,
             FaultKind::ServerError => &self.retry.server_error,
             FaultKind::Timeout => &self.retry.timeout,
-            FaultKind::ContextOverflow => return,
+            FaultKind::ContextOverflow | FaultKind::Refused => return,
         };
         let ms = rule.delay(self.faults[kind as usize], hint);
         self.wait = Duration::from_millis(ms).min(self.endpoint.max_wait);
@@ -365,7 +365,7 @@ impl Model for LiveModel {
         self.exchanges.push(ex);
         match &outcome {
             // As the engine counts: in a row, or over the run with `retry.per_run`.
-            Outcome::Response(_) if !self.retry.per_run => self.faults = [0; 4],
+            Outcome::Response(_) if !self.retry.per_run => self.faults = [0; FaultKind::COUNT],
             Outcome::Response(_) => {}
             Outcome::Fault(f) => self.plan_wait(f.kind, f.retry_after_ms),
             Outcome::Fatal(m) => self.fatal = Some(Fatal::Refused(self.scrubber.scrub(m))),

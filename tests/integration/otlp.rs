@@ -285,7 +285,7 @@ fn seen(events: &[harness::trace::TimedEvent]) -> Seen {
 #[test]
 fn instrumented_agents_import_as_exec_saw_them() {
     // (fixture, what its warnings say, a difference the spans cannot avoid)
-    let cases: [(&str, &[&str], Option<&str>); 8] = [
+    let cases: [(&str, &[&str], Option<&str>); 12] = [
         (
             "langchain-openai-with-openai-client",
             &[
@@ -325,8 +325,35 @@ fn instrumented_agents_import_as_exec_saw_them() {
             None,
         ),
         // pydantic-ai records a failed call's validation errors as they were; its OpenAI model
-        // sends them wrapped in `{"error": …}`: the text differs, the failure does not.
-        ("pydantic-ai-v5-openai-stream", &[], Some("result")),
+        // sends them wrapped in `{"error": …}`: the text differs, the failure does not, and
+        // the import says so.
+        (
+            "pydantic-ai-v5-openai-stream",
+            &["1 failed tool result(s) recorded by pydantic-ai 2.16 or later"],
+            Some("result"),
+        ),
+        (
+            "llamaindex-openai-stream",
+            &["2 model-call span(s) that record no call"],
+            None,
+        ),
+        (
+            "smolagents-parallel-step-error",
+            &["3 model call(s) after tool calls whose recorded input holds no answer"],
+            None,
+        ),
+        (
+            "openlit-openai-stream",
+            &["2 streamed model answer(s) whose token counts OpenLIT estimated"],
+            None,
+        ),
+        (
+            "traceloop-anthropic-stream-with-sdk-spans",
+            &[
+                "2 merged call(s) whose two spans record other token counts, one by an instrumentation known to miscount",
+            ],
+            None,
+        ),
     ];
     let dir = crate::support::repo().join("fixtures/otlp-instrumented");
     for (name, says, differs) in cases {
@@ -338,7 +365,15 @@ fn instrumented_agents_import_as_exec_saw_them() {
                 .lines()
                 .map(|l| serde_json::from_str(l).expect("a trace event"))
                 .collect();
-        let got = harness::import::otlp::import(&text, "f.jsonl");
+        // The anthropic SDK's traces do not record `is_error`: a team names what its tools
+        // raise (`--failure missing`), as the conformance suite does.
+        let patterns = if name.starts_with("traceloop-anthropic") {
+            vec!["missing".to_owned()]
+        } else {
+            Vec::new()
+        };
+        let rules = harness::failure::FailureRules::new(&patterns, true).expect("rules");
+        let got = harness::import::otlp::import_reading(&text, "f.jsonl", &rules);
         assert!(got.errors.is_empty(), "{name}: {:?}", got.errors);
         assert_eq!(
             got.runs.len(),
@@ -354,7 +389,7 @@ fn instrumented_agents_import_as_exec_saw_them() {
             );
         }
         // The tools offered, where the spans list them (all but openai-agents' streamed Chat
-        // Completions), are the agent's.
+        // Completions and OpenLIT), are the agent's.
         let offered = |events: &[harness::trace::TimedEvent]| match events.first().map(|e| &e.event)
         {
             Some(harness::trace::Event::RunStart { tools, .. }) => tools.clone(),
@@ -362,7 +397,9 @@ fn instrumented_agents_import_as_exec_saw_them() {
         };
         let tools = offered(&got.runs[0].events);
         assert!(
-            tools == offered(&exec) || (tools.is_empty() && name == "openai-agents-chat-stream"),
+            tools == offered(&exec)
+                || (tools.is_empty()
+                    && ["openai-agents-chat-stream", "openlit-openai-stream"].contains(&name)),
             "{name}: tools {tools:?}"
         );
         let (want, have) = (seen(&exec), seen(&got.runs[0].events));

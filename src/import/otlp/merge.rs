@@ -37,7 +37,8 @@ const CONTENT: [&str; 9] = [
     "ai.response.toolCalls",
 ];
 
-fn has_content(s: &Span) -> bool {
+/// Does the span record a call's messages (attributes or span events)?
+pub(super) fn has_content(s: &Span) -> bool {
     s.attrs
         .keys()
         .any(|k| CONTENT.iter().any(|c| k.starts_with(c)))
@@ -321,6 +322,7 @@ pub(super) fn merge_duplicates(mut spans: Vec<Span>) -> (Vec<Span>, Vec<String>)
     let mut by_scopes: BTreeMap<(String, String), usize> = BTreeMap::new();
     let mut dropped = HashSet::new();
     let mut disagree = 0usize;
+    let mut taken_from_other = 0usize;
     for (placed, other) in pairs {
         let mut scopes = [spans[placed].scope.clone(), spans[other].scope.clone()];
         scopes.sort();
@@ -332,14 +334,33 @@ pub(super) fn merge_duplicates(mut spans: Vec<Span>) -> (Vec<Span>, Vec<String>)
         } else {
             (placed, other)
         };
-        if let (Some(x), Some(y)) = (tokens(&spans[first]), tokens(&spans[second])) {
-            if x != y {
-                disagree += 1;
-            }
-        }
         let mut attrs = spans[first].attrs.clone();
         for (k, v) in &spans[second].attrs {
             attrs.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        // Counts an instrumentation is known to write otherwise than the provider's give way
+        // to the other span's.
+        let mut counts_scope = spans[first].counts_scope.clone();
+        let (a, b) = (tokens(&spans[first]), tokens(&spans[second]));
+        let doubted =
+            spans[first].counts_doubt().is_some() && spans[second].counts_doubt().is_none();
+        if let (Some(x), Some(y)) = (a, b) {
+            if x != y {
+                if doubted {
+                    taken_from_other += 1;
+                } else {
+                    disagree += 1;
+                }
+            }
+        }
+        if doubted && b.is_some() {
+            for k in INPUT_TOKEN_KEYS.iter().chain(OUTPUT_TOKEN_KEYS.iter()) {
+                attrs.remove(*k);
+                if let Some(v) = spans[second].attrs.get(*k) {
+                    attrs.insert((*k).to_owned(), v.clone());
+                }
+            }
+            counts_scope = Some(spans[second].scope.clone());
         }
         let events = if first == placed {
             std::mem::take(&mut spans[placed].events)
@@ -354,6 +375,7 @@ pub(super) fn merge_duplicates(mut spans: Vec<Span>) -> (Vec<Span>, Vec<String>)
         s.attrs = attrs;
         s.events = events;
         s.error = error;
+        s.counts_scope = counts_scope;
         dropped.insert(other);
     }
     // Spans inside a dropped one now hang from the span it merged into (same trace) or from
@@ -401,6 +423,11 @@ pub(super) fn merge_duplicates(mut spans: Vec<Span>) -> (Vec<Span>, Vec<String>)
     if disagree > 0 {
         warnings.push(format!(
             "{disagree} merged call(s) whose two spans record other token counts: the counts of the span that recorded the content are kept"
+        ));
+    }
+    if taken_from_other > 0 {
+        warnings.push(format!(
+            "{taken_from_other} merged call(s) whose two spans record other token counts, one by an instrumentation known to miscount (see docs/production-traces.md): the other span's counts are kept"
         ));
     }
     (out, warnings)

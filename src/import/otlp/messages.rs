@@ -714,6 +714,26 @@ pub(super) fn fault_of(s: &Span, message: &str) -> FaultKind {
         FaultKind::Timeout
     } else if text.contains("context_length") || text.contains("context window") {
         FaultKind::ContextOverflow
+    } else if [
+        "badrequest",
+        "bad request",
+        "invalid_request",
+        "authentication",
+        "permissiondenied",
+        "permission_denied",
+        "notfound",
+        "not_found",
+        "unprocessable",
+        "error code: 400",
+        "error code: 401",
+        "error code: 403",
+        "error code: 404",
+        "error code: 422",
+    ]
+    .iter()
+    .any(|w| text.contains(w))
+    {
+        FaultKind::Refused
     } else {
         FaultKind::ServerError
     }

@@ -11,7 +11,8 @@
 //! `text_completion` or `generate_content` (the OpenTelemetry GenAI conventions), an
 //! OpenInference `LLM` span, or a Traceloop `llm.request.type` `chat`/`completion` span. An
 //! inference span that has another inside it (a framework's span around the client's) gives way
-//! to the inner one. What each call sent and answered is read from, in this order:
+//! to the inner one, and one that records nothing of a call beside one under the same parent
+//! that does (LlamaIndex's `_prepare_chat_with_tools`) is no call. What each call sent and answered is read from, in this order:
 //! - `gen_ai.input.messages` / `gen_ai.output.messages` (GenAI conventions 1.37 and later: role
 //!   and typed parts `text`, `tool_call`, `tool_call_response`; a JSON string or a structured
 //!   value) — OpenTelemetry's `openai-v2` 2.x with content capture on, Traceloop 0.55 and
@@ -29,7 +30,8 @@
 //! results also come from `execute_tool` spans (`gen_ai.tool.call.id`, `gen_ai.tool.call.result`;
 //! OpenInference `TOOL` spans) — a tool span for a call no model output showed (content not
 //! captured) is that call. Tokens: `gen_ai.usage.input_tokens` / `output_tokens`
-//! (`prompt_tokens` / `completion_tokens` before 1.27; OpenInference `llm.token_count.*`).
+//! (`prompt_tokens` / `completion_tokens` before 1.27; OpenInference `llm.token_count.*`),
+//! unknown where an instrumentation wrote its own estimate there (`Span::counts_doubt`).
 //! Latency is the span's duration. A span with status `ERROR` is a provider error (its kind read
 //! from `error.type` and the message). A tool result is read as failed by the rules `exec`
 //! reads a served result by ([`crate::failure`]: `--failure` patterns, then the built-in
@@ -555,6 +557,11 @@ struct Gaps {
     no_content: usize,
     /// Answered model calls without token counts.
     no_tokens: usize,
+    /// Answered model calls whose counts the instrumentation estimated itself.
+    estimated_tokens: usize,
+    /// Answered model calls whose output count may be over (streamed, by an instrumentation
+    /// that miscounts streams).
+    maybe_over: usize,
     /// Tool results sent to an Anthropic model with no `is_error` flag recorded.
     unflagged: usize,
     /// Tool spans read as calls no model output showed, without their arguments.
@@ -565,6 +572,10 @@ struct Gaps {
     no_history: usize,
     /// Calls the model asked for that were never seen run or answered.
     unrun: usize,
+    /// Inference spans that record no call, beside one that does.
+    preparations: usize,
+    /// Failed results pydantic-ai recorded unwrapped but sent wrapped.
+    wrapped: usize,
 }
 
 impl Gaps {
@@ -580,6 +591,18 @@ impl Gaps {
             out.push(format!(
                 "{} model answer(s) without token counts (the instrumentation or the client did not record usage, as streamed calls often do not): their tokens are unknown in the trace (`tokens_unknown`) and count as 0 in sums",
                 self.no_tokens
+            ));
+        }
+        if self.estimated_tokens > 0 {
+            out.push(format!(
+                "{} streamed model answer(s) whose token counts OpenLIT estimated itself (the stream carried no usage; it writes its estimate where the provider's counts go): their tokens are unknown in the trace (`tokens_unknown`); ask the provider for usage in the stream (`stream_options={{\"include_usage\": true}}`) to have them",
+                self.estimated_tokens
+            ));
+        }
+        if self.maybe_over > 0 {
+            out.push(format!(
+                "{} model answer(s) counted by Traceloop's anthropic instrumentation (`opentelemetry.instrumentation.anthropic`), which, when a call streams, adds the stream's opening output count to its final one (one token over, as a rule); its spans do not say whether a call streamed, so the counts are kept as recorded (the anthropic SDK's own spans, when on, count right and are preferred)",
+                self.maybe_over
             ));
         }
         if self.blind_tools > 0 {
@@ -604,6 +627,18 @@ impl Gaps {
             out.push(format!(
                 "{} call(s) the model asked for were never seen run or answered (no tool span, no result in a later call's input): left out of the trace",
                 self.unrun
+            ));
+        }
+        if self.preparations > 0 {
+            out.push(format!(
+                "{} model-call span(s) that record no call (no messages, tokens or error) beside one under the same parent that does (a framework's step before the call, as LlamaIndex's `_prepare_chat_with_tools`): not read as model calls",
+                self.preparations
+            ));
+        }
+        if self.wrapped > 0 {
+            out.push(format!(
+                "{} failed tool result(s) recorded by pydantic-ai 2.16 or later as the tool gave them; to a model without an error flag of its own (OpenAI and most others) it sends them wrapped in `{{\"error\": …}}`: the trace has the text as recorded, the failure as sent",
+                self.wrapped
             ));
         }
         if self.unflagged > 0 {
@@ -634,6 +669,23 @@ const TOOL_ARGS_KEYS: [&str; 5] = [
     "ai.toolCall.args",
     "tool_arguments",
 ];
+
+/// A smolagents step outcome as the model was sent it: without the `Observation:` line that
+/// heads it and the line end its prompt adds; `Call id: …` (a failed step that had parsed its
+/// calls) names the call it answers.
+fn step_outcome(m: &mut messages::Msg) {
+    let mut text = m.text.trim_end_matches('\n');
+    if let Some(rest) = text.strip_prefix("Call id: ") {
+        let (id, rest) = rest.split_once('\n').unwrap_or((rest, ""));
+        if m.answers.is_none() {
+            m.answers = Some(id.trim().to_owned());
+        }
+        text = rest;
+    } else if let Some(rest) = text.strip_prefix("Observation:") {
+        text = rest.trim_start_matches([' ', '\n']);
+    }
+    m.text = text.to_owned();
+}
 
 /// Is this input message a tool result (`tool`; smolagents' `tool-response`)?
 fn is_result(m: &messages::Msg) -> bool {
@@ -709,11 +761,33 @@ fn genai_run(
         .filter(|(s, _)| s.is_inference())
         .filter_map(|(_, a)| *a)
         .collect();
+    // An inference span that records nothing of a call — no messages, no tokens, no error —
+    // beside one under the same parent that does, is a framework's step before the call, not
+    // a call (LlamaIndex's `_prepare_chat_with_tools`, an OpenInference `LLM` span).
+    let records = |s: &Span| {
+        merge::has_content(s)
+            || s.input_tokens().is_some()
+            || s.output_tokens().is_some()
+            || s.error.is_some()
+            || logs.contains_key(&s.id)
+    };
+    let recording_parents: HashSet<(&str, &str)> = group
+        .iter()
+        .filter(|s| s.is_inference() && records(s))
+        .map(|s| (s.trace.as_str(), s.parent.as_str()))
+        .collect();
     let items: Vec<Item> = group
         .iter()
         .enumerate()
         .filter_map(|(i, s)| {
-            if s.is_inference() && !outer.contains(&i) {
+            let preparation = s.is_inference()
+                && !records(s)
+                && !s.parent.is_empty()
+                && recording_parents.contains(&(s.trace.as_str(), s.parent.as_str()));
+            if preparation {
+                gaps.preparations += 1;
+                None
+            } else if s.is_inference() && !outer.contains(&i) {
                 Some(Item::Inference(s))
             } else if s.is_tool() {
                 Some(Item::Tool(s))
@@ -732,12 +806,18 @@ fn genai_run(
     // `exec` sees it, whatever the tool span recorded.
     let mut exchanges: Vec<Option<messages::Exchange>> = Vec::with_capacity(items.len());
     let mut seen: HashMap<String, (String, Option<bool>)> = HashMap::new();
+    // The calls of the previous answer and how many results the previous input held (to tell
+    // a step's outcome, below).
+    let mut previous_calls: Vec<String> = Vec::new();
+    let mut results_before = 0usize;
+    // Calls whose results a pydantic-ai span recorded unwrapped (see `wraps_failed_results`).
+    let mut wrapped: HashSet<String> = HashSet::new();
     for item in &items {
         let Item::Inference(s) = item else {
             exchanges.push(None);
             continue;
         };
-        let ex = exchange(s, logs).map_err(|why| {
+        let mut ex = exchange(s, logs).map_err(|why| {
             located(
                 s.line,
                 1,
@@ -749,8 +829,12 @@ fn genai_run(
             gaps.no_content += 1;
         }
         let anthropic = s.provider().is_some_and(|p| p.starts_with("anthropic"));
+        let wraps = s.wraps_failed_results();
         for m in ex.input.iter().filter(|m| m.role == "tool") {
             if let Some(id) = &m.answers {
+                if wraps {
+                    wrapped.insert(id.clone());
+                }
                 if !seen.contains_key(id) {
                     if anthropic && m.is_error.is_none() {
                         gaps.unflagged += 1;
@@ -759,6 +843,29 @@ fn genai_run(
                 }
             }
         }
+        // smolagents sends one outcome per step (`Observation:\n…`, or `Error:\n…` when a
+        // call of it failed), not one result per call: the model saw it for every call of the
+        // step, whatever a call's tool span recorded (`exec` reads the wire so too).
+        for m in ex.input.iter_mut().filter(|m| m.role == "tool-response") {
+            step_outcome(m);
+        }
+        let results: Vec<&messages::Msg> = ex.input.iter().filter(|m| is_result(m)).collect();
+        if let [m] = results.get(results_before..).unwrap_or_default() {
+            if m.role == "tool-response" && m.answers.is_none() {
+                for id in &previous_calls {
+                    seen.entry(id.clone())
+                        .or_insert_with(|| (m.text.clone(), None));
+                }
+            }
+        }
+        results_before = results.len();
+        previous_calls = ex
+            .output
+            .iter()
+            .flat_map(|o| o.calls.iter())
+            .map(|c| c.0.clone())
+            .filter(|id| !id.is_empty())
+            .collect();
         exchanges.push(Some(ex));
     }
     let by_id: HashMap<&str, &Span> = group.iter().map(|s| (s.id.as_str(), *s)).collect();
@@ -919,13 +1026,7 @@ fn genai_run(
                 for m in &ex.input[from..] {
                     match m.role.as_str() {
                         "tool" | "tool-response" => {
-                            // smolagents records a result with the line end its prompt adds;
-                            // the model was sent it without.
-                            let text = if m.role == "tool-response" {
-                                m.text.trim_end_matches('\n')
-                            } else {
-                                m.text.as_str()
-                            };
+                            let text = m.text.as_str();
                             let target = b.answered_call(m.answers.as_deref(), None, None);
                             if let Some(c) = target {
                                 let rule = failure_rule(failures, &b, &c, text, m.is_error, false);
@@ -978,10 +1079,17 @@ fn genai_run(
                 let (input, output) = (s.input_tokens(), s.output_tokens());
                 // Counts not recorded are unknown, not 0 (one of the two recorded: the other
                 // is 0).
-                let tokens = if input.is_none() && output.is_none() {
+                let doubt = s.counts_doubt();
+                let tokens = if doubt == Some(CountsDoubt::Estimated) {
+                    gaps.estimated_tokens += 1;
+                    None
+                } else if input.is_none() && output.is_none() {
                     gaps.no_tokens += 1;
                     None
                 } else {
+                    if doubt == Some(CountsDoubt::MaybeOver) {
+                        gaps.maybe_over += 1;
+                    }
                     Some((input.unwrap_or(0), output.unwrap_or(0)))
                 };
                 let finish = finish_of(ex.finish.as_deref(), !calls.is_empty());
@@ -1009,12 +1117,17 @@ fn genai_run(
     };
     gaps.unrun += b.unrun();
     let termination = Some(outcome.as_str().to_owned());
+    let events = b.finish(outcome, detail);
+    gaps.wrapped += events
+        .iter()
+        .filter(|e| matches!(&e.event, Event::ToolCallEnd { id, ok: false, .. } if wrapped.contains(id)))
+        .count();
     Ok(Some(Run {
         id,
         source: SOURCE.to_owned(),
         success: None,
         termination,
-        events: b.finish(outcome, detail),
+        events,
     }))
 }
 

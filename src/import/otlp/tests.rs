@@ -51,6 +51,8 @@ fn bare(id: &str, parent: &str, chat: bool) -> Span {
         events: Vec::new(),
         error: None,
         scope: String::new(),
+        scope_version: String::new(),
+        counts_scope: None,
         line: 1,
         ordinal: 0,
     }
@@ -648,4 +650,281 @@ fn a_zero_length_record_of_the_answer_is_its_call_s_answer() {
         "{:?}",
         got.warnings
     );
+}
+
+/// Spans of one scope, as one request line.
+fn scoped_line(scope: &str, spans: &[Value]) -> String {
+    serde_json::json!({"resourceSpans": [{"scopeSpans": [{"scope": {"name": scope}, "spans": spans}]}]})
+        .to_string()
+}
+
+/// The model answers' token counts of a run (`None`: unknown).
+fn answer_tokens(run: &Run) -> Vec<Option<(u64, u64)>> {
+    run.events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::ModelResponse {
+                input_tokens,
+                output_tokens,
+                tokens_unknown,
+                ..
+            } => Some((!tokens_unknown).then_some((*input_tokens, *output_tokens))),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_refused_request_is_no_server_error() {
+    let s = bare("a", "", true);
+    let kind = |m: &str| messages::fault_of(&s, m);
+    assert_eq!(
+        kind("Error code: 400 - {'error': {'message': 'the iteration cap (5) is reached'}}"),
+        FaultKind::Refused
+    );
+    assert_eq!(
+        kind("BadRequestError: invalid tool schema"),
+        FaultKind::Refused
+    );
+    assert_eq!(
+        kind("AuthenticationError: invalid x-api-key"),
+        FaultKind::Refused
+    );
+    assert_eq!(kind("Error code: 429 - rate limited"), FaultKind::RateLimit);
+    assert_eq!(
+        kind("InternalServerError: Error code: 500"),
+        FaultKind::ServerError
+    );
+    assert_eq!(kind("Overloaded"), FaultKind::ServerError);
+}
+
+#[test]
+fn a_span_that_records_no_call_beside_one_that_does_is_no_call() {
+    // LlamaIndex under OpenInference: `_prepare_chat_with_tools` is an `LLM` span with the
+    // model's name and nothing of a call, before the call's own span under the same step.
+    let agent = span_json(
+        "agent",
+        "",
+        "invoke_agent a",
+        (0, 500),
+        &[("gen_ai.operation.name", "invoke_agent")],
+        None,
+    );
+    let prep = |id: &str, at: u64| {
+        span_json(
+            id,
+            "agent",
+            "OpenAI._prepare_chat_with_tools",
+            (at, at + 2),
+            &[
+                ("openinference.span.kind", "LLM"),
+                ("llm.model_name", "gpt-4o-mini"),
+                ("input.value", "{\"tools\": []}"),
+            ],
+            None,
+        )
+    };
+    let text = line_of(&[
+        agent.clone(),
+        prep("p1", 5),
+        chat_json("c1", 10, &[("k1", "exec", "{}")], ""),
+        tool_json("t1", "k1", 30, "{}", "a.txt", None),
+        prep("p2", 45),
+        chat_json("c2", 50, &[], "done"),
+    ]);
+    let got = import(&text, "t.jsonl");
+    assert_eq!(
+        answer_tokens(&got.runs[0]).len(),
+        2,
+        "two answers, no empty ones"
+    );
+    assert!(
+        !got.runs[0]
+            .events
+            .iter()
+            .any(|e| matches!(e.event, Event::Intervention { .. })),
+        "no nudge"
+    );
+    let said = got.warnings.join("\n");
+    assert!(
+        said.contains("2 model-call span(s) that record no call"),
+        "{said}"
+    );
+    assert!(!said.contains("content capture off"), "{said}");
+    // Content capture off: every call's span records nothing, and each is still a call.
+    let bare = |id: &str, at: u64| {
+        span_json(
+            id,
+            "agent",
+            "chat m",
+            (at, at + 10),
+            &[("gen_ai.operation.name", "chat")],
+            None,
+        )
+    };
+    let got = import(
+        &line_of(&[agent, bare("c1", 10), bare("c2", 50)]),
+        "t.jsonl",
+    );
+    assert_eq!(answer_tokens(&got.runs[0]).len(), 2);
+    assert!(got.warnings.join("\n").contains("content capture off"));
+}
+
+#[test]
+fn one_step_outcome_answers_every_call_of_the_step() {
+    // smolagents: a step of two calls, one of which fails its argument check, sends the model
+    // one outcome (`Error:`) for both, whatever the other call's tool span recorded; a
+    // successful step's `Observation:` heading is not part of the result.
+    let agent = span_json(
+        "agent",
+        "",
+        "invoke_agent a",
+        (0, 500),
+        &[("gen_ai.operation.name", "invoke_agent")],
+        None,
+    );
+    let llm = |id: &str, at: u64, results: &[&str], calls: &[(&str, &str)]| {
+        let mut attrs: Vec<(String, String)> = vec![
+            ("openinference.span.kind".into(), "LLM".into()),
+            ("llm.input_messages.0.message.role".into(), "user".into()),
+            ("llm.input_messages.0.message.content".into(), "list".into()),
+        ];
+        for (i, r) in results.iter().enumerate() {
+            let at = format!("llm.input_messages.{}.message", i + 1);
+            attrs.push((format!("{at}.role"), "tool-response".into()));
+            attrs.push((format!("{at}.content"), (*r).into()));
+        }
+        for (i, (id, args)) in calls.iter().enumerate() {
+            let at = format!("llm.output_messages.0.message.tool_calls.{i}.tool_call");
+            attrs.push((format!("{at}.id"), (*id).into()));
+            attrs.push((format!("{at}.function.name"), "exec".into()));
+            attrs.push((format!("{at}.function.arguments"), (*args).into()));
+        }
+        if calls.is_empty() {
+            attrs.push((
+                "llm.output_messages.0.message.content".into(),
+                "done".into(),
+            ));
+        }
+        let pairs: Vec<(&str, &str)> = attrs
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        span_json(id, "agent", "generate", (at, at + 10), &pairs, None)
+    };
+    let error = "Error:\nArgument command is required\nNow let's retry.\n";
+    let text = line_of(&[
+        agent,
+        llm(
+            "c1",
+            10,
+            &[],
+            &[("k1", "{\"command\": \"ls\"}"), ("k2", "{}")],
+        ),
+        tool_json("t1", "k1", 25, "{\"command\": \"ls\"}", "a.txt", None),
+        llm("c2", 40, &[error], &[("k3", "{\"command\": \"ls\"}")]),
+        tool_json("t3", "k3", 55, "{\"command\": \"ls\"}", "a.txt", None),
+        llm("c3", 70, &[error, "Observation:\na.txt\n"], &[]),
+    ]);
+    let got = import(&text, "t.jsonl");
+    let v = crate::detector::View::from_events(&got.runs[0].events);
+    let read: Vec<(bool, &str)> = v
+        .calls
+        .iter()
+        .map(|c| (c.failed, c.result.as_str()))
+        .collect();
+    let error = error.trim_end();
+    assert_eq!(read, [(true, error), (true, error), (false, "a.txt")]);
+}
+
+#[test]
+fn counts_an_instrumentation_makes_up_are_unknown_or_said() {
+    let prompt =
+        serde_json::json!([{"role": "user", "parts": [{"type": "text", "content": "hi"}]}])
+            .to_string();
+    let answer =
+        serde_json::json!([{"role": "assistant", "parts": [{"type": "text", "content": "yo"}]}])
+            .to_string();
+    let chat = |id: &str, counts: (&str, &str), extra: &[(&str, Value)]| {
+        let mut s = span_json(
+            id,
+            "",
+            "chat m",
+            (10, 20),
+            &[
+                ("gen_ai.operation.name", "chat"),
+                ("gen_ai.input.messages", &prompt),
+                ("gen_ai.output.messages", &answer),
+                ("gen_ai.usage.input_tokens", counts.0),
+                ("gen_ai.usage.output_tokens", counts.1),
+            ],
+            None,
+        );
+        let attributes = s["attributes"].as_array_mut().expect("attributes");
+        for (k, v) in extra {
+            let value = match v {
+                Value::Bool(b) => serde_json::json!({"boolValue": b}),
+                other => serde_json::json!({"stringValue": other.to_string()}),
+            };
+            attributes.push(serde_json::json!({"key": k, "value": value}));
+        }
+        s
+    };
+    // OpenLIT, streamed without usage in the stream: its own estimate, read as unknown.
+    let streamed = [("gen_ai.request.stream", Value::Bool(true))];
+    let got = import(
+        &scoped_line(
+            "openlit.instrumentation.openai",
+            &[chat("a", ("43", "0"), &streamed)],
+        ),
+        "t.jsonl",
+    );
+    assert_eq!(answer_tokens(&got.runs[0]), [None]);
+    assert!(got.warnings.join("\n").contains("OpenLIT estimated"));
+    // With the provider's usage it also records the cached count: the counts are the
+    // provider's.
+    let cached = [
+        ("gen_ai.request.stream", Value::Bool(true)),
+        ("gen_ai.usage.cache_read.input_tokens", Value::from("0")),
+    ];
+    let got = import(
+        &scoped_line(
+            "openlit.instrumentation.openai",
+            &[chat("a", ("45", "7"), &cached)],
+        ),
+        "t.jsonl",
+    );
+    assert_eq!(answer_tokens(&got.runs[0]), [Some((45, 7))]);
+    assert!(got.warnings.is_empty(), "{:?}", got.warnings);
+    // Traceloop's anthropic instrumentation alone: kept, and said.
+    let traceloop = "opentelemetry.instrumentation.anthropic";
+    let got = import(
+        &scoped_line(traceloop, &[chat("a", ("45", "8"), &[])]),
+        "t.jsonl",
+    );
+    assert_eq!(answer_tokens(&got.runs[0]), [Some((45, 8))]);
+    assert!(got.warnings.join("\n").contains("one token over"));
+    // Beside the anthropic SDK's own span of the same call: the SDK's counts.
+    let sdk = span_json(
+        "b",
+        "",
+        "anthropic.messages.create",
+        (10, 20),
+        &[
+            ("gen_ai.operation.name", "chat"),
+            ("gen_ai.usage.input_tokens", "45"),
+            ("gen_ai.usage.output_tokens", "7"),
+        ],
+        None,
+    );
+    let text = format!(
+        "{}\n{}",
+        scoped_line(traceloop, &[chat("a", ("45", "8"), &[])]),
+        scoped_line("com.anthropic.sdk.python", &[sdk])
+    );
+    let got = import(&text, "t.jsonl");
+    assert_eq!(answer_tokens(&got.runs[0]), [Some((45, 7))]);
+    let said = got.warnings.join("\n");
+    assert!(said.contains("known to miscount"), "{said}");
+    assert!(!said.contains("one token over"), "{said}");
 }

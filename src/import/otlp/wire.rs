@@ -46,6 +46,8 @@ pub(super) struct ScopeSpans {
 pub(super) struct ScopeDoc {
     #[serde(default)]
     pub(super) name: String,
+    #[serde(default)]
+    pub(super) version: String,
 }
 
 #[derive(Deserialize)]
@@ -252,6 +254,33 @@ pub(super) fn attr_map(list: Vec<KeyValue>) -> Attrs {
 // ---------------------------------------------------------------------------------------------
 // The spans and logs of a file.
 
+/// Where spans keep input token counts, by every name the conventions and instrumentations
+/// have used.
+pub(super) const INPUT_TOKEN_KEYS: [&str; 4] = [
+    "gen_ai.usage.input_tokens",
+    "gen_ai.usage.prompt_tokens",
+    "llm.token_count.prompt",
+    "llm.usage.prompt_tokens",
+];
+
+/// Where spans keep output token counts, likewise.
+pub(super) const OUTPUT_TOKEN_KEYS: [&str; 4] = [
+    "gen_ai.usage.output_tokens",
+    "gen_ai.usage.completion_tokens",
+    "llm.token_count.completion",
+    "llm.usage.completion_tokens",
+];
+
+/// Why a span's token counts are not the provider's ([`Span::counts_doubt`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum CountsDoubt {
+    /// The instrumentation estimated them itself: unknown.
+    Estimated,
+    /// Streamed, the output count is over by the stream's opening count; whether it streamed
+    /// the span does not say.
+    MaybeOver,
+}
+
 pub(super) struct Span {
     pub(super) trace: String,
     pub(super) id: String,
@@ -265,6 +294,10 @@ pub(super) struct Span {
     /// The instrumentation scope that made it (`openinference.instrumentation.langchain`,
     /// `com.anthropic.sdk.python`, `ai`, …).
     pub(super) scope: String,
+    /// That scope's version, as it gave one.
+    pub(super) scope_version: String,
+    /// The scope whose token counts it carries, when a merge took them from the other span.
+    pub(super) counts_scope: Option<String>,
     /// The line of the file it was read from.
     pub(super) line: usize,
     /// Its place in the file: spans that started and ended together keep the order they were
@@ -305,22 +338,36 @@ impl Span {
 
     /// Input tokens, by every name the conventions and instrumentations have used.
     pub(super) fn input_tokens(&self) -> Option<u64> {
-        self.uint(&[
-            "gen_ai.usage.input_tokens",
-            "gen_ai.usage.prompt_tokens",
-            "llm.token_count.prompt",
-            "llm.usage.prompt_tokens",
-        ])
+        self.uint(&INPUT_TOKEN_KEYS)
     }
 
     /// Output tokens, likewise.
     pub(super) fn output_tokens(&self) -> Option<u64> {
-        self.uint(&[
-            "gen_ai.usage.output_tokens",
-            "gen_ai.usage.completion_tokens",
-            "llm.token_count.completion",
-            "llm.usage.completion_tokens",
-        ])
+        self.uint(&OUTPUT_TOKEN_KEYS)
+    }
+
+    /// Why this span's token counts are not the provider's, where an instrumentation is known
+    /// to write others in the same attributes. `None` when they are (or nothing is known).
+    pub(super) fn counts_doubt(&self) -> Option<CountsDoubt> {
+        let scope = self.counts_scope.as_deref().unwrap_or(&self.scope);
+        // OpenLIT's openai instrumentation, streamed without usage in the stream, counts the
+        // tokens itself (a tokenizer over the text) and writes them where the provider's go;
+        // with the provider's usage it also writes the cached count, which it never estimates.
+        if scope.starts_with("openlit.instrumentation.openai")
+            && self.attrs.get("gen_ai.request.stream") == Some(&Value::Bool(true))
+            && !self
+                .attrs
+                .contains_key("gen_ai.usage.cache_read.input_tokens")
+        {
+            return Some(CountsDoubt::Estimated);
+        }
+        // Traceloop's anthropic instrumentation (0.62.4 and earlier), streamed, adds the
+        // stream's opening output count to its final running total; its spans do not say
+        // whether the call streamed.
+        if scope == "opentelemetry.instrumentation.anthropic" && self.output_tokens().is_some() {
+            return Some(CountsDoubt::MaybeOver);
+        }
+        None
     }
 
     pub(super) fn operation(&self) -> Option<&str> {
@@ -389,6 +436,27 @@ impl Span {
         .find_map(|k| self.str(k))
     }
 
+    /// Does pydantic-ai (2.16 and later) send this call's failed tool results to the model
+    /// wrapped in `{"error": …}`, while its spans record them unwrapped? So it does for a
+    /// provider without an error flag of its own (all but Anthropic, Bedrock and Google).
+    pub(super) fn wraps_failed_results(&self) -> bool {
+        if self.scope != "pydantic-ai" {
+            return false;
+        }
+        let mut v = self.scope_version.split('.').map(|p| p.parse::<u64>().ok());
+        let recent = match (v.next().flatten(), v.next().flatten()) {
+            (Some(major), Some(minor)) => (major, minor) >= (2, 16),
+            _ => false,
+        };
+        let native = self.provider().is_some_and(|p| {
+            let p = p.to_ascii_lowercase();
+            ["anthropic", "bedrock", "google", "gemini", "vertex"]
+                .iter()
+                .any(|n| p.contains(n))
+        });
+        recent && !native
+    }
+
     pub(super) fn harnessed(&self) -> bool {
         self.events.iter().any(|e| e.attrs.contains_key(EVENT_ATTR))
     }
@@ -399,6 +467,7 @@ pub(super) fn read_request(req: Request, line: usize, spans: &mut Vec<Span>, log
         for ss in rs.scope_spans {
             for s in ss.spans {
                 let scope = ss.scope.name.clone();
+                let scope_version = ss.scope.version.clone();
                 let attrs = attr_map(s.attributes);
                 let events: Vec<SpanEvent> = s
                     .events
@@ -434,6 +503,8 @@ pub(super) fn read_request(req: Request, line: usize, spans: &mut Vec<Span>, log
                     events,
                     error,
                     scope,
+                    scope_version,
+                    counts_scope: None,
                     line,
                     ordinal: spans.len(),
                 });
