@@ -20,6 +20,7 @@
     reason = "a benchmark measures wall time and reads and writes its inputs directly"
 )]
 
+use harness::provider::Provider;
 use harness::record::scrub::Scrubber;
 use harness::serve::http::Signals;
 use harness::serve::proxy::{Proxy, Upstreams};
@@ -40,10 +41,14 @@ fn main() {
     let upstream = stub();
     let proxy = Proxy::start(
         Upstreams {
-            openai: format!("http://{upstream}/v1"),
-            anthropic: format!("http://{upstream}"),
-            openai_key: Some("sk-bench-upstream-key-0000".to_owned()),
-            anthropic_key: None,
+            each: vec![
+                (
+                    Provider::Openai,
+                    format!("http://{upstream}/v1"),
+                    Some("sk-bench-upstream-key-0000".to_owned()),
+                ),
+                (Provider::Anthropic, format!("http://{upstream}"), None),
+            ],
             timeout: Duration::from_secs(30),
         },
         Scrubber::new(["sk-bench-upstream-key-0000".to_owned()]),

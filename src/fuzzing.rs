@@ -316,7 +316,7 @@ pub fn sse(data: &[u8]) -> bool {
         .collect();
     let body: Option<serde_json::Value> = serde_json::from_slice(data).ok();
     let mut answered = false;
-    for provider in [Provider::Openai, Provider::Anthropic] {
+    for provider in Provider::ALL {
         answered |= provider.parse_stream(&events).is_ok();
         if let Some(body) = &body {
             answered |= provider.parse_body(body).is_ok();
@@ -534,15 +534,12 @@ pub fn serve_request(data: &[u8]) -> usize {
     let mut session = crate::serve::Session::new(SERVED.clone());
     let mut ok = 0;
     for (i, body) in data.split(|b| *b == 0).take(16).enumerate() {
-        let api = match i % 3 {
-            0 => crate::serve::Api::ChatCompletions,
-            1 => crate::serve::Api::Messages,
-            _ => crate::serve::Api::Responses,
-        };
+        let all = crate::serve::Api::ALL;
+        let api = all[i % all.len()];
         if let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) {
-            let _ = Provider::Openai.parse_request(&value);
-            let _ = Provider::Anthropic.parse_request(&value);
-            let _ = crate::provider::responses::parse_request(&value);
+            for a in all {
+                let _ = a.parse_request(&value);
+            }
         }
         let served = session.handle(api, body);
         assert!(

@@ -602,14 +602,7 @@ pub(super) fn proxy(args: &ProxyArgs, setup: &Setup, ci: bool) -> anyhow::Result
             .hint("name a folder harness may create and write"),
         ));
     }
-    let scrubber = crate::record::scrub::Scrubber::new(
-        [
-            upstreams.openai_key.clone(),
-            upstreams.anthropic_key.clone(),
-        ]
-        .into_iter()
-        .flatten(),
-    );
+    let scrubber = crate::record::scrub::Scrubber::new(upstreams.keys());
     // How many exchanges each replayed cassette holds: a conversation that went live past
     // the end of its recording adds to it.
     let recorded_lens: Vec<usize> = session

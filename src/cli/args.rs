@@ -881,8 +881,9 @@ pub(super) struct ProxyArgs {
     pub(super) out: PathBuf,
     /// The provider to forward to, as the SDKs take a base URL: `openai=URL` (OpenAI's form,
     /// with `/v1`: `https://api.openai.com/v1`), `anthropic=URL` (Anthropic's, without:
-    /// `https://api.anthropic.com`), or a bare URL for both (a `/v1` at its end is used by
-    /// OpenAI requests and dropped for Anthropic's); default: the providers' own APIs.
+    /// `https://api.anthropic.com`), or a bare URL for every provider (a `/v1` at its end is used
+    /// by OpenAI requests and dropped for Anthropic's); a name no provider has is an error;
+    /// default: the providers' own APIs.
     #[arg(long, value_name = "[openai=|anthropic=]URL")]
     pub(super) upstream: Vec<String>,
     /// The agent command and its arguments, after `--`; without one, the proxy records until

@@ -92,12 +92,11 @@ pub fn run_command(
 /// a provider key the environment does not set (the SDKs refuse to start without one).
 pub fn agent_command(program: &str, args: &[String], base: &str) -> Command {
     let mut cmd = Command::new(program);
-    cmd.args(args)
-        .env("OPENAI_BASE_URL", format!("{base}/v1"))
-        .env("OPENAI_API_BASE", format!("{base}/v1"))
-        .env("ANTHROPIC_BASE_URL", base)
-        .env("HARNESS_BASE_URL", base);
-    for p in [Provider::Openai, Provider::Anthropic] {
+    cmd.args(args).env("HARNESS_BASE_URL", base);
+    for &p in Provider::ALL {
+        for (var, form) in p.base_url_vars() {
+            cmd.env(var, form.url(base));
+        }
         if std::env::var_os(p.key_env()).is_none_or(|v| v.is_empty()) {
             cmd.env(p.key_env(), DUMMY_KEY);
         }
@@ -145,5 +144,44 @@ pub fn wait_for_then(
             });
         }
         std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The agent is pointed at harness by every variable each provider of the registry's SDKs
+    /// read, in the form they read it.
+    #[test]
+    fn every_provider_s_variables_point_at_harness() {
+        let cmd = agent_command("agent", &[], "http://127.0.0.1:9");
+        let env: Vec<(String, Option<String>)> = cmd
+            .get_envs()
+            .map(|(k, v)| {
+                (
+                    k.to_string_lossy().into_owned(),
+                    v.map(|v| v.to_string_lossy().into_owned()),
+                )
+            })
+            .collect();
+        let get = |k: &str| {
+            env.iter()
+                .find(|(n, _)| n == k)
+                .and_then(|(_, v)| v.clone())
+        };
+        for &p in Provider::ALL {
+            for (var, form) in p.base_url_vars() {
+                assert_eq!(get(var), Some(form.url("http://127.0.0.1:9")), "{var}");
+            }
+        }
+        assert_eq!(
+            get("OPENAI_BASE_URL").as_deref(),
+            Some("http://127.0.0.1:9/v1")
+        );
+        assert_eq!(
+            get("ANTHROPIC_BASE_URL").as_deref(),
+            Some("http://127.0.0.1:9")
+        );
     }
 }

@@ -18,7 +18,6 @@ pub mod command;
 
 use crate::diagnostic::Cause;
 use crate::failure::FailureRules;
-use crate::provider::Provider;
 use crate::provider::matching::Matching;
 use crate::results::{CaseResult, ExitStatus, FileResult, card};
 use crate::run::{self, Options};
@@ -804,10 +803,7 @@ pub fn load_cassettes(
             cassettes: served,
             on_divergence: policy.clone(),
             script,
-            scrubber: crate::record::scrub::Scrubber::from_env(&[
-                Provider::Openai.key_env(),
-                Provider::Anthropic.key_env(),
-            ]),
+            scrubber: crate::record::scrub::Scrubber::from_env(&crate::provider::key_vars()),
             record_mode: None,
         },
     })

@@ -27,29 +27,70 @@ use serde_json::Value;
 
 pub use sse::SseEvent;
 
-/// Which wire format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Provider {
-    /// OpenAI Chat Completions and OpenAI-compatible servers (vLLM, llama.cpp, Ollama, LiteLLM).
-    Openai,
-    /// Anthropic Messages.
-    Anthropic,
+/// An enum and `ALL`, the list of its variants in order, from one list: a variant cannot be
+/// left out of the registry it is in.
+macro_rules! registry {
+    ($(#[$meta:meta])* pub enum $name:ident { $($(#[$vmeta:meta])* $variant:ident,)+ }) => {
+        $(#[$meta])*
+        pub enum $name {
+            $($(#[$vmeta])* $variant,)+
+        }
+
+        impl $name {
+            /// Every one of them, in order: the one list the rest of harness reads (each
+            /// per-variant fact is an exhaustive `match`, so the compiler names every place a
+            /// new one must be handled).
+            pub const ALL: &'static [$name] = &[$($name::$variant,)+];
+        }
+    };
 }
 
-/// Which API a request came in on (the serving side tells Chat Completions and Responses apart).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Api {
-    /// OpenAI Chat Completions (`POST /v1/chat/completions`).
-    ChatCompletions,
-    /// OpenAI Responses (`POST /v1/responses`).
-    Responses,
-    /// Anthropic Messages (`POST /v1/messages`).
-    Messages,
+registry! {
+    /// Which wire format.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    pub enum Provider {
+        /// OpenAI Chat Completions and OpenAI-compatible servers (vLLM, llama.cpp, Ollama,
+        /// LiteLLM).
+        Openai,
+        /// Anthropic Messages.
+        Anthropic,
+    }
+}
+
+registry! {
+    /// Which API a request came in on (the serving side tells Chat Completions and Responses
+    /// apart).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    pub enum Api {
+        /// OpenAI Chat Completions (`POST /v1/chat/completions`).
+        ChatCompletions,
+        /// OpenAI Responses (`POST /v1/responses`).
+        Responses,
+        /// Anthropic Messages (`POST /v1/messages`).
+        Messages,
+    }
 }
 
 impl Api {
+    /// Its route, as the docs name it and the SDKs send it.
+    pub fn route(self) -> &'static str {
+        match self {
+            Self::ChatCompletions => "/v1/chat/completions",
+            Self::Responses => "/v1/responses",
+            Self::Messages => "/v1/messages",
+        }
+    }
+
+    /// The API a request path is for (with or without the `/v1` a client's base URL may
+    /// lack), when it is one.
+    pub fn of_path(path: &str) -> Option<Api> {
+        let below = |p: &'static str| p.strip_prefix("/v1").unwrap_or(p);
+        let path = path.strip_prefix("/v1").unwrap_or(path);
+        Self::ALL.iter().copied().find(|a| below(a.route()) == path)
+    }
+
     /// Whose error shapes and ids it uses.
     pub fn provider(self) -> Provider {
         match self {
@@ -111,15 +152,134 @@ impl std::str::FromStr for Provider {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "openai" => Ok(Self::Openai),
-            "anthropic" => Ok(Self::Anthropic),
-            _ => Err(format!("unknown provider `{s}` (known: openai, anthropic)")),
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|p| p.as_str() == s)
+            .ok_or_else(|| {
+                let known: Vec<&str> = Self::ALL.iter().map(|p| p.as_str()).collect();
+                format!("unknown provider `{s}` (known: {})", known.join(", "))
+            })
+    }
+}
+
+/// How an agent's SDK takes a base URL from a variable: harness's base as it is, or with the
+/// `/v1` the SDK expects in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BaseForm {
+    /// `http://127.0.0.1:PORT`.
+    Bare,
+    /// `http://127.0.0.1:PORT/v1`.
+    V1,
+}
+
+impl BaseForm {
+    /// The URL to set, given harness's base.
+    pub fn url(self, base: &str) -> String {
+        match self {
+            Self::Bare => base.to_owned(),
+            Self::V1 => format!("{base}/v1"),
         }
     }
 }
 
+/// Every provider's key variable (what a recording scrubs, and `exec` sets a dummy for).
+pub fn key_vars() -> Vec<&'static str> {
+    Provider::ALL.iter().map(|p| p.key_env()).collect()
+}
+
 impl Provider {
+    /// Its name as its maker writes it.
+    pub fn title(self) -> &'static str {
+        match self {
+            Self::Openai => "OpenAI",
+            Self::Anthropic => "Anthropic",
+        }
+    }
+
+    /// Its APIs, as [`Api::ALL`] lists them.
+    pub fn apis(self) -> Vec<Api> {
+        Api::ALL
+            .iter()
+            .copied()
+            .filter(|a| a.provider() == self)
+            .collect()
+    }
+
+    /// One model as its models endpoint describes it (`created`: seconds since the epoch).
+    pub fn model_object(self, name: &str, created: u64) -> Value {
+        match self {
+            Self::Openai => {
+                serde_json::json!({"id": name, "object": "model", "created": created, "owned_by": "harness"})
+            }
+            Self::Anthropic => {
+                serde_json::json!({"type": "model", "id": name, "display_name": name, "created_at": "2026-01-01T00:00:00Z"})
+            }
+        }
+    }
+
+    /// Its models list holding one model.
+    pub fn model_list(self, name: &str, created: u64) -> Value {
+        let one = self.model_object(name, created);
+        match self {
+            Self::Openai => serde_json::json!({"object": "list", "data": [one]}),
+            Self::Anthropic => {
+                serde_json::json!({"data": [one], "has_more": false, "first_id": name, "last_id": name})
+            }
+        }
+    }
+
+    /// The variables its SDKs (and the frameworks over them) read the base URL from.
+    pub fn base_url_vars(self) -> &'static [(&'static str, BaseForm)] {
+        match self {
+            Self::Openai => &[
+                ("OPENAI_BASE_URL", BaseForm::V1),
+                ("OPENAI_API_BASE", BaseForm::V1),
+            ],
+            Self::Anthropic => &[("ANTHROPIC_BASE_URL", BaseForm::Bare)],
+        }
+    }
+
+    /// Does the base URL its SDKs take hold the API version (`https://api.openai.com/v1`), or
+    /// do the routes (`https://api.anthropic.com` + `/v1/messages`)?
+    pub fn base_holds_version(self) -> bool {
+        match self {
+            Self::Openai => true,
+            Self::Anthropic => false,
+        }
+    }
+
+    /// Request headers only its clients send.
+    pub fn own_headers(self) -> &'static [&'static str] {
+        match self {
+            Self::Openai => &[],
+            Self::Anthropic => &["anthropic-version", "x-api-key"],
+        }
+    }
+
+    /// The provider a request is for: the one whose API its path names (or is below:
+    /// `/v1/messages/count_tokens`), else the one whose own headers it carries, else OpenAI
+    /// (what compatible servers speak).
+    pub fn of_request(path: &str, has_header: impl Fn(&str) -> bool) -> Provider {
+        let path = path.strip_prefix("/v1").unwrap_or(path);
+        Api::ALL
+            .iter()
+            .copied()
+            .find(|a| {
+                let route = a.route().strip_prefix("/v1").unwrap_or(a.route());
+                path.strip_prefix(route)
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+            })
+            .map(Api::provider)
+            .or_else(|| {
+                Self::ALL
+                    .iter()
+                    .copied()
+                    .find(|p| p.own_headers().iter().any(|h| has_header(h)))
+            })
+            .unwrap_or(Self::Openai)
+    }
+
     /// snake_case name.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -789,6 +949,41 @@ mod tests {
             assert_eq!(p.fault(status, &body), None, "{p:?}");
             assert_eq!(error_message(&body).as_deref(), Some("unknown parameter"));
         }
+    }
+
+    /// Each API of the registry is found by its route (with or without `/v1`) and belongs to
+    /// a provider that lists it; each provider parses back from its name, has the variables
+    /// its SDKs read, a key the recordings scrub, and is told by the headers only it sends.
+    #[test]
+    fn the_registry_routes_each_api_to_its_provider() {
+        for &a in Api::ALL {
+            assert_eq!(Api::of_path(a.route()), Some(a), "{a:?}");
+            let bare = a.route().strip_prefix("/v1").expect("a /v1 route");
+            assert_eq!(Api::of_path(bare), Some(a), "{a:?}");
+            assert_eq!(Provider::of_request(a.route(), |_| false), a.provider());
+            assert!(a.provider().apis().contains(&a), "{a:?}");
+        }
+        for &p in Provider::ALL {
+            assert_eq!(p.as_str().parse::<Provider>(), Ok(p));
+            assert!(p.apis().contains(&Api::from(p)), "{p:?}");
+            assert!(!p.base_url_vars().is_empty(), "{p:?}");
+            assert!(key_vars().contains(&p.key_env()), "{p:?}");
+            for h in p.own_headers() {
+                assert_eq!(Provider::of_request("/v1/models", |x| x == *h), p, "{h}");
+            }
+            assert!(p.model_list("m", 0).to_string().contains("\"m\""), "{p:?}");
+        }
+        assert_eq!(
+            Provider::of_request("/v1/messages/count_tokens", |_| false),
+            Provider::Anthropic
+        );
+        assert_eq!(
+            Provider::of_request("/v1/models", |_| false),
+            Provider::Openai
+        );
+        assert_eq!(Api::of_path("/v1/models"), None);
+        let err = "nosuch".parse::<Provider>().expect_err("unknown");
+        assert!(err.contains("known: openai, anthropic"), "{err}");
     }
 
     #[test]

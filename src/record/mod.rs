@@ -97,9 +97,9 @@ fn refuse(message: impl Into<String>, hint: impl Into<String>) -> Diagnostic {
 
 /// Environment variables whose values are scrubbed wherever they appear.
 pub fn key_vars(extra: Option<&str>) -> Vec<String> {
-    let mut v: Vec<String> = [Provider::Openai, Provider::Anthropic]
-        .iter()
-        .map(|p| p.key_env().to_owned())
+    let mut v: Vec<String> = crate::provider::key_vars()
+        .into_iter()
+        .map(str::to_owned)
         .collect();
     v.extend(extra.map(str::to_owned));
     v

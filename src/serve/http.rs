@@ -310,21 +310,22 @@ async fn signal() {
 
 fn router(state: Shared) -> Router {
     let mut router = Router::new();
-    // Each endpoint with and without `/v1`: clients differ on whether the base URL holds it.
+    // Each API of the registry, with and without `/v1`: clients differ on whether the base URL
+    // holds it.
+    for &api in Api::ALL {
+        let handler = move |AxumState(s): AxumState<Shared>,
+                            headers: HeaderMap,
+                            body: axum::body::Body| async move {
+            handle(&s, api, &headers, body).await
+        };
+        let route = api.route();
+        let bare = route.strip_prefix("/v1").unwrap_or(route);
+        for path in [route, bare] {
+            router = router.route(path, post(handler).fallback(method_not_allowed));
+        }
+    }
     for prefix in ["/v1", ""] {
         router = router
-            .route(
-                &format!("{prefix}/chat/completions"),
-                post(chat_completions).fallback(method_not_allowed),
-            )
-            .route(
-                &format!("{prefix}/responses"),
-                post(responses).fallback(method_not_allowed),
-            )
-            .route(
-                &format!("{prefix}/messages"),
-                post(messages).fallback(method_not_allowed),
-            )
             .route(
                 &format!("{prefix}/messages/count_tokens"),
                 post(count_tokens).fallback(method_not_allowed),
@@ -369,11 +370,7 @@ async fn method_not_allowed(
     uri: Uri,
     headers: HeaderMap,
 ) -> Response<axum::body::Body> {
-    let provider = if anthropic_headers(&headers) || uri.path().contains("/messages") {
-        Provider::Anthropic
-    } else {
-        Provider::Openai
-    };
+    let provider = provider_of(&uri, &headers);
     let allowed = if uri.path().contains("/models") {
         "GET"
     } else {
@@ -393,9 +390,30 @@ async fn method_not_allowed(
     r
 }
 
-/// Is this request Anthropic's (its headers say so)? For the paths both APIs share.
-fn anthropic_headers(headers: &HeaderMap) -> bool {
-    headers.contains_key("anthropic-version") || headers.contains_key("x-api-key")
+/// The provider a request is for (see [`Provider::of_request`]).
+fn provider_of(uri: &Uri, headers: &HeaderMap) -> Provider {
+    Provider::of_request(uri.path(), |h| headers.contains_key(h))
+}
+
+/// What harness serves, for a 404: each provider's routes and the base URL its SDKs take.
+fn served_routes() -> String {
+    let each: Vec<String> = Provider::ALL
+        .iter()
+        .map(|p| {
+            let routes: Vec<String> = p
+                .apis()
+                .iter()
+                .map(|a| format!("POST {}", a.route()))
+                .collect();
+            let base = if p.base_holds_version() {
+                "http://HOST/v1"
+            } else {
+                "http://HOST"
+            };
+            format!("{} ({} base URL {base})", routes.join(" and "), p.title())
+        })
+        .collect();
+    format!("{}, each also without /v1", each.join(" and "))
 }
 
 /// The keys a request carries (`authorization`'s token, `x-api-key`, `api-key`), as sent and bare.
@@ -420,30 +438,6 @@ pub(super) fn hints(headers: &HeaderMap) -> RequestHints {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse().ok()),
     }
-}
-
-async fn chat_completions(
-    AxumState(s): AxumState<Shared>,
-    headers: HeaderMap,
-    body: axum::body::Body,
-) -> Response<axum::body::Body> {
-    handle(&s, Api::ChatCompletions, &headers, body).await
-}
-
-async fn responses(
-    AxumState(s): AxumState<Shared>,
-    headers: HeaderMap,
-    body: axum::body::Body,
-) -> Response<axum::body::Body> {
-    handle(&s, Api::Responses, &headers, body).await
-}
-
-async fn messages(
-    AxumState(s): AxumState<Shared>,
-    headers: HeaderMap,
-    body: axum::body::Body,
-) -> Response<axum::body::Body> {
-    handle(&s, Api::Messages, &headers, body).await
 }
 
 async fn handle(
@@ -595,25 +589,14 @@ fn model_name(s: &State) -> String {
         .clone()
 }
 
-/// A model object in the shape of the API asking: Anthropic's (`type: model`) when its
-/// headers say so, OpenAI's otherwise.
-fn model_object(name: &str, anthropic: bool) -> serde_json::Value {
-    if anthropic {
-        serde_json::json!({"type": "model", "id": name, "display_name": name, "created_at": "2026-01-01T00:00:00Z"})
-    } else {
-        serde_json::json!({"id": name, "object": "model", "created": super::EPOCH_S, "owned_by": "harness"})
-    }
-}
-
 /// The one model there is (some clients list models before they call one).
-async fn models(AxumState(s): AxumState<Shared>, headers: HeaderMap) -> Response<axum::body::Body> {
+async fn models(
+    AxumState(s): AxumState<Shared>,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Response<axum::body::Body> {
     let name = model_name(&s);
-    let anthropic = anthropic_headers(&headers);
-    let body = if anthropic {
-        serde_json::json!({"data": [model_object(&name, true)], "has_more": false, "first_id": name, "last_id": name})
-    } else {
-        serde_json::json!({"object": "list", "data": [model_object(&name, false)]})
-    };
+    let body = provider_of(&uri, &headers).model_list(&name, super::EPOCH_S);
     render(
         HttpAnswer {
             status: 200,
@@ -629,13 +612,14 @@ async fn models(AxumState(s): AxumState<Shared>, headers: HeaderMap) -> Response
 async fn model(
     AxumState(_s): AxumState<Shared>,
     Path(id): Path<String>,
+    uri: Uri,
     headers: HeaderMap,
 ) -> Response<axum::body::Body> {
     render(
         HttpAnswer {
             status: 200,
             headers: Vec::new(),
-            body: AnswerBody::Json(model_object(&id, anthropic_headers(&headers))),
+            body: AnswerBody::Json(provider_of(&uri, &headers).model_object(&id, super::EPOCH_S)),
         },
         0.0,
     )
@@ -647,11 +631,7 @@ async fn not_found(
     uri: Uri,
     headers: HeaderMap,
 ) -> Response<axum::body::Body> {
-    let provider = if anthropic_headers(&headers) {
-        Provider::Anthropic
-    } else {
-        Provider::Openai
-    };
+    let provider = provider_of(&uri, &headers);
     s.session
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
@@ -660,8 +640,9 @@ async fn not_found(
         provider,
         StatusCode::NOT_FOUND,
         &format!(
-            "there is no {}: harness serves POST /v1/chat/completions and POST /v1/responses (OpenAI base URL http://HOST/v1) and POST /v1/messages (Anthropic base URL http://HOST), each also without /v1",
-            uri.path().escape_default()
+            "there is no {}: harness serves {}",
+            uri.path().escape_default(),
+            served_routes()
         ),
     )
 }

@@ -124,13 +124,10 @@ impl ServedCassette {
 
     /// The API it was recorded on.
     pub fn api(&self) -> Api {
-        self.cassette.agent.as_ref().map_or(
-            match self.cassette.provider {
-                crate::provider::Provider::Openai => Api::ChatCompletions,
-                crate::provider::Provider::Anthropic => Api::Messages,
-            },
-            |a| a.api,
-        )
+        self.cassette
+            .agent
+            .as_ref()
+            .map_or(Api::from(self.cassette.provider), |a| a.api)
     }
 
     /// Does the `n`-th (0-based) recorded request match `actual`?

@@ -12,7 +12,6 @@
 use super::{Slot, Upstreams, cassette_path};
 use crate::diagnostic::Diagnostic;
 use crate::json::sorted;
-use crate::provider::Provider;
 use crate::record::cassette::{
     self, AgentRecord, Cassette, ReplayOptions, TransportError, TransportKind,
 };
@@ -395,10 +394,7 @@ pub fn cassette_of(
     let provider = api.provider();
     let request = &first.exchange.request;
     let field = |k: &str| request.get(k);
-    let base = match provider {
-        Provider::Openai => &upstreams.openai,
-        Provider::Anthropic => &upstreams.anthropic,
-    };
+    let base = upstreams.base(provider);
     let exchanges = members
         .iter()
         .enumerate()

@@ -43,39 +43,43 @@ use std::time::{Duration, Instant};
 /// Where the proxy forwards to, and with which keys.
 #[derive(Debug, Clone)]
 pub struct Upstreams {
-    /// Base URL of the OpenAI APIs, as the SDK takes it (`https://api.openai.com/v1`).
-    pub openai: String,
-    /// Base URL of the Anthropic API, as the SDK takes it (`https://api.anthropic.com`).
-    pub anthropic: String,
-    /// The OpenAI key to send instead of the agent's, if any.
-    pub openai_key: Option<String>,
-    /// The Anthropic key to send instead of the agent's, if any.
-    pub anthropic_key: Option<String>,
+    /// Each provider's base URL, as its SDK takes it (`https://api.openai.com/v1`,
+    /// `https://api.anthropic.com`), and the key to send instead of the agent's, if any; in
+    /// the order of [`Provider::ALL`].
+    pub each: Vec<(Provider, String, Option<String>)>,
     /// How long the provider may take to start answering.
     pub timeout: Duration,
 }
 
 impl Upstreams {
-    /// The upstreams `--upstream` names (`openai=URL`, `anthropic=URL` or a bare URL for both),
-    /// over the providers' defaults, with the keys the environment sets (never the dummy key).
+    /// The upstreams `--upstream` names (`PROVIDER=URL`, e.g. `openai=URL`, or a bare URL for
+    /// all), over the providers' defaults, with the keys the environment sets (never the
+    /// dummy key).
     pub fn named(upstream: &[String], timeout: Duration) -> Result<Self, Diagnostic> {
-        let mut openai = Provider::Openai.default_base_url().to_owned();
-        let mut anthropic = Provider::Anthropic.default_base_url().to_owned();
+        let mut base: Vec<String> = Provider::ALL
+            .iter()
+            .map(|p| p.default_base_url().to_owned())
+            .collect();
         for u in upstream {
             let (which, url) = match u.split_once('=') {
-                Some((w @ ("openai" | "anthropic"), url)) => (Some(w), url),
-                _ => (None, u.as_str()),
+                Some((name, url)) => match name.parse::<Provider>() {
+                    Ok(p) => (Some(p), url),
+                    // A URL's own `=` (a query) is no provider name.
+                    Err(_) if name.contains(['/', ':', '?']) => (None, u.as_str()),
+                    Err(why) => {
+                        return Err(Diagnostic::new(format!("--upstream {u}: {why}"))
+                            .hint("write PROVIDER=URL for one provider, or a bare URL for all"));
+                    }
+                },
+                None => (None, u.as_str()),
             };
             crate::record::check_base_url(url).map_err(|d| Diagnostic {
                 message: format!("--upstream {u}: {}", d.message),
                 ..d
             })?;
-            match which {
-                Some("openai") => openai = url.to_owned(),
-                Some(_) => anthropic = url.to_owned(),
-                None => {
-                    openai = url.to_owned();
-                    anthropic = url.to_owned();
+            for (p, b) in Provider::ALL.iter().zip(base.iter_mut()) {
+                if which.is_none_or(|w| w == *p) {
+                    *b = url.to_owned();
                 }
             }
         }
@@ -86,12 +90,35 @@ impl Upstreams {
                 .filter(|k| !k.is_empty() && k != DUMMY_KEY)
         };
         Ok(Self {
-            openai,
-            anthropic,
-            openai_key: key(Provider::Openai),
-            anthropic_key: key(Provider::Anthropic),
+            each: Provider::ALL
+                .iter()
+                .copied()
+                .zip(base)
+                .map(|(p, b)| (p, b, key(p)))
+                .collect(),
             timeout,
         })
+    }
+
+    /// A provider's base URL.
+    pub fn base(&self, p: Provider) -> &str {
+        self.each
+            .iter()
+            .find(|(q, ..)| *q == p)
+            .map_or_else(|| p.default_base_url(), |(_, b, _)| b.as_str())
+    }
+
+    /// The key to send a provider instead of the agent's, if any.
+    pub fn key(&self, p: Provider) -> Option<&str> {
+        self.each
+            .iter()
+            .find(|(q, ..)| *q == p)
+            .and_then(|(_, _, k)| k.as_deref())
+    }
+
+    /// Every key it sends (secrets to scrub).
+    pub fn keys(&self) -> impl Iterator<Item = String> + '_ {
+        self.each.iter().filter_map(|(_, _, k)| k.clone())
     }
 }
 
@@ -151,11 +178,7 @@ pub fn existing_cassettes(out: &Path) -> Vec<PathBuf> {
 
 /// The API's path, as the docs name it.
 pub fn api_name(api: Api) -> &'static str {
-    match api {
-        Api::ChatCompletions => "/v1/chat/completions",
-        Api::Responses => "/v1/responses",
-        Api::Messages => "/v1/messages",
-    }
+    api.route()
 }
 
 /// One model request as it passed through, and its answer once it has ended.
@@ -349,13 +372,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// The API a path belongs to, when it is a model request.
 fn api_of(path: &str) -> Option<Api> {
-    let path = path.strip_prefix("/v1").unwrap_or(path);
-    match path {
-        "/chat/completions" => Some(Api::ChatCompletions),
-        "/responses" => Some(Api::Responses),
-        "/messages" => Some(Api::Messages),
-        _ => None,
-    }
+    Api::of_path(path)
 }
 
 /// Whether the proxy passes `method path` on: only the endpoints `serve` itself answers (the
@@ -405,18 +422,16 @@ fn passes(method: &Method, path: &str) -> Result<(), (u16, String)> {
 }
 
 /// Is this request for Anthropic (by its path, or its headers on a path both share)?
-fn for_anthropic(path: &str, headers: &HeaderMap) -> bool {
-    path.starts_with("/v1/messages")
-        || headers.contains_key("anthropic-version")
-        || headers.contains_key("x-api-key")
+fn provider_of(path: &str, headers: &HeaderMap) -> Provider {
+    Provider::of_request(path, |h| headers.contains_key(h))
 }
 
-/// The upstream URL of a request path: below the OpenAI base (which holds the `/v1`), or the
-/// Anthropic base (which does not).
-fn upstream_url(base: &str, anthropic: bool, uri: &Uri) -> String {
+/// The upstream URL of a request path: below a base that holds the `/v1` (OpenAI's), or a
+/// base that does not (Anthropic's).
+fn upstream_url(base: &str, provider: Provider, uri: &Uri) -> String {
     let base = base.trim_end_matches('/');
     let path = uri.path();
-    let url = if anthropic {
+    let url = if !provider.base_holds_version() {
         format!(
             "{}{path}",
             base.strip_suffix("/v1")
@@ -461,12 +476,7 @@ async fn forward(
     headers: HeaderMap,
     body: axum::body::Body,
 ) -> Response<axum::body::Body> {
-    let anthropic = for_anthropic(uri.path(), &headers);
-    let provider = if anthropic {
-        Provider::Anthropic
-    } else {
-        Provider::Openai
-    };
+    let provider = provider_of(uri.path(), &headers);
     if let Err((status, message)) = passes(&method, uri.path()) {
         lock(&s.unsent).push(message.clone());
         return render(refusal(provider, status, &message), 0.0);
@@ -478,14 +488,10 @@ async fn forward(
             return answer;
         }
     };
-    let (base, key) = if anthropic {
-        (&s.upstreams.anthropic, s.upstreams.anthropic_key.as_deref())
-    } else {
-        (&s.upstreams.openai, s.upstreams.openai_key.as_deref())
-    };
+    let (base, key) = (s.upstreams.base(provider), s.upstreams.key(provider));
     // The agent's own key is a secret too, whether it is sent on or replaced.
     lock(&s.scrubber).learn(super::http::keys(&headers));
-    let url = upstream_url(base, anthropic, &uri);
+    let url = upstream_url(base, provider, &uri);
     let mut out = reqwest::header::HeaderMap::new();
     for (name, value) in &headers {
         if HOP.contains(&name.as_str()) {
@@ -941,7 +947,7 @@ mod tests {
         assert_eq!(
             upstream_url(
                 "https://api.openai.com/v1",
-                false,
+                Provider::Openai,
                 &uri("/v1/chat/completions")
             ),
             "https://api.openai.com/v1/chat/completions"
@@ -949,22 +955,56 @@ mod tests {
         assert_eq!(
             upstream_url(
                 "http://127.0.0.1:9/v1/",
-                false,
+                Provider::Openai,
                 &uri("/chat/completions?x=1")
             ),
             "http://127.0.0.1:9/v1/chat/completions?x=1"
         );
         assert_eq!(
-            upstream_url("https://api.anthropic.com", true, &uri("/v1/messages")),
+            upstream_url(
+                "https://api.anthropic.com",
+                Provider::Anthropic,
+                &uri("/v1/messages")
+            ),
             "https://api.anthropic.com/v1/messages"
         );
         assert_eq!(
-            upstream_url("http://h/v1", true, &uri("/v1/messages")),
+            upstream_url("http://h/v1", Provider::Anthropic, &uri("/v1/messages")),
             "http://h/v1/messages"
         );
         assert_eq!(api_of("/v1/messages"), Some(Api::Messages));
         assert_eq!(api_of("/responses"), Some(Api::Responses));
         assert_eq!(api_of("/v1/models"), None);
+    }
+
+    /// `--upstream PROVIDER=URL` names each provider of the registry and only it; a bare URL
+    /// is every provider's; a name no provider has is an error, not a bare URL.
+    #[test]
+    fn each_provider_of_the_registry_is_an_upstream_of_its_own() {
+        let t = Duration::from_secs(1);
+        for &p in Provider::ALL {
+            let u = Upstreams::named(&[format!("{}=http://127.0.0.1:9/x", p.as_str())], t)
+                .expect("named");
+            for &q in Provider::ALL {
+                let want = if q == p {
+                    "http://127.0.0.1:9/x"
+                } else {
+                    q.default_base_url()
+                };
+                assert_eq!(u.base(q), want, "{p:?} named, {q:?} read");
+            }
+        }
+        let all = Upstreams::named(&["http://127.0.0.1:9/v1?a=b".to_owned()], t).expect("bare");
+        for &p in Provider::ALL {
+            assert_eq!(all.base(p), "http://127.0.0.1:9/v1?a=b");
+        }
+        let err = Upstreams::named(&["nosuch=http://127.0.0.1:9".to_owned()], t)
+            .expect_err("an unknown provider");
+        assert!(
+            err.message.contains("unknown provider `nosuch`"),
+            "{}",
+            err.message
+        );
     }
 
     #[test]
