@@ -331,15 +331,17 @@ impl Served {
         format!("http://{}/v1", self.addr)
     }
 
-    /// The environment `harness exec` hands an agent command: `OPENAI_BASE_URL`,
-    /// `ANTHROPIC_BASE_URL` and placeholder API keys, for a child process the test starts.
+    /// The environment `harness exec` hands an agent command: every provider's base-URL
+    /// variables (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`, …) and placeholder API keys, for a
+    /// child process the test starts.
     pub fn env(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("OPENAI_BASE_URL", self.openai_base_url()),
-            ("ANTHROPIC_BASE_URL", self.anthropic_base_url()),
-            ("OPENAI_API_KEY", "harness".to_owned()),
-            ("ANTHROPIC_API_KEY", "harness".to_owned()),
-        ]
+        let base = self.anthropic_base_url();
+        let mut env = Vec::new();
+        for p in crate::provider::Provider::ALL {
+            env.extend(p.base_url_vars().iter().map(|(v, f)| (*v, f.url(&base))));
+            env.extend(p.key_groups().iter().map(|g| (g[0], "harness".to_owned())));
+        }
+        env
     }
 
     /// Stop serving and judge every conversation the code under test had with the scenario.

@@ -148,7 +148,11 @@ pub(super) fn serve(args: &ServeArgs, setup: &Setup) -> anyhow::Result<ExitStatu
     }
     let _ = writeln!(
         anstream::stderr(),
-        "harness serve: OPENAI_BASE_URL=http://{addr}/v1 ANTHROPIC_BASE_URL=http://{addr}; Ctrl-C{} ends and {}",
+        "harness serve: {}; Ctrl-C{} ends and {}",
+        crate::provider::base_url_assignments(
+            crate::provider::Provider::ALL,
+            &format!("http://{addr}")
+        ),
         if args.until_eof {
             " (or the end of standard input)"
         } else {
@@ -797,7 +801,8 @@ fn run_through(
         writeln!(io::stdout().lock(), "listening on {base}")?;
         let _ = writeln!(
             anstream::stderr(),
-            "harness proxy: OPENAI_BASE_URL={base}/v1 ANTHROPIC_BASE_URL={base}; Ctrl-C ends the recording and writes the cassettes"
+            "harness proxy: {}; Ctrl-C ends the recording and writes the cassettes",
+            crate::provider::base_url_assignments(&crate::provider::proxied(), &base)
         );
         while !proxy.finished() {
             std::thread::sleep(Duration::from_millis(50));
@@ -864,7 +869,10 @@ fn nothing_recorded(ended: &Option<Ended>, code: ExitStatus) -> ExitStatus {
         &Diagnostic::new(
             "the agent made no model request through the proxy, so nothing was recorded",
         )
-        .hint("the agent must take its base URL from OPENAI_BASE_URL or ANTHROPIC_BASE_URL, which harness proxy sets")
+        .hint(format!(
+            "the agent must take its base URL from {}, which harness proxy sets",
+            crate::provider::base_url_var_names(&crate::provider::proxied())
+        ))
         .status(ExitStatus::Failed),
     )
 }

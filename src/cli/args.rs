@@ -623,8 +623,9 @@ pub(super) enum ProxyMode {
 pub(super) struct RecordArgs {
     /// The scenario to run live (its tools answer from their scripted outcomes).
     pub(super) scenario: PathBuf,
-    /// Wire format of the provider: `openai` (and OpenAI-compatible servers) or `anthropic`.
-    #[arg(long, value_name = "openai|anthropic")]
+    /// Wire format of the provider: `openai` (and OpenAI-compatible servers), `anthropic` or
+    /// `gemini`.
+    #[arg(long, value_name = "openai|anthropic|gemini")]
     pub(super) provider: Provider,
     /// Model name sent to the provider.
     #[arg(long, value_name = "NAME")]

@@ -97,8 +97,11 @@ pub fn agent_command(program: &str, args: &[String], base: &str) -> Command {
         for (var, form) in p.base_url_vars() {
             cmd.env(var, form.url(base));
         }
-        if std::env::var_os(p.key_env()).is_none_or(|v| v.is_empty()) {
-            cmd.env(p.key_env(), DUMMY_KEY);
+        let unset = |k: &&str| std::env::var_os(k).is_none_or(|v| v.is_empty());
+        for group in p.key_groups() {
+            if group.iter().all(unset) {
+                cmd.env(group[0], DUMMY_KEY);
+            }
         }
     }
     cmd

@@ -611,11 +611,16 @@ fn serve_to_command(
 /// What a run whose command sent no model request failed to show: that it made none, or
 /// which requests it made instead (to paths that are no endpoint).
 fn no_model_request(session: &Session) -> String {
-    const TAKE: &str = "it must take its base URL from OPENAI_BASE_URL or ANTHROPIC_BASE_URL, which harness exec sets (the server answers POST /v1/chat/completions, /v1/responses and /v1/messages, each also without /v1)";
+    let take = format!(
+        "it must take its base URL from {}, which harness exec sets (the server answers {})",
+        crate::provider::base_url_var_names(crate::provider::Provider::ALL),
+        crate::provider::served_routes()
+    );
+    let take = take.as_str();
     match session.unknown() {
-        (0, _) => format!("a model request; the command made none: {TAKE}"),
+        (0, _) => format!("a model request; the command made none: {take}"),
         (n, paths) => format!(
-            "a model request; the command made {n} request(s), all to unknown paths ({}): {TAKE}",
+            "a model request; the command made {n} request(s), all to unknown paths ({}): {take}",
             paths.join(", ")
         ),
     }

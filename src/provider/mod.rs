@@ -14,6 +14,7 @@
 //! caller's to set.
 
 pub mod anthropic;
+pub mod gemini;
 pub mod matching;
 pub mod openai;
 pub mod responses;
@@ -55,6 +56,8 @@ registry! {
         Openai,
         /// Anthropic Messages.
         Anthropic,
+        /// The Gemini API (Google AI Studio's `generativelanguage.googleapis.com`).
+        Gemini,
     }
 }
 
@@ -70,7 +73,24 @@ registry! {
         Responses,
         /// Anthropic Messages (`POST /v1/messages`).
         Messages,
+        /// Gemini `generateContent` and `streamGenerateContent`
+        /// (`POST /v1beta/models/{model}:generateContent`).
+        GenerateContent,
     }
+}
+
+/// What a request path says: the API, and for one that carries them in the path (Gemini's),
+/// the model and whether the answer streams (and as server-sent events, `alt=sse`, or as one
+/// JSON array).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Routed {
+    /// The API.
+    pub api: Api,
+    /// The model the path names.
+    pub model: Option<String>,
+    /// The answer the path asks for: `None` whole (or as the body says), `Some(true)` as
+    /// server-sent events, `Some(false)` as a JSON array streamed.
+    pub stream: Option<bool>,
 }
 
 impl Api {
@@ -80,15 +100,58 @@ impl Api {
             Self::ChatCompletions => "/v1/chat/completions",
             Self::Responses => "/v1/responses",
             Self::Messages => "/v1/messages",
+            Self::GenerateContent => "/v1beta/models/{model}:generateContent",
+        }
+    }
+
+    /// Does its path carry the model and the stream flag (`{model}:method`)?
+    pub fn model_in_path(self) -> bool {
+        match self {
+            Self::ChatCompletions | Self::Responses | Self::Messages => false,
+            Self::GenerateContent => true,
         }
     }
 
     /// The API a request path is for (with or without the `/v1` a client's base URL may
     /// lack), when it is one.
     pub fn of_path(path: &str) -> Option<Api> {
+        Self::route_of(path, None).map(|r| r.api)
+    }
+
+    /// What a request path (and its query) says, when it is a model request's.
+    pub fn route_of(path: &str, query: Option<&str>) -> Option<Routed> {
         let below = |p: &'static str| p.strip_prefix("/v1").unwrap_or(p);
-        let path = path.strip_prefix("/v1").unwrap_or(path);
-        Self::ALL.iter().copied().find(|a| below(a.route()) == path)
+        let bare = path.strip_prefix("/v1").unwrap_or(path);
+        if let Some(api) = Self::ALL
+            .iter()
+            .copied()
+            .find(|a| !a.model_in_path() && below(a.route()) == bare)
+        {
+            return Some(Routed {
+                api,
+                model: None,
+                stream: None,
+            });
+        }
+        // `/{version}/models/{model}:{method}`, the version `v1beta` or `v1`, or none.
+        let rest = ["/v1beta", "/v1alpha", "/v1", ""]
+            .iter()
+            .find_map(|v| path.strip_prefix(v)?.strip_prefix("/models/"))?;
+        let (model, method) = rest.rsplit_once(':')?;
+        if model.is_empty() || model.contains('/') {
+            return None;
+        }
+        let sse = query.is_some_and(|q| q.split('&').any(|kv| kv == "alt=sse"));
+        let stream = match method {
+            "generateContent" => None,
+            "streamGenerateContent" => Some(sse),
+            _ => return None,
+        };
+        Some(Routed {
+            api: Self::GenerateContent,
+            model: Some(model.to_owned()),
+            stream,
+        })
     }
 
     /// Whose error shapes and ids it uses.
@@ -96,6 +159,7 @@ impl Api {
         match self {
             Self::ChatCompletions | Self::Responses => Provider::Openai,
             Self::Messages => Provider::Anthropic,
+            Self::GenerateContent => Provider::Gemini,
         }
     }
 
@@ -105,6 +169,7 @@ impl Api {
             Self::ChatCompletions => Provider::Openai.parse_request(body),
             Self::Responses => responses::parse_request(body),
             Self::Messages => Provider::Anthropic.parse_request(body),
+            Self::GenerateContent => Provider::Gemini.parse_request(body),
         }
     }
 
@@ -132,6 +197,7 @@ impl From<Provider> for Api {
         match p {
             Provider::Openai => Self::ChatCompletions,
             Provider::Anthropic => Self::Messages,
+            Provider::Gemini => Self::GenerateContent,
         }
     }
 }
@@ -183,9 +249,66 @@ impl BaseForm {
     }
 }
 
-/// Every provider's key variable (what a recording scrubs, and `exec` sets a dummy for).
+/// The base-URL variables of `providers` set for a server at `base` (`VAR=URL`,
+/// space-separated), as `serve` and `proxy` print them for an agent to take.
+pub fn base_url_assignments(providers: &[Provider], base: &str) -> String {
+    providers
+        .iter()
+        .flat_map(|p| p.base_url_vars().iter().take(1))
+        .map(|(var, form)| format!("{var}={}", form.url(base)))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The first base-URL variable of each of `providers`, `A, B or C`.
+pub fn base_url_var_names(providers: &[Provider]) -> String {
+    let names: Vec<&str> = providers
+        .iter()
+        .filter_map(|p| p.base_url_vars().first().map(|(v, _)| *v))
+        .collect();
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => names.join(""),
+    }
+}
+
+/// What a server of every API answers: each provider's routes and the base URL its SDKs
+/// take (for messages that tell an agent where to send its requests).
+pub fn served_routes() -> String {
+    let each: Vec<String> = Provider::ALL
+        .iter()
+        .map(|p| {
+            let routes: Vec<&str> = p.apis().iter().map(|a| a.route()).collect();
+            let base = if p.base_holds_version() {
+                "http://HOST/v1"
+            } else {
+                "http://HOST"
+            };
+            format!(
+                "POST {} ({}, base URL {base})",
+                routes.join(" and "),
+                p.title()
+            )
+        })
+        .collect();
+    format!("{}; each also without its version", each.join("; "))
+}
+
+/// The providers `harness proxy` forwards.
+pub fn proxied() -> Vec<Provider> {
+    Provider::ALL
+        .iter()
+        .copied()
+        .filter(|p| p.proxied())
+        .collect()
+}
+
+/// Every provider's key variables (what a recording scrubs).
 pub fn key_vars() -> Vec<&'static str> {
-    Provider::ALL.iter().map(|p| p.key_env()).collect()
+    Provider::ALL
+        .iter()
+        .flat_map(|p| p.key_groups().iter().copied().flatten().copied())
+        .collect()
 }
 
 impl Provider {
@@ -194,6 +317,7 @@ impl Provider {
         match self {
             Self::Openai => "OpenAI",
             Self::Anthropic => "Anthropic",
+            Self::Gemini => "Gemini",
         }
     }
 
@@ -215,6 +339,12 @@ impl Provider {
             Self::Anthropic => {
                 serde_json::json!({"type": "model", "id": name, "display_name": name, "created_at": "2026-01-01T00:00:00Z"})
             }
+            Self::Gemini => {
+                let bare = name.strip_prefix("models/").unwrap_or(name);
+                serde_json::json!({"name": format!("models/{bare}"), "version": "001",
+                    "displayName": bare, "inputTokenLimit": 1_048_576, "outputTokenLimit": 65_536,
+                    "supportedGenerationMethods": ["generateContent", "countTokens"]})
+            }
         }
     }
 
@@ -226,6 +356,7 @@ impl Provider {
             Self::Anthropic => {
                 serde_json::json!({"data": [one], "has_more": false, "first_id": name, "last_id": name})
             }
+            Self::Gemini => serde_json::json!({"models": [one]}),
         }
     }
 
@@ -237,6 +368,16 @@ impl Provider {
                 ("OPENAI_API_BASE", BaseForm::V1),
             ],
             Self::Anthropic => &[("ANTHROPIC_BASE_URL", BaseForm::Bare)],
+            // Gemini CLI and the google-genai SDKs (which add the version themselves).
+            Self::Gemini => &[("GOOGLE_GEMINI_BASE_URL", BaseForm::Bare)],
+        }
+    }
+
+    /// Does `harness proxy` forward and record its API?
+    pub fn proxied(self) -> bool {
+        match self {
+            Self::Openai | Self::Anthropic => true,
+            Self::Gemini => false,
         }
     }
 
@@ -245,7 +386,7 @@ impl Provider {
     pub fn base_holds_version(self) -> bool {
         match self {
             Self::Openai => true,
-            Self::Anthropic => false,
+            Self::Anthropic | Self::Gemini => false,
         }
     }
 
@@ -254,6 +395,7 @@ impl Provider {
         match self {
             Self::Openai => &[],
             Self::Anthropic => &["anthropic-version", "x-api-key"],
+            Self::Gemini => &["x-goog-api-key", "x-goog-api-client"],
         }
     }
 
@@ -261,6 +403,13 @@ impl Provider {
     /// `/v1/messages/count_tokens`), else the one whose own headers it carries, else OpenAI
     /// (what compatible servers speak).
     pub fn of_request(path: &str, has_header: impl Fn(&str) -> bool) -> Provider {
+        if let Some(r) = Api::route_of(path, None) {
+            return r.api.provider();
+        }
+        // The Gemini API's version, or a method in the path (`models/{model}:countTokens`).
+        if path.starts_with(&format!("/{}", gemini::VERSION)) || path.contains(':') {
+            return Self::Gemini;
+        }
         let path = path.strip_prefix("/v1").unwrap_or(path);
         Api::ALL
             .iter()
@@ -285,14 +434,27 @@ impl Provider {
         match self {
             Self::Openai => "openai",
             Self::Anthropic => "anthropic",
+            Self::Gemini => "gemini",
         }
     }
 
     /// The environment variable the official SDKs read the key from.
     pub fn key_env(self) -> &'static str {
+        self.key_groups()[0][0]
+    }
+
+    /// The variables its clients read a key from, one group a client family: each reads the
+    /// first of its group that is set (Google's SDKs `GOOGLE_API_KEY` over `GEMINI_API_KEY`;
+    /// the AI SDK's Google provider its own). `exec` sets a group's first to a dummy key when
+    /// none of it is set; recordings scrub them all.
+    pub fn key_groups(self) -> &'static [&'static [&'static str]] {
         match self {
-            Self::Openai => "OPENAI_API_KEY",
-            Self::Anthropic => "ANTHROPIC_API_KEY",
+            Self::Openai => &[&["OPENAI_API_KEY"]],
+            Self::Anthropic => &[&["ANTHROPIC_API_KEY"]],
+            Self::Gemini => &[
+                &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+                &["GOOGLE_GENERATIVE_AI_API_KEY"],
+            ],
         }
     }
 
@@ -301,11 +463,13 @@ impl Provider {
         match self {
             Self::Openai => "https://api.openai.com/v1",
             Self::Anthropic => "https://api.anthropic.com",
+            Self::Gemini => "https://generativelanguage.googleapis.com",
         }
     }
 
-    /// The endpoint below the base URL.
-    pub fn endpoint(self, base_url: &str) -> String {
+    /// The endpoint below the base URL, for a request with these options (Gemini's names the
+    /// model and the stream).
+    pub fn endpoint(self, base_url: &str, options: &WireOptions) -> String {
         // A query (Azure's `?api-version=…`) stays after the path the SDKs append.
         let (base, query) = match base_url.split_once('?') {
             Some((b, q)) => (b, format!("?{q}")),
@@ -317,6 +481,16 @@ impl Provider {
             // The Anthropic SDK's base URL has no `/v1`; accept one anyway.
             Self::Anthropic if base.ends_with("/v1") => format!("{base}/messages{query}"),
             Self::Anthropic => format!("{base}/v1/messages{query}"),
+            Self::Gemini => {
+                let path = gemini::path(&options.model, options.stream);
+                let base = base
+                    .strip_suffix(&format!("/{}", gemini::VERSION))
+                    .unwrap_or(base);
+                match (path.contains('?'), query.strip_prefix('?')) {
+                    (true, Some(q)) => format!("{base}{path}&{q}"),
+                    _ => format!("{base}{path}{query}"),
+                }
+            }
         }
     }
 
@@ -328,6 +502,7 @@ impl Provider {
                 ("x-api-key", key.to_owned()),
                 ("anthropic-version", "2023-06-01".to_owned()),
             ],
+            Self::Gemini => vec![("x-goog-api-key", key.to_owned())],
         }
     }
 
@@ -336,6 +511,7 @@ impl Provider {
         match self {
             Self::Openai => openai::render_request(request, options),
             Self::Anthropic => anthropic::render_request(request, options),
+            Self::Gemini => gemini::render_request(request, options),
         }
     }
 
@@ -344,6 +520,7 @@ impl Provider {
         match self {
             Self::Openai => openai::parse_body(body),
             Self::Anthropic => anthropic::parse_body(body),
+            Self::Gemini => gemini::parse_body(body),
         }
     }
 
@@ -353,6 +530,7 @@ impl Provider {
         match self {
             Self::Openai => openai::parse_stream(events),
             Self::Anthropic => anthropic::parse_stream(events),
+            Self::Gemini => gemini::parse_stream(events),
         }
     }
 
@@ -362,6 +540,7 @@ impl Provider {
         match self {
             Self::Openai => openai::parse_request(body),
             Self::Anthropic => anthropic::parse_request(body),
+            Self::Gemini => gemini::parse_request(body),
         }
     }
 
@@ -370,6 +549,7 @@ impl Provider {
         match self {
             Self::Openai => openai::render_body(response, meta),
             Self::Anthropic => anthropic::render_body(response, meta),
+            Self::Gemini => gemini::render_body(response, meta),
         }
     }
 
@@ -378,6 +558,16 @@ impl Provider {
         match self {
             Self::Openai => openai::render_stream(chunks, usage, meta),
             Self::Anthropic => anthropic::render_stream(chunks, usage, meta),
+            Self::Gemini => gemini::render_stream(chunks, usage, meta),
+        }
+    }
+
+    /// What of an answer reaches the agent on this API (Gemini's has no call whose arguments
+    /// are no object); the rest of the answer as it is.
+    pub fn delivered(self, r: ModelResponse) -> ModelResponse {
+        match self {
+            Self::Openai | Self::Anthropic => r,
+            Self::Gemini => gemini::delivered(r),
         }
     }
 
@@ -419,6 +609,8 @@ impl Provider {
                 };
                 serde_json::json!({"type": "error", "error": {"type": kind, "message": message}})
             }
+            // Google's statuses differ (504 for a deadline, 503 for overload).
+            Self::Gemini => return gemini::render_fault(kind, message, None),
         };
         (status, body)
     }
@@ -448,6 +640,7 @@ impl Provider {
                 };
                 serde_json::json!({"type": "error", "error": {"type": kind, "message": message}})
             }
+            Self::Gemini => gemini::error_body(status, message),
         }
     }
 
@@ -460,12 +653,13 @@ impl Provider {
             "context length",
             "prompt is too long",
             "too many tokens",
+            "input token count",
         ]
         .iter()
         .any(|w| text.contains(w));
         match status {
             429 => Some(FaultKind::RateLimit),
-            408 => Some(FaultKind::Timeout),
+            408 | 504 => Some(FaultKind::Timeout),
             400 | 413 if overflow => Some(FaultKind::ContextOverflow),
             500..=599 => Some(FaultKind::ServerError),
             _ => None,
@@ -958,8 +1152,15 @@ mod tests {
     fn the_registry_routes_each_api_to_its_provider() {
         for &a in Api::ALL {
             assert_eq!(Api::of_path(a.route()), Some(a), "{a:?}");
-            let bare = a.route().strip_prefix("/v1").expect("a /v1 route");
-            assert_eq!(Api::of_path(bare), Some(a), "{a:?}");
+            let bare = if a.model_in_path() {
+                a.route().replacen("/v1beta", "", 1)
+            } else {
+                a.route()
+                    .strip_prefix("/v1")
+                    .expect("a /v1 route")
+                    .to_owned()
+            };
+            assert_eq!(Api::of_path(&bare), Some(a), "{a:?}");
             assert_eq!(Provider::of_request(a.route(), |_| false), a.provider());
             assert!(a.provider().apis().contains(&a), "{a:?}");
         }
@@ -983,7 +1184,51 @@ mod tests {
         );
         assert_eq!(Api::of_path("/v1/models"), None);
         let err = "nosuch".parse::<Provider>().expect_err("unknown");
-        assert!(err.contains("known: openai, anthropic"), "{err}");
+        assert!(err.contains("known: openai, anthropic, gemini"), "{err}");
+        // Gemini's path carries the model and the form of the answer.
+        let routed =
+            |p: &str, q: Option<&str>| Api::route_of(p, q).map(|r| (r.api, r.model, r.stream));
+        let g = Some("gemini-2.5-flash".to_owned());
+        assert_eq!(
+            routed("/v1beta/models/gemini-2.5-flash:generateContent", None),
+            Some((Api::GenerateContent, g.clone(), None))
+        );
+        assert_eq!(
+            routed(
+                "/v1/models/gemini-2.5-flash:streamGenerateContent",
+                Some("alt=sse")
+            ),
+            Some((Api::GenerateContent, g.clone(), Some(true)))
+        );
+        assert_eq!(
+            routed(
+                "/v1beta/models/gemini-2.5-flash:streamGenerateContent",
+                None
+            ),
+            Some((Api::GenerateContent, g, Some(false)))
+        );
+        assert_eq!(
+            routed("/v1beta/models/gemini-2.5-flash:countTokens", None),
+            None
+        );
+        assert_eq!(routed("/v1beta/models/a/b:generateContent", None), None);
+        assert_eq!(
+            Provider::of_request("/v1beta/models/g:countTokens", |_| false),
+            Provider::Gemini
+        );
+        assert_eq!(
+            Provider::of_request("/v1beta/models", |_| false),
+            Provider::Gemini
+        );
+    }
+
+    /// Options of a whole request to `model`.
+    fn to(model: &str) -> WireOptions {
+        WireOptions {
+            model: model.to_owned(),
+            stream: false,
+            max_tokens: None,
+        }
     }
 
     #[test]
@@ -995,11 +1240,11 @@ mod tests {
         assert_eq!(p.fault(400, &overflow), Some(FaultKind::ContextOverflow));
         assert_eq!(p.fault(401, &json!({})), None);
         assert_eq!(
-            Provider::Anthropic.endpoint("http://127.0.0.1:9/"),
+            Provider::Anthropic.endpoint("http://127.0.0.1:9/", &to("m")),
             "http://127.0.0.1:9/v1/messages"
         );
         assert_eq!(
-            Provider::Openai.endpoint("http://127.0.0.1:9/v1"),
+            Provider::Openai.endpoint("http://127.0.0.1:9/v1", &to("m")),
             "http://127.0.0.1:9/v1/chat/completions"
         );
     }
@@ -1008,13 +1253,30 @@ mod tests {
     fn a_query_in_the_base_url_stays_after_the_path() {
         assert_eq!(
             Provider::Openai.endpoint(
-                "https://x.openai.azure.com/openai/deployments/d/?api-version=2024-10-21"
+                "https://x.openai.azure.com/openai/deployments/d/?api-version=2024-10-21",
+                &to("m")
             ),
             "https://x.openai.azure.com/openai/deployments/d/chat/completions?api-version=2024-10-21"
         );
         assert_eq!(
-            Provider::Anthropic.endpoint("http://127.0.0.1:9?beta=1"),
+            Provider::Anthropic.endpoint("http://127.0.0.1:9?beta=1", &to("m")),
             "http://127.0.0.1:9/v1/messages?beta=1"
+        );
+        // Gemini's path names the model and the stream; a base with the version is taken.
+        assert_eq!(
+            Provider::Gemini.endpoint(
+                "https://generativelanguage.googleapis.com/v1beta?x=1",
+                &to("models/g")
+            ),
+            "https://generativelanguage.googleapis.com/v1beta/models/g:generateContent?x=1"
+        );
+        let streamed = WireOptions {
+            stream: true,
+            ..to("g")
+        };
+        assert_eq!(
+            Provider::Gemini.endpoint("http://h", &streamed),
+            "http://h/v1beta/models/g:streamGenerateContent?alt=sse"
         );
     }
 }

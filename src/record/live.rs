@@ -85,7 +85,9 @@ impl LiveModel {
         Ok(Self {
             rt,
             client,
-            url: endpoint.provider.endpoint(&endpoint.base_url),
+            url: endpoint
+                .provider
+                .endpoint(&endpoint.base_url, &endpoint.options),
             endpoint,
             scrubber,
             retry,

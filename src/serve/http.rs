@@ -312,7 +312,7 @@ fn router(state: Shared) -> Router {
     let mut router = Router::new();
     // Each API of the registry, with and without `/v1`: clients differ on whether the base URL
     // holds it.
-    for &api in Api::ALL {
+    for &api in Api::ALL.iter().filter(|a| !a.model_in_path()) {
         let handler = move |AxumState(s): AxumState<Shared>,
                             headers: HeaderMap,
                             body: axum::body::Body| async move {
@@ -336,9 +336,19 @@ fn router(state: Shared) -> Router {
             )
             .route(
                 &format!("{prefix}/models/{{id}}"),
-                get(model).fallback(method_not_allowed),
+                get(model).post(gemini).fallback(method_not_allowed),
             );
     }
+    // The Gemini API's own version.
+    router = router
+        .route(
+            &format!("/{}/models", crate::provider::gemini::VERSION),
+            get(models).fallback(method_not_allowed),
+        )
+        .route(
+            &format!("/{}/models/{{id}}", crate::provider::gemini::VERSION),
+            get(model).post(gemini).fallback(method_not_allowed),
+        );
     router
         .fallback(not_found)
         // The handlers bound their bodies themselves (`read`).
@@ -395,31 +405,10 @@ fn provider_of(uri: &Uri, headers: &HeaderMap) -> Provider {
     Provider::of_request(uri.path(), |h| headers.contains_key(h))
 }
 
-/// What harness serves, for a 404: each provider's routes and the base URL its SDKs take.
-fn served_routes() -> String {
-    let each: Vec<String> = Provider::ALL
-        .iter()
-        .map(|p| {
-            let routes: Vec<String> = p
-                .apis()
-                .iter()
-                .map(|a| format!("POST {}", a.route()))
-                .collect();
-            let base = if p.base_holds_version() {
-                "http://HOST/v1"
-            } else {
-                "http://HOST"
-            };
-            format!("{} ({} base URL {base})", routes.join(" and "), p.title())
-        })
-        .collect();
-    format!("{}, each also without /v1", each.join(" and "))
-}
-
 /// The keys a request carries (`authorization`'s token, `x-api-key`, `api-key`), as sent and bare.
 pub(super) fn keys(headers: &HeaderMap) -> Vec<String> {
     let mut keys = Vec::new();
-    for name in ["authorization", "x-api-key", "api-key"] {
+    for name in ["authorization", "x-api-key", "api-key", "x-goog-api-key"] {
         for value in headers.get_all(name) {
             let text = String::from_utf8_lossy(value.as_bytes()).into_owned();
             if let Some(bare) = text.strip_prefix("Bearer ") {
@@ -437,6 +426,7 @@ pub(super) fn hints(headers: &HeaderMap) -> RequestHints {
             .get("x-stainless-retry-count")
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse().ok()),
+        ..RequestHints::default()
     }
 }
 
@@ -446,16 +436,97 @@ async fn handle(
     headers: &HeaderMap,
     body: axum::body::Body,
 ) -> Response<axum::body::Body> {
+    handle_hinted(s, api, headers, body, hints(headers)).await
+}
+
+async fn handle_hinted(
+    s: &Shared,
+    api: Api,
+    headers: &HeaderMap,
+    body: axum::body::Body,
+    hints: RequestHints,
+) -> Response<axum::body::Body> {
+    // A stream asked for as one JSON array (Gemini's `streamGenerateContent` without
+    // `alt=sse`): the events' data, as the array's elements.
+    let array = hints.stream == Some(false);
     match read(s, api.provider(), headers, body).await {
         Ok(bytes) => {
             let mut session = s.session.lock().unwrap_or_else(PoisonError::into_inner);
             session.learn_keys(keys(headers));
-            let served = session.handle_with(api, &bytes, hints(headers));
+            let mut served = session.handle_with(api, &bytes, hints);
             drop(session);
+            if array {
+                if let AnswerBody::Events { events, .. } = &served.body {
+                    let items = events
+                        .iter()
+                        .filter_map(|e| serde_json::from_str(&e.data).ok())
+                        .collect();
+                    served.body = AnswerBody::Json(serde_json::Value::Array(items));
+                }
+            }
             render(served, s.pace)
         }
         Err(r) => r,
     }
+}
+
+/// `POST …/models/{model}:{method}` (the Gemini API): `generateContent` and
+/// `streamGenerateContent` answered with the path's model and stream form, `countTokens`
+/// counted.
+async fn gemini(
+    AxumState(s): AxumState<Shared>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: axum::body::Body,
+) -> Response<axum::body::Body> {
+    match Api::route_of(uri.path(), uri.query()) {
+        Some(routed) => {
+            let mut h = hints(&headers);
+            h.model = routed.model;
+            h.stream = routed.stream;
+            handle_hinted(&s, routed.api, &headers, body, h).await
+        }
+        None if uri.path().ends_with(":countTokens") => {
+            gemini_count_tokens(&s, &headers, body).await
+        }
+        None => not_found(AxumState(s), axum::http::Method::POST, uri, headers).await,
+    }
+}
+
+/// `POST …/models/{model}:countTokens`: the contents' tokens, counted as the script counts
+/// them (about four bytes a token).
+async fn gemini_count_tokens(
+    s: &Shared,
+    headers: &HeaderMap,
+    body: axum::body::Body,
+) -> Response<axum::body::Body> {
+    let bytes = match read(s, Provider::Gemini, headers, body).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let counted = serde_json::from_slice::<serde_json::Value>(&bytes)
+        .map_err(|e| format!("the request body is not JSON: {e}"))
+        .and_then(|v| {
+            // `contents`, or a whole request under `generateContentRequest`.
+            let request = v
+                .get("generateContentRequest")
+                .or_else(|| v.get("generate_content_request"))
+                .unwrap_or(&v);
+            Provider::Gemini
+                .parse_request(request)
+                .map_err(|e| e.to_string())
+        });
+    let served = match counted {
+        Ok(r) => HttpAnswer {
+            status: 200,
+            headers: Vec::new(),
+            body: AnswerBody::Json(serde_json::json!({
+                "totalTokens": crate::mock::estimate_input_tokens(&r.messages, &r.tools)
+            })),
+        },
+        Err(e) => refusal(Provider::Gemini, 400, &format!("harness serve: {e}")),
+    };
+    render(served, 0.0)
 }
 
 /// `POST /v1/messages/count_tokens`: the request's input tokens, counted as the script counts
@@ -642,7 +713,7 @@ async fn not_found(
         &format!(
             "there is no {}: harness serves {}",
             uri.path().escape_default(),
-            served_routes()
+            crate::provider::served_routes()
         ),
     )
 }

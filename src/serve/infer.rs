@@ -281,6 +281,16 @@ pub fn infer(ctx: &Context<'_>, requests: &[ServedRequest]) -> Vec<TimedEvent> {
                 ctx.cap
             )),
         ),
+        // Its stream was cut: the agent may never have had the calls whole (an SDK that
+        // takes a stream's end for the answer's, as Gemini's do, has none).
+        Some(Reply::Answer(_)) if prev.is_some_and(|e| e.cut) => (
+            OutcomeKind::Stopped,
+            None,
+            Some(
+                "the last answer's stream was cut before it ended, and the agent stopped there without asking again"
+                    .to_owned(),
+            ),
+        ),
         Some(Reply::Answer(_)) => (
             OutcomeKind::Stopped,
             None,

@@ -102,10 +102,14 @@ pub use session::Session;
 use text_protocol::*;
 
 /// What the HTTP layer read besides the body.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RequestHints {
     /// The SDK's retry count of this request (`x-stainless-retry-count`), when it sent one.
     pub retry_count: Option<u32>,
+    /// The model the path names (Gemini's `models/{model}:generateContent`).
+    pub model: Option<String>,
+    /// The answer form the path asks for (see [`crate::provider::Routed::stream`]).
+    pub stream: Option<bool>,
 }
 
 /// What a session did with one request.

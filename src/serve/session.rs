@@ -174,6 +174,9 @@ impl Session {
             let said = match provider {
                 Provider::Openai => "harness serve: [] is too short - 'messages'",
                 Provider::Anthropic => "harness serve: messages: at least one message is required",
+                Provider::Gemini => {
+                    "harness serve: * GenerateContentRequest.contents: contents is not specified"
+                }
             };
             return answered(refusal(provider, 400, said));
         }
@@ -181,6 +184,13 @@ impl Session {
             Ok(r) => r,
             Err(e) => return answered(refusal(provider, 400, &format!("harness serve: {e}"))),
         };
+        // What the path says (Gemini's model and stream) is the request's.
+        if let Some(model) = &hints.model {
+            request.options.model.clone_from(model);
+        }
+        if hints.stream.is_some() {
+            request.options.stream = true;
+        }
         // `tool_choice: none` withholds the tools from the model, so the script must see none
         // (its rules may react to `tools_offered = false`).
         if request.asks.tool_choice == ToolChoice::None {
@@ -197,7 +207,7 @@ impl Session {
         // the matcher below must see the call ids they echo in text.
         let mut text_protocol = read_text_protocol(&mut request);
         let first_user = first_user(&request);
-        if self.goes_live(&request, hints, &value) {
+        if self.goes_live(&request, hints.clone(), &value) {
             return Handled::Live;
         }
         let Some(at) = self.conversation_for(&request, hints) else {
@@ -590,6 +600,7 @@ impl Session {
                     Api::ChatCompletions => ("chatcmpl-", 29, "call_", 24),
                     Api::Responses => ("resp_", 48, "call_", 24),
                     Api::Messages => ("msg_01", 22, "toolu_01", 22),
+                    Api::GenerateContent => ("", 22, "", 22),
                 };
                 let id = self.mint(id_prefix, id_len, api == Api::Responses);
                 self.ids.insert(id.clone(), at);
@@ -658,7 +669,7 @@ impl Session {
                 };
 
                 (
-                    Reply::Answer(scripted.unwrap_or(whole)),
+                    Reply::Answer(provider.delivered(scripted.unwrap_or(whole))),
                     HttpAnswer {
                         status: 200,
                         headers: Vec::new(),

@@ -619,7 +619,7 @@ const WIRE_POINTS_AT: &[(&str, &str)] = &[
         "\"provider\"",
     ),
     ("cassette/unknown-exchange-key.cassette.json", "\"chunk\""),
-    ("cassette/unknown-provider.cassette.json", "\"gemini\""),
+    ("cassette/unknown-provider.cassette.json", "\"cohere\""),
     ("cassette/unknown-status-shape.cassette.json", " {"),
     ("cassette/version-0.cassette.json", "\"version\": 0"),
     ("cassette/version-3.cassette.json", "\"version\": 3"),

@@ -394,6 +394,16 @@ fn passes(method: &Method, path: &str) -> Result<(), (u16, String)> {
             ),
         ));
     }
+    let provider = Provider::of_request(path, |_| false);
+    if !provider.proxied() {
+        return Err((
+            404,
+            format!(
+                "harness proxy: {method} {shown} is the {} API's, which the proxy does not forward yet (`harness serve` and `exec` serve it); it was not sent",
+                provider.title()
+            ),
+        ));
+    }
     let below = match segments.as_slice() {
         ["v1", rest @ ..] => rest,
         rest => rest,
@@ -1031,6 +1041,8 @@ mod tests {
             (Method::POST, "/v1/files", 404),
             (Method::DELETE, "/v1/responses/resp_1", 404),
             (Method::GET, "/v1/models/a/b", 404),
+            (Method::POST, "/v1beta/models/g:generateContent", 404),
+            (Method::POST, "/v1/models/g:streamGenerateContent", 404),
         ] {
             assert_eq!(
                 passes(&method, path).map_err(|(s, _)| s),

@@ -266,22 +266,39 @@ fn an_applications_own_retry_after_its_sdk_gave_up_continues_the_faulted_run() {
     );
     let fresh = RequestHints {
         retry_count: Some(0),
+        ..RequestHints::default()
     };
     // inspect_ai's way: the SDK's retries spent, its own retry goes out with count 0.
     let mut s = session(&text);
-    let r = s.handle_with(Api::ChatCompletions, &openai(0, "", None, true), fresh);
+    let r = s.handle_with(
+        Api::ChatCompletions,
+        &openai(0, "", None, true),
+        fresh.clone(),
+    );
     assert_eq!(r.status, 429);
-    let r = s.handle_with(Api::ChatCompletions, &openai(0, "", None, true), fresh);
+    let r = s.handle_with(
+        Api::ChatCompletions,
+        &openai(0, "", None, true),
+        fresh.clone(),
+    );
     assert_eq!(r.status, 200);
     assert_eq!(s.conversations().len(), 1);
     // Once another run was answered since the fault, count 0 is a new run again.
     let mut s = session(&text);
-    s.handle_with(Api::ChatCompletions, &openai(0, "", None, true), fresh);
+    s.handle_with(
+        Api::ChatCompletions,
+        &openai(0, "", None, true),
+        fresh.clone(),
+    );
     let other = String::from_utf8(openai(0, "", None, true))
         .unwrap_or_default()
         .replace("List the files.", "Something else.");
-    s.handle_with(Api::ChatCompletions, other.as_bytes(), fresh);
-    s.handle_with(Api::ChatCompletions, &openai(0, "", None, true), fresh);
+    s.handle_with(Api::ChatCompletions, other.as_bytes(), fresh.clone());
+    s.handle_with(
+        Api::ChatCompletions,
+        &openai(0, "", None, true),
+        fresh.clone(),
+    );
     assert_eq!(s.conversations().len(), 3);
 }
 
