@@ -1,7 +1,10 @@
 // A Vercel AI SDK agent: `ToolLoopAgent` with the SDK's defaults (it stops after 20 steps), on
-// the OpenAI provider (its default, the Responses API, or Chat Completions) or the Anthropic
-// provider, whole or streamed. The providers read OPENAI_BASE_URL / ANTHROPIC_BASE_URL.
-//     node ai_sdk_agent.mjs [--api openai|openai-chat|anthropic] [--stream]
+// the OpenAI provider (its default, the Responses API, or Chat Completions), the Anthropic
+// provider or the Google one (the Gemini API), whole or streamed. The OpenAI and Anthropic
+// providers read OPENAI_BASE_URL / ANTHROPIC_BASE_URL; the Google provider reads no base URL
+// from the environment, so the agent hands it GOOGLE_GEMINI_BASE_URL's, with the API version
+// it expects in it (`/v1beta`), as a team pointing it elsewhere does.
+//     node ai_sdk_agent.mjs [--api openai|openai-chat|anthropic|google] [--stream]
 // With AGENT_TELEMETRY=proto or json, the SDK's own OpenTelemetry spans (experimental_telemetry,
 // inputs and outputs recorded) are exported over OTLP/HTTP by the OpenTelemetry JS SDK 3.x
 // (@opentelemetry/exporter-trace-otlp-proto or -http) to OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
@@ -14,6 +17,7 @@ import { basename, extname, join } from "node:path";
 import { ToolLoopAgent, tool } from "ai";
 import { createOpenAI } from "@ai-sdk/openai";
 import { createAnthropic } from "@ai-sdk/anthropic";
+import { createGoogleGenerativeAI } from "@ai-sdk/google";
 import { z } from "zod";
 
 const SYSTEM = process.env.HARNESS_SYSTEM ?? "You are a coding agent. Use tools to act.";
@@ -65,10 +69,13 @@ const tools =
         }),
       };
 
+const gemini = process.env.GOOGLE_GEMINI_BASE_URL;
 const model =
   api === "anthropic"
     ? createAnthropic()("claude-haiku-4-5")
-    : api === "openai-chat"
+    : api === "google"
+      ? createGoogleGenerativeAI(gemini ? { baseURL: `${gemini.replace(/\/$/, "")}/v1beta` } : {})("gemini-2.5-flash")
+      : api === "openai-chat"
       ? createOpenAI().chat("gpt-4o-mini")
       : createOpenAI()("gpt-4o-mini");
 
