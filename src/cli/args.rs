@@ -164,7 +164,7 @@ pub(super) enum Command {
     /// Exit codes: 0 every input was read; 2 an input was malformed (reported as
     /// file:line:col; the others are still scored and the outputs written) or bad usage.
     Sweep(SweepArgs),
-    /// Convert transcripts (tau-bench, tau2, swe-agent, toolbench, openai, anthropic,
+    /// Convert transcripts (tau-bench, tau2, swe-agent, toolbench, openai, anthropic, gemini,
     /// openhands, OpenTelemetry OTLP JSON) into traces, one JSON-lines file per run.
     Import(ImportArgs),
 }

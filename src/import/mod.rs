@@ -24,6 +24,7 @@
 //! kept as a JSON string, so it still compares by value.
 
 pub mod anthropic;
+pub mod gemini;
 pub mod openai;
 pub mod openhands;
 pub mod otlp;
@@ -134,6 +135,7 @@ pub const FORMATS: &[&Reader] = &[
     &openhands::READER,
     &tau2::READER,
     &swe_agent::READER,
+    &gemini::READER,
     &anthropic::READER,
     &openai::READER,
 ];
@@ -523,6 +525,17 @@ impl TraceBuilder {
             Finish::ToolUse
         };
         self.model_response(text, calls, Some(tokens), 0, finish, true);
+    }
+
+    /// A model response whose format records no token counts (they are unknown in the
+    /// trace): text and calls `(id, name, parsed args)`.
+    pub fn response_untallied(&mut self, text: &str, calls: Vec<(String, String, Value)>) {
+        let finish = if calls.is_empty() {
+            Finish::Stop
+        } else {
+            Finish::ToolUse
+        };
+        self.model_response(text, calls, None, 0, finish, true);
     }
 
     /// A model response whose calls start only when they are seen run ([`Self::run_announced`]):

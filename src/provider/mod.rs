@@ -575,6 +575,17 @@ impl Provider {
     /// retry-after hint goes in headers, which are the caller's. Anthropic answers a server
     /// fault whose message speaks of overload as 529 `overloaded_error`, as its API does.
     pub fn render_fault(self, kind: FaultKind, message: &str) -> (u16, Value) {
+        self.render_fault_hinted(kind, message, None)
+    }
+
+    /// [`Provider::render_fault`], with the fault's retry-after hint where the API puts one in
+    /// the body (Gemini's `google.rpc.RetryInfo`; the others' go in headers only).
+    pub fn render_fault_hinted(
+        self,
+        kind: FaultKind,
+        message: &str,
+        retry_after_ms: Option<u64>,
+    ) -> (u16, Value) {
         let overloaded = kind == FaultKind::ServerError
             && self == Self::Anthropic
             && message.to_lowercase().contains("overload");
@@ -610,7 +621,7 @@ impl Provider {
                 serde_json::json!({"type": "error", "error": {"type": kind, "message": message}})
             }
             // Google's statuses differ (504 for a deadline, 503 for overload).
-            Self::Gemini => return gemini::render_fault(kind, message, None),
+            Self::Gemini => return gemini::render_fault(kind, message, retry_after_ms),
         };
         (status, body)
     }

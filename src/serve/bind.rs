@@ -148,7 +148,11 @@ pub(crate) fn choose<'t>(
     }
     candidates
         .min_by_key(|(i, t)| {
-            let asked = !prefer.is_empty() && !prefer.iter().any(|g| glob_matches(g, &t.name));
+            // The user's globs in their order of preference; a tool none names after them.
+            let asked = prefer
+                .iter()
+                .position(|g| glob_matches(g, &t.name))
+                .unwrap_or(prefer.len());
             let unusable = kinds
                 .invalid
                 .iter()
@@ -199,8 +203,16 @@ mod tests {
             invalid: vec![Generate::Empty],
         };
         assert_eq!(pick(empty.clone(), &[]).as_deref(), Some("lookup_order"));
-        // The user's choice first, meta or not.
-        assert_eq!(pick(empty, &["Agent".to_owned()]).as_deref(), Some("Agent"));
+        // The user's choice first, meta or not; of two, the first named, wherever it is
+        // offered.
+        assert_eq!(
+            pick(empty.clone(), &["Agent".to_owned()]).as_deref(),
+            Some("Agent")
+        );
+        assert_eq!(
+            pick(empty, &["lookup_*".to_owned(), "Agent".to_owned()]).as_deref(),
+            Some("lookup_order")
+        );
         // Taken tools are not offered again; a position names its tool whatever it is.
         assert_eq!(
             choose(&Bind::Any, &offered, &["list_files"], Kinds::default(), &[])

@@ -504,27 +504,39 @@ async fn gemini_count_tokens(
         Ok(b) => b,
         Err(r) => return r,
     };
-    let counted = serde_json::from_slice::<serde_json::Value>(&bytes)
+    // `contents`, or a whole request under `generateContentRequest`.
+    counted(Provider::Gemini, &bytes, "totalTokens", |v| {
+        v.get("generateContentRequest")
+            .or_else(|| v.get("generate_content_request"))
+            .cloned()
+            .unwrap_or(v)
+    })
+}
+
+/// A token-counting endpoint's answer: the request read as `provider`'s (after `prepare`),
+/// its input tokens counted as the script counts them, under `key`.
+fn counted(
+    provider: Provider,
+    bytes: &[u8],
+    key: &str,
+    prepare: impl FnOnce(serde_json::Value) -> serde_json::Value,
+) -> Response<axum::body::Body> {
+    let read = serde_json::from_slice::<serde_json::Value>(bytes)
         .map_err(|e| format!("the request body is not JSON: {e}"))
         .and_then(|v| {
-            // `contents`, or a whole request under `generateContentRequest`.
-            let request = v
-                .get("generateContentRequest")
-                .or_else(|| v.get("generate_content_request"))
-                .unwrap_or(&v);
-            Provider::Gemini
-                .parse_request(request)
+            provider
+                .parse_request(&prepare(v))
                 .map_err(|e| e.to_string())
         });
-    let served = match counted {
+    let served = match read {
         Ok(r) => HttpAnswer {
             status: 200,
             headers: Vec::new(),
             body: AnswerBody::Json(serde_json::json!({
-                "totalTokens": crate::mock::estimate_input_tokens(&r.messages, &r.tools)
+                key: crate::mock::estimate_input_tokens(&r.messages, &r.tools)
             })),
         },
-        Err(e) => refusal(Provider::Gemini, 400, &format!("harness serve: {e}")),
+        Err(e) => refusal(provider, 400, &format!("harness serve: {e}")),
     };
     render(served, 0.0)
 }
@@ -540,28 +552,13 @@ async fn count_tokens(
         Ok(b) => b,
         Err(r) => return r,
     };
-    let counted = serde_json::from_slice::<serde_json::Value>(&bytes)
-        .map_err(|e| format!("the request body is not JSON: {e}"))
-        .and_then(|mut v| {
-            // The endpoint takes a Messages request without `max_tokens`.
-            if let Some(o) = v.as_object_mut() {
-                o.entry("max_tokens").or_insert(serde_json::json!(1));
-            }
-            Provider::Anthropic
-                .parse_request(&v)
-                .map_err(|e| e.to_string())
-        });
-    let served = match counted {
-        Ok(r) => HttpAnswer {
-            status: 200,
-            headers: Vec::new(),
-            body: AnswerBody::Json(serde_json::json!({
-                "input_tokens": crate::mock::estimate_input_tokens(&r.messages, &r.tools)
-            })),
-        },
-        Err(e) => refusal(Provider::Anthropic, 400, &format!("harness serve: {e}")),
-    };
-    render(served, 0.0)
+    // The endpoint takes a Messages request without `max_tokens`.
+    counted(Provider::Anthropic, &bytes, "input_tokens", |mut v| {
+        if let Some(o) = v.as_object_mut() {
+            o.entry("max_tokens").or_insert(serde_json::json!(1));
+        }
+        v
+    })
 }
 
 /// An error answer in the shape of `provider`'s API, from `harness serve`.

@@ -687,7 +687,8 @@ impl Session {
                 {
                     f.message = OPENAI_SERVER_ERROR.to_owned();
                 }
-                let (status, body) = provider.render_fault(f.kind, &f.message);
+                let (status, body) =
+                    provider.render_fault_hinted(f.kind, &f.message, f.retry_after_ms);
                 let mut headers = Vec::new();
                 if let Some(ms) = f.retry_after_ms {
                     headers.push(("retry-after-ms", ms.to_string()));

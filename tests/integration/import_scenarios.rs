@@ -65,9 +65,9 @@ fn every_imported_run_becomes_a_scenario_that_replays_the_recording() {
     import("traces", &[]).expect_code(0);
     import("scenarios", &["--as", "scenario"])
         .expect_code(0)
-        .expect_stdout("harness import: 14 scenario(s) written to scenarios");
+        .expect_stdout("harness import: 15 scenario(s) written to scenarios");
     let files = p.files("scenarios", ".toml");
-    assert_eq!(files.len(), 14, "{files:?}");
+    assert_eq!(files.len(), 15, "{files:?}");
     let mut checked = 0;
     for file in &files {
         let stem = file

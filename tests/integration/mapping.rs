@@ -149,7 +149,12 @@ fn every_runtimes_reference_names_a_section_that_exists() {
 fn text_files(extensions: &[&str]) -> Vec<(std::path::PathBuf, String)> {
     walkdir::WalkDir::new(repo())
         .into_iter()
-        .filter_entry(|e| !matches!(e.file_name().to_str(), Some("target" | ".git" | "corpus")))
+        .filter_entry(|e| {
+            !matches!(
+                e.file_name().to_str(),
+                Some("target" | ".git" | "corpus" | "node_modules")
+            )
+        })
         .filter_map(Result::ok)
         .filter(|e| e.file_type().is_file())
         .filter(|e| {

@@ -644,3 +644,78 @@ fn redacted_volatile_text_leaves_the_golden_stable() {
     exec().expect_code(0);
     exec().expect_code(0);
 }
+
+/// The Gemini API over real HTTP: the model and the answer's form from the path (whole, SSE
+/// with `alt=sse`, one JSON array without), counted tokens, the models list in its shape, and
+/// errors in Google's shape.
+#[test]
+fn serve_answers_the_gemini_api_by_its_paths() {
+    let p = project();
+    let (mut server, _stdout, addr) = serving(&p, &[]);
+    let post = |path: &str, body: &str| {
+        format!(
+            "POST {path} HTTP/1.1\r\nhost: x\r\nx-goog-api-key: k\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    let body = r#"{"contents": [{"role": "user", "parts": [{"text": "hi"}]}], "systemInstruction": {"parts": [{"text": "be brief"}]}, "tools": [{"functionDeclarations": [{"name": "exec", "parameters": {"type": "OBJECT", "properties": {"command": {"type": "STRING"}}}}]}]}"#;
+    let whole = answer_of(
+        &addr,
+        &post("/v1beta/models/gemini-2.5-flash:generateContent", body),
+    );
+    assert!(whole.starts_with("HTTP/1.1 200 "), "{whole}");
+    assert!(
+        whole.contains(r#""modelVersion":"gemini-2.5-flash""#),
+        "{whole}"
+    );
+    assert!(whole.contains(r#""finishReason":"STOP""#), "{whole}");
+    let sse = answer_of(
+        &addr,
+        &post(
+            "/v1/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
+            body,
+        ),
+    );
+    assert!(
+        sse.to_ascii_lowercase()
+            .contains("content-type: text/event-stream"),
+        "{sse}"
+    );
+    assert!(sse.contains("data: {"), "{sse}");
+    let array = answer_of(
+        &addr,
+        &post(
+            "/v1beta/models/gemini-2.5-flash:streamGenerateContent",
+            body,
+        ),
+    );
+    let json_body = array.split("\r\n\r\n").nth(1).unwrap_or_default();
+    assert!(json_body.trim_start().starts_with('['), "{array}");
+    let counted = answer_of(
+        &addr,
+        &post("/v1beta/models/gemini-2.5-flash:countTokens", body),
+    );
+    assert!(counted.contains(r#""totalTokens":"#), "{counted}");
+    let get = |path: &str| {
+        format!("GET {path} HTTP/1.1\r\nhost: x\r\nx-goog-api-key: k\r\nconnection: close\r\n\r\n")
+    };
+    let models = answer_of(&addr, &get("/v1beta/models"));
+    assert!(models.contains(r#""models":[{"#), "{models}");
+    let refused = answer_of(
+        &addr,
+        &post(
+            "/v1beta/models/gemini-2.5-flash:generateContent",
+            r#"{"contents": []}"#,
+        ),
+    );
+    assert!(refused.starts_with("HTTP/1.1 400 "), "{refused}");
+    assert!(
+        refused.contains(r#""status":"INVALID_ARGUMENT""#),
+        "{refused}"
+    );
+    let unknown = answer_of(&addr, &post("/v1beta/models/g:embedContent", body));
+    assert!(unknown.starts_with("HTTP/1.1 404 "), "{unknown}");
+    assert!(unknown.contains(r#""status":"NOT_FOUND""#), "{unknown}");
+    drop(server.stdin.take());
+    let _ = server.wait();
+}

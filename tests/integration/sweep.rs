@@ -64,7 +64,7 @@ pub(crate) fn sweep(p: &Project, paths: &[String], extra: &[&str]) -> crate::sup
     p.harness(&args)
 }
 
-/// The fixtures are built so that (by design, see each file): 14 runs, 5 successful; five
+/// The fixtures are built so that (by design, see each file): 15 runs, 5 successful; five
 /// failed or unlabelled runs repeat one call 3 or 4 times (stuck; two of them 4 times); one successful run repeats
 /// a poll twice with changing output (the false alarm at k=2); one unlabelled run repeats a
 /// failing call twice (fired on at k=2, neither a catch nor a false alarm).
@@ -86,7 +86,7 @@ fn sweep_scores_the_fixture_transcripts_of_every_format() {
         ],
     );
     run.expect_code(0)
-        .expect_stdout("harness sweep: 14 runs from 10 files (5 successful, 5 stuck")
+        .expect_stdout("harness sweep: 15 runs from 11 files (5 successful, 5 stuck")
         .expect_stdout("Best setting per detector");
     let rows = rows(&p.read("out.csv"));
     let get = |k: &str, col: &str| rows[&format!("consecutive-identical k={k}")][col].clone();
@@ -97,7 +97,7 @@ fn sweep_scores_the_fixture_transcripts_of_every_format() {
             get("2", "successful_runs"),
             get("2", "stuck_runs")
         ),
-        ("14".into(), "5".into(), "5".into())
+        ("15".into(), "5".into(), "5".into())
     );
     assert_eq!(
         (get("2", "false_alarms"), get("2", "caught")),
@@ -185,7 +185,7 @@ fn malformed_transcripts_are_located_and_the_others_still_scored() {
     assert_eq!(run.stderr.matches("  hint: ").count(), 3, "{}", run.stderr);
     // The good files and the good lines of the JSON-lines file were still scored.
     let rows = rows(&p.read("out.csv"));
-    assert_eq!(rows["consecutive-identical k=3"]["runs"], "21");
+    assert_eq!(rows["consecutive-identical k=3"]["runs"], "22");
 }
 
 #[test]
@@ -197,8 +197,8 @@ fn imported_traces_sweep_like_the_transcripts() {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     p.harness(&args)
         .expect_code(0)
-        .expect_stdout("harness import: 14 run(s) written to traces");
-    assert_eq!(p.files("traces", ".jsonl").len(), 14);
+        .expect_stdout("harness import: 15 run(s) written to traces");
+    assert_eq!(p.files("traces", ".jsonl").len(), 15);
     let first = p.read("traces/airline_task1_trial0.jsonl");
     assert!(first.starts_with(r#"{"format":"harness-import","version":1,"run":"airline.json#task1_trial0","source":"tau-bench","success":false"#), "{first}");
     let spec = ["--detector", "all", "--out"];
@@ -280,7 +280,7 @@ fn a_labels_file_overrides_the_heuristic() {
     )
     .expect_code(0);
     let labels = p.read("labels.jsonl");
-    assert_eq!(labels.lines().count(), 14);
+    assert_eq!(labels.lines().count(), 15);
     assert_eq!(
         labels
             .lines()
@@ -314,7 +314,7 @@ fn a_labels_file_overrides_the_heuristic() {
         ],
     )
     .expect_code(0)
-    .expect_stdout("4 stuck; labels: 14 from the file, 0 by the heuristic");
+    .expect_stdout("4 stuck; labels: 15 from the file, 0 by the heuristic");
     assert_eq!(
         rows(&p.read("b.csv"))["consecutive-identical k=3"]["caught"],
         "4"
@@ -347,7 +347,7 @@ fn bad_detector_specs_are_usage_errors() {
     // Every format, in the order they are detected.
     assert!(
         run.stderr.contains(
-            "known formats: otlp, tau-bench, toolbench, openhands, tau2, swe-agent, anthropic, openai"
+            "known formats: otlp, tau-bench, toolbench, openhands, tau2, swe-agent, gemini, anthropic, openai"
         ),
         "{}",
         run.stderr
@@ -1123,7 +1123,7 @@ fn external_detectors_see_the_runs_in_the_sweeps_order_for_any_jobs() {
         }
     }
     let one = p.read("jobs1-a");
-    assert_eq!(one.lines().count(), 19, "every run once");
+    assert_eq!(one.lines().count(), 20, "every run once");
     for other in ["jobs1-b", "jobs2-a", "jobs2-b"] {
         assert_eq!(p.read(other), one, "{other} saw the runs in another order");
     }

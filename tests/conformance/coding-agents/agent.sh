@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Run one coding agent headless on the task `harness exec`/`harness suite` hands over:
 #
-#   agent.sh claude|codex|opencode|aider
+#   agent.sh claude|codex|opencode|gemini|aider
 #
 # Each run gets a throwaway work folder (a README.md in it) and HOME, with telemetry,
 # update checks and every other non-essential request off, and the agent pointed at harness
 # through its documented custom-endpoint setting: Claude Code ANTHROPIC_BASE_URL (Messages),
 # Codex CLI a `model_providers` entry with wire_api = "responses", opencode an
-# openai-compatible provider in opencode.json (Chat Completions), aider OPENAI_BASE_URL through
-# litellm (Chat Completions, no tools).
+# openai-compatible provider in opencode.json (Chat Completions), Gemini CLI
+# GOOGLE_GEMINI_BASE_URL (the Gemini API, streamed), aider OPENAI_BASE_URL through litellm
+# (Chat Completions, no tools).
 #
 # The agent's own log — its JSON event stream (Claude Code stream-json, `codex exec --json`,
 # `opencode run --format json`) or, for aider, its chat history — is written to
@@ -17,7 +18,7 @@
 # ../requirements-aider.lock (CODING_AIDER, the venv's aider).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-name="${1:?agent.sh: which agent? claude, codex, opencode or aider}"
+name="${1:?agent.sh: which agent? claude, codex, opencode, gemini or aider}"
 : "${HARNESS_USER:?agent.sh: HARNESS_USER is not set (run me through harness exec or harness suite)}"
 : "${HARNESS_BASE_URL:?agent.sh: HARNESS_BASE_URL is not set (run me through harness exec or harness suite)}"
 bin="$here/node_modules"
@@ -102,6 +103,23 @@ EOF
             "$bin/opencode-linux-x64/bin/opencode" run --format json --auto --title task \
             < <(printf %s "$HARNESS_USER") >"$log" || rc=$?
         ;;
+    gemini)
+        # API-key auth chosen in settings (with a base URL set and none chosen it picks one it
+        # then refuses, exit 41); the folder trusted (else exit 55); usage statistics off (else
+        # it reports to play.googleapis.com). `-m` skips the routing call it makes first.
+        mkdir -p "$HOME/.gemini"
+        cat >"$HOME/.gemini/settings.json" <<EOF
+{
+  "security": { "auth": { "selectedType": "gemini-api-key" } },
+  "privacy": { "usageStatisticsEnabled": false },
+  "telemetry": { "enabled": false },
+  "general": { "enableAutoUpdate": false, "enableAutoUpdateNotification": false }
+}
+EOF
+        GEMINI_API_KEY=harness-dummy GOOGLE_GEMINI_BASE_URL="$HARNESS_BASE_URL" GEMINI_CLI_TRUST_WORKSPACE=true \
+            GEMINI_CLI_HOME="$HOME" "$bin/.bin/gemini" -p "$HARNESS_USER" -m "$model" --approval-mode yolo \
+            --output-format stream-json </dev/null >"$log" || rc=$?
+        ;;
     aider)
         aider="${CODING_AIDER:?agent.sh: CODING_AIDER names the aider of requirements-aider.lock}"
         # litellm fetches its model-price file unless a copy is in aider's cache.
@@ -115,7 +133,7 @@ EOF
             --no-fancy-input --no-show-release-notes --chat-history-file "$log" README.md </dev/null || rc=$?
         ;;
     *)
-        echo "agent.sh: unknown agent $name (claude, codex, opencode, aider)" >&2
+        echo "agent.sh: unknown agent $name (claude, codex, opencode, gemini, aider)" >&2
         exit 2
         ;;
 esac

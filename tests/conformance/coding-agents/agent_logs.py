@@ -4,19 +4,23 @@
                                  saying how the run ended (agent.sh prints it last, so a
                                  crashed case's card quotes it)
 
-AGENT is claude, codex, opencode or aider; LOG what agent.sh wrote for one case: the agent's
-JSON event stream (Claude Code `--output-format stream-json --verbose`, `codex exec --json`,
-`opencode run --format json`) or aider's chat history. The events, in common.py's words:
+AGENT is claude, codex, opencode, gemini or aider; LOG what agent.sh wrote for one case: the
+agent's JSON event stream (Claude Code `--output-format stream-json --verbose`, `codex exec
+--json`, `opencode run --format json`, Gemini CLI `--output-format stream-json`) or aider's chat
+history. The events, in common.py's words:
 
 - `tool`: a tool the agent ran that worked, as its own log tells it — Claude Code a
   `tool_result` without `is_error`, Codex CLI a `command_execution` (or MCP call) that completed
   with exit code 0, opencode a `tool_use` whose state is `completed` (not its `invalid`
-  stand-in for a call it could not take); aider runs no tools;
+  stand-in for a call it could not take), Gemini CLI a `tool_result` whose status is
+  `success`; aider runs no tools;
 - `final`: the answer the agent ended with — Claude Code the `result` of a run that did not end
   in error, Codex CLI its last `agent_message` of a turn that completed, opencode the text after
-  its last tool call or error, aider the reply after the task in its history;
+  its last tool call or error, Gemini CLI the assistant text after its last tool call of a
+  run whose `result` is a success, aider the reply after the task in its history;
 - `stopped`: what ended it otherwise — Claude Code an error `result`, Codex CLI an `error` or a
-  failed turn, opencode an `error` event, aider a notice that no answer came.
+  failed turn, opencode an `error` event, Gemini CLI an `error` event or a `result` that is
+  no success, aider a notice that no answer came.
 
 Only the standard library: the wrapper runs it with any python3."""
 
@@ -107,6 +111,30 @@ def opencode(path: Path) -> list[dict]:
     return events
 
 
+def gemini(path: Path) -> list[dict]:
+    events, texts = [], []
+    for e in _json_lines(path):
+        kind = e.get("type")
+        if kind == "tool_use":
+            texts = []
+        elif kind == "tool_result":
+            if e.get("status") == "success":
+                events.append({"event": "tool", "id": e.get("tool_id")})
+        elif kind == "message" and e.get("role") == "assistant":
+            # Streamed: the pieces of one answer, in order (`delta`).
+            texts.append(e.get("content") or "")
+        elif kind == "error":
+            texts = []
+            events.append({"event": "stopped", "error": e.get("message") or "error"})
+        elif kind == "result":
+            error = e.get("error") or {}
+            if e.get("status") == "success":
+                events.append({"event": "final", "text": "".join(texts)})
+            else:
+                events.append({"event": "stopped", "error": error.get("message") or str(e.get("status"))})
+    return events
+
+
 def aider(path: Path) -> list[dict]:
     lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     starts = [i for i, line in enumerate(lines) if line.startswith("#### ")]
@@ -121,7 +149,7 @@ def aider(path: Path) -> list[dict]:
     return [{"event": "stopped", "error": said}]
 
 
-READERS = {"claude": claude, "codex": codex, "opencode": opencode, "aider": aider}
+READERS = {"claude": claude, "codex": codex, "opencode": opencode, "gemini": gemini, "aider": aider}
 
 
 def read(agent: str, path: Path) -> list[dict]:
