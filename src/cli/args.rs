@@ -146,7 +146,7 @@ pub(super) enum Command {
     /// command that cannot start); 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP (the agent's process
     /// group is ended; the cassettes of the conversations that finished are still written).
     Proxy(ProxyArgs),
-    /// Serve a scenario's scripted model as an OpenAI- and Anthropic-compatible endpoint;
+    /// Serve a scenario's scripted model as an OpenAI-, Anthropic- and Gemini-compatible endpoint;
     /// Ctrl-C ends it and prints the trace inferred from each conversation.
     Serve(ServeArgs),
     /// Receive OpenTelemetry traces over OTLP/HTTP (protobuf or JSON, gzip or zstd) and write

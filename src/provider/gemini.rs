@@ -39,6 +39,16 @@ const NAME: &str = "gemini";
 /// The API version the SDKs use.
 pub const VERSION: &str = "v1beta";
 
+/// The methods of the API a path names after its model (`models/{model}:{method}`).
+pub const METHODS: &[&str] = &[
+    "generateContent",
+    "streamGenerateContent",
+    "countTokens",
+    "embedContent",
+    "batchEmbedContents",
+    "batchGenerateContent",
+];
+
 /// A field by its JSON name (`functionCall`) or its proto name (`function_call`): the API
 /// takes both, and the Python SDK sends some in the second form (`parameters_json_schema`).
 fn field<'a>(v: &'a Value, camel: &str) -> Option<&'a Value> {
@@ -88,7 +98,11 @@ pub fn render_request(request: &ModelRequest<'_>, options: &WireOptions) -> Valu
                 }
                 for c in &m.tool_calls {
                     names.insert(c.id.clone(), c.name.clone());
-                    parts.push(json!({"functionCall": {"id": c.id, "name": c.name, "args": args_of(&c.arguments)}}));
+                    // Gemini 3 refuses a call in the history without the signature it was
+                    // sent with; the engine keeps none, and this is the value Google
+                    // documents for a call whose signature is not at hand.
+                    parts.push(json!({"functionCall": {"id": c.id, "name": c.name, "args": args_of(&c.arguments)},
+                        "thoughtSignature": "skip_thought_signature_validator"}));
                 }
                 ("model", parts)
             }
@@ -186,8 +200,14 @@ fn response_text(response: Option<&Value>) -> (String, bool) {
         let text = e.as_str().map_or_else(|| e.to_string(), str::to_owned);
         return (text, true);
     }
+    // The text under one key (`output`, `result`, `content`), beside at most the tool's name
+    // (the AI SDK sends `{name, content}`).
+    let others = |key: &str| {
+        r.as_object()
+            .is_some_and(|o| o.keys().all(|k| k == key || k == "name"))
+    };
     for key in ["output", "result", "content"] {
-        if let (Some(Value::String(s)), Some(1)) = (r.get(key), r.as_object().map(Map::len)) {
+        if let Some(Value::String(s)) = r.get(key).filter(|_| others(key)) {
             return (s.clone(), false);
         }
     }
@@ -254,7 +274,17 @@ pub fn parse_request(body: &Value) -> Result<WireRequest, WireError> {
                 messages.push(message);
             }
             "user" | "function" | "tool" => {
+                // A turn's text parts are one message (as an OpenAI content array is), ended
+                // where a function response comes between them.
+                let mut text: Option<String> = None;
                 for p in parts {
+                    if let Some(t) = p.get("text").and_then(Value::as_str) {
+                        text.get_or_insert_with(String::new).push_str(t);
+                        continue;
+                    }
+                    if let Some(t) = text.take() {
+                        messages.push(Message::new(Role::User, t));
+                    }
                     if let Some(r) = field(p, "functionResponse") {
                         let name = r.str_or_empty("name");
                         // The id it names, else the first waiting call of its name, else the
@@ -280,9 +310,10 @@ pub fn parse_request(body: &Value) -> Result<WireRequest, WireError> {
                             id,
                             is_error: failed.then_some(true),
                         });
-                    } else if let Some(t) = p.get("text").and_then(Value::as_str) {
-                        messages.push(Message::new(Role::User, t));
                     }
+                }
+                if let Some(t) = text {
+                    messages.push(Message::new(Role::User, t));
                 }
             }
             other => {
@@ -391,6 +422,7 @@ fn response_json(
 fn well_formed(args: &Arguments) -> bool {
     match args {
         Arguments::Parsed(v) => v.is_object(),
+        Arguments::Raw(r) if r.trim().is_empty() => true,
         Arguments::Raw(r) => serde_json::from_str::<Value>(r).is_ok_and(|v| v.is_object()),
     }
 }
@@ -448,18 +480,30 @@ pub fn render_stream(chunks: &[Chunk], usage: Usage, meta: &AnswerMeta) -> Vec<S
     let mut out = Vec::new();
     let mut calls: std::collections::BTreeMap<u32, (String, String, String)> = Default::default();
     let mut reason = Finish::Stop;
-    // A call whose arguments are no object ends the stream as the API ends it.
-    let mut malformed = false;
-    let mut whole_call =
-        |id: String, name: String, args: String| match serde_json::from_str::<Value>(&args) {
-            Ok(args) if args.is_object() => {
-                Some(json!({"functionCall": {"id": id, "name": name, "args": args}}))
-            }
-            _ => {
-                malformed = true;
-                None
-            }
-        };
+    // A call whose arguments are no object: the API makes none of the answer's calls, and
+    // ends the stream as it ends it (a stream cut before its finish sends what it had).
+    let mut args_of_call: std::collections::BTreeMap<u32, String> = Default::default();
+    for c in chunks {
+        if let Chunk::ArgsDelta { index, text } = c {
+            args_of_call.entry(*index).or_default().push_str(text);
+        } else if let Chunk::ToolCallStart { index, .. } = c {
+            args_of_call.entry(*index).or_default();
+        }
+    }
+    // A call without argument pieces has `{}`, as the engine assembles it.
+    let object = |a: &str| {
+        let a = if a.trim().is_empty() { "{}" } else { a };
+        serde_json::from_str::<Value>(a)
+            .ok()
+            .filter(Value::is_object)
+    };
+    let malformed = meta.complete && args_of_call.values().any(|a| object(a).is_none());
+    let whole_call = |id: String, name: String, args: String| match object(&args).ok_or(()) {
+        Ok(args) if !malformed => {
+            Some(json!({"functionCall": {"id": id, "name": name, "args": args}}))
+        }
+        _ => None,
+    };
     for c in chunks {
         match c {
             Chunk::Text { text } => out.push(event(vec![json!({"text": text})], None, None)),
@@ -885,6 +929,63 @@ mod tests {
             render_body(&listed, &meta(true))["candidates"][0]["finishReason"],
             MALFORMED
         );
+    }
+
+    /// What the second reading found: the AI SDK's `{name, content}` results are their text;
+    /// a turn's text parts are one message; a stream with one malformed call makes none of
+    /// its calls; a model id with a colon is not the Gemini API's.
+    #[test]
+    fn clients_shapes_read_as_they_mean() {
+        let body = json!({"contents": [
+            {"role": "user", "parts": [{"text": "<session_context/>"}, {"text": "List."}]},
+            {"role": "model", "parts": [{"functionCall": {"id": "c1", "name": "exec", "args": {}}}]},
+            {"role": "user", "parts": [{"functionResponse": {"id": "c1", "name": "exec",
+                "response": {"name": "exec", "content": "Invalid input for tool exec"}}}]}
+        ]});
+        let r = parse_request(&body).expect("reads");
+        assert_eq!(r.messages[0].content, "<session_context/>List.");
+        assert_eq!(r.messages.len(), 3);
+        assert_eq!(r.messages[2].content, "Invalid input for tool exec");
+        let chunks = vec![
+            Chunk::ToolCallStart {
+                index: 0,
+                id: "c1".into(),
+                name: "exec".into(),
+            },
+            Chunk::ToolCallComplete { index: 0 },
+            Chunk::ToolCallStart {
+                index: 1,
+                id: "c2".into(),
+                name: "exec".into(),
+            },
+            Chunk::ArgsDelta {
+                index: 1,
+                text: "{\"command\": \"l".into(),
+            },
+            Chunk::ToolCallComplete { index: 1 },
+            Chunk::Finish {
+                reason: Finish::ToolUse,
+            },
+        ];
+        let events = render_stream(&chunks, Usage::default(), &meta(true));
+        assert!(
+            events.iter().all(|e| !e.data.contains("functionCall")),
+            "{events:?}"
+        );
+        assert!(events.last().is_some_and(|e| e.data.contains(MALFORMED)));
+        // A call without argument pieces has `{}` and is made.
+        let events = render_stream(&chunks[..2], Usage::default(), &meta(true));
+        assert!(events[0].data.contains(r#""args":{}"#), "{events:?}");
+        use super::super::{Api, Provider};
+        assert_eq!(
+            Provider::of_request("/v1/models/llama3:8b", |_| false),
+            Provider::Openai
+        );
+        assert_eq!(
+            Provider::of_request("/v1/models/ft:gpt-4o-mini:org:x", |_| false),
+            Provider::Openai
+        );
+        assert_eq!(Api::of_path("/v1/models/llama3:8b"), None);
     }
 
     /// Faults in Google's shape; a rate limit's hint as `RetryInfo`.

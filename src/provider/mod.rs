@@ -406,8 +406,14 @@ impl Provider {
         if let Some(r) = Api::route_of(path, None) {
             return r.api.provider();
         }
-        // The Gemini API's version, or a method in the path (`models/{model}:countTokens`).
-        if path.starts_with(&format!("/{}", gemini::VERSION)) || path.contains(':') {
+        // The Gemini API's version, or one of its methods after a model
+        // (`models/{model}:countTokens`; a model id with a colon of its own, `llama3:8b`, is
+        // none).
+        if path.starts_with(&format!("/{}", gemini::VERSION))
+            || path
+                .rsplit_once(':')
+                .is_some_and(|(_, method)| gemini::METHODS.contains(&method))
+        {
             return Self::Gemini;
         }
         let path = path.strip_prefix("/v1").unwrap_or(path);
@@ -483,8 +489,10 @@ impl Provider {
             Self::Anthropic => format!("{base}/v1/messages{query}"),
             Self::Gemini => {
                 let path = gemini::path(&options.model, options.stream);
-                let base = base
-                    .strip_suffix(&format!("/{}", gemini::VERSION))
+                // A version at the base's end is the path's to give.
+                let base = ["/v1beta", "/v1alpha", "/v1"]
+                    .iter()
+                    .find_map(|v| base.strip_suffix(v))
                     .unwrap_or(base);
                 match (path.contains('?'), query.strip_prefix('?')) {
                     (true, Some(q)) => format!("{base}{path}&{q}"),

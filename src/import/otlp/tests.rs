@@ -525,6 +525,48 @@ fn two_services_calls_at_one_time_are_not_one_call() {
     assert!(!got.warnings.iter().any(|w| w.contains("traced twice")));
 }
 
+/// An OpenInference `LLM` span under `agent` as smolagents' instrumentation writes one: the
+/// `prompt` messages (role, text), then each of `results` as a `tool-response` (no call id),
+/// and an answer of `calls` (`(id, arguments JSON)`; arguments `""` recorded none) of `exec`,
+/// or of the text `done` when there are none.
+fn openinference_llm(
+    id: &str,
+    at: u64,
+    prompt: &[(&str, &str)],
+    results: &[&str],
+    calls: &[(&str, &str)],
+) -> Value {
+    let mut attrs: Vec<(String, String)> = vec![("openinference.span.kind".into(), "LLM".into())];
+    let inputs = prompt
+        .iter()
+        .copied()
+        .chain(results.iter().map(|r| ("tool-response", *r)));
+    for (i, (role, text)) in inputs.enumerate() {
+        let at = format!("llm.input_messages.{i}.message");
+        attrs.push((format!("{at}.role"), role.into()));
+        attrs.push((format!("{at}.content"), text.into()));
+    }
+    for (i, (call, args)) in calls.iter().enumerate() {
+        let at = format!("llm.output_messages.0.message.tool_calls.{i}.tool_call");
+        attrs.push((format!("{at}.id"), (*call).into()));
+        attrs.push((format!("{at}.function.name"), "exec".into()));
+        if !args.is_empty() {
+            attrs.push((format!("{at}.function.arguments"), (*args).into()));
+        }
+    }
+    if calls.is_empty() {
+        attrs.push((
+            "llm.output_messages.0.message.content".into(),
+            "done".into(),
+        ));
+    }
+    let pairs: Vec<(&str, &str)> = attrs
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    span_json(id, "agent", "generate", (at, at + 10), &pairs, None)
+}
+
 #[test]
 fn results_of_an_instrumentation_without_history_answer_the_calls_in_order() {
     // smolagents under OpenInference: each call's input is the prompt and every result so far
@@ -537,48 +579,10 @@ fn results_of_an_instrumentation_without_history_answer_the_calls_in_order() {
         &[("gen_ai.operation.name", "invoke_agent")],
         None,
     );
+    let prompt = [("system", "be brief"), ("user", "list")];
     let flat = |id: &str, at: u64, results: &[&str], call: Option<&str>| {
-        let mut attrs: Vec<(String, String)> = vec![
-            ("openinference.span.kind".into(), "LLM".into()),
-            ("llm.input_messages.0.message.role".into(), "system".into()),
-            (
-                "llm.input_messages.0.message.content".into(),
-                "be brief".into(),
-            ),
-            ("llm.input_messages.1.message.role".into(), "user".into()),
-            ("llm.input_messages.1.message.content".into(), "list".into()),
-        ];
-        for (i, r) in results.iter().enumerate() {
-            attrs.push((
-                format!("llm.input_messages.{}.message.role", i + 2),
-                "tool-response".into(),
-            ));
-            attrs.push((
-                format!("llm.input_messages.{}.message.content", i + 2),
-                (*r).into(),
-            ));
-        }
-        match call {
-            Some(c) => {
-                attrs.push((
-                    "llm.output_messages.0.message.tool_calls.0.tool_call.id".into(),
-                    c.into(),
-                ));
-                attrs.push((
-                    "llm.output_messages.0.message.tool_calls.0.tool_call.function.name".into(),
-                    "exec".into(),
-                ));
-            }
-            None => attrs.push((
-                "llm.output_messages.0.message.content".into(),
-                "done".into(),
-            )),
-        }
-        let pairs: Vec<(&str, &str)> = attrs
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        span_json(id, "agent", "generate", (at, at + 10), &pairs, None)
+        let calls: Vec<(&str, &str)> = call.map(|c| (c, "")).into_iter().collect();
+        openinference_llm(id, at, &prompt, results, &calls)
     };
     let text = line_of(&[
         agent,
@@ -784,33 +788,7 @@ fn one_step_outcome_answers_every_call_of_the_step() {
         None,
     );
     let llm = |id: &str, at: u64, results: &[&str], calls: &[(&str, &str)]| {
-        let mut attrs: Vec<(String, String)> = vec![
-            ("openinference.span.kind".into(), "LLM".into()),
-            ("llm.input_messages.0.message.role".into(), "user".into()),
-            ("llm.input_messages.0.message.content".into(), "list".into()),
-        ];
-        for (i, r) in results.iter().enumerate() {
-            let at = format!("llm.input_messages.{}.message", i + 1);
-            attrs.push((format!("{at}.role"), "tool-response".into()));
-            attrs.push((format!("{at}.content"), (*r).into()));
-        }
-        for (i, (id, args)) in calls.iter().enumerate() {
-            let at = format!("llm.output_messages.0.message.tool_calls.{i}.tool_call");
-            attrs.push((format!("{at}.id"), (*id).into()));
-            attrs.push((format!("{at}.function.name"), "exec".into()));
-            attrs.push((format!("{at}.function.arguments"), (*args).into()));
-        }
-        if calls.is_empty() {
-            attrs.push((
-                "llm.output_messages.0.message.content".into(),
-                "done".into(),
-            ));
-        }
-        let pairs: Vec<(&str, &str)> = attrs
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        span_json(id, "agent", "generate", (at, at + 10), &pairs, None)
+        openinference_llm(id, at, &[("user", "list")], results, calls)
     };
     let error = "Error:\nArgument command is required\nNow let's retry.\n";
     let text = line_of(&[
