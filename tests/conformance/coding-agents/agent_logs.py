@@ -89,11 +89,16 @@ def opencode(path: Path) -> list[dict]:
     for e in _json_lines(path):
         kind = e.get("type")
         part = e.get("part") or {}
-        if kind == "tool_use":
+        if kind == "step_start":
             texts = []
+        elif kind == "tool_use":
             # `invalid` is opencode's stand-in for a call it could not take (arguments that
             # are not JSON, an unknown tool): it "completes" with the error as its output.
             state = part.get("state") or {}
+            # A call that never ran (`error`: a stream cut in its middle) may be printed after
+            # the answer of the step that followed; it ends no answer.
+            if state.get("status") != "error":
+                texts = []
             if state.get("status") == "completed" and part.get("tool") != "invalid":
                 events.append({"event": "tool", "name": part.get("tool")})
         elif kind == "text":
