@@ -45,10 +45,7 @@ pub fn render_request(request: &ModelRequest<'_>, options: &WireOptions) -> Valu
                     blocks.push(json!({"type": "text", "text": m.content}));
                 }
                 for c in &m.tool_calls {
-                    let input = match &c.arguments {
-                        Arguments::Parsed(v) => v.clone(),
-                        Arguments::Raw(r) => serde_json::from_str(r).unwrap_or_else(|_| json!({})),
-                    };
+                    let input = super::object_args(&c.arguments);
                     blocks.push(
                         json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input}),
                     );
@@ -273,13 +270,6 @@ pub fn parse_request(body: &Value) -> Result<WireRequest, WireError> {
     })
 }
 
-fn input_of(args: &Arguments) -> Value {
-    match args {
-        Arguments::Parsed(v) => v.clone(),
-        Arguments::Raw(r) => serde_json::from_str(r).unwrap_or_else(|_| json!({})),
-    }
-}
-
 fn usage_json(input: u64, output: u64) -> Value {
     json!({"input_tokens": input, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
         "output_tokens": output, "service_tier": "standard"})
@@ -292,7 +282,7 @@ pub fn render_body(r: &ModelResponse, meta: &AnswerMeta) -> Value {
         content.push(json!({"type": "text", "text": t}));
     }
     for c in &r.tool_calls {
-        content.push(json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input_of(&c.arguments)}));
+        content.push(json!({"type": "tool_use", "id": c.id, "name": c.name, "input": super::object_args(&c.arguments)}));
     }
     json!({
         "id": meta.id,

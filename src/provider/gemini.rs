@@ -71,13 +71,6 @@ fn at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a Value> {
     path.iter().try_fold(v, |v, k| field(v, k))
 }
 
-fn args_of(args: &Arguments) -> Value {
-    match args {
-        Arguments::Parsed(v) => v.clone(),
-        Arguments::Raw(r) => serde_json::from_str(r).unwrap_or_else(|_| json!({})),
-    }
-}
-
 /// The request body for one engine request (the model goes in the path).
 pub fn render_request(request: &ModelRequest<'_>, options: &WireOptions) -> Value {
     let ids = tool_result_ids(request.messages);
@@ -101,7 +94,7 @@ pub fn render_request(request: &ModelRequest<'_>, options: &WireOptions) -> Valu
                     // Gemini 3 refuses a call in the history without the signature it was
                     // sent with; the engine keeps none, and this is the value Google
                     // documents for a call whose signature is not at hand.
-                    parts.push(json!({"functionCall": {"id": c.id, "name": c.name, "args": args_of(&c.arguments)},
+                    parts.push(json!({"functionCall": {"id": c.id, "name": c.name, "args": super::object_args(&c.arguments)},
                         "thoughtSignature": "skip_thought_signature_validator"}));
                 }
                 ("model", parts)
@@ -392,7 +385,7 @@ fn usage_json(u: Usage) -> Value {
 }
 
 fn call_part(c: &ToolCall) -> Value {
-    json!({"functionCall": {"id": c.id, "name": c.name, "args": args_of(&c.arguments)}})
+    json!({"functionCall": {"id": c.id, "name": c.name, "args": super::object_args(&c.arguments)}})
 }
 
 fn response_json(
@@ -705,7 +698,7 @@ pub fn parse_stream(events: &[SseEvent]) -> Result<ModelResponse, WireError> {
         }
         for c in calls {
             any_call = true;
-            let args = args_of(&c.arguments).to_string();
+            let args = super::object_args(&c.arguments).to_string();
             chunks.push(Chunk::ToolCallStart {
                 index,
                 id: c.id,

@@ -911,6 +911,17 @@ fn typed_event(
     Ok((v, kind))
 }
 
+/// A call's arguments as the object the APIs that take only objects send (Anthropic's
+/// `input`, Gemini's `args`): parsed, or `{}` when the raw text does not parse.
+fn object_args(args: &crate::llm::Arguments) -> Value {
+    match args {
+        crate::llm::Arguments::Parsed(v) => v.clone(),
+        crate::llm::Arguments::Raw(r) => {
+            serde_json::from_str(r).unwrap_or_else(|_| serde_json::json!({}))
+        }
+    }
+}
+
 /// A response with nothing in it yet.
 fn empty_response() -> ModelResponse {
     ModelResponse {
