@@ -43,6 +43,9 @@ struct Seen {
     roles: Vec<Role>,
     preamble: usize,
     any: bool,
+    /// Its task, when it held no answer and ended on it: a request that sends its start
+    /// again with text added to the task speaks up ([`crate::llm::added_to_task`]).
+    task: Option<String>,
 }
 
 impl Seen {
@@ -55,6 +58,12 @@ impl Seen {
                 .position(|m| m.role == Role::Assistant)
                 .unwrap_or(messages.len()),
             any: true,
+            task: messages
+                .last()
+                .filter(|m| {
+                    m.role == Role::User && messages.iter().all(|m| m.role != Role::Assistant)
+                })
+                .map(|m| m.content.clone()),
         }
     }
 
@@ -66,11 +75,15 @@ impl Seen {
             // The conversation's first request: everything in it is context or task.
             return false;
         }
-        messages.iter().enumerate().any(|(i, m)| {
-            matches!(m.role, Role::User | Role::System)
-                && !self.messages.contains(&fingerprint(m))
-                && !(i < self.preamble && self.roles.get(i) == Some(&m.role))
-        })
+        let task_grown = self.task.as_ref().is_some_and(|task| {
+            messages.len() == self.roles.len() && crate::llm::added_to(messages, task).is_some()
+        });
+        task_grown
+            || messages.iter().enumerate().any(|(i, m)| {
+                matches!(m.role, Role::User | Role::System)
+                    && !self.messages.contains(&fingerprint(m))
+                    && !(i < self.preamble && self.roles.get(i) == Some(&m.role))
+            })
     }
 }
 

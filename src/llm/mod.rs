@@ -77,6 +77,29 @@ impl Message {
     }
 }
 
+/// What a request that sends its start again added to the end of its task: the text after
+/// `previous`'s last message in `messages`' last, when neither holds an answer (an assistant
+/// message), both have as many messages, and both end on the user's message (Gemini CLI adds
+/// its nudge to the last user turn, here the task). The loop speaking up, not context.
+pub fn added_to_task<'a>(messages: &'a [Message], previous: &[Message]) -> Option<&'a str> {
+    if messages.len() != previous.len() || previous.iter().any(|m| m.role == Role::Assistant) {
+        return None;
+    }
+    let was = previous.last().filter(|m| m.role == Role::User)?;
+    added_to(messages, &was.content)
+}
+
+/// The text `messages` added after `task` at the end of its last message, when it holds no
+/// answer and ends on the user's message (see [`added_to_task`]).
+pub fn added_to<'a>(messages: &'a [Message], task: &str) -> Option<&'a str> {
+    if messages.iter().any(|m| m.role == Role::Assistant) {
+        return None;
+    }
+    let now = messages.last().filter(|m| m.role == Role::User)?;
+    let added = now.content.strip_prefix(task)?.trim();
+    (!added.is_empty()).then_some(added)
+}
+
 /// A tool as offered to the model.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolSpec {

@@ -33,6 +33,9 @@ pub struct ServedRequest {
     /// the reply's own (a scripted answer's calls get ids in the API's shape); empty when the
     /// reply's ids are the wire's (a recorded answer). The agent's results name these.
     pub wire_ids: Vec<String>,
+    /// The API withheld the answer's calls (Gemini's `MALFORMED_FUNCTION_CALL`: a call whose
+    /// arguments are no object goes out as none): the agent got nothing it can use.
+    pub withheld: bool,
 }
 
 impl ServedRequest {
@@ -119,6 +122,8 @@ impl Conversation {
             last: self.requests.last().map_or(LastAnswer::Nothing, |e| {
                 if e.cut {
                     LastAnswer::Cut
+                } else if e.withheld {
+                    LastAnswer::Unusable
                 } else {
                     LastAnswer::of(&e.reply)
                 }
@@ -148,6 +153,10 @@ pub enum LastAnswer {
     Text,
     /// With neither text nor calls (an agent may drop it from the history it sends next).
     Empty,
+    /// With nothing the agent can use, for a reason the API states: cut by the output limit
+    /// before any text or call, or its calls withheld (Gemini's `MAX_TOKENS` and
+    /// `MALFORMED_FUNCTION_CALL`). The next request may send the same again.
+    Unusable,
     /// With a provider fault (the next request may be its retry).
     Fault,
     /// With a stream cut before its end (the next request may send the same again).
@@ -160,6 +169,13 @@ impl LastAnswer {
     /// How `reply` leaves a conversation.
     pub fn of(reply: &Reply) -> Self {
         match reply {
+            Reply::Answer(r)
+                if r.tool_calls.is_empty()
+                    && r.text.as_deref().is_none_or(str::is_empty)
+                    && r.finish == crate::llm::Finish::Length =>
+            {
+                Self::Unusable
+            }
             Reply::Answer(r)
                 if r.tool_calls.is_empty() && r.text.as_deref().is_none_or(str::is_empty) =>
             {
@@ -247,22 +263,41 @@ pub fn continues(
             })
         })
         .or_else(|| {
-            // An agent that drops an empty answer from its history and asks again (a retry
-            // prompt after the first user message, as a user or a system message): it
-            // continues the oldest conversation with that first message whose last answer
-            // was empty.
+            // The same request again after an answer the API said was unusable (Gemini CLI
+            // asks again after `MAX_TOKENS` with nothing, or `MALFORMED_FUNCTION_CALL`): the
+            // same messages, right after that answer.
+            threads.iter().position(|t| {
+                t.key == key
+                    && t.last == LastAnswer::Unusable
+                    && t.latest
+                    && t.messages == request.messages.len()
+            })
+        })
+        .or_else(|| {
+            // An agent that drops an empty answer from its history and asks again with a
+            // prompt: after the first user message, as a user or a system message
+            // (pydantic-ai), or added to the end of that message (Gemini CLI adds its nudge
+            // to the last user turn, here the first). It continues the oldest conversation
+            // with that first message whose last answer was empty.
+            let emptied = |t: &ConversationView<'_>| {
+                matches!(t.last, LastAnswer::Empty | LastAnswer::Unusable)
+            };
             let asks_again = request
                 .messages
                 .iter()
                 .position(|m| m.role == Role::User)
                 .is_some_and(|first| request.messages.len() > first + 1);
             asks_again
-                .then(|| {
-                    threads
-                        .iter()
-                        .position(|t| t.key == key && t.last == LastAnswer::Empty)
-                })
+                .then(|| threads.iter().position(|t| t.key == key && emptied(t)))
                 .flatten()
+                .or_else(|| {
+                    threads.iter().position(|t| {
+                        emptied(t)
+                            && !t.key.is_empty()
+                            && key.len() > t.key.len()
+                            && key.starts_with(t.key)
+                    })
+                })
         })
         .or_else(|| {
             // An agent that folds each step into its first user message (the text-protocol

@@ -221,9 +221,13 @@ pub fn infer(ctx: &Context<'_>, requests: &[ServedRequest]) -> Vec<TimedEvent> {
                     tool: None,
                 });
             }
-            for m in appended
+            let grown =
+                crate::llm::added_to_task(msgs, &p.request.messages).map(|t| (Role::User, t));
+            for (role, text) in appended
                 .iter()
                 .filter(|m| matches!(m.role, Role::User | Role::System))
+                .map(|m| (m.role, m.content.as_str()))
+                .chain(grown)
             {
                 c.push(Event::Intervention {
                     policy: AGENT.to_owned(),
@@ -233,8 +237,8 @@ pub fn infer(ctx: &Context<'_>, requests: &[ServedRequest]) -> Vec<TimedEvent> {
                 });
                 c.push(Event::MessageInjected {
                     source: AGENT.to_owned(),
-                    role: m.role,
-                    text: m.content.clone(),
+                    role,
+                    text: text.to_owned(),
                 });
             }
         }
@@ -397,7 +401,9 @@ fn push_request(
 
 /// Where the messages this request added begin: after the last assistant message (our answer,
 /// as the agent appended it), and not before the end of the previous request when the list
-/// grew (an agent that dropped our answer still appended after what it sent before).
+/// grew (an agent that dropped our answer still appended after what it sent before). A
+/// request with no assistant message that did not grow sent its start again (a retry after
+/// an answer it could not use): it added no message.
 fn appended_from(messages: &[Message], previous_len: usize) -> usize {
     let after_answer = messages
         .iter()
@@ -405,6 +411,8 @@ fn appended_from(messages: &[Message], previous_len: usize) -> usize {
         .map_or(0, |i| i + 1);
     if messages.len() > previous_len {
         after_answer.max(previous_len)
+    } else if after_answer == 0 {
+        messages.len()
     } else {
         after_answer
     }

@@ -39,10 +39,12 @@
 //! one that ended on a provider fault (the
 //! SDKs' `x-stainless-retry-count` header says so when present — a count of 0 too when the
 //! fault was the session's latest answer: an application's own retry after its SDK gave up;
-//! otherwise the oldest such conversation with the same first user message takes it), or an
+//! otherwise the oldest such conversation with the same first user message takes it), or the
+//! same request sent again right after an answer the API said was unusable (Gemini's
+//! `MAX_TOKENS` with nothing in it, or its calls withheld as `MALFORMED_FUNCTION_CALL`), or an
 //! agent's retry after an empty answer it dropped from its history (a message after the first
-//! user message: the oldest conversation with the same first user message whose last answer
-//! was empty). A request with assistant messages
+//! user message, or a prompt added to the end of it: the oldest conversation with that first
+//! user message whose last answer was empty or unusable). A request with assistant messages
 //! but no id we served (an agent that rewrote its history) continues the latest conversation
 //! with the same first user message. Each conversation is one scenario run: its own mock, its
 //! own iteration cap, its own inferred trace; the traces carry the script's own call ids

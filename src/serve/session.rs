@@ -24,6 +24,8 @@ pub struct Session {
     pub(super) answered_through: Option<String>,
     /// The wire ids of the answer being made's tool calls, for its [`ServedRequest`].
     pub(super) wire_ids: Vec<String>,
+    /// The API withheld the calls of the answer being made (see [`ServedRequest::withheld`]).
+    pub(super) withheld: bool,
     /// The conversation that got the latest answer.
     pub(super) latest: Option<usize>,
     /// Globs of the agent's tools to bind portable tools to first (`--bind`).
@@ -54,6 +56,7 @@ impl Session {
             unknown: Vec::new(),
             answered_through: None,
             wire_ids: Vec::new(),
+            withheld: false,
             latest: None,
             prefer: Vec::new(),
             side_script: None,
@@ -284,6 +287,7 @@ impl Session {
             answer_tool: self.answered_through.take(),
             cut,
             wire_ids: std::mem::take(&mut self.wire_ids),
+            withheld: std::mem::take(&mut self.withheld),
         });
         self.latest = Some(at);
         // A recorded answer moved the conversation one exchange on in its cassette.
@@ -668,8 +672,12 @@ impl Session {
                     }),
                 };
 
+                let answer = scripted.unwrap_or(whole);
+                let calls = answer.tool_calls.len();
+                let answer = provider.delivered(answer);
+                self.withheld = answer.tool_calls.len() < calls;
                 (
-                    Reply::Answer(provider.delivered(scripted.unwrap_or(whole))),
+                    Reply::Answer(answer),
                     HttpAnswer {
                         status: 200,
                         headers: Vec::new(),

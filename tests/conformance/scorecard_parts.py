@@ -4,11 +4,10 @@ line `## Coding agents` on). Each part is made by its own part of the conformanc
     scorecard_parts.py write DOC frameworks|coding FILE   put FILE in as that part, keep the other
     scorecard_parts.py check DOC frameworks|coding FILE   is that part of DOC what FILE says?
 
-`check` compares the frameworks' part byte for byte. The coding agents' part too, except the
-tokens and cost of its summary table, which may differ by 1 %: the coding agents put facts of
-the machine they run on into their prompts (Claude Code the kernel's version), and the scripted
-model charges about a token per four bytes of prompt. Prints a unified diff and exits 1 when the
-part differs; exits 2 on bad use."""
+`check` compares a part byte for byte: the coding agents put facts of the machine they run on
+into their prompts (Claude Code the kernel's release, Gemini CLI the date), and agent.sh makes
+those the same everywhere (coding-agents/fixed_env.c). Prints a unified diff and exits 1 when
+the part differs; exits 2 on bad use."""
 
 import difflib
 import os
@@ -16,7 +15,6 @@ import sys
 from pathlib import Path
 
 MARK = "## Coding agents"
-TOLERANCE = 0.01
 
 
 def split(text: str) -> tuple[str, str]:
@@ -32,46 +30,6 @@ def join(frameworks: str, coding: str) -> str:
     if not coding:
         return frameworks
     return frameworks.rstrip("\n") + "\n\n" + coding
-
-
-def number(cell: str) -> float | None:
-    try:
-        return float(cell.strip().lstrip("$").replace(",", ""))
-    except ValueError:
-        return None
-
-
-def close_rows(want: str, got: str, columns: list[str]) -> bool:
-    """Two summary rows that differ only in their tokens and cost, by at most TOLERANCE."""
-    a, b = want.split("|"), got.split("|")
-    if len(a) != len(b) or len(a) != len(columns):
-        return False
-    for name, x, y in zip(columns, a, b):
-        if x == y:
-            continue
-        if name not in ("tokens", "cost"):
-            return False
-        nx, ny = number(x), number(y)
-        if nx is None or ny is None or abs(nx - ny) > TOLERANCE * max(abs(nx), abs(ny)):
-            return False
-    return True
-
-
-def same(want: str, got: str, tolerant: bool) -> bool:
-    if want == got:
-        return True
-    if not tolerant:
-        return False
-    a, b = want.splitlines(), got.splitlines()
-    if len(a) != len(b):
-        return False
-    columns: list[str] = []
-    for x, y in zip(a, b):
-        if x.startswith("| loop |"):
-            columns = [c.strip() for c in x.split("|")]
-        if x != y and not (columns and x.startswith("|") and close_rows(x, y, columns)):
-            return False
-    return True
 
 
 def main() -> int:
@@ -96,7 +54,7 @@ def main() -> int:
     # line that join() puts between them.
     if part == "frameworks" and coding:
         have, new = have.rstrip("\n") + "\n", new.rstrip("\n") + "\n"
-    if same(have, new, tolerant=part == "coding"):
+    if have == new:
         return 0
     sys.stdout.writelines(
         difflib.unified_diff(

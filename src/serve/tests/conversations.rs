@@ -569,3 +569,111 @@ fn steps_folded_into_the_task_message_continue_their_conversation() {
     );
     assert!(!l.iter().any(|l| l.contains(" intervention ")), "{l:?}");
 }
+
+/// A Gemini `generateContent` request: one user turn of `parts`, then `contents` as given.
+fn gemini(parts: &[&str], rest: &[Value]) -> Vec<u8> {
+    let parts: Vec<Value> = parts.iter().map(|t| json!({"text": t})).collect();
+    let mut contents = vec![json!({"role": "user", "parts": parts})];
+    contents.extend(rest.iter().cloned());
+    json!({
+        "contents": contents,
+        "systemInstruction": {"parts": [{"text": "sys"}]},
+        "tools": [{"functionDeclarations": [
+            {"name": "exec", "description": "Run", "parameters": {"type": "object"}}]}],
+    })
+    .to_string()
+    .into_bytes()
+}
+
+fn scripted(first: &str) -> String {
+    format!(
+        "format = 1\ndescription = \"t\"\nfamily = \"t\"\nprofile = \"none\"\nuser = \"List the files.\"\n\n[[tools]]\nname = \"exec\"\ndescription = \"Run\"\nschema = {{ type = \"object\" }}\n\n[model]\nname = \"m\"\n\n[[model.rules]]\ntimes = 1\nreply = {{ {first} }}\n\n[[model.rules]]\nreply = {{ text = \"Done.\" }}\n"
+    )
+}
+
+fn gemini_answer(r: &HttpAnswer) -> (Option<&str>, Option<&str>) {
+    let c = &json_of(r)["candidates"][0];
+    (
+        c["finishReason"].as_str(),
+        c["content"]["parts"][0]["text"].as_str(),
+    )
+}
+
+#[test]
+fn gemini_clis_retry_nudge_in_the_first_turn_continues_its_conversation() {
+    // Gemini CLI drops an empty answer and asks again with a nudge added to its last user
+    // turn, which is its first: the first user message grew, and it is the same run.
+    // The model hears the nudge: `intervened` holds.
+    let text = scripted("text = \"\"").replacen(
+        "[[model.rules]]",
+        "[[model.rules]]\nwhen = { intervened = true }\nreply = { text = \"Heard.\" }\n\n[[model.rules]]",
+        1,
+    );
+    let mut s = session(&text);
+    let r = s.handle(Api::GenerateContent, &gemini(&["List the files."], &[]));
+    assert_eq!(
+        gemini_answer(&r),
+        (Some("STOP"), Some("")),
+        "{:?}",
+        json_of(&r)
+    );
+    let nudge = "\n[System: You previously returned an empty response. Answer now.]";
+    let r = s.handle(
+        Api::GenerateContent,
+        &gemini(&["List the files.", nudge], &[]),
+    );
+    assert_eq!(gemini_answer(&r), (Some("STOP"), Some("Heard.")));
+    assert_eq!(s.conversations().len(), 1);
+    // The trace shows the nudge, and only the nudge, as the agent's.
+    let l = lines(&s, 0);
+    let injected: Vec<&String> = l
+        .iter()
+        .filter(|l| l.contains("message_injected"))
+        .collect();
+    assert_eq!(injected.len(), 1, "{l:?}");
+    assert!(
+        injected[0].contains("role=user text=\"[System: You previously returned"),
+        "{l:?}"
+    );
+    // The same start sent afresh after a plain empty answer is another run: only a prompt
+    // that asks again continues one.
+    s.handle(Api::GenerateContent, &gemini(&["List the files."], &[]));
+    s.handle(Api::GenerateContent, &gemini(&["List the files."], &[]));
+    assert_eq!(s.conversations().len(), 3);
+}
+
+#[test]
+fn the_same_request_after_an_answer_gemini_withheld_continues_its_conversation() {
+    // A call whose arguments are no object goes out as MALFORMED_FUNCTION_CALL; an answer
+    // cut by the output limit before anything whole goes out as MAX_TOKENS with nothing.
+    // Gemini CLI asks again with the same contents: the model's next answer.
+    for (first, reason) in [
+        (
+            "tool_calls = [{ name = \"exec\", raw_args = '{\"a\": ' }]",
+            "MALFORMED_FUNCTION_CALL",
+        ),
+        (
+            "tool_calls = [{ name = \"exec\", generate = \"truncated\", seed = 1 }], finish = \"length\"",
+            "MAX_TOKENS",
+        ),
+    ] {
+        let mut s = session(&scripted(first));
+        let start = gemini(&["List the files."], &[]);
+        let r = s.handle(Api::GenerateContent, &start);
+        assert_eq!(gemini_answer(&r).0, Some(reason), "{:?}", json_of(&r));
+        let r = s.handle(Api::GenerateContent, &start);
+        assert_eq!(gemini_answer(&r), (Some("STOP"), Some("Done.")), "{reason}");
+        assert_eq!(s.conversations().len(), 1, "{reason}");
+        assert_eq!(s.conversations()[0].requests[1].iteration, 2, "{reason}");
+        // It added nothing: no nudge in the trace.
+        let l = lines(&s, 0);
+        assert!(
+            !l.iter().any(|l| l.contains("message_injected")),
+            "{reason}: {l:?}"
+        );
+        assert!(l.iter().any(|l| l.contains("iteration 2")), "{l:?}");
+        // Once answered, the same start again is another run.
+        s.handle(Api::GenerateContent, &start);
+        assert_eq!(s.conversations().len(), 2, "{reason}");
+    }
+}

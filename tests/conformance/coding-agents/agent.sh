@@ -32,7 +32,18 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/home" "$work/project"
 printf '# A project\n\nNothing here yet.\n' >"$work/project/README.md"
 export HOME="$work/home" XDG_CONFIG_HOME="$work/home/.config" XDG_DATA_HOME="$work/home/.local/share" \
-    XDG_CACHE_HOME="$work/home/.cache" XDG_STATE_HOME="$work/home/.local/state" TZ=UTC LANG=C.UTF-8
+    XDG_CACHE_HOME="$work/home/.cache" XDG_STATE_HOME="$work/home/.local/state" TZ=UTC LANG=C.UTF-8 \
+    SHELL=/bin/bash
+# The machine facts the agents write into their prompts, the same on every machine and day
+# (fixed_env.c): the kernel release (Claude Code's "OS Version") and the date (Claude Code's
+# month, Gemini CLI's weekday), which harness counts in every request's tokens. The clock
+# starts at a fixed day and runs on; SHELL above is the other such fact.
+if ! cc -shared -fPIC -O2 -o "$work/fixed_env.so" "$here/fixed_env.c" -ldl; then
+    echo "agent.sh: cannot build fixed_env.c with cc (the machine's C compiler)" >&2
+    exit 2
+fi
+export LD_PRELOAD="$work/fixed_env.so" FIXED_ENV_RELEASE="6.1.0-harness" \
+    FIXED_ENV_OFFSET="$(($(date -u -d 2026-01-15T12:00:00Z +%s) - $(date -u +%s)))"
 # Written where check_card.py reads it as the agent goes (a case stopped by its timeout keeps it).
 log="$work/agent.log"
 if [ -n "${AGENT_LOG_DIR:-}" ]; then log="$AGENT_LOG_DIR/$stem.$name.log"; fi
