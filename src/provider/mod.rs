@@ -376,8 +376,7 @@ impl Provider {
     /// Does `harness proxy` forward and record its API?
     pub fn proxied(self) -> bool {
         match self {
-            Self::Openai | Self::Anthropic => true,
-            Self::Gemini => false,
+            Self::Openai | Self::Anthropic | Self::Gemini => true,
         }
     }
 

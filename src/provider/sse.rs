@@ -23,10 +23,18 @@ impl SseEvent {
 
     /// Does this event end its stream, whatever follows on the wire? OpenAI's `data: [DONE]`,
     /// Anthropic's `message_stop`, and the Responses API's `response.completed`,
-    /// `response.incomplete` and `response.failed`. A stream that brought one is whole even if
-    /// the connection closes without a clean end (an SDK closes it at `[DONE]`).
+    /// `response.incomplete` and `response.failed`, and the Gemini API's response whose
+    /// candidate has a `finishReason` (its last: it names no event). A stream that brought one
+    /// is whole even if the connection closes without a clean end (an SDK closes it at
+    /// `[DONE]`).
     pub fn ends_stream(&self) -> bool {
         self.data.trim() == "[DONE]"
+            || (self.event.is_none()
+                && self.data.contains("\"finishReason\"")
+                && serde_json::from_str::<serde_json::Value>(&self.data).is_ok_and(|v| {
+                    v.pointer("/candidates/0/finishReason")
+                        .is_some_and(|r| r.is_string())
+                }))
             || matches!(
                 self.event.as_deref(),
                 Some(

@@ -406,10 +406,14 @@ fn provider_of(uri: &Uri, headers: &HeaderMap) -> Provider {
 }
 
 /// The keys a request carries (`authorization`'s token, `x-api-key`, `api-key`), as sent and bare.
+/// The request headers that carry a key, in the providers' APIs.
+pub(super) const KEY_HEADERS: &[&str] =
+    &["authorization", "x-api-key", "api-key", "x-goog-api-key"];
+
 pub(super) fn keys(headers: &HeaderMap) -> Vec<String> {
     let mut keys = Vec::new();
-    for name in ["authorization", "x-api-key", "api-key", "x-goog-api-key"] {
-        for value in headers.get_all(name) {
+    for name in KEY_HEADERS {
+        for value in headers.get_all(*name) {
             let text = String::from_utf8_lossy(value.as_bytes()).into_owned();
             if let Some(bare) = text.strip_prefix("Bearer ") {
                 keys.push(bare.to_owned());
@@ -439,6 +443,18 @@ async fn handle(
     handle_hinted(s, api, headers, body, hints(headers)).await
 }
 
+/// A stream answered as the one JSON array Gemini's `streamGenerateContent` gives without
+/// `alt=sse`: the events' data, as the array's elements.
+pub(super) fn as_json_array(answer: &mut HttpAnswer) {
+    if let AnswerBody::Events { events, .. } = &answer.body {
+        let items = events
+            .iter()
+            .filter_map(|e| serde_json::from_str(&e.data).ok())
+            .collect();
+        answer.body = AnswerBody::Json(serde_json::Value::Array(items));
+    }
+}
+
 async fn handle_hinted(
     s: &Shared,
     api: Api,
@@ -456,13 +472,7 @@ async fn handle_hinted(
             let mut served = session.handle_with(api, &bytes, hints);
             drop(session);
             if array {
-                if let AnswerBody::Events { events, .. } = &served.body {
-                    let items = events
-                        .iter()
-                        .filter_map(|e| serde_json::from_str(&e.data).ok())
-                        .collect();
-                    served.body = AnswerBody::Json(serde_json::Value::Array(items));
-                }
+                as_json_array(&mut served);
             }
             render(served, s.pace)
         }

@@ -114,6 +114,24 @@ pub struct RequestHints {
     pub stream: Option<bool>,
 }
 
+impl RequestHints {
+    /// Fold what the path said into a request body, so that it says what was asked as the
+    /// other APIs' bodies do: the model (when the body names none) and `"stream": true` for a
+    /// stream. A recording keeps the request so, and a replay matches the request so.
+    pub fn fold_into(&self, body: &mut Value) {
+        let Some(o) = body.as_object_mut() else {
+            return;
+        };
+        if let Some(model) = &self.model {
+            o.entry("model")
+                .or_insert_with(|| Value::String(model.clone()));
+        }
+        if self.stream.is_some() {
+            o.insert("stream".to_owned(), Value::Bool(true));
+        }
+    }
+}
+
 /// What a session did with one request.
 #[derive(Debug)]
 pub enum Handled {

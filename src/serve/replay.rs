@@ -634,7 +634,7 @@ pub fn served_ids(ex: &Exchange) -> Vec<String> {
         None => ex.body.iter().cloned().collect(),
     };
     for v in &values {
-        for p in ["/id", "/message/id", "/response/id"] {
+        for p in ["/id", "/message/id", "/response/id", "/responseId"] {
             if let Some(id) = v.pointer(p).and_then(Value::as_str) {
                 ids.push(id.to_owned());
             }
@@ -648,7 +648,8 @@ pub fn served_ids(ex: &Exchange) -> Vec<String> {
     ids
 }
 
-/// Every `id` and `call_id` of a tool call, tool use or function call item in `v`.
+/// Every `id` and `call_id` of a tool call, tool use or function call item in `v`, and the id
+/// of a Gemini `functionCall`.
 fn collect_call_ids(v: &Value, ids: &mut Vec<String>) {
     match v {
         Value::Object(o) => {
@@ -664,6 +665,14 @@ fn collect_call_ids(v: &Value, ids: &mut Vec<String>) {
                         ids.push(id.to_owned());
                     }
                 }
+            }
+            // A Gemini `functionCall` part's id, when it has one.
+            if let Some(id) = o
+                .get("functionCall")
+                .and_then(|c| c.get("id"))
+                .and_then(Value::as_str)
+            {
+                ids.push(id.to_owned());
             }
             o.values().for_each(|x| collect_call_ids(x, ids));
         }

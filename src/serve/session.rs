@@ -166,6 +166,11 @@ impl Session {
                 ));
             }
         };
+        // What the path says (Gemini's model and stream form) is the body's, as a recording
+        // keeps it.
+        if api.model_in_path() {
+            hints.fold_into(&mut value);
+        }
         if let Some(recorded) = &self.replay {
             // A replay's request is scrubbed as its recording was, before anything reads it:
             // the trace, the golden, the divergence reading and the answer refusing it all

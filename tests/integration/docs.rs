@@ -698,3 +698,55 @@ fn every_command_has_its_row_in_the_command_table() {
     // And the first commands a newcomer needs come first.
     assert_eq!(commands[..3], ["init", "exec", "suite"], "{help}");
 }
+
+/// The book's provider table (`docs/providers.md`) holds every provider and API of the
+/// registry: each API's route, each provider's base-URL and key variables, whether the proxy
+/// records it, and the import format that reads its conversations.
+#[test]
+fn every_provider_of_the_registry_has_its_rows_in_the_provider_table() {
+    use harness::provider::{Api, Provider};
+    let text = std::fs::read_to_string(repo().join("docs/providers.md")).expect("providers.md");
+    let rows_of = |p: Provider| -> Vec<&str> {
+        text.lines()
+            .filter(|l| l.starts_with(&format!("| `{}` |", p.as_str())))
+            .collect()
+    };
+    for &p in Provider::ALL {
+        let rows = rows_of(p);
+        assert!(
+            !rows.is_empty(),
+            "docs/providers.md has no row for `{}`",
+            p.as_str()
+        );
+        let first = rows[0];
+        for (var, _) in p.base_url_vars() {
+            assert!(
+                first.contains(&format!("`{var}`")),
+                "{var} is not in {first}"
+            );
+        }
+        for var in p.key_groups().iter().copied().flatten() {
+            assert!(
+                first.contains(&format!("`{var}`")),
+                "{var} is not in {first}"
+            );
+        }
+        let recorded = if p.proxied() { "| yes |" } else { "| no |" };
+        assert!(first.contains(recorded), "{first}: proxy column");
+        assert!(
+            harness::import::Format::parse(p.as_str()).is_some()
+                && first.ends_with(&format!("| `{}` |", p.as_str())),
+            "{first}: import column"
+        );
+    }
+    for &api in Api::ALL {
+        let route = api.route();
+        assert!(
+            rows_of(api.provider())
+                .iter()
+                .any(|r| r.contains(&format!("`POST {route}`"))),
+            "docs/providers.md names no route {route} for {}",
+            api.provider().as_str()
+        );
+    }
+}

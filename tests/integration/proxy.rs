@@ -1,5 +1,6 @@
 //! Record any agent's real session and replay it (issue 14): `harness proxy` records the
-//! reference agent (`fixtures/agents/reflex_agent.py`) against a stub provider on 127.0.0.1 —
+//! reference agent (`fixtures/agents/reflex_agent.py`, on each provider's API, the Gemini
+//! API's key in the query) against a stub provider on 127.0.0.1 —
 //! `harness serve` of the reflex scenario, or a raw stub that checks the key and serves a
 //! fault — and `harness exec CASSETTE` replays the recording offline, to the same agent and
 //! to its next version with a loop detector. A canary key appears nowhere in what is written
@@ -46,7 +47,7 @@ fn a_recorded_agent_replays_offline_and_its_next_version_diverges_where_it_inter
     let p = Project::new();
     p.copy_from_repo(STUB, STUB);
     let agent = agent();
-    for api in ["openai", "anthropic"] {
+    for api in ["openai", "anthropic", "gemini"] {
         for stream in [false, true] {
             let tag = format!("{api}{}", if stream { "-stream" } else { "" });
             let out = format!("recorded/{tag}");
@@ -66,17 +67,21 @@ fn a_recorded_agent_replays_offline_and_its_next_version_diverges_where_it_inter
             ];
             args.extend(&cmd);
             let rec = p.harness_env(
-                &[("OPENAI_API_KEY", CANARY), ("ANTHROPIC_API_KEY", CANARY)],
+                &[
+                    ("OPENAI_API_KEY", CANARY),
+                    ("ANTHROPIC_API_KEY", CANARY),
+                    ("GEMINI_API_KEY", CANARY),
+                ],
                 &args,
             );
             drop(stub.stdin.take());
             let _ = stub.wait();
             rec.expect_code(0).expect_stdout(&format!(
-                "recorded {out}/conversation-1.cassette.json: 26 request(s) on /v1/{}",
-                if api == "openai" {
-                    "chat/completions"
-                } else {
-                    "messages"
+                "recorded {out}/conversation-1.cassette.json: 26 request(s) on {}",
+                match api {
+                    "openai" => "/v1/chat/completions",
+                    "anthropic" => "/v1/messages",
+                    _ => "/v1beta/models/{model}:generateContent",
                 }
             ));
             let cassette = p.read(&format!("{out}/conversation-1.cassette.json"));
@@ -159,8 +164,13 @@ fn a_recorded_agent_replays_offline_and_its_next_version_diverges_where_it_inter
             assert_eq!(m["outcome"], "stopped", "{tag}");
             let id = format!("recorded/{tag}/conversation-1.cassette@v2-stubborn");
             let golden = p.read(&format!("snapshots/{id}.snap.new"));
+            let list = if api == "gemini" {
+                "contents"
+            } else {
+                "messages"
+            };
             assert!(
-                golden.contains("diverged request=4 at=\"/messages/"),
+                golden.contains(&format!("diverged request=4 at=\"/{list}/")),
                 "{golden}"
             );
             p.harness(&["accept"]).expect_code(0);

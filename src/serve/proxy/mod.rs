@@ -2,9 +2,12 @@
 //! every request to the real provider (the key from harness's environment when it has one,
 //! never written), and passes the answer back as it comes: status, headers and body byte for
 //! byte, a stream chunk by chunk as the provider sends it, a provider's fault or a cut stream
-//! unchanged. Each model request (`/v1/chat/completions`, `/v1/responses`, `/v1/messages`) is
-//! teed, scrubbed, into the session; any other path (model lists, token counts) is forwarded
-//! and not recorded.
+//! unchanged. Each model request (`/v1/chat/completions`, `/v1/responses`, `/v1/messages`, the
+//! Gemini API's `models/{model}:generateContent` and `:streamGenerateContent`) is teed,
+//! scrubbed, into the session; any other path (model lists, token counts) is forwarded and not
+//! recorded. A Gemini request is kept with the model and stream form its path names folded
+//! into its body (`model`, `"stream": true`), and the key its clients may send in the query
+//! (`?key=`) is scrubbed as a header's is, and left out when harness sends its own.
 //!
 //! When the session ends, its exchanges are split into conversations by [`super::continues`],
 //! the matcher `harness serve` decides by, applied in arrival order once every answer is in
@@ -83,11 +86,14 @@ impl Upstreams {
                 }
             }
         }
+        // The first of the provider's key variables that is set (Gemini's clients read three).
         let key = |p: Provider| {
-            std::env::var(p.key_env())
-                .ok()
-                .map(|k| k.trim().to_owned())
-                .filter(|k| !k.is_empty() && k != DUMMY_KEY)
+            p.key_groups().iter().copied().flatten().find_map(|var| {
+                std::env::var(var)
+                    .ok()
+                    .map(|k| k.trim().to_owned())
+                    .filter(|k| !k.is_empty() && k != DUMMY_KEY)
+            })
         };
         Ok(Self {
             each: Provider::ALL
@@ -404,20 +410,34 @@ fn passes(method: &Method, path: &str) -> Result<(), (u16, String)> {
             ),
         ));
     }
-    let below = match segments.as_slice() {
-        ["v1", rest @ ..] => rest,
-        rest => rest,
+    let (post, get) = if provider == Provider::Gemini {
+        // `/{version}/models/{model}:{method}` and the model list, by the API's versions.
+        let below = match segments.as_slice() {
+            [v, rest @ ..] if ["v1beta", "v1alpha", "v1"].contains(v) => rest,
+            rest => rest,
+        };
+        let post = matches!(below, ["models", m] if m.rsplit_once(':').is_some_and(|(model, method)| {
+            !model.is_empty()
+                && matches!(method, "generateContent" | "streamGenerateContent" | "countTokens")
+        }));
+        let get = matches!(below, ["models"]) || matches!(below, ["models", m] if !m.contains(':'));
+        (post, get)
+    } else {
+        let below = match segments.as_slice() {
+            ["v1", rest @ ..] => rest,
+            rest => rest,
+        };
+        let post = matches!(
+            below,
+            ["chat", "completions"] | ["responses"] | ["messages"] | ["messages", "count_tokens"]
+        );
+        (post, matches!(below, ["models"] | ["models", _]))
     };
-    let post = matches!(
-        below,
-        ["chat", "completions"] | ["responses"] | ["messages"] | ["messages", "count_tokens"]
-    );
-    let get = matches!(below, ["models"] | ["models", _]);
     match (post || get, method) {
         (false, _) => Err((
             404,
             format!(
-                "harness proxy: {method} {shown} is none of the API endpoints the proxy passes on (chat/completions, responses, messages, messages/count_tokens, models); it was not sent"
+                "harness proxy: {method} {shown} is none of the API endpoints the proxy passes on (chat/completions, responses, messages, messages/count_tokens, models; the Gemini API's models/{{model}}:generateContent, :streamGenerateContent and :countTokens); it was not sent"
             ),
         )),
         (true, m) if (post && *m == Method::POST) || (get && *m == Method::GET) => Ok(()),
@@ -436,27 +456,49 @@ fn provider_of(path: &str, headers: &HeaderMap) -> Provider {
     Provider::of_request(path, |h| headers.contains_key(h))
 }
 
+/// The key a request carries in its query (`?key=`, as Gemini's clients may send it).
+fn query_key(query: Option<&str>) -> Option<String> {
+    query?
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("key="))
+        .filter(|k| !k.is_empty())
+        .map(str::to_owned)
+}
+
 /// The upstream URL of a request path: below a base that holds the `/v1` (OpenAI's), or a
-/// base that does not (Anthropic's).
-fn upstream_url(base: &str, provider: Provider, uri: &Uri) -> String {
+/// base that does not (Anthropic's, Gemini's). With `own_key` (harness sends its key in a
+/// header) the agent's `?key=` is left out.
+fn upstream_url(base: &str, provider: Provider, uri: &Uri, own_key: bool) -> String {
     let base = base.trim_end_matches('/');
     let path = uri.path();
     let url = if !provider.base_holds_version() {
-        format!(
-            "{}{path}",
-            base.strip_suffix("/v1")
-                .filter(|_| path.starts_with("/v1/"))
-                .unwrap_or(base)
-        )
+        // The path holds its version: a base's own is dropped.
+        const VERSIONS: [&str; 3] = ["/v1", "/v1beta", "/v1alpha"];
+        let versioned = VERSIONS
+            .iter()
+            .any(|v| path.strip_prefix(v).is_some_and(|r| r.starts_with('/')));
+        let base = VERSIONS
+            .iter()
+            .find_map(|v| base.strip_suffix(v))
+            .filter(|_| versioned)
+            .unwrap_or(base);
+        format!("{base}{path}")
     } else {
         let below = path
             .strip_prefix("/v1")
             .filter(|p| p.starts_with('/') || p.is_empty());
         format!("{base}{}", below.unwrap_or(path))
     };
-    match uri.query() {
-        Some(q) => format!("{url}?{q}"),
-        None => url,
+    let query: Vec<&str> = uri
+        .query()
+        .into_iter()
+        .flat_map(|q| q.split('&'))
+        .filter(|kv| !(own_key && kv.starts_with("key=")))
+        .collect();
+    if query.is_empty() {
+        url
+    } else {
+        format!("{url}?{}", query.join("&"))
     }
 }
 
@@ -499,15 +541,20 @@ async fn forward(
         }
     };
     let (base, key) = (s.upstreams.base(provider), s.upstreams.key(provider));
-    // The agent's own key is a secret too, whether it is sent on or replaced.
-    lock(&s.scrubber).learn(super::http::keys(&headers));
-    let url = upstream_url(base, provider, &uri);
+    // The agent's own key is a secret too, whether it is sent on or replaced: in a header, or
+    // in the query (the Gemini API's `?key=`).
+    lock(&s.scrubber).learn(
+        super::http::keys(&headers)
+            .into_iter()
+            .chain(query_key(uri.query())),
+    );
+    let url = upstream_url(base, provider, &uri, key.is_some());
     let mut out = reqwest::header::HeaderMap::new();
     for (name, value) in &headers {
         if HOP.contains(&name.as_str()) {
             continue;
         }
-        if matches!(name.as_str(), "authorization" | "x-api-key" | "api-key") && key.is_some() {
+        if super::http::KEY_HEADERS.contains(&name.as_str()) && key.is_some() {
             continue;
         }
         out.append(name.clone(), value.clone());
@@ -529,10 +576,16 @@ async fn forward(
         }
     }
     let api = api_of(uri.path()).filter(|_| method == Method::POST);
+    // What the path says besides the API (Gemini's model and stream form).
+    let mut hints = super::http::hints(&headers);
+    if let Some(routed) = Api::route_of(uri.path(), uri.query()) {
+        hints.model = routed.model;
+        hints.stream = routed.stream;
+    }
     // A recorded answer is no live request: only what goes to the provider is charged here
     // (a replayed exchange is charged when it is kept for writing).
     if let Some(api) = api {
-        if let Some(answered) = replayed(&s, api, &headers, &bytes) {
+        if let Some(answered) = replayed(&s, api, hints.clone(), &headers, &bytes) {
             return answered;
         }
     }
@@ -563,8 +616,11 @@ async fn forward(
         return render(refusal(provider, 503, &message), 0.0);
     }
     let slot = api.map(|api| {
-        let request = serde_json::from_slice::<Value>(&bytes)
+        let mut request = serde_json::from_slice::<Value>(&bytes)
             .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+        if api.model_in_path() {
+            hints.fold_into(&mut request);
+        }
         let mut slots = lock(&s.slots);
         slots.push(Slot {
             api,
@@ -695,17 +751,24 @@ async fn forward(
 fn replayed(
     s: &Arc<Shared>,
     api: Api,
+    hints: super::RequestHints,
     headers: &HeaderMap,
     bytes: &[u8],
 ) -> Option<Response<axum::body::Body>> {
     let mut replaying = lock(&s.replay);
     let session = replaying.as_mut()?;
     session.learn_keys(super::http::keys(headers));
-    let Handled::Answered { answer, recorded } =
-        session.handle_request(api, bytes, super::http::hints(headers))
+    let array = hints.stream == Some(false);
+    let Handled::Answered {
+        mut answer,
+        recorded,
+    } = session.handle_request(api, bytes, hints)
     else {
         return None;
     };
+    if array {
+        super::http::as_json_array(&mut answer);
+    }
     let exchange = recorded.and_then(|(c, n)| {
         let r = session.replay()?;
         r.cassettes.get(c)?.cassette.exchanges.get(n).cloned()
@@ -853,10 +916,28 @@ impl Tee {
             ex.chunks = Some(std::mem::take(&mut self.events));
         } else if self.status.is_some() {
             let bytes = std::mem::take(&mut self.body);
-            ex.body =
-                Some(serde_json::from_slice(&bytes).unwrap_or_else(|_| {
-                    Value::String(String::from_utf8_lossy(&bytes).into_owned())
-                }));
+            let body = serde_json::from_slice(&bytes)
+                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+            match body {
+                // Gemini's stream without `alt=sse`, one JSON array: kept as the events it
+                // holds (a replay gives the array again to a client that asks so).
+                Value::Array(items)
+                    if slot.api == Api::GenerateContent
+                        && self.status.is_some_and(|s| (200..300).contains(&s)) =>
+                {
+                    ex.chunks = Some(
+                        items
+                            .into_iter()
+                            .map(|item| TimedEvent {
+                                t_ms: elapsed,
+                                event: None,
+                                data: item.to_string(),
+                            })
+                            .collect(),
+                    );
+                }
+                body => ex.body = Some(body),
+            }
         }
         ex.error = error.map(|(kind, message)| TransportError { kind, message });
         slot.done = true;
@@ -958,7 +1039,8 @@ mod tests {
             upstream_url(
                 "https://api.openai.com/v1",
                 Provider::Openai,
-                &uri("/v1/chat/completions")
+                &uri("/v1/chat/completions"),
+                false
             ),
             "https://api.openai.com/v1/chat/completions"
         );
@@ -966,7 +1048,8 @@ mod tests {
             upstream_url(
                 "http://127.0.0.1:9/v1/",
                 Provider::Openai,
-                &uri("/chat/completions?x=1")
+                &uri("/chat/completions?x=1"),
+                false
             ),
             "http://127.0.0.1:9/v1/chat/completions?x=1"
         );
@@ -974,13 +1057,46 @@ mod tests {
             upstream_url(
                 "https://api.anthropic.com",
                 Provider::Anthropic,
-                &uri("/v1/messages")
+                &uri("/v1/messages"),
+                false
             ),
             "https://api.anthropic.com/v1/messages"
         );
         assert_eq!(
-            upstream_url("http://h/v1", Provider::Anthropic, &uri("/v1/messages")),
+            upstream_url(
+                "http://h/v1",
+                Provider::Anthropic,
+                &uri("/v1/messages"),
+                false
+            ),
             "http://h/v1/messages"
+        );
+        // Gemini's paths hold their version; the agent's `?key=` goes on only when harness
+        // sends no key of its own.
+        let gemini =
+            uri("/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse&key=AIzaSECRET");
+        assert_eq!(
+            upstream_url(
+                "https://generativelanguage.googleapis.com",
+                Provider::Gemini,
+                &gemini,
+                true
+            ),
+            "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+        );
+        assert_eq!(
+            upstream_url("http://h/v1beta", Provider::Gemini, &gemini, true),
+            "http://h/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+        );
+        assert_eq!(
+            upstream_url("http://h/", Provider::Gemini, &gemini, false),
+            "http://h/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse&key=AIzaSECRET"
+        );
+        assert_eq!(query_key(gemini.query()), Some("AIzaSECRET".to_owned()));
+        assert_eq!(query_key(Some("alt=sse")), None);
+        assert_eq!(
+            api_of("/v1beta/models/gemini-2.5-flash:generateContent"),
+            Some(Api::GenerateContent)
         );
         assert_eq!(api_of("/v1/messages"), Some(Api::Messages));
         assert_eq!(api_of("/responses"), Some(Api::Responses));
@@ -1027,6 +1143,17 @@ mod tests {
             (Method::POST, "/v1/messages/count_tokens"),
             (Method::GET, "/v1/models"),
             (Method::GET, "/v1/models/gpt-4o-mini"),
+            (
+                Method::POST,
+                "/v1beta/models/gemini-2.5-flash:generateContent",
+            ),
+            (
+                Method::POST,
+                "/v1beta/models/gemini-2.5-flash:streamGenerateContent",
+            ),
+            (Method::POST, "/v1/models/gemini-2.5-flash:countTokens"),
+            (Method::GET, "/v1beta/models"),
+            (Method::GET, "/v1beta/models/gemini-2.5-flash"),
         ] {
             assert_eq!(passes(&method, path), Ok(()), "{method} {path}");
         }
@@ -1041,8 +1168,11 @@ mod tests {
             (Method::POST, "/v1/files", 404),
             (Method::DELETE, "/v1/responses/resp_1", 404),
             (Method::GET, "/v1/models/a/b", 404),
-            (Method::POST, "/v1beta/models/g:generateContent", 404),
-            (Method::POST, "/v1/models/g:streamGenerateContent", 404),
+            (Method::POST, "/v1beta/models/g:embedContent", 404),
+            (Method::POST, "/v1beta/models/:generateContent", 404),
+            (Method::POST, "/v1beta/files", 404),
+            (Method::GET, "/v1beta/models/g:generateContent", 405),
+            (Method::POST, "/v1beta/models/%2e%2e:generateContent", 400),
         ] {
             assert_eq!(
                 passes(&method, path).map_err(|(s, _)| s),
