@@ -132,3 +132,11 @@ pub fn bound_tool(notice: &str) -> Option<(&str, &str)> {
     let (declared, rest) = rest.split_once("` stands for the agent's `")?;
     rest.split_once('`').map(|(offered, _)| (declared, offered))
 }
+
+/// Why a served call is skipped in an inferred trace: a later request of the agent left its
+/// result out.
+pub const RESULT_NOT_SENT: &str = "the agent sent no result for this call";
+
+/// Why a served call is skipped in an inferred trace: the agent ended without a later request.
+pub const RESULT_NEVER_SENT: &str =
+    "the agent ended without sending this call's result (whether it ran cannot be seen)";

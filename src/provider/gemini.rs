@@ -470,7 +470,10 @@ pub fn render_stream(chunks: &[Chunk], usage: Usage, meta: &AnswerMeta) -> Vec<S
     let event = |parts: Vec<Value>, finish: Option<Finish>, usage: Option<Usage>| {
         SseEvent::data(response_json(parts, finish, usage, meta).to_string())
     };
-    let mut out = Vec::new();
+    // Each response's parts, rendered at the end: the last carries the finish reason and the
+    // usage, as the API sends them (never a response of no parts, which google-genai's chat
+    // session takes for an invalid turn and drops from its history with the results).
+    let mut out: Vec<Vec<Value>> = Vec::new();
     let mut calls: std::collections::BTreeMap<u32, (String, String, String)> = Default::default();
     let mut reason = Finish::Stop;
     // A call whose arguments are no object: the API makes none of the answer's calls, and
@@ -499,7 +502,7 @@ pub fn render_stream(chunks: &[Chunk], usage: Usage, meta: &AnswerMeta) -> Vec<S
     };
     for c in chunks {
         match c {
-            Chunk::Text { text } => out.push(event(vec![json!({"text": text})], None, None)),
+            Chunk::Text { text } => out.push(vec![json!({"text": text})]),
             Chunk::ToolCallStart { index, id, name } => {
                 calls.insert(*index, (id.clone(), name.clone(), String::new()));
             }
@@ -513,27 +516,33 @@ pub fn render_stream(chunks: &[Chunk], usage: Usage, meta: &AnswerMeta) -> Vec<S
                     .remove(index)
                     .and_then(|(id, name, args)| whole_call(id, name, args))
                 {
-                    out.push(event(vec![part], None, None));
+                    out.push(vec![part]);
                 }
             }
             Chunk::Finish { reason: r } => reason = *r,
         }
     }
     if !meta.complete {
-        return out;
+        return out.into_iter().map(|p| event(p, None, None)).collect();
     }
     let rest: Vec<Value> = std::mem::take(&mut calls)
         .into_values()
         .filter_map(|(id, name, args)| whole_call(id, name, args))
         .collect();
     if malformed {
-        out.push(SseEvent::data(
+        let mut events: Vec<SseEvent> = out.into_iter().map(|p| event(p, None, None)).collect();
+        events.push(SseEvent::data(
             malformed_json(None, reason, usage, meta).to_string(),
         ));
-    } else {
-        out.push(event(rest, Some(reason), Some(usage)));
+        return events;
     }
-    out
+    if !rest.is_empty() {
+        out.push(rest);
+    }
+    let last = out.pop().unwrap_or_else(|| vec![json!({"text": ""})]);
+    let mut events: Vec<SseEvent> = out.into_iter().map(|p| event(p, None, None)).collect();
+    events.push(event(last, Some(reason), Some(usage)));
+    events
 }
 
 /// The `status` Google's errors carry for an HTTP status.
@@ -575,6 +584,24 @@ pub fn render_fault(kind: FaultKind, message: &str, retry_after_ms: Option<u64>)
             json!([{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": delay}]);
     }
     (status, body)
+}
+
+/// The retry hint of a Gemini error body: `google.rpc.RetryInfo`'s `retryDelay` (`"2s"`,
+/// `"1.5s"`) among its `details`, in milliseconds.
+pub fn retry_delay_ms(body: &Value) -> Option<u64> {
+    at(body, &["error", "details"])?
+        .as_array()?
+        .iter()
+        .filter(|d| {
+            d.get("@type")
+                .and_then(Value::as_str)
+                .is_some_and(|t| t.ends_with("google.rpc.RetryInfo"))
+        })
+        .find_map(|d| {
+            let s = d.get("retryDelay")?.as_str()?.strip_suffix('s')?;
+            let secs = s.trim().parse::<f64>().ok()?;
+            (secs.is_finite() && secs >= 0.0).then(|| (secs * 1000.0).round() as u64)
+        })
 }
 
 fn finish(reason: &str) -> Finish {
@@ -632,10 +659,19 @@ fn read_response(body: &Value) -> Result<Read, WireError> {
             });
         }
     }
+    // A prompt the API blocked has no candidate, only `promptFeedback.blockReason`: the
+    // answer was filtered, not empty.
+    let blocked = || {
+        at(body, &["promptFeedback", "blockReason"])
+            .and_then(Value::as_str)
+            .filter(|r| !r.is_empty() && *r != "BLOCK_REASON_UNSPECIFIED")
+            .map(|_| "SAFETY".to_owned())
+    };
     let reason = candidate
         .and_then(|c| c.get("finishReason"))
         .and_then(Value::as_str)
-        .map(str::to_owned);
+        .map(str::to_owned)
+        .or_else(|| candidate.is_none().then(blocked).flatten());
     Ok(Read {
         text,
         calls,
@@ -877,8 +913,23 @@ mod tests {
             },
         ];
         let events = render_stream(&chunks, answer.usage, &meta(true));
-        assert_eq!(events.len(), 4, "two texts, the call whole, the finish");
+        assert_eq!(events.len(), 3, "two texts, the call whole with the finish");
         assert!(events.iter().all(|e| e.event.is_none()));
+        // No response of no parts: the finish and usage go with the last one.
+        assert!(!events.iter().any(|e| e.data.contains(r#""parts":[]"#)));
+        assert!(events[2].data.contains("functionCall") && events[2].data.contains("STOP"));
+        let empty = render_stream(
+            &[Chunk::Finish {
+                reason: Finish::Stop,
+            }],
+            answer.usage,
+            &meta(true),
+        );
+        assert_eq!(empty.len(), 1);
+        assert!(
+            empty[0].data.contains(r#""parts":[{"text":""}]"#),
+            "{empty:?}"
+        );
         let back = parse_stream(&events).expect("parses");
         let whole = crate::llm::stream::assemble(&back.stream).expect("assembles");
         assert_eq!(whole.text.as_deref(), Some("Looking."));
@@ -981,13 +1032,46 @@ mod tests {
         assert_eq!(Api::of_path("/v1/models/llama3:8b"), None);
     }
 
-    /// Faults in Google's shape; a rate limit's hint as `RetryInfo`.
+    /// A prompt the API blocked (no candidate, `promptFeedback.blockReason`) is a filtered
+    /// answer, not an empty one.
+    #[test]
+    fn a_blocked_prompt_is_filtered() {
+        let body = json!({"promptFeedback": {"blockReason": "PROHIBITED_CONTENT"},
+            "usageMetadata": {"promptTokenCount": 7, "totalTokenCount": 7}});
+        let r = parse_body(&body).expect("reads");
+        assert_eq!(r.finish, Finish::ContentFilter);
+        assert!(r.text.is_none() && r.tool_calls.is_empty());
+        let r = parse_stream(&[SseEvent::data(body.to_string())]).expect("reads");
+        assert!(
+            matches!(
+                r.stream.last(),
+                Some(Chunk::Finish {
+                    reason: Finish::ContentFilter
+                })
+            ),
+            "{:?}",
+            r.stream
+        );
+        // Feedback beside a candidate is the candidate's answer.
+        let fine = json!({"promptFeedback": {"safetyRatings": []},
+            "candidates": [{"content": {"parts": [{"text": "ok"}]}, "finishReason": "STOP"}]});
+        assert_eq!(parse_body(&fine).expect("reads").finish, Finish::Stop);
+    }
+
+    /// Faults in Google's shape; a rate limit's hint as `RetryInfo`, read back from a
+    /// recorded body.
     #[test]
     fn faults_are_google_s() {
         let (status, body) = render_fault(FaultKind::RateLimit, "slow down", Some(1500));
         assert_eq!(status, 429);
         assert_eq!(body["error"]["status"], "RESOURCE_EXHAUSTED");
         assert_eq!(body["error"]["details"][0]["retryDelay"], "2s");
+        assert_eq!(retry_delay_ms(&body), Some(2000));
+        let api = json!({"error": {"code": 429, "details": [
+            {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": []},
+            {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "12.5s"}]}});
+        assert_eq!(retry_delay_ms(&api), Some(12_500));
+        assert_eq!(retry_delay_ms(&json!({"error": {"code": 429}})), None);
         assert_eq!(render_fault(FaultKind::Timeout, "t", None).0, 504);
         assert_eq!(
             render_fault(FaultKind::ServerError, "overloaded", None).0,

@@ -662,6 +662,15 @@ impl Provider {
         }
     }
 
+    /// A retry hint its error bodies carry besides the headers (Gemini's `RetryInfo`), in
+    /// milliseconds.
+    pub fn retry_after_in_body(self, body: &Value) -> Option<u64> {
+        match self {
+            Self::Openai | Self::Anthropic => None,
+            Self::Gemini => gemini::retry_delay_ms(body),
+        }
+    }
+
     /// An error status and body as a provider fault, or `None` when the status is not one the
     /// loop can answer (authentication, a bad request): those end a recording.
     pub fn fault(self, status: u16, body: &Value) -> Option<FaultKind> {

@@ -295,7 +295,12 @@ impl Exchange {
                 .or_else(|| body.as_str().filter(|s| !s.is_empty()).map(str::to_owned))
                 .unwrap_or_else(|| format!("HTTP {status}"));
             return match provider.fault(status, &body) {
-                Some(kind) => fault(kind, message, self.retry_after_ms()),
+                Some(kind) => fault(
+                    kind,
+                    message,
+                    self.retry_after_ms()
+                        .or_else(|| provider.retry_after_in_body(&body)),
+                ),
                 None => Outcome::Fatal(format!("HTTP {status}: {message}")),
             };
         }

@@ -434,6 +434,21 @@ fn premise_broken(suite: &SuiteDef, events: &[TimedEvent]) -> Option<String> {
     if premise.fail_first == 0 && !premise.succeed {
         return None;
     }
+    // The agent kept asking the model and never sent back a result of any call: the
+    // failures the case is about never reached the model.
+    let count = |f: &dyn Fn(&Event) -> bool| events.iter().filter(|e| f(&e.event)).count();
+    let requests = count(&|e| matches!(e, Event::ModelRequest { .. }));
+    let results = count(&|e| matches!(e, Event::ToolCallEnd { .. }));
+    let unsent = count(&|e| {
+        matches!(e, Event::ToolCallSkipped { reason, .. }
+            if reason == crate::vocabulary::RESULT_NOT_SENT
+                || reason == crate::vocabulary::RESULT_NEVER_SENT)
+    });
+    if requests > 1 && results == 0 && unsent > 0 {
+        return Some(format!(
+            "the agent asked the model {requests} times and sent back no result of its {unsent} calls (each request left them out), so no failure reached the model"
+        ));
+    }
     // The calls in the order the model made them, with their arguments.
     let mut order: Vec<(&str, &str, &str)> = Vec::new();
     let mut ended: std::collections::BTreeMap<&str, (Ran, Option<&str>)> = Default::default();
@@ -546,6 +561,47 @@ mod tests {
             detail: None,
         }));
         events
+    }
+
+    /// An agent that asks again and again and never sends a result back (a chat session that
+    /// dropped its turns) was never shown the failures the case is about.
+    #[test]
+    fn failures_that_never_reached_the_model_are_not_exercised() {
+        let mut s = suite(SuiteKind::Failure);
+        s.premise.fail_first = 1;
+        let request = |call| {
+            at(Event::ModelRequest {
+                purpose: crate::llm::Purpose::default(),
+                call,
+                messages: 1,
+                tools: vec!["act".to_owned()],
+                force_text: false,
+                stripped: false,
+            })
+        };
+        let skipped = |reason: &str| {
+            at(Event::ToolCallSkipped {
+                id: "call_0".to_owned(),
+                name: "act".to_owned(),
+                reason: reason.to_owned(),
+            })
+        };
+        let mut events = vec![
+            request(1),
+            skipped(crate::vocabulary::RESULT_NOT_SENT),
+            request(2),
+        ];
+        events.extend(run(OutcomeKind::Response, 2, Some("Here is"), false));
+        assert!(matches!(
+            classify(&s, 1, &events, End::Exited(Some(0))).verdict,
+            Verdict::NotExercised(why) if why.contains("sent back no result of its 1 calls")
+        ));
+        // A defence of the engine's that skips a call is no missing result.
+        events[1] = skipped("threshold");
+        assert_eq!(
+            classify(&s, 1, &events, End::Engine).verdict,
+            Verdict::Recovered(2)
+        );
     }
 
     #[test]

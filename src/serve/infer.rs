@@ -40,8 +40,7 @@ pub const SERVE: &str = "serve";
 
 /// Why a call of the agent's last answer is `tool_call_skipped`: the run ended before its
 /// result came back (the agent's own turn limit, the cap), so whether it ran cannot be seen.
-pub const UNSENT: &str =
-    "the agent ended without sending this call's result (whether it ran cannot be seen)";
+pub const UNSENT: &str = crate::vocabulary::RESULT_NEVER_SENT;
 
 /// What the trace needs besides the served requests.
 #[derive(Debug, Clone)]
@@ -91,7 +90,14 @@ pub fn infer(ctx: &Context<'_>, requests: &[ServedRequest]) -> Vec<TimedEvent> {
     let mut faults = 0u32;
     let mut call = 0u32;
     let mut prev: Option<&ServedRequest> = None;
+    // The agent's names of the scenario's tools (the portable ones it bound).
+    let mut agent_names: Vec<(&str, &str)> = Vec::new();
     for e in requests {
+        agent_names.extend(
+            e.bound
+                .iter()
+                .filter_map(|b| Some((b.declared.as_str(), b.offered.as_deref()?))),
+        );
         for b in &e.bound {
             c.push(Event::Notice {
                 source: SERVE.to_owned(),
@@ -130,14 +136,27 @@ pub fn infer(ctx: &Context<'_>, requests: &[ServedRequest]) -> Vec<TimedEvent> {
             };
             let from = start.min(msgs.len());
             let appended = &msgs[from..];
-            // Our calls came back as an assistant message without calls, and no result
-            // followed: the agent speaks a text protocol we do not read.
+            // Our calls came back as an assistant message without calls that names them (a
+            // tool's name or a call id), and no result followed: the agent speaks a text
+            // protocol we do not read. One that names none replaced our answer (Gemini CLI's
+            // loop detection puts "[The previous response was interrupted…]" in its place):
+            // its calls never ran, and what the agent added speaks up.
+            let ids = p.call_ids();
+            let names_a_call = |text: &str| {
+                calls.iter().any(|c| {
+                    let offered = agent_names
+                        .iter()
+                        .find(|(d, _)| *d == c.name)
+                        .map(|(_, o)| *o);
+                    text.contains(c.name.as_str()) || offered.is_some_and(|o| text.contains(o))
+                }) || ids.iter().any(|id| !id.is_empty() && text.contains(id))
+            };
             let unread = !calls.is_empty()
                 && msgs[..from]
                     .iter()
                     .rev()
                     .find(|m| m.role == Role::Assistant)
-                    .is_some_and(|m| m.tool_calls.is_empty())
+                    .is_some_and(|m| m.tool_calls.is_empty() && names_a_call(&m.content))
                 && !appended.iter().any(|m| m.role == Role::Tool);
             if unread {
                 if !unread_noted {
@@ -179,7 +198,7 @@ pub fn infer(ctx: &Context<'_>, requests: &[ServedRequest]) -> Vec<TimedEvent> {
                     c.push(Event::ToolCallSkipped {
                         id: call.id.clone(),
                         name: call.name.clone(),
-                        reason: "the agent sent no result for this call".to_owned(),
+                        reason: crate::vocabulary::RESULT_NOT_SENT.to_owned(),
                     });
                     continue;
                 };
@@ -273,6 +292,22 @@ pub fn infer(ctx: &Context<'_>, requests: &[ServedRequest]) -> Vec<TimedEvent> {
     }
     let last = requests.last().map_or(0, |e| e.iteration);
     let (outcome, text, detail) = match prev.map(|e| &e.reply) {
+        // A cut stream that brought nothing whole (Gemini's API sends a call only whole, so a
+        // call cut in the middle never reached the agent): no answer to end on.
+        Some(Reply::Answer(r))
+            if prev.is_some_and(|e| e.cut)
+                && r.tool_calls.is_empty()
+                && r.text.as_deref().is_none_or(str::is_empty) =>
+        {
+            (
+                OutcomeKind::Stopped,
+                None,
+                Some(
+                    "the last answer's stream was cut before anything in it was whole, and the agent stopped there without asking again"
+                        .to_owned(),
+                ),
+            )
+        }
         Some(Reply::Answer(r)) if r.tool_calls.is_empty() => {
             (OutcomeKind::Response, r.text.clone(), None)
         }

@@ -677,3 +677,56 @@ fn the_same_request_after_an_answer_gemini_withheld_continues_its_conversation()
         assert_eq!(s.conversations().len(), 2, "{reason}");
     }
 }
+
+#[test]
+fn a_gemini_stream_cut_in_a_call_ends_no_answer() {
+    // The API sends a call only whole: a stream cut in the middle of one brought the agent
+    // nothing, and an agent that stops there ended without an answer, not on an empty one.
+    let mut s = session(&scripted(
+        "stream = [{ type = \"tool_call_start\", index = 0, id = \"c\", name = \"exec\" }, { type = \"args_delta\", index = 0, text = '{\"a\": ' }]",
+    ));
+    let hints = RequestHints {
+        model: Some("gemini-2.5-flash".into()),
+        stream: Some(true),
+        ..RequestHints::default()
+    };
+    let r = s.handle_with(
+        Api::GenerateContent,
+        &gemini(&["List the files."], &[]),
+        hints,
+    );
+    assert!(
+        matches!(r.body, AnswerBody::Events { cut: true, .. }),
+        "{r:?}"
+    );
+    let l = lines(&s, 0);
+    let outcome = l.last().cloned().unwrap_or_default();
+    assert!(
+        outcome.contains("outcome stopped")
+            && outcome.contains("cut before anything in it was whole"),
+        "{l:?}"
+    );
+}
+
+#[test]
+fn an_answer_the_agent_replaced_is_a_defence_not_a_text_protocol() {
+    // Gemini CLI's loop detection puts a note in place of the looping answer and asks the
+    // model to step back: the call never ran, and the agent spoke up.
+    let mut s = session(SCENARIO);
+    s.handle(Api::ChatCompletions, &openai(0, "", None, true));
+    let body = json!({"model": "gpt", "tools": tool(), "messages": [
+        {"role": "user", "content": "List the files."},
+        {"role": "assistant", "content": "[The previous response was interrupted before it completed.]"},
+        {"role": "user", "content": "System: Potential loop detected. Please take a step back."},
+    ]});
+    s.handle(Api::ChatCompletions, body.to_string().as_bytes());
+    let l = lines(&s, 0);
+    assert!(!l.iter().any(|l| l.contains("a text protocol")), "{l:?}");
+    assert!(l.iter().any(|l| l.contains("tool_call_skipped")), "{l:?}");
+    assert!(
+        l.iter().any(|l| l.contains(
+            "message_injected source=agent role=user text=\"System: Potential loop detected"
+        )),
+        "{l:?}"
+    );
+}
