@@ -127,8 +127,14 @@ EOF
   "general": { "enableAutoUpdate": false, "enableAutoUpdateNotification": false }
 }
 EOF
-        GEMINI_API_KEY=harness-dummy GOOGLE_GEMINI_BASE_URL="$HARNESS_BASE_URL" GEMINI_CLI_TRUST_WORKSPACE=true \
-            GEMINI_CLI_HOME="$HOME" "$bin/.bin/gemini" -p "$HARNESS_USER" -m "$model" --approval-mode yolo \
+        # Its prompt names where its bundled skills are: the packages are reached through a
+        # link at a fixed path, and node keeps the link's path (--preserve-symlinks), so the
+        # prompt does not depend on where the repository is.
+        ln -sfn "$bin" /tmp/harness-coding-agents/node_modules
+        NODE_OPTIONS="--preserve-symlinks --preserve-symlinks-main" \
+            GEMINI_API_KEY=harness-dummy GOOGLE_GEMINI_BASE_URL="$HARNESS_BASE_URL" GEMINI_CLI_TRUST_WORKSPACE=true \
+            GEMINI_CLI_HOME="$HOME" node /tmp/harness-coding-agents/node_modules/@google/gemini-cli/bundle/gemini.js \
+            -p "$HARNESS_USER" -m "$model" --approval-mode yolo \
             --output-format stream-json </dev/null >"$log" || rc=$?
         ;;
     aider)
