@@ -130,7 +130,11 @@ EOF
         # Its prompt names where its bundled skills are: the packages are reached through a
         # link at a fixed path, and node keeps the link's path (--preserve-symlinks), so the
         # prompt does not depend on where the repository is.
-        ln -sfn "$bin" /tmp/harness-coding-agents/node_modules
+        # (Replaced by a rename, which is atomic: cases run side by side start through it.)
+        link=/tmp/harness-coding-agents/node_modules
+        if [ "$(readlink "$link" 2>/dev/null || true)" != "$bin" ]; then
+            ln -sfn "$bin" "$link.$$" && mv -Tf "$link.$$" "$link"
+        fi
         NODE_OPTIONS="--preserve-symlinks --preserve-symlinks-main" \
             GEMINI_API_KEY=harness-dummy GOOGLE_GEMINI_BASE_URL="$HARNESS_BASE_URL" GEMINI_CLI_TRUST_WORKSPACE=true \
             GEMINI_CLI_HOME="$HOME" node /tmp/harness-coding-agents/node_modules/@google/gemini-cli/bundle/gemini.js \
