@@ -522,15 +522,18 @@ pub fn render_stream(chunks: &[Chunk], usage: Usage, meta: &AnswerMeta) -> Vec<S
             Chunk::Finish { reason: r } => reason = *r,
         }
     }
+    let bare = |out: Vec<Vec<Value>>| -> Vec<SseEvent> {
+        out.into_iter().map(|p| event(p, None, None)).collect()
+    };
     if !meta.complete {
-        return out.into_iter().map(|p| event(p, None, None)).collect();
+        return bare(out);
     }
     let rest: Vec<Value> = std::mem::take(&mut calls)
         .into_values()
         .filter_map(|(id, name, args)| whole_call(id, name, args))
         .collect();
     if malformed {
-        let mut events: Vec<SseEvent> = out.into_iter().map(|p| event(p, None, None)).collect();
+        let mut events = bare(out);
         events.push(SseEvent::data(
             malformed_json(None, reason, usage, meta).to_string(),
         ));
@@ -540,7 +543,7 @@ pub fn render_stream(chunks: &[Chunk], usage: Usage, meta: &AnswerMeta) -> Vec<S
         out.push(rest);
     }
     let last = out.pop().unwrap_or_else(|| vec![json!({"text": ""})]);
-    let mut events: Vec<SseEvent> = out.into_iter().map(|p| event(p, None, None)).collect();
+    let mut events = bare(out);
     events.push(event(last, Some(reason), Some(usage)));
     events
 }

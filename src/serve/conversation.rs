@@ -252,23 +252,13 @@ pub fn continues(
         .iter()
         .position(|t| t.key == key && t.last == LastAnswer::Fault && (may_retry || t.latest))
         .or_else(|| {
-            // A client that sends the same request again after its stream was cut (Codex
-            // CLI reconnects, Claude Code asks again whole): the same messages, right after
-            // the cut answer. The cut call was never run; the conversation goes on.
+            // The same request sent again right after an answer the agent could not take:
+            // a cut stream (Codex CLI reconnects, Claude Code asks again whole; the cut call
+            // never ran), or one the API said was unusable (Gemini CLI after `MAX_TOKENS`
+            // with nothing, or `MALFORMED_FUNCTION_CALL`). The conversation goes on.
             threads.iter().position(|t| {
                 t.key == key
-                    && t.last == LastAnswer::Cut
-                    && t.latest
-                    && t.messages == request.messages.len()
-            })
-        })
-        .or_else(|| {
-            // The same request again after an answer the API said was unusable (Gemini CLI
-            // asks again after `MAX_TOKENS` with nothing, or `MALFORMED_FUNCTION_CALL`): the
-            // same messages, right after that answer.
-            threads.iter().position(|t| {
-                t.key == key
-                    && t.last == LastAnswer::Unusable
+                    && matches!(t.last, LastAnswer::Cut | LastAnswer::Unusable)
                     && t.latest
                     && t.messages == request.messages.len()
             })
