@@ -13,8 +13,8 @@
 
 use super::StrField as _;
 use super::{
-    AnswerMeta, Asks, ResultRef, SseEvent, ToolChoice, WireError, WireOptions, WireRequest,
-    bad_request, empty_response, malformed, options_of, streamed, tool_result_ids,
+    AnswerMeta, Asks, ResultRef, SseEvent, TextForm, ToolChoice, WireError, WireOptions,
+    WireRequest, bad_request, empty_response, malformed, options_of, streamed, tool_result_ids,
 };
 use crate::llm::{
     Arguments, FaultKind, Finish, Message, ModelRequest, ModelResponse, Role, ToolCall, ToolSpec,
@@ -265,6 +265,13 @@ pub fn parse_request(body: &Value) -> Result<WireRequest, WireError> {
         results,
         asks: Asks {
             tool_choice,
+            // Structured outputs: `output_config.format`, or the beta's `output_format`.
+            form: body
+                .pointer("/output_config/format")
+                .or_else(|| body.get("output_format"))
+                .map_or(TextForm::Free, |f| {
+                    TextForm::of(f.get("type").and_then(Value::as_str), f.get("schema"))
+                }),
             ..Asks::default()
         },
     })

@@ -25,8 +25,8 @@
 
 use super::StrField as _;
 use super::{
-    AnswerMeta, Asks, ResultRef, SseEvent, ToolChoice, WireError, WireOptions, WireRequest,
-    bad_request, empty_response, malformed, streamed, tool_result_ids,
+    AnswerMeta, Asks, ResultRef, SseEvent, TextForm, ToolChoice, WireError, WireOptions,
+    WireRequest, bad_request, empty_response, malformed, streamed, tool_result_ids,
 };
 use crate::llm::{
     Arguments, FaultKind, Finish, Message, ModelRequest, ModelResponse, Role, ToolCall, ToolSpec,
@@ -366,9 +366,27 @@ pub fn parse_request(body: &Value) -> Result<WireRequest, WireError> {
         results,
         asks: Asks {
             tool_choice,
+            form: form(body),
             ..Asks::default()
         },
     })
+}
+
+/// The form `generationConfig` asks the text in: JSON when `responseMimeType` says so, by
+/// `responseJsonSchema` (JSON Schema) or else `responseSchema` (the API's OpenAPI subset),
+/// either read with the subset's capital type names as JSON Schema's.
+fn form(body: &Value) -> TextForm {
+    let json = at(body, &["generationConfig", "responseMimeType"])
+        .and_then(Value::as_str)
+        .is_some_and(|m| m.eq_ignore_ascii_case("application/json"));
+    if !json {
+        return TextForm::Free;
+    }
+    // Gemini CLI writes its `responseJsonSchema` with the subset's capital types too.
+    let schema = at(body, &["generationConfig", "responseJsonSchema"])
+        .or_else(|| at(body, &["generationConfig", "responseSchema"]))
+        .map(json_schema);
+    TextForm::of(Some("json_schema"), schema.as_ref())
 }
 
 fn finish_name(f: Finish) -> &'static str {

@@ -740,6 +740,8 @@ pub struct Asks {
     pub tool_choice: ToolChoice,
     /// The response it continues (Responses API `previous_response_id`).
     pub previous: Option<String>,
+    /// The form it asks its text in (JSON mode, structured output).
+    pub form: TextForm,
 }
 
 impl Default for Asks {
@@ -749,6 +751,35 @@ impl Default for Asks {
             choices: 1,
             tool_choice: ToolChoice::Auto,
             previous: None,
+            form: TextForm::Free,
+        }
+    }
+}
+
+/// The form a request asks the answer's text in.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum TextForm {
+    /// Any text.
+    #[default]
+    Free,
+    /// A JSON value, of any shape (OpenAI's `json_object`, Gemini's `application/json`
+    /// without a schema).
+    Json,
+    /// A JSON value this JSON Schema accepts (OpenAI's `json_schema`, Anthropic's
+    /// `output_config.format`, Gemini's `responseJsonSchema` or `responseSchema`).
+    Schema(Value),
+}
+
+impl TextForm {
+    /// The form an API's `type` names (`json_object`, `json_schema`, `text`), with the schema
+    /// it gives; an unknown type or a `json_schema` without a schema asks for JSON alone.
+    fn of(kind: Option<&str>, schema: Option<&Value>) -> Self {
+        match (kind, schema) {
+            (Some("json_schema"), Some(schema)) if schema.is_object() => {
+                Self::Schema(schema.clone())
+            }
+            (Some("json_schema" | "json_object" | "json"), _) => Self::Json,
+            _ => Self::Free,
         }
     }
 }

@@ -9,8 +9,9 @@
 
 use super::StrField as _;
 use super::{
-    AnswerMeta, Asks, ResultRef, SseEvent, ToolChoice, WireError, WireOptions, WireRequest,
-    arguments, bad_request, empty_response, malformed, options_of, streamed, tool_result_ids,
+    AnswerMeta, Asks, ResultRef, SseEvent, TextForm, ToolChoice, WireError, WireOptions,
+    WireRequest, arguments, bad_request, empty_response, malformed, options_of, streamed,
+    tool_result_ids,
 };
 use crate::llm::{
     Finish, Message, ModelRequest, ModelResponse, Role, ToolCall, ToolSpec, Usage, stream::Chunk,
@@ -177,6 +178,11 @@ pub fn parse_request(body: &Value) -> Result<WireRequest, WireError> {
             choices,
             tool_choice,
             previous: None,
+            form: TextForm::of(
+                body.pointer("/response_format/type")
+                    .and_then(Value::as_str),
+                body.pointer("/response_format/json_schema/schema"),
+            ),
         },
     })
 }

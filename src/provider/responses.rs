@@ -18,8 +18,8 @@
 
 use super::StrField as _;
 use super::{
-    AnswerMeta, Asks, ResultRef, SseEvent, ToolChoice, WireError, WireOptions, WireRequest,
-    arguments, bad_request, empty_response, malformed, streamed,
+    AnswerMeta, Asks, ResultRef, SseEvent, TextForm, ToolChoice, WireError, WireOptions,
+    WireRequest, arguments, bad_request, empty_response, malformed, streamed,
 };
 use crate::llm::{
     FaultKind, Finish, Message, ModelResponse, Role, ToolCall, ToolSpec, Usage, stream::Chunk,
@@ -141,6 +141,10 @@ pub fn parse_request(body: &Value) -> Result<WireRequest, WireError> {
                 .get("previous_response_id")
                 .and_then(Value::as_str)
                 .map(str::to_owned),
+            form: TextForm::of(
+                body.pointer("/text/format/type").and_then(Value::as_str),
+                body.pointer("/text/format/schema"),
+            ),
             ..Asks::default()
         },
     })

@@ -27,6 +27,8 @@ pub struct ServedRequest {
     pub bound: Vec<Binding>,
     /// The scripted answer (text) went out as a call of this answer tool of the agent's.
     pub answer_tool: Option<String>,
+    /// The scripted text went out as this JSON, in the form the request asked for.
+    pub in_form: Option<String>,
     /// Its answer was a stream the script cut (the connection dropped before it ended).
     pub cut: bool,
     /// The ids the answer's tool calls went out with, in call order, when they differ from
@@ -80,6 +82,9 @@ pub struct Conversation {
     /// Why it is a side request beside the loop (a title, a summary, a subagent), if it is
     /// one ([`side`]): answered by the side turn, never the case's outcome.
     pub side: Option<String>,
+    /// What each answer it was given said, as [`said`] reads it, in order: the history an
+    /// agent sends back when it continues it.
+    pub(super) said: Vec<String>,
 }
 
 /// A portable tool of the scenario ([`crate::scenario::ToolDef::bind`]) and the agent's tool
@@ -130,6 +135,7 @@ impl Conversation {
             }),
             latest: false,
             messages: self.requests.last().map_or(0, |e| e.request.messages.len()),
+            said: &self.said,
         }
     }
 
@@ -202,6 +208,65 @@ pub struct ConversationView<'a> {
     pub latest: bool,
     /// How many messages its latest request held.
     pub messages: usize,
+    /// What each answer it was given said ([`said`]), in order.
+    pub said: &'a [String],
+}
+
+/// What an answer said, as a history that echoes it shows it whatever the agent kept of its
+/// ids and names: its calls' arguments (canonical JSON) when it called tools, else its text,
+/// trimmed. Empty for an answer with neither (an agent may drop it from its history).
+pub fn said(text: &str, calls: &[crate::llm::ToolCall]) -> String {
+    if calls.is_empty() {
+        return text.trim().to_owned();
+    }
+    calls
+        .iter()
+        .map(|c| match &c.arguments {
+            crate::llm::Arguments::Parsed(v) => crate::json::canonical(v),
+            crate::llm::Arguments::Raw(r) => serde_json::from_str(r)
+                .map_or_else(|_| r.trim().to_owned(), |v| crate::json::canonical(&v)),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// What a reply said ([`said`]), when it was an answer that said something.
+pub fn said_by(reply: &Reply) -> Option<String> {
+    let Reply::Answer(r) = reply else {
+        return None;
+    };
+    Some(said(r.text.as_deref().unwrap_or_default(), &r.tool_calls)).filter(|s| !s.is_empty())
+}
+
+/// Of the conversations `candidates` names, the one whose answers the request's history
+/// echoes: all of them in order first, then the most of them from the start, then the latest.
+/// Agents that send no ids of ours back (a Gemini client that writes its own function
+/// responses) are told apart this way when they share a task.
+fn echoed_history(
+    threads: &[ConversationView<'_>],
+    request: &WireRequest,
+    candidates: impl Iterator<Item = usize>,
+) -> Option<usize> {
+    let history: Vec<String> = request
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .map(|m| said(&m.content, &m.tool_calls))
+        .filter(|s| !s.is_empty())
+        .collect();
+    candidates.max_by_key(|&i| {
+        let said = threads[i].said;
+        let common = said
+            .iter()
+            .zip(&history)
+            .take_while(|(a, b)| a == b)
+            .count();
+        (
+            said.len() == history.len() && common == said.len(),
+            common,
+            i,
+        )
+    })
 }
 
 /// Which of `threads` a request continues (see the module doc), given `ids`, every id served
@@ -234,11 +299,17 @@ pub fn continues(
         return Some(*i);
     }
     // A history with assistant messages but none of our ids: the agent rewrote them (its own
-    // ids, a summary, a framework that re-renders messages). It still continues a run, the
-    // latest one with its first user message — never a new conversation, which would restart
-    // the script and count one run as two.
+    // ids, a summary, a framework that re-renders messages) or never had any (Gemini function
+    // calls need none). It still continues a run with its first user message — never a new
+    // conversation, which would restart the script and count one run as two: the one whose
+    // answers its history echoes, else the latest.
     if request.messages.iter().any(|m| m.role == Role::Assistant) {
-        return threads.iter().rposition(|t| t.key == key);
+        let same_task = threads
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.key == key)
+            .map(|(i, _)| i);
+        return echoed_history(threads, request, same_task);
     }
     // From here the request holds no assistant message: a first request, unless it is one of
     // the retries below, each of which resends a start the session has already answered. The

@@ -444,15 +444,24 @@ async fn handle(
 }
 
 /// A stream answered as the one JSON array Gemini's `streamGenerateContent` gives without
-/// `alt=sse`: the events' data, as the array's elements.
+/// `alt=sse`: the events' data, as the array's elements (a cut stream stays cut).
 pub(super) fn as_json_array(answer: &mut HttpAnswer) {
-    if let AnswerBody::Events { events, .. } = &answer.body {
-        let items = events
-            .iter()
-            .filter_map(|e| serde_json::from_str(&e.data).ok())
-            .collect();
-        answer.body = AnswerBody::Json(serde_json::Value::Array(items));
-    }
+    let body = std::mem::replace(&mut answer.body, AnswerBody::Json(serde_json::Value::Null));
+    answer.body = match body {
+        AnswerBody::Events {
+            events,
+            latency_ms,
+            cut,
+        } => AnswerBody::Array {
+            items: events
+                .iter()
+                .filter_map(|e| serde_json::from_str(&e.data).ok())
+                .collect(),
+            latency_ms,
+            cut,
+        },
+        other => other,
+    };
 }
 
 async fn handle_hinted(
@@ -727,10 +736,6 @@ async fn not_found(
 
 /// A served answer as an HTTP response; an event stream goes out event by event, paced when
 /// `pace` is above 0, and a cut one ends by dropping the connection.
-#[expect(
-    clippy::disallowed_methods,
-    reason = "a paced stream spreads its events over the answer's latency (an edge: serve)"
-)]
 pub(super) fn render(served: HttpAnswer, pace: f64) -> Response<axum::body::Body> {
     let (content_type, body) = match served.body {
         AnswerBody::Json(v) => ("application/json", axum::body::Body::from(v.to_string())),
@@ -738,33 +743,26 @@ pub(super) fn render(served: HttpAnswer, pace: f64) -> Response<axum::body::Body
             events,
             latency_ms,
             cut,
-        } => {
-            let gap = if pace > 0.0 && !events.is_empty() {
-                Duration::from_secs_f64(latency_ms as f64 / 1000.0 * pace / events.len() as f64)
-            } else {
-                Duration::ZERO
-            };
-            let frames = events
-                .into_iter()
-                .map(|e| Ok::<_, io::Error>(Bytes::from(e.render())))
-                .chain(cut.then(|| Err(io::Error::other("the script cuts the stream here"))));
-            let stream = futures_util::stream::unfold(
-                (frames, true),
-                move |(mut frames, first)| async move {
-                    let next = frames.next()?;
-                    if !first && !gap.is_zero() {
-                        tokio::time::sleep(gap).await;
-                    }
-                    if next.is_err() {
-                        // Let the events before the cut go out first: the connection drops
-                        // at the error, and what is not yet flushed would be lost with it.
-                        tokio::task::yield_now().await;
-                    }
-                    Some((next, (frames, false)))
-                },
-            );
-            ("text/event-stream", axum::body::Body::from_stream(stream))
-        }
+        } => (
+            "text/event-stream",
+            streamed(
+                events
+                    .iter()
+                    .map(crate::provider::SseEvent::render)
+                    .collect(),
+                latency_ms,
+                cut,
+                pace,
+            ),
+        ),
+        AnswerBody::Array {
+            items,
+            latency_ms,
+            cut,
+        } => (
+            "application/json",
+            streamed(array_frames(&items, cut), latency_ms, cut, pace),
+        ),
     };
     let mut r = Response::builder()
         .status(served.status)
@@ -780,6 +778,55 @@ pub(super) fn render(served: HttpAnswer, pace: f64) -> Response<axum::body::Body
         *r.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
         r
     })
+}
+
+/// A JSON array's frames: `[` with the first element, `,` before each next, `]` once whole.
+/// What is sent before a cut is an array that never closes.
+fn array_frames(items: &[serde_json::Value], cut: bool) -> Vec<String> {
+    let mut frames: Vec<String> = items
+        .iter()
+        .enumerate()
+        .map(|(i, v)| format!("{}{v}", if i == 0 { "[" } else { "\n,\r\n" }))
+        .collect();
+    if frames.is_empty() {
+        frames.push("[".to_owned());
+    }
+    if !cut {
+        frames.push("\n]".to_owned());
+    }
+    frames
+}
+
+/// A body sent frame by frame, spread over `latency_ms` when `pace` is above 0; a `cut` one
+/// ends by dropping the connection after its frames.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a paced stream spreads its frames over the answer's latency (an edge: serve)"
+)]
+fn streamed(frames: Vec<String>, latency_ms: u64, cut: bool, pace: f64) -> axum::body::Body {
+    let gap = if pace > 0.0 && !frames.is_empty() {
+        Duration::from_secs_f64(latency_ms as f64 / 1000.0 * pace / frames.len() as f64)
+    } else {
+        Duration::ZERO
+    };
+    let frames = frames
+        .into_iter()
+        .map(|f| Ok::<_, io::Error>(Bytes::from(f)))
+        .chain(cut.then(|| Err(io::Error::other("the script cuts the stream here"))));
+    let stream =
+        futures_util::stream::unfold((frames, true), move |(mut frames, first)| async move {
+            let next = frames.next()?;
+            if !first && !gap.is_zero() {
+                tokio::time::sleep(gap).await;
+            }
+            if next.is_err() {
+                // Let the frames before the cut go out first: the connection drops at the
+                // error, and what is not yet flushed would be lost with it.
+                tokio::task::yield_now().await;
+            }
+            Some((next, (frames, false)))
+        });
+    axum::body::Body::from_stream(stream)
 }
 
 #[cfg(test)]
@@ -814,6 +861,44 @@ mod tests {
         let mut answer = String::new();
         s.read_to_string(&mut answer).expect("read the answer");
         answer.lines().next().unwrap_or_default().to_owned()
+    }
+
+    /// Gemini's JSON-array stream: whole, it is the elements as one array; cut, it never
+    /// closes (a client reading it sees the connection drop mid-array, as with Google's).
+    #[test]
+    fn a_json_array_stream_closes_only_when_whole() {
+        let items = vec![serde_json::json!({"a": 1}), serde_json::json!({"b": [2]})];
+        let whole: serde_json::Value =
+            serde_json::from_str(&array_frames(&items, false).concat()).expect("an array");
+        assert_eq!(whole, serde_json::Value::Array(items.clone()));
+        let cut = array_frames(&items, true).concat();
+        assert!(
+            serde_json::from_str::<serde_json::Value>(&cut).is_err(),
+            "{cut}"
+        );
+        assert!(
+            cut.starts_with("[{\"a\":1}") && cut.ends_with("{\"b\":[2]}"),
+            "{cut}"
+        );
+        assert_eq!(array_frames(&[], false).concat(), "[\n]");
+        assert_eq!(array_frames(&[], true).concat(), "[");
+        let mut answer = HttpAnswer {
+            status: 200,
+            headers: Vec::new(),
+            body: AnswerBody::Events {
+                events: vec![crate::provider::SseEvent {
+                    event: None,
+                    data: "{\"a\":1}".to_owned(),
+                }],
+                latency_ms: 5,
+                cut: true,
+            },
+        };
+        as_json_array(&mut answer);
+        assert!(matches!(
+            answer.body,
+            AnswerBody::Array { ref items, latency_ms: 5, cut: true } if items.len() == 1
+        ));
     }
 
     #[test]

@@ -120,6 +120,14 @@ pub fn infer(ctx: &Context<'_>, requests: &[ServedRequest]) -> Vec<TimedEvent> {
                 ),
             });
         }
+        if let Some(json) = &e.in_form {
+            c.push(Event::Notice {
+                source: SERVE.to_owned(),
+                text: format!(
+                    "the scenario's answer goes out as the JSON the request asks for: {json}"
+                ),
+            });
+        }
         let msgs = &e.request.messages;
         let tools = names(&e.request.tools);
         let stripped = !offered.is_empty() && tools.len() < offered.len();

@@ -77,7 +77,7 @@ use crate::llm::{
 use crate::mock::{MockModel, MockState};
 pub use crate::provider::Api;
 use crate::provider::{
-    AnswerMeta, Provider, ResultRef, SseEvent, ToolChoice, WireRequest, responses,
+    AnswerMeta, Provider, ResultRef, SseEvent, TextForm, ToolChoice, WireRequest, responses,
 };
 use crate::scenario::Case;
 use serde_json::Value;
@@ -96,7 +96,8 @@ pub const MAX_REQUEST_BYTES: usize = crate::limits::MAX_REQUEST_BODY_BYTES as us
 pub const EPOCH_S: u64 = 1_767_225_600;
 
 pub use conversation::{
-    Binding, CassettePosition, Conversation, ConversationView, LastAnswer, ServedRequest, continues,
+    Binding, CassettePosition, Conversation, ConversationView, LastAnswer, ServedRequest,
+    continues, said_by,
 };
 pub use render::refusal;
 use render::*;
@@ -185,6 +186,17 @@ pub enum AnswerBody {
         latency_ms: u64,
         /// The script cuts the stream after these events: the connection is to be dropped
         /// rather than ended.
+        cut: bool,
+    },
+    /// `application/json`, sent element by element: the one JSON array the Gemini API's
+    /// `streamGenerateContent` gives without `alt=sse`, one stream event's data each.
+    Array {
+        /// The elements, in order.
+        items: Vec<Value>,
+        /// As for [`AnswerBody::Events`].
+        latency_ms: u64,
+        /// The script cuts the stream after these elements: the connection drops before the
+        /// array closes, as Google's does when a stream breaks.
         cut: bool,
     },
 }

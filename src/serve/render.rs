@@ -158,6 +158,60 @@ pub(super) fn chunks_of(r: &ModelResponse) -> Vec<Chunk> {
     out
 }
 
+/// The text an answer goes out with when the request asks for JSON ([`TextForm`]) and the
+/// script's text is not in that form, as a provider in JSON mode never answers otherwise:
+/// for JSON of any shape, `{"text": …}` around the script's words; for a schema, the words
+/// as a JSON string where the schema takes one, else a value it accepts (generated from it,
+/// its first string field that may hold the words holding them). `None` when the text is in
+/// form already, or there is none to shape (an answer with calls, an empty one, one cut by
+/// the output limit): those go out as scripted.
+pub(super) fn in_form(r: &ModelResponse, form: &TextForm, seed: u64) -> Option<String> {
+    let text = r.text.as_deref().unwrap_or_default();
+    if !r.tool_calls.is_empty() || text.trim().is_empty() || r.finish == Finish::Length {
+        return None;
+    }
+    let parsed = serde_json::from_str::<Value>(text.trim()).ok();
+    match form {
+        TextForm::Free => None,
+        TextForm::Json => parsed
+            .is_none()
+            .then(|| serde_json::json!({ "text": text }).to_string()),
+        TextForm::Schema(schema) => {
+            use crate::scenario::generate;
+            if parsed.is_some_and(|v| generate::valid(schema, &v)) {
+                return None;
+            }
+            let words = Value::String(text.to_owned());
+            if generate::valid(schema, &words) {
+                return Some(words.to_string());
+            }
+            let crate::llm::Arguments::Parsed(mut value) =
+                generate::arguments(schema, crate::scenario::Generate::Valid, seed)
+            else {
+                return None;
+            };
+            let fields: Vec<String> = value
+                .as_object()
+                .map(|o| {
+                    o.iter()
+                        .filter(|(_, v)| v.is_string())
+                        .map(|(k, _)| k.clone())
+                        .collect()
+                })
+                .unwrap_or_default();
+            for field in fields {
+                let mut with = value.clone();
+                with[&field] = words.clone();
+                if generate::valid(schema, &with) {
+                    value = with;
+                    break;
+                }
+            }
+            Some(crate::json::compact(&value))
+        }
+    }
+}
+
 /// An error answer with `message` in the provider's error shape (a 400 is one the SDKs do
 /// not retry).
 pub fn refusal(provider: Provider, status: u16, message: &str) -> HttpAnswer {

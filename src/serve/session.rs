@@ -22,6 +22,9 @@ pub struct Session {
     pub(super) unknown: Vec<String>,
     /// The answer tool the latest scripted answer went out through (see [`answer_tool`]).
     pub(super) answered_through: Option<String>,
+    /// The JSON the latest scripted text went out as, when the request asked for JSON (see
+    /// [`in_form`]).
+    pub(super) shaped: Option<String>,
     /// The wire ids of the answer being made's tool calls, for its [`ServedRequest`].
     pub(super) wire_ids: Vec<String>,
     /// The API withheld the calls of the answer being made (see [`ServedRequest::withheld`]).
@@ -55,6 +58,7 @@ impl Session {
             unknown_requests: 0,
             unknown: Vec::new(),
             answered_through: None,
+            shaped: None,
             wire_ids: Vec::new(),
             withheld: false,
             latest: None,
@@ -280,7 +284,9 @@ impl Session {
             cut = matches!(served.body, AnswerBody::Events { cut: true, .. });
             (reply, served, None)
         };
-        self.conversations[at].requests.push(ServedRequest {
+        let c = &mut self.conversations[at];
+        c.said.extend(said_by(&reply));
+        c.requests.push(ServedRequest {
             api,
             request,
             rules,
@@ -290,6 +296,7 @@ impl Session {
             divergence,
             bound,
             answer_tool: self.answered_through.take(),
+            in_form: self.shaped.take(),
             cut,
             wire_ids: std::mem::take(&mut self.wire_ids),
             withheld: std::mem::take(&mut self.withheld),
@@ -535,6 +542,7 @@ impl Session {
                     stored: BTreeMap::new(),
                     binding: None,
                     side: None,
+                    said: Vec::new(),
                 });
                 Some(self.conversations.len() - 1)
             }
@@ -598,6 +606,24 @@ impl Session {
                     }
                     self.answered_through = Some(tool);
                     scripted
+                });
+                // A request that asks for JSON gets the script's text in that form; the
+                // trace keeps the scripted text.
+                let seed = crate::scenario::generate::seed(&self.case.id, served_count);
+                let cut = chunks
+                    .as_ref()
+                    .is_some_and(|c| !c.iter().any(|c| matches!(c, Chunk::Finish { .. })));
+                let scripted = scripted.or_else(|| {
+                    let text = in_form(&whole, &request.asks.form, seed).filter(|_| !cut)?;
+                    let kept = whole.clone();
+                    self.shaped = Some(text.clone());
+                    whole.text = Some(text);
+                    if chunks.is_some() {
+                        let c = chunks_of(&whole);
+                        whole.chunks = c.len();
+                        chunks = Some(c);
+                    }
+                    Some(kept)
                 });
                 if let Some(message) = refused_choice(&request.asks.tool_choice, &whole) {
                     return (

@@ -11,13 +11,17 @@
 //! 2. made while an earlier conversation's latest answer calls a meta tool of the agent's (a
 //!    subagent, a task: [`super::bind::is_meta`]) — the subagent's own conversation (the
 //!    suite binds no meta tool unless `--bind` names one, so this is rare);
-//! 3. without tools, to another model than an earlier conversation that offered tools.
+//! 3. without tools, to another model than an earlier conversation that offered tools;
+//! 4. without tools, asking for JSON that a schema of the agent's accepts (structured output:
+//!    Gemini CLI's router choosing a model before every task, a classifier, a check) — no
+//!    scripted turn fits such a request, and its answer is no step of the loop.
 //!
-//! It is answered by the script's `[model] side` turn, or a short text.
+//! It is answered by the script's `[model] side` turn, or a short text — as JSON in the form
+//! the request asks, when it asks for one (see `render::in_form`).
 
 use super::{Conversation, Reply};
 use crate::llm::Role;
-use crate::provider::WireRequest;
+use crate::provider::{TextForm, WireRequest};
 use crate::scenario::{ModelScript, RuleDef, Scenario, TurnDef};
 
 /// What a side request's instruction asks for, by a part of its words.
@@ -70,6 +74,12 @@ pub(crate) fn reason(
                 "{what} request (no tools offered; the agent's instruction says `{word}…`)"
             ));
         }
+    }
+    if request.tools.is_empty() && matches!(request.asks.form, TextForm::Schema(_)) {
+        return Some(
+            "a structured-output request (no tools offered; it asks for JSON by a schema of its own)"
+                .to_owned(),
+        );
     }
     let main = || earlier.iter().filter(|c| c.side.is_none());
     if let Some(meta) = main().find_map(spawning) {
@@ -230,6 +240,61 @@ reply = { tool_calls = [{ name = "act", generate = "valid" }] }
                 .is_some_and(|w| w.contains("another model (`mini`")),
             "{sides:?}"
         );
+    }
+
+    /// Gemini CLI's router: before the loop, the task sent without tools to a small model
+    /// that must answer JSON by a schema. A side request, answered with a value the schema
+    /// accepts (the side text where a string may hold it); the loop then starts the script.
+    #[test]
+    fn a_router_asking_for_json_by_a_schema_is_a_side_request_answered_in_its_form() {
+        let mut s = session();
+        let task = json!({"role": "user", "parts": [{"text": "Summarize the open tickets."}]});
+        let router = json!({
+            "contents": [task],
+            "systemInstruction": {"parts": [{"text": "You are a specialized Task Routing AI. Choose flash or pro."}]},
+            // Gemini CLI writes the schema's types in the API's capitals.
+            "generationConfig": {"responseMimeType": "application/json", "responseJsonSchema": {
+                "type": "OBJECT",
+                "properties": {"reasoning": {"type": "STRING"}, "model_choice": {"type": "STRING", "enum": ["flash", "pro"]},
+                    "score": {"type": "INTEGER", "minimum": 1, "maximum": 100}},
+                "required": ["reasoning", "model_choice", "score"]}}});
+        let a = s.handle(Api::GenerateContent, router.to_string().as_bytes());
+        let super::super::AnswerBody::Json(v) = &a.body else {
+            panic!("a JSON answer")
+        };
+        let text = v["candidates"][0]["content"]["parts"][0]["text"]
+            .as_str()
+            .expect("a text part");
+        let chosen: serde_json::Value = serde_json::from_str(text).expect("JSON text");
+        assert_eq!(chosen["reasoning"], super::SIDE_TEXT, "{text}");
+        assert!(
+            chosen["model_choice"] == "flash" || chosen["model_choice"] == "pro",
+            "{text}"
+        );
+        assert!(
+            chosen["score"]
+                .as_i64()
+                .is_some_and(|n| (1..=100).contains(&n)),
+            "{text}"
+        );
+        let main = json!({"contents": [task], "tools": [{"functionDeclarations": [{"name": "search",
+            "parameters": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}]}]});
+        let a = s.handle(Api::GenerateContent, main.to_string().as_bytes());
+        let super::super::AnswerBody::Json(v) = &a.body else {
+            panic!("a JSON answer")
+        };
+        assert_eq!(
+            v["candidates"][0]["content"]["parts"][0]["functionCall"]["name"], "search",
+            "the script's first turn: {v}"
+        );
+        let sides = sides(&s);
+        assert!(
+            sides[0]
+                .as_deref()
+                .is_some_and(|w| w.starts_with("a structured-output request")),
+            "{sides:?}"
+        );
+        assert_eq!(sides[1], None);
     }
 
     #[test]

@@ -689,8 +689,30 @@ fn serve_answers_the_gemini_api_by_its_paths() {
             body,
         ),
     );
-    let json_body = array.split("\r\n\r\n").nth(1).unwrap_or_default();
-    assert!(json_body.trim_start().starts_with('['), "{array}");
+    let (head, chunked) = array.split_once("\r\n\r\n").unwrap_or_default();
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-type: application/json"),
+        "{array}"
+    );
+    // Sent element by element (chunked): the chunks joined are one JSON array.
+    let mut json_body = String::new();
+    let mut rest = chunked;
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let size = usize::from_str_radix(size.trim(), 16).expect("a chunk size");
+        if size == 0 {
+            break;
+        }
+        json_body.push_str(&after[..size]);
+        rest = &after[size + 2..];
+    }
+    let elements: serde_json::Value = serde_json::from_str(&json_body).expect("one JSON array");
+    assert!(
+        elements
+            .as_array()
+            .is_some_and(|a| !a.is_empty() && a.iter().all(|e| e["candidates"].is_array())),
+        "{json_body}"
+    );
     let counted = answer_of(
         &addr,
         &post("/v1beta/models/gemini-2.5-flash:countTokens", body),

@@ -331,6 +331,7 @@ pub fn conversations(slots: &[Slot]) -> Vec<Vec<usize>> {
         last_user: String,
         last: LastAnswer,
         members: Vec<usize>,
+        said: Vec<String>,
     }
     let mut open: Vec<Open> = Vec::new();
     let mut ids: BTreeMap<String, usize> = BTreeMap::new();
@@ -353,6 +354,7 @@ pub fn conversations(slots: &[Slot]) -> Vec<Vec<usize>> {
                     last: c.last,
                     latest: false,
                     messages: 0,
+                    said: &c.said,
                 })
                 .collect();
             continues(&threads, &ids, r, RequestHints::default())
@@ -364,13 +366,16 @@ pub fn conversations(slots: &[Slot]) -> Vec<Vec<usize>> {
                 last_user: String::new(),
                 last: LastAnswer::Nothing,
                 members: Vec::new(),
+                said: Vec::new(),
             });
             open.len() - 1
         });
         let c = &mut open[at];
         c.members.push(i);
         c.last_user = user;
-        c.last = LastAnswer::of(&reply_of(&slot.exchange, slot.api, 0));
+        let reply = reply_of(&slot.exchange, slot.api, 0);
+        c.last = LastAnswer::of(&reply);
+        c.said.extend(crate::serve::said_by(&reply));
         for id in served_ids(&slot.exchange) {
             ids.insert(id, at);
         }

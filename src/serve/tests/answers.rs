@@ -459,7 +459,7 @@ fn a_server_fault_and_an_empty_conversation_are_answered_as_each_api_does() {
     );
     let message = |r: &HttpAnswer| match &r.body {
         AnswerBody::Json(v) => v["error"]["message"].as_str().unwrap_or("").to_owned(),
-        AnswerBody::Events { .. } => String::new(),
+        AnswerBody::Events { .. } | AnswerBody::Array { .. } => String::new(),
     };
     let mut s = session(&faulty);
     let r = s.handle(Api::ChatCompletions, &openai(0, "", None, true));
@@ -486,4 +486,105 @@ fn a_server_fault_and_an_empty_conversation_are_answered_as_each_api_does() {
         message(&r)
     );
     assert!(s.conversations().is_empty());
+}
+
+/// A request that asks for JSON (JSON mode, or a schema of the agent's: openai-agents'
+/// `output_type`, pydantic-ai's native output) gets the script's text in that form, as a
+/// provider answers; the trace keeps the scripted text. Text already in form goes out as is.
+#[test]
+fn a_request_asking_for_json_gets_the_scripted_text_in_its_form() {
+    let scenario = SCENARIO.replace(
+        "reply = { tool_calls = [{ name = \"exec\", args = {} }] }",
+        "reply = { text = \"Found 3 files.\" }",
+    );
+    let user = json!({"role": "user", "content": "List the files."});
+    let schema = json!({"type": "object", "additionalProperties": false,
+        "properties": {"count": {"type": "integer"}, "summary": {"type": "string"}},
+        "required": ["count", "summary"]});
+    let text_of = |api: Api, body: Value| -> (String, Session) {
+        let mut s = session(&scenario);
+        let r = s.handle(api, body.to_string().as_bytes());
+        let v = json_of(&r);
+        let text = match api {
+            Api::ChatCompletions => v["choices"][0]["message"]["content"].clone(),
+            Api::Responses => v["output"][0]["content"][0]["text"].clone(),
+            Api::Messages => v["content"][0]["text"].clone(),
+            Api::GenerateContent => v["candidates"][0]["content"]["parts"][0]["text"].clone(),
+        };
+        (text.as_str().unwrap_or_default().to_owned(), s)
+    };
+    // Chat Completions, a schema: a value it accepts, the words in its string field.
+    let (text, s) = text_of(
+        Api::ChatCompletions,
+        json!({"model": "m", "messages": [user], "tools": tool(), "response_format":
+            {"type": "json_schema", "json_schema": {"name": "out", "strict": true, "schema": schema}}}),
+    );
+    let v: Value = serde_json::from_str(&text).expect("JSON");
+    assert!(
+        v["count"].is_i64() && v["summary"] == "Found 3 files.",
+        "{text}"
+    );
+    let trace = lines(&s, 0);
+    assert!(
+        trace
+            .iter()
+            .any(|l| l.contains("model_response") && l.contains("text=\"Found 3 files.\"")),
+        "the trace keeps the scripted text: {trace:?}"
+    );
+    assert!(
+        trace.iter().any(|l| l.contains("notice source=serve")
+            && l.contains("goes out as the JSON the request asks for: {")),
+        "and says what went out: {trace:?}"
+    );
+    // Responses, JSON mode: the words in an object.
+    let (text, _) = text_of(
+        Api::Responses,
+        json!({"model": "m", "input": "List the files.", "text": {"format": {"type": "json_object"}}}),
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).expect("JSON"),
+        json!({"text": "Found 3 files."})
+    );
+    // Anthropic structured outputs, a schema that takes a string: the words as one. (The
+    // loop offers tools; without, a request for JSON by a schema is a side request.)
+    let (text, _) = text_of(
+        Api::Messages,
+        json!({"model": "m", "max_tokens": 100, "messages": [user],
+            "tools": [{"name": "exec", "input_schema": {"type": "object"}}],
+            "output_config": {"format": {"type": "json_schema", "schema": {"type": "string"}}}}),
+    );
+    assert_eq!(text, "\"Found 3 files.\"");
+    // Gemini, `application/json` with an OpenAPI-subset schema.
+    let (text, _) = text_of(
+        Api::GenerateContent,
+        json!({"contents": [{"role": "user", "parts": [{"text": "List the files."}]}],
+            "tools": [{"functionDeclarations": [{"name": "exec"}]}],
+            "generationConfig": {"responseMimeType": "application/json", "responseSchema":
+                {"type": "OBJECT", "properties": {"files": {"type": "ARRAY", "items": {"type": "STRING"}}},
+                 "required": ["files"]}}}),
+    );
+    let v: Value = serde_json::from_str(&text).expect("JSON");
+    assert!(v["files"].is_array(), "{text}");
+    // Text in form already, and a request that asks for none: as scripted.
+    let in_form = scenario.replace(
+        "Found 3 files.",
+        "{\\\"count\\\": 3, \\\"summary\\\": \\\"ok\\\"}",
+    );
+    let mut s = session(&in_form);
+    let r = s.handle(
+        Api::ChatCompletions,
+        json!({"model": "m", "messages": [user], "tools": tool(), "response_format":
+            {"type": "json_schema", "json_schema": {"name": "out", "schema": schema}}})
+        .to_string()
+        .as_bytes(),
+    );
+    assert_eq!(
+        json_of(&r)["choices"][0]["message"]["content"],
+        "{\"count\": 3, \"summary\": \"ok\"}"
+    );
+    let (text, _) = text_of(
+        Api::ChatCompletions,
+        json!({"model": "m", "messages": [user]}),
+    );
+    assert_eq!(text, "Found 3 files.");
 }

@@ -730,3 +730,71 @@ fn an_answer_the_agent_replaced_is_a_defence_not_a_text_protocol() {
         "{l:?}"
     );
 }
+
+/// Two agents on one task whose function calls and responses carry no ids (Gemini's need
+/// none): each request continues the conversation whose answers its history echoes, not the
+/// latest with that task, so each run gets its own script's next step.
+#[test]
+fn runs_without_ids_are_told_apart_by_the_answers_their_history_echoes() {
+    let scenario = r#"
+format = 1
+description = "test"
+family = "t"
+profile = "none"
+user = "Find it."
+config = { max_iterations = 5 }
+
+[[tools]]
+name = "find"
+schema = { type = "object", properties = { q = { type = "string" } } }
+default = { ok = "nothing" }
+
+[model]
+name = "m"
+
+[[model.turns]]
+tool_calls = [{ name = "find", args = { q = "first" } }]
+
+[[model.turns]]
+tool_calls = [{ name = "find", args = { q = "second" } }]
+
+[[model.turns]]
+text = "Not found."
+"#;
+    let tools = json!([{"functionDeclarations": [{"name": "find",
+        "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}]}]);
+    let user = json!({"role": "user", "parts": [{"text": "Find it."}]});
+    let call = |q: &str| json!({"role": "model", "parts": [{"functionCall": {"name": "find", "args": {"q": q}}}]});
+    let result = json!({"role": "user", "parts": [{"functionResponse": {"name": "find", "response": {"output": "nothing"}}}]});
+    let ask = |s: &mut Session, contents: Value| -> String {
+        let body = json!({"contents": contents, "tools": tools});
+        let r = s.handle(Api::GenerateContent, body.to_string().as_bytes());
+        let part = &json_of(&r)["candidates"][0]["content"]["parts"][0];
+        part["functionCall"]["args"]["q"]
+            .as_str()
+            .or(part["text"].as_str())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let mut s = session(scenario);
+    // A and B start; A takes two steps (its history echoes one answer, then two); B then
+    // sends its first step, whose history echoes one answer: the conversation with one.
+    assert_eq!(ask(&mut s, json!([user])), "first");
+    assert_eq!(ask(&mut s, json!([user])), "first");
+    assert_eq!(ask(&mut s, json!([user, call("first"), result])), "second");
+    assert_eq!(
+        ask(
+            &mut s,
+            json!([user, call("first"), result, call("second"), result])
+        ),
+        "Not found."
+    );
+    assert_eq!(ask(&mut s, json!([user, call("first"), result])), "second");
+    assert_eq!(s.conversations().len(), 2);
+    let answered: Vec<usize> = s.conversations().iter().map(|c| c.requests.len()).collect();
+    assert_eq!(
+        answered,
+        [2, 3],
+        "each run's requests in its own conversation"
+    );
+}

@@ -75,7 +75,7 @@ pub(super) fn openai(turns: usize, result: &str, extra: Option<&str>, tools: boo
 pub(super) fn json_of(s: &HttpAnswer) -> &Value {
     match &s.body {
         AnswerBody::Json(v) => v,
-        AnswerBody::Events { .. } => panic!("expected a JSON body"),
+        AnswerBody::Events { .. } | AnswerBody::Array { .. } => panic!("expected a JSON body"),
     }
 }
 

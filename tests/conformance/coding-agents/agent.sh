@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run one coding agent headless on the task `harness exec`/`harness suite` hands over:
 #
-#   agent.sh claude|codex|opencode|gemini|aider
+#   agent.sh claude|codex|opencode|gemini|gemini-auto|aider
 #
 # Each run gets a throwaway work folder (a README.md in it) and HOME, with telemetry,
 # update checks and every other non-essential request off, and the agent pointed at harness
@@ -18,7 +18,7 @@
 # ../requirements-aider.lock (CODING_AIDER, the venv's aider).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-name="${1:?agent.sh: which agent? claude, codex, opencode, gemini or aider}"
+name="${1:?agent.sh: which agent? claude, codex, opencode, gemini, gemini-auto or aider}"
 : "${HARNESS_USER:?agent.sh: HARNESS_USER is not set (run me through harness exec or harness suite)}"
 : "${HARNESS_BASE_URL:?agent.sh: HARNESS_BASE_URL is not set (run me through harness exec or harness suite)}"
 bin="$here/node_modules"
@@ -114,10 +114,13 @@ EOF
             "$bin/opencode-linux-x64/bin/opencode" run --format json --auto --title task \
             < <(printf %s "$HARNESS_USER") >"$log" || rc=$?
         ;;
-    gemini)
+    gemini | gemini-auto)
         # API-key auth chosen in settings (with a base URL set and none chosen it picks one it
         # then refuses, exit 41); the folder trusted (else exit 55); usage statistics off (else
-        # it reports to play.googleapis.com). `-m` skips the routing call it makes first.
+        # it reports to play.googleapis.com). `-m` skips the routing call it makes first;
+        # gemini-auto makes it (a small model asked for JSON by a schema, without tools).
+        pin=(-m "$model")
+        if [ "$name" = gemini-auto ]; then pin=(); fi
         mkdir -p "$HOME/.gemini"
         cat >"$HOME/.gemini/settings.json" <<EOF
 {
@@ -138,7 +141,7 @@ EOF
         NODE_OPTIONS="--preserve-symlinks --preserve-symlinks-main" \
             GEMINI_API_KEY=harness-dummy GOOGLE_GEMINI_BASE_URL="$HARNESS_BASE_URL" GEMINI_CLI_TRUST_WORKSPACE=true \
             GEMINI_CLI_HOME="$HOME" node /tmp/harness-coding-agents/node_modules/@google/gemini-cli/bundle/gemini.js \
-            -p "$HARNESS_USER" -m "$model" --approval-mode yolo \
+            -p "$HARNESS_USER" "${pin[@]}" --approval-mode yolo \
             --output-format stream-json </dev/null >"$log" || rc=$?
         ;;
     aider)
@@ -154,12 +157,12 @@ EOF
             --no-fancy-input --no-show-release-notes --chat-history-file "$log" README.md </dev/null || rc=$?
         ;;
     *)
-        echo "agent.sh: unknown agent $name (claude, codex, opencode, gemini, aider)" >&2
+        echo "agent.sh: unknown agent $name (claude, codex, opencode, gemini, gemini-auto, aider)" >&2
         exit 2
         ;;
 esac
 # The agent's own log on stdout too, for harness suite's per-case output file, then how its
 # log says the run ended (the last line, which a crashed case's card quotes).
 cat "$log"
-python3 "$here/agent_logs.py" "$name" "$log" | tail -n 1
+python3 "$here/agent_logs.py" "${name%-auto}" "$log" | tail -n 1
 exit "$rc"
