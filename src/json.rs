@@ -15,6 +15,104 @@ pub fn sorted(value: &Value) -> Value {
     v
 }
 
+/// A JSON text a stream cut short, read as Moltis repairs it (since its #983): parsed as it
+/// is if it parses; else with `//` line comments and commas before a `}` or `]` dropped
+/// (outside strings); else with an open string closed and the missing `}` and `]` appended,
+/// innermost first. `None` when even that does not parse (`{"a":` has no value to close).
+pub fn repair(raw: &str) -> Option<Value> {
+    if let Ok(v) = serde_json::from_str(raw) {
+        return Some(v);
+    }
+    let tidied = without_trailing_commas(&without_line_comments(raw));
+    if let Ok(v) = serde_json::from_str(&tidied) {
+        return Some(v);
+    }
+    let mut closers = Vec::new();
+    let (mut in_string, mut escaped) = (false, false);
+    for c in tidied.chars() {
+        if in_string {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_string = true,
+            '{' => closers.push('}'),
+            '[' => closers.push(']'),
+            '}' | ']' if closers.last() == Some(&c) => {
+                closers.pop();
+            }
+            _ => {}
+        }
+    }
+    let mut closed = tidied;
+    if in_string {
+        closed.push('"');
+    }
+    closed.extend(closers.iter().rev());
+    serde_json::from_str(&closed).ok()
+}
+
+/// A JSON-ish text with some bytes outside its strings dropped: `keep(text, at)` is asked of
+/// each byte outside a string (a dropped `"` opens none).
+fn keep_outside_strings(text: &str, mut keep: impl FnMut(&str, usize) -> bool) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for (at, &b) in bytes.iter().enumerate() {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            out.push(b);
+            continue;
+        }
+        if keep(text, at) {
+            in_string = b == b'"';
+            out.push(b);
+        }
+    }
+    // Only ASCII bytes outside strings are ever dropped, so the rest stays UTF-8.
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// `//` comments to the end of their line dropped (outside strings).
+fn without_line_comments(text: &str) -> String {
+    let mut skipping_to = None;
+    keep_outside_strings(text, |t, at| {
+        if let Some(end) = skipping_to {
+            if at < end {
+                return false;
+            }
+            skipping_to = None;
+        }
+        if t.as_bytes()[at..].starts_with(b"//") {
+            let end = t[at..].find('\n').map_or(t.len(), |n| at + n);
+            skipping_to = Some(end);
+            return false;
+        }
+        true
+    })
+}
+
+/// Commas whose next non-blank byte is `}` or `]` dropped (outside strings).
+fn without_trailing_commas(text: &str) -> String {
+    keep_outside_strings(text, |t, at| {
+        t.as_bytes()[at] != b','
+            || !matches!(
+                t[at + 1..].trim_start().as_bytes().first(),
+                Some(b'}' | b']')
+            )
+    })
+}
+
 /// Canonical form: the compact JSON text of [`sorted`] (`serde_json::to_string(&sorted(v))`,
 /// a test checks it), written without building the sorted copy. Numbers use serde_json's
 /// `Display` (so `1` and `1.0` differ).
@@ -384,5 +482,33 @@ mod tests {
         assert!(!contains(&v, &json!({"opts": {"a": 2}})));
         assert!(contains(&v, &json!({})));
         assert!(!contains(&json!("ls"), &json!({})));
+    }
+
+    #[test]
+    fn repair_closes_what_a_cut_stream_left_open() {
+        for (raw, want) in [
+            (r#"{"command": "ls"}"#, Some(json!({"command": "ls"}))),
+            (r#"{"command": "ls""#, Some(json!({"command": "ls"}))),
+            (
+                r#"{"command": "git sta"#,
+                Some(json!({"command": "git sta"})),
+            ),
+            (r#"{"a": {"b": [1, 2"#, Some(json!({"a": {"b": [1, 2]}}))),
+            (r#"{"a": 1,}"#, Some(json!({"a": 1}))),
+            ("{\"a\": 1 // note\n}", Some(json!({"a": 1}))),
+            (
+                r#"{"url": "http://x//y""#,
+                Some(json!({"url": "http://x//y"})),
+            ),
+            (r#"{"q": "a \" b"#, Some(json!({"q": "a \" b"}))),
+            (r#"{"q": "}]""#, Some(json!({"q": "}]"}))),
+            (r#"[1, 2"#, Some(json!([1, 2]))),
+            // A trailing comma is tidied before the closers come: no value to close.
+            (r#"{"command": "ls","#, None),
+            (r#"{"command":"#, None),
+            (r#"{"comm"#, None),
+        ] {
+            assert_eq!(repair(raw), want, "{raw}");
+        }
     }
 }

@@ -70,6 +70,7 @@ pub const INTERVENTION_SOURCES: &[&str] = &[
     "moltis-reflex",
     "moltis-auto-continue",
     "moltis-answer-fallback",
+    "final-text",
     "ironclaw-intent",
     "ironclaw-truncation",
     "ironclaw-duplicate",

@@ -500,8 +500,8 @@ impl Loop<'_> {
                 !(self.force_text || self.strip_this_call || tools.specs().is_empty());
             let empty = response.tool_calls.is_empty()
                 && response.text.as_deref().is_none_or(|t| t.trim().is_empty());
-            if self.config.empty_reply.enabled && empty && response.anomaly.is_none() {
-                response.anomaly = Some(if tools_available {
+            if self.config.empty_reply.enabled && empty {
+                response.anomaly.get_or_insert(if tools_available {
                     Anomaly::EmptyToolCompletion
                 } else {
                     Anomaly::EmptyTextResponse
@@ -596,7 +596,14 @@ impl Loop<'_> {
                 }
                 None => text,
             };
-            return Some(self.finish(OutcomeKind::Response, iterations, Some(text), None));
+            let handed = policy::final_text::apply(&self.config.final_text, &text);
+            if handed != text {
+                self.emit(Event::Notice {
+                    source: "final-text".to_owned(),
+                    text: format!("the final answer as the runtime hands it over: «{handed}»"),
+                });
+            }
+            return Some(self.finish(OutcomeKind::Response, iterations, Some(handed), None));
         }
         self.remember(Message::new(Role::Assistant, text));
         None
@@ -967,7 +974,8 @@ impl Loop<'_> {
         let mut sent = Vec::with_capacity(calls.len());
         let coerce = self.config.validation.enabled && self.config.validation.coerce_scalars;
         for (call, args) in calls {
-            let spec = tools.specs().iter().find(|t| t.name == call.name);
+            let name = self.looked_up(&call.name);
+            let spec = tools.specs().iter().find(|t| t.name == name);
             let coerced = match (args, spec) {
                 (Ok(a), Some(spec)) if coerce => policy::validate::coerce_scalars(&spec.schema, a),
                 _ => None,
@@ -983,7 +991,7 @@ impl Loop<'_> {
                 Ok(args) => match self
                     .policies
                     .iter()
-                    .find_map(|p| p.validate(&call.name, &args, spec))
+                    .find_map(|p| p.validate(name, &args, spec))
                 {
                     Some(msg) => Prepared::Rejected(args, msg),
                     None => Prepared::Run(args),
@@ -1009,7 +1017,7 @@ impl Loop<'_> {
         for ((call, _), p) in calls.iter().zip(&prepared) {
             let r = match p {
                 Prepared::Run(args) => {
-                    let r = tools.run(&call.name, args)?;
+                    let r = tools.run(self.looked_up(&call.name), args)?;
                     let status = match r.status {
                         ToolStatus::Ok(out) => Ok(out),
                         ToolStatus::Error(e) => Err(CallResult::Failed(Some(e))),
@@ -1022,7 +1030,7 @@ impl Loop<'_> {
                 Prepared::Unknown(_) => (
                     Err(CallResult::Failed(Some(format!(
                         "unknown tool: {}",
-                        call.name
+                        self.looked_up(&call.name)
                     )))),
                     0,
                 ),
@@ -1041,7 +1049,7 @@ impl Loop<'_> {
         {
             let (args, result) = match (p, status) {
                 (Prepared::Run(a), Ok(output)) => {
-                    self.capture_auth_prompt(&call.name, &output);
+                    self.capture_auth_prompt(self.looked_up(&call.name), &output);
                     self.emit(Event::ToolCallEnd {
                         id: call.id.clone(),
                         name: call.name.clone(),
@@ -1061,13 +1069,23 @@ impl Loop<'_> {
                         args: a.clone(),
                         error: msg.clone(),
                     });
-                    self.push_tool(self.error_message(&call.name, Some(&msg)), true);
+                    let message = self.error_message(self.looked_up(&call.name), Some(&msg));
+                    self.push_tool(message, true);
                     (a, CallResult::Rejected(msg))
                 }
                 (p, status) => {
                     let failure = match status {
                         Err(f) => f,
                         Ok(_) => CallResult::Failed(None),
+                    };
+                    // A failure without text keeps the profile's message; the defences and
+                    // the trace read the profile's error text for it, if it has one.
+                    let message = self.error_message(self.looked_up(&call.name), failure.error());
+                    let failure = match failure {
+                        CallResult::Failed(None) if !self.config.tool_fail_error.is_empty() => {
+                            CallResult::Failed(Some(self.config.tool_fail_error.clone()))
+                        }
+                        f => f,
                     };
                     let error = failure.error().map(str::to_owned);
                     self.emit(Event::ToolCallEnd {
@@ -1079,7 +1097,7 @@ impl Loop<'_> {
                         latency_ms,
                         rule: None,
                     });
-                    self.push_tool(self.error_message(&call.name, error.as_deref()), true);
+                    self.push_tool(message, true);
                     let args = match p {
                         Prepared::Run(a) | Prepared::Unknown(a) | Prepared::Rejected(a, _) => a,
                         Prepared::Broken(..) => empty(),
@@ -1115,6 +1133,16 @@ impl Loop<'_> {
             || o.contains_key("setup_url");
         if let (Some(Value::String(name)), true) = (o.get("name"), asks) {
             self.auth_prompt = Some(name.clone());
+        }
+    }
+
+    /// The name a call's tool is looked up, validated and run by: as called, or as the
+    /// profile cleans it ([`policy::Config::sanitize_tool_names`]).
+    fn looked_up<'n>(&self, name: &'n str) -> &'n str {
+        if self.config.sanitize_tool_names {
+            sanitize_tool_name(name)
+        } else {
+            name
         }
     }
 
@@ -1172,8 +1200,31 @@ fn decode(args: &Arguments, malformed: MalformedArgs) -> Result<Value, String> {
         Arguments::Raw(raw) => match serde_json::from_str::<Value>(raw) {
             Ok(v) => Ok(v),
             Err(_) if malformed == MalformedArgs::EmptyObject => Ok(empty()),
+            Err(_) if malformed == MalformedArgs::Repair => {
+                Ok(crate::json::repair(raw).unwrap_or_else(empty))
+            }
             Err(e) => Err(format!("invalid JSON in tool arguments: {e}")),
         },
+    }
+}
+
+/// Moltis' reading of a tool name a model mangled (`sanitize_tool_name`): trimmed, one pair
+/// of surrounding `"` removed, a `functions_` prefix removed, one trailing `_<digits>` cut
+/// (`exec_2` is `exec`; `_2` alone stays).
+fn sanitize_tool_name(name: &str) -> &str {
+    let t = name.trim();
+    let t = t
+        .strip_prefix('"')
+        .and_then(|s| s.strip_suffix('"'))
+        .unwrap_or(t);
+    let t = t.strip_prefix("functions_").unwrap_or(t);
+    match t.rfind('_') {
+        Some(at)
+            if at > 0 && at + 1 < t.len() && t[at + 1..].bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            &t[..at]
+        }
+        _ => t,
     }
 }
 

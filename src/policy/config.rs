@@ -57,6 +57,17 @@ pub struct Config {
     pub tool_error_message: String,
     /// Tool message for a call that failed without error text; `{name}` is filled in.
     pub tool_fail_message: String,
+    /// The error text the defences and the trace give such a call; empty for none (Moltis
+    /// since #1174 reads a tool's `{"success": false}` as the failure `tool returned success:
+    /// false`, its message unchanged).
+    pub tool_fail_error: String,
+    /// A called tool is looked up by its name as the runtime cleans it (Moltis'
+    /// `sanitize_tool_name`: trimmed, one pair of surrounding `"` and a `functions_` prefix
+    /// removed, one trailing `_<digits>` cut, so `exec_2` runs `exec`); the defences and the
+    /// trace keep the name as called.
+    pub sanitize_tool_names: bool,
+    /// What becomes of a final answer's text before it is the run's outcome.
+    pub final_text: FinalTextConfig,
     /// Pre-dispatch argument validation (Moltis).
     pub validation: ValidationConfig,
     /// Two-stage reflex-loop detector (Moltis).
@@ -332,6 +343,29 @@ pub enum MalformedArgs {
     EmptyObject,
     /// Fail the call with the parse error, without running it.
     Error,
+    /// Repair what a cut stream left (Moltis since #983): `//` comments and trailing commas
+    /// dropped, an open string closed, the missing `}` and `]` appended; `{}` when that does
+    /// not parse either.
+    Repair,
+}
+
+/// What becomes of a final answer's text before it is the run's outcome (the trace's
+/// `model_response` keeps the text as the model sent it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FinalTextConfig {
+    /// Moltis' `clean_response`: internal tags (`<think>…</think>`, `<reasoning>`,
+    /// `<tool_calls>`, … and their `<|tag|>` forms; one left open to the end) and the
+    /// capitalised reasoning tags removed, the chat template's `<|…|>` tokens removed, the
+    /// rest trimmed. An answer cleaned to nothing stays empty.
+    pub clean_tags: bool,
+    /// With `clean_tags`, `<|…|>` tokens at the end removed too (Moltis after PR #664).
+    pub strip_stop_tokens: bool,
+    /// IronClaw's chat delegate: whole lines `[Called tool …]` and `[Tool … returned: …]`
+    /// removed, the rest trimmed; an answer left with nothing becomes `fallback`.
+    pub strip_tool_markers: bool,
+    /// What stands for an answer `strip_tool_markers` left with nothing.
+    pub fallback: String,
 }
 
 /// Moltis pre-dispatch validation.
@@ -510,6 +544,14 @@ impl Config {
             malformed_args: MalformedArgs::Error,
             tool_error_message: "Error: {error}".to_owned(),
             tool_fail_message: "Error: tool `{name}` failed".to_owned(),
+            tool_fail_error: String::new(),
+            sanitize_tool_names: false,
+            final_text: FinalTextConfig {
+                clean_tags: false,
+                strip_stop_tokens: false,
+                strip_tool_markers: false,
+                fallback: String::new(),
+            },
             validation: ValidationConfig {
                 enabled: false,
                 header: "Tool call rejected before execution by `{tool}`.".to_owned(),
@@ -672,8 +714,9 @@ impl Config {
     /// IronClaw v1 chat turn (commit 5b307e2): intent nudge, truncation discard with
     /// force-text at 3, duplicate tracker (warn 3, force-text 5), chat budget of 10 tool
     /// iterations (limit nudge at 9, force-text at 10, ceiling 11), cost guard, one compaction
-    /// retry after a context overflow, approvals, empty-reply fallback. `max_iterations` (50,
-    /// the engine default) applies when the budget is switched off.
+    /// retry after a context overflow, approvals, empty-reply fallback, the chat delegate's
+    /// final text without `[Called tool …]` lines. `max_iterations` (50, the engine default)
+    /// applies when the budget is switched off.
     pub fn ironclaw() -> Self {
         let mut c = Self::none();
         c.max_iterations = 50;
@@ -688,13 +731,17 @@ impl Config {
         c.intent_nudge.enabled = true;
         c.truncation.enabled = true;
         c.duplicate.enabled = true;
+        c.final_text.strip_tool_markers = true;
+        c.final_text.fallback = super::final_text::IRONCLAW_NOTHING_LEFT.to_owned();
         c
     }
 
     /// Moltis at PR #664 (merge 8828cc5): pre-dispatch validation, reflex detector window 3 with
     /// strip on second fire, auto-continue, 25 iterations, `{}` for undecodable arguments; an
     /// empty final answer falls back to the last tool-call response's text, and an empty
-    /// answer that auto-continue holds back stays out of the history.
+    /// answer that auto-continue holds back stays out of the history; the final answer is
+    /// cleaned (`clean_response`) and mangled tool names are looked up cleaned
+    /// (`sanitize_tool_name`).
     pub fn moltis() -> Self {
         let mut c = Self::none();
         c.empty_answer = EmptyAnswerConfig {
@@ -703,6 +750,8 @@ impl Config {
         };
         c.max_iterations_message = "agent loop exceeded max iterations ({n})".to_owned();
         c.malformed_args = MalformedArgs::EmptyObject;
+        c.sanitize_tool_names = true;
+        c.final_text.clean_tags = true;
         c.tool_error_message = "{\"error\":{error_json}}".to_owned();
         // At PR #664 a logical failure without text comes back as the tool's own result.
         c.tool_fail_message = "{\"result\":{\"success\":false}}".to_owned();
@@ -730,14 +779,18 @@ impl Config {
     }
 
     /// Moltis as upstream's `main` has it at `6bd2d118` (2026-08-21): [`Config::moltis`] with
-    /// the defaults and validator changes merged since PR #664 — reflex window 2 (`5bcd85b9`),
-    /// `type` lists honoured (`13342423`), string values of scalar-typed properties coerced
-    /// before validation and dispatch (`2feb400e`).
+    /// the changes merged since PR #664 — reflex window 2 (`5bcd85b9`), `type` lists honoured
+    /// (`13342423`), string values of scalar-typed properties coerced before validation and
+    /// dispatch (`2feb400e`), streamed arguments repaired (#983), `{"success": false}` a
+    /// failure with text (#1174), trailing stop tokens cleaned from the final answer.
     pub fn moltis_head() -> Self {
         let mut c = Self::moltis();
         c.reflex.window = 2;
         c.validation.union_types = true;
         c.validation.coerce_scalars = true;
+        c.malformed_args = MalformedArgs::Repair;
+        c.tool_fail_error = "tool returned success: false".to_owned();
+        c.final_text.strip_stop_tokens = true;
         c
     }
 

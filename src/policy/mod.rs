@@ -14,6 +14,7 @@ mod config;
 mod continuation;
 mod cost;
 mod duplicate;
+pub mod final_text;
 pub mod intent;
 mod loop_detector;
 pub mod profiles;

@@ -42,7 +42,7 @@ pub const PROFILES: &[Profile] = &[
     },
     Profile {
         name: "moltis-head",
-        summary: "Moltis' main at 6bd2d118 (2026-08-21): as moltis, with window 2, type lists and scalar coercion in the validator",
+        summary: "Moltis' main at 6bd2d118 (2026-08-21): as moltis, with window 2, type lists and scalar coercion, repaired stream arguments, success:false failures",
         config: Config::moltis_head,
         on_default_card: false,
     },
