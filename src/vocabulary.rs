@@ -71,6 +71,8 @@ pub const INTERVENTION_SOURCES: &[&str] = &[
     "moltis-auto-continue",
     "moltis-answer-fallback",
     "final-text",
+    "moltis-forced-exec",
+    "moltis-empty-name-retry",
     "ironclaw-intent",
     "ironclaw-truncation",
     "ironclaw-duplicate",

@@ -152,6 +152,8 @@ struct Loop<'a> {
     carried_iterations: u32,
     /// The text of the last tool-call response that had any (Moltis' `last_answer_text`).
     last_answer_text: Option<String>,
+    /// Empty-tool-name retries this run has had ([`policy::Config::empty_name_retry_message`]).
+    empty_name_retries: u32,
 }
 
 /// How one call of a batch is handled before dispatch.
@@ -221,6 +223,7 @@ pub fn run(input: RunInput<'_>, model: &mut dyn Model, tools: &mut dyn ToolRunne
         ended: None,
         carried_iterations: 0,
         last_answer_text: None,
+        empty_name_retries: 0,
     };
     let tool_names: Vec<String> = tools.specs().iter().map(|t| t.name.clone()).collect();
     lp.emit(Event::RunStart {
@@ -272,6 +275,7 @@ impl Loop<'_> {
         self.total_tool_calls = 0;
         self.carried_iterations = 0;
         self.last_answer_text = None;
+        self.empty_name_retries = 0;
     }
 
     fn turns(
@@ -510,6 +514,34 @@ impl Loop<'_> {
             }
             self.emit(Event::model_response(&response));
             let view = self.view(n, tools_available);
+            if let Some(call) = self.forced_shell_call(&response, n, tools.specs()) {
+                self.emit(Event::Notice {
+                    source: "moltis-forced-exec".to_owned(),
+                    text: "the task is an explicit `/sh` command and the first answer called nothing: `exec` runs the command".to_owned(),
+                });
+                response.tool_calls = vec![call];
+            }
+            if let Some(prompt) = self.empty_name_retry(&response) {
+                self.empty_name_retries += 1;
+                if let Some(text) = response.text.as_ref().filter(|t| !t.is_empty()) {
+                    if self.config.empty_answer.last_text_fallback {
+                        self.last_answer_text = Some(text.clone());
+                    }
+                }
+                self.remember(Message::new(
+                    Role::Assistant,
+                    response.text.clone().unwrap_or_default(),
+                ));
+                self.apply(
+                    "moltis-empty-name-retry",
+                    vec![Action::Inject {
+                        role: Role::User,
+                        text: prompt,
+                    }],
+                    0,
+                );
+                continue;
+            }
 
             if response.tool_calls.is_empty() {
                 if let Some(end) = self.on_text(&response, &view, iterations) {
@@ -974,7 +1006,7 @@ impl Loop<'_> {
         let mut sent = Vec::with_capacity(calls.len());
         let coerce = self.config.validation.enabled && self.config.validation.coerce_scalars;
         for (call, args) in calls {
-            let name = self.looked_up(&call.name);
+            let name = self.looked_up(&call.name, tools.specs());
             let spec = tools.specs().iter().find(|t| t.name == name);
             let coerced = match (args, spec) {
                 (Ok(a), Some(spec)) if coerce => policy::validate::coerce_scalars(&spec.schema, a),
@@ -1017,7 +1049,8 @@ impl Loop<'_> {
         for ((call, _), p) in calls.iter().zip(&prepared) {
             let r = match p {
                 Prepared::Run(args) => {
-                    let r = tools.run(self.looked_up(&call.name), args)?;
+                    let name = self.looked_up(&call.name, tools.specs());
+                    let r = tools.run(name, args)?;
                     let status = match r.status {
                         ToolStatus::Ok(out) => Ok(out),
                         ToolStatus::Error(e) => Err(CallResult::Failed(Some(e))),
@@ -1030,7 +1063,7 @@ impl Loop<'_> {
                 Prepared::Unknown(_) => (
                     Err(CallResult::Failed(Some(format!(
                         "unknown tool: {}",
-                        self.looked_up(&call.name)
+                        self.looked_up(&call.name, tools.specs())
                     )))),
                     0,
                 ),
@@ -1049,7 +1082,7 @@ impl Loop<'_> {
         {
             let (args, result) = match (p, status) {
                 (Prepared::Run(a), Ok(output)) => {
-                    self.capture_auth_prompt(self.looked_up(&call.name), &output);
+                    self.capture_auth_prompt(self.looked_up(&call.name, tools.specs()), &output);
                     self.emit(Event::ToolCallEnd {
                         id: call.id.clone(),
                         name: call.name.clone(),
@@ -1069,7 +1102,8 @@ impl Loop<'_> {
                         args: a.clone(),
                         error: msg.clone(),
                     });
-                    let message = self.error_message(self.looked_up(&call.name), Some(&msg));
+                    let message =
+                        self.error_message(self.looked_up(&call.name, tools.specs()), Some(&msg));
                     self.push_tool(message, true);
                     (a, CallResult::Rejected(msg))
                 }
@@ -1080,7 +1114,8 @@ impl Loop<'_> {
                     };
                     // A failure without text keeps the profile's message; the defences and
                     // the trace read the profile's error text for it, if it has one.
-                    let message = self.error_message(self.looked_up(&call.name), failure.error());
+                    let message = self
+                        .error_message(self.looked_up(&call.name, tools.specs()), failure.error());
                     let failure = match failure {
                         CallResult::Failed(None) if !self.config.tool_fail_error.is_empty() => {
                             CallResult::Failed(Some(self.config.tool_fail_error.clone()))
@@ -1136,13 +1171,64 @@ impl Loop<'_> {
         }
     }
 
+    /// Moltis' forced exec: at a run's first iteration, before any tool ran, an answer that
+    /// calls nothing to a task that is an explicit `/sh` command becomes a call of `exec`.
+    fn forced_shell_call(
+        &self,
+        response: &ModelResponse,
+        n: u32,
+        specs: &[ToolSpec],
+    ) -> Option<ToolCall> {
+        if !self.config.forced_shell
+            || n != 1
+            || self.total_tool_calls != 0
+            || !response.tool_calls.is_empty()
+            || !specs.iter().any(|t| t.name == "exec")
+        {
+            return None;
+        }
+        let task = self.messages.iter().rev().find(|m| m.role == Role::User)?;
+        let command = explicit_shell_command(&task.content)?;
+        Some(ToolCall {
+            id: "forced_0".to_owned(),
+            name: "exec".to_owned(),
+            arguments: Arguments::Parsed(serde_json::json!({ "command": command })),
+        })
+    }
+
+    /// Moltis' empty-tool-name retry, once a run: an answer with a call whose name cleans to
+    /// nothing and no call with a name gets the retry prompt instead of running.
+    fn empty_name_retry(&self, response: &ModelResponse) -> Option<String> {
+        let message = &self.config.empty_name_retry_message;
+        if message.is_empty() || self.empty_name_retries > 0 {
+            return None;
+        }
+        if response
+            .tool_calls
+            .iter()
+            .any(|c| !sanitize_tool_name(&c.name).is_empty())
+        {
+            return None;
+        }
+        let call = response.tool_calls.first()?;
+        let args = match decode(&call.arguments, self.config.malformed_args) {
+            Ok(v) => crate::json::compact(&v),
+            Err(_) => call.arguments.text().into_owned(),
+        };
+        Some(policy::fill(message, &[("args", &args)]))
+    }
+
     /// The name a call's tool is looked up, validated and run by: as called, or as the
     /// profile cleans it ([`policy::Config::sanitize_tool_names`]).
-    fn looked_up<'n>(&self, name: &'n str) -> &'n str {
-        if self.config.sanitize_tool_names {
-            sanitize_tool_name(name)
-        } else {
-            name
+    fn looked_up<'n>(&self, name: &'n str, specs: &[ToolSpec]) -> &'n str {
+        if !self.config.sanitize_tool_names {
+            return name;
+        }
+        let clean = sanitize_tool_name(name);
+        let has = |n: &str| specs.iter().any(|t| t.name == n);
+        match clean.strip_suffix("_wasm") {
+            Some(stem) if self.config.wasm_alias && !has(clean) && has(stem) => stem,
+            _ => clean,
         }
     }
 
@@ -1206,6 +1292,21 @@ fn decode(args: &Arguments, malformed: MalformedArgs) -> Result<Value, String> {
             Err(e) => Err(format!("invalid JSON in tool arguments: {e}")),
         },
     }
+}
+
+/// The command of a task that is one line `/sh <command>` or `/sh@name <command>` (at most
+/// 4,096 bytes; `/SH` too), as Moltis reads an explicit shell request.
+fn explicit_shell_command(text: &str) -> Option<&str> {
+    let text = text.trim();
+    if text.is_empty() || text.len() > 4096 || text.contains(['\n', '\r']) {
+        return None;
+    }
+    let rest = text.strip_prefix('/')?;
+    let split = rest.find(char::is_whitespace)?;
+    let head = rest[..split].to_ascii_lowercase();
+    let command = rest[split..].trim_start();
+    let sh = head == "sh" || head.strip_prefix("sh@").is_some_and(|m| !m.is_empty());
+    (sh && !command.is_empty()).then_some(command)
 }
 
 /// Moltis' reading of a tool name a model mangled (`sanitize_tool_name`): trimmed, one pair

@@ -66,6 +66,18 @@ pub struct Config {
     /// removed, one trailing `_<digits>` cut, so `exec_2` runs `exec`); the defences and the
     /// trace keep the name as called.
     pub sanitize_tool_names: bool,
+    /// With `sanitize_tool_names`, a call to `X_wasm` runs `X` when there is no `X_wasm` and
+    /// there is an `X` (Moltis since `78d98b40`, `resolve_tool_lookup`).
+    pub wasm_alias: bool,
+    /// A task that is one line `/sh <command>` (or `/sh@name <command>`) whose first answer
+    /// calls nothing runs `exec({"command": <command>})` in its place, when there is an `exec`
+    /// (Moltis' forced exec for explicit shell commands).
+    pub forced_shell: bool,
+    /// The user message of the one retry a run gets after an answer whose calls all have a
+    /// name that cleans to nothing (Moltis' empty-tool-name retry; `{args}` is the first such
+    /// call's arguments as JSON); empty for none. The answer's text stays in the history, its
+    /// calls do not, and nothing runs.
+    pub empty_name_retry_message: String,
     /// What becomes of a final answer's text before it is the run's outcome.
     pub final_text: FinalTextConfig,
     /// Pre-dispatch argument validation (Moltis).
@@ -527,6 +539,7 @@ const IRONCLAW_RECOVERY_1: &str = "Your previous tool-enabled response was empty
 const IRONCLAW_RECOVERY_2: &str = "Your previous tool-enabled responses were empty or malformed.\nDo not call any more tools in the next reply.\nInstead, provide a concise final status based only on work already completed.\nIf the job is complete, say so explicitly. If not, explain what blocked you.";
 const IRONCLAW_RECOVERY_FAIL: &str = "the selected model repeatedly returned empty or malformed tool-completion responses and is not reliable for autonomous tool use.";
 const IRONCLAW_REJECTED: &str = "Tool '{tool}' was rejected. The agent will not execute this tool.\n\nYou can continue the conversation or try a different approach.";
+const MOLTIS_EMPTY_NAME: &str = "Your structured tool call had an empty tool name. Retry the same tool call using the intended tool's exact name and the same arguments.\nExact arguments JSON:\n{args}";
 const MOLTIS_CONTINUE: &str = "Your previous response ended without tool calls and without a final answer. If there are still steps to run, continue executing them. Otherwise reply with exactly: done";
 
 impl Config {
@@ -546,6 +559,9 @@ impl Config {
             tool_fail_message: "Error: tool `{name}` failed".to_owned(),
             tool_fail_error: String::new(),
             sanitize_tool_names: false,
+            wasm_alias: false,
+            forced_shell: false,
+            empty_name_retry_message: String::new(),
             final_text: FinalTextConfig {
                 clean_tags: false,
                 strip_stop_tokens: false,
@@ -751,6 +767,8 @@ impl Config {
         c.max_iterations_message = "agent loop exceeded max iterations ({n})".to_owned();
         c.malformed_args = MalformedArgs::EmptyObject;
         c.sanitize_tool_names = true;
+        c.forced_shell = true;
+        c.empty_name_retry_message = MOLTIS_EMPTY_NAME.to_owned();
         c.final_text.clean_tags = true;
         c.tool_error_message = "{\"error\":{error_json}}".to_owned();
         // At PR #664 a logical failure without text comes back as the tool's own result.
@@ -789,6 +807,7 @@ impl Config {
         c.validation.union_types = true;
         c.validation.coerce_scalars = true;
         c.malformed_args = MalformedArgs::Repair;
+        c.wasm_alias = true;
         c.tool_fail_error = "tool returned success: false".to_owned();
         c.final_text.strip_stop_tokens = true;
         c
