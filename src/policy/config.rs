@@ -749,6 +749,25 @@ impl Config {
         c.duplicate.enabled = true;
         c.final_text.strip_tool_markers = true;
         c.final_text.fallback = super::final_text::IRONCLAW_NOTHING_LEFT.to_owned();
+        // The LLM client's retry wrapper (`ironclaw_llm/src/retry.rs`, `is_retryable`,
+        // `retry_backoff_delay`): every model call, 3 retries of a transient error (5xx, 429,
+        // timeouts) after 1, 2 and 4 s (upstream adds ±25 % jitter); the OpenAI-compatible
+        // client reports a 429 as an HTTP error, so its retry-after is not read. Seen on the
+        // real runtime under `harness suite` (tests/runtimes/).
+        let rule = RetryRule {
+            max_retries: 3,
+            delay_ms: 1_000,
+            max_delay_ms: 4_000,
+            exponential: true,
+            honour_retry_after: false,
+        };
+        c.retry = RetryConfig {
+            counts_iteration: false,
+            per_run: false,
+            server_error: rule.clone(),
+            rate_limit: rule.clone(),
+            timeout: rule,
+        };
         c
     }
 

@@ -1,8 +1,10 @@
-"""docs/scorecard.md in two parts: the frameworks' scorecard, then the coding agents' (from the
-line `## Coding agents` on). Each part is made by its own part of the conformance suite.
+"""docs/scorecard.md in three parts: the frameworks' scorecard, then the coding agents' (from the
+line `## Coding agents` on), then the IronClaw profile beside the real runtime (from the line
+`## IronClaw: the profile beside the real runtime` on). Each part is made by its own part of the
+conformance suite.
 
-    scorecard_parts.py write DOC frameworks|coding FILE   put FILE in as that part, keep the other
-    scorecard_parts.py check DOC frameworks|coding FILE   is that part of DOC what FILE says?
+    scorecard_parts.py write DOC frameworks|coding|runtimes FILE   put FILE in as that part
+    scorecard_parts.py check DOC frameworks|coding|runtimes FILE   is that part of DOC what FILE says?
 
 `check` compares a part byte for byte: the coding agents put facts of the machine they run on
 into their prompts (Claude Code the kernel's release, Gemini CLI the date), and agent.sh makes
@@ -14,51 +16,59 @@ import os
 import sys
 from pathlib import Path
 
-MARK = "## Coding agents"
+PARTS = ["frameworks", "coding", "runtimes"]
+# The line each part after the first begins with.
+MARKS = {"coding": "## Coding agents", "runtimes": "## IronClaw: the profile beside the real runtime"}
 
 
-def split(text: str) -> tuple[str, str]:
-    """The frameworks' part and the coding agents' part (empty when the document has none)."""
+def split(text: str) -> dict[str, str]:
+    """Each part's text (empty for a part the document does not have)."""
     lines = text.splitlines(keepends=True)
+    starts = {"frameworks": 0}
     for i, line in enumerate(lines):
-        if line.rstrip("\n") == MARK:
-            return "".join(lines[:i]), "".join(lines[i:])
-    return text, ""
+        for part, mark in MARKS.items():
+            if line.rstrip("\n") == mark and part not in starts:
+                starts[part] = i
+    order = sorted(starts.items(), key=lambda kv: kv[1])
+    parts = {p: "" for p in PARTS}
+    for n, (part, at) in enumerate(order):
+        stop = order[n + 1][1] if n + 1 < len(order) else len(lines)
+        parts[part] = "".join(lines[at:stop])
+    return parts
 
 
-def join(frameworks: str, coding: str) -> str:
-    if not coding:
-        return frameworks
-    return frameworks.rstrip("\n") + "\n\n" + coding
+def join(parts: dict[str, str]) -> str:
+    present = [parts[p].rstrip("\n") + "\n" for p in PARTS if parts[p]]
+    return "\n".join(present)
 
 
 def main() -> int:
-    if len(sys.argv) != 5 or sys.argv[1] not in ("write", "check") or sys.argv[3] not in ("frameworks", "coding"):
+    if len(sys.argv) != 5 or sys.argv[1] not in ("write", "check") or sys.argv[3] not in PARTS:
         print(__doc__, file=sys.stderr)
         return 2
     verb, doc, part, file = sys.argv[1], Path(sys.argv[2]), sys.argv[3], Path(sys.argv[4])
     new = file.read_text(encoding="utf-8")
-    if part == "coding" and not new.startswith(MARK + "\n"):
-        print(f"scorecard_parts: {file} does not start with the line `{MARK}`", file=sys.stderr)
+    if part in MARKS and not new.startswith(MARKS[part] + "\n"):
+        print(f"scorecard_parts: {file} does not start with the line `{MARKS[part]}`", file=sys.stderr)
         return 2
     old = doc.read_text(encoding="utf-8") if doc.exists() else ""
-    frameworks, coding = split(old)
+    parts = split(old)
     if verb == "write":
-        text = join(new, coding) if part == "frameworks" else join(frameworks, new)
+        parts[part] = new
         tmp = doc.with_name(doc.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
+        tmp.write_text(join(parts), encoding="utf-8")
         os.replace(tmp, doc)
         return 0
-    have = frameworks if part == "frameworks" else coding
-    # The frameworks' part ends where the coding agents' begins: compare it without the blank
-    # line that join() puts between them.
-    if part == "frameworks" and coding:
-        have, new = have.rstrip("\n") + "\n", new.rstrip("\n") + "\n"
+    # Parts are compared without the blank line join() puts between them.
+    have, new = parts[part].rstrip("\n") + "\n", new.rstrip("\n") + "\n"
     if have == new:
         return 0
     sys.stdout.writelines(
         difflib.unified_diff(
-            have.splitlines(keepends=True), new.splitlines(keepends=True), f"{doc} ({part})", "now"
+            have.splitlines(keepends=True),
+            new.splitlines(keepends=True),
+            f"{doc} ({part})",
+            "now",
         )
     )
     return 1
