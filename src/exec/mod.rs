@@ -415,7 +415,7 @@ pub(crate) fn judge_session(
         r.expectation_failures.extend(failures.iter().cloned());
         if all_side && latest == Some(i) {
             r.expectation_failures.push(format!(
-                "a conversation that runs the scenario; every one was taken for a side request ({side_reasons}): its agent's own words asked for one"
+                "a conversation that runs the scenario; every one was taken for a side request ({side_reasons}), so none ran it"
             ));
             r.card = chosen.scenario.suite.as_ref().map(|suite| {
                 let mut entry =

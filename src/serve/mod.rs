@@ -45,8 +45,9 @@
 //! agent's retry after an empty answer it dropped from its history (a message after the first
 //! user message, or a prompt added to the end of it: the oldest conversation with that first
 //! user message whose last answer was empty or unusable). A request with assistant messages
-//! but no id we served (an agent that rewrote its history) continues the latest conversation
-//! with the same first user message. Each conversation is one scenario run: its own mock, its
+//! but no id we served (an agent that rewrote its history, Gemini calls without ids) continues
+//! the conversation with the same first user message whose answers its history echoes, else the
+//! latest. Each conversation is one scenario run: its own mock, its
 //! own iteration cap, its own inferred trace; the traces carry the script's own call ids
 //! (`call_0`, …), so N identical agents in parallel give N identical traces.
 //!

@@ -185,11 +185,16 @@ pub(super) fn in_form(r: &ModelResponse, form: &TextForm, seed: u64) -> Option<S
             if generate::valid(schema, &words) {
                 return Some(words.to_string());
             }
-            let crate::llm::Arguments::Parsed(mut value) =
-                generate::arguments(schema, crate::scenario::Generate::Valid, seed)
-            else {
-                return None;
-            };
+            // The plainest value the schema takes (it steers no check an agent makes of it:
+            // a confidence of 0, no item, the first choice); a generated one where that fails.
+            let mut value = Some(neutral(schema, schema, 0))
+                .filter(|v| generate::valid(schema, v))
+                .or_else(|| {
+                    match generate::arguments(schema, crate::scenario::Generate::Valid, seed) {
+                        crate::llm::Arguments::Parsed(v) => Some(v),
+                        crate::llm::Arguments::Raw(_) => None,
+                    }
+                })?;
             let fields: Vec<String> = value
                 .as_object()
                 .map(|o| {
@@ -209,6 +214,110 @@ pub(super) fn in_form(r: &ModelResponse, form: &TextForm, seed: u64) -> Option<S
             }
             Some(crate::json::compact(&value))
         }
+    }
+}
+
+/// The plainest value `schema` takes, as far as its plain keywords say: a `const` or the first
+/// of an `enum`; an object of its required properties only; no items beyond `minItems`; `""`;
+/// the lowest number allowed, else 0 for a number and 1 for an integer; `false`; `null`. Local `$ref`s are followed and the first
+/// alternative of an `anyOf` / `oneOf` / `allOf` taken; past 8 levels, `null`. The caller checks
+/// the value against the schema.
+fn neutral(schema: &Value, root: &Value, depth: usize) -> Value {
+    use serde_json::json;
+    if depth > 8 {
+        return Value::Null;
+    }
+    let Some(o) = schema.as_object() else {
+        return Value::Null;
+    };
+    if let Some(target) = o
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix('#'))
+        .and_then(|pointer| root.pointer(pointer))
+    {
+        return neutral(target, root, depth + 1);
+    }
+    if let Some(c) = o.get("const") {
+        return c.clone();
+    }
+    if let Some(first) = o
+        .get("enum")
+        .and_then(Value::as_array)
+        .and_then(|e| e.first())
+    {
+        return first.clone();
+    }
+    for key in ["anyOf", "oneOf", "allOf"] {
+        if let Some(alts) = o.get(key).and_then(Value::as_array) {
+            let pick = alts
+                .iter()
+                .find(|a| a.get("type").and_then(Value::as_str) != Some("null"))
+                .or_else(|| alts.first());
+            if let Some(a) = pick {
+                return neutral(a, root, depth + 1);
+            }
+        }
+    }
+    let kind = match o.get("type") {
+        Some(Value::String(t)) => t.as_str(),
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|t| *t != "null")
+            .unwrap_or("null"),
+        _ if o.contains_key("properties") => "object",
+        _ if o.contains_key("items") => "array",
+        _ => "null",
+    };
+    let bound = |key: &str| o.get(key).and_then(Value::as_f64);
+    match kind {
+        "object" => {
+            let props = o.get("properties").and_then(Value::as_object);
+            let required = o.get("required").and_then(Value::as_array);
+            let mut out = serde_json::Map::new();
+            for name in required.into_iter().flatten().filter_map(Value::as_str) {
+                let prop = props.and_then(|p| p.get(name)).unwrap_or(&Value::Null);
+                out.insert(name.to_owned(), neutral(prop, root, depth + 1));
+            }
+            Value::Object(out)
+        }
+        "array" => {
+            let n = o
+                .get("minItems")
+                .and_then(Value::as_u64)
+                .unwrap_or(0)
+                .min(8);
+            let item = o.get("items").unwrap_or(&Value::Null);
+            Value::Array((0..n).map(|_| neutral(item, root, depth + 1)).collect())
+        }
+        "string" => {
+            let n = o
+                .get("minLength")
+                .and_then(Value::as_u64)
+                .unwrap_or(0)
+                .min(64);
+            Value::String("a".repeat(n as usize))
+        }
+        "integer" | "number" => {
+            let low = bound("minimum").or(bound("exclusiveMinimum").map(|m| m + 1.0));
+            let high = bound("maximum").or(bound("exclusiveMaximum").map(|m| m - 1.0));
+            // Unbounded: a number 0 (a confidence, a share), an integer 1 (a count or a score,
+            // which agents read from 1: Gemini CLI's router takes 1 to 100).
+            let n = match (low, high) {
+                (Some(l), _) => l.ceil(),
+                (None, Some(h)) if h < 0.0 => h.floor(),
+                _ if kind == "integer" => 1.0,
+                _ => 0.0,
+            };
+            if kind == "integer" || n.fract() == 0.0 {
+                json!(n as i64)
+            } else {
+                json!(n)
+            }
+        }
+        "boolean" => json!(false),
+        _ => Value::Null,
     }
 }
 

@@ -25,6 +25,8 @@ pub struct Session {
     /// The JSON the latest scripted text went out as, when the request asked for JSON (see
     /// [`in_form`]).
     pub(super) shaped: Option<String>,
+    /// What the latest scripted answer said as it went out ([`super::conversation::said`]).
+    pub(super) wire_said: Option<String>,
     /// The wire ids of the answer being made's tool calls, for its [`ServedRequest`].
     pub(super) wire_ids: Vec<String>,
     /// The API withheld the calls of the answer being made (see [`ServedRequest::withheld`]).
@@ -59,6 +61,7 @@ impl Session {
             unknown: Vec::new(),
             answered_through: None,
             shaped: None,
+            wire_said: None,
             wire_ids: Vec::new(),
             withheld: false,
             latest: None,
@@ -284,8 +287,17 @@ impl Session {
             cut = matches!(served.body, AnswerBody::Events { cut: true, .. });
             (reply, served, None)
         };
+        // What the agent can echo of this answer: what went out (the JSON a scripted text
+        // became, the answer tool's call), and nothing of a stream cut before its end.
+        let wire_said = std::mem::take(&mut self.wire_said);
         let c = &mut self.conversations[at];
-        c.said.extend(said_by(&reply));
+        if !cut {
+            c.said.extend(
+                wire_said
+                    .or_else(|| said_by(&reply))
+                    .filter(|s| !s.is_empty()),
+            );
+        }
         c.requests.push(ServedRequest {
             api,
             request,
@@ -664,6 +676,10 @@ impl Session {
                     c.id = rename(&c.id);
                     c.name = offered(&c.name);
                 }
+                self.wire_said = Some(super::conversation::said(
+                    on_wire.text.as_deref().unwrap_or_default(),
+                    &on_wire.tool_calls,
+                ));
                 if api == Api::Responses {
                     // Stored as the provider stores it, for `previous_response_id`: the output
                     // items as a client echoes them back.

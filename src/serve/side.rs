@@ -13,8 +13,9 @@
 //!    suite binds no meta tool unless `--bind` names one, so this is rare);
 //! 3. without tools, to another model than an earlier conversation that offered tools;
 //! 4. without tools, asking for JSON that a schema of the agent's accepts (structured output:
-//!    Gemini CLI's router choosing a model before every task, a classifier, a check) — no
-//!    scripted turn fits such a request, and its answer is no step of the loop.
+//!    Gemini CLI's router choosing a model before every task, a classifier, a check), when the
+//!    scenario has tools — no scripted turn fits such a request, and its answer is no step of
+//!    the loop. (A scenario without tools is one of an agent whose loop is such an answer.)
 //!
 //! It is answered by the script's `[model] side` turn, or a short text — as JSON in the form
 //! the request asks, when it asks for one (see `render::in_form`).
@@ -75,7 +76,12 @@ pub(crate) fn reason(
             ));
         }
     }
-    if request.tools.is_empty() && matches!(request.asks.form, TextForm::Schema(_)) {
+    // Only where the scenario expects its loop to offer tools: an agent whose loop is one
+    // structured answer (an extraction agent with no tools) is the loop of a scenario without.
+    if request.tools.is_empty()
+        && !scenario.tools.is_empty()
+        && matches!(request.asks.form, TextForm::Schema(_))
+    {
         return Some(
             "a structured-output request (no tools offered; it asks for JSON by a schema of its own)"
                 .to_owned(),
@@ -295,6 +301,32 @@ reply = { tool_calls = [{ name = "act", generate = "valid" }] }
             "{sides:?}"
         );
         assert_eq!(sides[1], None);
+    }
+
+    /// An extraction agent: no tools, its one answer JSON by a schema. In a scenario without
+    /// tools that is the loop, not a side request (rule 4 needs a scenario with tools).
+    #[test]
+    fn a_structured_answer_is_the_loop_of_a_scenario_without_tools() {
+        let text = "format = 1\nfamily = \"t\"\nuser = \"Extract the invoice.\"\n\n[[model.turns]]\ntext = \"The total is 42.\"\n";
+        let cases = crate::scenario::load(text, SourceFormat::Toml, "t/x").expect("loads");
+        let mut s = Session::new(cases[0].clone());
+        let body = json!({"model": "gpt", "input": "Extract the invoice.", "text": {"format": {
+            "type": "json_schema", "name": "Out", "schema": {"type": "object",
+            "properties": {"total": {"type": "number"}, "note": {"type": "string"}},
+            "required": ["total", "note"]}}}});
+        let a = s.handle(Api::Responses, body.to_string().as_bytes());
+        let super::super::AnswerBody::Json(v) = &a.body else {
+            panic!("a JSON answer")
+        };
+        let out: serde_json::Value =
+            serde_json::from_str(v["output"][0]["content"][0]["text"].as_str().expect("text"))
+                .expect("JSON");
+        assert_eq!(
+            out,
+            json!({"total": 0, "note": "The total is 42."}),
+            "a number: 0"
+        );
+        assert_eq!(sides(&s), vec![None]);
     }
 
     #[test]

@@ -10,6 +10,8 @@ set -euo pipefail
 source="${1:?build-ironclaw.sh SOURCE DIR}"
 dir="${2:?build-ironclaw.sh SOURCE DIR}"
 commit=5b307e2c920e
+mkdir -p "$dir"
+dir="$(cd "$dir" && pwd)"
 if [ ! -d "$dir/ironclaw/.git" ]; then
     git clone -q --no-checkout "$source" "$dir/ironclaw"
 fi

@@ -25,4 +25,6 @@ export HOME="$work" LLM_BACKEND=openai OPENAI_MODEL="${OPENAI_MODEL:-suite-model
     ACP_ENABLED=false MEMORY_HYGIENE_ENABLED=false LLM_RESPONSE_CACHE_ENABLED=false \
     IRONCLAW_RUNTIME_PROFILE=local_dev RUST_LOG="${RUST_LOG:-warn}"
 cd "$work"
-exec "$bin" --cli-only --no-onboard --auto-approve --runtime-profile local_dev -m "$HARNESS_USER" </dev/null
+rc=0
+"$bin" --cli-only --no-onboard --auto-approve --runtime-profile local_dev -m "$HARNESS_USER" </dev/null || rc=$?
+exit "$rc"

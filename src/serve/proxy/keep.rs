@@ -375,7 +375,10 @@ pub fn conversations(slots: &[Slot]) -> Vec<Vec<usize>> {
         c.last_user = user;
         let reply = reply_of(&slot.exchange, slot.api, 0);
         c.last = LastAnswer::of(&reply);
-        c.said.extend(crate::serve::said_by(&reply));
+        // A stream cut before its end gave the agent nothing it can echo.
+        if slot.exchange.error.is_none() {
+            c.said.extend(crate::serve::said_by(&reply));
+        }
         for id in served_ids(&slot.exchange) {
             ids.insert(id, at);
         }
