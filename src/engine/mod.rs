@@ -1227,7 +1227,7 @@ impl Loop<'_> {
         let clean = sanitize_tool_name(name);
         let has = |n: &str| specs.iter().any(|t| t.name == n);
         match clean.strip_suffix("_wasm") {
-            Some(stem) if self.config.wasm_alias && !has(clean) && has(stem) => stem,
+            Some(stem) if self.config.wasm_alias && !stem.is_empty() && has(stem) => stem,
             _ => clean,
         }
     }

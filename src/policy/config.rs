@@ -66,8 +66,8 @@ pub struct Config {
     /// removed, one trailing `_<digits>` cut, so `exec_2` runs `exec`); the defences and the
     /// trace keep the name as called.
     pub sanitize_tool_names: bool,
-    /// With `sanitize_tool_names`, a call to `X_wasm` runs `X` when there is no `X_wasm` and
-    /// there is an `X` (Moltis since `78d98b40`, `resolve_tool_lookup`).
+    /// With `sanitize_tool_names`, a call to `X_wasm` runs `X` whenever there is an `X`, even
+    /// beside an `X_wasm` (Moltis since `78d98b40`, `resolve_tool_lookup`).
     pub wasm_alias: bool,
     /// A task that is one line `/sh <command>` (or `/sh@name <command>`) whose first answer
     /// calls nothing runs `exec({"command": <command>})` in its place, when there is an `exec`

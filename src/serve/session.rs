@@ -638,6 +638,9 @@ impl Session {
                     Some(kept)
                 });
                 if let Some(message) = refused_choice(&request.asks.tool_choice, &whole) {
+                    // Nothing went out: no notice of a form or an answer tool.
+                    self.shaped = None;
+                    self.answered_through = None;
                     return (
                         Reply::NoAnswer(message.clone()),
                         refusal(provider, 400, &message),

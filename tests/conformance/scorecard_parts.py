@@ -6,8 +6,8 @@ conformance suite.
     scorecard_parts.py write DOC frameworks|coding|runtimes FILE   put FILE in as that part
     scorecard_parts.py check DOC frameworks|coding|runtimes FILE   is that part of DOC what FILE says?
 
-`check` compares a part byte for byte: the coding agents put facts of the machine they run on
-into their prompts (Claude Code the kernel's release, Gemini CLI the date), and agent.sh makes
+`check` compares a part byte for byte (but for the blank lines between parts): the coding
+agents put facts of the machine they run on into their prompts (Claude Code the kernel's release, Gemini CLI the date), and agent.sh makes
 those the same everywhere (coding-agents/fixed_env.c). Prints a unified diff and exits 1 when
 the part differs; exits 2 on bad use."""
 

@@ -5,7 +5,8 @@
 #
 # SOURCE is a clone of https://github.com/nearai/ironclaw (a URL or a local repository), DIR
 # where the checkout and its build go. Needs Rust's nightly toolchain (the crate asks for 1.96)
-# and about 10 GB; about an hour on two cores. Prints the binary's path, for IRONCLAW_BIN.
+# and about 10 GB; 25 minutes to an hour on two cores (25 here, its crates fetched). Prints the
+# binary's path, for IRONCLAW_BIN.
 set -euo pipefail
 source="${1:?build-ironclaw.sh SOURCE DIR}"
 dir="${2:?build-ironclaw.sh SOURCE DIR}"
