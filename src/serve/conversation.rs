@@ -239,7 +239,8 @@ pub fn said_by(reply: &Reply) -> Option<String> {
 }
 
 /// Of the conversations `candidates` names, the one whose answers the request's history
-/// echoes: all of them in order first, then the most of them from the start, then the latest.
+/// echoes: all of them in order first, then the most of them from the start, then one whose last
+/// answer was cut or unusable (the request is that one sent again), then the latest.
 /// Agents that send no ids of ours back (a Gemini client that writes its own function
 /// responses) are told apart this way when they share a task.
 fn echoed_history(
@@ -261,9 +262,13 @@ fn echoed_history(
             .zip(&history)
             .take_while(|(a, b)| a == b)
             .count();
+        // Between runs whose answers it echoes alike, one whose last answer the agent could not
+        // take (a cut stream, an unusable answer) waits for that request sent again.
+        let again = matches!(threads[i].last, LastAnswer::Cut | LastAnswer::Unusable);
         (
             said.len() == history.len() && common == said.len(),
             common,
+            again,
             i,
         )
     })

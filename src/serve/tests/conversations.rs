@@ -798,3 +798,65 @@ text = "Not found."
         "each run's requests in its own conversation"
     );
 }
+
+/// Two runs of one task without ids, one of whose second answers is a stream cut in a call:
+/// the cut answer is nothing the agent can echo, and its request sent again (the history of
+/// one answer, as the other run's) goes back to the run that was cut.
+#[test]
+fn a_run_without_ids_sent_again_after_a_cut_stays_its_own() {
+    let scenario = r#"
+format = 1
+description = "test"
+family = "t"
+profile = "none"
+user = "Find it."
+config = { max_iterations = 5 }
+
+[[tools]]
+name = "find"
+schema = { type = "object", properties = { q = { type = "string" } } }
+default = { ok = "nothing" }
+
+[model]
+name = "m"
+
+[[model.turns]]
+tool_calls = [{ name = "find", args = { q = "first" } }]
+
+[[model.turns]]
+stream = [{ type = "tool_call_start", index = 0, id = "c", name = "find" }, { type = "args_delta", index = 0, text = '{"q": "sec' }]
+
+[[model.turns]]
+text = "Not found."
+"#;
+    let tools = json!([{"functionDeclarations": [{"name": "find",
+        "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}]}]);
+    let user = json!({"role": "user", "parts": [{"text": "Find it."}]});
+    let call = json!({"role": "model", "parts": [{"functionCall": {"name": "find", "args": {"q": "first"}}}]});
+    let result = json!({"role": "user", "parts": [{"functionResponse": {"name": "find", "response": {"output": "nothing"}}}]});
+    let hints = RequestHints {
+        stream: Some(true),
+        ..RequestHints::default()
+    };
+    let mut s = session(scenario);
+    let ask = |s: &mut Session, contents: Value| {
+        let body = json!({"contents": contents, "tools": tools});
+        s.handle_with(
+            Api::GenerateContent,
+            body.to_string().as_bytes(),
+            hints.clone(),
+        )
+    };
+    // A starts and its second answer is cut; B starts; A sends its request again. Both runs
+    // have given one answer the history echoes; A's waits for the request sent again.
+    ask(&mut s, json!([user]));
+    let cut = ask(&mut s, json!([user, call, result]));
+    assert!(
+        matches!(cut.body, AnswerBody::Events { cut: true, .. }),
+        "{cut:?}"
+    );
+    ask(&mut s, json!([user]));
+    ask(&mut s, json!([user, call, result]));
+    let answered: Vec<usize> = s.conversations().iter().map(|c| c.requests.len()).collect();
+    assert_eq!(answered, [3, 1], "the resend went to the run that was cut");
+}
