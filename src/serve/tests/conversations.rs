@@ -731,41 +731,56 @@ fn an_answer_the_agent_replaced_is_a_defence_not_a_text_protocol() {
     );
 }
 
-/// Two agents on one task whose function calls and responses carry no ids (Gemini's need
-/// none): each request continues the conversation whose answers its history echoes, not the
-/// latest with that task, so each run gets its own script's next step.
-#[test]
-fn runs_without_ids_are_told_apart_by_the_answers_their_history_echoes() {
-    let scenario = r#"
+/// A task run without ids (Gemini's function calls need none): a scenario of `find` calls whose
+/// second answer is `second`, then a text; and the Gemini pieces of its history — the user's
+/// turn, a `find` call the model made, and its result.
+fn find_it(second: &str) -> (String, Value, Value, Value) {
+    let scenario = format!(
+        r#"
 format = 1
 description = "test"
 family = "t"
 profile = "none"
 user = "Find it."
-config = { max_iterations = 5 }
+config = {{ max_iterations = 5 }}
 
 [[tools]]
 name = "find"
-schema = { type = "object", properties = { q = { type = "string" } } }
-default = { ok = "nothing" }
+schema = {{ type = "object", properties = {{ q = {{ type = "string" }} }} }}
+default = {{ ok = "nothing" }}
 
 [model]
 name = "m"
 
 [[model.turns]]
-tool_calls = [{ name = "find", args = { q = "first" } }]
+tool_calls = [{{ name = "find", args = {{ q = "first" }} }}]
 
 [[model.turns]]
-tool_calls = [{ name = "find", args = { q = "second" } }]
+{second}
 
 [[model.turns]]
 text = "Not found."
-"#;
+"#
+    );
     let tools = json!([{"functionDeclarations": [{"name": "find",
         "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}]}]);
     let user = json!({"role": "user", "parts": [{"text": "Find it."}]});
-    let call = |q: &str| json!({"role": "model", "parts": [{"functionCall": {"name": "find", "args": {"q": q}}}]});
     let result = json!({"role": "user", "parts": [{"functionResponse": {"name": "find", "response": {"output": "nothing"}}}]});
+    (scenario, tools, user, result)
+}
+
+fn find_call(q: &str) -> Value {
+    json!({"role": "model", "parts": [{"functionCall": {"name": "find", "args": {"q": q}}}]})
+}
+
+/// Two agents on one task whose function calls and responses carry no ids (Gemini's need
+/// none): each request continues the conversation whose answers its history echoes, not the
+/// latest with that task, so each run gets its own script's next step.
+#[test]
+fn runs_without_ids_are_told_apart_by_the_answers_their_history_echoes() {
+    let (scenario, tools, user, result) =
+        find_it(r#"tool_calls = [{ name = "find", args = { q = "second" } }]"#);
+    let call = find_call;
     let ask = |s: &mut Session, contents: Value| -> String {
         let body = json!({"contents": contents, "tools": tools});
         let r = s.handle(Api::GenerateContent, body.to_string().as_bytes());
@@ -776,7 +791,7 @@ text = "Not found."
             .unwrap_or_default()
             .to_owned()
     };
-    let mut s = session(scenario);
+    let mut s = session(&scenario);
     // A and B start; A takes two steps (its history echoes one answer, then two); B then
     // sends its first step, whose history echoes one answer: the conversation with one.
     assert_eq!(ask(&mut s, json!([user])), "first");
@@ -804,41 +819,15 @@ text = "Not found."
 /// one answer, as the other run's) goes back to the run that was cut.
 #[test]
 fn a_run_without_ids_sent_again_after_a_cut_stays_its_own() {
-    let scenario = r#"
-format = 1
-description = "test"
-family = "t"
-profile = "none"
-user = "Find it."
-config = { max_iterations = 5 }
-
-[[tools]]
-name = "find"
-schema = { type = "object", properties = { q = { type = "string" } } }
-default = { ok = "nothing" }
-
-[model]
-name = "m"
-
-[[model.turns]]
-tool_calls = [{ name = "find", args = { q = "first" } }]
-
-[[model.turns]]
-stream = [{ type = "tool_call_start", index = 0, id = "c", name = "find" }, { type = "args_delta", index = 0, text = '{"q": "sec' }]
-
-[[model.turns]]
-text = "Not found."
-"#;
-    let tools = json!([{"functionDeclarations": [{"name": "find",
-        "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}]}]);
-    let user = json!({"role": "user", "parts": [{"text": "Find it."}]});
-    let call = json!({"role": "model", "parts": [{"functionCall": {"name": "find", "args": {"q": "first"}}}]});
-    let result = json!({"role": "user", "parts": [{"functionResponse": {"name": "find", "response": {"output": "nothing"}}}]});
+    let (scenario, tools, user, result) = find_it(
+        r#"stream = [{ type = "tool_call_start", index = 0, id = "c", name = "find" }, { type = "args_delta", index = 0, text = '{"q": "sec' }]"#,
+    );
+    let call = find_call("first");
     let hints = RequestHints {
         stream: Some(true),
         ..RequestHints::default()
     };
-    let mut s = session(scenario);
+    let mut s = session(&scenario);
     let ask = |s: &mut Session, contents: Value| {
         let body = json!({"contents": contents, "tools": tools});
         s.handle_with(
