@@ -1005,8 +1005,13 @@ impl Loop<'_> {
         // The arguments as sent, where coercion changed them: the defences see these.
         let mut sent = Vec::with_capacity(calls.len());
         let coerce = self.config.validation.enabled && self.config.validation.coerce_scalars;
-        for (call, args) in calls {
-            let name = self.looked_up(&call.name, tools.specs());
+        // Each call's tool as the profile looks it up (the events keep the name as called).
+        let names: Vec<String> = calls
+            .iter()
+            .map(|(call, _)| self.looked_up(&call.name, tools.specs()).to_owned())
+            .collect();
+        for ((call, args), name) in calls.iter().zip(&names) {
+            let name = name.as_str();
             let spec = tools.specs().iter().find(|t| t.name == name);
             let coerced = match (args, spec) {
                 (Ok(a), Some(spec)) if coerce => policy::validate::coerce_scalars(&spec.schema, a),
@@ -1046,10 +1051,9 @@ impl Loop<'_> {
 
         // Execute; the batch takes the slowest call (parallel) or the sum (sequential).
         let mut results = Vec::with_capacity(calls.len());
-        for ((call, _), p) in calls.iter().zip(&prepared) {
+        for (p, name) in prepared.iter().zip(&names) {
             let r = match p {
                 Prepared::Run(args) => {
-                    let name = self.looked_up(&call.name, tools.specs());
                     let r = tools.run(name, args)?;
                     let status = match r.status {
                         ToolStatus::Ok(out) => Ok(out),
@@ -1061,10 +1065,7 @@ impl Loop<'_> {
                 Prepared::Rejected(_, msg) => (Err(CallResult::Rejected(msg.clone())), 0),
                 Prepared::Broken(_, e) => (Err(CallResult::Failed(Some(e.clone()))), 0),
                 Prepared::Unknown(_) => (
-                    Err(CallResult::Failed(Some(format!(
-                        "unknown tool: {}",
-                        self.looked_up(&call.name, tools.specs())
-                    )))),
+                    Err(CallResult::Failed(Some(format!("unknown tool: {}", name)))),
                     0,
                 ),
             };
@@ -1077,12 +1078,16 @@ impl Loop<'_> {
         });
 
         let mut records = Vec::with_capacity(calls.len());
-        for ((((call, _), p), (status, latency_ms)), sent) in
-            calls.iter().zip(prepared).zip(results).zip(sent)
+        for (((((call, _), p), (status, latency_ms)), sent), name) in calls
+            .iter()
+            .zip(prepared)
+            .zip(results)
+            .zip(sent)
+            .zip(&names)
         {
             let (args, result) = match (p, status) {
                 (Prepared::Run(a), Ok(output)) => {
-                    self.capture_auth_prompt(self.looked_up(&call.name, tools.specs()), &output);
+                    self.capture_auth_prompt(name, &output);
                     self.emit(Event::ToolCallEnd {
                         id: call.id.clone(),
                         name: call.name.clone(),
@@ -1102,8 +1107,7 @@ impl Loop<'_> {
                         args: a.clone(),
                         error: msg.clone(),
                     });
-                    let message =
-                        self.error_message(self.looked_up(&call.name, tools.specs()), Some(&msg));
+                    let message = self.error_message(name, Some(&msg));
                     self.push_tool(message, true);
                     (a, CallResult::Rejected(msg))
                 }
@@ -1114,8 +1118,7 @@ impl Loop<'_> {
                     };
                     // A failure without text keeps the profile's message; the defences and
                     // the trace read the profile's error text for it, if it has one.
-                    let message = self
-                        .error_message(self.looked_up(&call.name, tools.specs()), failure.error());
+                    let message = self.error_message(name, failure.error());
                     let failure = match failure {
                         CallResult::Failed(None) if !self.config.tool_fail_error.is_empty() => {
                             CallResult::Failed(Some(self.config.tool_fail_error.clone()))

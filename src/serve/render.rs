@@ -271,6 +271,7 @@ fn neutral(schema: &Value, root: &Value, depth: usize) -> Value {
         _ => "null",
     };
     let bound = |key: &str| o.get(key).and_then(Value::as_f64);
+    let at_least = |key: &str, cap: u64| o.get(key).and_then(Value::as_u64).unwrap_or(0).min(cap);
     match kind {
         "object" => {
             let props = o.get("properties").and_then(Value::as_object);
@@ -283,20 +284,12 @@ fn neutral(schema: &Value, root: &Value, depth: usize) -> Value {
             Value::Object(out)
         }
         "array" => {
-            let n = o
-                .get("minItems")
-                .and_then(Value::as_u64)
-                .unwrap_or(0)
-                .min(8);
+            let n = at_least("minItems", 8);
             let item = o.get("items").unwrap_or(&Value::Null);
             Value::Array((0..n).map(|_| neutral(item, root, depth + 1)).collect())
         }
         "string" => {
-            let n = o
-                .get("minLength")
-                .and_then(Value::as_u64)
-                .unwrap_or(0)
-                .min(64);
+            let n = at_least("minLength", 64);
             Value::String("a".repeat(n as usize))
         }
         "integer" | "number" => {
