@@ -16,6 +16,17 @@ pub struct MockModel<'s> {
     state: MockState,
     /// The case answered: seeds generated arguments.
     case: String,
+    /// The conversation measured for the last request that carried a lineage.
+    measured: Option<Measured>,
+}
+
+/// How much of a conversation the mock has measured: the first `count` messages of the
+/// lineage `lineage` hold `chars` characters for the input estimate.
+#[derive(Debug, Clone, Copy)]
+struct Measured {
+    lineage: u64,
+    count: usize,
+    chars: usize,
 }
 
 /// Where a mock is in its script: how often each rule fired, the turn and its repeats used,
@@ -34,9 +45,10 @@ pub struct MockState {
     spoke: bool,
 }
 
-/// The messages of the previous loop turn's request, as fingerprints, and how many of them
-/// came before its first assistant message (the preamble: context and task, which an agent
-/// may refresh from request to request without speaking up).
+/// The user and system messages of the previous loop turn's request, as sorted fingerprints,
+/// its roles, and how many of its messages came before its first assistant message (the
+/// preamble: context and task, which an agent may refresh from request to request without
+/// speaking up).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct Seen {
     messages: Vec<u64>,
@@ -51,7 +63,17 @@ struct Seen {
 impl Seen {
     fn of(messages: &[Message]) -> Self {
         Self {
-            messages: messages.iter().map(fingerprint).collect(),
+            messages: {
+                // Only a user or system message is ever looked up, and a fingerprint holds
+                // the role: the others could never match.
+                let mut seen: Vec<u64> = messages
+                    .iter()
+                    .filter(|m| speaks(m.role))
+                    .map(fingerprint)
+                    .collect();
+                seen.sort_unstable();
+                seen
+            },
             roles: messages.iter().map(|m| m.role).collect(),
             preamble: messages
                 .iter()
@@ -80,11 +102,16 @@ impl Seen {
         });
         task_grown
             || messages.iter().enumerate().any(|(i, m)| {
-                matches!(m.role, Role::User | Role::System)
-                    && !self.messages.contains(&fingerprint(m))
+                speaks(m.role)
+                    && self.messages.binary_search(&fingerprint(m)).is_err()
                     && !(i < self.preamble && self.roles.get(i) == Some(&m.role))
             })
     }
+}
+
+/// Whether a message of this role is the loop (or its user) speaking to the model.
+fn speaks(role: Role) -> bool {
+    matches!(role, Role::User | Role::System)
 }
 
 /// A message's fingerprint: its role, text and calls (FNV-1a over them).
@@ -121,6 +148,7 @@ impl<'s> MockModel<'s> {
             script,
             state,
             case: String::new(),
+            measured: None,
         }
     }
 
@@ -185,6 +213,37 @@ impl<'s> MockModel<'s> {
         }
     }
 
+    /// [`estimate_input_tokens`] of a request. A conversation that only grew since the last
+    /// request of its lineage is measured from where that one ended, so a run's estimates cost
+    /// its length once, not once a call.
+    fn estimate_input(&mut self, req: &ModelRequest<'_>) -> u64 {
+        let messages = match req.lineage {
+            Some(lineage) => {
+                let (from, chars) = match self.measured {
+                    Some(m) if m.lineage == lineage && m.count <= req.messages.len() => {
+                        (m.count, m.chars)
+                    }
+                    _ => (0, 0),
+                };
+                let chars = chars + messages_chars(&req.messages[from..]);
+                self.measured = Some(Measured {
+                    lineage,
+                    count: req.messages.len(),
+                    chars,
+                });
+                chars
+            }
+            None => messages_chars(req.messages),
+        };
+        debug_assert_eq!(
+            messages,
+            messages_chars(req.messages),
+            "the measure kept for lineage {:?} is not the conversation's",
+            req.lineage
+        );
+        tokens(messages + tools_chars(req.tools))
+    }
+
     fn build(&mut self, turn: &TurnDef, req: &ModelRequest<'_>) -> ModelResponse {
         let tool_calls: Vec<ToolCall> = turn.tool_calls.iter().map(|c| self.call(c, req)).collect();
         let finish = match turn.finish {
@@ -198,7 +257,7 @@ impl<'s> MockModel<'s> {
                 output: u.output,
             },
             None => Usage {
-                input: estimate_input(req),
+                input: self.estimate_input(req),
                 output: estimate_output(turn),
             },
         };
@@ -283,17 +342,19 @@ fn tokens(chars: usize) -> u64 {
     (chars as u64).div_ceil(4)
 }
 
-fn estimate_input(req: &ModelRequest<'_>) -> u64 {
-    estimate_input_tokens(req.messages, req.tools)
-}
-
 /// The input tokens the script charges for a conversation and its tools (about four bytes a
 /// token), as `harness serve` also counts them for `count_tokens`.
 pub fn estimate_input_tokens(
     messages: &[crate::llm::Message],
     tools: &[crate::llm::ToolSpec],
 ) -> u64 {
-    let messages: usize = messages
+    tokens(messages_chars(messages) + tools_chars(tools))
+}
+
+/// The characters the input estimate counts in `messages`: text, and each call's name and
+/// arguments.
+fn messages_chars(messages: &[crate::llm::Message]) -> usize {
+    messages
         .iter()
         .map(|m| {
             m.content.len()
@@ -302,12 +363,15 @@ pub fn estimate_input_tokens(
                     .map(|c| c.name.len() + args_len(&c.arguments))
                     .sum::<usize>()
         })
-        .sum();
-    let tools: usize = tools
+        .sum()
+}
+
+/// The characters the input estimate counts in `tools`: names, descriptions, schemas.
+fn tools_chars(tools: &[crate::llm::ToolSpec]) -> usize {
+    tools
         .iter()
         .map(|t| t.name.len() + t.description.len() + crate::json::compact_len(&t.schema))
-        .sum();
-    tokens(messages + tools)
+        .sum()
 }
 
 fn args_len(a: &Arguments) -> usize {
@@ -360,7 +424,13 @@ impl Model for MockModel<'_> {
         // Did the loop speak up: a user or system message that is new since the previous
         // turn's request (never context sent before or with the task, which the first
         // request holds)? Once it has, the model has heard it.
-        if req.purpose.is_turn() {
+        // Only a rule with an `intervened` condition asks, and once the loop has spoken the
+        // answer stays: otherwise nothing is looked at (it would cost every turn a pass over
+        // the whole conversation).
+        if req.purpose.is_turn()
+            && !self.state.spoke
+            && script.rules.iter().any(|r| r.when.intervened.is_some())
+        {
             // A summary or replan request holds a prompt of the runtime's own: not the loop
             // speaking up to the model about its turn.
             self.state.spoke |= self.state.seen.new_speaker(req.messages);
@@ -463,5 +533,72 @@ mod tests {
             ..TurnDef::default()
         };
         assert_eq!(estimate_output(&whole), estimate_output(&streamed));
+    }
+
+    #[test]
+    fn input_estimates_measure_only_what_a_lineage_added_and_equal_the_whole_measure() {
+        use crate::llm::{History, Purpose, ToolCall, ToolSpec};
+        let script: ModelScript =
+            serde_json::from_value(json!({"turns": [{"text": "ok", "repeat": 40}]})).unwrap();
+        let mut mock = MockModel::new(&script);
+        let tools = [ToolSpec {
+            name: "read".to_owned(),
+            description: "Read a file.".to_owned(),
+            schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+        }];
+        let mut call = 0;
+        let mut ask = |mock: &mut MockModel<'_>, messages: &[Message], lineage: Option<u64>| {
+            call += 1;
+            let r = mock
+                .respond(&ModelRequest {
+                    purpose: Purpose::Turn,
+                    iteration: call,
+                    call,
+                    messages,
+                    tools: &tools,
+                    force_text: false,
+                    lineage,
+                })
+                .unwrap();
+            assert_eq!(
+                r.usage.input,
+                estimate_input_tokens(messages, &tools),
+                "call {call}"
+            );
+        };
+        let mut h = History::new();
+        h.push(Message::new(Role::System, "You are terse."));
+        h.push(Message::new(Role::User, "Read the notes."));
+        for i in 0..6 {
+            ask(&mut mock, &h, Some(h.lineage()));
+            assert_eq!(mock.measured.map(|m| m.count), Some(h.len()));
+            let mut answer = Message::new(Role::Assistant, "x".repeat(i));
+            answer.tool_calls.push(ToolCall {
+                id: format!("call_{i}"),
+                name: "read".to_owned(),
+                arguments: Arguments::Parsed(json!({"path": "n".repeat(i * 7)})),
+            });
+            h.push(answer);
+            h.push(Message::new(Role::Tool, "y".repeat(i * 3)));
+        }
+        // Replaced by as many messages, each longer: measured afresh.
+        let longer: Vec<Message> = h
+            .iter()
+            .map(|m| Message::new(m.role, format!("{} and more", m.content)))
+            .collect();
+        h.replace(longer);
+        ask(&mut mock, &h, Some(h.lineage()));
+        // Trimmed from the front, then grown again.
+        h.drain(1..5).for_each(drop);
+        ask(&mut mock, &h, Some(h.lineage()));
+        h.push(Message::new(Role::User, "And the rest?"));
+        ask(&mut mock, &h, Some(h.lineage()));
+        // A request without a lineage (a summary's own messages) is measured whole and leaves
+        // what the lineage measured alone.
+        let summary = [Message::new(Role::User, "Summarise.")];
+        ask(&mut mock, &summary, None);
+        h.push(Message::new(Role::User, "Last one."));
+        ask(&mut mock, &h, Some(h.lineage()));
+        assert_eq!(mock.measured.map(|m| m.count), Some(h.len()));
     }
 }

@@ -19,8 +19,8 @@
 //! stream.
 
 use crate::llm::{
-    Anomaly, Arguments, FaultKind, Message, Model, ModelError, ModelRequest, ModelResponse,
-    ProviderFault, Purpose, Role, ToolCall, ToolSpec,
+    Anomaly, Arguments, FaultKind, History, Message, Model, ModelError, ModelRequest,
+    ModelResponse, ProviderFault, Purpose, Role, ToolCall, ToolSpec,
 };
 use crate::policy::{
     self, Action, CallRecord, CallResult, Config, LoopView, MalformedArgs, Policy, Prices,
@@ -123,7 +123,7 @@ struct Loop<'a> {
     config: &'a Config,
     policies: Vec<Box<dyn Policy>>,
     events: Vec<TimedEvent>,
-    messages: Vec<Message>,
+    messages: History,
     /// What the run used of the per-run byte limits.
     budget: crate::limits::Budget,
     clock: u64,
@@ -203,7 +203,7 @@ pub fn run(input: RunInput<'_>, model: &mut dyn Model, tools: &mut dyn ToolRunne
         config: input.config,
         policies: policy::build(input.config, input.workspace),
         events: Vec::with_capacity(64),
-        messages: Vec::with_capacity(32),
+        messages: History::new(),
         budget: crate::limits::Budget::default(),
         clock: 0,
         force_text: false,
@@ -686,6 +686,7 @@ impl Loop<'_> {
             messages: &request,
             tools: &[],
             force_text: false,
+            lineage: None,
         });
         let reply = match reply {
             Ok(r) => r,
@@ -705,7 +706,7 @@ impl Loop<'_> {
             policy::fill(&c.summary_message, &[("summary", &summary)]),
         ));
         messages.extend(recent);
-        self.messages = messages;
+        self.messages.replace(messages);
         self.recount_history();
         self.emit(Event::Compaction {
             reason: "threshold".to_owned(),
@@ -762,6 +763,7 @@ impl Loop<'_> {
                 messages: &self.messages,
                 tools: offered,
                 force_text: self.force_text,
+                lineage: Some(self.messages.lineage()),
             });
             let fault = match reply {
                 Ok(r) => {
@@ -795,10 +797,10 @@ impl Loop<'_> {
                 compacted = true;
                 self.emit(Event::provider_error(&fault, attempt, None));
                 let before = self.messages.len();
-                self.messages = policy::compaction::compact_for_retry(
+                self.messages.replace(policy::compaction::compact_for_retry(
                     &self.messages,
                     &self.config.compaction.overflow_note,
-                );
+                ));
                 self.recount_history();
                 self.emit(Event::Compaction {
                     reason: "overflow".to_owned(),

@@ -20,7 +20,7 @@
 
 use super::{RunInput, RunResult, ScriptGap};
 use crate::json::compact;
-use crate::llm::{Message, Model, ModelError, ModelRequest, Purpose, Role, ToolSpec};
+use crate::llm::{History, Message, Model, ModelError, ModelRequest, Purpose, Role, ToolSpec};
 use crate::policy::{Config, PlanStepConfig, fill};
 use crate::scenario::OutcomeKind;
 use crate::tool::{ToolRunner, ToolStatus};
@@ -277,7 +277,7 @@ struct PlanLoop<'a> {
     config: &'a Config,
     ps: &'a PlanStepConfig,
     events: Vec<TimedEvent>,
-    messages: Vec<Message>,
+    messages: History,
     /// What the run used of the per-run byte limits.
     budget: crate::limits::Budget,
     clock: u64,
@@ -297,7 +297,7 @@ pub(super) fn run(
         config: input.config,
         ps: &input.config.plan_step,
         events: Vec::with_capacity(64),
-        messages: Vec::with_capacity(32),
+        messages: History::new(),
         budget: crate::limits::Budget::default(),
         clock: 0,
         iterations: 0,
@@ -539,6 +539,7 @@ impl PlanLoop<'_> {
             messages: &self.messages,
             tools: offered,
             force_text: false,
+            lineage: Some(self.messages.lineage()),
         });
         let response = match response {
             Ok(r) => r,

@@ -3,7 +3,10 @@
 //! (`crate::record`) implement the same trait, so record
 //! and replay run the same engine code.
 
+mod history;
 pub mod stream;
+
+pub use history::History;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -225,6 +228,10 @@ pub struct ModelRequest<'a> {
     pub tools: &'a [ToolSpec],
     /// Whether the engine asks for text only.
     pub force_text: bool,
+    /// The lineage of `messages` ([`History::lineage`]) when they are the engine's
+    /// conversation: a later request of the same lineage holds these messages and perhaps
+    /// more after them. `None` when that is not known (a request built for one call).
+    pub lineage: Option<u64>,
 }
 
 /// A response the runtime flags as malformed (IronClaw's response metadata).

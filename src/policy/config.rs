@@ -906,44 +906,9 @@ impl Config {
     /// This configuration with `patch` merged over it (tables merge key by key, anything else
     /// replaces). Unknown keys and wrong types are errors naming the key path.
     pub fn patched(&self, patch: &Map<String, Value>) -> Result<Self, PatchError> {
-        if patch.is_empty() {
-            return Ok(self.clone());
-        }
-        let mut base = serde_json::to_value(self).map_err(|e| PatchError {
-            path: Vec::new(),
-            message: e.to_string(),
-        })?;
-        merge(&mut base, patch);
-        serde_path_to_error::deserialize::<_, Self>(base).map_err(|e| {
-            let path = e
-                .path()
-                .iter()
-                .filter_map(|seg| match seg {
-                    serde_path_to_error::Segment::Map { key } => Some(key.clone()),
-                    serde_path_to_error::Segment::Seq { index } => Some(index.to_string()),
-                    _ => None,
-                })
-                .collect();
-            PatchError {
-                path,
-                message: e.into_inner().to_string(),
-            }
-        })
-    }
-}
-
-fn merge(base: &mut Value, patch: &Map<String, Value>) {
-    let Value::Object(target) = base else {
-        *base = Value::Object(patch.clone());
-        return;
-    };
-    for (key, value) in patch {
-        match (target.get_mut(key), value) {
-            (Some(existing @ Value::Object(_)), Value::Object(inner)) => merge(existing, inner),
-            _ => {
-                target.insert(key.clone(), value.clone());
-            }
-        }
+        let mut config = self.clone();
+        super::patch::Table::patch_table(&mut config, patch, &mut Vec::new())?;
+        Ok(config)
     }
 }
 

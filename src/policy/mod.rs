@@ -17,6 +17,7 @@ mod duplicate;
 pub mod final_text;
 pub mod intent;
 mod loop_detector;
+mod patch;
 pub mod profiles;
 mod recovery;
 mod reflex;

@@ -567,6 +567,7 @@ mod tests {
             messages,
             tools: &[],
             force_text: true,
+            lineage: None,
         }
     }
 
@@ -603,6 +604,7 @@ mod tests {
             messages: &messages,
             tools: &tools,
             force_text: false,
+            lineage: None,
         };
         let opts = WireOptions {
             model: "claude".into(),

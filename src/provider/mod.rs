@@ -1082,6 +1082,7 @@ mod tests {
             messages: m,
             tools: t,
             force_text: false,
+            lineage: None,
         }
     }
 

@@ -477,6 +477,7 @@ mod tests {
             messages: &messages,
             tools: &tools,
             force_text: false,
+            lineage: None,
         };
         let body = render_request(
             &req,

@@ -412,6 +412,7 @@ mod tests {
             messages: &messages,
             tools: &[],
             force_text: false,
+            lineage: None,
         };
         assert!(matches!(live.respond(&request), Err(ModelError::Script(_))));
         let Some(Fatal::Unreachable(fatal)) = live.fatal.clone() else {

@@ -51,6 +51,7 @@ pub(super) fn model_request(request: &WireRequest, iteration: u32, call: u32) ->
         messages: &request.messages,
         tools: &request.tools,
         force_text: false,
+        lineage: None,
     }
 }
 
