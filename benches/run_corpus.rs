@@ -27,7 +27,15 @@
 //! RUN_CORPUS_SIZES=1000,5000 RUN_CORPUS_REPS=9 cargo bench --bench run_corpus
 //! RUN_CORPUS_KEEP=1 cargo bench --bench run_corpus -- 1000   # keep the corpus for profiling
 //! RUN_CORPUS_REUSE=/tmp/harness-run-corpus-XXXX cargo bench --bench run_corpus   # measure a kept one
+//! RUN_CORPUS_OLD=../old/target/release/harness cargo bench --bench run_corpus -- 10k  # beside an older build
+//! RUN_CORPUS_PEER=venv/bin/python cargo bench --bench run_corpus -- 10k  # beside inspect_ai
 //! ```
+//!
+//! The bundled mix (every file of `scenarios/` copied to 10,000 files; `RUN_CORPUS_MIX`) is
+//! measured first: two-job and one-job runs and the parse-only pass, the one-job run's CPU
+//! against the parse-only pass's (target: within 1.5x), and, with `RUN_CORPUS_PEER` naming a
+//! Python that has inspect_ai, the cost of a model turn against inspect_ai's `react()` agent
+//! on its mock model (`benches/peer/inspect_react.py`; target: 2,000x cheaper).
 
 #![expect(
     clippy::disallowed_methods,
@@ -88,6 +96,8 @@ struct Settings {
     mix: usize,
     /// An older build of harness to measure beside this one on the mix.
     old: Option<PathBuf>,
+    /// A Python with inspect_ai, to measure the peer beside the mix (`RUN_CORPUS_PEER`).
+    peer: Option<PathBuf>,
 }
 
 fn parse_size(s: &str) -> Result<usize> {
@@ -144,6 +154,9 @@ fn settings() -> Result<Settings> {
     let old = std::env::var_os("RUN_CORPUS_OLD")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from);
+    let peer = std::env::var_os("RUN_CORPUS_PEER")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
     Ok(Settings {
         sizes,
         reps,
@@ -151,6 +164,7 @@ fn settings() -> Result<Settings> {
         reuse,
         mix,
         old,
+        peer,
     })
 }
 
@@ -777,11 +791,18 @@ fn measure(corpus: &Corpus, jobs: Option<usize>, reps: usize) -> Result<Sample> 
 
 /// The bundled scenarios of this checkout: every family, `real/` included.
 const BUNDLED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios");
-/// The targets on the bundled mix: everything beyond parsing within this many times the
-/// parse-only pass (CPU of one-job runs), and the two-job wall time at least this many times
-/// better than the binary named by `RUN_CORPUS_OLD`, measured side by side.
-const MIX_REPLAY_TO_PARSE: f64 = 1.5;
+/// The targets on the bundled mix: the one-job run within this many times the CPU of the
+/// parse-only pass, the two-job wall time at least this many times better than the binary
+/// named by `RUN_CORPUS_OLD`, measured side by side, and a model turn this many times cheaper
+/// than one of inspect_ai's `react()` agent on its mock model (`RUN_CORPUS_PEER`).
+const MIX_RUN_TO_PARSE: f64 = 1.5;
 const MIX_SPEEDUP: f64 = 1.6;
+const PEER_RATIO: f64 = 2000.0;
+/// The peer's script, and the two sizes of its runs: the cost of a turn is the difference
+/// between them over the turns it adds, so interpreter start, imports and the eval's set-up
+/// are not charged to the turns.
+const PEER_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/peer/inspect_react.py");
+const PEER_SAMPLES: [usize; 2] = [20, 220];
 
 /// Copy the files below `from` into `to`; how many.
 fn copy_tree(from: &Path, to: &Path) -> io::Result<usize> {
@@ -1037,10 +1058,10 @@ fn bench_mix(settings: &Settings, tmp: &Path, cores: usize) -> Result<()> {
         settings.reps
     );
     println!(
-        "|          build | --jobs {jobs} best s | median s | turns/s | one-job CPU s | parse-only CPU s | replay / parse | peak RSS MiB |"
+        "|          build | --jobs {jobs} best s | median s | turns/s | µs/turn | one-job CPU s | parse-only CPU s | run / parse | peak RSS MiB |"
     );
     println!(
-        "|---------------:|----------------:|---------:|--------:|--------------:|-----------------:|---------------:|-------------:|"
+        "|---------------:|----------------:|---------:|--------:|--------:|--------------:|-----------------:|------------:|-------------:|"
     );
     let mut ratio_new = None;
     for side in &sides {
@@ -1048,31 +1069,57 @@ fn bench_mix(settings: &Settings, tmp: &Path, cores: usize) -> Result<()> {
             side.one_job.median_cpu().as_secs_f64(),
             side.parse.median_cpu().as_secs_f64(),
         );
-        let ratio = (run - parse).max(0.0) / parse.max(1e-9);
+        let ratio = run / parse.max(1e-9);
         ratio_new.get_or_insert(ratio);
         let med = side.two_jobs.median().as_secs_f64();
+        let best = side.two_jobs.best().as_secs_f64();
         println!(
-            "| {:>14} | {:>15.3} | {:>8.3} | {:>7.0} | {run:>13.3} | {parse:>16.3} | {ratio:>14.2} | {:>12.1} |",
+            "| {:>14} | {best:>15.3} | {:>8.3} | {:>7.0} | {:>7.2} | {run:>13.3} | {parse:>16.3} | {ratio:>11.2} | {:>12.1} |",
             if side.label.len() > 14 {
                 "old"
             } else {
                 side.label.as_str()
             },
-            side.two_jobs.best().as_secs_f64(),
             med,
             model_calls as f64 / med,
+            best * 1e6 / model_calls.max(1) as f64,
             mib(side.two_jobs.maxrss_kib),
         );
     }
     if let Some(ratio) = ratio_new {
         println!(
-            "Target (on the bundled mix, everything beyond parsing within {MIX_REPLAY_TO_PARSE}x of the parse-only pass, CPU of one-job runs): {} ({ratio:.2}x)",
-            if ratio <= MIX_REPLAY_TO_PARSE {
+            "Target (on the bundled mix, the one-job run within {MIX_RUN_TO_PARSE}x the CPU of the parse-only pass, medians): {} ({ratio:.2}x)",
+            if ratio <= MIX_RUN_TO_PARSE {
                 "HOLDS"
             } else {
                 "MISSED"
             }
         );
+    }
+    match &settings.peer {
+        Some(python) => {
+            let per_turn = sides[0].two_jobs.best().as_secs_f64() / model_calls.max(1) as f64;
+            let peer = bench_peer(python, &corpus.work, 3)?;
+            let ratio = peer / per_turn;
+            println!(
+                "Peer: inspect_ai's react() agent on its mock model, {} and {} samples of five turns, best of 3 each: {:.1} µs a turn (the difference of the two runs over the turns it adds); harness: {:.2} µs a turn (best --jobs {jobs} wall of the whole run over its model turns)",
+                PEER_SAMPLES[0],
+                PEER_SAMPLES[1],
+                peer * 1e6,
+                per_turn * 1e6
+            );
+            println!(
+                "Target (a model turn at least {PEER_RATIO}x cheaper than the peer's): {} ({ratio:.0}x)",
+                if ratio >= PEER_RATIO {
+                    "HOLDS"
+                } else {
+                    "MISSED"
+                }
+            );
+        }
+        None => println!(
+            "Target ({PEER_RATIO}x cheaper a model turn than inspect_ai): not checked (RUN_CORPUS_PEER names no Python with inspect_ai)"
+        ),
     }
     match sides.get(1) {
         Some(old) => {
@@ -1096,6 +1143,59 @@ fn bench_mix(settings: &Settings, tmp: &Path, cores: usize) -> Result<()> {
         let _ = fs::remove_dir_all(&root);
     }
     Ok(())
+}
+
+/// Seconds a model turn costs inspect_ai's `react()` agent on its mock model: `python` runs
+/// [`PEER_SCRIPT`] with each of [`PEER_SAMPLES`], `reps` times, interleaved; the best times
+/// of the two sizes differ by the cost of the turns the larger adds.
+fn bench_peer(python: &Path, work: &Path, reps: usize) -> Result<f64> {
+    let mut best = [f64::INFINITY; 2];
+    let mut turns = [0u64; 2];
+    for rep in 0..reps {
+        for (i, &samples) in PEER_SAMPLES.iter().enumerate() {
+            let logs = work.join(format!("peer-logs-{rep}-{samples}"));
+            let out = Command::new(python)
+                .arg(PEER_SCRIPT)
+                .arg(samples.to_string())
+                .arg(&logs)
+                .current_dir(work)
+                .env("INSPECT_LOG_LEVEL", "warning")
+                .stdin(Stdio::null())
+                .output()
+                .map_err(|e| format!("cannot run {} {PEER_SCRIPT}: {e}", python.display()))?;
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let line = stdout.lines().rev().find(|l| l.starts_with("samples="));
+            let field = |name: &str| {
+                line.and_then(|l| {
+                    l.split_whitespace()
+                        .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
+                })
+            };
+            let (Some(secs), Some(t), Some(passed)) = (
+                field("seconds").and_then(|v| v.parse::<f64>().ok()),
+                field("turns").and_then(|v| v.parse::<u64>().ok()),
+                field("passed").and_then(|v| v.parse::<usize>().ok()),
+            ) else {
+                return Err(format!(
+                    "the peer ({} {PEER_SCRIPT} {samples}) printed no result, exit {:?}:\n{}\n{}",
+                    python.display(),
+                    out.status.code(),
+                    tail(&stdout, 10),
+                    tail(&String::from_utf8_lossy(&out.stderr), 20)
+                ));
+            };
+            if passed != samples || t != 5 * samples as u64 {
+                return Err(format!(
+                    "the peer's run of {samples} samples passed {passed} with {t} model turns: each sample must pass in five"
+                ));
+            }
+            best[i] = best[i].min(secs);
+            turns[i] = t;
+            let _ = fs::remove_dir_all(&logs);
+        }
+    }
+    let added = turns[1].saturating_sub(turns[0]).max(1) as f64;
+    Ok(((best[1] - best[0]) / added).max(0.0))
 }
 
 /// Files below `dir`.

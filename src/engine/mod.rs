@@ -124,6 +124,9 @@ struct Loop<'a> {
     policies: Vec<Box<dyn Policy>>,
     events: Vec<TimedEvent>,
     messages: History,
+    /// The context estimate's measure of the conversation so far: its lineage, how many
+    /// messages, their summed lengths ([`Loop::context_estimate`]).
+    context_measured: Option<(u64, usize, usize)>,
     /// What the run used of the per-run byte limits.
     budget: crate::limits::Budget,
     clock: u64,
@@ -204,6 +207,7 @@ pub fn run(input: RunInput<'_>, model: &mut dyn Model, tools: &mut dyn ToolRunne
         policies: policy::build(input.config, input.workspace),
         events: Vec::with_capacity(64),
         messages: History::new(),
+        context_measured: None,
         budget: crate::limits::Budget::default(),
         clock: 0,
         force_text: false,
@@ -661,8 +665,8 @@ impl Loop<'_> {
             .iter()
             .take_while(|m| m.role == Role::System)
             .count();
+        let estimate = self.context_estimate(system_len);
         let body = &self.messages[system_len..];
-        let estimate = policy::compaction::estimate_tokens(body);
         if (estimate as f64) <= c.threshold * c.context_tokens as f64 {
             return Ok(None);
         }
@@ -715,6 +719,28 @@ impl Loop<'_> {
             estimate: Some(estimate),
         });
         Ok(None)
+    }
+
+    /// [`policy::compaction::estimate_tokens`] of the conversation after its first
+    /// `system_len` messages, measuring only what it gained since the last estimate of the
+    /// same lineage.
+    fn context_estimate(&mut self, system_len: usize) -> u64 {
+        use policy::compaction::{estimate_of, wire_len};
+        let (lineage, len) = (self.messages.lineage(), self.messages.len());
+        let (from, wire) = match self.context_measured {
+            Some((l, count, wire)) if l == lineage && count <= len => (count, wire),
+            _ => (0, 0),
+        };
+        let wire = wire + self.messages[from..].iter().map(wire_len).sum::<usize>();
+        self.context_measured = Some((lineage, len, wire));
+        let system: usize = self.messages[..system_len].iter().map(wire_len).sum();
+        let estimate = estimate_of(len - system_len, wire - system);
+        debug_assert_eq!(
+            estimate,
+            policy::compaction::estimate_tokens(&self.messages[system_len..]),
+            "the context measure kept is not the conversation's"
+        );
+        estimate
     }
 
     fn account(&mut self, r: &ModelResponse) {

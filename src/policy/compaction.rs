@@ -46,14 +46,19 @@ pub fn compact_for_retry(messages: &[Message], note: &str) -> Vec<Message> {
 /// - the division floors instead of yielding a fraction, so a caller testing
 ///   `estimate > threshold` with an integer threshold fires up to 3 bytes later than the book.
 pub fn estimate_tokens(messages: &[Message]) -> u64 {
-    // The length of `[m1,m2,…]`, counted without writing it: the loop asks every iteration.
-    let bytes = 2 + messages.len().saturating_sub(1) + messages.iter().map(wire_len).sum::<usize>();
+    estimate_of(messages.len(), messages.iter().map(wire_len).sum())
+}
+
+/// [`estimate_tokens`] of `count` messages whose [`wire_len`]s add up to `wire`: the length of
+/// `[m1,m2,…]`, counted without writing it (the loop asks every iteration).
+pub fn estimate_of(count: usize, wire: usize) -> u64 {
+    let bytes = 2 + count.saturating_sub(1) + wire;
     u64::try_from(bytes / 4).unwrap_or(u64::MAX)
 }
 
 /// The length of one message in the estimate's compact JSON: `role` and `content`, then
 /// `tool_calls` when there are any, each `id`, `name` and `arguments` as a string.
-fn wire_len(m: &Message) -> usize {
+pub fn wire_len(m: &Message) -> usize {
     use crate::json::quoted_len as q;
     // {"role":…,"content":…}
     let mut n =

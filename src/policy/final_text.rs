@@ -61,6 +61,11 @@ pub fn apply(config: &FinalTextConfig, text: &str) -> String {
 /// Moltis' `clean_response`: internal tags, template tokens, (with `stop_tokens`) trailing
 /// `<|…|>` tokens and capitalised reasoning tags removed, then trimmed.
 fn clean(text: &str, stop_tokens: bool) -> String {
+    // Every tag and token removed begins with `<`: a text without one only loses the white
+    // space around it.
+    if !text.contains('<') {
+        return text.trim().to_owned();
+    }
     let mut out = text.to_owned();
     for tag in INTERNAL_TAGS {
         out = without_xml_tag(&out, tag);

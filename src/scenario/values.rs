@@ -8,6 +8,7 @@ use super::locate::suggest;
 use crate::trace::Event;
 use crate::vocabulary::{INTERVENTION_ACTIONS, INTERVENTION_SOURCES};
 use serde_json::Value;
+use std::collections::HashMap;
 use std::sync::OnceLock;
 
 /// Why `value` cannot match field `field` of `kind` events, and a hint; `None` when it can.
@@ -64,8 +65,7 @@ pub(super) fn check(
         }
         _ => {}
     }
-    let schema = field_schema(kind, field)?;
-    let (consts, types) = shape(schema);
+    let (consts, types) = field_shape(kind, field)?;
     if !consts.is_empty() {
         let names: Vec<&str> = consts.iter().filter_map(|c| c.as_str()).collect();
         if consts.contains(&value) {
@@ -118,15 +118,43 @@ fn fits(t: &str, value: &Value) -> bool {
     }
 }
 
-/// The schema of one field of one event kind, its references resolved.
-fn field_schema(kind: &str, field: &str) -> Option<&'static Value> {
-    let schema = event_schema();
-    schema
-        .get("oneOf")?
-        .as_array()?
-        .iter()
-        .filter_map(|v| v.get("properties"))
-        .find(|p| p.get("kind").and_then(|k| k.get("const")) == Some(&Value::from(kind)))?
+/// What a field's schema allows, by event kind and field.
+type Shapes = HashMap<&'static str, HashMap<&'static str, (Vec<&'static Value>, Vec<String>)>>;
+
+/// The constants and types ([`shape`]) of one field of one event kind, worked out once for
+/// every field of every kind (a scenario's `[[expect.events]]` look them up for every value).
+fn field_shape(kind: &str, field: &str) -> Option<&'static (Vec<&'static Value>, Vec<String>)> {
+    static SHAPES: OnceLock<Shapes> = OnceLock::new();
+    SHAPES
+        .get_or_init(|| {
+            let mut shapes = Shapes::new();
+            let kinds = event_schema()
+                .get("oneOf")
+                .and_then(Value::as_array)
+                .map_or(&[][..], Vec::as_slice);
+            for properties in kinds.iter().filter_map(|v| v.get("properties")) {
+                let (Some(name), Some(fields)) = (
+                    properties
+                        .get("kind")
+                        .and_then(|k| k.get("const"))
+                        .and_then(Value::as_str),
+                    properties.as_object(),
+                ) else {
+                    continue;
+                };
+                // The first schema of a kind is the one that counts.
+                if shapes.contains_key(name) {
+                    continue;
+                }
+                let fields = fields
+                    .iter()
+                    .map(|(field, schema)| (field.as_str(), shape(schema)))
+                    .collect();
+                shapes.insert(name, fields);
+            }
+            shapes
+        })
+        .get(kind)?
         .get(field)
 }
 

@@ -47,13 +47,16 @@ impl Layout {
     pub fn id_of(&self, file: &Path) -> String {
         let rel = strip_prefix_lenient(file, &self.scenarios).unwrap_or_else(|| normalise(file));
         let rel = rel.with_extension("");
-        rel.components()
-            .filter_map(|c| match c {
-                Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("/")
+        let mut id = String::with_capacity(rel.as_os_str().len());
+        for c in rel.components() {
+            if let Component::Normal(s) = c {
+                if !id.is_empty() {
+                    id.push('/');
+                }
+                id.push_str(&s.to_string_lossy());
+            }
+        }
+        id
     }
 
     /// Golden path of a case id.
