@@ -124,6 +124,8 @@ struct Loop<'a> {
     policies: Vec<Box<dyn Policy>>,
     events: Vec<TimedEvent>,
     messages: History,
+    /// The ids of the last response's streamed calls that received no argument text.
+    without_argument_text: Vec<String>,
     /// The context estimate's measure of the conversation so far: its lineage, how many
     /// messages, their summed lengths ([`Loop::context_estimate`]).
     context_measured: Option<(u64, usize, usize)>,
@@ -207,6 +209,7 @@ pub fn run(input: RunInput<'_>, model: &mut dyn Model, tools: &mut dyn ToolRunne
         policies: policy::build(input.config, input.workspace),
         events: Vec::with_capacity(64),
         messages: History::new(),
+        without_argument_text: Vec::new(),
         context_measured: None,
         budget: crate::limits::Budget::default(),
         clock: 0,
@@ -798,6 +801,7 @@ impl Loop<'_> {
                         self.faults_by_kind = [0; FaultKind::COUNT];
                     }
                     self.account(&r);
+                    self.without_argument_text = streamed_without_text(&r);
                     let r = match assemble(r) {
                         Ok(r) => r,
                         Err(detail) => {
@@ -1050,13 +1054,23 @@ impl Loop<'_> {
                 Some(c) => Ok(c),
                 None => args.clone(),
             };
+            // How the arguments were decoded, for a rejection that says so.
+            let decoded = if self.config.validation.decode_status {
+                policy::validate::decode_status(
+                    &call.arguments,
+                    self.without_argument_text.contains(&call.id),
+                    self.config.malformed_args,
+                )
+            } else {
+                None
+            };
             let p = match args {
                 Err(e) => Prepared::Broken(call.arguments.text().into_owned(), e),
                 Ok(args) if spec.is_none() => Prepared::Unknown(args),
                 Ok(args) => match self
                     .policies
                     .iter()
-                    .find_map(|p| p.validate(name, &args, spec))
+                    .find_map(|p| p.validate(name, &args, spec, decoded.as_deref()))
                 {
                     Some(msg) => Prepared::Rejected(args, msg),
                     None => Prepared::Run(args),
@@ -1304,6 +1318,26 @@ fn assemble(mut r: ModelResponse) -> Result<ModelResponse, String> {
     }
     r.tool_calls = a.tool_calls;
     Ok(r)
+}
+
+/// The ids of a streamed response's calls that received no argument text (assembled as
+/// `{}`; a runtime that decodes the text sees the empty string).
+fn streamed_without_text(r: &ModelResponse) -> Vec<String> {
+    use crate::llm::stream::Chunk;
+    r.stream
+        .iter()
+        .filter_map(|c| match c {
+            Chunk::ToolCallStart { index, id, .. }
+                if !r
+                    .stream
+                    .iter()
+                    .any(|d| matches!(d, Chunk::ArgsDelta { index: i, .. } if i == index)) =>
+            {
+                Some(id.clone())
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 fn empty() -> Value {

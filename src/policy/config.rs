@@ -396,6 +396,12 @@ pub struct ValidationConfig {
     /// String values of scalar-typed properties are coerced before validation and dispatch
     /// (upstream since `2feb400e`); the reflex detector still sees the arguments as sent.
     pub coerce_scalars: bool,
+    /// A rejection says how the call's arguments were decoded when they did not come as JSON
+    /// (upstream since #983): a line `Argument decode status: arg_decode=<how> raw_len=<n>.`
+    /// before the last, `<how>` being `empty-string` (a streamed call without argument text),
+    /// `repaired-string` or `malformed-string` (with the parse error and the text's first 160
+    /// characters).
+    pub decode_status: bool,
 }
 
 /// Moltis reflex-loop detector.
@@ -574,6 +580,7 @@ impl Config {
                 footer: "Do not retry with the same arguments. If you do not know what arguments to use, respond in plain text and ask the user for clarification.".to_owned(),
                 union_types: false,
                 coerce_scalars: false,
+                decode_status: false,
             },
             reflex: ReflexConfig {
                 enabled: false,
@@ -825,6 +832,7 @@ impl Config {
         c.reflex.window = 2;
         c.validation.union_types = true;
         c.validation.coerce_scalars = true;
+        c.validation.decode_status = true;
         c.malformed_args = MalformedArgs::Repair;
         c.wasm_alias = true;
         c.tool_fail_error = "tool returned success: false".to_owned();

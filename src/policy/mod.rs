@@ -205,8 +205,16 @@ pub trait Policy: Send {
         Screen::default()
     }
 
-    /// Pre-dispatch check of one call: `Some(message)` rejects it.
-    fn validate(&self, _name: &str, _args: &Value, _tool: Option<&ToolSpec>) -> Option<String> {
+    /// Pre-dispatch check of one call: `Some(message)` rejects it. `decoded` is the line that
+    /// says how its arguments were decoded, when they did not come as JSON
+    /// ([`validate::decode_status`]).
+    fn validate(
+        &self,
+        _name: &str,
+        _args: &Value,
+        _tool: Option<&ToolSpec>,
+        _decoded: Option<&str>,
+    ) -> Option<String> {
         None
     }
 

@@ -184,7 +184,7 @@ tables! {
     EmptyReplyConfig { enabled, fallback_text }
     ApprovalConfig { enabled, auto_approve, reject_message, auth_tools }
     FinalTextConfig { clean_tags, strip_stop_tokens, strip_tool_markers, fallback }
-    ValidationConfig { enabled, header, footer, union_types, coerce_scalars }
+    ValidationConfig { enabled, header, footer, union_types, coerce_scalars, decode_status }
     ReflexConfig {
         enabled, window, strip_on_second_fire, nudge_message, nudge_entry, strip_message,
     }

@@ -9,7 +9,8 @@
 
 use super::{Policy, ValidationConfig, fill};
 use crate::json::{compact, kind_name};
-use crate::llm::ToolSpec;
+use crate::llm::{Arguments, ToolSpec};
+use crate::policy::MalformedArgs;
 use serde_json::Value;
 
 /// What a validation found.
@@ -174,7 +175,13 @@ pub fn coerce_scalars(schema: &Value, args: &Value) -> Option<Value> {
 }
 
 /// The message the model receives for a rejected call.
-pub fn message(config: &ValidationConfig, tool: &str, findings: &Findings, args: &Value) -> String {
+pub fn message(
+    config: &ValidationConfig,
+    tool: &str,
+    findings: &Findings,
+    args: &Value,
+    decoded: Option<&str>,
+) -> String {
     let mut lines = vec![fill(&config.header, &[("tool", tool)])];
     if !findings.missing.is_empty() {
         let names: Vec<String> = findings.missing.iter().map(|m| format!("`{m}`")).collect();
@@ -186,6 +193,9 @@ pub fn message(config: &ValidationConfig, tool: &str, findings: &Findings, args:
         ));
     }
     lines.push(format!("You sent: {}", compact(args)));
+    if let Some(line) = decoded {
+        lines.push(line.to_owned());
+    }
     lines.push(config.footer.clone());
     lines.join("\n")
 }
@@ -206,12 +216,71 @@ impl Policy for Validator {
         "moltis-validation"
     }
 
-    fn validate(&self, name: &str, args: &Value, tool: Option<&ToolSpec>) -> Option<String> {
+    fn validate(
+        &self,
+        name: &str,
+        args: &Value,
+        tool: Option<&ToolSpec>,
+        decoded: Option<&str>,
+    ) -> Option<String> {
         // Calls to unknown tools are not validated; they fail at dispatch.
         let tool = tool?;
         let findings = check_as(&tool.schema, args, self.config.union_types);
-        (!findings.is_ok()).then(|| message(&self.config, name, &findings, args))
+        let decoded = decoded.filter(|_| self.config.decode_status);
+        (!findings.is_ok()).then(|| message(&self.config, name, &findings, args, decoded))
     }
+}
+
+/// The line a rejection adds about how a call's arguments were decoded (Moltis' argument
+/// decode diagnostic since #983), or `None` when they came as JSON: `without_text` is a
+/// streamed call that received no argument text (read as the empty string), `malformed` what
+/// the runtime does with text that is not JSON (`repair` tells a repaired text from one
+/// beyond repair).
+pub fn decode_status(
+    args: &Arguments,
+    without_text: bool,
+    malformed: MalformedArgs,
+) -> Option<String> {
+    let raw = match args {
+        Arguments::Parsed(_) if without_text => "",
+        Arguments::Parsed(_) => return None,
+        Arguments::Raw(raw) => raw.as_str(),
+    };
+    let (how, parse_error) = if raw.trim().is_empty() {
+        ("empty-string", None)
+    } else {
+        match serde_json::from_str::<Value>(raw) {
+            Ok(_) => return None,
+            Err(e) => {
+                let repaired =
+                    malformed == MalformedArgs::Repair && crate::json::repair(raw).is_some();
+                let how = if repaired {
+                    "repaired-string"
+                } else {
+                    "malformed-string"
+                };
+                (how, Some(e.to_string()))
+            }
+        }
+    };
+    let mut line = format!(
+        "Argument decode status: arg_decode={how} raw_len={}",
+        raw.len()
+    );
+    if let Some(e) = parse_error {
+        line.push_str(" parse_error=");
+        line.push_str(&e);
+    }
+    line.push('.');
+    // The raw text's first 160 characters, `...` after them when there are more.
+    if !raw.is_empty() {
+        line.push_str(" Raw argument preview: ");
+        line.extend(raw.chars().take(160));
+        if raw.chars().nth(160).is_some() {
+            line.push_str("...");
+        }
+    }
+    Some(line)
 }
 
 /// Upstream's validator unit tests at PR #664, re-expressed.
@@ -302,7 +371,7 @@ mod tests {
     fn llm_error_message_is_directive() {
         let cfg = Config::moltis().validation;
         let f = check(&exec_schema(), &json!({}));
-        let m = message(&cfg, "exec", &f, &json!({}));
+        let m = message(&cfg, "exec", &f, &json!({}), None);
         for needle in ["exec", "command", "Do not retry", "respond in plain text"] {
             assert!(m.contains(needle), "{needle:?} not in {m}");
         }
@@ -450,5 +519,85 @@ mod tests {
         // Nested values are not coerced: the top level only.
         let nested = json!({"type":"object","properties":{"o":{"type":"object","properties":{"n":{"type":"integer"}}}}});
         assert_eq!(coerce_scalars(&nested, &json!({"o": {"n": "5"}})), None);
+    }
+
+    /// Upstream's `validation_error_can_include_argument_decode_diagnostic` (#983) and the
+    /// decode summaries of `model/mod.rs`'s tests, re-expressed.
+    #[test]
+    fn a_rejection_says_how_arguments_that_were_not_json_were_decoded() {
+        let cfg = Config::moltis_head().validation;
+        let schema = json!({"type": "object", "required": ["command"],
+            "properties": {"command": {"type": "string"}}});
+        let tool = ToolSpec {
+            name: "exec".to_owned(),
+            description: String::new(),
+            schema,
+        };
+        let empty = Arguments::Parsed(json!({}));
+        let line = decode_status(&empty, true, MalformedArgs::Repair).unwrap();
+        assert_eq!(
+            line,
+            "Argument decode status: arg_decode=empty-string raw_len=0."
+        );
+        let v = Validator::new(cfg.clone());
+        let msg = v
+            .validate("exec", &json!({}), Some(&tool), Some(&line))
+            .unwrap();
+        assert!(
+            msg.ends_with(&format!("You sent: {{}}\n{line}\n{}", cfg.footer)),
+            "{msg}"
+        );
+        assert!(!msg.contains("preview"), "{msg}");
+        // Arguments that came as JSON say nothing.
+        assert_eq!(decode_status(&empty, false, MalformedArgs::Repair), None);
+        let raw = |s: &str| Arguments::Raw(s.to_owned());
+        assert_eq!(
+            decode_status(&raw(r#"{"a":1}"#), false, MalformedArgs::Repair),
+            None
+        );
+        // Text that is only white space is the empty string, its preview shown.
+        assert_eq!(
+            decode_status(&raw("  "), false, MalformedArgs::Repair).unwrap(),
+            "Argument decode status: arg_decode=empty-string raw_len=2. Raw argument preview:   "
+        );
+        // Repaired, and beyond repair: the parse error and the text.
+        assert_eq!(
+            decode_status(
+                &raw(r#"{"command":"git status""#),
+                false,
+                MalformedArgs::Repair
+            )
+            .unwrap(),
+            "Argument decode status: arg_decode=repaired-string raw_len=23 parse_error=EOF \
+             while parsing an object at line 1 column 23. Raw argument preview: \
+             {\"command\":\"git status\""
+        );
+        assert_eq!(
+            decode_status(&raw("not json at all"), false, MalformedArgs::Repair).unwrap(),
+            "Argument decode status: arg_decode=malformed-string raw_len=15 parse_error=expected \
+             ident at line 1 column 2. Raw argument preview: not json at all"
+        );
+        // A runtime that does not repair calls every bad text malformed.
+        assert!(
+            decode_status(
+                &raw(r#"{"command":"ls""#),
+                false,
+                MalformedArgs::EmptyObject
+            )
+            .unwrap()
+            .contains("arg_decode=malformed-string")
+        );
+        // The preview is the first 160 characters, `...` after them.
+        let long = format!("{{\"command\": \"{}", "é".repeat(200));
+        let line = decode_status(&raw(&long), false, MalformedArgs::EmptyObject).unwrap();
+        let preview = line.split("Raw argument preview: ").nth(1).unwrap();
+        assert_eq!(preview.chars().count(), 163);
+        assert!(preview.ends_with("éé..."), "{preview}");
+        // A profile without the diagnostic leaves it out.
+        let before = Validator::new(Config::moltis().validation);
+        let msg = before
+            .validate("exec", &json!({}), Some(&tool), Some(&line))
+            .unwrap();
+        assert!(!msg.contains("Argument decode status"), "{msg}");
     }
 }
