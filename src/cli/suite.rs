@@ -96,9 +96,21 @@ fn print_cards(
         lowest = lowest.min(crate::report::card::score(cases.iter().copied()).points());
         each.push((who.clone(), cases));
     }
+    // The exit status the command returns, which the JSON's summary says too.
+    let below = args.min_score.filter(|min| lowest < *min);
+    let code = if collected.stopped.is_some() {
+        crate::run::interrupt::status()
+    } else if below.is_some() {
+        ExitStatus::Failed
+    } else {
+        code
+    };
     if let Some(path) = &args.json {
-        store::write_atomic(path, crate::report::json::render(collected).as_bytes())
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        store::write_atomic(
+            path,
+            crate::report::json::render_exiting(collected, code).as_bytes(),
+        )
+        .with_context(|| format!("cannot write {}", path.display()))?;
     }
     if let Some(path) = &args.html {
         let page = crate::report::card::html(&each, shown);
@@ -109,17 +121,11 @@ fn print_cards(
         store::write_atomic(path, crate::report::card::junit(&each).as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
-    if collected.stopped.is_some() {
-        return Ok(crate::run::interrupt::status());
-    }
-    if let Some(min) = args.min_score {
-        if lowest < min {
-            writeln!(
-                out,
-                "harness suite: a score of {lowest} is below --min-score {min}"
-            )?;
-            return Ok(ExitStatus::Failed);
-        }
+    if let (None, Some(min)) = (&collected.stopped, below) {
+        writeln!(
+            out,
+            "harness suite: a score of {lowest} is below --min-score {min}"
+        )?;
     }
     Ok(code)
 }
@@ -339,6 +345,18 @@ pub(super) fn suite(args: &SuiteArgs, setup: &Setup) -> anyhow::Result<ExitStatu
             Err(code) => return Ok(code),
         }
     };
+    // A card judges by its verdicts: no golden is written or accepted for a suite run, so
+    // none is a case's pass or failure either (without this, every case of a project that
+    // keeps no suite goldens read as failed with a missing golden).
+    for f in &mut collected.files {
+        if let Ok(cases) = &mut f.outcome {
+            for c in cases {
+                c.golden = crate::snapshot::Comparison::Ungated;
+                // A suite runs each case once: it passes as its expectations do.
+                c.passes = if c.passed() { c.runs } else { 0 };
+            }
+        }
+    }
     // The bundled suite's files are named as the binary's, not by the temporary folder's path.
     if let Some(tmp) = &bundled {
         for f in &mut collected.files {

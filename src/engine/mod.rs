@@ -801,7 +801,6 @@ impl Loop<'_> {
                         self.faults_by_kind = [0; FaultKind::COUNT];
                     }
                     self.account(&r);
-                    self.without_argument_text = streamed_without_text(&r);
                     let r = match assemble(r) {
                         Ok(r) => r,
                         Err(detail) => {
@@ -810,6 +809,9 @@ impl Loop<'_> {
                             return Ok(Called::Ended(end));
                         }
                     };
+                    if self.config.validation.decode_status {
+                        self.without_argument_text = streamed_without_text(&r);
+                    }
                     return Ok(Called::Response(r));
                 }
                 Err(ModelError::Script(e)) => return Err(e.into()),
@@ -1320,23 +1322,17 @@ fn assemble(mut r: ModelResponse) -> Result<ModelResponse, String> {
     Ok(r)
 }
 
-/// The ids of a streamed response's calls that received no argument text (assembled as
-/// `{}`; a runtime that decodes the text sees the empty string).
+/// The ids of an assembled streamed response's calls that received no argument text: those
+/// the assembly gave `{}` (a call with any text keeps it raw), which a runtime that decodes
+/// the text reads from the empty string.
 fn streamed_without_text(r: &ModelResponse) -> Vec<String> {
-    use crate::llm::stream::Chunk;
-    r.stream
+    if r.chunks == 0 {
+        return Vec::new();
+    }
+    r.tool_calls
         .iter()
-        .filter_map(|c| match c {
-            Chunk::ToolCallStart { index, id, .. }
-                if !r
-                    .stream
-                    .iter()
-                    .any(|d| matches!(d, Chunk::ArgsDelta { index: i, .. } if i == index)) =>
-            {
-                Some(id.clone())
-            }
-            _ => None,
-        })
+        .filter(|c| matches!(c.arguments, Arguments::Parsed(_)))
+        .map(|c| c.id.clone())
         .collect()
 }
 

@@ -398,9 +398,9 @@ pub struct ValidationConfig {
     pub coerce_scalars: bool,
     /// A rejection says how the call's arguments were decoded when they did not come as JSON
     /// (upstream since #983): a line `Argument decode status: arg_decode=<how> raw_len=<n>.`
-    /// before the last, `<how>` being `empty-string` (a streamed call without argument text),
-    /// `repaired-string` or `malformed-string` (with the parse error and the text's first 160
-    /// characters).
+    /// before the last, `<how>` being `empty-string` (a streamed call without argument text,
+    /// or a text of white space only, then shown), `repaired-string` or `malformed-string`
+    /// (with the parse error and the text's first 160 characters).
     pub decode_status: bool,
 }
 

@@ -12,7 +12,7 @@
 use super::{Collected, Tally};
 use crate::diagnostic::{Cause, Diagnostic, parse_error};
 use crate::metrics::Row;
-use crate::results::{CaseResult, FileResult};
+use crate::results::{CaseResult, ExitStatus, FileResult};
 use crate::snapshot::Comparison;
 use crate::trace::TimedEvent;
 use serde::{Deserialize, Serialize};
@@ -463,6 +463,14 @@ fn summary(t: &Tally) -> Summary {
 
 /// The JSON results of a run, pretty-printed, ending in a newline.
 pub fn render(c: &Collected) -> String {
+    render_exiting(c, c.tally().exit_code())
+}
+
+/// [`render`] of a command whose exit status is not the run's alone (`harness suite`: the
+/// card was made, or its score is below `--min-score`): the summary says `exit`.
+pub fn render_exiting(c: &Collected, exit: ExitStatus) -> String {
+    let mut summary = summary(&c.tally());
+    summary.exit_code = exit.code();
     let results = Results {
         version: VERSION,
         files: c
@@ -473,7 +481,7 @@ pub fn render(c: &Collected) -> String {
             .collect(),
         orphans: c.orphans.clone(),
         stopped: c.stopped.clone(),
-        summary: Some(summary(&c.tally())),
+        summary: Some(summary),
     };
     let mut out = Vec::with_capacity(4096);
     let mut ser = serde_json::Serializer::with_formatter(&mut out, Layout::default());

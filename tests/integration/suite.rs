@@ -95,6 +95,18 @@ fn the_engine_profiles_get_a_card_each_from_their_traces() {
     assert_eq!(moltis_reflex["card"]["verdict"], "recovered");
     assert_eq!(moltis_reflex["card"]["iteration"], 4);
     assert_eq!(moltis_reflex["card"]["good"], true);
+    // A card judges by its verdicts, and this project keeps no suite goldens: no case reads
+    // as failed for a missing one, and the summary's exit code is the command's.
+    assert!(
+        cases
+            .iter()
+            .all(|c| c["golden"] == "ungated" && c["status"] == "passed"),
+        "{json}"
+    );
+    let summary = &json["summary"];
+    assert_eq!(summary["missing_goldens"], 0, "{summary}");
+    assert_eq!(summary["failed"], 0, "{summary}");
+    assert_eq!(summary["exit_code"], 0, "{summary}");
     // And the JUnit form: a testsuite per card, a testcase per case, failed without a point.
     let xml = p.read("cards.xml");
     for profile in ["none", "moltis"] {
@@ -187,11 +199,13 @@ fn an_agent_with_its_own_tools_gets_its_card() {
         ),
         "{run}"
     );
-    // A score to reach: below it, the run fails.
+    // A score to reach: below it, the run fails, and its JSON summary says so.
     p.harness(&[
         "suite",
         "--min-score",
         "10",
+        "--json",
+        "below.json",
         "--",
         "python3",
         "agent.py",
@@ -199,6 +213,17 @@ fn an_agent_with_its_own_tools_gets_its_card() {
     ])
     .expect_code(1)
     .expect_stdout("harness suite: a score of 9 is below --min-score 10");
+    let json: serde_json::Value = serde_json::from_str(&p.read("below.json")).expect("JSON");
+    let summary = &json["summary"];
+    assert_eq!(summary["exit_code"], 1, "{summary}");
+    // The agent's crashes (on the unknown tool among them) are their cases' failures (the
+    // command was to exit with 0), never a golden: a suite run keeps none.
+    assert_eq!(summary["missing_goldens"], 0, "{summary}");
+    assert!(summary["failed"].as_u64() >= Some(1), "{summary}");
+    assert_eq!(
+        summary["failed"], summary["expectation_failures"],
+        "{summary}"
+    );
 }
 
 #[test]
