@@ -16,17 +16,8 @@ pub struct MockModel<'s> {
     state: MockState,
     /// The case answered: seeds generated arguments.
     case: String,
-    /// The conversation measured for the last request that carried a lineage.
-    measured: Option<Measured>,
-}
-
-/// How much of a conversation the mock has measured: the first `count` messages of the
-/// lineage `lineage` hold `chars` characters for the input estimate.
-#[derive(Debug, Clone, Copy)]
-struct Measured {
-    lineage: u64,
-    count: usize,
-    chars: usize,
+    /// The input estimate's measure of the conversation, kept between requests.
+    measured: crate::llm::RunningSum,
 }
 
 /// Where a mock is in its script: how often each rule fired, the turn and its repeats used,
@@ -148,7 +139,7 @@ impl<'s> MockModel<'s> {
             script,
             state,
             case: String::new(),
-            measured: None,
+            measured: crate::llm::RunningSum::default(),
         }
     }
 
@@ -217,30 +208,7 @@ impl<'s> MockModel<'s> {
     /// request of its lineage is measured from where that one ended, so a run's estimates cost
     /// its length once, not once a call.
     fn estimate_input(&mut self, req: &ModelRequest<'_>) -> u64 {
-        let messages = match req.lineage {
-            Some(lineage) => {
-                let (from, chars) = match self.measured {
-                    Some(m) if m.lineage == lineage && m.count <= req.messages.len() => {
-                        (m.count, m.chars)
-                    }
-                    _ => (0, 0),
-                };
-                let chars = chars + messages_chars(&req.messages[from..]);
-                self.measured = Some(Measured {
-                    lineage,
-                    count: req.messages.len(),
-                    chars,
-                });
-                chars
-            }
-            None => messages_chars(req.messages),
-        };
-        debug_assert_eq!(
-            messages,
-            messages_chars(req.messages),
-            "the measure kept for lineage {:?} is not the conversation's",
-            req.lineage
-        );
+        let messages = self.measured.sum(req.lineage, req.messages, message_chars);
         tokens(messages + tools_chars(req.tools))
     }
 
@@ -354,16 +322,15 @@ pub fn estimate_input_tokens(
 /// The characters the input estimate counts in `messages`: text, and each call's name and
 /// arguments.
 fn messages_chars(messages: &[crate::llm::Message]) -> usize {
-    messages
-        .iter()
-        .map(|m| {
-            m.content.len()
-                + m.tool_calls
-                    .iter()
-                    .map(|c| c.name.len() + args_len(&c.arguments))
-                    .sum::<usize>()
-        })
-        .sum()
+    messages.iter().map(message_chars).sum()
+}
+
+fn message_chars(m: &crate::llm::Message) -> usize {
+    m.content.len()
+        + m.tool_calls
+            .iter()
+            .map(|c| c.name.len() + args_len(&c.arguments))
+            .sum::<usize>()
 }
 
 /// The characters the input estimate counts in `tools`: names, descriptions, schemas.
@@ -571,7 +538,7 @@ mod tests {
         h.push(Message::new(Role::User, "Read the notes."));
         for i in 0..6 {
             ask(&mut mock, &h, Some(h.lineage()));
-            assert_eq!(mock.measured.map(|m| m.count), Some(h.len()));
+            assert_eq!(mock.measured.counted(), Some(h.len()));
             let mut answer = Message::new(Role::Assistant, "x".repeat(i));
             answer.tool_calls.push(ToolCall {
                 id: format!("call_{i}"),
@@ -599,6 +566,6 @@ mod tests {
         ask(&mut mock, &summary, None);
         h.push(Message::new(Role::User, "Last one."));
         ask(&mut mock, &h, Some(h.lineage()));
-        assert_eq!(mock.measured.map(|m| m.count), Some(h.len()));
+        assert_eq!(mock.measured.counted(), Some(h.len()));
     }
 }

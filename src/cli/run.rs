@@ -321,6 +321,7 @@ fn options(
         pending_dir: None,
         keep_traces: false,
         matching: setup.replay_defaults().matching(&[], &[]),
+        goldens: true,
     })
 }
 

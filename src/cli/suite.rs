@@ -331,6 +331,9 @@ pub(super) fn suite(args: &SuiteArgs, setup: &Setup) -> anyhow::Result<ExitStatu
         pending_dir: None,
         keep_traces: args.json.is_some(),
         matching: Default::default(),
+        // A card judges by its verdicts: no golden is written or accepted for a suite run,
+        // so none is a case's pass or failure either (a project keeps no suite goldens).
+        goldens: false,
     };
     let mut collected = Collected::default();
     let cards: Vec<(String, String)> = if args.command.is_empty() {
@@ -345,18 +348,6 @@ pub(super) fn suite(args: &SuiteArgs, setup: &Setup) -> anyhow::Result<ExitStatu
             Err(code) => return Ok(code),
         }
     };
-    // A card judges by its verdicts: no golden is written or accepted for a suite run, so
-    // none is a case's pass or failure either (without this, every case of a project that
-    // keeps no suite goldens read as failed with a missing golden).
-    for f in &mut collected.files {
-        if let Ok(cases) = &mut f.outcome {
-            for c in cases {
-                c.golden = crate::snapshot::Comparison::Ungated;
-                // A suite runs each case once: it passes as its expectations do.
-                c.passes = if c.passed() { c.runs } else { 0 };
-            }
-        }
-    }
     // The bundled suite's files are named as the binary's, not by the temporary folder's path.
     if let Some(tmp) = &bundled {
         for f in &mut collected.files {

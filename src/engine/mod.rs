@@ -126,9 +126,8 @@ struct Loop<'a> {
     messages: History,
     /// The ids of the last response's streamed calls that received no argument text.
     without_argument_text: Vec<String>,
-    /// The context estimate's measure of the conversation so far: its lineage, how many
-    /// messages, their summed lengths ([`Loop::context_estimate`]).
-    context_measured: Option<(u64, usize, usize)>,
+    /// The context estimate's measure of the conversation, kept between iterations.
+    context_measured: crate::llm::RunningSum,
     /// What the run used of the per-run byte limits.
     budget: crate::limits::Budget,
     clock: u64,
@@ -210,7 +209,7 @@ pub fn run(input: RunInput<'_>, model: &mut dyn Model, tools: &mut dyn ToolRunne
         events: Vec::with_capacity(64),
         messages: History::new(),
         without_argument_text: Vec::new(),
-        context_measured: None,
+        context_measured: crate::llm::RunningSum::default(),
         budget: crate::limits::Budget::default(),
         clock: 0,
         force_text: false,
@@ -725,25 +724,14 @@ impl Loop<'_> {
     }
 
     /// [`policy::compaction::estimate_tokens`] of the conversation after its first
-    /// `system_len` messages, measuring only what it gained since the last estimate of the
-    /// same lineage.
+    /// `system_len` messages, measuring only what it gained since the last estimate.
     fn context_estimate(&mut self, system_len: usize) -> u64 {
         use policy::compaction::{estimate_of, wire_len};
-        let (lineage, len) = (self.messages.lineage(), self.messages.len());
-        let (from, wire) = match self.context_measured {
-            Some((l, count, wire)) if l == lineage && count <= len => (count, wire),
-            _ => (0, 0),
-        };
-        let wire = wire + self.messages[from..].iter().map(wire_len).sum::<usize>();
-        self.context_measured = Some((lineage, len, wire));
+        let all =
+            self.context_measured
+                .sum(Some(self.messages.lineage()), &self.messages, wire_len);
         let system: usize = self.messages[..system_len].iter().map(wire_len).sum();
-        let estimate = estimate_of(len - system_len, wire - system);
-        debug_assert_eq!(
-            estimate,
-            policy::compaction::estimate_tokens(&self.messages[system_len..]),
-            "the context measure kept is not the conversation's"
-        );
-        estimate
+        estimate_of(self.messages.len() - system_len, all - system)
     }
 
     fn account(&mut self, r: &ModelResponse) {
@@ -1343,15 +1331,7 @@ fn empty() -> Value {
 fn decode(args: &Arguments, malformed: MalformedArgs) -> Result<Value, String> {
     match args {
         Arguments::Parsed(v) => Ok(v.clone()),
-        Arguments::Raw(raw) if raw.trim().is_empty() => Ok(empty()),
-        Arguments::Raw(raw) => match serde_json::from_str::<Value>(raw) {
-            Ok(v) => Ok(v),
-            Err(_) if malformed == MalformedArgs::EmptyObject => Ok(empty()),
-            Err(_) if malformed == MalformedArgs::Repair => {
-                Ok(crate::json::repair(raw).unwrap_or_else(empty))
-            }
-            Err(e) => Err(format!("invalid JSON in tool arguments: {e}")),
-        },
+        Arguments::Raw(raw) => policy::validate::decode_raw(raw, malformed).0,
     }
 }
 

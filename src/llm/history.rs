@@ -67,6 +67,48 @@ impl std::ops::Deref for History {
     }
 }
 
+/// A sum over a conversation's messages kept from request to request: a conversation that
+/// only grew since the last sum of its lineage is measured from where that one ended, so a
+/// run's sums cost its length once, not once a call. Debug builds check every sum against
+/// the whole measure.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunningSum {
+    /// The lineage summed, how many of its messages, and their sum.
+    kept: Option<(u64, usize, usize)>,
+}
+
+impl RunningSum {
+    /// `measure` summed over `messages`, whose lineage is `lineage` (`None`: not known, all
+    /// of them measured and nothing kept).
+    pub fn sum(
+        &mut self,
+        lineage: Option<u64>,
+        messages: &[Message],
+        measure: impl Fn(&Message) -> usize,
+    ) -> usize {
+        let Some(lineage) = lineage else {
+            return messages.iter().map(&measure).sum();
+        };
+        let (from, sum) = match self.kept {
+            Some((l, count, sum)) if l == lineage && count <= messages.len() => (count, sum),
+            _ => (0, 0),
+        };
+        let sum = sum + messages[from..].iter().map(&measure).sum::<usize>();
+        self.kept = Some((lineage, messages.len(), sum));
+        debug_assert_eq!(
+            sum,
+            messages.iter().map(&measure).sum::<usize>(),
+            "the sum kept for lineage {lineage} is not the conversation's"
+        );
+        sum
+    }
+
+    /// How many messages the last sum with a lineage covered.
+    pub fn counted(&self) -> Option<usize> {
+        self.kept.map(|(_, count, _)| count)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

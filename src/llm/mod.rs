@@ -6,7 +6,7 @@
 mod history;
 pub mod stream;
 
-pub use history::History;
+pub use history::{History, RunningSum};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -231,11 +231,45 @@ impl Policy for Validator {
     }
 }
 
-/// The line a rejection adds about how a call's arguments were decoded (Moltis' argument
-/// decode diagnostic since #983), or `None` when they came as JSON: `without_text` is a
-/// streamed call that received no argument text (read as the empty string), `malformed` what
-/// the runtime does with text that is not JSON (`repair` tells a repaired text from one
-/// beyond repair).
+/// How a text that was not JSON as it came was decoded: Moltis' name for it, and serde's
+/// parse error when there was one.
+pub type Decoding = (&'static str, Option<String>);
+
+/// A call's raw argument text read as the runtime reads it: the arguments (`{}` for a blank
+/// text; with `malformed`, `{}`, a repair or an error for a text that is not JSON), and, when
+/// the text was not JSON as it came, how it was decoded (Moltis' decode diagnostic since
+/// #983: `empty-string`, `repaired-string` or `malformed-string`, the last two with serde's
+/// parse error).
+pub fn decode_raw(
+    raw: &str,
+    malformed: MalformedArgs,
+) -> (Result<Value, String>, Option<Decoding>) {
+    let empty = || Value::Object(serde_json::Map::new());
+    if raw.trim().is_empty() {
+        return (Ok(empty()), Some(("empty-string", None)));
+    }
+    match serde_json::from_str::<Value>(raw) {
+        Ok(v) => (Ok(v), None),
+        Err(e) => {
+            let (value, how) = match malformed {
+                MalformedArgs::EmptyObject => (Ok(empty()), "malformed-string"),
+                MalformedArgs::Repair => match crate::json::repair(raw) {
+                    Some(v) => (Ok(v), "repaired-string"),
+                    None => (Ok(empty()), "malformed-string"),
+                },
+                MalformedArgs::Error => (
+                    Err(format!("invalid JSON in tool arguments: {e}")),
+                    "malformed-string",
+                ),
+            };
+            (value, Some((how, Some(e.to_string()))))
+        }
+    }
+}
+
+/// The line a rejection adds about how a call's arguments were decoded ([`decode_raw`]), or
+/// `None` when they came as JSON: `without_text` is a streamed call that received no
+/// argument text (read as the empty string).
 pub fn decode_status(
     args: &Arguments,
     without_text: bool,
@@ -246,23 +280,7 @@ pub fn decode_status(
         Arguments::Parsed(_) => return None,
         Arguments::Raw(raw) => raw.as_str(),
     };
-    let (how, parse_error) = if raw.trim().is_empty() {
-        ("empty-string", None)
-    } else {
-        match serde_json::from_str::<Value>(raw) {
-            Ok(_) => return None,
-            Err(e) => {
-                let repaired =
-                    malformed == MalformedArgs::Repair && crate::json::repair(raw).is_some();
-                let how = if repaired {
-                    "repaired-string"
-                } else {
-                    "malformed-string"
-                };
-                (how, Some(e.to_string()))
-            }
-        }
-    };
+    let (how, parse_error) = decode_raw(raw, malformed).1?;
     let mut line = format!(
         "Argument decode status: arg_decode={how} raw_len={}",
         raw.len()
@@ -283,7 +301,6 @@ pub fn decode_status(
     Some(line)
 }
 
-/// Upstream's validator unit tests at PR #664, re-expressed.
 #[cfg(test)]
 mod tests {
     use super::*;
