@@ -138,9 +138,24 @@ EOF
         if [ "$(readlink "$link" 2>/dev/null || true)" != "$bin" ]; then
             ln -sfn "$bin" "$link.$$" && mv -Tf "$link.$$" "$link"
         fi
+        # Its shell tool ends each result with the command's process id ("Process Group PGID:
+        # 14219"), and harness counts those bytes in every later request: with the machine's
+        # process ids the tokens moved with how far the ids had counted (pid_max is often
+        # 32768, so 3, 4 or 5 digits). It runs in a process-id namespace of its own whose ids
+        # start at 10000, so every id has five digits. (As root, else in a user namespace.)
+        userns=()
+        if [ "$(id -u)" != 0 ]; then userns=(--user --map-root-user); fi
+        # shellcheck disable=SC2016 # the inner script expands its own arguments
+        pidns=(unshare "${userns[@]}" --pid --fork --mount-proc --kill-child sh -c
+            'echo 9999 >/proc/sys/kernel/ns_last_pid || exit 97; "$@"; exit $?' sh)
+        if ! "${pidns[@]}" true; then
+            echo "agent.sh: cannot run Gemini CLI in a process-id namespace (unshare --pid);" \
+                "its tool results name process ids, whose digits would move the token counts" >&2
+            exit 2
+        fi
         NODE_OPTIONS="--preserve-symlinks --preserve-symlinks-main" \
             GEMINI_API_KEY=harness-dummy GOOGLE_GEMINI_BASE_URL="$HARNESS_BASE_URL" GEMINI_CLI_TRUST_WORKSPACE=true \
-            GEMINI_CLI_HOME="$HOME" node /tmp/harness-coding-agents/node_modules/@google/gemini-cli/bundle/gemini.js \
+            GEMINI_CLI_HOME="$HOME" "${pidns[@]}" node /tmp/harness-coding-agents/node_modules/@google/gemini-cli/bundle/gemini.js \
             -p "$HARNESS_USER" "${pin[@]}" --approval-mode yolo \
             --output-format stream-json </dev/null >"$log" || rc=$?
         ;;
