@@ -49,6 +49,9 @@ struct Seen {
     /// Its task, when it held no answer and ended on it: a request that sends its start
     /// again with text added to the task speaks up ([`crate::llm::added_to_task`]).
     task: Option<String>,
+    /// The system messages of its preamble, with their places: one that a later request
+    /// extends speaks up ([`crate::llm::added_to_system`]).
+    systems: Vec<(usize, String)>,
 }
 
 impl Seen {
@@ -77,6 +80,13 @@ impl Seen {
                     m.role == Role::User && messages.iter().all(|m| m.role != Role::Assistant)
                 })
                 .map(|m| m.content.clone()),
+            systems: messages
+                .iter()
+                .take_while(|m| m.role != Role::Assistant)
+                .enumerate()
+                .filter(|(_, m)| m.role == Role::System && !m.content.trim().is_empty())
+                .map(|(i, m)| (i, m.content.clone()))
+                .collect(),
         }
     }
 
@@ -91,7 +101,16 @@ impl Seen {
         let task_grown = self.task.as_ref().is_some_and(|task| {
             messages.len() == self.roles.len() && crate::llm::added_to(messages, task).is_some()
         });
+        let system_grown = !self.systems.is_empty()
+            && messages.iter().any(|m| m.role == Role::Assistant)
+            && self.systems.iter().any(|(i, was)| {
+                messages.get(*i).is_some_and(|now| {
+                    now.role == Role::System
+                        && crate::llm::appended_lines(&now.content, was).is_some()
+                })
+            });
         task_grown
+            || system_grown
             || messages.iter().enumerate().any(|(i, m)| {
                 speaks(m.role)
                     && self.messages.binary_search(&fingerprint(m)).is_err()

@@ -250,9 +250,9 @@ fn served_case(
     };
     let case = match (&judged, &loaded, files) {
         (Some(p), _, _) => p.case.clone(),
-        (None, Some(l), _) => l.cases[0].clone(),
+        (None, Some(l), _) => settings.reading.served(l.cases[0].clone()),
         (None, None, [one]) => match load(layout, one) {
-            Ok(mut cases) => cases.remove(0),
+            Ok(mut cases) => settings.reading.served(cases.remove(0)),
             Err(diags) => {
                 print_diagnostics(one, &diags);
                 return Err(ExitStatus::BadInput);

@@ -861,6 +861,11 @@ pub(super) struct ReadArgs {
     /// first tool that fits (meta tools such as subagents come last either way).
     #[arg(long = "bind", value_name = "NAME|GLOB")]
     pub(super) bind: Vec<String>,
+    /// Serve each conversation at most N model calls instead of the scenario's cap
+    /// (`max_iterations`, 25 unless it says): room for an agent whose own cap or budget is
+    /// larger, so that what it does there is its own and not harness's refusal.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(super) max_iterations: Option<u32>,
 }
 
 /// A pace: a finite number from 0 to 100.
@@ -990,6 +995,7 @@ impl ReadArgs {
             } else {
                 self.bind.clone()
             },
+            max_iterations: self.max_iterations,
         }
     }
 }

@@ -46,6 +46,19 @@ pub struct Reading {
     pub pace: f64,
     /// Globs of the agent's tools that portable tools bind to first (`--bind`).
     pub bind: Vec<String>,
+    /// Model calls a conversation is served at most instead of the scenario's cap
+    /// (`--max-iterations`): room for an agent whose own cap is larger.
+    pub max_iterations: Option<u32>,
+}
+
+impl Reading {
+    /// `case` as served under these settings: its cap replaced by `--max-iterations`.
+    pub fn served(&self, mut case: Case) -> Case {
+        if let Some(n) = self.max_iterations {
+            case.config.max_iterations = n;
+        }
+        case
+    }
 }
 
 /// How an agent command is run and judged (`harness exec`'s options).
@@ -263,7 +276,7 @@ pub(crate) fn prepare(
     })?;
     Ok(Prepared {
         scenario_id: cases[0].id.clone(),
-        case: chosen,
+        case: settings.reading.served(chosen),
         rules,
     })
 }

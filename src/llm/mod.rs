@@ -99,7 +99,46 @@ pub fn added_to<'a>(messages: &'a [Message], task: &str) -> Option<&'a str> {
         return None;
     }
     let now = messages.last().filter(|m| m.role == Role::User)?;
-    let added = now.content.strip_prefix(task)?.trim();
+    appended(&now.content, task)
+}
+
+/// What a request added at the end of a system message of `previous`'s preamble (its messages
+/// before the first answer, compared place by place), once the run has an answer: a client
+/// that folds every system message into one system prompt (rig-based ones, IronClaw's
+/// OpenAI-compatible provider among them) delivers the loop's warning so, on lines of its own
+/// after the prompt it had. The loop speaking up, not context: context refreshed in place
+/// rewrites the prompt rather than extending it by whole lines. (Before the first answer [`added_to_task`] applies.)
+pub fn added_to_system<'a>(messages: &'a [Message], previous: &[Message]) -> Option<&'a str> {
+    if !messages.iter().any(|m| m.role == Role::Assistant) {
+        return None;
+    }
+    let preamble = previous
+        .iter()
+        .position(|m| m.role == Role::Assistant)
+        .unwrap_or(previous.len());
+    previous[..preamble]
+        .iter()
+        .zip(messages)
+        .find_map(|(was, now)| {
+            (was.role == Role::System && now.role == Role::System && !was.content.trim().is_empty())
+                .then(|| appended_lines(&now.content, &was.content))
+                .flatten()
+        })
+}
+
+/// The text `now` holds after all of `was` on lines of its own (not empty), trimmed: a
+/// prompt whose last line runs on is rewritten, not extended.
+pub fn appended_lines<'a>(now: &'a str, was: &str) -> Option<&'a str> {
+    let rest = now.strip_prefix(was)?;
+    let after = rest.trim_start_matches([' ', '\t']);
+    (after.starts_with(['\n', '\r']) || was.ends_with('\n'))
+        .then(|| appended(now, was))
+        .flatten()
+}
+
+/// The text `now` holds after all of `was` (not empty), trimmed.
+pub fn appended<'a>(now: &'a str, was: &str) -> Option<&'a str> {
+    let added = now.strip_prefix(was)?.trim();
     (!added.is_empty()).then_some(added)
 }
 

@@ -11,7 +11,9 @@
 //! (a schema or a tuple), `prefixItems`, `minItems` / `maxItems`, `enum`, `const`, `default`,
 //! `minimum` / `maximum` (and their exclusive forms), `multipleOf`, `minLength` / `maxLength`,
 //! `pattern` (tried against a few candidates) and the common string `format`s. What it does
-//! not say is filled in with plain values.
+//! not say is filled in with plain values. A required parameter that offers `null` (a strict-mode
+//! schema's way of writing an optional one) is `null` in a valid call, unless every parameter
+//! is such: the tool's own default is the value it surely accepts.
 //!
 //! Generation is bounded whatever the schema: nesting past 8 levels, `$ref` chains past 32
 //! hops, and anything past a budget of generated values or bytes become the smallest valid
@@ -592,8 +594,30 @@ impl<'a> Gen<'a> {
             .map(|i| format!("key{}", i + 1))
             .collect();
         fields.extend(invented.iter().map(String::as_str));
+        // A required parameter that says it may be `null` is how strict-mode schemas
+        // (OpenAI's structured outputs, and the runtimes and SDKs that rewrite tools for it)
+        // write an optional one: `null` stands for "not given", which the tool's own
+        // defaults then fill. A made-up value there (a working folder that does not exist,
+        // a one-second timeout) is a call the tool may refuse although its schema allows it.
+        // The call still says something: when every parameter could be `null`, the first
+        // gets a value.
+        let required = self.required(parts).len().min(fields.len());
+        let mut unset: Vec<bool> = fields[..required]
+            .iter()
+            .map(|field| {
+                !SHELL_FIELDS.contains(&field.to_ascii_lowercase().as_str())
+                    && self.nullable(&self.property(parts, field))
+            })
+            .collect();
+        if !unset.is_empty() && unset.len() == fields.len() && unset.iter().all(|u| *u) {
+            unset[0] = false;
+        }
         let mut out = Map::new();
         for (i, field) in fields.into_iter().enumerate() {
+            if unset.get(i).copied().unwrap_or(false) {
+                out.insert(field.to_owned(), Value::Null);
+                continue;
+            }
             let sub = self.property(parts, field);
             let field_seed = seed.wrapping_add(i as u64 + 1);
             let v = if sub.is_empty() {
@@ -690,6 +714,30 @@ impl<'a> Gen<'a> {
         } else {
             v
         }
+    }
+
+    /// Whether a property's schemas say in so many words that it may be `null` (a `null`
+    /// type, `nullable: true`, or a `null` alternative) and accept it: a schema that says
+    /// nothing of its type takes `null` too, but does not offer it.
+    fn nullable(&self, sub: &[&'a Value]) -> bool {
+        if sub.is_empty() {
+            return false;
+        }
+        let parts = self.view_of(sub);
+        let says = parts.iter().any(|p| {
+            declared_types(p).is_some_and(|ts| ts.contains(&"null"))
+                || p["nullable"] == true
+                || alternatives(p).is_some_and(|alts| {
+                    alts.iter().any(|a| {
+                        let mut ps = Vec::new();
+                        self.view(a, &mut ps, 0);
+                        Self::type_of(&ps) == "null"
+                    })
+                })
+        });
+        says && sub
+            .iter()
+            .all(|s| Validator::new(&self.root).check(s, &Value::Null, 0))
     }
 
     /// The smallest value the parts allow: `null` if they do, else the zero of their type.
@@ -1235,8 +1283,8 @@ mod tests {
         let path = json!({"properties": {"path": {"type": "string"}}});
         assert!(matches!(arguments(&path, Generate::Valid, seed),
             Arguments::Parsed(v) if v["path"].is_string()));
-        // anyOf with null, a type list, arrays, nested objects, bounds (the first field's seed
-        // is 8: an integer 8 mod 5 = 3 above its minimum).
+        // anyOf with null and a type list (required but offering `null`: left unset), arrays,
+        // nested objects.
         let odd = json!({"type": "object", "required": ["a", "b", "c", "d"], "properties": {
             "a": {"anyOf": [{"type": "null"}, {"type": "integer", "minimum": 5}]},
             "b": {"type": ["null", "boolean"]},
@@ -1245,7 +1293,18 @@ mod tests {
         }});
         assert_eq!(
             arguments(&odd, Generate::Valid, seed),
-            Arguments::Parsed(json!({"a": 8, "b": true, "c": [0.5, 0.5], "d": {"e": "x"}}))
+            Arguments::Parsed(json!({"a": null, "b": null, "c": [0.5, 0.5], "d": {"e": "x"}}))
+        );
+        // Alone, each offers its value, within bounds (the first field's seed is 8: an
+        // integer 8 mod 5 = 3 above its minimum).
+        let alone = |name: &str| json!({"type": "object", "required": [name], "properties": {name: odd["properties"][name]}});
+        assert_eq!(
+            arguments(&alone("a"), Generate::Valid, seed),
+            Arguments::Parsed(json!({"a": 8}))
+        );
+        assert_eq!(
+            arguments(&alone("b"), Generate::Valid, seed),
+            Arguments::Parsed(json!({"b": true}))
         );
         // A schema that nests itself without end stops at a depth.
         let mut deep = json!({"type": "object"});
@@ -1419,6 +1478,56 @@ mod tests {
         }
         let s = json!({"type": "object", "required": ["a"], "properties": {"a": alt}});
         assert!(parsed(arguments(&s, Generate::Valid, 1)).is_object());
+    }
+
+    #[test]
+    fn strict_mode_optionals_are_left_unset_in_a_valid_call() {
+        // A shell tool rewritten for strict mode (every key required, the optional ones
+        // nullable): the command runs, the working folder and timeout take the tool's own.
+        let shell = json!({"type": "object", "additionalProperties": false,
+            "required": ["command", "workdir", "timeout"], "properties": {
+            "command": {"type": "string"},
+            "workdir": {"type": ["string", "null"]},
+            "timeout": {"type": ["integer", "null"], "minimum": 1}}});
+        let v = parsed(arguments(&shell, Generate::Valid, 3));
+        assert!(
+            v["command"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("echo ")),
+            "{v}"
+        );
+        assert_eq!(
+            (&v["workdir"], &v["timeout"]),
+            (&Value::Null, &Value::Null),
+            "{v}"
+        );
+        assert!(valid(&shell, &v), "{v}");
+        // pydantic's `Optional[…]` (a `null` alternative), OpenAPI's `nullable`, through a
+        // `$ref`: unset; a required parameter that does not offer `null` keeps its value,
+        // and one whose schema says nothing of its type is not read as optional.
+        let mixed = json!({"type": "object",
+            "required": ["city", "when", "limit", "note", "any"], "properties": {
+            "city": {"type": "string"},
+            "when": {"anyOf": [{"type": "string", "format": "date"}, {"type": "null"}]},
+            "limit": {"$ref": "#/$defs/Limit"},
+            "note": {"type": "string", "nullable": true},
+            "any": {}},
+            "$defs": {"Limit": {"type": ["integer", "null"]}}});
+        let v = parsed(arguments(&mixed, Generate::Valid, 5));
+        assert!(v["city"].is_string() && !v["any"].is_null(), "{v}");
+        for unset in ["when", "limit", "note"] {
+            assert_eq!(v[unset], Value::Null, "{unset}: {v}");
+        }
+        // Every parameter optional: the first still says something.
+        let all = json!({"type": "object", "required": ["query", "page"], "properties": {
+            "query": {"type": ["string", "null"]}, "page": {"type": ["integer", "null"]}}});
+        let v = parsed(arguments(&all, Generate::Valid, 2));
+        assert!(v["query"].is_string() && v["page"].is_null(), "{v}");
+        // The invalid kinds still spoil or drop a parameter that must be there.
+        let v = parsed(arguments(&shell, Generate::MissingRequired, 3));
+        assert!(v.get("command").is_none() && !valid(&shell, &v), "{v}");
+        let v = parsed(arguments(&shell, Generate::WrongType, 3));
+        assert!(!valid(&shell, &v), "{v}");
     }
 
     #[test]

@@ -12,7 +12,9 @@
 //! - tools withheld (the request offers fewer tools than the first one did):
 //!   `intervention policy=agent stage=2 action=strip_tools`, once per stretch of stripped
 //!   requests; the requests are `model_request … stripped`;
-//! - user or system messages the agent appended that are not tool results (nudges, warnings):
+//! - user or system messages the agent appended that are not tool results (nudges, warnings),
+//!   text added to the end of the task before the first answer (Gemini CLI) or to the end of
+//!   a system prompt after it (clients that fold system messages into one prompt):
 //!   `intervention policy=agent stage=1 action=nudge` and `message_injected source=agent`;
 //! - `iteration N` (not for a retry after a provider fault), `model_request`, then what was
 //!   served: `model_response` or `provider_error`.
@@ -248,8 +250,12 @@ pub fn infer(ctx: &Context<'_>, requests: &[ServedRequest]) -> Vec<TimedEvent> {
                     tool: None,
                 });
             }
-            let grown =
-                crate::llm::added_to_task(msgs, &p.request.messages).map(|t| (Role::User, t));
+            let grown = crate::llm::added_to_task(msgs, &p.request.messages)
+                .map(|t| (Role::User, t))
+                .or_else(|| {
+                    crate::llm::added_to_system(msgs, &p.request.messages)
+                        .map(|t| (Role::System, t))
+                });
             for (role, text) in appended
                 .iter()
                 .filter(|m| matches!(m.role, Role::User | Role::System))

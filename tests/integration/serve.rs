@@ -147,6 +147,50 @@ fn exec_reports_the_bare_agent_at_the_cap_and_the_detector_recovering() {
         .expect_stdout("0 orphaned goldens");
 }
 
+#[test]
+fn max_iterations_serves_an_agent_past_the_scenarios_cap() {
+    // Room for an agent whose own cap is larger than the scenario's 25: here a smaller one,
+    // which the bare agent runs into all the same.
+    let p = project();
+    let agent = agent();
+    let run = p.harness(&[
+        "exec",
+        SCENARIO,
+        "--label",
+        "capped",
+        "--max-iterations",
+        "7",
+        "--metrics",
+        "m.csv",
+        "--",
+        "python3",
+        &agent,
+    ]);
+    run.expect_code(1);
+    let m = metrics(&p, "m.csv", &format!("{ID}@capped"));
+    assert_eq!(
+        (m["outcome"].as_str(), m["iterations"].as_str()),
+        ("max_iterations", "7")
+    );
+    let golden = p.read(&format!("snapshots/{ID}@capped.snap.new"));
+    assert!(golden.contains("max_iterations=7"), "{golden}");
+    assert!(
+        golden.contains("outcome max_iterations iterations=7"),
+        "{golden}"
+    );
+    // No cap at all is no setting.
+    p.harness(&[
+        "exec",
+        SCENARIO,
+        "--max-iterations",
+        "0",
+        "--",
+        "python3",
+        &agent,
+    ])
+    .expect_code(2);
+}
+
 /// A command that ends without asking anything fails with that one reason, under an `exec`
 /// verdict: no timeout, no ad-hoc profile, no baseline it could never be blessed into.
 #[test]

@@ -849,3 +849,93 @@ fn a_run_without_ids_sent_again_after_a_cut_stays_its_own() {
     let answered: Vec<usize> = s.conversations().iter().map(|c| c.requests.len()).collect();
     assert_eq!(answered, [3, 1], "the resend went to the run that was cut");
 }
+
+#[test]
+fn a_warning_appended_to_the_system_prompt_mid_run_is_the_loop_speaking_up() {
+    // A client that folds every system message into one prompt (rig's, under IronClaw)
+    // delivers the loop's warning appended to the prompt it had. The model hears it:
+    // `intervened` holds, and the trace shows it as the agent's nudge.
+    let scenario = r#"
+format = 1
+description = "test"
+family = "t"
+profile = "none"
+user = "List the files."
+
+[[tools]]
+name = "exec"
+schema = { type = "object" }
+default = { ok = "a.txt" }
+
+[model]
+name = "m"
+
+[[model.rules]]
+when = { intervened = true }
+reply = { text = "Heard." }
+
+[[model.rules]]
+reply = { tool_calls = [{ name = "exec", args = {} }] }
+"#;
+    let tools = json!([{"type": "function", "function": {"name": "exec", "parameters": {"type": "object"}}}]);
+    let user = json!({"role": "user", "content": "List the files."});
+    let run = |systems: [&str; 3]| {
+        let mut s = session(scenario);
+        let mut history = vec![
+            json!({"role": "system", "content": systems[0]}),
+            user.clone(),
+        ];
+        let mut answers = Vec::new();
+        for system in systems {
+            history[0] = json!({"role": "system", "content": system});
+            let body = json!({"model": "gpt", "tools": tools, "messages": history});
+            let r = s.handle(Api::ChatCompletions, body.to_string().as_bytes());
+            let message = json_of(&r)["choices"][0]["message"].clone();
+            answers.push(message["content"].as_str().unwrap_or("").to_owned());
+            let id = message["tool_calls"][0]["id"].clone();
+            history.push(message);
+            history.push(json!({"role": "tool", "tool_call_id": id, "content": "a.txt"}));
+        }
+        (answers, lines(&s, 0), s.conversations().len())
+    };
+    let warning = "You are approaching the tool call limit. Answer now.";
+    let (answers, l, conversations) = run([
+        "You are helpful.",
+        "You are helpful.",
+        &format!("You are helpful.\n{warning}"),
+    ]);
+    assert_eq!(conversations, 1);
+    assert_eq!(answers, ["", "", "Heard."], "{l:?}");
+    let injected: Vec<&String> = l
+        .iter()
+        .filter(|l| l.contains("message_injected"))
+        .collect();
+    assert_eq!(injected.len(), 1, "{l:?}");
+    assert!(
+        injected[0].contains(&format!("role=system text=\"{warning}\"")),
+        "{l:?}"
+    );
+    assert!(
+        l.iter()
+            .any(|l| l.ends_with("intervention policy=agent stage=1 action=nudge")),
+        "{l:?}"
+    );
+    // A prompt refreshed in place (today's date) is context, not the loop speaking up; nor
+    // is text run on in the prompt's last line, or the same prompt sent again.
+    for systems in [
+        [
+            "You are helpful. Today is Monday.",
+            "You are helpful. Today is Tuesday.",
+            "You are helpful. Today is Tuesday.",
+        ],
+        [
+            "You are helpful.",
+            "You are helpful. It is 10:00.",
+            "You are helpful. It is 10:00.",
+        ],
+    ] {
+        let (answers, l, _) = run(systems);
+        assert_eq!(answers, ["", "", ""], "{l:?}");
+        assert!(!l.iter().any(|l| l.contains("message_injected")), "{l:?}");
+    }
+}
