@@ -73,6 +73,8 @@ pub const INTERVENTION_SOURCES: &[&str] = &[
     "final-text",
     "moltis-forced-exec",
     "moltis-empty-name-retry",
+    "moltis-text-calls",
+    "moltis-malformed-call-retry",
     "ironclaw-intent",
     "ironclaw-truncation",
     "ironclaw-duplicate",

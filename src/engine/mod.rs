@@ -33,6 +33,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 mod plan_step;
+mod rescue;
 
 /// What one run needs besides the model and the tools.
 #[derive(Debug, Clone, Copy)]
@@ -158,6 +159,11 @@ struct Loop<'a> {
     last_answer_text: Option<String>,
     /// Empty-tool-name retries this run has had ([`policy::Config::empty_name_retry_message`]).
     empty_name_retries: u32,
+    /// Malformed-call retries this run has had
+    /// ([`policy::Config::malformed_call_retry_message`]).
+    malformed_call_retries: u32,
+    /// Calls read from text so far (their ids: `text_<32 hex digits>` of this count).
+    text_calls_read: u64,
 }
 
 /// How one call of a batch is handled before dispatch.
@@ -230,6 +236,8 @@ pub fn run(input: RunInput<'_>, model: &mut dyn Model, tools: &mut dyn ToolRunne
         carried_iterations: 0,
         last_answer_text: None,
         empty_name_retries: 0,
+        malformed_call_retries: 0,
+        text_calls_read: 0,
     };
     let tool_names: Vec<String> = tools.specs().iter().map(|t| t.name.clone()).collect();
     lp.emit(Event::RunStart {
@@ -282,6 +290,7 @@ impl Loop<'_> {
         self.carried_iterations = 0;
         self.last_answer_text = None;
         self.empty_name_retries = 0;
+        self.malformed_call_retries = 0;
     }
 
     fn turns(
@@ -520,6 +529,12 @@ impl Loop<'_> {
             }
             self.emit(Event::model_response(&response));
             let view = self.view(n, tools_available);
+            self.read_text_calls(&mut response);
+            if let Some(prompt) = self.malformed_call_retry(&response) {
+                self.malformed_call_retries += 1;
+                self.retry_with("moltis-malformed-call-retry", &response, prompt);
+                continue;
+            }
             if let Some(call) = self.forced_shell_call(&response, n, tools.specs()) {
                 self.emit(Event::Notice {
                     source: "moltis-forced-exec".to_owned(),
@@ -534,18 +549,7 @@ impl Loop<'_> {
                         self.last_answer_text = Some(text.clone());
                     }
                 }
-                self.remember(Message::new(
-                    Role::Assistant,
-                    response.text.clone().unwrap_or_default(),
-                ));
-                self.apply(
-                    "moltis-empty-name-retry",
-                    vec![Action::Inject {
-                        role: Role::User,
-                        text: prompt,
-                    }],
-                    0,
-                );
+                self.retry_with("moltis-empty-name-retry", &response, prompt);
                 continue;
             }
 
@@ -1206,53 +1210,6 @@ impl Loop<'_> {
         }
     }
 
-    /// Moltis' forced exec: at a run's first iteration, before any tool ran, an answer that
-    /// calls nothing to a task that is an explicit `/sh` command becomes a call of `exec`.
-    fn forced_shell_call(
-        &self,
-        response: &ModelResponse,
-        n: u32,
-        specs: &[ToolSpec],
-    ) -> Option<ToolCall> {
-        if !self.config.forced_shell
-            || n != 1
-            || self.total_tool_calls != 0
-            || !response.tool_calls.is_empty()
-            || !specs.iter().any(|t| t.name == "exec")
-        {
-            return None;
-        }
-        let task = self.messages.iter().rev().find(|m| m.role == Role::User)?;
-        let command = explicit_shell_command(&task.content)?;
-        Some(ToolCall {
-            id: "forced_0".to_owned(),
-            name: "exec".to_owned(),
-            arguments: Arguments::Parsed(serde_json::json!({ "command": command })),
-        })
-    }
-
-    /// Moltis' empty-tool-name retry, once a run: an answer with a call whose name cleans to
-    /// nothing and no call with a name gets the retry prompt instead of running.
-    fn empty_name_retry(&self, response: &ModelResponse) -> Option<String> {
-        let message = &self.config.empty_name_retry_message;
-        if message.is_empty() || self.empty_name_retries > 0 {
-            return None;
-        }
-        if response
-            .tool_calls
-            .iter()
-            .any(|c| !sanitize_tool_name(&c.name).is_empty())
-        {
-            return None;
-        }
-        let call = response.tool_calls.first()?;
-        let args = match decode(&call.arguments, self.config.malformed_args) {
-            Ok(v) => crate::json::compact(&v),
-            Err(_) => call.arguments.text().into_owned(),
-        };
-        Some(policy::fill(message, &[("args", &args)]))
-    }
-
     /// The name a call's tool is looked up, validated and run by: as called, or as the
     /// profile cleans it ([`policy::Config::sanitize_tool_names`]).
     fn looked_up<'n>(&self, name: &'n str, specs: &[ToolSpec]) -> &'n str {
@@ -1333,21 +1290,6 @@ fn decode(args: &Arguments, malformed: MalformedArgs) -> Result<Value, String> {
         Arguments::Parsed(v) => Ok(v.clone()),
         Arguments::Raw(raw) => policy::validate::decode_raw(raw, malformed).0,
     }
-}
-
-/// The command of a task that is one line `/sh <command>` or `/sh@name <command>` (at most
-/// 4,096 bytes; `/SH` too), as Moltis reads an explicit shell request.
-fn explicit_shell_command(text: &str) -> Option<&str> {
-    let text = text.trim();
-    if text.is_empty() || text.len() > 4096 || text.contains(['\n', '\r']) {
-        return None;
-    }
-    let rest = text.strip_prefix('/')?;
-    let split = rest.find(char::is_whitespace)?;
-    let head = rest[..split].to_ascii_lowercase();
-    let command = rest[split..].trim_start();
-    let sh = head == "sh" || head.strip_prefix("sh@").is_some_and(|m| !m.is_empty());
-    (sh && !command.is_empty()).then_some(command)
 }
 
 /// Moltis' reading of a tool name a model mangled (`sanitize_tool_name`): trimmed, one pair

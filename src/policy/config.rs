@@ -78,6 +78,17 @@ pub struct Config {
     /// call's arguments as JSON); empty for none. The answer's text stays in the history, its
     /// calls do not, and nothing runs.
     pub empty_name_retry_message: String,
+    /// An answer without native calls whose text writes calls (a `` ```tool_call `` fence,
+    /// `<function=…>`, `<invoke …>`, Zhipu's `<tool_call>` or a bare `{"tool": …}` object) runs
+    /// them as if they were native, even on a turn whose tools were withheld; the history keeps
+    /// the calls and what else the text said, not the markup (Moltis' text fallback,
+    /// [`super::text_calls`]).
+    pub text_calls: bool,
+    /// The user message of the one retry a run gets after a text answer that reads as an
+    /// attempt at a call but yields none (Moltis' malformed-call retry,
+    /// [`super::text_calls::looks_like_a_failed_call`]); empty for none. The text stays in the
+    /// history; the retry is an iteration of its own.
+    pub malformed_call_retry_message: String,
     /// What becomes of a final answer's text before it is the run's outcome.
     pub final_text: FinalTextConfig,
     /// Pre-dispatch argument validation (Moltis).
@@ -545,6 +556,7 @@ const IRONCLAW_RECOVERY_1: &str = "Your previous tool-enabled response was empty
 const IRONCLAW_RECOVERY_2: &str = "Your previous tool-enabled responses were empty or malformed.\nDo not call any more tools in the next reply.\nInstead, provide a concise final status based only on work already completed.\nIf the job is complete, say so explicitly. If not, explain what blocked you.";
 const IRONCLAW_RECOVERY_FAIL: &str = "the selected model repeatedly returned empty or malformed tool-completion responses and is not reliable for autonomous tool use.";
 const IRONCLAW_REJECTED: &str = "Tool '{tool}' was rejected. The agent will not execute this tool.\n\nYou can continue the conversation or try a different approach.";
+const MOLTIS_MALFORMED_CALL: &str = "Your tool call was malformed. Retry with exact format:\n```tool_call\n{\"tool\": \"name\", \"arguments\": {...}}\n```";
 const MOLTIS_EMPTY_NAME: &str = "Your structured tool call had an empty tool name. Retry the same tool call using the intended tool's exact name and the same arguments.\nExact arguments JSON:\n{args}";
 const MOLTIS_CONTINUE: &str = "Your previous response ended without tool calls and without a final answer. If there are still steps to run, continue executing them. Otherwise reply with exactly: done";
 
@@ -568,6 +580,8 @@ impl Config {
             wasm_alias: false,
             forced_shell: false,
             empty_name_retry_message: String::new(),
+            text_calls: false,
+            malformed_call_retry_message: String::new(),
             final_text: FinalTextConfig {
                 clean_tags: false,
                 strip_stop_tokens: false,
@@ -795,6 +809,8 @@ impl Config {
         c.sanitize_tool_names = true;
         c.forced_shell = true;
         c.empty_name_retry_message = MOLTIS_EMPTY_NAME.to_owned();
+        c.text_calls = true;
+        c.malformed_call_retry_message = MOLTIS_MALFORMED_CALL.to_owned();
         c.final_text.clean_tags = true;
         c.tool_error_message = "{\"error\":{error_json}}".to_owned();
         // At PR #664 a logical failure without text comes back as the tool's own result.

@@ -22,6 +22,7 @@ pub mod profiles;
 mod recovery;
 mod reflex;
 pub mod similarity;
+pub mod text_calls;
 mod truncation;
 pub mod validate;
 

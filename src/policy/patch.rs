@@ -160,7 +160,8 @@ tables! {
     Config {
         max_iterations, max_iterations_message, turn_state, empty_answer, tool_execution,
         malformed_args, tool_error_message, tool_fail_message, tool_fail_error,
-        sanitize_tool_names, wasm_alias, forced_shell, empty_name_retry_message, final_text,
+        sanitize_tool_names, wasm_alias, forced_shell, empty_name_retry_message, text_calls,
+        malformed_call_retry_message, final_text,
         validation, reflex, intent_nudge, truncation, duplicate, auto_continue, text_answer,
         budget, cost, compaction, retry, continuation, similarity, citations, recovery,
         empty_reply, approvals, plan_step,

@@ -697,7 +697,8 @@ pub struct EventExpect {
     pub kind: String,
     /// Field values the event must have (compared with the event's JSON form). The values of
     /// `policy` (interventions) and `source` (injected messages, notices) are defence ids:
-    /// `moltis-reflex`, `moltis-auto-continue`, `moltis-answer-fallback`, `final-text` (the final answer as the runtime hands it over), `moltis-forced-exec`, `moltis-empty-name-retry`, `ironclaw-intent`, `ironclaw-truncation`,
+    /// `moltis-reflex`, `moltis-auto-continue`, `moltis-answer-fallback`, `final-text` (the final answer as the runtime hands it over), `moltis-forced-exec`, `moltis-empty-name-retry`, `moltis-text-calls`,
+    /// `moltis-malformed-call-retry`, `ironclaw-intent`, `ironclaw-truncation`,
     /// `ironclaw-duplicate`, `ironclaw-budget`, `ironclaw-recovery`, `cost-guard`,
     /// `agentloop-continuation`, `agentloop-loop-detector`, `agentloop-citations`, `plan-step`,
     /// and `agent` (a black-box agent under `harness exec`). An intervention's `action` is one
