@@ -192,6 +192,25 @@ fn pairs(
     args
 }
 
+/// A markup block's call, when it has an argument (a block without one is no call).
+fn markup_call(
+    found: &mut Vec<Found>,
+    (start, end): (usize, usize),
+    name: &str,
+    args: Map<String, Value>,
+) {
+    if !args.is_empty() {
+        found.push(Found {
+            start,
+            end,
+            call: TextCall {
+                name: name.to_owned(),
+                arguments: Value::Object(args),
+            },
+        });
+    }
+}
+
 fn function_tags(text: &str, found: &mut Vec<Found>) {
     const OPEN: &str = "<function=";
     const CLOSE: &str = "</function>";
@@ -226,16 +245,7 @@ fn function_tags(text: &str, found: &mut Vec<Found>) {
                 is_name(k).then_some(k)
             },
         );
-        if !args.is_empty() {
-            found.push(Found {
-                start,
-                end,
-                call: TextCall {
-                    name: name.to_owned(),
-                    arguments: Value::Object(args),
-                },
-            });
-        }
+        markup_call(found, (start, end), name, args);
         from = end;
     }
 }
@@ -272,16 +282,7 @@ fn invoke_tags(text: &str, found: &mut Vec<Found>) {
         let args = pairs(&text[body..body + len], "<arg", "</arg>", |attrs| {
             attribute(attrs, "name").filter(|k| !k.is_empty())
         });
-        if !args.is_empty() {
-            found.push(Found {
-                start,
-                end,
-                call: TextCall {
-                    name: name.to_owned(),
-                    arguments: Value::Object(args),
-                },
-            });
-        }
+        markup_call(found, (start, end), name, args);
         from = end;
     }
 }
@@ -338,16 +339,7 @@ fn zhipu_tags(text: &str, found: &mut Vec<Found>) {
             }
             at = v + v_len + VALUE.1.len();
         }
-        if !args.is_empty() {
-            found.push(Found {
-                start,
-                end,
-                call: TextCall {
-                    name: name.to_owned(),
-                    arguments: Value::Object(args),
-                },
-            });
-        }
+        markup_call(found, (start, end), name, args);
         from = end;
     }
 }
