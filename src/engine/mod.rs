@@ -8,6 +8,8 @@
 //! One iteration, in order: stop signal → ceiling → injected signals → pre-call stop →
 //! policies before the call (budget, cost guard, recovery, strip) → threshold compaction →
 //! model call (provider errors: compaction retry or retry per kind) → empty-reply fallback →
+//! the answer's rescues (`rescue.rs`: calls read from its text, the malformed-call retry, the
+//! forced `exec`, the empty-name retry) →
 //! text (policies may hold it back; then the profile's text rule) or tool batch (policies may
 //! discard it; screening, approval split, validation, execution, policies after the batch).
 //! An approved pause and a follow-up user message restart the loop with fresh counters, unless
