@@ -933,7 +933,7 @@ pub(crate) fn prepare_cassettes(
         }]
     })?;
     Ok(PreparedReplay {
-        session: Session::replaying(first, rules, loaded.replay),
+        session: Session::replaying(settings.reading.served(first), rules, loaded.replay),
         cases: loaded.cases,
         paths: loaded.paths,
     })
