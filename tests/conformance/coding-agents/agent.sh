@@ -142,15 +142,19 @@ EOF
         # 14219"), and harness counts those bytes in every later request: with the machine's
         # process ids the tokens moved with how far the ids had counted (pid_max is often
         # 32768, so 3, 4 or 5 digits). It runs in a process-id namespace of its own whose ids
-        # start at 10000, so every id has five digits. (As root, else in a user namespace.)
-        userns=()
-        if [ "$(id -u)" != 0 ]; then userns=(--user --map-root-user); fi
+        # start at 10000, so every id has five digits: directly where that is allowed (root
+        # with the capability), else inside a user namespace of its own.
         # shellcheck disable=SC2016 # the inner script expands its own arguments
-        pidns=(unshare "${userns[@]}" --pid --fork --mount-proc --kill-child sh -c
+        pidns=(--pid --fork --mount-proc --kill-child sh -c
             'echo 9999 >/proc/sys/kernel/ns_last_pid || exit 97; "$@"; exit $?' sh)
-        if ! "${pidns[@]}" true; then
-            echo "agent.sh: cannot run Gemini CLI in a process-id namespace (unshare --pid);" \
-                "its tool results name process ids, whose digits would move the token counts" >&2
+        if unshare "${pidns[@]}" true 2>/dev/null; then
+            pidns=(unshare "${pidns[@]}")
+        elif unshare --user --map-root-user "${pidns[@]}" true; then
+            pidns=(unshare --user --map-root-user "${pidns[@]}")
+        else
+            echo "agent.sh: cannot run Gemini CLI in a process-id namespace (unshare --pid, with" \
+                "or without --user); its tool results name process ids, whose digits would move" \
+                "the token counts" >&2
             exit 2
         fi
         NODE_OPTIONS="--preserve-symlinks --preserve-symlinks-main" \
