@@ -80,11 +80,7 @@ impl Seen {
                     m.role == Role::User && messages.iter().all(|m| m.role != Role::Assistant)
                 })
                 .map(|m| m.content.clone()),
-            systems: messages
-                .iter()
-                .take_while(|m| m.role != Role::Assistant)
-                .enumerate()
-                .filter(|(_, m)| m.role == Role::System && !m.content.trim().is_empty())
+            systems: crate::llm::preamble_systems(messages)
                 .map(|(i, m)| (i, m.content.clone()))
                 .collect(),
         }
@@ -101,14 +97,11 @@ impl Seen {
         let task_grown = self.task.as_ref().is_some_and(|task| {
             messages.len() == self.roles.len() && crate::llm::added_to(messages, task).is_some()
         });
-        let system_grown = !self.systems.is_empty()
-            && messages.iter().any(|m| m.role == Role::Assistant)
-            && self.systems.iter().any(|(i, was)| {
-                messages.get(*i).is_some_and(|now| {
-                    now.role == Role::System
-                        && crate::llm::appended_lines(&now.content, was).is_some()
-                })
-            });
+        let system_grown = crate::llm::added_to_system_texts(
+            messages,
+            self.systems.iter().map(|(i, was)| (*i, was.as_str())),
+        )
+        .is_some();
         task_grown
             || system_grown
             || messages.iter().enumerate().any(|(i, m)| {

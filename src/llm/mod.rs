@@ -109,26 +109,42 @@ pub fn added_to<'a>(messages: &'a [Message], task: &str) -> Option<&'a str> {
 /// after the prompt it had. The loop speaking up, not context: context refreshed in place
 /// rewrites the prompt rather than extending it by whole lines. (Before the first answer [`added_to_task`] applies.)
 pub fn added_to_system<'a>(messages: &'a [Message], previous: &[Message]) -> Option<&'a str> {
+    added_to_system_texts(
+        messages,
+        preamble_systems(previous).map(|(i, m)| (i, m.content.as_str())),
+    )
+}
+
+/// The system messages of a request's preamble (its messages before the first answer), with
+/// their places: what [`added_to_system_texts`] compares a later request with.
+pub fn preamble_systems(messages: &[Message]) -> impl Iterator<Item = (usize, &Message)> {
+    messages
+        .iter()
+        .take_while(|m| m.role != Role::Assistant)
+        .enumerate()
+        .filter(|(_, m)| m.role == Role::System)
+}
+
+/// [`added_to_system`] against the earlier request's preamble system texts `was`, each with
+/// its place (a reader that keeps only those, not the whole request).
+pub fn added_to_system_texts<'a, 'w>(
+    messages: &'a [Message],
+    was: impl IntoIterator<Item = (usize, &'w str)>,
+) -> Option<&'a str> {
     if !messages.iter().any(|m| m.role == Role::Assistant) {
         return None;
     }
-    let preamble = previous
-        .iter()
-        .position(|m| m.role == Role::Assistant)
-        .unwrap_or(previous.len());
-    previous[..preamble]
-        .iter()
-        .zip(messages)
-        .find_map(|(was, now)| {
-            (was.role == Role::System && now.role == Role::System && !was.content.trim().is_empty())
-                .then(|| appended_lines(&now.content, &was.content))
-                .flatten()
+    was.into_iter()
+        .filter(|(_, was)| !was.trim().is_empty())
+        .find_map(|(i, was)| {
+            let now = messages.get(i).filter(|m| m.role == Role::System)?;
+            appended_lines(&now.content, was)
         })
 }
 
 /// The text `now` holds after all of `was` on lines of its own (not empty), trimmed: a
 /// prompt whose last line runs on is rewritten, not extended.
-pub fn appended_lines<'a>(now: &'a str, was: &str) -> Option<&'a str> {
+fn appended_lines<'a>(now: &'a str, was: &str) -> Option<&'a str> {
     let rest = now.strip_prefix(was)?;
     let after = rest.trim_start_matches([' ', '\t']);
     (after.starts_with(['\n', '\r']) || was.ends_with('\n'))
@@ -137,7 +153,7 @@ pub fn appended_lines<'a>(now: &'a str, was: &str) -> Option<&'a str> {
 }
 
 /// The text `now` holds after all of `was` (not empty), trimmed.
-pub fn appended<'a>(now: &'a str, was: &str) -> Option<&'a str> {
+fn appended<'a>(now: &'a str, was: &str) -> Option<&'a str> {
     let added = now.strip_prefix(was)?.trim();
     (!added.is_empty()).then_some(added)
 }

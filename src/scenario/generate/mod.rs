@@ -301,6 +301,11 @@ fn declared_types(schema: &Value) -> Option<Vec<&str>> {
     }
 }
 
+/// Whether a parameter named so is a shell tool's command ([`SHELL_FIELDS`], any case).
+fn is_shell_field(field: &str) -> bool {
+    SHELL_FIELDS.contains(&field.to_ascii_lowercase().as_str())
+}
+
 /// Parameter names (lower case) of a shell tool's command.
 const SHELL_FIELDS: [&str; 7] = [
     "command",
@@ -321,7 +326,7 @@ const WORDS: [&str; 8] = [
 /// [`arguments`] makes a valid call of it. Its output must hold the word: a result without it
 /// is a command that did not run (the failure shape `no-echo`).
 pub fn echoed_word<'v>(field: &str, value: &'v Value) -> Option<&'v str> {
-    if !SHELL_FIELDS.contains(&field.to_ascii_lowercase().as_str()) {
+    if !is_shell_field(field) {
         return None;
     }
     let word = match value {
@@ -566,6 +571,7 @@ impl<'a> Gen<'a> {
 
     fn object(&self, parts: &[&'a Value], seed: u64, depth: usize) -> Value {
         let mut fields: Vec<&str> = self.required(parts);
+        let required = fields.len();
         let min = parts
             .iter()
             .filter_map(|p| p["minProperties"].as_u64())
@@ -601,13 +607,9 @@ impl<'a> Gen<'a> {
         // a one-second timeout) is a call the tool may refuse although its schema allows it.
         // The call still says something: when every parameter could be `null`, the first
         // gets a value.
-        let required = self.required(parts).len().min(fields.len());
         let mut unset: Vec<bool> = fields[..required]
             .iter()
-            .map(|field| {
-                !SHELL_FIELDS.contains(&field.to_ascii_lowercase().as_str())
-                    && self.nullable(&self.property(parts, field))
-            })
+            .map(|field| !is_shell_field(field) && self.nullable(&self.property(parts, field)))
             .collect();
         if !unset.is_empty() && unset.len() == fields.len() && unset.iter().all(|u| *u) {
             unset[0] = false;
@@ -694,7 +696,7 @@ impl<'a> Gen<'a> {
     /// schema takes it: a made-up word is a command that does not exist (exit 127), which a
     /// case about valid calls must not send.
     fn runnable(&self, field: &str, sub: &[&'a Value], v: Value) -> Value {
-        if !SHELL_FIELDS.contains(&field.to_ascii_lowercase().as_str()) {
+        if !is_shell_field(field) {
             return v;
         }
         let echoed = match &v {
