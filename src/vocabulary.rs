@@ -121,6 +121,35 @@ pub const INTERVENTION_ACTIONS: &[&str] = &[
 pub const TEXT_REFUSED_FOR_TOOL_CHOICE: &str =
     "harness serve: the request requires a tool call (tool_choice `required` / `any`)";
 
+/// `serve`'s refusal of a request past the scenario's iteration cap. An instrumented agent's
+/// own trace records it as a failed model call; `import` reads it back ([`capped_at`]), so the
+/// run ends at the cap there as in exec's trace, not in a provider error.
+pub fn cap_refusal(cap: u32) -> String {
+    format!(
+        "harness serve: the scenario's iteration cap ({cap}) is reached; no more answers in this conversation"
+    )
+}
+
+/// How a trace's `max_iterations` outcome says the agent asked past the cap and was refused.
+pub fn refused_past_cap(cap: u32) -> String {
+    format!("iteration cap reached ({cap}): the agent called again and was refused")
+}
+
+/// The cap a [`cap_refusal`] names, wherever in `text` it appears (clients wrap the provider's
+/// message in their own words).
+pub fn capped_at(text: &str) -> Option<u32> {
+    // A client may print the body with its quotes escaped (`scenario\'s`, LiteLLM's bytes).
+    const HEAD: &str = "harness serve: the scenario";
+    const CAP: &str = "iteration cap (";
+    let after = &text[text.find(HEAD)? + HEAD.len()..];
+    let at = after.find(CAP)?;
+    if after[..at].trim_start_matches('\\') != "'s " {
+        return None;
+    }
+    let (digits, _) = after[at + CAP.len()..].split_once(") is reached; no more answers")?;
+    digits.parse().ok()
+}
+
 /// What a failure pattern (`[serve] failure`, `--failure`) may be written in, for hints: the
 /// patterns are compiled by `regex-lite`, Rust's `regex` syntax without Unicode classes.
 pub const REGEX_SYNTAX: &str = "Rust `regex` syntax without Unicode classes: `\\p{…}` is not supported (use `[[:alpha:]]` or explicit ranges); `\\w`, `\\d` and `\\s` match ASCII only";

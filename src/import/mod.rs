@@ -496,6 +496,18 @@ impl TraceBuilder {
         }
     }
 
+    /// The iteration cap the run was served under, where the trace shows it (a refusal of
+    /// `harness serve` past its cap).
+    pub fn capped(&mut self, cap: u32) {
+        if let Some(TimedEvent {
+            event: Event::RunStart { max_iterations, .. },
+            ..
+        }) = self.events.first_mut()
+        {
+            *max_iterations = cap;
+        }
+    }
+
     fn push(&mut self, event: Event) {
         self.events.push(TimedEvent {
             t_ms: self.now,

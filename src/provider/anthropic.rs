@@ -8,7 +8,8 @@
 //! and forbidden (`tool_choice: none`), as the API refuses such a history without tools.
 //! Streams: `content_block_start` of a `tool_use` block starts a call at the block's index,
 //! `input_json_delta` pieces are argument deltas, `text_delta` pieces text, `content_block_stop`
-//! completes a call, `message_delta` carries the stop reason and output tokens, `message_stop`
+//! completes a call, `message_delta` carries the stop reason and the usage so far (cumulative,
+//! the input side repeated, as the Messages API sends it), `message_stop`
 //! ends the stream; an `error` event is a provider fault.
 
 use super::StrField as _;
@@ -376,7 +377,7 @@ pub fn render_stream(chunks: &[Chunk], usage: Usage, meta: &AnswerMeta) -> Vec<S
     out.extend(std::mem::take(&mut tool_blocks).into_values().map(stop));
     out.push(ev(
         "message_delta",
-        json!({"type": "message_delta", "delta": {"stop_reason": finish_name(reason), "stop_sequence": null}, "usage": {"output_tokens": usage.output}}),
+        json!({"type": "message_delta", "delta": {"stop_reason": finish_name(reason), "stop_sequence": null}, "usage": {"input_tokens": usage.input, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "output_tokens": usage.output}}),
     ));
     out.push(ev("message_stop", json!({"type": "message_stop"})));
     out

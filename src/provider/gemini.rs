@@ -185,7 +185,7 @@ fn json_schema(v: &Value) -> Value {
 }
 
 /// The text of a function response as the model reads it, and whether it says it failed.
-fn response_text(response: Option<&Value>) -> (String, bool) {
+pub fn response_text(response: Option<&Value>) -> (String, bool) {
     let Some(r) = response else {
         return (String::new(), false);
     };

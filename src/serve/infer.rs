@@ -404,10 +404,7 @@ fn push_request(
             outcome: OutcomeKind::MaxIterations,
             iterations: ctx.cap,
             text: None,
-            detail: Some(format!(
-                "iteration cap reached ({}): the agent called again and was refused",
-                ctx.cap
-            )),
+            detail: Some(crate::vocabulary::refused_past_cap(ctx.cap)),
         });
         return false;
     }

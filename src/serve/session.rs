@@ -268,10 +268,7 @@ impl Session {
                 None => return Handled::Live,
             }
         } else if iteration > self.cap {
-            let message = format!(
-                "harness serve: the scenario's iteration cap ({}) is reached; no more answers in this conversation",
-                self.cap
-            );
+            let message = crate::vocabulary::cap_refusal(self.cap);
             (Reply::Cap, refusal(provider, 400, &message), None)
         } else {
             let script = if self.conversations[at].side.is_some() {

@@ -285,7 +285,7 @@ fn seen(events: &[harness::trace::TimedEvent]) -> Seen {
 #[test]
 fn instrumented_agents_import_as_exec_saw_them() {
     // (fixture, what its warnings say, a difference the spans cannot avoid)
-    let cases: [(&str, &[&str], Option<&str>); 12] = [
+    let cases: [(&str, &[&str], Option<&str>); 17] = [
         (
             "langchain-openai-with-openai-client",
             &[
@@ -347,6 +347,42 @@ fn instrumented_agents_import_as_exec_saw_them() {
             &["2 streamed model answer(s) whose token counts OpenLIT estimated"],
             None,
         ),
+        // OpenLLMetry's openai-agents spans on Chat Completions record no output: each answer
+        // is the agent's copy in the next call's input, and the tool spans run its calls.
+        (
+            "openllmetry-openai-agents-chat",
+            &["3 model answer(s) whose span recorded no output"],
+            None,
+        ),
+        // OpenInference's google-genai spans name the answer's calls without their ids, and
+        // results are Gemini's `{"output": …}` / `{"error": …}` objects.
+        (
+            "google-genai-openinference",
+            &["1 model answer(s) whose span recorded no output, its calls without ids"],
+            None,
+        ),
+        // OpenLLMetry's google-generativeai keeps a stream's last chunk alone: one call of two.
+        (
+            "openllmetry-google-genai-stream",
+            &["1 model answer(s) whose span recorded no output"],
+            None,
+        ),
+        // LiteLLM prints a streamed refusal at the cap as Python bytes (`scenario\'s`).
+        (
+            "litellm-anthropic-stream-capped",
+            &["5 model answer(s) without token counts"],
+            None,
+        ),
+        // OpenLLMetry's LangChain records the whole tool callback as the arguments, and an
+        // Anthropic answer's `tool_use` blocks as text parts too.
+        (
+            "openllmetry-langchain-anthropic",
+            &[
+                "4 by `com.anthropic.sdk.python` and `opentelemetry.instrumentation.langchain`",
+                "6 tool result(s) sent to an Anthropic model",
+            ],
+            None,
+        ),
         (
             "traceloop-anthropic-stream-with-sdk-spans",
             &[
@@ -388,8 +424,8 @@ fn instrumented_agents_import_as_exec_saw_them() {
                 got.warnings
             );
         }
-        // The tools offered, where the spans list them (all but openai-agents' streamed Chat
-        // Completions and OpenLIT), are the agent's.
+        // The tools offered, where the spans list them (all but openai-agents' Chat Completions
+        // under either instrumentation, and OpenLIT), are the agent's.
         let offered = |events: &[harness::trace::TimedEvent]| match events.first().map(|e| &e.event)
         {
             Some(harness::trace::Event::RunStart { tools, .. }) => tools.clone(),
@@ -399,8 +435,56 @@ fn instrumented_agents_import_as_exec_saw_them() {
         assert!(
             tools == offered(&exec)
                 || (tools.is_empty()
-                    && ["openai-agents-chat-stream", "openlit-openai-stream"].contains(&name)),
+                    && [
+                        "openai-agents-chat-stream",
+                        "openlit-openai-stream",
+                        "openllmetry-openai-agents-chat",
+                    ]
+                    .contains(&name)),
             "{name}: tools {tools:?}"
+        );
+        // How the run ended: a run exec served to its cap ends there in the import too (the
+        // failed model call is harness's refusal, not a provider error).
+        let ending = |events: &[harness::trace::TimedEvent]| {
+            let faults = events
+                .iter()
+                .filter(|e| matches!(e.event, harness::trace::Event::ProviderError { .. }))
+                .count();
+            let end = events.iter().rev().find_map(|e| match &e.event {
+                harness::trace::Event::Outcome {
+                    outcome,
+                    iterations,
+                    ..
+                } => Some((*outcome, *iterations)),
+                _ => None,
+            });
+            (faults, end)
+        };
+        assert_eq!(
+            ending(&got.runs[0].events),
+            ending(&exec),
+            "{name}: provider errors and the end"
+        );
+        // Each answer: its finish, its text and how many calls it asked for.
+        let answers =
+            |events: &[harness::trace::TimedEvent]| -> Vec<(String, Option<String>, usize)> {
+                events
+                    .iter()
+                    .filter_map(|e| match &e.event {
+                        harness::trace::Event::ModelResponse {
+                            finish,
+                            text,
+                            calls,
+                            ..
+                        } => Some((format!("{finish:?}"), text.clone(), calls.len())),
+                        _ => None,
+                    })
+                    .collect()
+            };
+        assert_eq!(
+            answers(&got.runs[0].events),
+            answers(&exec),
+            "{name}: answers"
         );
         let (want, have) = (seen(&exec), seen(&got.runs[0].events));
         assert!(

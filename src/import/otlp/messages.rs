@@ -51,6 +51,11 @@ pub(super) struct Exchange {
     pub(super) finish: Option<String>,
 }
 
+/// A message role as the import names it: Gemini's `model` is the assistant.
+fn role_of(role: &str) -> String {
+    if role == "model" { "assistant" } else { role }.to_owned()
+}
+
 /// A JSON attribute: a structured value as is, a string parsed. `Err` names what is wrong.
 pub(super) fn json_attr(v: &Value) -> Result<Value, String> {
     match v {
@@ -71,11 +76,7 @@ pub(super) fn semconv_messages(
     let mut out = Vec::new();
     let mut finish = None;
     for m in &list {
-        let role = m
-            .get("role")
-            .and_then(Value::as_str)
-            .unwrap_or("user")
-            .to_owned();
+        let role = role_of(m.get("role").and_then(Value::as_str).unwrap_or("user"));
         if finish.is_none() {
             finish = m
                 .get("finish_reason")
@@ -120,10 +121,26 @@ pub(super) fn semconv_messages(
         if responses && msg.calls.is_empty() && texts.is_empty() {
             continue;
         }
+        // OpenLLMetry's LangChain instrumentation writes each block of an Anthropic answer's
+        // content as a text part, its `tool_use` blocks too, beside their `tool_call` parts: a
+        // text that is the JSON of a call the message holds is that call, not text.
+        texts.retain(|t| !is_call_block(t, &msg.calls));
         msg.text = texts.join("\n");
         out.push(msg);
     }
     Ok((out, finish))
+}
+
+/// Is `text` the JSON of a `tool_use` block of one of `calls` (by its id)?
+fn is_call_block(text: &str, calls: &[(String, String, Value)]) -> bool {
+    if !text.trim_start().starts_with('{') || calls.is_empty() {
+        return false;
+    }
+    let Ok(block) = serde_json::from_str::<Value>(text) else {
+        return false;
+    };
+    block.get("type").and_then(Value::as_str) == Some("tool_use")
+        && non_empty(block.get("id")).is_some_and(|id| calls.iter().any(|c| c.0 == id))
 }
 
 /// A string value that says something (an empty id is no id).
@@ -210,11 +227,7 @@ pub(super) fn openai_message(m: &Value, role: &str) -> Msg {
         })
         .collect();
     Msg {
-        role: m
-            .get("role")
-            .and_then(Value::as_str)
-            .unwrap_or(role)
-            .to_owned(),
+        role: role_of(m.get("role").and_then(Value::as_str).unwrap_or(role)),
         text: content_text(m.get("content")),
         calls,
         answers: non_empty(
@@ -299,7 +312,7 @@ pub(super) fn flat_messages(attrs: &Attrs, prefix: &str) -> (Vec<Msg>, Option<St
             finish = get("finish_reason").map(str::to_owned);
         }
         out.push(Msg {
-            role: get("role").unwrap_or("user").to_owned(),
+            role: role_of(get("role").unwrap_or("user")),
             text,
             calls: calls
                 .into_values()
@@ -594,7 +607,19 @@ pub(super) fn offered_tools(s: &Span) -> Option<Vec<String>> {
             .filter_map(|f| f.get("tool.json_schema").map(|v| (*v).clone()))
             .collect()
     };
-    let names: Vec<String> = list.iter().filter_map(name).collect();
+    // Gemini's form: a list of tools, each a list of `function_declarations`.
+    let declared = |t: &Value| -> Vec<Value> {
+        ["function_declarations", "functionDeclarations"]
+            .iter()
+            .find_map(|k| t.get(*k).and_then(Value::as_array))
+            .cloned()
+            .unwrap_or_else(|| vec![t.clone()])
+    };
+    let names: Vec<String> = list
+        .iter()
+        .flat_map(declared)
+        .filter_map(|t| name(&t))
+        .collect();
     (!names.is_empty()).then_some(names)
 }
 
@@ -737,4 +762,119 @@ pub(super) fn fault_of(s: &Span, message: &str) -> FaultKind {
     } else {
         FaultKind::ServerError
     }
+}
+
+/// A Gemini function response as the model reads it: instrumentations record the `response`
+/// object (`{"output": …}`, `{"error": …}`), and the model is sent its text, an `error` key
+/// being the call's failure, as `harness exec` reads the wire.
+pub(super) fn unwrap_function_response(m: &mut Msg) {
+    let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(&m.text) else {
+        return;
+    };
+    let (text, failed) = crate::provider::gemini::response_text(Some(&v));
+    m.text = text;
+    if failed {
+        m.is_error = Some(true);
+    }
+}
+
+/// The agent's own copy of an answer in a later call's input: its last assistant message with
+/// calls, every call named by an id, followed only by results of those calls. A call listed
+/// twice under one id (two merged spans each numbering it) is one call.
+fn agents_copy(input: &[Msg]) -> Option<Msg> {
+    let at = input.iter().rposition(|m| m.role == "assistant")?;
+    let mut copy = input[at].clone();
+    let mut ids: Vec<String> = Vec::with_capacity(copy.calls.len());
+    copy.calls.retain(|c| {
+        let new = !ids.contains(&c.0);
+        if new {
+            ids.push(c.0.clone());
+        }
+        new
+    });
+    let after = &input[at + 1..];
+    (!ids.is_empty()
+        && !ids.iter().any(String::is_empty)
+        && !after.is_empty()
+        && after.iter().all(|m| {
+            m.role == "tool"
+                && m.answers
+                    .as_deref()
+                    .is_some_and(|a| ids.iter().any(|id| id == a))
+        }))
+    .then_some(copy)
+}
+
+/// Answers whose span recorded less than the agent sent back are read from the agent's copy in
+/// the next model call's input: no output at all (OpenLLMetry's openai-agents on Chat
+/// Completions), calls without ids (OpenInference's google-genai), or fewer calls, the same
+/// tools in the same order (a stream's last chunk alone). A copy whose calls the answer's own
+/// input already held is an earlier answer, not this one. Returns how many were read so.
+pub(super) fn answers_from_next_input(exchanges: &mut [Option<Exchange>]) -> usize {
+    let at: Vec<usize> = (0..exchanges.len())
+        .filter(|&i| exchanges[i].is_some())
+        .collect();
+    let mut copied = 0;
+    for pair in at.windows(2) {
+        let Some(copy) = exchanges[pair[1]]
+            .as_ref()
+            .and_then(|next| agents_copy(&next.input))
+        else {
+            continue;
+        };
+        let Some(ex) = exchanges[pair[0]].as_mut() else {
+            continue;
+        };
+        let earlier = ex
+            .input
+            .iter()
+            .flat_map(|m| m.calls.iter())
+            .any(|c| copy.calls.iter().any(|k| k.0 == c.0));
+        if earlier {
+            continue;
+        }
+        match &mut ex.output {
+            None => {
+                ex.output = Some(Msg {
+                    role: "assistant".to_owned(),
+                    text: copy.text,
+                    calls: copy.calls,
+                    ..Msg::default()
+                });
+                copied += 1;
+            }
+            Some(out) => {
+                let names = |calls: &[(String, String, Value)]| -> Vec<String> {
+                    calls.iter().map(|c| c.1.clone()).collect()
+                };
+                let (have, sent) = (names(&out.calls), names(&copy.calls));
+                // The calls recorded with ids are calls of the copy.
+                let theirs = out
+                    .calls
+                    .iter()
+                    .all(|c| c.0.is_empty() || copy.calls.iter().any(|k| k.0 == c.0));
+                let fewer = theirs
+                    && !have.is_empty()
+                    && have.len() < sent.len()
+                    && is_subsequence(&have, &sent);
+                let unnamed =
+                    !have.is_empty() && have == sent && out.calls.iter().any(|c| c.0.is_empty());
+                let nothing = have.is_empty() && out.text.trim().is_empty();
+                if fewer || unnamed || nothing {
+                    out.calls = copy.calls;
+                    if out.text.trim().is_empty() {
+                        out.text = copy.text;
+                    }
+                    copied += 1;
+                }
+            }
+        }
+    }
+    copied
+}
+
+/// Are `short`'s items those of `long`, in the same order?
+fn is_subsequence(short: &[String], long: &[String]) -> bool {
+    let mut rest = long.iter();
+    short.iter().all(|s| rest.any(|l| l == s))
 }

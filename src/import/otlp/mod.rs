@@ -576,6 +576,12 @@ struct Gaps {
     preparations: usize,
     /// Failed results pydantic-ai recorded unwrapped but sent wrapped.
     wrapped: usize,
+    /// Runs whose first model call's input already holds answers of the model: the trace
+    /// starts in the middle of a conversation (a loop whose calls are each a trace).
+    mid_conversation: usize,
+    /// Answers read from the agent's copy in the next call's input (the span recorded no
+    /// output, its calls without ids, or fewer calls than the agent sent back).
+    copied_answers: usize,
 }
 
 impl Gaps {
@@ -633,6 +639,18 @@ impl Gaps {
             out.push(format!(
                 "{} model-call span(s) that record no call (no messages, tokens or error) beside one under the same parent that does (a framework's step before the call, as LlamaIndex's `_prepare_chat_with_tools`): not read as model calls",
                 self.preparations
+            ));
+        }
+        if self.mid_conversation > 0 {
+            out.push(format!(
+                "{} run(s) start in the middle of a conversation (their first model call's input already holds the model's answers): a loop whose model calls are each a trace of their own reads as a run per call; wrap the loop in one span (an `invoke_agent` span) or give its spans one `gen_ai.conversation.id` (OpenInference: `session.id`) to read it as one run",
+                self.mid_conversation
+            ));
+        }
+        if self.copied_answers > 0 {
+            out.push(format!(
+                "{} model answer(s) whose span recorded no output, its calls without ids, or fewer calls than the agent sent back (a stream's last chunk alone): read from the agent's own copy of the answer in the next call's input",
+                self.copied_answers
             ));
         }
         if self.wrapped > 0 {
@@ -698,6 +716,13 @@ fn keyword_args(v: Value) -> Value {
     let Value::Object(o) = &v else {
         return v;
     };
+    // OpenLLMetry's LangChain instrumentation records the whole `on_tool_start` callback
+    // (`input_str`, tags, metadata, `inputs`, kwargs): the tool's arguments are its `inputs`.
+    if let (Some(Value::String(_)), Some(inputs @ Value::Object(_))) =
+        (o.get("input_str"), o.get("inputs"))
+    {
+        return inputs.clone();
+    }
     let positional_none = o
         .get("args")
         .is_none_or(|a| a.as_array().is_some_and(Vec::is_empty));
@@ -817,7 +842,7 @@ fn genai_run(
             exchanges.push(None);
             continue;
         };
-        let mut ex = exchange(s, logs).map_err(|why| {
+        let ex = exchange(s, logs).map_err(|why| {
             located(
                 s.line,
                 1,
@@ -825,6 +850,18 @@ fn genai_run(
                 "content attributes hold the messages as JSON; check the instrumentation's version, or export the trace again",
             )
         })?;
+        exchanges.push(Some(ex));
+    }
+    gaps.copied_answers = messages::answers_from_next_input(&mut exchanges);
+    for (item, ex) in items.iter().zip(exchanges.iter_mut()) {
+        let (Item::Inference(s), Some(ex)) = (item, ex) else {
+            continue;
+        };
+        if s.gemini() {
+            for m in ex.input.iter_mut().filter(|m| m.role == "tool") {
+                messages::unwrap_function_response(m);
+            }
+        }
         if ex.input.is_empty() && ex.output.is_none() && s.error.is_none() {
             gaps.no_content += 1;
         }
@@ -866,7 +903,6 @@ fn genai_run(
             .map(|c| c.0.clone())
             .filter(|id| !id.is_empty())
             .collect();
-        exchanges.push(Some(ex));
     }
     let by_id: HashMap<&str, &Span> = group.iter().map(|s| (s.id.as_str(), *s)).collect();
     let model = items
@@ -890,6 +926,9 @@ fn genai_run(
     let mut generated = 0usize;
     let mut answered: HashSet<String> = HashSet::new();
     let mut last: Option<(bool, Option<String>)> = None;
+    // The cap of `harness serve`'s refusal that the last model call failed on, if it did: the
+    // run ended at the cap, as exec's own trace says, not in a provider fault.
+    let mut capped: Option<u32> = None;
     // Did the last model call's span record the calls it answered with? (An answer of text
     // alone may carry its calls as text, and a span without content none at all: then a tool
     // span is the call.)
@@ -994,6 +1033,9 @@ fn genai_run(
                 // nudges, and only the results past those the previous call's input held are
                 // new.
                 let results = ex.input.iter().filter(|m| is_result(m)).count();
+                if first_call && ex.input.iter().any(|m| m.role == "assistant") {
+                    gaps.mid_conversation += 1;
+                }
                 if first_call {
                     first_input = ex
                         .input
@@ -1049,7 +1091,13 @@ fn genai_run(
                 first_call = false;
                 b.at(ms(s.end, first));
                 let latency = ms(s.end, s.start);
+                capped = None;
                 if let Some(message) = &s.error {
+                    if let Some(cap) = crate::vocabulary::capped_at(message) {
+                        capped = Some(cap);
+                        last = Some((true, Some(message.clone())));
+                        continue;
+                    }
                     faults += 1;
                     b.push(Event::ProviderError {
                         fault: fault_of(s, message),
@@ -1098,7 +1146,14 @@ fn genai_run(
             }
         }
     }
+    if let Some(cap) = capped {
+        b.capped(cap);
+    }
     let (outcome, detail) = match last {
+        _ if capped.is_some() => (
+            OutcomeKind::MaxIterations,
+            capped.map(crate::vocabulary::refused_past_cap),
+        ),
         Some((true, Some(message))) => (
             OutcomeKind::Error,
             Some(format!(

@@ -702,6 +702,82 @@ fn a_refused_request_is_no_server_error() {
     assert_eq!(kind("Overloaded"), FaultKind::ServerError);
 }
 
+/// A run `harness exec` served to its cap ends at the cap, as exec's own trace says, whatever
+/// words the client wrapped the refusal in; another 400 is still a refused request.
+#[test]
+fn harness_s_refusal_at_the_cap_ends_the_run_at_the_cap() {
+    let refusal = crate::vocabulary::cap_refusal(2);
+    for (wrapped, capped) in [
+        (format!("Error code: 400 - {refusal}"), true),
+        (
+            format!("Error getting response: {{'error': \"Error code: 400 - {refusal}\"}}"),
+            true,
+        ),
+        // LiteLLM prints a streamed error body as Python bytes: the quote is escaped.
+        (
+            format!(
+                "AnthropicException - b'{{\"message\":\"{}\"}}'",
+                refusal.replace('\'', "\\'")
+            ),
+            true,
+        ),
+        (
+            "Error code: 400 - the iteration cap (2) is reached".to_owned(),
+            false,
+        ),
+    ] {
+        let mut refused = chat_span("c3", 60, None, "[]");
+        refused["status"] = serde_json::json!({"code": 2, "message": wrapped});
+        let text = line_of(&[
+            span_json(
+                "agent",
+                "",
+                "invoke_agent a",
+                (0, 200),
+                &[("gen_ai.operation.name", "invoke_agent")],
+                None,
+            ),
+            chat_json("c1", 10, &[("k1", "exec", "{}")], ""),
+            tool_json("t1", "k1", 30, "{}", "Error: missing", None),
+            chat_json("c2", 40, &[("k2", "exec", "{}")], ""),
+            tool_json("t2", "k2", 50, "{}", "Error: missing", None),
+            refused,
+        ]);
+        let got = import(&text, "f.jsonl");
+        assert_eq!(got.runs.len(), 1, "{wrapped}");
+        let events: Vec<&Event> = got.runs[0].events.iter().map(|e| &e.event).collect();
+        let faults = events
+            .iter()
+            .filter(|e| matches!(e, Event::ProviderError { .. }))
+            .count();
+        let cap = match events.first() {
+            Some(Event::RunStart { max_iterations, .. }) => *max_iterations,
+            _ => panic!("no run_start"),
+        };
+        let Some(Event::Outcome {
+            outcome,
+            iterations,
+            detail,
+            ..
+        }) = events.last()
+        else {
+            panic!("no outcome")
+        };
+        if capped {
+            assert_eq!(*outcome, OutcomeKind::MaxIterations, "{wrapped}");
+            assert_eq!(*iterations, 2);
+            assert_eq!(
+                detail.as_deref(),
+                Some(crate::vocabulary::refused_past_cap(2).as_str())
+            );
+            assert_eq!((faults, cap), (0, 2), "{wrapped}");
+        } else {
+            assert_eq!(*outcome, OutcomeKind::Error, "{wrapped}");
+            assert_eq!((faults, cap), (1, 0), "{wrapped}");
+        }
+    }
+}
+
 #[test]
 fn a_span_that_records_no_call_beside_one_that_does_is_no_call() {
     // LlamaIndex under OpenInference: `_prepare_chat_with_tools` is an `LLM` span with the
@@ -905,4 +981,50 @@ fn counts_an_instrumentation_makes_up_are_unknown_or_said() {
     let said = got.warnings.join("\n");
     assert!(said.contains("known to miscount"), "{said}");
     assert!(!said.contains("one token over"), "{said}");
+}
+
+/// A loop whose model calls are each a trace of their own (no span around it): a run per
+/// call, and the runs that start mid-conversation say how to make it one run.
+#[test]
+fn a_loop_traced_call_by_call_says_so() {
+    let first = chat_span(
+        "c1",
+        10,
+        Some(r#"[{"role":"user","parts":[{"type":"text","content":"go"}]}]"#),
+        r#"[{"role":"assistant","parts":[{"type":"tool_call","id":"k1","name":"exec","arguments":{}}]}]"#,
+    );
+    let mut second = chat_span(
+        "c2",
+        40,
+        Some(
+            r#"[{"role":"user","parts":[{"type":"text","content":"go"}]},{"role":"assistant","parts":[{"type":"tool_call","id":"k1","name":"exec","arguments":{}}]},{"role":"tool","parts":[{"type":"tool_call_response","id":"k1","result":"a.txt"}]}]"#,
+        ),
+        r#"[{"role":"assistant","parts":[{"type":"text","content":"done"}]}]"#,
+    );
+    second["traceId"] = Value::from("u");
+    let text = format!("{}\n{}", line_of(&[first]), line_of(&[second]));
+    let got = import(&text, "f.jsonl");
+    assert_eq!(got.runs.len(), 2);
+    assert!(
+        got.warnings
+            .iter()
+            .any(|w| w.starts_with("1 run(s) start in the middle of a conversation")),
+        "{:?}",
+        got.warnings
+    );
+    // One trace for the loop: no such note.
+    let one = import(
+        &line_of(&[chat_span(
+            "c1",
+            10,
+            Some(r#"[{"role":"user","parts":[{"type":"text","content":"go"}]}]"#),
+            r#"[{"role":"assistant","parts":[{"type":"text","content":"done"}]}]"#,
+        )]),
+        "g.jsonl",
+    );
+    assert!(
+        !one.warnings
+            .iter()
+            .any(|w| w.contains("middle of a conversation"))
+    );
 }

@@ -424,6 +424,17 @@ impl Span {
     }
 
     /// The provider the span names (`anthropic`, `openai`, `anthropic.messages`, …).
+    /// Is this a call of a Gemini model (the Gemini API or Vertex AI)?
+    pub(super) fn gemini(&self) -> bool {
+        self.provider().is_some_and(|p| {
+            let p = p.to_ascii_lowercase();
+            p.starts_with("gcp")
+                || p.starts_with("google")
+                || p.contains("gemini")
+                || p.contains("vertex")
+        })
+    }
+
     pub(super) fn provider(&self) -> Option<&str> {
         [
             "gen_ai.provider.name",
