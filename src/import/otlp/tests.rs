@@ -306,6 +306,18 @@ fn span_json(
     s
 }
 
+/// The `invoke_agent` span the chat and tool spans sit under.
+fn agent_span() -> Value {
+    span_json(
+        "agent",
+        "",
+        "invoke_agent a",
+        (0, 200),
+        &[("gen_ai.operation.name", "invoke_agent")],
+        None,
+    )
+}
+
 /// A chat span answering `calls` (`[(id, name, arguments JSON)]`) or `text`.
 fn chat_json(id: &str, at: u64, calls: &[(&str, &str, &str)], text: &str) -> Value {
     let parts: Vec<Value> = if calls.is_empty() {
@@ -370,14 +382,7 @@ fn tool_results_fail_by_exec_s_rules_then_the_span_status() {
     let traceback =
         "Traceback (most recent call last):\n  File \"t.py\", line 1\nValueError: no command";
     let text = line_of(&[
-        span_json(
-            "agent",
-            "",
-            "invoke_agent a",
-            (0, 200),
-            &[("gen_ai.operation.name", "invoke_agent")],
-            None,
-        ),
+        agent_span(),
         chat_json(
             "c1",
             10,
@@ -729,14 +734,7 @@ fn harness_s_refusal_at_the_cap_ends_the_run_at_the_cap() {
         let mut refused = chat_span("c3", 60, None, "[]");
         refused["status"] = serde_json::json!({"code": 2, "message": wrapped});
         let text = line_of(&[
-            span_json(
-                "agent",
-                "",
-                "invoke_agent a",
-                (0, 200),
-                &[("gen_ai.operation.name", "invoke_agent")],
-                None,
-            ),
+            agent_span(),
             chat_json("c1", 10, &[("k1", "exec", "{}")], ""),
             tool_json("t1", "k1", 30, "{}", "Error: missing", None),
             chat_json("c2", 40, &[("k2", "exec", "{}")], ""),
