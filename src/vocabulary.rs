@@ -130,6 +130,11 @@ pub fn cap_refusal(cap: u32) -> String {
     )
 }
 
+/// `serve`'s refusal of a request in a conversation that has ended (its cap reached, or its
+/// script done).
+pub const CONVERSATION_ENDED: &str =
+    "harness serve: this conversation has ended (iteration cap or script exhausted)";
+
 /// How a trace's `max_iterations` outcome says the agent asked past the cap and was refused.
 pub fn refused_past_cap(cap: u32) -> String {
     format!("iteration cap reached ({cap}): the agent called again and was refused")
@@ -138,12 +143,13 @@ pub fn refused_past_cap(cap: u32) -> String {
 /// The cap a [`cap_refusal`] names, wherever in `text` it appears (clients wrap the provider's
 /// message in their own words).
 pub fn capped_at(text: &str) -> Option<u32> {
-    // A client may print the body with its quotes escaped (`scenario\'s`, LiteLLM's bytes).
+    // A client may print the body with its quote escaped (`scenario\'s` in LiteLLM's bytes,
+    // `\u0027` in .NET's JSON, `&#x27;` in HTML).
     const HEAD: &str = "harness serve: the scenario";
     const CAP: &str = "iteration cap (";
     let after = &text[text.find(HEAD)? + HEAD.len()..];
     let at = after.find(CAP)?;
-    if after[..at].trim_start_matches('\\') != "'s " {
+    if at > 8 || !after[..at].ends_with("s ") {
         return None;
     }
     let (digits, _) = after[at + CAP.len()..].split_once(") is reached; no more answers")?;

@@ -283,6 +283,12 @@ fn usage_json(input: u64, output: u64) -> Value {
         "output_tokens": output, "service_tier": "standard"})
 }
 
+/// A stream's closing `message_delta` usage: cumulative, so the input side is repeated.
+fn delta_usage(input: u64, output: u64) -> Value {
+    json!({"input_tokens": input, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
+        "output_tokens": output})
+}
+
 /// A `message` body for an answer.
 pub fn render_body(r: &ModelResponse, meta: &AnswerMeta) -> Value {
     let mut content = Vec::new();
@@ -308,7 +314,8 @@ pub fn render_body(r: &ModelResponse, meta: &AnswerMeta) -> Value {
 /// usage counts the input and the first output token), `ping`, then a run of text pieces as
 /// one text block and each tool call as a `tool_use` block (its stream index becomes a block
 /// index), closed at its completion or when the message ends, then `message_delta` with the
-/// stop reason and the output tokens, and `message_stop`. A stream cut before its finish
+/// stop reason and the usage so far (cumulative: the input side again, and the output), and
+/// `message_stop`. A stream cut before its finish
 /// (`meta.complete` false) stops after its last block event.
 pub fn render_stream(chunks: &[Chunk], usage: Usage, meta: &AnswerMeta) -> Vec<SseEvent> {
     let ev = |name: &str, v: Value| SseEvent::named(name, v.to_string());
@@ -377,7 +384,7 @@ pub fn render_stream(chunks: &[Chunk], usage: Usage, meta: &AnswerMeta) -> Vec<S
     out.extend(std::mem::take(&mut tool_blocks).into_values().map(stop));
     out.push(ev(
         "message_delta",
-        json!({"type": "message_delta", "delta": {"stop_reason": finish_name(reason), "stop_sequence": null}, "usage": {"input_tokens": usage.input, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "output_tokens": usage.output}}),
+        json!({"type": "message_delta", "delta": {"stop_reason": finish_name(reason), "stop_sequence": null}, "usage": delta_usage(usage.input, usage.output)}),
     ));
     out.push(ev("message_stop", json!({"type": "message_stop"})));
     out

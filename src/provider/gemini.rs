@@ -189,7 +189,8 @@ pub fn response_text(response: Option<&Value>) -> (String, bool) {
     let Some(r) = response else {
         return (String::new(), false);
     };
-    if let Some(e) = r.get("error") {
+    // `{"error": null, …}` says no error (a common shape of a tool's own result).
+    if let Some(e) = r.get("error").filter(|e| !e.is_null()) {
         let text = e.as_str().map_or_else(|| e.to_string(), str::to_owned);
         return (text, true);
     }

@@ -229,7 +229,7 @@ impl Session {
             return answered(refusal(
                 provider,
                 400,
-                "harness serve: this conversation has ended (iteration cap or script exhausted)",
+                crate::vocabulary::CONVERSATION_ENDED,
             ));
         };
         // Whether a conversation is a side request (a title, a summary, a subagent) is decided

@@ -8,11 +8,13 @@ harness's own trace of the same run (inferred from the agent's requests, `harnes
 - the provider errors the agent met (their kinds), the messages the agent added mid-loop
   (nudges: role and text), and how the run ended (outcome and iterations).
 
-Not compared, because no instrumentation records them: ids (harness's trace names calls by the
-script's ids, the wire by its own), times, stream chunk counts, the agent's cap and offered
-tools where the spans do not name them, the task as a user turn (harness's trace starts from
-it), and which rule read a failure (an instrumentation that drops Anthropic's `is_error` leaves
-the text to read; the failure itself is compared).
+Not compared: ids (harness's trace names calls by the script's ids, the wire by its own),
+times, stream chunk counts, `run_start` (the agent's cap and the offered tools, which most
+instrumentations do not record), the task as a user turn (harness's trace starts from it), and
+which rule read a failure (an instrumentation that drops Anthropic's `is_error` leaves the text
+to read; the failure itself is compared). Calls harness's trace skipped as never sent (the agent
+ended first) may follow in the import, seen run by their spans: they must be the calls of
+harness's last answer, tool and arguments.
 
     check_otlp.py INFERRED.jsonl IMPORTED.jsonl     exit 0 and one line saying what agreed"""
 
@@ -27,17 +29,21 @@ def read(path):
 
 def view(events):
     calls, order, tokens, answers, rest, unsent = {}, [], [], [], [], []
+    asked = {}  # call id -> its arguments, as the answer asked for it
     for e in events:
         # A call the agent never sent a result of (it ended first): whether it ran, harness's
         # trace cannot see, and a tool span may show (pydantic-ai's call over its retry limit).
         if e["kind"] == "tool_call_skipped" and e["reason"].startswith("the agent ended without sending"):
-            unsent.append(e["name"])
+            unsent.append((e["name"], asked.get(e["id"])))
         if e["kind"] == "tool_call_start":
             calls[e["id"]] = {"tool": e["name"], "args": json.dumps(e["args"], sort_keys=True), "ok": None, "result": None}
             order.append(e["id"])
         elif e["kind"] == "tool_call_end" and e["id"] in calls:
             calls[e["id"]].update(ok=e["ok"], result=e.get("output", e.get("error")))
         elif e["kind"] == "model_response":
+            for c in e.get("calls", []):
+                args = json.loads(c["args"]) if isinstance(c["args"], str) else c["args"]
+                asked[c["id"]] = json.dumps(args, sort_keys=True)
             # None: the span recorded no usage, and the import says so (tokens_unknown).
             tokens.append(None if e.get("tokens_unknown") else (e["input_tokens"], e["output_tokens"]))
             answers.append({"finish": e["finish"], "text": e.get("text"), "calls": len(e.get("calls", []))})
@@ -57,7 +63,7 @@ def main():
         problems.append("harness's own trace has no tool call: nothing to compare")
     # The calls harness could not see run may follow in the import, seen run by their spans.
     extra = imported[0][len(inferred[0]):]
-    if inferred[0] != imported[0][:len(inferred[0])] or len(extra) > len(inferred[4]) or [c["tool"] for c in extra] != inferred[4][:len(extra)]:
+    if inferred[0] != imported[0][:len(inferred[0])] or len(extra) > len(inferred[4]) or [(c["tool"], c["args"]) for c in extra] != inferred[4][:len(extra)]:
         problems.append(f"calls differ:\n  harness:  {inferred[0]}\n  imported: {imported[0]}")
     known = [(h, i) for h, i in zip(inferred[1], imported[1]) if i is not None]
     if len(inferred[1]) != len(imported[1]) or any(h != i for h, i in known):

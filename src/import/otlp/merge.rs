@@ -412,7 +412,11 @@ pub(super) fn merge_duplicates(mut spans: Vec<Span>) -> (Vec<Span>, Vec<String>)
                     format!("`{s}`")
                 }
             };
-            format!("{n} by {} and {}", name(&x), name(&y))
+            if x == y {
+                format!("{n} by two spans of {}", name(&x))
+            } else {
+                format!("{n} by {} and {}", name(&x), name(&y))
+            }
         })
         .collect();
     let warning = format!(

@@ -131,7 +131,8 @@ pub(super) fn semconv_messages(
     Ok((out, finish))
 }
 
-/// Is `text` the JSON of a `tool_use` block of one of `calls` (by its id)?
+/// Is `text` the JSON of a content block that is no text: a `tool_use` block of one of `calls`
+/// (by its id), or a thinking or server-tool block, in a message with calls?
 fn is_call_block(text: &str, calls: &[(String, String, Value)]) -> bool {
     if !text.trim_start().starts_with('{') || calls.is_empty() {
         return false;
@@ -139,8 +140,14 @@ fn is_call_block(text: &str, calls: &[(String, String, Value)]) -> bool {
     let Ok(block) = serde_json::from_str::<Value>(text) else {
         return false;
     };
-    block.get("type").and_then(Value::as_str) == Some("tool_use")
-        && non_empty(block.get("id")).is_some_and(|id| calls.iter().any(|c| c.0 == id))
+    match block.get("type").and_then(Value::as_str) {
+        Some("tool_use") => {
+            non_empty(block.get("id")).is_some_and(|id| calls.iter().any(|c| c.0 == id))
+        }
+        // Other blocks it writes so are no text either.
+        Some("thinking" | "redacted_thinking" | "server_tool_use") => true,
+        _ => false,
+    }
 }
 
 /// A string value that says something (an empty id is no id).
@@ -778,61 +785,80 @@ pub(super) fn unwrap_function_response(m: &mut Msg) {
     }
 }
 
-/// The agent's own copy of an answer in a later call's input: its last assistant message with
-/// calls, every call named by an id, followed only by results of those calls. A call listed
-/// twice under one id (two merged spans each numbering it) is one call.
-fn agents_copy(input: &[Msg]) -> Option<Msg> {
-    let at = input.iter().rposition(|m| m.role == "assistant")?;
-    let mut copy = input[at].clone();
-    let mut ids: Vec<String> = Vec::with_capacity(copy.calls.len());
-    copy.calls.retain(|c| {
-        let new = !ids.contains(&c.0);
-        if new {
-            ids.push(c.0.clone());
+/// The agent's own copy of answer `p` in a later call's input `next`: `next` continues `p`'s
+/// input (the same messages, role, text and calls, first), and the message right after them is
+/// an assistant message with calls, every call named by an id, followed by a result of one of
+/// them. A call listed twice under one id is one call when the two are the same (two merged
+/// spans each numbering it); two different calls under one id are no copy.
+fn agents_copy(p: &[Msg], next: &[Msg]) -> Option<Msg> {
+    let same = |a: &Msg, b: &Msg| a.role == b.role && a.text == b.text && a.calls == b.calls;
+    // (An answer with input recorded only: a copy needs something to continue.)
+    if p.is_empty() {
+        return None;
+    }
+    if next.len() < p.len() + 2 || !p.iter().zip(next).all(|(a, b)| same(a, b)) {
+        return None;
+    }
+    let mut copy = next[p.len()].clone();
+    if copy.role != "assistant" {
+        return None;
+    }
+    let mut calls: Vec<(String, String, Value)> = Vec::with_capacity(copy.calls.len());
+    for c in std::mem::take(&mut copy.calls) {
+        match calls.iter().find(|k| k.0 == c.0) {
+            Some(k) if *k == c => {}
+            Some(_) => return None,
+            None => calls.push(c),
         }
-        new
-    });
-    let after = &input[at + 1..];
-    (!ids.is_empty()
-        && !ids.iter().any(String::is_empty)
-        && !after.is_empty()
-        && after.iter().all(|m| {
-            m.role == "tool"
-                && m.answers
-                    .as_deref()
-                    .is_some_and(|a| ids.iter().any(|id| id == a))
-        }))
-    .then_some(copy)
+    }
+    copy.calls = calls;
+    let answered = next[p.len() + 1].role == "tool"
+        && next[p.len() + 1]
+            .answers
+            .as_deref()
+            .is_some_and(|a| copy.calls.iter().any(|c| c.0 == a));
+    (!copy.calls.is_empty() && !copy.calls.iter().any(|c| c.0.is_empty()) && answered)
+        .then_some(copy)
 }
 
 /// Answers whose span recorded less than the agent sent back are read from the agent's copy in
-/// the next model call's input: no output at all (OpenLLMetry's openai-agents on Chat
+/// the input of the model call that continues this one's (the first later one whose input
+/// starts with this one's): no output at all (OpenLLMetry's openai-agents on Chat
 /// Completions), calls without ids (OpenInference's google-genai), or fewer calls, the same
-/// tools in the same order (a stream's last chunk alone). A copy whose calls the answer's own
-/// input already held is an earlier answer, not this one. Returns how many were read so.
-pub(super) fn answers_from_next_input(exchanges: &mut [Option<Exchange>]) -> usize {
-    let at: Vec<usize> = (0..exchanges.len())
-        .filter(|&i| exchanges[i].is_some())
-        .collect();
-    let mut copied = 0;
-    for pair in at.windows(2) {
-        let Some(copy) = exchanges[pair[1]]
-            .as_ref()
-            .and_then(|next| agents_copy(&next.input))
-        else {
+/// tools in the same order (a stream's last chunk alone). A failed call has no answer to mend.
+/// Returns how many were read so, and how many answers recorded no output and have no copy.
+pub(super) fn answers_from_next_input(
+    exchanges: &mut [Option<Exchange>],
+    failed: &[bool],
+) -> (usize, usize) {
+    let (mut copied, mut blank) = (0, 0);
+    for i in 0..exchanges.len() {
+        let Some(ex) = exchanges[i].as_ref() else {
             continue;
         };
-        let Some(ex) = exchanges[pair[0]].as_mut() else {
-            continue;
-        };
-        let earlier = ex
-            .input
-            .iter()
-            .flat_map(|m| m.calls.iter())
-            .any(|c| copy.calls.iter().any(|k| k.0 == c.0));
-        if earlier {
+        if failed[i] {
             continue;
         }
+        // The first later call that continues this one's input, unless the same request was
+        // sent again before it (a retry: the continuation is the retry's).
+        let same = |a: &Msg, b: &Msg| a.role == b.role && a.text == b.text && a.calls == b.calls;
+        let copy = exchanges[i + 1..]
+            .iter()
+            .flatten()
+            .take_while(|next| {
+                next.input.len() != ex.input.len()
+                    || !ex.input.iter().zip(&next.input).all(|(a, b)| same(a, b))
+            })
+            .find_map(|next| agents_copy(&ex.input, &next.input));
+        let Some(ex) = exchanges[i].as_mut() else {
+            continue;
+        };
+        let Some(copy) = copy else {
+            if ex.output.is_none() && !ex.input.is_empty() {
+                blank += 1;
+            }
+            continue;
+        };
         match &mut ex.output {
             None => {
                 ex.output = Some(Msg {
@@ -859,8 +885,7 @@ pub(super) fn answers_from_next_input(exchanges: &mut [Option<Exchange>]) -> usi
                     && is_subsequence(&have, &sent);
                 let unnamed =
                     !have.is_empty() && have == sent && out.calls.iter().any(|c| c.0.is_empty());
-                let nothing = have.is_empty() && out.text.trim().is_empty();
-                if fewer || unnamed || nothing {
+                if fewer || unnamed {
                     out.calls = copy.calls;
                     if out.text.trim().is_empty() {
                         out.text = copy.text;
@@ -870,7 +895,7 @@ pub(super) fn answers_from_next_input(exchanges: &mut [Option<Exchange>]) -> usi
             }
         }
     }
-    copied
+    (copied, blank)
 }
 
 /// Are `short`'s items those of `long`, in the same order?

@@ -576,6 +576,9 @@ struct Gaps {
     preparations: usize,
     /// Failed results pydantic-ai recorded unwrapped but sent wrapped.
     wrapped: usize,
+    /// Answered model calls whose span recorded their input but no output, and that no later
+    /// call's input shows.
+    no_output: usize,
     /// Runs whose first model call's input already holds answers of the model: the trace
     /// starts in the middle of a conversation (a loop whose calls are each a trace).
     mid_conversation: usize,
@@ -639,6 +642,12 @@ impl Gaps {
             out.push(format!(
                 "{} model-call span(s) that record no call (no messages, tokens or error) beside one under the same parent that does (a framework's step before the call, as LlamaIndex's `_prepare_chat_with_tools`): not read as model calls",
                 self.preparations
+            ));
+        }
+        if self.no_output > 0 {
+            out.push(format!(
+                "{} model answer(s) whose span recorded the input but no output, and that no later call's input shows (the run's last answer, or one followed by a user turn): read as empty answers",
+                self.no_output
             ));
         }
         if self.mid_conversation > 0 {
@@ -718,10 +727,11 @@ fn keyword_args(v: Value) -> Value {
     };
     // OpenLLMetry's LangChain instrumentation records the whole `on_tool_start` callback
     // (`input_str`, tags, metadata, `inputs`, kwargs): the tool's arguments are its `inputs`.
-    if let (Some(Value::String(_)), Some(inputs @ Value::Object(_))) =
-        (o.get("input_str"), o.get("inputs"))
-    {
-        return inputs.clone();
+    // (A tool invoked with a bare string has `inputs` null: no arguments to read, and the
+    // call's own stand.)
+    let callback = ["input_str", "tags", "metadata", "inputs", "kwargs"];
+    if o.contains_key("input_str") && o.keys().all(|k| callback.contains(&k.as_str())) {
+        return o.get("inputs").cloned().unwrap_or_default();
     }
     let positional_none = o
         .get("args")
@@ -852,12 +862,18 @@ fn genai_run(
         })?;
         exchanges.push(Some(ex));
     }
-    gaps.copied_answers = messages::answers_from_next_input(&mut exchanges);
+    let failed: Vec<bool> = items
+        .iter()
+        .map(|i| matches!(i, Item::Inference(s) if s.error.is_some()))
+        .collect();
+    let (copied, blank) = messages::answers_from_next_input(&mut exchanges, &failed);
+    gaps.copied_answers += copied;
+    gaps.no_output += blank;
     for (item, ex) in items.iter().zip(exchanges.iter_mut()) {
         let (Item::Inference(s), Some(ex)) = (item, ex) else {
             continue;
         };
-        if s.gemini() {
+        if s.records_function_responses() {
             for m in ex.input.iter_mut().filter(|m| m.role == "tool") {
                 messages::unwrap_function_response(m);
             }
@@ -1033,7 +1049,13 @@ fn genai_run(
                 // nudges, and only the results past those the previous call's input held are
                 // new.
                 let results = ex.input.iter().filter(|m| is_result(m)).count();
-                if first_call && ex.input.iter().any(|m| m.role == "assistant") {
+                // (Calls in it: a prefill or few-shot answers are not a loop's history.)
+                if first_call
+                    && ex
+                        .input
+                        .iter()
+                        .any(|m| m.role == "assistant" && !m.calls.is_empty())
+                {
                     gaps.mid_conversation += 1;
                 }
                 if first_call {
@@ -1091,13 +1113,20 @@ fn genai_run(
                 first_call = false;
                 b.at(ms(s.end, first));
                 let latency = ms(s.end, s.start);
-                capped = None;
                 if let Some(message) = &s.error {
                     if let Some(cap) = crate::vocabulary::capped_at(message) {
                         capped = Some(cap);
                         last = Some((true, Some(message.clone())));
                         continue;
                     }
+                    // Sent again after the cap (a client retrying a 400): the conversation
+                    // had ended there.
+                    if capped.is_some() && message.contains(crate::vocabulary::CONVERSATION_ENDED) {
+                        continue;
+                    }
+                }
+                capped = None;
+                if let Some(message) = &s.error {
                     faults += 1;
                     b.push(Event::ProviderError {
                         fault: fault_of(s, message),

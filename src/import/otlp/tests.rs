@@ -1026,3 +1026,123 @@ fn a_loop_traced_call_by_call_says_so() {
             .any(|w| w.contains("middle of a conversation"))
     );
 }
+
+fn msg(role: &str, text: &str, calls: &[(&str, &str)], answers: Option<&str>) -> messages::Msg {
+    messages::Msg {
+        role: role.to_owned(),
+        text: text.to_owned(),
+        calls: calls
+            .iter()
+            .map(|(id, name)| ((*id).to_owned(), (*name).to_owned(), serde_json::json!({})))
+            .collect(),
+        answers: answers.map(str::to_owned),
+        is_error: None,
+    }
+}
+
+fn exchange_of(
+    input: Vec<messages::Msg>,
+    output: Option<messages::Msg>,
+) -> Option<messages::Exchange> {
+    Some(messages::Exchange {
+        input,
+        output,
+        finish: None,
+    })
+}
+
+/// An answer is read from the input of the call that continues its own, never from a call of
+/// another conversation in between, a retry of the same request, or a copy whose one id names
+/// two different calls; an answer with no output and no continuation is counted, not made up.
+#[test]
+fn an_answer_is_read_only_from_the_call_that_continues_it() {
+    let user = || msg("user", "go", &[], None);
+    let copy = || msg("assistant", "", &[("k1", "exec"), ("k2", "ls")], None);
+    let result = |id: &str| msg("tool", "ok", &[], Some(id));
+    let mut exchanges = vec![
+        // The answer: no output recorded.
+        exchange_of(vec![user()], None),
+        // A side call (a guardrail): no history of the main conversation.
+        exchange_of(vec![msg("system", "guard", &[], None), user()], None),
+        // The same request again (a retry): the continuation is its, not the first's.
+        exchange_of(vec![user()], None),
+        // The continuation.
+        exchange_of(
+            vec![user(), copy(), result("k1"), result("k2")],
+            Some(msg("assistant", "done", &[], None)),
+        ),
+    ];
+    let failed = vec![false; exchanges.len()];
+    let (copied, blank) = messages::answers_from_next_input(&mut exchanges, &failed);
+    let calls = |e: &Option<messages::Exchange>| -> Vec<String> {
+        e.as_ref()
+            .and_then(|e| e.output.as_ref())
+            .map(|o| o.calls.iter().map(|c| c.0.clone()).collect())
+            .unwrap_or_default()
+    };
+    assert_eq!(calls(&exchanges[2]), ["k1", "k2"]);
+    // The first attempt and the guardrail took nothing, and are said to have no output.
+    assert!(exchanges[0].as_ref().is_some_and(|e| e.output.is_none()));
+    assert!(exchanges[1].as_ref().is_some_and(|e| e.output.is_none()));
+    assert_eq!((copied, blank), (1, 2));
+
+    // One id naming two different calls: no copy.
+    let mut two = vec![
+        exchange_of(vec![user()], None),
+        exchange_of(
+            vec![
+                user(),
+                msg("assistant", "", &[("k1", "exec"), ("k1", "ls")], None),
+                result("k1"),
+            ],
+            None,
+        ),
+    ];
+    let (copied, blank) = messages::answers_from_next_input(&mut two, &[false, false]);
+    assert_eq!((copied, blank), (0, 2));
+    assert!(two[0].as_ref().is_some_and(|e| e.output.is_none()));
+}
+
+/// harness's refusal at the cap whatever the client did to its quote, and a retry after it
+/// answered "this conversation has ended", keep the run at the cap.
+#[test]
+fn the_cap_survives_escapes_and_a_retry() {
+    let refusal = crate::vocabulary::cap_refusal(3);
+    for quote in ["\\'", "\\u0027", "&#x27;"] {
+        let text = refusal.replace('\'', quote);
+        assert_eq!(crate::vocabulary::capped_at(&text), Some(3), "{text}");
+    }
+    assert_eq!(
+        crate::vocabulary::capped_at("the scenario's iteration cap (3) is reached"),
+        None
+    );
+    let mut refused = chat_span("c2", 60, None, "[]");
+    refused["status"] = serde_json::json!({"code": 2, "message": refusal});
+    let mut again = chat_span("c3", 80, None, "[]");
+    again["status"] = serde_json::json!({"code": 2, "message": format!("Error code: 400 - {}", crate::vocabulary::CONVERSATION_ENDED)});
+    let text = line_of(&[
+        agent_span(),
+        chat_json("c1", 10, &[("k1", "exec", "{}")], ""),
+        tool_json("t1", "k1", 30, "{}", "Error: missing", None),
+        refused,
+        again,
+    ]);
+    let got = import(&text, "f.jsonl");
+    let end = got.runs[0].events.last().map(|e| &e.event);
+    assert!(
+        matches!(
+            end,
+            Some(Event::Outcome {
+                outcome: OutcomeKind::MaxIterations,
+                ..
+            })
+        ),
+        "{end:?}"
+    );
+    assert!(
+        !got.runs[0]
+            .events
+            .iter()
+            .any(|e| matches!(e.event, Event::ProviderError { .. }))
+    );
+}

@@ -394,6 +394,14 @@ impl Span {
             None => {
                 self.str("openinference.span.kind") == Some("LLM")
                     || matches!(self.str("llm.request.type"), Some("chat" | "completion"))
+                    // A call that failed before its instrumentation wrote any attribute
+                    // (OpenLIT's refused Anthropic call): named by the GenAI conventions
+                    // (`chat <model>`), failed, and nothing else.
+                    || (self.error.is_some()
+                        && self.attrs.is_empty()
+                        && ["chat ", "text_completion ", "generate_content "]
+                            .iter()
+                            .any(|op| self.name.starts_with(op)))
             }
         }
     }
@@ -423,18 +431,26 @@ impl Span {
         .find_map(|k| self.str(k))
     }
 
-    /// The provider the span names (`anthropic`, `openai`, `anthropic.messages`, …).
-    /// Is this a call of a Gemini model (the Gemini API or Vertex AI)?
-    pub(super) fn gemini(&self) -> bool {
-        self.provider().is_some_and(|p| {
+    /// Does this span record Gemini function responses as the `response` objects the model was
+    /// sent (`{"output": …}`, `{"error": …}`)? A Gemini model (by its name, where the span gives
+    /// one) of Google's API or Vertex AI, read from the span's own messages: the AI SDK records
+    /// its own message form, not the wire's.
+    pub(super) fn records_function_responses(&self) -> bool {
+        let google = self.provider().is_some_and(|p| {
             let p = p.to_ascii_lowercase();
             p.starts_with("gcp")
                 || p.starts_with("google")
                 || p.contains("gemini")
                 || p.contains("vertex")
-        })
+        });
+        google
+            && self.ai_operation().is_none()
+            && self
+                .model()
+                .is_none_or(|m| m.to_ascii_lowercase().contains("gemini"))
     }
 
+    /// The provider the span names (`anthropic`, `openai`, `anthropic.messages`, …).
     pub(super) fn provider(&self) -> Option<&str> {
         [
             "gen_ai.provider.name",
