@@ -785,13 +785,17 @@ pub(super) fn unwrap_function_response(m: &mut Msg) {
     }
 }
 
+/// Are two recorded messages the same message (role, text and calls)?
+fn same(a: &Msg, b: &Msg) -> bool {
+    a.role == b.role && a.text == b.text && a.calls == b.calls
+}
+
 /// The agent's own copy of answer `p` in a later call's input `next`: `next` continues `p`'s
 /// input (the same messages, role, text and calls, first), and the message right after them is
 /// an assistant message with calls, every call named by an id, followed by a result of one of
 /// them. A call listed twice under one id is one call when the two are the same (two merged
 /// spans each numbering it); two different calls under one id are no copy.
 fn agents_copy(p: &[Msg], next: &[Msg]) -> Option<Msg> {
-    let same = |a: &Msg, b: &Msg| a.role == b.role && a.text == b.text && a.calls == b.calls;
     // (An answer with input recorded only: a copy needs something to continue.)
     if p.is_empty() {
         return None;
@@ -841,7 +845,6 @@ pub(super) fn answers_from_next_input(
         }
         // The first later call that continues this one's input, unless the same request was
         // sent again before it (a retry: the continuation is the retry's).
-        let same = |a: &Msg, b: &Msg| a.role == b.role && a.text == b.text && a.calls == b.calls;
         let copy = exchanges[i + 1..]
             .iter()
             .flatten()
