@@ -125,10 +125,14 @@ pub const TEXT_REFUSED_FOR_TOOL_CHOICE: &str =
 /// own trace records it as a failed model call; `import` reads it back ([`capped_at`]), so the
 /// run ends at the cap there as in exec's trace, not in a provider error.
 pub fn cap_refusal(cap: u32) -> String {
-    format!(
-        "harness serve: the scenario's iteration cap ({cap}) is reached; no more answers in this conversation"
-    )
+    format!("{CAP_HEAD}'s {CAP}{cap}{CAP_REACHED}; no more answers in this conversation")
 }
+
+/// The pieces of [`cap_refusal`] that [`capped_at`] finds, whatever came of the quote between
+/// the first two.
+const CAP_HEAD: &str = "harness serve: the scenario";
+const CAP: &str = "iteration cap (";
+const CAP_REACHED: &str = ") is reached";
 
 /// `serve`'s refusal of a request in a conversation that has ended (its cap reached, or its
 /// script done).
@@ -145,14 +149,12 @@ pub fn refused_past_cap(cap: u32) -> String {
 pub fn capped_at(text: &str) -> Option<u32> {
     // A client may print the body with its quote escaped (`scenario\'s` in LiteLLM's bytes,
     // `\u0027` in .NET's JSON, `&#x27;` in HTML).
-    const HEAD: &str = "harness serve: the scenario";
-    const CAP: &str = "iteration cap (";
-    let after = &text[text.find(HEAD)? + HEAD.len()..];
+    let after = &text[text.find(CAP_HEAD)? + CAP_HEAD.len()..];
     let at = after.find(CAP)?;
     if at > 8 || !after[..at].ends_with("s ") {
         return None;
     }
-    let (digits, _) = after[at + CAP.len()..].split_once(") is reached; no more answers")?;
+    let (digits, _) = after[at + CAP.len()..].split_once(CAP_REACHED)?;
     digits.parse().ok()
 }
 

@@ -487,11 +487,7 @@ impl TraceBuilder {
 
     /// The tools the agent offered the model, where the format records them.
     pub fn offered(&mut self, names: Vec<String>) {
-        if let Some(TimedEvent {
-            event: Event::RunStart { tools, .. },
-            ..
-        }) = self.events.first_mut()
-        {
+        if let Some((tools, _)) = self.run_start() {
             *tools = names;
         }
     }
@@ -499,13 +495,26 @@ impl TraceBuilder {
     /// The iteration cap the run was served under, where the trace shows it (a refusal of
     /// `harness serve` past its cap).
     pub fn capped(&mut self, cap: u32) {
+        if let Some((_, max_iterations)) = self.run_start() {
+            *max_iterations = cap;
+        }
+    }
+
+    /// The trace's `run_start` fields a format can fill in later: the tools offered, the cap.
+    fn run_start(&mut self) -> Option<(&mut Vec<String>, &mut u32)> {
         if let Some(TimedEvent {
-            event: Event::RunStart { max_iterations, .. },
+            event:
+                Event::RunStart {
+                    tools,
+                    max_iterations,
+                    ..
+                },
             ..
         }) = self.events.first_mut()
         {
-            *max_iterations = cap;
+            return Some((tools, max_iterations));
         }
+        None
     }
 
     fn push(&mut self, event: Event) {

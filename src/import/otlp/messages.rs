@@ -790,39 +790,39 @@ fn same(a: &Msg, b: &Msg) -> bool {
     a.role == b.role && a.text == b.text && a.calls == b.calls
 }
 
-/// The agent's own copy of answer `p` in a later call's input `next`: `next` continues `p`'s
-/// input (the same messages, role, text and calls, first), and the message right after them is
-/// an assistant message with calls, every call named by an id, followed by a result of one of
-/// them. A call listed twice under one id is one call when the two are the same (two merged
-/// spans each numbering it); two different calls under one id are no copy.
+/// Does input `next` continue input `p`: the same messages (role, text and calls) first, then
+/// more? (An input recorded empty continues nothing.)
+fn continues(p: &[Msg], next: &[Msg]) -> bool {
+    !p.is_empty() && next.len() > p.len() && p.iter().zip(next).all(|(a, b)| same(a, b))
+}
+
+/// The agent's own copy of the answer to input `p` in `next`, an input that continues it: the
+/// message right after `p`'s, an assistant message with calls, every call named by an id, and
+/// followed by a result of one of them. A call listed twice under one id is one call when the
+/// two are the same (two merged spans each numbering it); two different calls under one id are
+/// no copy.
 fn agents_copy(p: &[Msg], next: &[Msg]) -> Option<Msg> {
-    // (An answer with input recorded only: a copy needs something to continue.)
-    if p.is_empty() {
-        return None;
-    }
-    if next.len() < p.len() + 2 || !p.iter().zip(next).all(|(a, b)| same(a, b)) {
-        return None;
-    }
-    let mut copy = next[p.len()].clone();
+    let (copy, answer) = (next.get(p.len())?, next.get(p.len() + 1)?);
     if copy.role != "assistant" {
         return None;
     }
     let mut calls: Vec<(String, String, Value)> = Vec::with_capacity(copy.calls.len());
-    for c in std::mem::take(&mut copy.calls) {
+    for c in &copy.calls {
         match calls.iter().find(|k| k.0 == c.0) {
-            Some(k) if *k == c => {}
+            Some(k) if k == c => {}
             Some(_) => return None,
-            None => calls.push(c),
+            None => calls.push(c.clone()),
         }
     }
-    copy.calls = calls;
-    let answered = next[p.len() + 1].role == "tool"
-        && next[p.len() + 1]
+    let answered = answer.role == "tool"
+        && answer
             .answers
             .as_deref()
-            .is_some_and(|a| copy.calls.iter().any(|c| c.0 == a));
-    (!copy.calls.is_empty() && !copy.calls.iter().any(|c| c.0.is_empty()) && answered)
-        .then_some(copy)
+            .is_some_and(|a| calls.iter().any(|c| c.0 == a));
+    (!calls.is_empty() && !calls.iter().any(|c| c.0.is_empty()) && answered).then(|| Msg {
+        calls,
+        ..copy.clone()
+    })
 }
 
 /// Answers whose span recorded less than the agent sent back are read from the agent's copy in
@@ -843,8 +843,8 @@ pub(super) fn answers_from_next_input(
         if failed[i] {
             continue;
         }
-        // The first later call that continues this one's input, unless the same request was
-        // sent again before it (a retry: the continuation is the retry's).
+        // The first later call that continues this one's input decides, unless the same
+        // request was sent again before it (a retry: the continuation is the retry's).
         let copy = exchanges[i + 1..]
             .iter()
             .flatten()
@@ -852,7 +852,8 @@ pub(super) fn answers_from_next_input(
                 next.input.len() != ex.input.len()
                     || !ex.input.iter().zip(&next.input).all(|(a, b)| same(a, b))
             })
-            .find_map(|next| agents_copy(&ex.input, &next.input));
+            .find(|next| continues(&ex.input, &next.input))
+            .and_then(|next| agents_copy(&ex.input, &next.input));
         let Some(ex) = exchanges[i].as_mut() else {
             continue;
         };

@@ -1049,16 +1049,15 @@ fn genai_run(
                 // nudges, and only the results past those the previous call's input held are
                 // new.
                 let results = ex.input.iter().filter(|m| is_result(m)).count();
-                // (Calls in it: a prefill or few-shot answers are not a loop's history.)
-                if first_call
-                    && ex
+                if first_call {
+                    // (Calls in it: a prefill or few-shot answers are not a loop's history.)
+                    if ex
                         .input
                         .iter()
                         .any(|m| m.role == "assistant" && !m.calls.is_empty())
-                {
-                    gaps.mid_conversation += 1;
-                }
-                if first_call {
+                    {
+                        gaps.mid_conversation += 1;
+                    }
                     first_input = ex
                         .input
                         .iter()
@@ -1116,7 +1115,6 @@ fn genai_run(
                 if let Some(message) = &s.error {
                     if let Some(cap) = crate::vocabulary::capped_at(message) {
                         capped = Some(cap);
-                        last = Some((true, Some(message.clone())));
                         continue;
                     }
                     // Sent again after the cap (a client retrying a 400): the conversation
@@ -1178,23 +1176,23 @@ fn genai_run(
     if let Some(cap) = capped {
         b.capped(cap);
     }
-    let (outcome, detail) = match last {
-        _ if capped.is_some() => (
+    let (outcome, detail) = match (capped, last) {
+        (Some(cap), _) => (
             OutcomeKind::MaxIterations,
-            capped.map(crate::vocabulary::refused_past_cap),
+            Some(crate::vocabulary::refused_past_cap(cap)),
         ),
-        Some((true, Some(message))) => (
+        (None, Some((true, Some(message)))) => (
             OutcomeKind::Error,
             Some(format!(
                 "the run ended after a failed model call: {message}"
             )),
         ),
-        Some((false, Some(_))) => (OutcomeKind::Response, None),
-        Some(_) => (
+        (None, Some((false, Some(_)))) => (OutcomeKind::Response, None),
+        (None, Some(_)) => (
             OutcomeKind::Stopped,
             Some("the run ended after tool calls, with no model call after them".to_owned()),
         ),
-        None => (
+        (None, None) => (
             OutcomeKind::Stopped,
             Some("the trace holds no model call".to_owned()),
         ),
