@@ -280,12 +280,13 @@ impl<'s> MockModel<'s> {
             (Some(how), _, _) => {
                 // From the schema of the tool as offered on this request (the agent's own,
                 // for a bound tool); a tool not offered has none to follow.
-                let open = serde_json::json!({"type": "object"});
+                static OPEN: std::sync::LazyLock<Value> =
+                    std::sync::LazyLock::new(|| serde_json::json!({"type": "object"}));
                 let schema = req
                     .tools
                     .iter()
                     .find(|t| t.name == def.name)
-                    .map_or(&open, |t| &t.schema);
+                    .map_or(&*OPEN, |t| &t.schema);
                 let seed = generate::seed(&self.case, def.seed.unwrap_or(n));
                 generate::arguments(schema, how, seed)
             }

@@ -924,15 +924,31 @@ impl Config {
 
     /// The named profile, if this build has it ([`super::profiles`]).
     pub fn profile(name: &str) -> Option<Self> {
-        super::profiles::find(name).map(|p| (p.config)())
+        // Every case of a run starts from its profile's configuration: each is made once, and
+        // copied (a copy costs less than making one, which builds `none` and then overrides it).
+        static MADE: std::sync::OnceLock<Vec<Config>> = std::sync::OnceLock::new();
+        let made = MADE.get_or_init(|| {
+            super::profiles::PROFILES
+                .iter()
+                .map(|p| (p.config)())
+                .collect()
+        });
+        let at = super::profiles::PROFILES
+            .iter()
+            .position(|p| p.name == name)?;
+        made.get(at).cloned()
     }
 
     /// This configuration with `patch` merged over it (tables merge key by key, anything else
     /// replaces). Unknown keys and wrong types are errors naming the key path.
     pub fn patched(&self, patch: &Map<String, Value>) -> Result<Self, PatchError> {
-        let mut config = self.clone();
-        super::patch::Table::patch_table(&mut config, patch, &mut Vec::new())?;
-        Ok(config)
+        self.clone().patch(patch)
+    }
+
+    /// [`Config::patched`], in place of this configuration.
+    pub fn patch(mut self, patch: &Map<String, Value>) -> Result<Self, PatchError> {
+        super::patch::Table::patch_table(&mut self, patch, &mut Vec::new())?;
+        Ok(self)
     }
 }
 

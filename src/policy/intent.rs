@@ -52,15 +52,20 @@ const VERBS: &[&str] = &[
 /// Does the text announce a tool action it did not take? (IronClaw's exact rules.)
 pub fn signals_tool_intent(text: &str) -> bool {
     let lower = strip_code_and_quotes(text).to_lowercase();
-    if EXCLUSIONS.iter().any(|e| lower.contains(e)) {
+    // Every exclusion starts with "let me ": a text without it has none.
+    if lower.contains("let me ") && EXCLUSIONS.iter().any(|e| lower.contains(e)) {
         return false;
     }
     PREFIXES.iter().any(|prefix| {
         lower.match_indices(prefix).any(|(at, _)| {
             let rest = &lower[at + prefix.len()..];
-            VERBS
-                .iter()
-                .any(|verb| rest.starts_with(verb) || rest.contains(&format!(" {verb}")))
+            // A verb next, or after a space anywhere later (`" {verb}"` in the rest).
+            let verb_at = |s: &str| VERBS.iter().any(|verb| s.starts_with(verb));
+            verb_at(rest)
+                || rest
+                    .bytes()
+                    .enumerate()
+                    .any(|(i, b)| b == b' ' && verb_at(&rest[i + 1..]))
         })
     })
 }
@@ -144,6 +149,61 @@ impl Policy for IntentNudge {
 #[cfg(test)]
 mod tests {
     use super::signals_tool_intent as intent;
+    use super::{EXCLUSIONS, PREFIXES, VERBS, strip_code_and_quotes};
+
+    /// The rules as IronClaw writes them, one search a verb: what the classifier must agree with.
+    fn by_the_letter(text: &str) -> bool {
+        let lower = strip_code_and_quotes(text).to_lowercase();
+        if EXCLUSIONS.iter().any(|e| lower.contains(e)) {
+            return false;
+        }
+        PREFIXES.iter().any(|prefix| {
+            lower.match_indices(prefix).any(|(at, _)| {
+                let rest = &lower[at + prefix.len()..];
+                VERBS
+                    .iter()
+                    .any(|verb| rest.starts_with(verb) || rest.contains(&format!(" {verb}")))
+            })
+        })
+    }
+
+    #[test]
+    fn the_quick_checks_agree_with_the_rules_as_written() {
+        assert!(EXCLUSIONS.iter().all(|e| e.starts_with("let me ")));
+        let pieces = [
+            "Let me ",
+            "let me know",
+            "I'll ",
+            "i will ",
+            "I'm going to ",
+            "search",
+            " check",
+            "run the",
+            "runthe",
+            "  ",
+            "\n",
+            "\"quoted run the\" ",
+            "    indented fetch\n",
+            "```\nlet me fetch\n```\n",
+            "Ünïcode ",
+            "add  it",
+            "look  up",
+            "find",
+            ".",
+            "x",
+        ];
+        let mut n = 0;
+        for a in pieces {
+            for b in pieces {
+                for c in pieces {
+                    let text = format!("{a}{b}{c}");
+                    assert_eq!(intent(&text), by_the_letter(&text), "{text:?}");
+                    n += usize::from(intent(&text));
+                }
+            }
+        }
+        assert!(n > 100, "the texts must include intents: {n}");
+    }
 
     #[test]
     fn true_positives() {

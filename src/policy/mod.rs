@@ -53,6 +53,47 @@ pub struct LoopView {
 }
 
 #[cfg(test)]
+mod fill_tests {
+    use super::fill;
+
+    /// Each pair replaced in turn with `str::replace`, as the templates' upstreams do.
+    fn in_turn(template: &str, pairs: &[(&str, &str)]) -> String {
+        let mut out = template.to_owned();
+        for (key, value) in pairs {
+            out = out.replace(&format!("{{{key}}}"), value);
+        }
+        out
+    }
+
+    #[test]
+    fn fill_replaces_each_pair_in_the_text_the_ones_before_left() {
+        let templates = [
+            "",
+            "no placeholder",
+            "{name}",
+            "Tool {name} failed: {error}",
+            "{{name}}",
+            "{name{name}}",
+            "{error}{name}{error_json}{",
+            "{",
+            "}{name",
+            "é{name}ü{error}",
+            "{{error}",
+        ];
+        let values = ["", "x", "{error}", "{", "é", "{name}"];
+        for t in templates {
+            for a in values {
+                for b in values {
+                    let pairs = [("name", a), ("error", b)];
+                    assert_eq!(fill(t, &pairs), in_turn(t, &pairs), "{t:?} {pairs:?}");
+                }
+            }
+        }
+        assert_eq!(fill("{name} {name}", &[("name", "x")]), "x x");
+    }
+}
+
+#[cfg(test)]
 impl LoopView {
     /// Iteration `iteration` of a fresh run with tools on offer: nothing spent, nothing forced.
     pub(crate) fn at(iteration: u32) -> Self {
@@ -309,19 +350,39 @@ pub(crate) fn say(
     ]
 }
 
-/// Replace `{key}` placeholders in a message template.
+/// Replace `{key}` placeholders in a message template: each pair in turn, in the text the
+/// ones before it left (as `str::replace` would, one pair after the other).
 pub(crate) fn fill(template: &str, pairs: &[(&str, &str)]) -> String {
-    let mut out = template.to_owned();
-    let mut placeholder = String::new();
+    let mut out = std::borrow::Cow::Borrowed(template);
     for (key, value) in pairs {
-        placeholder.clear();
-        placeholder.push('{');
-        placeholder.push_str(key);
-        placeholder.push('}');
-        // In turn, each in the text the ones before it left.
-        if out.contains(placeholder.as_str()) {
-            out = out.replace(placeholder.as_str(), value);
+        if let Some(replaced) = replace_placeholder(&out, key, value) {
+            out = std::borrow::Cow::Owned(replaced);
         }
     }
-    out
+    out.into_owned()
+}
+
+/// `text` with every `{key}` replaced by `value`, left to right; `None` when it has none. A
+/// template is short and its placeholders few: it looks only where a `{` is.
+fn replace_placeholder(text: &str, key: &str, value: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out: Option<String> = None;
+    let (mut from, mut i) = (0, 0);
+    while let Some(at) = bytes[i..].iter().position(|&b| b == b'{') {
+        let start = i + at;
+        let end = start + 1 + key.len();
+        if bytes.get(start + 1..end) == Some(key.as_bytes()) && bytes.get(end) == Some(&b'}') {
+            let o = out.get_or_insert_with(|| String::with_capacity(text.len() + value.len()));
+            o.push_str(&text[from..start]);
+            o.push_str(value);
+            from = end + 1;
+            i = from;
+        } else {
+            i = start + 1;
+        }
+    }
+    out.map(|mut o| {
+        o.push_str(&text[from..]);
+        o
+    })
 }

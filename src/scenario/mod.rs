@@ -103,9 +103,7 @@ pub fn load(text: &str, format: SourceFormat, id: &str) -> Result<Vec<Case>, Vec
 /// (the first [`load`] returns; its id is the scenario id). `None` if the profile is unknown
 /// or the scenario's `[config]` does not fit it.
 pub fn ad_hoc(own: &Case, profile: &str) -> Option<Case> {
-    let config = Config::profile(profile)?
-        .patched(&own.scenario.config)
-        .ok()?;
+    let config = Config::profile(profile)?.patch(&own.scenario.config).ok()?;
     Some(Case {
         id: format!("{}@{profile}", own.id),
         profile: profile.to_owned(),

@@ -151,50 +151,49 @@ impl Checker {
 
     fn expect(&mut self, e: &Expect, path: &[Seg], tools: Option<&[&str]>) {
         let catalogue = Event::catalogue();
-        let kinds: Vec<&str> = catalogue.iter().map(|(k, _)| k.as_str()).collect();
-        let check_kind = |this: &mut Self, kind: &str, at: Vec<Seg>| -> Option<&'static [String]> {
-            match catalogue.iter().find(|(k, _)| k == kind) {
-                Some((_, fields)) => Some(fields.as_slice()),
-                None => {
-                    let hint = suggest(kind, &kinds, || {
-                        format!("event kinds: {}", kinds.join(", "))
-                    });
-                    this.report(at, format!("unknown event kind `{kind}`"), Some(hint));
-                    None
-                }
+        // Where a finding is, made only for a finding: a valid scenario builds no paths.
+        let check_kind = |this: &mut Self, kind: &str, at: &dyn Fn() -> Vec<Seg>| {
+            let found = catalogue.iter().find(|(k, _)| k == kind);
+            if found.is_none() {
+                let kinds: Vec<&str> = catalogue.iter().map(|(k, _)| k.as_str()).collect();
+                let hint = suggest(kind, &kinds, || {
+                    format!("event kinds: {}", kinds.join(", "))
+                });
+                this.report(at(), format!("unknown event kind `{kind}`"), Some(hint));
             }
+            found.map(|(_, fields)| fields.as_slice())
         };
         for (list, name) in [(&e.must, "must"), (&e.must_not, "must_not")] {
             for (i, kind) in list.iter().enumerate() {
-                check_kind(self, kind, [path, &[key(name), Seg::Index(i)]].concat());
+                check_kind(self, kind, &|| [path, &[key(name), Seg::Index(i)]].concat());
             }
         }
         let patterns = e
             .events
             .iter()
             .enumerate()
-            .map(|(i, ev)| (key("events"), i, &ev.kind, &ev.where_))
+            .map(|(i, ev)| ("events", i, &ev.kind, &ev.where_))
             .chain(
                 e.sequence
                     .iter()
                     .enumerate()
-                    .map(|(i, p)| (key("sequence"), i, &p.kind, &p.where_)),
+                    .map(|(i, p)| ("sequence", i, &p.kind, &p.where_)),
             );
         for (list, i, kind, where_) in patterns {
-            let at = [path, &[list, Seg::Index(i)]].concat();
-            let Some(fields) = check_kind(self, kind, [at.clone(), vec![key("kind")]].concat())
+            let at = || [path, &[key(list), Seg::Index(i)]].concat();
+            let Some(fields) = check_kind(self, kind, &|| [at(), vec![key("kind")]].concat())
             else {
                 continue;
             };
-            let names: Vec<&str> = fields.iter().map(String::as_str).collect();
             for (field, value) in where_ {
-                let at = [at.clone(), vec![key("where"), key(field)]].concat();
+                let at = || [at(), vec![key("where"), key(field)]].concat();
                 if !fields.contains(field) {
+                    let names: Vec<&str> = fields.iter().map(String::as_str).collect();
                     let hint = suggest(field, &names, || {
                         format!("`{kind}` events have: {}", names.join(", "))
                     });
                     self.problems.push(Problem {
-                        path: at,
+                        path: at(),
                         at_key: true,
                         message: format!("`{kind}` events have no field `{field}`"),
                         hint: Some(hint),
@@ -202,7 +201,7 @@ impl Checker {
                 } else if let Some((message, hint)) =
                     super::values::check(kind, field, value, tools)
                 {
-                    self.report(at, message, Some(hint));
+                    self.report(at(), message, Some(hint));
                 }
             }
         }
@@ -277,7 +276,7 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
     let mut plan_cases: Vec<(Vec<Seg>, bool)> = Vec::new();
     for (name, path, at_key, expect) in profiles {
         if let Some(base) = c.profile(&name, path.clone(), at_key) {
-            match base.patched(&s.config) {
+            match base.patch(&s.config) {
                 Ok(config) => {
                     if config.plan_step.enabled {
                         plan_cases.push((path, at_key));
