@@ -143,20 +143,20 @@ fn settings() -> Result<Settings> {
         Err(_) => 7,
     };
     let keep = std::env::var("RUN_CORPUS_KEEP").is_ok_and(|v| !v.is_empty() && v != "0");
-    let reuse = std::env::var_os("RUN_CORPUS_REUSE")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from);
     let mix = match std::env::var("RUN_CORPUS_MIX") {
         Ok(m) if m.trim() == "0" => 0,
         Ok(m) => parse_size(&m)?,
         Err(_) => TARGET_SIZE,
     };
-    let old = std::env::var_os("RUN_CORPUS_OLD")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from);
-    let peer = std::env::var_os("RUN_CORPUS_PEER")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from);
+    // Absolute: the runs start in the corpus folder, where a relative path names nothing.
+    let path = |var: &str| {
+        let v = std::env::var_os(var).filter(|v| !v.is_empty());
+        v.map(|v| std::path::absolute(&v).map_err(|e| format!("{var}: {e}")))
+            .transpose()
+    };
+    let reuse = path("RUN_CORPUS_REUSE")?;
+    let old = path("RUN_CORPUS_OLD")?;
+    let peer = path("RUN_CORPUS_PEER")?;
     Ok(Settings {
         sizes,
         reps,

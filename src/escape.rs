@@ -45,34 +45,63 @@ const SUSPECT: [bool; 256] = {
     t
 };
 
-/// Might `s` hold an unsafe character? `false` means it certainly does not. Eight bytes at a
-/// time: a word with no byte below 0x20, none at 0x7f and none at 0x80 or above has no
-/// suspect byte; only the other words are looked at byte by byte.
-fn suspect(s: &str) -> bool {
+/// Is this word of eight bytes free of suspect bytes, by a test on the whole word? `true` when
+/// it has no byte below 0x20, none at 0x7f and none at 0x80 or above; `false` may still be
+/// clean (a tab, or a safe character outside ASCII), and its bytes are then looked at one by one.
+fn clean_word(w: &[u8]) -> bool {
     const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
     const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    let mut bytes = [0; 8];
+    bytes.copy_from_slice(w);
+    let x = u64::from_ne_bytes(bytes);
+    let low = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
+    let del = (x ^ (ONES * 0x7f)).wrapping_sub(ONES) & !(x ^ (ONES * 0x7f)) & HIGH;
+    (low | del | (x & HIGH)) == 0
+}
+
+/// Might `s` hold an unsafe character? `false` means it certainly does not.
+#[cfg(test)]
+fn suspect(s: &str) -> bool {
     let mut words = s.as_bytes().chunks_exact(8);
     for w in &mut words {
-        let mut bytes = [0; 8];
-        bytes.copy_from_slice(w);
-        let x = u64::from_ne_bytes(bytes);
-        // Bytes below 0x20, bytes equal to 0x7f, bytes of 0x80 and above (exact for "any").
-        let low = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
-        let del = (x ^ (ONES * 0x7f)).wrapping_sub(ONES) & !(x ^ (ONES * 0x7f)) & HIGH;
-        if (low | del | (x & HIGH)) != 0 && w.iter().any(|&b| SUSPECT[usize::from(b)]) {
+        if !clean_word(w) && w.iter().any(|&b| SUSPECT[usize::from(b)]) {
             return true;
         }
     }
     words.remainder().iter().any(|&b| SUSPECT[usize::from(b)])
 }
 
+/// Where the first unsafe character of `s` begins (a line break counts only when `breaks`),
+/// if any. Clean words of eight bytes are passed over whole, and only a suspect byte, which
+/// always begins a character, has its character decoded: a text with a dash or an arrow in it
+/// (suspect, and safe) costs a decoding for each of those, not one for every character.
+fn first_unsafe_at(s: &str, breaks: bool) -> Option<usize> {
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b.get(i..i + 8).is_some_and(clean_word) {
+            i += 8;
+            continue;
+        }
+        if SUSPECT[usize::from(b[i])] {
+            let c = s.get(i..).and_then(|rest| rest.chars().next());
+            if c.is_some_and(|c| is_unsafe(c) && (breaks || c != '\n')) {
+                return Some(i);
+            }
+        }
+        i += 1;
+    }
+    None
+}
+
 /// `s` with every unsafe character spelled out; borrowed when there is none.
 pub fn escape_controls(s: &str) -> Cow<'_, str> {
-    if !suspect(s) || !s.chars().any(is_unsafe) {
+    let Some(first) = first_unsafe_at(s, true) else {
         return Cow::Borrowed(s);
-    }
+    };
     let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
+    out.push_str(&s[..first]);
+    for c in s[first..].chars() {
         match c {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
@@ -85,7 +114,7 @@ pub fn escape_controls(s: &str) -> Cow<'_, str> {
 
 /// Like [`escape_controls`], but line breaks stay: for text that is several lines on purpose.
 pub fn escape_in_lines(s: &str) -> Cow<'_, str> {
-    if !suspect(s) || !s.chars().any(|c| c != '\n' && is_unsafe(c)) {
+    if first_unsafe_at(s, false).is_none() {
         return Cow::Borrowed(s);
     }
     Cow::Owned(
@@ -98,10 +127,7 @@ pub fn escape_in_lines(s: &str) -> Cow<'_, str> {
 
 /// The first unsafe character of `s`, if any.
 pub fn first_unsafe(s: &str) -> Option<char> {
-    if !suspect(s) {
-        return None;
-    }
-    s.chars().find(|c| is_unsafe(*c))
+    first_unsafe_at(s, true).and_then(|i| s[i..].chars().next())
 }
 
 #[cfg(test)]
@@ -142,5 +168,68 @@ mod tests {
             assert_eq!(suspect(&text), SUSPECT[usize::from(b)], "{b:#x}");
         }
         assert_eq!(first_unsafe("a\u{7}"), Some('\u{7}'));
+    }
+
+    /// The definitions, one character at a time.
+    fn by_the_letter(s: &str) -> String {
+        let mut out = String::new();
+        for c in s.chars() {
+            match c {
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                c if is_unsafe(c) => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+                c => out.push(c),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_quick_scan_agrees_with_the_definitions() {
+        let pieces = [
+            "",
+            "a",
+            "plain ascii text",
+            "\t",
+            "\n",
+            "\r",
+            "\u{7f}",
+            "\u{85}",
+            "\u{a0}",
+            "é",
+            "—",
+            "→",
+            "\u{202e}",
+            "\u{200b}",
+            "\u{200d}",
+            "\u{feff}",
+            "\u{fffd}",
+            "\u{61c}",
+            "\u{600}",
+            "👨",
+            "\u{2028}",
+            "12345678",
+            "\u{1b}[2J",
+        ];
+        for a in pieces {
+            for b in pieces {
+                for c in pieces {
+                    let s = format!("{a}{b}{c}");
+                    assert_eq!(escape_controls(&s), by_the_letter(&s), "{s:?}");
+                    assert_eq!(
+                        matches!(escape_controls(&s), Cow::Borrowed(_)),
+                        !s.chars().any(is_unsafe),
+                        "{s:?}"
+                    );
+                    assert_eq!(first_unsafe(&s), s.chars().find(|c| is_unsafe(*c)), "{s:?}");
+                    let lines = s
+                        .split('\n')
+                        .map(by_the_letter)
+                        .collect::<Vec<_>>()
+                        .join("\n");
+                    assert_eq!(escape_in_lines(&s), lines, "{s:?}");
+                }
+            }
+        }
     }
 }

@@ -62,7 +62,7 @@ pub fn check(expect: &Expect, events: &[TimedEvent], row: &Row) -> Vec<String> {
             Some(*n)
         })
         .collect();
-    let mut json: Vec<Option<Value>> = vec![None; events.len()];
+    let mut json: Vec<Option<Value>> = Vec::new();
     let mut matches = |i: usize, kind: &str, fields: &Map<String, Value>, at: Option<Bound>| {
         let e = &events[i];
         if e.event.kind() != kind || !at.is_none_or(|b| b.holds(u64::from(iterations[i]))) {
@@ -70,6 +70,9 @@ pub fn check(expect: &Expect, events: &[TimedEvent], row: &Row) -> Vec<String> {
         }
         if fields.is_empty() {
             return true;
+        }
+        if json.is_empty() {
+            json.resize(events.len(), None);
         }
         let v =
             json[i].get_or_insert_with(|| serde_json::to_value(&e.event).unwrap_or(Value::Null));

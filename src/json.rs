@@ -158,7 +158,7 @@ fn write_canonical(value: &Value, out: &mut String) {
 }
 
 fn write_json_string(s: &str, out: &mut String) {
-    let _ = write!(out, "{}", Quoted(s));
+    push_quoted(out, s);
 }
 
 /// A string as a JSON string literal, written straight into whatever formats it: the bytes
@@ -265,6 +265,45 @@ fn quote_with<E>(text: &str, mut write: impl FnMut(&str) -> Result<(), E>) -> Re
 /// Compact JSON in the value's own key order (serde_json is built with `preserve_order`).
 pub fn compact(value: &Value) -> String {
     serde_json::to_string(value).unwrap_or_default()
+}
+
+/// Append [`compact`]'s text of `value` to `out`, without the formatting machinery for its
+/// strings.
+pub fn push_compact(out: &mut String, value: &Value) {
+    match value {
+        Value::Object(map) => {
+            out.push('{');
+            for (i, (key, v)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                push_quoted(out, key);
+                out.push(':');
+                push_compact(out, v);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                push_compact(out, item);
+            }
+            out.push(']');
+        }
+        Value::String(s) => push_quoted(out, s),
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+            (Some(u), _) => out.push_str(itoa::Buffer::new().format(u)),
+            (None, Some(i)) => out.push_str(itoa::Buffer::new().format(i)),
+            _ => {
+                let _ = write!(out, "{n}");
+            }
+        },
+    }
 }
 
 /// The length in bytes of [`compact`]'s text, counted without writing it.
@@ -376,7 +415,7 @@ mod tests {
     }
 
     #[test]
-    fn compact_len_is_the_length_of_the_compact_text() {
+    fn compact_len_and_push_compact_agree_with_the_compact_text() {
         for v in [
             json!(null),
             json!({}),
@@ -395,6 +434,9 @@ mod tests {
             json!({"\u{8}\u{c}\t\"\\": "\u{1f} \u{2028}"}),
         ] {
             assert_eq!(compact_len(&v), compact(&v).len(), "{v}");
+            let mut pushed = "before ".to_owned();
+            push_compact(&mut pushed, &v);
+            assert_eq!(pushed, format!("before {}", compact(&v)), "{v}");
         }
     }
 

@@ -274,7 +274,12 @@ impl<'s> MockModel<'s> {
 
     fn call(&mut self, def: &CallDef, req: &ModelRequest<'_>) -> ToolCall {
         let n = self.state.next_call_id;
-        let id = def.id.clone().unwrap_or_else(|| format!("call_{n}"));
+        let id = def.id.clone().unwrap_or_else(|| {
+            let mut id = String::with_capacity(8);
+            id.push_str("call_");
+            id.push_str(itoa::Buffer::new().format(n));
+            id
+        });
         self.state.next_call_id += 1;
         let arguments = match (def.generate, &def.raw_args, &def.args) {
             (Some(how), _, _) => {

@@ -875,14 +875,16 @@ impl Loop<'_> {
         tools: &mut dyn ToolRunner,
     ) -> Result<BatchEnd, ScriptGap> {
         let calls = &response.tool_calls;
-        let decoded: Vec<Result<Value, String>> = calls
+        let mut decoded: Vec<Result<Value, String>> = calls
             .iter()
             .map(|c| decode(&c.arguments, self.config.malformed_args))
             .collect();
-        let pairs: Vec<(String, Value)> = calls
+        // Arguments that do not decode read as `{}`.
+        let empty = empty();
+        let pairs: Vec<(&str, &Value)> = calls
             .iter()
             .zip(&decoded)
-            .map(|(c, d)| (c.name.clone(), d.clone().unwrap_or_else(|_| empty())))
+            .map(|(c, d)| (c.name.as_str(), d.as_ref().unwrap_or(&empty)))
             .collect();
         for p in &mut self.policies {
             p.before_execute(&pairs);
@@ -924,11 +926,17 @@ impl Loop<'_> {
             }
             runnable.push(i);
         }
+        // Each runnable call once: its decoded arguments move into the batch.
         let batch: Vec<(&ToolCall, Result<Value, String>)> = runnable
             .iter()
-            .map(|&i| (&calls[i], decoded[i].clone()))
+            .map(|&i| {
+                (
+                    &calls[i],
+                    std::mem::replace(&mut decoded[i], Ok(Value::Null)),
+                )
+            })
             .collect();
-        let records = self.run_calls(&batch, tools)?;
+        let records = self.run_calls(batch, tools)?;
         if let Some((k, skip)) = skipped_from {
             for call in &calls[k..] {
                 self.emit(Event::ToolCallSkipped {
@@ -998,7 +1006,7 @@ impl Loop<'_> {
                 return Ok(self.finish(OutcomeKind::Response, iterations, Some(text), None));
             }
             let args = decode(&call.arguments, self.config.malformed_args);
-            self.run_calls(&[(&call, args)], tools)?;
+            self.run_calls(vec![(&call, args)], tools)?;
             let mut again = None;
             let mut runnable = Vec::new();
             for (i, c) in deferred.iter().enumerate() {
@@ -1008,7 +1016,7 @@ impl Loop<'_> {
                 }
                 runnable.push((c, decode(&c.arguments, self.config.malformed_args)));
             }
-            self.run_calls(&runnable, tools)?;
+            self.run_calls(runnable, tools)?;
             match again {
                 Some(i) => {
                     call = deferred[i].clone();
@@ -1026,7 +1034,7 @@ impl Loop<'_> {
     /// results in call order.
     fn run_calls(
         &mut self,
-        calls: &[(&ToolCall, Result<Value, String>)],
+        calls: Vec<(&ToolCall, Result<Value, String>)>,
         tools: &mut dyn ToolRunner,
     ) -> Result<Vec<CallRecord>, ScriptGap> {
         let mut prepared = Vec::with_capacity(calls.len());
@@ -1038,17 +1046,19 @@ impl Loop<'_> {
             .iter()
             .map(|(call, _)| self.looked_up(&call.name, tools.specs()).to_owned())
             .collect();
-        for ((call, args), name) in calls.iter().zip(&names) {
+        let mut called = Vec::with_capacity(calls.len());
+        for ((call, args), name) in calls.into_iter().zip(&names) {
+            called.push(call);
             let name = name.as_str();
             let spec = tools.specs().iter().find(|t| t.name == name);
-            let coerced = match (args, spec) {
+            let coerced = match (&args, spec) {
                 (Ok(a), Some(spec)) if coerce => policy::validate::coerce_scalars(&spec.schema, a),
                 _ => None,
             };
             sent.push(coerced.as_ref().and(args.as_ref().ok().cloned()));
             let args = match coerced {
                 Some(c) => Ok(c),
-                None => args.clone(),
+                None => args,
             };
             // How the arguments were decoded, for a rejection that says so.
             let decoded = if self.config.validation.decode_status {
@@ -1088,7 +1098,7 @@ impl Loop<'_> {
         }
 
         // Execute; the batch takes the slowest call (parallel) or the sum (sequential).
-        let mut results = Vec::with_capacity(calls.len());
+        let mut results = Vec::with_capacity(called.len());
         for (p, name) in prepared.iter().zip(&names) {
             let r = match p {
                 Prepared::Run(args) => {
@@ -1115,9 +1125,9 @@ impl Loop<'_> {
             policy::ToolExecution::Sequential => latencies.fold(0, u64::saturating_add),
         });
 
-        let mut records = Vec::with_capacity(calls.len());
-        for (((((call, _), p), (status, latency_ms)), sent), name) in calls
-            .iter()
+        let mut records = Vec::with_capacity(called.len());
+        for ((((call, p), (status, latency_ms)), sent), name) in called
+            .into_iter()
             .zip(prepared)
             .zip(results)
             .zip(sent)

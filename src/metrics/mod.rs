@@ -5,7 +5,6 @@ use crate::json::canonical;
 use crate::scenario::{OutcomeKind, Prices};
 use crate::trace::{Event, StepStatus, TimedEvent};
 use serde::{Deserialize, Serialize};
-use std::collections::HashSet;
 use std::io;
 
 /// The metrics of one run. Column order is the CSV's (the JSON results read them back).
@@ -106,10 +105,11 @@ pub fn row(
         expectations_passed: true,
     };
     let mut iteration = 0u32;
-    let mut seen_failures: HashSet<String> = HashSet::new();
+    // Looked up only, never listed: a fast hash, no order to keep.
+    let mut seen_failures: fnv::FnvHashSet<String> = fnv::FnvHashSet::default();
     let mut first_repeat: Option<u32> = None;
     let mut recovered_at: Option<u32> = None;
-    let mut start_args = std::collections::HashMap::new();
+    let mut start_args = fnv::FnvHashMap::default();
     // Iterations, as half-open ranges, spent on plan steps that ended failed.
     let mut step_from = 1u32;
     let mut wasted: Vec<(u32, u32)> = Vec::new();

@@ -65,10 +65,10 @@ impl Policy for DuplicateTracker {
         }
     }
 
-    fn before_execute(&mut self, calls: &[(String, Value)]) {
+    fn before_execute(&mut self, calls: &[(&str, &Value)]) {
         self.pending = calls
             .iter()
-            .map(|(name, args)| (name.clone(), canonical(args)))
+            .map(|(name, args)| ((*name).to_owned(), canonical(args)))
             .collect();
     }
 
@@ -166,7 +166,7 @@ mod tests {
         let view = LoopView::at(1);
         let mut warned = Vec::new();
         for args in [&ab, &ba, &ab] {
-            p.before_execute(&[("echo".to_owned(), args.clone())]);
+            p.before_execute(&[("echo", args)]);
             let record = CallRecord {
                 name: "echo".to_owned(),
                 args: args.clone(),

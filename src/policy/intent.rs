@@ -140,7 +140,7 @@ impl Policy for IntentNudge {
         }
     }
 
-    fn before_execute(&mut self, _calls: &[(String, Value)]) {
+    fn before_execute(&mut self, _calls: &[(&str, &Value)]) {
         self.consecutive = 0;
     }
 }

@@ -240,7 +240,7 @@ pub trait Policy: Send {
     }
 
     /// A batch is about to run (not discarded).
-    fn before_execute(&mut self, _calls: &[(String, Value)]) {}
+    fn before_execute(&mut self, _calls: &[(&str, &Value)]) {}
 
     /// Screen one call of a batch in order, before it runs (`turn` is the iteration).
     fn screen(&mut self, _name: &str, _args: &Value, _view: &LoopView) -> Screen {

@@ -96,7 +96,7 @@ impl Policy for Recovery {
         }
     }
 
-    fn before_execute(&mut self, _calls: &[(String, Value)]) {
+    fn before_execute(&mut self, _calls: &[(&str, &Value)]) {
         self.reset();
     }
 }

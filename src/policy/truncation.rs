@@ -49,7 +49,7 @@ impl Policy for Truncation {
         Some(actions)
     }
 
-    fn before_execute(&mut self, _calls: &[(String, Value)]) {
+    fn before_execute(&mut self, _calls: &[(&str, &Value)]) {
         self.count = 0;
     }
 }

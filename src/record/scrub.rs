@@ -60,30 +60,62 @@ struct Shape {
 }
 
 impl Shape {
-    /// The leftmost non-overlapping matches in `s`, as an unanchored search would find them:
-    /// every match starts with one of the literals, so trying the anchored pattern at each of
-    /// their positions in order finds the same ones.
-    fn find_iter(&self, s: &str) -> Vec<Range<usize>> {
-        let mut at: Vec<usize> = self
-            .starts
-            .iter()
-            .flat_map(|lit| s.match_indices(lit).map(|(i, _)| i))
-            .collect();
-        at.sort_unstable();
-        at.dedup();
+    /// The leftmost non-overlapping matches in `s`, as an unanchored search would find them,
+    /// given every position where one of this shape's literals starts (ascending): every
+    /// match starts with one of them, so trying the anchored pattern at each in order finds
+    /// the same ones.
+    fn find_at(&self, s: &str, at: &[usize]) -> Vec<Range<usize>> {
         let mut found = Vec::new();
         let mut after = 0;
-        for i in at {
+        for &i in at {
             if i < after {
                 continue;
             }
-            if let Some(m) = self.anchored.find(&s[i..]) {
+            if let Some(m) = s.get(i..).and_then(|rest| self.anchored.find(rest)) {
                 found.push(i..i + m.end());
                 after = i + m.end();
             }
         }
         found
     }
+
+    /// [`Shape::find_at`] at every place one of this shape's literals starts.
+    #[cfg(test)]
+    fn find_iter(&self, s: &str) -> Vec<Range<usize>> {
+        let i = patterns()
+            .iter()
+            .position(|p| std::ptr::eq(p, self))
+            .unwrap_or_default();
+        self.find_at(s, &literal_starts(s)[i])
+    }
+}
+
+/// For each shape of [`patterns`], every position of `s` where one of its literals starts,
+/// ascending: one pass over the text, looking further only at a byte some literal begins with
+/// (a text is read once, not once a literal).
+fn literal_starts(s: &str) -> Vec<Vec<usize>> {
+    static BY_FIRST: OnceLock<Vec<Vec<(usize, &'static str)>>> = OnceLock::new();
+    let by_first = BY_FIRST.get_or_init(|| {
+        let mut table = vec![Vec::new(); 256];
+        for (k, shape) in patterns().iter().enumerate() {
+            for lit in shape.starts {
+                if let Some(&first) = lit.as_bytes().first() {
+                    table[usize::from(first)].push((k, *lit));
+                }
+            }
+        }
+        table
+    });
+    let mut at = vec![Vec::new(); patterns().len()];
+    let bytes = s.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        for &(k, lit) in &by_first[usize::from(b)] {
+            if bytes[i..].starts_with(lit.as_bytes()) && at[k].last() != Some(&i) {
+                at[k].push(i);
+            }
+        }
+    }
+    at
 }
 
 fn patterns() -> &'static [Shape] {
@@ -161,10 +193,10 @@ impl Scrubber {
                 kind: "API key in use",
             }));
         }
-        for shape in patterns() {
+        for (shape, at) in patterns().iter().zip(literal_starts(s)) {
             found.extend(
                 shape
-                    .find_iter(s)
+                    .find_at(s, &at)
                     .into_iter()
                     .filter(|m| plausible(shape.kind, &s[m.clone()]))
                     .map(|range| Finding {
@@ -579,6 +611,14 @@ mod tests {
             matched > 100,
             "the texts hold too few secrets to compare ({matched})"
         );
+    }
+
+    #[test]
+    fn a_secret_inside_its_own_literal_is_found() {
+        // "xox" occurs at 0 and, overlapping, at 2: the token starts at the second.
+        let s = Scrubber::new([]);
+        assert_eq!(s.scrub("xoxoxb-1234567890ab"), "xo[REDACTED]");
+        assert_eq!(s.scrub("ghghp_abcdefghij0123456789abcd"), "gh[REDACTED]");
     }
 
     #[test]

@@ -630,8 +630,11 @@ fn write_event(out: &mut String, event: &Event) {
             Ok(())
         }
         Event::ToolCallStart { id, name, args } => {
-            // `Value`'s `Display` is its compact JSON, as `json::compact` gives.
-            write!(s, " {id} {name}({args})")
+            // The arguments' compact JSON, as `json::compact` gives.
+            s.t(" ").t(id).t(" ").t(name).t("(");
+            crate::json::push_compact(s, args);
+            s.t(")");
+            Ok(())
         }
         Event::ToolCallEnd {
             id,
@@ -661,7 +664,12 @@ fn write_event(out: &mut String, event: &Event) {
             name,
             args,
             error,
-        } => write!(s, " {id} {name}({args}) error={}", q(error)),
+        } => {
+            s.t(" ").t(id).t(" ").t(name).t("(");
+            crate::json::push_compact(s, args);
+            s.t(") error=").q(error);
+            Ok(())
+        }
         Event::TruncationDiscarded { calls, count } => {
             write!(s, " calls={calls} count={count}")
         }
@@ -875,7 +883,13 @@ impl Push for String {
 
 /// The golden text of a run: a short header, then one line per event.
 pub fn render_golden(case_id: &str, events: &[TimedEvent]) -> String {
-    let mut out = String::with_capacity(events.len() * 96 + 64);
+    // The text each line carries, its time and kind, and room for the line's own words: one
+    // allocation for most goldens, not a few copies as the text grows.
+    let size = events
+        .iter()
+        .map(|e| e.event.text_bytes() + 96)
+        .sum::<usize>();
+    let mut out = String::with_capacity(size + case_id.len() + 64);
     let _ = writeln!(out, "# harness trace v{TRACE_VERSION}: {case_id}");
     for e in events {
         clock(&mut out, e.t_ms);
