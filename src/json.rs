@@ -125,40 +125,40 @@ pub fn canonical(value: &Value) -> String {
 }
 
 fn write_canonical(value: &Value, out: &mut String) {
+    write_json(value, out, true);
+}
+
+/// Compact JSON of `value` appended to `out`: object keys sorted when `sorted`, else in the
+/// value's own order; numbers, `true`, `false` and `null` as `serde_json` writes them.
+fn write_json(value: &Value, out: &mut String, sorted: bool) {
     match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_json_string(key, out);
-                out.push(':');
-                write_canonical(&map[key], out);
-            }
-            out.push('}');
+        Value::Object(map) if sorted => {
+            let mut members: Vec<(&String, &Value)> = map.iter().collect();
+            members.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            write_members(members.into_iter(), out, sorted);
         }
+        Value::Object(map) => write_members(map.iter(), out, sorted),
         Value::Array(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
                     out.push(',');
                 }
-                write_canonical(item, out);
+                write_json(item, out, sorted);
             }
             out.push(']');
         }
-        Value::String(s) => write_json_string(s, out),
-        other => {
-            let _ = write!(out, "{other}");
-        }
+        Value::String(s) => push_quoted(out, s),
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+            (Some(u), _) => out.push_str(itoa::Buffer::new().format(u)),
+            (None, Some(i)) => out.push_str(itoa::Buffer::new().format(i)),
+            _ => {
+                let _ = write!(out, "{n}");
+            }
+        },
     }
-}
-
-fn write_json_string(s: &str, out: &mut String) {
-    push_quoted(out, s);
 }
 
 /// A string as a JSON string literal, written straight into whatever formats it: the bytes
@@ -267,43 +267,28 @@ pub fn compact(value: &Value) -> String {
     serde_json::to_string(value).unwrap_or_default()
 }
 
+/// An object's members, in the order given, for [`write_json`].
+fn write_members<'a>(
+    members: impl Iterator<Item = (&'a String, &'a Value)>,
+    out: &mut String,
+    sorted: bool,
+) {
+    out.push('{');
+    for (i, (key, v)) in members.enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        push_quoted(out, key);
+        out.push(':');
+        write_json(v, out, sorted);
+    }
+    out.push('}');
+}
+
 /// Append [`compact`]'s text of `value` to `out`, without the formatting machinery for its
 /// strings.
 pub fn push_compact(out: &mut String, value: &Value) {
-    match value {
-        Value::Object(map) => {
-            out.push('{');
-            for (i, (key, v)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                push_quoted(out, key);
-                out.push(':');
-                push_compact(out, v);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                push_compact(out, item);
-            }
-            out.push(']');
-        }
-        Value::String(s) => push_quoted(out, s),
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => match (n.as_u64(), n.as_i64()) {
-            (Some(u), _) => out.push_str(itoa::Buffer::new().format(u)),
-            (None, Some(i)) => out.push_str(itoa::Buffer::new().format(i)),
-            _ => {
-                let _ = write!(out, "{n}");
-            }
-        },
-    }
+    write_json(value, out, false);
 }
 
 /// The length in bytes of [`compact`]'s text, counted without writing it.
@@ -437,6 +422,7 @@ mod tests {
             let mut pushed = "before ".to_owned();
             push_compact(&mut pushed, &v);
             assert_eq!(pushed, format!("before {}", compact(&v)), "{v}");
+            assert_eq!(canonical(&v), compact(&sorted(&v)), "{v}");
         }
     }
 
