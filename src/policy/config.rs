@@ -933,19 +933,11 @@ impl Config {
                 .map(|p| (p.config)())
                 .collect()
         });
-        let at = super::profiles::PROFILES
-            .iter()
-            .position(|p| p.name == name)?;
-        made.get(at).cloned()
+        made.get(super::profiles::index(name)?).cloned()
     }
 
     /// This configuration with `patch` merged over it (tables merge key by key, anything else
     /// replaces). Unknown keys and wrong types are errors naming the key path.
-    pub fn patched(&self, patch: &Map<String, Value>) -> Result<Self, PatchError> {
-        self.clone().patch(patch)
-    }
-
-    /// [`Config::patched`], in place of this configuration.
     pub fn patch(mut self, patch: &Map<String, Value>) -> Result<Self, PatchError> {
         super::patch::Table::patch_table(&mut self, patch, &mut Vec::new())?;
         Ok(self)
@@ -995,7 +987,8 @@ mod tests {
     fn patch_merges_nested_keys_and_keeps_the_rest() {
         let patch = json!({"reflex": {"window": 2}, "max_iterations": 10});
         let c = Config::moltis()
-            .patched(patch.as_object().unwrap())
+            .clone()
+            .patch(patch.as_object().unwrap())
             .unwrap();
         assert_eq!(c.reflex.window, 2);
         assert!(c.reflex.strip_on_second_fire);
@@ -1007,7 +1000,8 @@ mod tests {
     fn patch_errors_name_the_key_path() {
         let patch = json!({"reflex": {"windw": 2}});
         let err = Config::moltis()
-            .patched(patch.as_object().unwrap())
+            .clone()
+            .patch(patch.as_object().unwrap())
             .unwrap_err();
         assert_eq!(err.path, vec!["reflex".to_owned(), "windw".to_owned()]);
         assert!(
@@ -1017,7 +1011,8 @@ mod tests {
         );
         let patch = json!({"max_iterations": "many"});
         let err = Config::none()
-            .patched(patch.as_object().unwrap())
+            .clone()
+            .patch(patch.as_object().unwrap())
             .unwrap_err();
         assert_eq!(err.path, vec!["max_iterations".to_owned()]);
     }

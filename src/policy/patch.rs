@@ -216,7 +216,7 @@ mod tests {
     fn both(config: &Config, patch: &Value) {
         let patch = patch.as_object().unwrap();
         let want = round_trip(config, patch);
-        let got = config.patched(patch);
+        let got = config.clone().patch(patch);
         assert_eq!(got, want, "patch {}", Value::Object(patch.clone()));
     }
 
@@ -339,7 +339,8 @@ mod tests {
     #[test]
     fn errors_name_the_key_path_and_what_is_wrong() {
         let e = Config::moltis()
-            .patched(json!({"reflex": {"windw": 2}}).as_object().unwrap())
+            .clone()
+            .patch(json!({"reflex": {"windw": 2}}).as_object().unwrap())
             .unwrap_err();
         assert_eq!(e.path, ["reflex", "windw"]);
         assert!(
@@ -349,7 +350,8 @@ mod tests {
             e.message
         );
         let e = Config::moltis()
-            .patched(
+            .clone()
+            .patch(
                 json!({"plan_step": {"completion_words": ["done", 4]}})
                     .as_object()
                     .unwrap(),

@@ -630,10 +630,7 @@ fn write_event(out: &mut String, event: &Event) {
             Ok(())
         }
         Event::ToolCallStart { id, name, args } => {
-            // The arguments' compact JSON, as `json::compact` gives.
-            s.t(" ").t(id).t(" ").t(name).t("(");
-            crate::json::push_compact(s, args);
-            s.t(")");
+            s.call(id, name, args);
             Ok(())
         }
         Event::ToolCallEnd {
@@ -665,9 +662,7 @@ fn write_event(out: &mut String, event: &Event) {
             args,
             error,
         } => {
-            s.t(" ").t(id).t(" ").t(name).t("(");
-            crate::json::push_compact(s, args);
-            s.t(") error=").q(error);
+            s.call(id, name, args).t(" error=").q(error);
             Ok(())
         }
         Event::TruncationDiscarded { calls, count } => {
@@ -850,6 +845,8 @@ trait Push {
     fn q(&mut self, text: &str) -> &mut Self;
     /// Names as `[a, b, c]`.
     fn names(&mut self, names: &[String]) -> &mut Self;
+    /// A call as ` id name(args)`, the arguments as compact JSON ([`crate::json::compact`]).
+    fn call(&mut self, id: &str, name: &str, args: &Value) -> &mut Self;
 }
 
 impl Push for String {
@@ -878,6 +875,12 @@ impl Push for String {
         }
         self.push(']');
         self
+    }
+
+    fn call(&mut self, id: &str, name: &str, args: &Value) -> &mut Self {
+        self.t(" ").t(id).t(" ").t(name).t("(");
+        crate::json::push_compact(self, args);
+        self.t(")")
     }
 }
 
