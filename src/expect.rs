@@ -51,8 +51,7 @@ pub fn check(expect: &Expect, events: &[TimedEvent], row: &Row) -> Vec<String> {
     {
         return failed;
     }
-    // Each event's iteration, counted over the whole run (0 before the first), and its JSON
-    // form for field comparisons, made once and only when a field is compared.
+    // Each event's iteration, counted over the whole run (0 before the first).
     let iterations: Vec<u32> = events
         .iter()
         .scan(0u32, |n, e| {
@@ -62,24 +61,17 @@ pub fn check(expect: &Expect, events: &[TimedEvent], row: &Row) -> Vec<String> {
             Some(*n)
         })
         .collect();
-    let mut json: Vec<Option<Value>> = Vec::new();
-    let mut matches = |i: usize, kind: &str, fields: &Map<String, Value>, at: Option<Bound>| {
+    // A field is read off the event's JSON form one key at a time ([`Event::field`]).
+    let matches = |i: usize, kind: &str, fields: &Map<String, Value>, at: Option<Bound>| {
         let e = &events[i];
-        if e.event.kind() != kind || !at.is_none_or(|b| b.holds(u64::from(iterations[i]))) {
-            return false;
-        }
-        if fields.is_empty() {
-            return true;
-        }
-        if json.is_empty() {
-            json.resize(events.len(), None);
-        }
-        let v =
-            json[i].get_or_insert_with(|| serde_json::to_value(&e.event).unwrap_or(Value::Null));
-        fields.iter().all(|(k, want)| v.get(k) == Some(want))
+        e.event.kind() == kind
+            && at.is_none_or(|b| b.holds(u64::from(iterations[i])))
+            && fields
+                .iter()
+                .all(|(k, want)| e.event.field(k).as_ref() == Some(want))
     };
     let none = Map::new();
-    let mut count = |kind: &str, fields: &Map<String, Value>, at: Option<Bound>| -> u64 {
+    let count = |kind: &str, fields: &Map<String, Value>, at: Option<Bound>| -> u64 {
         (0..events.len())
             .filter(|&i| matches(i, kind, fields, at))
             .count() as u64

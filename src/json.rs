@@ -128,6 +128,11 @@ fn write_canonical(value: &Value, out: &mut String) {
     write_json(value, out, true);
 }
 
+/// [`canonical`]'s text appended to `out`.
+pub fn push_canonical(out: &mut String, value: &Value) {
+    write_canonical(value, out);
+}
+
 /// Compact JSON of `value` appended to `out`: object keys sorted when `sorted`, else in the
 /// value's own order; numbers, `true`, `false` and `null` as `serde_json` writes them.
 fn write_json(value: &Value, out: &mut String, sorted: bool) {

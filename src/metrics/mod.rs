@@ -1,10 +1,10 @@
 //! Metrics: one [`Row`] per run, folded from its trace, and the CSV writer. Pure: the writer
 //! takes any `io::Write`.
 
-use crate::json::canonical;
 use crate::scenario::{OutcomeKind, Prices};
 use crate::trace::{Event, StepStatus, TimedEvent};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::io;
 
 /// The metrics of one run. Column order is the CSV's (the JSON results read them back).
@@ -113,21 +113,38 @@ pub fn row(
     // Iterations, as half-open ranges, spent on plan steps that ended failed.
     let mut step_from = 1u32;
     let mut wasted: Vec<(u32, u32)> = Vec::new();
+    // A failure's two keys: `a\0name\0canonical arguments` and `e\0name\0error`, written
+    // into buffers kept across failures.
+    let (mut by_args, mut by_error) = (String::new(), String::new());
     let mut failure = |name: &str,
-                       args: &str,
+                       args: Option<&Value>,
                        error: Option<&str>,
                        iteration: u32,
                        first_repeat: &mut Option<u32>| {
-        let by_args = format!("a\u{0}{name}\u{0}{args}");
-        let by_error = error.map(|e| format!("e\u{0}{name}\u{0}{e}"));
-        let repeated = seen_failures.contains(&by_args)
-            || by_error.as_ref().is_some_and(|k| seen_failures.contains(k));
+        by_args.clear();
+        by_args.push_str("a\u{0}");
+        by_args.push_str(name);
+        by_args.push('\u{0}');
+        if let Some(a) = args {
+            crate::json::push_canonical(&mut by_args, a);
+        }
+        let by_error = error.map(|e| {
+            by_error.clear();
+            by_error.push_str("e\u{0}");
+            by_error.push_str(name);
+            by_error.push('\u{0}');
+            by_error.push_str(e);
+            by_error.as_str()
+        });
+        let repeated = seen_failures.contains(by_args.as_str())
+            || by_error.is_some_and(|k| seen_failures.contains(k));
         if repeated && first_repeat.is_none() {
             *first_repeat = Some(iteration);
         }
-        seen_failures.insert(by_args);
-        if let Some(k) = by_error {
-            seen_failures.insert(k);
+        for key in std::iter::once(by_args.as_str()).chain(by_error) {
+            if !seen_failures.contains(key) {
+                seen_failures.insert(key.to_owned());
+            }
         }
     };
     for e in events {
@@ -184,24 +201,15 @@ pub fn row(
                     }
                 } else {
                     r.tool_failures += 1;
-                    let args = start_args
-                        .get(id.as_str())
-                        .map(|a| canonical(a))
-                        .unwrap_or_default();
-                    failure(name, &args, error.as_deref(), iteration, &mut first_repeat);
+                    let args = start_args.get(id.as_str()).copied();
+                    failure(name, args, error.as_deref(), iteration, &mut first_repeat);
                 }
             }
             Event::ToolCallRejected {
                 name, args, error, ..
             } => {
                 r.rejected_calls += 1;
-                failure(
-                    name,
-                    &canonical(args),
-                    Some(error),
-                    iteration,
-                    &mut first_repeat,
-                );
+                failure(name, Some(args), Some(error), iteration, &mut first_repeat);
             }
             Event::TruncationDiscarded { .. } => r.truncations += 1,
             Event::Intervention { stage, .. } => {

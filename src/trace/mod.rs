@@ -14,6 +14,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::OnceLock;
 
+mod field;
+
 /// Version of the golden and JSON-lines trace formats.
 pub const TRACE_VERSION: u32 = 1;
 
@@ -824,14 +826,11 @@ fn clock(out: &mut String, t_ms: u64) {
     out.push_str(secs);
     let ms = t_ms % 1000;
     // `ms` < 1000: three digits, leading zeros kept.
-    let digits = [
-        b'.',
-        b'0' + (ms / 100) as u8,
-        b'0' + (ms / 10 % 10) as u8,
-        b'0' + (ms % 10) as u8,
-        b's',
-    ];
-    out.push_str(std::str::from_utf8(&digits).unwrap_or(".000s"));
+    out.push('.');
+    for digit in [ms / 100, ms / 10 % 10, ms % 10] {
+        out.push(char::from(b'0' + digit as u8));
+    }
+    out.push('s');
 }
 
 /// Appending golden text piece by piece, without the formatting machinery: a run writes some

@@ -89,4 +89,5 @@ mod serve;
 mod suite;
 mod sweep;
 mod testing;
+mod trace_fields;
 mod trust;
