@@ -303,7 +303,7 @@ fn declared_types(schema: &Value) -> Option<Vec<&str>> {
 
 /// Whether a parameter named so is a shell tool's command ([`SHELL_FIELDS`], any case).
 fn is_shell_field(field: &str) -> bool {
-    SHELL_FIELDS.contains(&field.to_ascii_lowercase().as_str())
+    SHELL_FIELDS.iter().any(|f| f.eq_ignore_ascii_case(field))
 }
 
 /// Parameter names (lower case) of a shell tool's command.
@@ -607,20 +607,21 @@ impl<'a> Gen<'a> {
         // a one-second timeout) is a call the tool may refuse although its schema allows it.
         // The call still says something: when every parameter could be `null`, the first
         // gets a value.
+        let subs: Vec<Vec<&'a Value>> = fields.iter().map(|f| self.property(parts, f)).collect();
         let mut unset: Vec<bool> = fields[..required]
             .iter()
-            .map(|field| !is_shell_field(field) && self.nullable(&self.property(parts, field)))
+            .zip(&subs)
+            .map(|(field, sub)| !is_shell_field(field) && self.nullable(sub))
             .collect();
         if !unset.is_empty() && unset.len() == fields.len() && unset.iter().all(|u| *u) {
             unset[0] = false;
         }
         let mut out = Map::new();
-        for (i, field) in fields.into_iter().enumerate() {
+        for (i, (field, sub)) in fields.into_iter().zip(subs).enumerate() {
             if unset.get(i).copied().unwrap_or(false) {
                 out.insert(field.to_owned(), Value::Null);
                 continue;
             }
-            let sub = self.property(parts, field);
             let field_seed = seed.wrapping_add(i as u64 + 1);
             let v = if sub.is_empty() {
                 let s = string(&[], field_seed);
