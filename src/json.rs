@@ -120,17 +120,13 @@ fn without_trailing_commas(text: &str) -> String {
 /// Equality of canonical forms is what the duplicate tracker and the reflex detector compare.
 pub fn canonical(value: &Value) -> String {
     let mut out = String::new();
-    write_canonical(value, &mut out);
+    push_canonical(&mut out, value);
     out
-}
-
-fn write_canonical(value: &Value, out: &mut String) {
-    write_json(value, out, true);
 }
 
 /// [`canonical`]'s text appended to `out`.
 pub fn push_canonical(out: &mut String, value: &Value) {
-    write_canonical(value, out);
+    write_json(value, out, true);
 }
 
 /// Compact JSON of `value` appended to `out`: object keys sorted when `sorted`, else in the

@@ -113,35 +113,30 @@ pub fn row(
     // Iterations, as half-open ranges, spent on plan steps that ended failed.
     let mut step_from = 1u32;
     let mut wasted: Vec<(u32, u32)> = Vec::new();
-    // A failure's two keys: `a\0name\0canonical arguments` and `e\0name\0error`, written
+    // A failure's two keys, `a\0name\0canonical arguments` and `e\0name\0error`, written
     // into buffers kept across failures.
-    let (mut by_args, mut by_error) = (String::new(), String::new());
+    let (mut args_key, mut error_key) = (String::new(), String::new());
     let mut failure = |name: &str,
                        args: Option<&Value>,
                        error: Option<&str>,
                        iteration: u32,
                        first_repeat: &mut Option<u32>| {
-        by_args.clear();
-        by_args.push_str("a\u{0}");
-        by_args.push_str(name);
-        by_args.push('\u{0}');
+        failure_key(&mut args_key, 'a', name);
         if let Some(a) = args {
-            crate::json::push_canonical(&mut by_args, a);
+            crate::json::push_canonical(&mut args_key, a);
         }
+        let by_args = args_key.as_str();
         let by_error = error.map(|e| {
-            by_error.clear();
-            by_error.push_str("e\u{0}");
-            by_error.push_str(name);
-            by_error.push('\u{0}');
-            by_error.push_str(e);
-            by_error.as_str()
+            failure_key(&mut error_key, 'e', name);
+            error_key.push_str(e);
+            error_key.as_str()
         });
-        let repeated = seen_failures.contains(by_args.as_str())
-            || by_error.is_some_and(|k| seen_failures.contains(k));
+        let repeated =
+            seen_failures.contains(by_args) || by_error.is_some_and(|k| seen_failures.contains(k));
         if repeated && first_repeat.is_none() {
             *first_repeat = Some(iteration);
         }
-        for key in std::iter::once(by_args.as_str()).chain(by_error) {
+        for key in std::iter::once(by_args).chain(by_error) {
             if !seen_failures.contains(key) {
                 seen_failures.insert(key.to_owned());
             }
@@ -248,6 +243,15 @@ pub fn row(
         + r.output_tokens as f64 * prices.output_per_mtok)
         / 1_000_000.0;
     r
+}
+
+/// `key` made the start of a repeated-failure key: `tag\0name\0`.
+fn failure_key(key: &mut String, tag: char, name: &str) {
+    key.clear();
+    key.push(tag);
+    key.push('\u{0}');
+    key.push_str(name);
+    key.push('\u{0}');
 }
 
 /// How many whole numbers the half-open ranges cover together.
