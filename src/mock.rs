@@ -296,8 +296,8 @@ impl<'s> MockModel<'s> {
                 generate::arguments(schema, how, seed)
             }
             (None, Some(raw), _) => Arguments::Raw(raw.clone()),
-            (None, None, Some(v)) => Arguments::Parsed(v.clone()),
-            (None, None, None) => Arguments::Parsed(Value::Object(Default::default())),
+            (None, None, Some(v)) => Arguments::Parsed(crate::llm::Args::clone(v)),
+            (None, None, None) => Arguments::parsed(Value::Object(Default::default())),
         };
         ToolCall {
             id,
@@ -376,7 +376,7 @@ fn estimate_output(turn: &TurnDef) -> u64 {
                 + c.raw_args
                     .as_ref()
                     .map(String::len)
-                    .or_else(|| c.args.as_ref().map(crate::json::compact_len))
+                    .or_else(|| c.args.as_deref().map(crate::json::compact_len))
                     .unwrap_or(2)
         })
         .sum();
@@ -460,7 +460,7 @@ mod tests {
         CallDef {
             id: None,
             name: name.to_owned(),
-            args,
+            args: args.map(Into::into),
             raw_args: None,
             generate: None,
             seed: None,
@@ -561,7 +561,7 @@ mod tests {
             answer.tool_calls.push(ToolCall {
                 id: format!("call_{i}"),
                 name: "read".to_owned(),
-                arguments: Arguments::Parsed(json!({"path": "n".repeat(i * 7)})),
+                arguments: Arguments::parsed(json!({"path": "n".repeat(i * 7)})),
             });
             h.push(answer);
             h.push(Message::new(Role::Tool, "y".repeat(i * 3)));

@@ -777,7 +777,7 @@ mod tests {
             Event::ToolCallStart {
                 id: "a".to_owned(),
                 name: "ls".to_owned(),
-                args,
+                args: args.into(),
             },
             Event::ToolCallEnd {
                 id: "a".to_owned(),

@@ -21,7 +21,7 @@
 //! stream.
 
 use crate::llm::{
-    Anomaly, Arguments, FaultKind, History, Message, Model, ModelError, ModelRequest,
+    Anomaly, Args, Arguments, FaultKind, History, Message, Model, ModelError, ModelRequest,
     ModelResponse, ProviderFault, Purpose, Role, ToolCall, ToolSpec,
 };
 use crate::policy::{
@@ -170,10 +170,10 @@ struct Loop<'a> {
 
 /// How one call of a batch is handled before dispatch.
 enum Prepared {
-    Run(Value),
-    Rejected(Value, String),
+    Run(Args),
+    Rejected(Args, String),
     Broken(String, String),
-    Unknown(Value),
+    Unknown(Args),
 }
 
 /// Run a scenario's case with this model and the case's scripted tools: the events, and the
@@ -875,7 +875,7 @@ impl Loop<'_> {
         tools: &mut dyn ToolRunner,
     ) -> Result<BatchEnd, ScriptGap> {
         let calls = &response.tool_calls;
-        let mut decoded: Vec<Result<Value, String>> = calls
+        let mut decoded: Vec<Result<Args, String>> = calls
             .iter()
             .map(|c| decode(&c.arguments, self.config.malformed_args))
             .collect();
@@ -884,7 +884,7 @@ impl Loop<'_> {
         let pairs: Vec<(&str, &Value)> = calls
             .iter()
             .zip(&decoded)
-            .map(|(c, d)| (c.name.as_str(), d.as_ref().unwrap_or(&empty)))
+            .map(|(c, d)| (c.name.as_str(), d.as_deref().unwrap_or(&empty)))
             .collect();
         for p in &mut self.policies {
             p.before_execute(&pairs);
@@ -927,12 +927,12 @@ impl Loop<'_> {
             runnable.push(i);
         }
         // Each runnable call once: its decoded arguments move into the batch.
-        let batch: Vec<(&ToolCall, Result<Value, String>)> = runnable
+        let batch: Vec<(&ToolCall, Result<Args, String>)> = runnable
             .iter()
             .map(|&i| {
                 (
                     &calls[i],
-                    std::mem::replace(&mut decoded[i], Ok(Value::Null)),
+                    std::mem::replace(&mut decoded[i], Err(String::new())),
                 )
             })
             .collect();
@@ -1034,7 +1034,7 @@ impl Loop<'_> {
     /// results in call order.
     fn run_calls(
         &mut self,
-        calls: Vec<(&ToolCall, Result<Value, String>)>,
+        calls: Vec<(&ToolCall, Result<Args, String>)>,
         tools: &mut dyn ToolRunner,
     ) -> Result<Vec<CallRecord>, ScriptGap> {
         let mut prepared = Vec::with_capacity(calls.len());
@@ -1055,6 +1055,7 @@ impl Loop<'_> {
                 (Ok(a), Some(spec)) if coerce => policy::validate::coerce_scalars(&spec.schema, a),
                 _ => None,
             };
+            let coerced = coerced.map(Args::new);
             sent.push(coerced.as_ref().and(args.as_ref().ok().cloned()));
             let args = match coerced {
                 Some(c) => Ok(c),
@@ -1084,7 +1085,7 @@ impl Loop<'_> {
             };
             let start_args = match &p {
                 Prepared::Run(a) | Prepared::Unknown(a) => Some(a.clone()),
-                Prepared::Broken(raw, _) => Some(Value::String(raw.clone())),
+                Prepared::Broken(raw, _) => Some(Args::new(Value::String(raw.clone()))),
                 Prepared::Rejected(..) => None,
             };
             if let Some(args) = start_args {
@@ -1152,7 +1153,7 @@ impl Loop<'_> {
                     self.emit(Event::ToolCallRejected {
                         id: call.id.clone(),
                         name: call.name.clone(),
-                        args: a.clone(),
+                        args: Args::clone(&a),
                         error: msg.clone(),
                     });
                     let message = self.error_message(name, Some(&msg));
@@ -1186,7 +1187,7 @@ impl Loop<'_> {
                     self.push_tool(message, true);
                     let args = match p {
                         Prepared::Run(a) | Prepared::Unknown(a) | Prepared::Rejected(a, _) => a,
-                        Prepared::Broken(..) => empty(),
+                        Prepared::Broken(..) => Args::new(empty()),
                     };
                     (args, failure)
                 }
@@ -1297,10 +1298,12 @@ fn empty() -> Value {
     Value::Object(Default::default())
 }
 
-fn decode(args: &Arguments, malformed: MalformedArgs) -> Result<Value, String> {
+fn decode(args: &Arguments, malformed: MalformedArgs) -> Result<Args, String> {
     match args {
-        Arguments::Parsed(v) => Ok(v.clone()),
-        Arguments::Raw(raw) => policy::validate::decode_raw(raw, malformed).0,
+        Arguments::Parsed(v) => Ok(Args::clone(v)),
+        Arguments::Raw(raw) => policy::validate::decode_raw(raw, malformed)
+            .0
+            .map(Args::new),
     }
 }
 

@@ -19,7 +19,6 @@
 //! and `replan`. The parsers are plain functions over the reply text, unit-tested below.
 
 use super::{RunInput, RunResult, ScriptGap};
-use crate::json::compact;
 use crate::llm::{History, Message, Model, ModelError, ModelRequest, Purpose, Role, ToolSpec};
 use crate::policy::{Config, PlanStepConfig, fill};
 use crate::scenario::OutcomeKind;
@@ -664,11 +663,11 @@ impl PlanLoop<'_> {
     ) -> Result<bool, ScriptGap> {
         let id = format!("call_{}", self.tool_calls);
         self.tool_calls += 1;
-        let args = Value::Object(args);
+        let args = crate::llm::Args::new(Value::Object(args));
         self.emit(Event::ToolCallStart {
             id: id.clone(),
             name: name.to_owned(),
-            args: args.clone(),
+            args: crate::llm::Args::clone(&args),
         });
         let (status, latency_ms) = if tools.specs().iter().any(|t| t.name == name) {
             let r = tools.run(name, &args)?;
@@ -691,11 +690,15 @@ impl PlanLoop<'_> {
             latency_ms,
             rule: None,
         });
-        // The history holds the call re-serialised, in a fixed key order, as upstream stores it.
-        let mut call = Map::new();
-        call.insert("tool".to_owned(), Value::String(name.to_owned()));
-        call.insert("args".to_owned(), args);
-        self.push(Role::Assistant, compact(&Value::Object(call)));
+        // The history holds the call re-serialised, in a fixed key order, as upstream stores it:
+        // `{"tool":…,"args":…}` compact.
+        let mut call = String::with_capacity(name.len() + 20);
+        call.push_str("{\"tool\":");
+        crate::json::push_quoted(&mut call, name);
+        call.push_str(",\"args\":");
+        crate::json::push_compact(&mut call, &args);
+        call.push('}');
+        self.push(Role::Assistant, call);
         let result = match status {
             ToolStatus::Ok(out) => out,
             ToolStatus::Error(e) => {

@@ -51,7 +51,7 @@ impl Loop<'_> {
         Some(ToolCall {
             id: "forced_0".to_owned(),
             name: "exec".to_owned(),
-            arguments: Arguments::Parsed(serde_json::json!({ "command": command })),
+            arguments: Arguments::parsed(serde_json::json!({ "command": command })),
         })
     }
 
@@ -85,7 +85,7 @@ impl Loop<'_> {
                 ToolCall {
                     id: format!("text_{:032x}", self.text_calls_read),
                     name: c.name,
-                    arguments: Arguments::Parsed(c.arguments),
+                    arguments: Arguments::parsed(c.arguments),
                 }
             })
             .collect();

@@ -100,7 +100,7 @@ fn run(doc: &Value, rel: &str, idx: Option<usize>) -> Result<Run, String> {
                             c.id.clone()
                         };
                         let args = match &c.arguments {
-                            Arguments::Parsed(v) => v.clone(),
+                            Arguments::Parsed(v) => Value::clone(v),
                             Arguments::Raw(r) => Value::String(r.clone()),
                         };
                         (id, c.name.clone(), args)

@@ -682,7 +682,11 @@ impl TraceBuilder {
             at: self.now,
             args: args.clone(),
         });
-        self.push(Event::ToolCallStart { id, name, args });
+        self.push(Event::ToolCallStart {
+            id,
+            name,
+            args: args.into(),
+        });
     }
 
     /// Is call `id` waiting for its result?

@@ -111,7 +111,7 @@ pub fn scenario_of(run: &Run, file: &str) -> Scenario {
                         .map(|c| {
                             // TOML has no null: arguments holding one keep their text.
                             let (args, raw_args) = match serde_json::from_str::<Value>(&c.args) {
-                                Ok(v) if !holds_null(&v) => (Some(v), None),
+                                Ok(v) if !holds_null(&v) => (Some(v.into()), None),
                                 _ => (None, Some(c.args.clone())),
                             };
                             CallDef {

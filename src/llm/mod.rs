@@ -169,16 +169,25 @@ pub struct ToolSpec {
     pub schema: Value,
 }
 
+/// Parsed call arguments, shared rather than copied: one call's arguments pass from the
+/// script to the response, the conversation, the decoded batch, the trace and the defences.
+pub type Args = std::sync::Arc<Value>;
+
 /// Arguments as the model produced them.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Arguments {
     /// Already parsed (structured tool-call APIs, scripted turns).
-    Parsed(Value),
+    Parsed(Args),
     /// A raw string to decode (streams, raw scripted arguments).
     Raw(String),
 }
 
 impl Arguments {
+    /// Parsed arguments from a value.
+    pub fn parsed(value: Value) -> Self {
+        Self::Parsed(Args::new(value))
+    }
+
     /// The arguments as text: compact JSON (in the model's key order) or the raw string.
     pub fn text(&self) -> std::borrow::Cow<'_, str> {
         match self {

@@ -196,7 +196,7 @@ pub fn assemble(chunks: &[Chunk]) -> Result<Assembled, StreamError> {
             id,
             name,
             arguments: if args.is_empty() {
-                Arguments::Parsed(Value::Object(Map::new()))
+                Arguments::parsed(Value::Object(Map::new()))
             } else {
                 Arguments::Raw(args)
             },
@@ -271,7 +271,7 @@ mod tests {
             vec![(
                 "call_0".to_owned(),
                 "exec".to_owned(),
-                Arguments::Parsed(json!({}))
+                Arguments::parsed(json!({}))
             )]
         );
         assert_eq!(a.text, None);

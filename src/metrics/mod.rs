@@ -181,7 +181,7 @@ pub fn row(
             Event::ToolCallStart { id, args, .. } => {
                 r.tool_calls += 1;
                 // Made canonical only for a call that fails.
-                start_args.insert(id.as_str(), args);
+                start_args.insert(id.as_str(), &**args);
             }
             Event::ToolCallEnd {
                 id,

@@ -165,7 +165,7 @@ mod tests {
         call.tool_calls.push(ToolCall {
             id: "c1".into(),
             name: "read".into(),
-            arguments: Arguments::Parsed(json!({"path": "a"})),
+            arguments: Arguments::parsed(json!({"path": "a"})),
         });
         let messages = vec![
             m(Role::System, "sys"),
@@ -317,7 +317,7 @@ mod tests {
             calls.tool_calls.push(ToolCall {
                 id: id.into(),
                 name: name.into(),
-                arguments: Arguments::Parsed(json!({})),
+                arguments: Arguments::parsed(json!({})),
             });
         }
         messages.push(calls);
@@ -369,9 +369,9 @@ mod tests {
         ];
         let mut a = m(Role::Assistant, "calling");
         for (i, args) in [
-            Arguments::Parsed(json!({"q": "a\"b\n", "n": [1, 2.5, null], "o": {}})),
+            Arguments::parsed(json!({"q": "a\"b\n", "n": [1, 2.5, null], "o": {}})),
             Arguments::Raw("{\"cmd\": \"ls\\n\"".into()),
-            Arguments::Parsed(json!({})),
+            Arguments::parsed(json!({})),
         ]
         .into_iter()
         .enumerate()
@@ -405,7 +405,7 @@ mod tests {
         assistant.tool_calls.push(ToolCall {
             id: "c1".into(),
             name: "read".into(),
-            arguments: Arguments::Parsed(json!({"b": 1, "a": [true]})),
+            arguments: Arguments::parsed(json!({"b": 1, "a": [true]})),
         });
         assistant.tool_calls.push(ToolCall {
             id: "c2".into(),

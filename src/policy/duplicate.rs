@@ -169,7 +169,7 @@ mod tests {
             p.before_execute(&[("echo", args)]);
             let record = CallRecord {
                 name: "echo".to_owned(),
-                args: args.clone(),
+                args: args.clone().into(),
                 result: CallResult::Failed(Some("boom".to_owned())),
             };
             let actions = p.after_batch(&[record], &view);

@@ -114,7 +114,7 @@ pub struct CallRecord {
     /// Tool name as the model emitted it.
     pub name: String,
     /// Arguments as decoded from the model (before any coercion).
-    pub args: Value,
+    pub args: crate::llm::Args,
     /// How the call ended.
     pub result: CallResult,
 }

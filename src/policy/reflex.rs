@@ -8,6 +8,7 @@
 
 use super::{Action, CallRecord, LoopView, Policy, ReflexConfig, fill};
 use crate::json::{canonical, compact};
+use crate::llm::Args;
 use serde_json::Value;
 use std::collections::VecDeque;
 
@@ -18,27 +19,38 @@ pub struct Fingerprint {
     args_key: String,
     failed: bool,
     error: Option<String>,
-    args: Value,
+    args: Args,
 }
 
 impl Fingerprint {
     /// A successful call.
     pub fn success(tool: &str, args: &Value) -> Self {
-        Self::new(tool, args, false, None)
+        Self::new(tool, Args::new(args.clone()), false, None)
     }
 
     /// A failed call, with or without error text.
     pub fn failure(tool: &str, args: &Value, error: Option<&str>) -> Self {
-        Self::new(tool, args, true, error.map(str::to_owned))
+        Self::new(
+            tool,
+            Args::new(args.clone()),
+            true,
+            error.map(str::to_owned),
+        )
     }
 
-    fn new(tool: &str, args: &Value, failed: bool, error: Option<String>) -> Self {
+    /// A call of the batch just run, its arguments shared with the record.
+    fn of(r: &CallRecord) -> Self {
+        let error = r.result.error().map(str::to_owned);
+        Self::new(&r.name, Args::clone(&r.args), r.result.failed(), error)
+    }
+
+    fn new(tool: &str, args: Args, failed: bool, error: Option<String>) -> Self {
         Self {
             tool: tool.to_owned(),
-            args_key: canonical(args),
+            args_key: canonical(&args),
             failed,
             error,
-            args: args.clone(),
+            args,
         }
     }
 }
@@ -231,12 +243,7 @@ impl Policy for ReflexPolicy {
 
     fn after_batch(&mut self, records: &[CallRecord], _view: &LoopView) -> Vec<Action> {
         for r in records {
-            let fp = if r.result.failed() {
-                Fingerprint::failure(&r.name, &r.args, r.result.error())
-            } else {
-                Fingerprint::success(&r.name, &r.args)
-            };
-            self.detector.record(fp);
+            self.detector.record(Fingerprint::of(r));
         }
         match self.detector.consume_pending_action() {
             DetectorAction::None => Vec::new(),

@@ -550,7 +550,7 @@ mod tests {
             description: String::new(),
             schema,
         };
-        let empty = Arguments::Parsed(json!({}));
+        let empty = Arguments::parsed(json!({}));
         let line = decode_status(&empty, true, MalformedArgs::Repair).unwrap();
         assert_eq!(
             line,

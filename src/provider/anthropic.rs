@@ -211,7 +211,7 @@ pub fn parse_request(body: &Value) -> Result<WireRequest, WireError> {
                     Some("tool_use") => message.tool_calls.push(ToolCall {
                         id: b.str_or_empty("id").to_owned(),
                         name: b.str_or_empty("name").to_owned(),
-                        arguments: Arguments::Parsed(
+                        arguments: Arguments::parsed(
                             b.get("input").cloned().unwrap_or_else(|| json!({})),
                         ),
                     }),
@@ -438,7 +438,7 @@ pub fn parse_body(body: &Value) -> Result<ModelResponse, WireError> {
                     .and_then(Value::as_str)
                     .ok_or_else(|| malformed(NAME, format!("tool_use block {i} has no `name`")))?
                     .to_owned(),
-                arguments: Arguments::Parsed(
+                arguments: Arguments::parsed(
                     block.get("input").cloned().unwrap_or_else(|| json!({})),
                 ),
             }),
@@ -661,7 +661,7 @@ mod tests {
         }))
         .expect("parses");
         assert_eq!(r.text.as_deref(), Some("Listing."));
-        assert_eq!(r.tool_calls[0].arguments, Arguments::Parsed(json!({})));
+        assert_eq!(r.tool_calls[0].arguments, Arguments::parsed(json!({})));
         assert_eq!(r.finish, Finish::ToolUse);
         assert_eq!(
             r.usage,

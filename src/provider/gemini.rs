@@ -254,7 +254,7 @@ pub fn parse_request(body: &Value) -> Result<WireRequest, WireError> {
                         message.tool_calls.push(ToolCall {
                             id: c.str_or_empty("id").to_owned(),
                             name: c.str_or_empty("name").to_owned(),
-                            arguments: Arguments::Parsed(
+                            arguments: Arguments::parsed(
                                 c.get("args").cloned().unwrap_or_else(|| json!({})),
                             ),
                         });
@@ -677,7 +677,7 @@ fn read_response(body: &Value) -> Result<Read, WireError> {
             calls.push(ToolCall {
                 id: c.str_or_empty("id").to_owned(),
                 name: c.str_or_empty("name").to_owned(),
-                arguments: Arguments::Parsed(c.get("args").cloned().unwrap_or_else(|| json!({}))),
+                arguments: Arguments::parsed(c.get("args").cloned().unwrap_or_else(|| json!({}))),
             });
         }
     }
@@ -888,7 +888,7 @@ mod tests {
     fn answers_render_and_parse_back() {
         let answer = ModelResponse {
             text: Some("Looking.".into()),
-            tool_calls: vec![call("c1", Arguments::Parsed(json!({"command": "ls"})))],
+            tool_calls: vec![call("c1", Arguments::parsed(json!({"command": "ls"})))],
             finish: Finish::ToolUse,
             usage: Usage {
                 input: 12,
@@ -988,7 +988,7 @@ mod tests {
         assert_eq!(body["candidates"][0]["finishReason"], "MAX_TOKENS");
         assert_eq!(super::delivered(cut_by_limit).finish, Finish::Length);
         let listed = ModelResponse {
-            tool_calls: vec![call("c1", Arguments::Parsed(json!([1])))],
+            tool_calls: vec![call("c1", Arguments::parsed(json!([1])))],
             ..empty_response()
         };
         assert_eq!(

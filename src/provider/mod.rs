@@ -849,7 +849,7 @@ impl StrField for Value {
 
 fn arguments(text: &str) -> crate::llm::Arguments {
     match serde_json::from_str::<Value>(text) {
-        Ok(v) => crate::llm::Arguments::Parsed(v),
+        Ok(v) => crate::llm::Arguments::parsed(v),
         Err(_) => crate::llm::Arguments::Raw(text.to_owned()),
     }
 }
@@ -954,7 +954,7 @@ fn typed_event(
 /// `input`, Gemini's `args`): parsed, or `{}` when the raw text does not parse.
 fn object_args(args: &crate::llm::Arguments) -> Value {
     match args {
-        crate::llm::Arguments::Parsed(v) => v.clone(),
+        crate::llm::Arguments::Parsed(v) => Value::clone(v),
         crate::llm::Arguments::Raw(r) => {
             serde_json::from_str(r).unwrap_or_else(|_| serde_json::json!({}))
         }
@@ -1033,7 +1033,7 @@ mod tests {
         let call = |id: &str| ToolCall {
             id: id.into(),
             name: "x".into(),
-            arguments: Arguments::Parsed(json!({})),
+            arguments: Arguments::parsed(json!({})),
         };
         let mut a = Message::new(Role::Assistant, "");
         a.tool_calls = vec![call("a"), call("b")];
@@ -1055,7 +1055,7 @@ mod tests {
         a.tool_calls = vec![ToolCall {
             id: "c1".into(),
             name: "exec".into(),
-            arguments: Arguments::Parsed(json!({"command": "ls"})),
+            arguments: Arguments::parsed(json!({"command": "ls"})),
         }];
         let mut t = Message::new(Role::Tool, "no such dir");
         t.failed = true;
@@ -1177,7 +1177,7 @@ mod tests {
                 tool_calls: vec![ToolCall {
                     id: "c1".into(),
                     name: "exec".into(),
-                    arguments: Arguments::Parsed(json!({"command": "ls"})),
+                    arguments: Arguments::parsed(json!({"command": "ls"})),
                 }],
                 finish: crate::llm::Finish::ToolUse,
                 usage,

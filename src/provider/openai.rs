@@ -457,7 +457,7 @@ mod tests {
         a.tool_calls = vec![ToolCall {
             id: "c1".into(),
             name: "exec".into(),
-            arguments: Arguments::Parsed(json!({})),
+            arguments: Arguments::parsed(json!({})),
         }];
         let messages = vec![
             Message::new(Role::System, "sys"),
@@ -521,7 +521,7 @@ mod tests {
         assert_eq!(r.text, None);
         assert_eq!(
             r.tool_calls[0].arguments,
-            Arguments::Parsed(json!({"command": "ls"}))
+            Arguments::parsed(json!({"command": "ls"}))
         );
         assert_eq!(r.tool_calls[1].arguments, Arguments::Raw("{\"comm".into()));
         assert_eq!(

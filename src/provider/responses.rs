@@ -662,7 +662,7 @@ mod tests {
             tool_calls: vec![ToolCall {
                 id: "call_9".into(),
                 name: "exec".into(),
-                arguments: Arguments::Parsed(json!({})),
+                arguments: Arguments::parsed(json!({})),
             }],
             finish: Finish::ToolUse,
             usage: Usage {
@@ -718,7 +718,7 @@ mod tests {
             tool_calls: vec![ToolCall {
                 id: "call_9".into(),
                 name: "exec".into(),
-                arguments: Arguments::Parsed(json!({"command": "ls"})),
+                arguments: Arguments::parsed(json!({"command": "ls"})),
             }],
             finish: Finish::ToolUse,
             usage: Usage {

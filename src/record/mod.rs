@@ -966,7 +966,7 @@ mod tests {
             tool_calls: vec![CallDef {
                 id: None,
                 name: "search".to_owned(),
-                args: Some(json!({"q": "x", "tags": [], "filters": {}})),
+                args: Some(json!({"q": "x", "tags": [], "filters": {}}).into()),
                 raw_args: None,
                 generate: None,
                 seed: None,

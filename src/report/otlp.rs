@@ -620,7 +620,7 @@ mod tests {
                 Event::ToolCallRejected {
                     id: "c1".into(),
                     name: "exec".into(),
-                    args: serde_json::json!({}),
+                    args: serde_json::json!({}).into(),
                     error: "missing `command`".into(),
                 },
             ),
@@ -650,7 +650,7 @@ mod tests {
                 Event::ToolCallStart {
                     id: "c2".into(),
                     name: "exec".into(),
-                    args: serde_json::json!({"command": "ls"}),
+                    args: serde_json::json!({"command": "ls"}).into(),
                 },
             ),
             at(

@@ -531,7 +531,7 @@ pub struct CallDef {
     pub name: String,
     /// Parsed arguments (default `{}`).
     #[serde(default)]
-    pub args: Option<Value>,
+    pub args: Option<crate::llm::Args>,
     /// Arguments as the raw string the model emitted (may be malformed or cut off).
     #[serde(default)]
     pub raw_args: Option<String>,

@@ -215,7 +215,7 @@ pub fn infer(ctx: &Context<'_>, requests: &[ServedRequest]) -> Vec<TimedEvent> {
                 c.push(Event::ToolCallStart {
                     id: call.id.clone(),
                     name: call.name.clone(),
-                    args: args_value(&call.arguments),
+                    args: args_value(&call.arguments).into(),
                 });
                 let latency_ms = ctx.tool_latency.get(&call.name).copied().unwrap_or(0);
                 c.t += latency_ms;
@@ -475,7 +475,7 @@ fn names(tools: &[crate::llm::ToolSpec]) -> Vec<String> {
 
 fn args_value(a: &Arguments) -> Value {
     match a {
-        Arguments::Parsed(v) => v.clone(),
+        Arguments::Parsed(v) => Value::clone(v),
         Arguments::Raw(s) => serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone())),
     }
 }

@@ -192,7 +192,9 @@ pub(super) fn in_form(r: &ModelResponse, form: &TextForm, seed: u64) -> Option<S
                 .filter(|v| generate::valid(schema, v))
                 .or_else(|| {
                     match generate::arguments(schema, crate::scenario::Generate::Valid, seed) {
-                        crate::llm::Arguments::Parsed(v) => Some(v),
+                        crate::llm::Arguments::Parsed(v) => {
+                            Some(std::sync::Arc::unwrap_or_clone(v))
+                        }
                         crate::llm::Arguments::Raw(_) => None,
                     }
                 })?;

@@ -554,7 +554,7 @@ pub fn promote_agent(c: &Cassette, source: &str, rules: &FailureRules) -> Option
         for (call, result) in r.tool_calls.iter().zip(results) {
             let args = match &call.arguments {
                 crate::llm::Arguments::Parsed(v) => {
-                    Some(v.clone()).filter(|v| !crate::scenario::holds_null(v))
+                    Some(Value::clone(v)).filter(|v| !crate::scenario::holds_null(v))
                 }
                 crate::llm::Arguments::Raw(_) => None,
             };

@@ -469,7 +469,7 @@ impl Session {
             .iter()
             .flat_map(|m| &m.tool_calls)
             .filter_map(|c| match &c.arguments {
-                Arguments::Parsed(v) => Some((c.id.clone(), v.clone())),
+                Arguments::Parsed(v) => Some((c.id.clone(), Value::clone(v))),
                 Arguments::Raw(_) => None,
             })
             .collect();
@@ -601,7 +601,7 @@ impl Session {
                         tool_calls: vec![crate::llm::ToolCall {
                             id: "call_answer".to_owned(),
                             name: tool.clone(),
-                            arguments: crate::llm::Arguments::Parsed(
+                            arguments: crate::llm::Arguments::parsed(
                                 serde_json::json!({ param: text }),
                             ),
                         }],

@@ -124,7 +124,7 @@ pub enum Event {
         /// Tool name.
         name: String,
         /// Arguments as dispatched.
-        args: Value,
+        args: crate::llm::Args,
     },
     /// A dispatched tool call ended.
     ToolCallEnd {
@@ -154,7 +154,7 @@ pub enum Event {
         /// Tool name.
         name: String,
         /// Arguments as emitted.
-        args: Value,
+        args: crate::llm::Args,
         /// The rejection message fed back.
         error: String,
     },
@@ -1028,7 +1028,7 @@ mod tests {
             event: Event::ToolCallRejected {
                 id: "call_0".into(),
                 name: "exec".into(),
-                args: serde_json::json!({}),
+                args: serde_json::json!({}).into(),
                 error: "line one\nline two".into(),
             },
         };

@@ -85,7 +85,7 @@ fn events(g: &mut Gen) -> Vec<TimedEvent> {
                 0 => Event::ToolCallRejected {
                     id: "call_0".into(),
                     name,
-                    args: serde_json::json!({ "k": g.text() }),
+                    args: serde_json::json!({ "k": g.text() }).into(),
                     error: g.text(),
                 },
                 1 => Event::Intervention {
@@ -316,7 +316,7 @@ fn hostile_text_is_escaped_everywhere_it_appears() {
                 event: Event::ToolCallRejected {
                     id: "call_0".into(),
                     name: HOSTILE.into(),
-                    args: serde_json::json!({ HOSTILE: HOSTILE }),
+                    args: serde_json::json!({ HOSTILE: HOSTILE }).into(),
                     error: HOSTILE.into(),
                 },
             },

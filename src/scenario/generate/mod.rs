@@ -64,8 +64,8 @@ pub fn arguments(schema: &Value, how: Generate, seed: u64) -> Arguments {
     let g = || Gen::new(schema);
     let valid = || g().instance(&[schema], seed, 0);
     match how {
-        Generate::Empty => Arguments::Parsed(json!({})),
-        Generate::Valid => Arguments::Parsed(valid()),
+        Generate::Empty => Arguments::parsed(json!({})),
+        Generate::Valid => Arguments::parsed(valid()),
         Generate::MissingRequired => {
             let mut v = valid();
             // The first required field; with none, the first property (the call stays valid,
@@ -77,17 +77,17 @@ pub fn arguments(schema: &Value, how: Generate, seed: u64) -> Arguments {
             if let (Some(o), Some(field)) = (v.as_object_mut(), field) {
                 o.remove(&field);
             }
-            Arguments::Parsed(v)
+            Arguments::parsed(v)
         }
         Generate::WrongType => {
             let mut v = valid();
             match (v.as_object_mut(), spoilable(schema)) {
                 (Some(o), Some((field, bad))) => {
                     o.insert(field, bad);
-                    Arguments::Parsed(v)
+                    Arguments::parsed(v)
                 }
                 // No field to spoil: arguments that are no object at all.
-                _ => Arguments::Parsed(json!([])),
+                _ => Arguments::parsed(json!([])),
             }
         }
         Generate::Truncated => {

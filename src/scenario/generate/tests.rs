@@ -29,7 +29,7 @@ fn each_kind_of_arguments_from_a_real_schema() {
     assert_eq!(o["origin"].as_str().map(str::len), Some(3));
     assert_eq!(
         arguments(&s, Generate::Empty, seed),
-        Arguments::Parsed(json!({}))
+        Arguments::parsed(json!({}))
     );
     let Arguments::Parsed(missing) = arguments(&s, Generate::MissingRequired, seed) else {
         panic!()
@@ -70,11 +70,11 @@ fn open_and_odd_schemas_still_give_arguments() {
     // No properties at all: `{}` is valid, and there is no field to spoil.
     assert_eq!(
         arguments(&json!({"type": "object"}), Generate::Valid, seed),
-        Arguments::Parsed(json!({}))
+        Arguments::parsed(json!({}))
     );
     assert_eq!(
         arguments(&json!({}), Generate::WrongType, seed),
-        Arguments::Parsed(json!([]))
+        Arguments::parsed(json!([]))
     );
     // Nothing required: the first property is filled.
     let path = json!({"properties": {"path": {"type": "string"}}});
@@ -90,18 +90,18 @@ fn open_and_odd_schemas_still_give_arguments() {
     }});
     assert_eq!(
         arguments(&odd, Generate::Valid, seed),
-        Arguments::Parsed(json!({"a": null, "b": null, "c": [0.5, 0.5], "d": {"e": "x"}}))
+        Arguments::parsed(json!({"a": null, "b": null, "c": [0.5, 0.5], "d": {"e": "x"}}))
     );
     // Alone, each offers its value, within bounds (the first field's seed is 8: an
     // integer 8 mod 5 = 3 above its minimum).
     let alone = |name: &str| json!({"type": "object", "required": [name], "properties": {name: odd["properties"][name]}});
     assert_eq!(
         arguments(&alone("a"), Generate::Valid, seed),
-        Arguments::Parsed(json!({"a": 8}))
+        Arguments::parsed(json!({"a": 8}))
     );
     assert_eq!(
         arguments(&alone("b"), Generate::Valid, seed),
-        Arguments::Parsed(json!({"b": true}))
+        Arguments::parsed(json!({"b": true}))
     );
     // A schema that nests itself without end stops at a depth.
     let mut deep = json!({"type": "object"});
@@ -116,7 +116,7 @@ fn open_and_odd_schemas_still_give_arguments() {
 
 fn parsed(a: Arguments) -> Value {
     match a {
-        Arguments::Parsed(v) => v,
+        Arguments::Parsed(v) => std::sync::Arc::unwrap_or_clone(v),
         Arguments::Raw(r) => panic!("raw arguments {r}"),
     }
 }
