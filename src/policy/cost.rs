@@ -58,14 +58,17 @@ impl Policy for CostGuard {
         if c.max_usd <= 0.0 {
             return Vec::new();
         }
-        let (spent, cap) = (dollars(view.cost_usd), dollars(c.max_usd));
+        // The figures are written only for a call that says them: most calls are under both.
+        let figures = || (dollars(view.cost_usd), dollars(c.max_usd));
         let mut actions = Vec::new();
         if c.warn_fraction > 0.0 && view.cost_usd > c.max_usd * c.warn_fraction {
+            let (spent, cap) = figures();
             actions.push(Action::Notice {
-                text: say(&c.warn_message, spent.clone(), cap.clone()),
+                text: say(&c.warn_message, spent, cap),
             });
         }
         if view.cost_usd >= c.max_usd {
+            let (spent, cap) = figures();
             actions.extend(stop(say(&c.stop_message, spent, cap)));
         }
         actions

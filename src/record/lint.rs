@@ -34,7 +34,7 @@ pub fn lint(paths: &[PathBuf], scrubber: &Scrubber) -> Linted {
         match std::fs::metadata(p) {
             Ok(m) if m.is_file() => files.push(p.clone()),
             Ok(_) => {
-                for e in walkdir::WalkDir::new(p).sort_by_file_name() {
+                for e in crate::store::walk(p) {
                     match e {
                         Ok(e) if e.file_type().is_file() && wanted(e.path()) => {
                             files.push(e.into_path())

@@ -366,7 +366,7 @@ pub fn discover_list(paths: &[PathBuf]) -> (PathList, Vec<(PathBuf, io::Error)>)
             ));
             continue;
         }
-        for entry in walkdir::WalkDir::new(p).sort_by_file_name() {
+        for entry in walk(p) {
             match entry {
                 Ok(entry) => {
                     if let Some(e) = refused_entry(&entry) {
@@ -513,11 +513,18 @@ pub fn files_with_ext(dir: &Path, ext: &str) -> Vec<PathBuf> {
     out
 }
 
+/// A walk of `root` with each folder's entries in order of name, as `sort_by_file_name`
+/// gives. Siblings' paths are their parent's path and a name, so comparing the whole paths
+/// orders them as their names, without taking each path apart again on every comparison
+/// (which cost a run of many files over 1 % of its instructions).
+pub fn walk(root: &Path) -> walkdir::WalkDir {
+    walkdir::WalkDir::new(root).sort_by(|a, b| a.path().as_os_str().cmp(b.path().as_os_str()))
+}
+
 /// [`files_with_ext`] one at a time, in the walk's order (each folder's entries by name).
 pub fn walk_files_with_ext(dir: &Path, ext: &str) -> impl Iterator<Item = PathBuf> {
     let suffix = format!(".{ext}");
-    walkdir::WalkDir::new(dir)
-        .sort_by_file_name()
+    walk(dir)
         .into_iter()
         .filter_map(Result::ok)
         .filter(|e| !e.file_type().is_dir())
@@ -881,6 +888,33 @@ pub fn select_pending(layout: &Layout, paths: &[PathBuf]) -> Vec<PathBuf> {
     reason = "a test sets up and reads its files, clocks and threads itself"
 )]
 mod tests {
+    #[test]
+    fn a_walk_orders_each_folder_by_name_as_walkdir_does() {
+        let dir = tempfile::tempdir().expect("a folder");
+        // Names that share prefixes, sort around the separator and its neighbours (`-`, `.`
+        // below `/`; `0`, `_` above), differ in case, and are not ASCII.
+        let names = [
+            "a", "a-b", "a.b", "a0", "a_b", "ab", "B", "b", "é", "z.toml", "a b", "~",
+        ];
+        for n in names {
+            std::fs::create_dir_all(dir.path().join(n).join("in")).expect("a folder");
+            for m in names {
+                std::fs::write(dir.path().join(n).join(m), "").expect("a file");
+            }
+        }
+        let ours: Vec<_> = super::walk(dir.path())
+            .into_iter()
+            .map(|e| e.expect("an entry").into_path())
+            .collect();
+        let theirs: Vec<_> = walkdir::WalkDir::new(dir.path())
+            .sort_by_file_name()
+            .into_iter()
+            .map(|e| e.expect("an entry").into_path())
+            .collect();
+        assert_eq!(ours.len(), 1 + names.len() * (names.len() + 2));
+        assert_eq!(ours, theirs);
+    }
+
     #[test]
     fn rotations_are_named_by_their_current_file() {
         let r = super::rotation_of("traces-0001.jsonl").expect("a rotation");

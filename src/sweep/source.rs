@@ -88,7 +88,7 @@ pub fn discover(paths: &[PathBuf]) -> (Vec<Input>, Vec<(PathBuf, String)>) {
             });
             continue;
         }
-        for entry in walkdir::WalkDir::new(p).sort_by_file_name() {
+        for entry in crate::store::walk(p) {
             match entry {
                 Ok(e) if e.file_type().is_file() => {
                     let Some(kind) = kind_of(e.path()) else {
