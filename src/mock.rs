@@ -18,6 +18,9 @@ pub struct MockModel<'s> {
     case: String,
     /// The input estimate's measure of the conversation, kept between requests.
     measured: crate::llm::RunningSum,
+    /// The input estimate's measure of the tools offered, with the lineage and the list (its
+    /// address and length) it was taken of: a lineage offers one list or none.
+    tools_measured: Option<((u64, usize, usize), usize)>,
 }
 
 /// Where a mock is in its script: how often each rule fired, the turn and its repeats used,
@@ -152,6 +155,7 @@ impl<'s> MockModel<'s> {
             state,
             case: String::new(),
             measured: crate::llm::RunningSum::default(),
+            tools_measured: None,
         }
     }
 
@@ -221,7 +225,36 @@ impl<'s> MockModel<'s> {
     /// its length once, not once a call.
     fn estimate_input(&mut self, req: &ModelRequest<'_>) -> u64 {
         let messages = self.measured.sum(req.lineage, req.messages, message_chars);
-        tokens(messages + tools_chars(req.tools))
+        tokens(messages + self.tools_chars(req))
+    }
+
+    /// [`tools_chars`] of a request's tools, measured once a lineage: its requests offer the
+    /// same list in the same place, or none ([`ModelRequest::lineage`]).
+    fn tools_chars(&mut self, req: &ModelRequest<'_>) -> usize {
+        if req.tools.is_empty() {
+            return 0;
+        }
+        let key = req
+            .lineage
+            .map(|l| (l, req.tools.as_ptr() as usize, req.tools.len()));
+        match (key, self.tools_measured) {
+            (Some(key), Some((kept, chars))) if key == kept => {
+                debug_assert_eq!(
+                    chars,
+                    tools_chars(req.tools),
+                    "the tools kept for lineage {} are not the request's",
+                    key.0
+                );
+                chars
+            }
+            _ => {
+                let chars = tools_chars(req.tools);
+                if let Some(key) = key {
+                    self.tools_measured = Some((key, chars));
+                }
+                chars
+            }
+        }
     }
 
     fn build(&mut self, turn: &TurnDef, req: &ModelRequest<'_>) -> ModelResponse {
@@ -585,5 +618,58 @@ mod tests {
         h.push(Message::new(Role::User, "Last one."));
         ask(&mut mock, &h, Some(h.lineage()));
         assert_eq!(mock.measured.counted(), Some(h.len()));
+    }
+
+    #[test]
+    fn the_tools_are_measured_once_a_lineage_and_again_for_another_list() {
+        use crate::llm::{History, Purpose, ToolSpec};
+        let script: ModelScript =
+            serde_json::from_value(json!({"turns": [{"text": "ok", "repeat": 10}]})).unwrap();
+        let mut mock = MockModel::new(&script);
+        let spec = |name: &str, description: &str| ToolSpec {
+            name: name.to_owned(),
+            description: description.to_owned(),
+            schema: json!({"type": "object", "properties": {"q": {"type": "string"}}}),
+        };
+        let one = [spec("read", "Read a file.")];
+        let two = [
+            spec("read", "Read a file."),
+            spec("search", "Search the web."),
+        ];
+        let h = History::new();
+        let other = History::new();
+        let mut call = 0;
+        let mut ask = |mock: &mut MockModel<'_>, tools: &[ToolSpec], lineage: Option<u64>| {
+            call += 1;
+            let r = mock
+                .respond(&ModelRequest {
+                    purpose: Purpose::Turn,
+                    iteration: call,
+                    call,
+                    messages: &h,
+                    tools,
+                    force_text: false,
+                    lineage,
+                })
+                .unwrap();
+            assert_eq!(
+                r.usage.input,
+                estimate_input_tokens(&h, tools),
+                "call {call}"
+            );
+            r.usage.input
+        };
+        let with_one = ask(&mut mock, &one, Some(h.lineage()));
+        let kept = mock.tools_measured;
+        assert!(kept.is_some());
+        // Stripped (no tools), then offered again: the measure kept serves.
+        assert!(ask(&mut mock, &[], Some(h.lineage())) < with_one);
+        assert_eq!(ask(&mut mock, &one, Some(h.lineage())), with_one);
+        assert_eq!(mock.tools_measured, kept);
+        // Another list, another lineage, or none: measured for what they offer.
+        assert!(ask(&mut mock, &two, Some(h.lineage())) > with_one);
+        assert_ne!(mock.tools_measured, kept);
+        assert_eq!(ask(&mut mock, &one, Some(other.lineage())), with_one);
+        assert!(ask(&mut mock, &two, None) > with_one);
     }
 }

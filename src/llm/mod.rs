@@ -294,7 +294,9 @@ pub struct ModelRequest<'a> {
     pub force_text: bool,
     /// The lineage of `messages` ([`History::lineage`]) when they are the engine's
     /// conversation: a later request of the same lineage holds these messages and perhaps
-    /// more after them. `None` when that is not known (a request built for one call).
+    /// more after them, and offers either no tools or the same `tools` (the same list, where
+    /// it was: the runtime's own). `None` when that is not known (a request built for one
+    /// call).
     pub lineage: Option<u64>,
 }
 
