@@ -45,18 +45,30 @@ const SUSPECT: [bool; 256] = {
     t
 };
 
+/// The bytes of the word `x` (eight bytes, the first the lowest) outside printable ASCII, as
+/// their high bits: every byte below 0x20, at 0x7f or at 0x80 or above has its high bit set
+/// here. A printable byte after such a one may be set too (a borrow or carry runs up from it),
+/// but never one before the first: the lowest bit set is the first byte outside. Zero means
+/// the word is printable ASCII (a tab is outside, until looked at).
+fn dirty(x: u64) -> u64 {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    // A byte below 0x20 borrows and wraps to 0xe0 or above; 0x7f carries to 0x80.
+    (x.wrapping_sub(ONES * 0x20) | x.wrapping_add(ONES) | x) & HIGH
+}
+
+/// The eight bytes at `i` of `b` as a word, the first the lowest, when there are eight.
+fn word(b: &[u8], i: usize) -> Option<u64> {
+    let w: [u8; 8] = b.get(i..i + 8)?.try_into().ok()?;
+    Some(u64::from_le_bytes(w))
+}
+
 /// Is this word of eight bytes free of suspect bytes, by a test on the whole word? `true` when
 /// it has no byte below 0x20, none at 0x7f and none at 0x80 or above; `false` may still be
 /// clean (a tab, or a safe character outside ASCII), and its bytes are then looked at one by one.
+#[cfg(test)]
 fn clean_word(w: &[u8]) -> bool {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
-    let mut bytes = [0; 8];
-    bytes.copy_from_slice(w);
-    let x = u64::from_ne_bytes(bytes);
-    let low = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
-    let del = (x ^ (ONES * 0x7f)).wrapping_sub(ONES) & !(x ^ (ONES * 0x7f)) & HIGH;
-    (low | del | (x & HIGH)) == 0
+    word(w, 0).is_some_and(|x| dirty(x) == 0)
 }
 
 /// Might `s` hold an unsafe character? `false` means it certainly does not.
@@ -72,24 +84,35 @@ fn suspect(s: &str) -> bool {
 }
 
 /// Where the first unsafe character of `s` begins (a line break counts only when `breaks`),
-/// if any. Clean words of eight bytes are passed over whole, and only a suspect byte, which
+/// if any. Printable ASCII is passed over eight bytes at a time, and only a suspect byte, which
 /// always begins a character, has its character decoded: a text with a dash or an arrow in it
 /// (suspect, and safe) costs a decoding for each of those, not one for every character.
 fn first_unsafe_at(s: &str, breaks: bool) -> Option<usize> {
     let b = s.as_bytes();
     let mut i = 0;
     while i < b.len() {
-        if b.get(i..i + 8).is_some_and(clean_word) {
+        // The next byte outside printable ASCII: eight bytes a step, and in the word that
+        // holds one, straight to it; the last few bytes one by one.
+        let mut outside = None;
+        while let Some(x) = word(b, i) {
+            let d = dirty(x);
+            if d != 0 {
+                outside = Some(i + d.trailing_zeros() as usize / 8);
+                break;
+            }
             i += 8;
-            continue;
         }
-        if SUSPECT[usize::from(b[i])] {
-            let c = s.get(i..).and_then(|rest| rest.chars().next());
+        let at = match outside {
+            Some(at) => at,
+            None => i + b[i..].iter().position(|&c| !(0x20..0x7f).contains(&c))?,
+        };
+        if SUSPECT[usize::from(b[at])] {
+            let c = s.get(at..).and_then(|rest| rest.chars().next());
             if c.is_some_and(|c| is_unsafe(c) && (breaks || c != '\n')) {
-                return Some(i);
+                return Some(at);
             }
         }
-        i += 1;
+        i = at + 1;
     }
     None
 }
@@ -170,6 +193,34 @@ mod tests {
         assert_eq!(first_unsafe("a\u{7}"), Some('\u{7}'));
     }
 
+    #[test]
+    fn the_word_test_finds_the_first_byte_outside_printable_ascii_whatever_its_neighbours() {
+        // Borrows and carries run from a byte to the ones after it; no neighbour may hide one,
+        // and none may be taken for the first.
+        let around = [
+            0x00, 0x01, 0x09, 0x1f, 0x20, 0x21, b'a', 0x7e, 0x7f, 0x80, 0xc2, 0xff,
+        ];
+        let outside = |c: &u8| !(0x20..0x7f).contains(c);
+        for b in 0u8..=0xff {
+            for at in 0..8 {
+                for &n in &around {
+                    for &m in &around {
+                        let mut w = [n; 8];
+                        w[at] = b;
+                        w[(at + 3) % 8] = m;
+                        let d = dirty(u64::from_le_bytes(w));
+                        match w.iter().position(outside) {
+                            Some(first) => {
+                                assert_eq!(d.trailing_zeros() as usize / 8, first, "{w:x?}")
+                            }
+                            None => assert_eq!(d, 0, "{w:x?}"),
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// The definitions, one character at a time.
     fn by_the_letter(s: &str) -> String {
         let mut out = String::new();
@@ -209,6 +260,8 @@ mod tests {
             "👨",
             "\u{2028}",
             "12345678",
+            "0123456789abcdef",
+            "a plain line of ascii text, longer than two words",
             "\u{1b}[2J",
         ];
         for a in pieces {

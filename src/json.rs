@@ -194,19 +194,22 @@ const EXTRA: [u8; 256] = {
 };
 
 /// The first byte at or after `from` that a JSON string escapes (below 0x20, `"`, `\`), or
-/// the length: eight bytes at a time where none is.
+/// the length: eight bytes at a time, and in the word that holds one, straight to it.
 fn next_escape(b: &[u8], from: usize) -> usize {
     const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
     const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    // Each mask's lowest bit set is the first byte it looks for: a borrow runs only from such
+    // a byte to the ones after it.
     let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
     let mut i = from;
-    while i + 8 <= b.len() {
+    while let Some(w) = b.get(i..i + 8) {
         let mut word = [0; 8];
-        word.copy_from_slice(&b[i..i + 8]);
-        let x = u64::from_ne_bytes(word);
+        word.copy_from_slice(w);
+        let x = u64::from_le_bytes(word);
         let low = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
-        if (low | zero(x ^ (ONES * u64::from(b'"'))) | zero(x ^ (ONES * u64::from(b'\\')))) != 0 {
-            break;
+        let hit = low | zero(x ^ (ONES * u64::from(b'"'))) | zero(x ^ (ONES * u64::from(b'\\')));
+        if hit != 0 {
+            return i + hit.trailing_zeros() as usize / 8;
         }
         i += 8;
     }
@@ -402,6 +405,26 @@ mod tests {
             let mut pushed = "x".to_owned();
             push_quoted(&mut pushed, s);
             assert_eq!(pushed[1..], serde_json::to_string(s).unwrap());
+        }
+        // Each byte a string escapes, and one that looks like it (0x20, 0x7f, 0x80 and above,
+        // where borrows start), at every place in the first words and beside another.
+        let mut texts = Vec::new();
+        for c in (0u8..0x20).chain([b'"', b'\\', b' ', b'#', b']', 0x7f]) {
+            for at in 0..18 {
+                for next in ["", "\"", "\u{1}", "é", "\u{7f}"] {
+                    let mut t = "a".repeat(at);
+                    t.push(char::from(c));
+                    t.push_str(next);
+                    t.push_str(&"b".repeat(17 - at));
+                    texts.push(t);
+                }
+            }
+        }
+        for t in &texts {
+            let mut pushed = String::new();
+            push_quoted(&mut pushed, t);
+            assert_eq!(pushed, serde_json::to_string(t).unwrap(), "{t:?}");
+            assert_eq!(quoted_len(t), pushed.len(), "{t:?}");
         }
     }
 
