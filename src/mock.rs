@@ -489,6 +489,33 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The input estimate of `mock`'s answer to turn `call`, checked against the whole measure.
+    fn asked(
+        mock: &mut MockModel<'_>,
+        call: u32,
+        messages: &[Message],
+        tools: &[crate::llm::ToolSpec],
+        lineage: Option<u64>,
+    ) -> u64 {
+        let r = mock
+            .respond(&ModelRequest {
+                purpose: crate::llm::Purpose::Turn,
+                iteration: call,
+                call,
+                messages,
+                tools,
+                force_text: false,
+                lineage,
+            })
+            .unwrap();
+        assert_eq!(
+            r.usage.input,
+            estimate_input_tokens(messages, tools),
+            "call {call}"
+        );
+        r.usage.input
+    }
+
     fn call(name: &str, args: Option<Value>) -> CallDef {
         CallDef {
             id: None,
@@ -555,7 +582,7 @@ mod tests {
 
     #[test]
     fn input_estimates_measure_only_what_a_lineage_added_and_equal_the_whole_measure() {
-        use crate::llm::{History, Purpose, ToolCall, ToolSpec};
+        use crate::llm::{History, ToolCall, ToolSpec};
         let script: ModelScript =
             serde_json::from_value(json!({"turns": [{"text": "ok", "repeat": 40}]})).unwrap();
         let mut mock = MockModel::new(&script);
@@ -567,22 +594,7 @@ mod tests {
         let mut call = 0;
         let mut ask = |mock: &mut MockModel<'_>, messages: &[Message], lineage: Option<u64>| {
             call += 1;
-            let r = mock
-                .respond(&ModelRequest {
-                    purpose: Purpose::Turn,
-                    iteration: call,
-                    call,
-                    messages,
-                    tools: &tools,
-                    force_text: false,
-                    lineage,
-                })
-                .unwrap();
-            assert_eq!(
-                r.usage.input,
-                estimate_input_tokens(messages, &tools),
-                "call {call}"
-            );
+            asked(mock, call, messages, &tools, lineage);
         };
         let mut h = History::new();
         h.push(Message::new(Role::System, "You are terse."));
@@ -622,7 +634,7 @@ mod tests {
 
     #[test]
     fn the_tools_are_measured_once_a_lineage_and_again_for_another_list() {
-        use crate::llm::{History, Purpose, ToolSpec};
+        use crate::llm::{History, ToolSpec};
         let script: ModelScript =
             serde_json::from_value(json!({"turns": [{"text": "ok", "repeat": 10}]})).unwrap();
         let mut mock = MockModel::new(&script);
@@ -641,23 +653,7 @@ mod tests {
         let mut call = 0;
         let mut ask = |mock: &mut MockModel<'_>, tools: &[ToolSpec], lineage: Option<u64>| {
             call += 1;
-            let r = mock
-                .respond(&ModelRequest {
-                    purpose: Purpose::Turn,
-                    iteration: call,
-                    call,
-                    messages: &h,
-                    tools,
-                    force_text: false,
-                    lineage,
-                })
-                .unwrap();
-            assert_eq!(
-                r.usage.input,
-                estimate_input_tokens(&h, tools),
-                "call {call}"
-            );
-            r.usage.input
+            asked(mock, call, &h, tools, lineage)
         };
         let with_one = ask(&mut mock, &one, Some(h.lineage()));
         let kept = mock.tools_measured;
