@@ -65,7 +65,7 @@ fn word(b: &[u8], i: usize) -> Option<u64> {
 
 /// Is this word of eight bytes free of suspect bytes, by a test on the whole word? `true` when
 /// it has no byte below 0x20, none at 0x7f and none at 0x80 or above; `false` may still be
-/// clean (a tab, or a safe character outside ASCII), and its bytes are then looked at one by one.
+/// clean (a tab, or a safe character outside ASCII).
 #[cfg(test)]
 fn clean_word(w: &[u8]) -> bool {
     word(w, 0).is_some_and(|x| dirty(x) == 0)
@@ -182,6 +182,7 @@ mod tests {
                 for pad in 0..9 {
                     let text = format!("{}{c}{}", "x".repeat(pad), "y".repeat(8 - pad));
                     assert!(suspect(&text), "{c:?} after {pad}");
+                    assert_eq!(first_unsafe(&text), Some(c), "{c:?} after {pad}");
                 }
             }
         }

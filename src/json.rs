@@ -294,8 +294,7 @@ fn write_members<'a>(
     out.push('}');
 }
 
-/// Append [`compact`]'s text of `value` to `out`, without the formatting machinery for its
-/// strings.
+/// Append [`compact`]'s text of `value` to `out`.
 pub fn push_compact(out: &mut String, value: &Value) {
     write_json(value, out, false);
 }
@@ -406,8 +405,9 @@ mod tests {
             push_quoted(&mut pushed, s);
             assert_eq!(pushed[1..], serde_json::to_string(s).unwrap());
         }
-        // Each byte a string escapes, and one that looks like it (0x20, 0x7f, 0x80 and above,
-        // where borrows start), at every place in the first words and beside another.
+        // Each byte a string escapes, and printable ones beside them (0x20, `#`, `]`, 0x7f),
+        // at every place in the first words, followed by another escape, a byte of 0x80 or
+        // above or nothing.
         let mut texts = Vec::new();
         for c in (0u8..0x20).chain([b'"', b'\\', b' ', b'#', b']', 0x7f]) {
             for at in 0..18 {

@@ -225,12 +225,12 @@ impl<'s> MockModel<'s> {
     /// its length once, not once a call.
     fn estimate_input(&mut self, req: &ModelRequest<'_>) -> u64 {
         let messages = self.measured.sum(req.lineage, req.messages, message_chars);
-        tokens(messages + self.tools_chars(req))
+        tokens(messages + self.offered_chars(req))
     }
 
     /// [`tools_chars`] of a request's tools, measured once a lineage: its requests offer the
     /// same list in the same place, or none ([`ModelRequest::lineage`]).
-    fn tools_chars(&mut self, req: &ModelRequest<'_>) -> usize {
+    fn offered_chars(&mut self, req: &ModelRequest<'_>) -> usize {
         if req.tools.is_empty() {
             return 0;
         }
@@ -662,7 +662,10 @@ mod tests {
         assert!(ask(&mut mock, &[], Some(h.lineage())) < with_one);
         assert_eq!(ask(&mut mock, &one, Some(h.lineage())), with_one);
         assert_eq!(mock.tools_measured, kept);
-        // Another list, another lineage, or none: measured for what they offer.
+        // Another list (of the same length, or longer), another lineage, or none: measured
+        // for what they offer.
+        let other_one = [spec("search", "Search the web for the words given.")];
+        assert!(ask(&mut mock, &other_one, Some(h.lineage())) > with_one);
         assert!(ask(&mut mock, &two, Some(h.lineage())) > with_one);
         assert_ne!(mock.tools_measured, kept);
         assert_eq!(ask(&mut mock, &one, Some(other.lineage())), with_one);

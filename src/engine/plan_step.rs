@@ -692,7 +692,7 @@ impl PlanLoop<'_> {
         });
         // The history holds the call re-serialised, in a fixed key order, as upstream stores it:
         // `{"tool":…,"args":…}` compact.
-        let mut call = String::with_capacity(name.len() + 20);
+        let mut call = String::with_capacity(name.len() + 32);
         call.push_str("{\"tool\":");
         crate::json::push_quoted(&mut call, name);
         call.push_str(",\"args\":");

@@ -42,7 +42,9 @@ pub struct UnscriptedCall {
 
 /// Executes tool calls.
 pub trait ToolRunner {
-    /// Every tool the runtime has, in order.
+    /// Every tool the runtime has, in order: the same list, in the same place, for the whole
+    /// run (the engine offers it as it is, and a model may keep what it measured of it for the
+    /// run's conversation, [`crate::llm::ModelRequest::lineage`]).
     fn specs(&self) -> &[ToolSpec];
     /// Run a call to a known tool.
     fn run(&mut self, name: &str, args: &Value) -> Result<ToolResult, UnscriptedCall>;
