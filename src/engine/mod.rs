@@ -875,7 +875,7 @@ impl Loop<'_> {
         tools: &mut dyn ToolRunner,
     ) -> Result<BatchEnd, ScriptGap> {
         let calls = &response.tool_calls;
-        let mut decoded: Vec<Result<Args, String>> = calls
+        let decoded: Vec<Result<Args, String>> = calls
             .iter()
             .map(|c| decode(&c.arguments, self.config.malformed_args))
             .collect();
@@ -926,15 +926,10 @@ impl Loop<'_> {
             }
             runnable.push(i);
         }
-        // Each runnable call once: its decoded arguments move into the batch.
+        // Each runnable call once, its decoded arguments shared with the batch (not copied).
         let batch: Vec<(&ToolCall, Result<Args, String>)> = runnable
             .iter()
-            .map(|&i| {
-                (
-                    &calls[i],
-                    std::mem::replace(&mut decoded[i], Err(String::new())),
-                )
-            })
+            .map(|&i| (&calls[i], decoded[i].clone()))
             .collect();
         let records = self.run_calls(batch, tools)?;
         if let Some((k, skip)) = skipped_from {

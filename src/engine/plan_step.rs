@@ -19,7 +19,9 @@
 //! and `replan`. The parsers are plain functions over the reply text, unit-tested below.
 
 use super::{RunInput, RunResult, ScriptGap};
-use crate::llm::{History, Message, Model, ModelError, ModelRequest, Purpose, Role, ToolSpec};
+use crate::llm::{
+    Args, History, Message, Model, ModelError, ModelRequest, Purpose, Role, ToolSpec,
+};
 use crate::policy::{Config, PlanStepConfig, fill};
 use crate::scenario::OutcomeKind;
 use crate::tool::{ToolRunner, ToolStatus};
@@ -663,11 +665,11 @@ impl PlanLoop<'_> {
     ) -> Result<bool, ScriptGap> {
         let id = format!("call_{}", self.tool_calls);
         self.tool_calls += 1;
-        let args = crate::llm::Args::new(Value::Object(args));
+        let args = Args::new(Value::Object(args));
         self.emit(Event::ToolCallStart {
             id: id.clone(),
             name: name.to_owned(),
-            args: crate::llm::Args::clone(&args),
+            args: Args::clone(&args),
         });
         let (status, latency_ms) = if tools.specs().iter().any(|t| t.name == name) {
             let r = tools.run(name, &args)?;
