@@ -21,6 +21,9 @@ pub struct MockModel<'s> {
     /// The input estimate's measure of the tools offered, with the lineage and the list (its
     /// address and length) it was taken of: a lineage offers one list or none.
     tools_measured: Option<((u64, usize, usize), usize)>,
+    /// Per rule, how many messages of the conversation hold its `any_message_contains` text,
+    /// kept between requests so a run looks at each message once, not once a call.
+    mentions: Vec<crate::llm::RunningSum>,
 }
 
 /// Where a mock is in its script: how often each rule fired, the turn and its repeats used,
@@ -156,6 +159,7 @@ impl<'s> MockModel<'s> {
             case: String::new(),
             measured: crate::llm::RunningSum::default(),
             tools_measured: None,
+            mentions: vec![crate::llm::RunningSum::default(); script.rules.len()],
         }
     }
 
@@ -170,16 +174,17 @@ impl<'s> MockModel<'s> {
         self.state
     }
 
+    /// Does rule `rule` (whose conditions are `when`) match the request?
     fn rule_matches(
-        &self,
+        &mut self,
+        rule: usize,
         when: &Conditions,
         fired: u32,
         req: &ModelRequest<'_>,
         intervened: bool,
     ) -> bool {
-        let last = req.messages.last();
-        let last_user = req.messages.iter().rev().find(|m| m.role == Role::User);
-        let last_tool = req.messages.iter().rev().find(|m| m.role == Role::Tool);
+        // The last message of a role is looked for only by a rule that asks about it.
+        let last_of = |role: Role| req.messages.iter().rev().find(|m| m.role == role);
         when.purpose.unwrap_or_default() == req.purpose
             && when.tools_offered.is_none_or(|b| b != req.tools.is_empty())
             && when
@@ -190,15 +195,15 @@ impl<'s> MockModel<'s> {
             && when.iteration.is_none_or(|b| b.holds(req.iteration.into()))
             && when.call.is_none_or(|b| b.holds(req.call.into()))
             && when.fired.is_none_or(|b| b.holds(fired.into()))
-            && contains(&when.last_message_contains, last)
-            && contains(&when.last_user_contains, last_user)
-            && when
-                .any_message_contains
-                .as_ref()
-                .is_none_or(|s| req.messages.iter().any(|m| m.content.contains(s.as_str())))
+            && contains(&when.last_message_contains, || req.messages.last())
+            && contains(&when.last_user_contains, || last_of(Role::User))
+            && when.any_message_contains.as_ref().is_none_or(|s| {
+                let holds = |m: &Message| usize::from(m.content.contains(s.as_str()));
+                self.mentions[rule].sum(req.lineage, req.messages, holds) > 0
+            })
             && when
                 .last_tool_failed
-                .is_none_or(|b| last_tool.is_some_and(|m| m.failed == b))
+                .is_none_or(|b| last_of(Role::Tool).is_some_and(|m| m.failed == b))
             && when.intervened.is_none_or(|b| b == intervened)
     }
 
@@ -351,10 +356,11 @@ pub fn default_fault_message(kind: FaultKind) -> &'static str {
     }
 }
 
-fn contains(needle: &Option<String>, message: Option<&Message>) -> bool {
+/// Does the message `message` finds (looked for only when there is a needle) hold `needle`?
+fn contains<'m>(needle: &Option<String>, message: impl FnOnce() -> Option<&'m Message>) -> bool {
     needle
         .as_ref()
-        .is_none_or(|s| message.is_some_and(|m| m.content.contains(s.as_str())))
+        .is_none_or(|s| message().is_some_and(|m| m.content.contains(s.as_str())))
 }
 
 fn tokens(chars: usize) -> u64 {
@@ -460,7 +466,7 @@ impl Model for MockModel<'_> {
             if rule.times.is_some_and(|t| fired >= t) {
                 continue;
             }
-            if self.rule_matches(&rule.when, fired, req, intervened) {
+            if self.rule_matches(i, &rule.when, fired, req, intervened) {
                 self.state.fired[i] += 1;
                 return self.answer(&rule.reply, req);
             }
@@ -670,5 +676,63 @@ mod tests {
         assert_ne!(mock.tools_measured, kept);
         assert_eq!(ask(&mut mock, &one, Some(other.lineage())), with_one);
         assert!(ask(&mut mock, &two, None) > with_one);
+    }
+
+    #[test]
+    fn a_mention_is_looked_for_in_what_a_lineage_added_and_found_as_in_the_whole() {
+        use crate::llm::History;
+        let script: ModelScript = serde_json::from_value(json!({
+            "rules": [{"when": {"any_message_contains": "KEY"}, "reply": {"text": "seen"}}],
+            "turns": [{"text": "ok", "repeat": 40}],
+        }))
+        .unwrap();
+        let mut mock = MockModel::new(&script);
+        let mut call = 0;
+        let mut ask = |mock: &mut MockModel<'_>, messages: &[Message], lineage: Option<u64>| {
+            call += 1;
+            let r = mock
+                .respond(&ModelRequest {
+                    purpose: crate::llm::Purpose::Turn,
+                    iteration: call,
+                    call,
+                    messages,
+                    tools: &[],
+                    force_text: false,
+                    lineage,
+                })
+                .unwrap();
+            r.text.unwrap_or_default()
+        };
+        let mut h = History::new();
+        h.push(Message::new(Role::User, "Find it."));
+        for i in 0..4 {
+            assert_eq!(ask(&mut mock, &h, Some(h.lineage())), "ok", "turn {i}");
+            assert_eq!(mock.mentions[0].counted(), Some(h.len()));
+            h.push(Message::new(Role::Assistant, format!("not yet {i}")));
+        }
+        // The text arrives in a later message: found, and found again as the lineage grows.
+        h.push(Message::new(Role::Tool, "the KEY is here"));
+        assert_eq!(ask(&mut mock, &h, Some(h.lineage())), "seen");
+        h.push(Message::new(Role::Assistant, "noted"));
+        assert_eq!(ask(&mut mock, &h, Some(h.lineage())), "seen");
+        assert_eq!(mock.mentions[0].counted(), Some(h.len()));
+        // Trimmed so the message holding it is gone: a new lineage, looked at afresh.
+        let at = h.iter().position(|m| m.content.contains("KEY")).unwrap();
+        h.drain(at..at + 1).for_each(drop);
+        assert_eq!(ask(&mut mock, &h, Some(h.lineage())), "ok");
+        // Replaced by messages of which one holds it: found.
+        h.replace(vec![Message::new(Role::User, "KEY first")]);
+        assert_eq!(ask(&mut mock, &h, Some(h.lineage())), "seen");
+        // Without a lineage every message is looked at, and what is kept stays.
+        let kept = mock.mentions[0].counted();
+        assert_eq!(
+            ask(&mut mock, &[Message::new(Role::User, "no")], None),
+            "ok"
+        );
+        assert_eq!(
+            ask(&mut mock, &[Message::new(Role::User, "a KEY")], None),
+            "seen"
+        );
+        assert_eq!(mock.mentions[0].counted(), kept);
     }
 }
