@@ -363,15 +363,55 @@ pub fn truncate_for_preview(s: &str, max: usize) -> Cow<'_, str> {
     Cow::Owned(format!("{}...", &s[..end]))
 }
 
+/// Looking up a key of a JSON object. `serde_json` keeps an object's keys in a hash map, and
+/// hashing a key costs more than comparing it with a few others: the objects a run looks into
+/// most (schemas, arguments) have a handful of keys, so a small object is searched key by key.
+/// The value found is the same either way, as an object's keys are distinct.
+pub trait Lookup {
+    /// The value at `key`: `None` when it is missing (or, for a [`Value`], is no object).
+    fn field(&self, key: &str) -> Option<&Value>;
+
+    /// The value at `key`, or `null`, as `serde_json` indexes (`value["key"]`).
+    fn at(&self, key: &str) -> &Value {
+        static NULL: Value = Value::Null;
+        self.field(key).unwrap_or(&NULL)
+    }
+}
+
+/// Objects of at most this many keys are searched key by key.
+const SCANNED: usize = 8;
+
+impl Lookup for serde_json::Map<String, Value> {
+    fn field(&self, key: &str) -> Option<&Value> {
+        if self.len() <= SCANNED {
+            self.iter().find_map(|(k, v)| (k == key).then_some(v))
+        } else {
+            self.get(key)
+        }
+    }
+}
+
+impl Lookup for Value {
+    fn field(&self, key: &str) -> Option<&Value> {
+        self.as_object().and_then(|o| o.field(key))
+    }
+}
+
 /// Does `subset` hold within `value`? Objects: every key of `subset` is present in `value` with
 /// a value that (recursively) contains the subset's; everything else: equality.
 pub fn contains(value: &Value, subset: &Value) -> bool {
-    match (value, subset) {
-        (Value::Object(have), Value::Object(want)) => want
-            .iter()
-            .all(|(k, w)| have.get(k).is_some_and(|h| contains(h, w))),
+    match subset {
+        Value::Object(want) => contains_fields(value, want),
         _ => value == subset,
     }
+}
+
+/// Does `value` hold every field of `want` ([`contains`] of the object `want`)?
+pub fn contains_fields(value: &Value, want: &serde_json::Map<String, Value>) -> bool {
+    value.as_object().is_some_and(|have| {
+        want.iter()
+            .all(|(k, w)| have.field(k).is_some_and(|h| contains(h, w)))
+    })
 }
 
 /// The text in a JSON value, for size limits: its strings and keys, and a byte for every
@@ -532,6 +572,28 @@ mod tests {
     fn truncate_multibyte_safe() {
         // "café" is 5 bytes; byte 4 falls inside "é", so the cut moves back to byte 3.
         assert_eq!(truncate_for_preview("café", 4), "caf...");
+    }
+
+    #[test]
+    fn lookups_find_what_serde_json_finds_in_small_and_large_objects() {
+        for size in [0, 1, SCANNED - 1, SCANNED, SCANNED + 1, 40] {
+            // Keys of one length and of many, so a search by length alone would be caught.
+            let object: serde_json::Map<String, Value> = (0..size)
+                .map(|i| (format!("k{}", "x".repeat(i % 3)) + &i.to_string(), json!(i)))
+                .collect();
+            let value = Value::Object(object.clone());
+            let mut keys: Vec<String> = object.keys().cloned().collect();
+            keys.extend(["", "k", "k0x", "missing", "k1 "].map(str::to_owned));
+            for key in &keys {
+                assert_eq!(object.field(key), object.get(key), "{size} keys, {key:?}");
+                assert_eq!(value.field(key), value.get(key), "{size} keys, {key:?}");
+                assert_eq!(value.at(key), &value[key.as_str()], "{size} keys, {key:?}");
+            }
+        }
+        for not_an_object in [json!(null), json!([{"a": 1}]), json!("a"), json!(1)] {
+            assert_eq!(not_an_object.field("a"), None);
+            assert_eq!(not_an_object.at("a"), &Value::Null);
+        }
     }
 
     #[test]

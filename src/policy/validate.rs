@@ -8,7 +8,7 @@
 //! feeds the rejection message back to the model.
 
 use super::{Policy, ValidationConfig, fill};
-use crate::json::{compact, kind_name};
+use crate::json::{Lookup, compact, kind_name};
 use crate::llm::{Arguments, ToolSpec};
 use crate::policy::MalformedArgs;
 use serde_json::Value;
@@ -61,11 +61,11 @@ pub fn check_as(schema: &Value, args: &Value, union_types: bool) -> Findings {
         return out;
     };
     let required: Vec<&str> = schema
-        .get("required")
+        .field("required")
         .and_then(Value::as_array)
         .map(|r| r.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    let properties = schema.get("properties").and_then(Value::as_object);
+    let properties = schema.field("properties").and_then(Value::as_object);
     if required.is_empty() && properties.is_none() {
         return out;
     }
@@ -74,15 +74,15 @@ pub fn check_as(schema: &Value, args: &Value, union_types: bool) -> Findings {
         return out;
     };
     for field in &required {
-        if args.get(*field).is_none_or(Value::is_null) {
+        if args.field(field).is_none_or(Value::is_null) {
             out.missing.push((*field).to_owned());
         }
     }
     for (field, prop) in properties.into_iter().flatten() {
-        let Some(value) = args.get(field).filter(|v| !v.is_null()) else {
+        let Some(value) = args.field(field).filter(|v| !v.is_null()) else {
             continue;
         };
-        let (label, passes) = match prop.get("type") {
+        let (label, passes) = match prop.field("type") {
             Some(Value::String(t)) => (t.clone(), type_matches(t, value)),
             Some(Value::Array(types)) if union_types => {
                 let names: Vec<&str> = types.iter().filter_map(Value::as_str).collect();
@@ -126,21 +126,21 @@ fn type_matches(expected: &str, value: &Value) -> bool {
 /// floats. Strings that do not parse (an empty one too) stay for the validator to refuse.
 /// `None`: nothing changed.
 pub fn coerce_scalars(schema: &Value, args: &Value) -> Option<Value> {
-    let properties = schema.get("properties")?.as_object()?;
+    let properties = schema.field("properties")?.as_object()?;
     let Value::Object(map) = args else {
         return None;
     };
     let mut out = map.clone();
     let mut changed = false;
     for (field, prop) in properties {
-        let Some(Value::String(raw)) = map.get(field) else {
+        let Some(Value::String(raw)) = map.field(field) else {
             continue;
         };
         let text = raw.trim();
         if text.is_empty() {
             continue;
         }
-        let types: Vec<&str> = match prop.get("type") {
+        let types: Vec<&str> = match prop.field("type") {
             Some(Value::String(t)) => vec![t.as_str()],
             Some(Value::Array(list)) => list.iter().filter_map(Value::as_str).collect(),
             _ => continue,

@@ -1,7 +1,7 @@
 //! Tools as the engine sees them: the [`ToolRunner`] trait and the scenario's scripted tools,
 //! whose outcomes are matched on the call's arguments (first match wins, then the default).
 
-use crate::json::{canonical, contains};
+use crate::json::{Lookup, canonical, contains_fields};
 use crate::llm::ToolSpec;
 use crate::scenario::{OutcomeDef, ToolDef};
 use serde_json::Value;
@@ -90,7 +90,7 @@ fn matches(rule: &OutcomeDef, schema: &Value, args: &Value, nth: u64) -> bool {
         && rule
             .args_contain
             .as_ref()
-            .is_none_or(|sub| contains(args, &Value::Object(sub.clone())))
+            .is_none_or(|want| contains_fields(args, want))
         && rule.on_call.is_none_or(|b| b.holds(nth))
 }
 
@@ -100,14 +100,15 @@ pub fn breaks_schema(schema: &Value, args: &Value) -> bool {
     let Some(fields) = args.as_object() else {
         return true;
     };
-    let missing = schema["required"]
+    let missing = schema
+        .at("required")
         .as_array()
         .into_iter()
         .flatten()
         .filter_map(Value::as_str)
-        .any(|r| !fields.contains_key(r));
+        .any(|r| fields.field(r).is_none());
     let mistyped = fields.iter().any(|(k, v)| {
-        let wanted = &schema["properties"][k]["type"];
+        let wanted = schema.at("properties").at(k).at("type");
         let is = |t: &str| match t {
             "string" => v.is_string(),
             "integer" => v.is_i64() || v.is_u64(),

@@ -26,6 +26,7 @@
 //! a parameter that some value of another JSON type fails ([`valid`] checks it).
 
 use super::Generate;
+use crate::json::Lookup;
 use crate::llm::Arguments;
 use serde_json::{Map, Value, json};
 
@@ -139,7 +140,7 @@ fn spoilable(schema: &Value) -> Option<(String, Value)> {
     let mut fields: Vec<&str> = g.required(&parts);
     let mut seen: std::collections::BTreeSet<&str> = fields.iter().copied().collect();
     for p in &parts {
-        if let Some(props) = p["properties"].as_object() {
+        if let Some(props) = p.at("properties").as_object() {
             for k in props.keys() {
                 if seen.insert(k) {
                     fields.push(k);
@@ -212,7 +213,7 @@ impl<'a> Root<'a> {
             }
             match v {
                 Value::Object(o) => {
-                    if let Some(id) = o.get("$id").and_then(Value::as_str) {
+                    if let Some(id) = o.field("$id").and_then(Value::as_str) {
                         ids.push((id, v));
                     }
                     stack.extend(o.values().filter(|x| x.is_object() || x.is_array()));
@@ -251,7 +252,7 @@ fn pointer<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
     for token in path.strip_prefix('/')?.split('/') {
         let token = percent_decoded(token).replace("~1", "/").replace("~0", "~");
         at = match at {
-            Value::Object(o) => o.get(&token)?,
+            Value::Object(o) => o.field(&token)?,
             Value::Array(a) => a.get(token.parse::<usize>().ok()?)?,
             _ => return None,
         };
@@ -286,15 +287,15 @@ fn percent_decoded(token: &str) -> String {
 /// A schema's `anyOf` or `oneOf` alternatives, when it has some.
 fn alternatives(schema: &Value) -> Option<&Vec<Value>> {
     schema
-        .get("anyOf")
-        .or_else(|| schema.get("oneOf"))
+        .field("anyOf")
+        .or_else(|| schema.field("oneOf"))
         .and_then(Value::as_array)
         .filter(|a| !a.is_empty())
 }
 
 /// The schema's types, as written (`type` a string or a list), if it says.
 fn declared_types(schema: &Value) -> Option<Vec<&str>> {
-    match &schema["type"] {
+    match schema.at("type") {
         Value::String(t) => Some(vec![t.as_str()]),
         Value::Array(ts) => Some(ts.iter().filter_map(Value::as_str).collect()),
         _ => None,
@@ -364,10 +365,14 @@ impl<'a> Gen<'a> {
             return;
         }
         out.push(schema);
-        if let Some(target) = schema["$ref"].as_str().and_then(|r| self.root.resolve(r)) {
+        if let Some(target) = schema
+            .at("$ref")
+            .as_str()
+            .and_then(|r| self.root.resolve(r))
+        {
             self.view(target, out, hops + 1);
         }
-        for part in schema["allOf"].as_array().into_iter().flatten() {
+        for part in schema.at("allOf").as_array().into_iter().flatten() {
             self.view(part, out, hops + 1);
         }
     }
@@ -382,7 +387,7 @@ impl<'a> Gen<'a> {
     }
 
     fn first(parts: &[&'a Value], key: &str) -> Option<&'a Value> {
-        parts.iter().find_map(|p| p.get(key))
+        parts.iter().find_map(|p| p.field(key))
     }
 
     /// The required names of all parts, each once, in order.
@@ -390,7 +395,7 @@ impl<'a> Gen<'a> {
         let mut out: Vec<&str> = Vec::new();
         let mut seen = std::collections::BTreeSet::new();
         for p in parts {
-            for name in p["required"].as_array().into_iter().flatten() {
+            for name in p.at("required").as_array().into_iter().flatten() {
                 if let Some(name) = name.as_str() {
                     if seen.insert(name) {
                         out.push(name);
@@ -406,14 +411,14 @@ impl<'a> Gen<'a> {
     fn property(&self, parts: &[&'a Value], name: &str) -> Vec<&'a Value> {
         let named: Vec<&Value> = parts
             .iter()
-            .filter_map(|p| p["properties"].get(name))
+            .filter_map(|p| p.at("properties").field(name))
             .collect();
         if !named.is_empty() {
             return named;
         }
         parts
             .iter()
-            .filter_map(|p| p.get("additionalProperties").filter(|a| a.is_object()))
+            .filter_map(|p| p.field("additionalProperties").filter(|a| a.is_object()))
             .collect()
     }
 
@@ -427,7 +432,7 @@ impl<'a> Gen<'a> {
             parts.iter().all(|p| {
                 declared_types(p)
                     .is_none_or(|ts| ts.contains(&t) || (t == "integer" && ts.contains(&"number")))
-                    && !(t == "null" && p["nullable"] == false)
+                    && !(t == "null" && p.at("nullable") == false)
             })
         };
         let declared: Vec<&str> = parts
@@ -445,7 +450,7 @@ impl<'a> Gen<'a> {
         if !declared.is_empty() && declared.iter().all(|t| *t == "null") {
             return "null";
         }
-        let has = |k: &str| parts.iter().any(|p| p.get(k).is_some());
+        let has = |k: &str| parts.iter().any(|p| p.field(k).is_some());
         if has("properties") || has("required") || has("additionalProperties") {
             "object"
         } else if has("items") || has("prefixItems") {
@@ -538,7 +543,7 @@ impl<'a> Gen<'a> {
         };
         if let Some(options) = parts
             .iter()
-            .find_map(|p| p["enum"].as_array().filter(|e| !e.is_empty()))
+            .find_map(|p| p.at("enum").as_array().filter(|e| !e.is_empty()))
         {
             let start = usize::try_from(seed % options.len() as u64).unwrap_or(0);
             return options[start..]
@@ -574,7 +579,7 @@ impl<'a> Gen<'a> {
         let required = fields.len();
         let min = parts
             .iter()
-            .filter_map(|p| p["minProperties"].as_u64())
+            .filter_map(|p| p.at("minProperties").as_u64())
             .max()
             .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX))
             .min(MAX_ITEMS);
@@ -582,7 +587,8 @@ impl<'a> Gen<'a> {
         // more as `minProperties` asks.
         let want = min.max(usize::from(fields.is_empty()));
         for p in parts {
-            for k in p["properties"]
+            for k in p
+                .at("properties")
                 .as_object()
                 .into_iter()
                 .flat_map(|o| o.keys())
@@ -642,7 +648,7 @@ impl<'a> Gen<'a> {
     fn array(&self, parts: &[&'a Value], seed: u64, depth: usize) -> Value {
         let asked = parts
             .iter()
-            .filter_map(|p| p["minItems"].as_u64())
+            .filter_map(|p| p.at("minItems").as_u64())
             .max()
             .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX));
         // One item, so the call says something — none near the depth bound, where a
@@ -654,16 +660,16 @@ impl<'a> Gen<'a> {
         };
         let max = parts
             .iter()
-            .filter_map(|p| p["maxItems"].as_u64())
+            .filter_map(|p| p.at("maxItems").as_u64())
             .min()
             .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
         let n = min.min(max).min(MAX_ITEMS);
         let prefix: Vec<&Value> = parts
             .iter()
             .find_map(|p| {
-                p["prefixItems"]
+                p.at("prefixItems")
                     .as_array()
-                    .or_else(|| p["items"].as_array())
+                    .or_else(|| p.at("items").as_array())
             })
             .map(|a| a.iter().collect())
             .unwrap_or_default();
@@ -671,9 +677,9 @@ impl<'a> Gen<'a> {
         let rest: Vec<&Value> = parts
             .iter()
             .filter_map(|p| {
-                p.get("items")
+                p.field("items")
                     .filter(|i| !i.is_array())
-                    .or_else(|| p.get("additionalItems").filter(|i| i.is_object()))
+                    .or_else(|| p.field("additionalItems").filter(|i| i.is_object()))
             })
             .collect();
         let mut out = Vec::with_capacity(n);
@@ -729,7 +735,7 @@ impl<'a> Gen<'a> {
         let parts = self.view_of(sub);
         let says = parts.iter().any(|p| {
             declared_types(p).is_some_and(|ts| ts.contains(&"null"))
-                || p["nullable"] == true
+                || p.at("nullable") == true
                 || alternatives(p).is_some_and(|alts| {
                     alts.iter().any(|a| {
                         let mut ps = Vec::new();
@@ -746,7 +752,7 @@ impl<'a> Gen<'a> {
     /// The smallest value the parts allow: `null` if they do, else the zero of their type.
     fn smallest(parts: &[&Value]) -> Value {
         let nullable = parts.iter().all(|p| {
-            declared_types(p).is_none_or(|ts| ts.contains(&"null")) || p["nullable"] == true
+            declared_types(p).is_none_or(|ts| ts.contains(&"null")) || p.at("nullable") == true
         });
         if nullable {
             return Value::Null;
@@ -767,7 +773,7 @@ fn bound_i64(parts: &[&Value], key: &str, pick: fn(i64, i64) -> i64) -> Option<i
     parts
         .iter()
         .filter_map(|p| {
-            let v = &p[key];
+            let v = p.at(key);
             v.as_i64().or_else(|| {
                 v.as_f64().map(|f| {
                     if key.contains("inimum") {
@@ -788,7 +794,7 @@ fn integer(parts: &[&Value], seed: u64) -> Value {
     let exclusive = |key: &str, above: bool| {
         parts
             .iter()
-            .filter_map(|p| p[key].as_f64())
+            .filter_map(|p| p.at(key).as_f64())
             .map(|e| {
                 let step = if above {
                     e.floor() + 1.0
@@ -808,10 +814,10 @@ fn integer(parts: &[&Value], seed: u64) -> Value {
         max = Some(max.map_or(e, |m| m.min(e)));
     }
     // Draft 4's boolean exclusive bounds.
-    if parts.iter().any(|p| p["exclusiveMinimum"] == true) {
+    if parts.iter().any(|p| p.at("exclusiveMinimum") == true) {
         min = min.map(|m| m.saturating_add(1));
     }
-    if parts.iter().any(|p| p["exclusiveMaximum"] == true) {
+    if parts.iter().any(|p| p.at("exclusiveMaximum") == true) {
         max = max.map(|m| m.saturating_sub(1));
     }
     let (min, max) = (min.unwrap_or(1), max.unwrap_or(i64::MAX));
@@ -819,7 +825,7 @@ fn integer(parts: &[&Value], seed: u64) -> Value {
     let mut v = min.saturating_add(step).min(max).max(min.min(max));
     if let Some(m) = parts
         .iter()
-        .filter_map(|p| p["multipleOf"].as_i64())
+        .filter_map(|p| p.at("multipleOf").as_i64())
         .find(|m| *m > 0)
     {
         let up = v.checked_rem(m).map_or(v, |r| {
@@ -841,19 +847,19 @@ fn integer(parts: &[&Value], seed: u64) -> Value {
 fn number(parts: &[&Value]) -> Value {
     let min = parts
         .iter()
-        .filter_map(|p| p["minimum"].as_f64())
+        .filter_map(|p| p.at("minimum").as_f64())
         .reduce(f64::max);
     let emin = parts
         .iter()
-        .filter_map(|p| p["exclusiveMinimum"].as_f64())
+        .filter_map(|p| p.at("exclusiveMinimum").as_f64())
         .reduce(f64::max);
     let max = parts
         .iter()
-        .filter_map(|p| p["maximum"].as_f64())
+        .filter_map(|p| p.at("maximum").as_f64())
         .reduce(f64::min);
     let emax = parts
         .iter()
-        .filter_map(|p| p["exclusiveMaximum"].as_f64())
+        .filter_map(|p| p.at("exclusiveMaximum").as_f64())
         .reduce(f64::min);
     let mut v = min.unwrap_or(1.5);
     if let Some(e) = emin {
@@ -874,7 +880,7 @@ fn number(parts: &[&Value]) -> Value {
     }
     if let Some(m) = parts
         .iter()
-        .filter_map(|p| p["multipleOf"].as_f64())
+        .filter_map(|p| p.at("multipleOf").as_f64())
         .find(|m| *m > 0.0)
     {
         v = (v / m).ceil() * m;
@@ -886,7 +892,7 @@ fn number(parts: &[&Value]) -> Value {
 /// bounds (padded in one step) and, where a pattern is given, the first of a few candidates
 /// it accepts.
 fn string(parts: &[&Value], seed: u64) -> String {
-    let format = parts.iter().find_map(|p| p["format"].as_str());
+    let format = parts.iter().find_map(|p| p.at("format").as_str());
     let word = || {
         format!(
             "{}-{}",
@@ -911,7 +917,7 @@ fn string(parts: &[&Value], seed: u64) -> String {
     };
     let patterns: Vec<regex_lite::Regex> = parts
         .iter()
-        .filter_map(|p| p["pattern"].as_str())
+        .filter_map(|p| p.at("pattern").as_str())
         .filter_map(|p| regex_lite::Regex::new(p).ok())
         .collect();
     if !patterns.is_empty() {
@@ -941,13 +947,13 @@ fn string(parts: &[&Value], seed: u64) -> String {
     }
     let min = parts
         .iter()
-        .filter_map(|p| p["minLength"].as_u64())
+        .filter_map(|p| p.at("minLength").as_u64())
         .max()
         .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX))
         .min(MAX_STRING);
     let max = parts
         .iter()
-        .filter_map(|p| p["maxLength"].as_u64())
+        .filter_map(|p| p.at("maxLength").as_u64())
         .min()
         .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
     let count = s.chars().count();
@@ -980,7 +986,7 @@ impl<'r, 'a> Validator<'r, 'a> {
             return schema != &Value::Bool(false);
         };
         if let Some(target) = o
-            .get("$ref")
+            .field("$ref")
             .and_then(Value::as_str)
             .and_then(|r| self.root.resolve(r))
         {
@@ -989,23 +995,23 @@ impl<'r, 'a> Validator<'r, 'a> {
             }
         }
         if let Some(ts) = declared_types(schema) {
-            let nullable = o.get("nullable") == Some(&Value::Bool(true));
+            let nullable = o.field("nullable") == Some(&Value::Bool(true));
             if !(ts.iter().any(|t| type_matches(t, v)) || nullable && v.is_null()) {
                 return false;
             }
         }
-        if let Some(c) = o.get("const") {
+        if let Some(c) = o.field("const") {
             if !json_eq(c, v) {
                 return false;
             }
         }
-        if let Some(e) = o.get("enum").and_then(Value::as_array) {
+        if let Some(e) = o.field("enum").and_then(Value::as_array) {
             if !e.iter().any(|x| json_eq(x, v)) {
                 return false;
             }
         }
         for part in o
-            .get("allOf")
+            .field("allOf")
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
@@ -1014,17 +1020,17 @@ impl<'r, 'a> Validator<'r, 'a> {
                 return false;
             }
         }
-        if let Some(alts) = o.get("anyOf").and_then(Value::as_array) {
+        if let Some(alts) = o.field("anyOf").and_then(Value::as_array) {
             if !alts.iter().any(|a| self.check(a, v, hops + 1)) {
                 return false;
             }
         }
-        if let Some(alts) = o.get("oneOf").and_then(Value::as_array) {
+        if let Some(alts) = o.field("oneOf").and_then(Value::as_array) {
             if alts.iter().filter(|a| self.check(a, v, hops + 1)).count() != 1 {
                 return false;
             }
         }
-        if let Some(not) = o.get("not") {
+        if let Some(not) = o.field("not") {
             if self.check(not, v, hops + 1) {
                 return false;
             }
@@ -1039,7 +1045,7 @@ impl<'r, 'a> Validator<'r, 'a> {
     }
 
     fn object(&mut self, o: &Map<String, Value>, m: &Map<String, Value>, hops: usize) -> bool {
-        let required = o.get("required").and_then(Value::as_array);
+        let required = o.field("required").and_then(Value::as_array);
         if required
             .into_iter()
             .flatten()
@@ -1048,15 +1054,15 @@ impl<'r, 'a> Validator<'r, 'a> {
         {
             return false;
         }
-        let count = |k: &str| o.get(k).and_then(Value::as_u64);
+        let count = |k: &str| o.field(k).and_then(Value::as_u64);
         if count("minProperties").is_some_and(|n| (m.len() as u64) < n)
             || count("maxProperties").is_some_and(|n| (m.len() as u64) > n)
         {
             return false;
         }
-        let props = o.get("properties").and_then(Value::as_object);
+        let props = o.field("properties").and_then(Value::as_object);
         let patterns: Vec<(regex_lite::Regex, &Value)> = o
-            .get("patternProperties")
+            .field("patternProperties")
             .and_then(Value::as_object)
             .into_iter()
             .flatten()
@@ -1064,7 +1070,7 @@ impl<'r, 'a> Validator<'r, 'a> {
             .collect();
         for (k, v) in m {
             let mut known = false;
-            if let Some(s) = props.and_then(|p| p.get(k)) {
+            if let Some(s) = props.and_then(|p| p.field(k)) {
                 known = true;
                 if !self.check(s, v, hops + 1) {
                     return false;
@@ -1079,7 +1085,7 @@ impl<'r, 'a> Validator<'r, 'a> {
                 }
             }
             if !known {
-                if let Some(extra) = o.get("additionalProperties") {
+                if let Some(extra) = o.field("additionalProperties") {
                     if !self.check(extra, v, hops + 1) {
                         return false;
                     }
@@ -1090,27 +1096,27 @@ impl<'r, 'a> Validator<'r, 'a> {
     }
 
     fn array(&mut self, o: &Map<String, Value>, a: &[Value], hops: usize) -> bool {
-        let count = |k: &str| o.get(k).and_then(Value::as_u64);
+        let count = |k: &str| o.field(k).and_then(Value::as_u64);
         if count("minItems").is_some_and(|n| (a.len() as u64) < n)
             || count("maxItems").is_some_and(|n| (a.len() as u64) > n)
         {
             return false;
         }
         let tuple = o
-            .get("prefixItems")
+            .field("prefixItems")
             .and_then(Value::as_array)
-            .or_else(|| o.get("items").and_then(Value::as_array));
+            .or_else(|| o.field("items").and_then(Value::as_array));
         let rest = o
-            .get("items")
+            .field("items")
             .filter(|i| !i.is_array())
-            .or_else(|| o.get("additionalItems"));
+            .or_else(|| o.field("additionalItems"));
         for (i, v) in a.iter().enumerate() {
             let s = match tuple {
                 Some(t) if i < t.len() => Some(&t[i]),
-                Some(_) if o.get("prefixItems").is_some() => {
-                    o.get("items").filter(|i| !i.is_array())
+                Some(_) if o.field("prefixItems").is_some() => {
+                    o.field("items").filter(|i| !i.is_array())
                 }
-                Some(_) => o.get("additionalItems"),
+                Some(_) => o.field("additionalItems"),
                 None => rest,
             };
             if let Some(s) = s {
@@ -1119,7 +1125,7 @@ impl<'r, 'a> Validator<'r, 'a> {
                 }
             }
         }
-        if o.get("uniqueItems") == Some(&Value::Bool(true)) {
+        if o.field("uniqueItems") == Some(&Value::Bool(true)) {
             for (i, x) in a.iter().enumerate() {
                 if a[..i].iter().any(|y| json_eq(x, y)) {
                     return false;
@@ -1157,7 +1163,7 @@ fn json_eq(a: &Value, b: &Value) -> bool {
         (Value::Object(x), Value::Object(y)) => {
             x.len() == y.len()
                 && x.iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+                    .all(|(k, v)| y.field(k).is_some_and(|w| json_eq(v, w)))
         }
         _ => a == b,
     }
@@ -1165,13 +1171,13 @@ fn json_eq(a: &Value, b: &Value) -> bool {
 
 fn string_ok(o: &Map<String, Value>, s: &str) -> bool {
     let len = || s.chars().count() as u64;
-    let count = |k: &str| o.get(k).and_then(Value::as_u64);
+    let count = |k: &str| o.field(k).and_then(Value::as_u64);
     if count("minLength").is_some_and(|n| len() < n)
         || count("maxLength").is_some_and(|n| len() > n)
     {
         return false;
     }
-    o.get("pattern")
+    o.field("pattern")
         .and_then(Value::as_str)
         .and_then(|p| regex_lite::Regex::new(p).ok())
         .is_none_or(|r| r.is_match(s))
@@ -1179,8 +1185,8 @@ fn string_ok(o: &Map<String, Value>, s: &str) -> bool {
 
 fn number_ok(o: &Map<String, Value>, v: &Value) -> bool {
     let Some(x) = v.as_f64() else { return true };
-    let num = |k: &str| o.get(k).and_then(Value::as_f64);
-    let flag = |k: &str| o.get(k) == Some(&Value::Bool(true));
+    let num = |k: &str| o.field(k).and_then(Value::as_f64);
+    let flag = |k: &str| o.field(k) == Some(&Value::Bool(true));
     if let Some(m) = num("minimum") {
         if x < m || (flag("exclusiveMinimum") && x <= m) {
             return false;
