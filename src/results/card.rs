@@ -252,15 +252,26 @@ pub fn recheck(entry: &Entry, events: Option<&[TimedEvent]>) -> Result<(), Strin
 /// At most this many characters of a text quoted in a verdict.
 const QUOTE: usize = 60;
 
+/// The first [`QUOTE`] characters of `text` on one line (its words joined by single spaces),
+/// between guillemets, with `…` when there is more. A multi-line text (a tool's output, an
+/// answer) keeps the card's rows whole. Only the words quoted are looked at: a long output
+/// costs no more than a short one.
 fn quoted(text: &str) -> String {
-    // One line: a multi-line text (a tool's output, an answer) keeps the card's rows whole.
-    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    let t: String = text.chars().take(QUOTE).collect();
-    if text.chars().count() > QUOTE {
-        format!("«{t}…»")
-    } else {
-        format!("«{t}»")
+    let mut out = String::from("«");
+    let mut taken = 0;
+    for (i, word) in text.split_whitespace().enumerate() {
+        let space = (i > 0).then_some(' ');
+        for c in space.into_iter().chain(word.chars()) {
+            if taken == QUOTE {
+                out.push_str("…»");
+                return out;
+            }
+            out.push(c);
+            taken += 1;
+        }
     }
+    out.push('»');
+    out
 }
 
 /// Read one run of a suite case whose scenario has `portable` portable tools.
@@ -530,6 +541,38 @@ mod tests {
 
     fn at(event: Event) -> TimedEvent {
         TimedEvent { t_ms: 0, event }
+    }
+
+    #[test]
+    fn a_quote_is_the_first_characters_of_the_text_on_one_line() {
+        // What a quote is by definition: the words joined, cut to length.
+        let whole = |text: &str| {
+            let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            let cut: String = line.chars().take(QUOTE).collect();
+            let more = if line.chars().count() > QUOTE {
+                "…"
+            } else {
+                ""
+            };
+            format!("«{cut}{more}»")
+        };
+        let mut texts = vec![
+            String::new(),
+            " \n\t ".to_owned(),
+            "Done.".to_owned(),
+            "  two\n\nlines\t and\u{3000}an ideographic space  ".to_owned(),
+        ];
+        for n in [QUOTE - 1, QUOTE, QUOTE + 1, 5 * QUOTE] {
+            texts.push("x".repeat(n));
+            texts.push("é".repeat(n));
+            texts.push(format!("{} ", "y".repeat(n)));
+            texts.push(format!("{}\n\nmore", "z".repeat(n.saturating_sub(1))));
+            texts.push("ab cd\n".repeat(n / 3));
+        }
+        for text in &texts {
+            assert_eq!(quoted(text), whole(text), "{text:?}");
+        }
+        assert_eq!(quoted(&"w ".repeat(100)).chars().count(), QUOTE + 3);
     }
 
     fn run(
