@@ -22,7 +22,8 @@ pub struct MockModel<'s> {
     /// address and length) it was taken of: a lineage offers one list or none.
     tools_measured: Option<((u64, usize, usize), usize)>,
     /// Per rule, how many messages of the conversation hold its `any_message_contains` text,
-    /// kept between requests so a run looks at each message once, not once a call.
+    /// kept between requests so a run looks at each message once, not once a call. Made when
+    /// such a rule is first asked (most scripts have none).
     mentions: Vec<crate::llm::RunningSum>,
 }
 
@@ -159,7 +160,7 @@ impl<'s> MockModel<'s> {
             case: String::new(),
             measured: crate::llm::RunningSum::default(),
             tools_measured: None,
-            mentions: vec![crate::llm::RunningSum::default(); script.rules.len()],
+            mentions: Vec::new(),
         }
     }
 
@@ -198,6 +199,10 @@ impl<'s> MockModel<'s> {
             && contains(&when.last_message_contains, || req.messages.last())
             && contains(&when.last_user_contains, || last_of(Role::User))
             && when.any_message_contains.as_ref().is_none_or(|s| {
+                if self.mentions.len() <= rule {
+                    self.mentions
+                        .resize(rule + 1, crate::llm::RunningSum::default());
+                }
                 let holds = |m: &Message| usize::from(m.content.contains(s.as_str()));
                 self.mentions[rule].sum(req.lineage, req.messages, holds) > 0
             })
