@@ -363,8 +363,9 @@ pub fn truncate_for_preview(s: &str, max: usize) -> Cow<'_, str> {
     Cow::Owned(format!("{}...", &s[..end]))
 }
 
-/// Looking up a key of a JSON object. `serde_json` keeps an object's keys in a hash map, and
-/// hashing a key costs more than comparing it with a few others: the objects a run looks into
+/// Looking up a key of a JSON object. `serde_json` keeps an object's keys in a hash map (an
+/// `IndexMap`, with its `preserve_order` feature, which the project uses), and hashing a key
+/// costs more than comparing it with a few others: the objects a run looks into
 /// most (schemas, arguments) have a handful of keys, so a small object is searched key by key.
 /// The value found is the same either way, as an object's keys are distinct.
 pub trait Lookup {

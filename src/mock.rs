@@ -500,6 +500,26 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// `mock`'s answer to turn `call`.
+    fn turn_answer(
+        mock: &mut MockModel<'_>,
+        call: u32,
+        messages: &[Message],
+        tools: &[crate::llm::ToolSpec],
+        lineage: Option<u64>,
+    ) -> ModelResponse {
+        mock.respond(&ModelRequest {
+            purpose: crate::llm::Purpose::Turn,
+            iteration: call,
+            call,
+            messages,
+            tools,
+            force_text: false,
+            lineage,
+        })
+        .unwrap()
+    }
+
     /// The input estimate of `mock`'s answer to turn `call`, checked against the whole measure.
     fn asked(
         mock: &mut MockModel<'_>,
@@ -508,17 +528,7 @@ mod tests {
         tools: &[crate::llm::ToolSpec],
         lineage: Option<u64>,
     ) -> u64 {
-        let r = mock
-            .respond(&ModelRequest {
-                purpose: crate::llm::Purpose::Turn,
-                iteration: call,
-                call,
-                messages,
-                tools,
-                force_text: false,
-                lineage,
-            })
-            .unwrap();
+        let r = turn_answer(mock, call, messages, tools, lineage);
         assert_eq!(
             r.usage.input,
             estimate_input_tokens(messages, tools),
@@ -695,17 +705,7 @@ mod tests {
         let mut call = 0;
         let mut ask = |mock: &mut MockModel<'_>, messages: &[Message], lineage: Option<u64>| {
             call += 1;
-            let r = mock
-                .respond(&ModelRequest {
-                    purpose: crate::llm::Purpose::Turn,
-                    iteration: call,
-                    call,
-                    messages,
-                    tools: &[],
-                    force_text: false,
-                    lineage,
-                })
-                .unwrap();
+            let r = turn_answer(mock, call, messages, &[], lineage);
             r.text.unwrap_or_default()
         };
         let mut h = History::new();
@@ -728,6 +728,14 @@ mod tests {
         // Replaced by messages of which one holds it: found.
         h.replace(vec![Message::new(Role::User, "KEY first")]);
         assert_eq!(ask(&mut mock, &h, Some(h.lineage())), "seen");
+        // Replaced by more messages, none holding it: a new lineage is looked at afresh even
+        // when it is no shorter than what was counted.
+        h.replace(
+            (0..4)
+                .map(|i| Message::new(Role::User, format!("m{i}")))
+                .collect(),
+        );
+        assert_eq!(ask(&mut mock, &h, Some(h.lineage())), "ok");
         // Without a lineage every message is looked at, and what is kept stays.
         let kept = mock.mentions[0].counted();
         assert_eq!(
@@ -739,5 +747,35 @@ mod tests {
             "seen"
         );
         assert_eq!(mock.mentions[0].counted(), kept);
+    }
+
+    #[test]
+    fn each_rule_counts_its_own_mentions_even_when_not_asked_every_call() {
+        use crate::llm::History;
+        // The first rule is asked only from the third call on; the second on every call.
+        let script: ModelScript = serde_json::from_value(json!({
+            "rules": [
+                {
+                    "when": {"call": {"min": 3}, "any_message_contains": "ALPHA"},
+                    "reply": {"text": "alpha"},
+                },
+                {"when": {"any_message_contains": "BETA"}, "reply": {"text": "beta"}},
+            ],
+            "turns": [{"text": "ok", "repeat": 10}],
+        }))
+        .unwrap();
+        let mut mock = MockModel::new(&script);
+        let mut h = History::new();
+        let mut answers = Vec::new();
+        for (call, added) in [(1, "ALPHA early"), (2, "BETA"), (3, "x"), (4, "y")] {
+            h.push(Message::new(Role::User, added));
+            let r = turn_answer(&mut mock, call, &h, &[], Some(h.lineage()));
+            answers.push(r.text.unwrap_or_default());
+        }
+        // ALPHA came at the first call, before its rule was asked: still counted at the third.
+        assert_eq!(answers, ["ok", "beta", "alpha", "alpha"]);
+        assert_eq!(mock.mentions.len(), 2);
+        assert_eq!(mock.mentions[0].counted(), Some(h.len()));
+        assert_eq!(mock.mentions[1].counted(), Some(2));
     }
 }

@@ -254,8 +254,8 @@ const QUOTE: usize = 60;
 
 /// The first [`QUOTE`] characters of `text` on one line (its words joined by single spaces),
 /// between guillemets, with `…` when there is more. A multi-line text (a tool's output, an
-/// answer) keeps the card's rows whole. Only the words quoted are looked at: a long output
-/// costs no more than a short one.
+/// answer) keeps the card's rows whole. Only the words quoted are read and copied, not the
+/// whole text (the last of them is read to its end).
 fn quoted(text: &str) -> String {
     let mut out = String::from("«");
     let mut taken = 0;

@@ -1050,7 +1050,7 @@ impl<'r, 'a> Validator<'r, 'a> {
             .into_iter()
             .flatten()
             .filter_map(Value::as_str)
-            .any(|r| !m.contains_key(r))
+            .any(|r| m.field(r).is_none())
         {
             return false;
         }
