@@ -7,7 +7,7 @@ use crate::llm::{
     Arguments, FaultKind, Finish, Message, Model, ModelError, ModelRequest, ModelResponse,
     ProviderFault, Role, ScriptError, ToolCall, Usage,
 };
-use crate::scenario::{CallDef, Conditions, ModelScript, TurnDef, WithoutTools, generate};
+use crate::scenario::{CallDef, ModelScript, TurnDef, WithoutTools, generate};
 use serde_json::Value;
 
 /// The mock.
@@ -175,15 +175,11 @@ impl<'s> MockModel<'s> {
         self.state
     }
 
-    /// Does rule `rule` (whose conditions are `when`) match the request?
-    fn rule_matches(
-        &mut self,
-        rule: usize,
-        when: &Conditions,
-        fired: u32,
-        req: &ModelRequest<'_>,
-        intervened: bool,
-    ) -> bool {
+    /// Does the script's rule `rule` match the request?
+    fn rule_matches(&mut self, rule: usize, req: &ModelRequest<'_>, intervened: bool) -> bool {
+        let script = self.script;
+        let when = &script.rules[rule].when;
+        let fired = self.state.fired[rule];
         // The last message of a role is looked for only by a rule that asks about it.
         let last_of = |role: Role| req.messages.iter().rev().find(|m| m.role == role);
         when.purpose.unwrap_or_default() == req.purpose
@@ -198,18 +194,25 @@ impl<'s> MockModel<'s> {
             && when.fired.is_none_or(|b| b.holds(fired.into()))
             && contains(&when.last_message_contains, || req.messages.last())
             && contains(&when.last_user_contains, || last_of(Role::User))
-            && when.any_message_contains.as_ref().is_none_or(|s| {
-                if self.mentions.len() <= rule {
-                    self.mentions
-                        .resize(rule + 1, crate::llm::RunningSum::default());
-                }
-                let holds = |m: &Message| usize::from(m.content.contains(s.as_str()));
-                self.mentions[rule].sum(req.lineage, req.messages, holds) > 0
-            })
+            && when
+                .any_message_contains
+                .as_ref()
+                .is_none_or(|s| self.mentioned(rule, s, req))
             && when
                 .last_tool_failed
                 .is_none_or(|b| last_of(Role::Tool).is_some_and(|m| m.failed == b))
             && when.intervened.is_none_or(|b| b == intervened)
+    }
+
+    /// Does any message of the request hold `text`? Counted with rule `rule`'s count kept for
+    /// the lineage, made the first time the rule asks.
+    fn mentioned(&mut self, rule: usize, text: &str, req: &ModelRequest<'_>) -> bool {
+        if self.mentions.len() <= rule {
+            self.mentions
+                .resize(rule + 1, crate::llm::RunningSum::default());
+        }
+        let holds = |m: &Message| usize::from(m.content.contains(text));
+        self.mentions[rule].sum(req.lineage, req.messages, holds) > 0
     }
 
     fn next_turn(&mut self, req: &ModelRequest<'_>) -> Option<&'s TurnDef> {
@@ -467,11 +470,10 @@ impl Model for MockModel<'_> {
         }
         let intervened = self.state.spoke;
         for (i, rule) in script.rules.iter().enumerate() {
-            let fired = self.state.fired[i];
-            if rule.times.is_some_and(|t| fired >= t) {
+            if rule.times.is_some_and(|t| self.state.fired[i] >= t) {
                 continue;
             }
-            if self.rule_matches(i, &rule.when, fired, req, intervened) {
+            if self.rule_matches(i, req, intervened) {
                 self.state.fired[i] += 1;
                 return self.answer(&rule.reply, req);
             }

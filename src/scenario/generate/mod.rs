@@ -995,7 +995,7 @@ impl<'r, 'a> Validator<'r, 'a> {
             }
         }
         if let Some(ts) = declared_types(schema) {
-            let nullable = o.field("nullable") == Some(&Value::Bool(true));
+            let nullable = o.at("nullable") == true;
             if !(ts.iter().any(|t| type_matches(t, v)) || nullable && v.is_null()) {
                 return false;
             }
@@ -1125,7 +1125,7 @@ impl<'r, 'a> Validator<'r, 'a> {
                 }
             }
         }
-        if o.field("uniqueItems") == Some(&Value::Bool(true)) {
+        if o.at("uniqueItems") == true {
             for (i, x) in a.iter().enumerate() {
                 if a[..i].iter().any(|y| json_eq(x, y)) {
                     return false;
@@ -1186,7 +1186,7 @@ fn string_ok(o: &Map<String, Value>, s: &str) -> bool {
 fn number_ok(o: &Map<String, Value>, v: &Value) -> bool {
     let Some(x) = v.as_f64() else { return true };
     let num = |k: &str| o.field(k).and_then(Value::as_f64);
-    let flag = |k: &str| o.field(k) == Some(&Value::Bool(true));
+    let flag = |k: &str| o.at(k) == true;
     if let Some(m) = num("minimum") {
         if x < m || (flag("exclusiveMinimum") && x <= m) {
             return false;
