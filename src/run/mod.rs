@@ -14,7 +14,7 @@ use crate::results::{CaseResult, FileResult, Reporter};
 use crate::scenario::{self, Case, Diagnostic, Seg, SourceFormat};
 use crate::select::Selection;
 use crate::snapshot::{self, Comparison};
-use crate::store::{self, Layout, PathList};
+use crate::store::{self, Layout, PathList, Room};
 use crate::trace::{self, TimedEvent};
 use std::collections::{HashMap, HashSet};
 use std::io;
@@ -493,11 +493,39 @@ fn load_scenario(options: &Options, path: &Path) -> Result<Loaded, FileResult> {
     })
 }
 
+thread_local! {
+    /// The room a worker reads a file's goldens into, kept from one file to the next.
+    static GOLDEN_ROOM: std::cell::RefCell<Room> = std::cell::RefCell::default();
+}
+
+/// The most room a worker keeps for its next file: a file whose goldens need more reads them
+/// into room of its own, so one large file does not hold memory for the rest of the run.
+const KEEP_ROOM: usize = 1 << 20;
+
+/// A case's golden as read: its bytes, not yet checked as UTF-8 (`None` when there is none),
+/// or why it could not be read.
+type GoldenRead<'a> = Result<Option<&'a [u8]>, &'a io::Error>;
+
 /// Run one file's selected cases; a file that cannot run is the error.
 fn run_selected(options: &Options, path: &Path) -> Result<(FileResult, Vec<String>), FileResult> {
     if crate::record::is_cassette(path) {
         return cassette_file(options, path);
     }
+    let mut room = GOLDEN_ROOM.take();
+    room.clear();
+    let out = run_scenario(options, path, &mut room);
+    if room.size() <= KEEP_ROOM {
+        GOLDEN_ROOM.set(room);
+    }
+    out
+}
+
+/// [`run_selected`] for a scenario file, its goldens read into `room`.
+fn run_scenario(
+    options: &Options,
+    path: &Path,
+    room: &mut Room,
+) -> Result<(FileResult, Vec<String>), FileResult> {
     let Loaded {
         text,
         format,
@@ -513,7 +541,7 @@ fn run_selected(options: &Options, path: &Path) -> Result<(FileResult, Vec<Strin
             goldens.push(None);
             continue;
         }
-        match read_golden(options, &case.id) {
+        match read_golden(options, &case.id, room) {
             Ok(golden) => goldens.push(Some(golden)),
             Err(e) => return Err(FileResult {
                 path: path.to_owned(),
@@ -582,7 +610,10 @@ fn run_selected(options: &Options, path: &Path) -> Result<(FileResult, Vec<Strin
         .zip(replays)
         .zip(&goldens)
         .map(|((case, events), golden)| {
-            let golden = golden.as_ref();
+            let golden = golden.as_ref().map(|read| match read {
+                Ok(at) => Ok(at.clone().map(|at| room.bytes(at))),
+                Err(e) => Err(e),
+            });
             let first = judge_read(options, case, &events, golden);
             let mut r = crate::results::repeat::fold(first, options.repeat, || {
                 judge_read(options, case, &replay_partial(case).0, golden)
@@ -673,7 +704,10 @@ fn replay_partial(case: &Case) -> (Vec<TimedEvent>, Option<ScriptGap>) {
 /// Compare a replayed case with its golden, check its expectations, write pending files.
 pub fn judge(options: &Options, case: &Case, events: &[TimedEvent]) -> CaseResult {
     let golden = (case.gated && options.goldens).then(|| options.layout.read_golden(&case.id));
-    judge_read(options, case, events, golden.as_ref())
+    let golden = golden
+        .as_ref()
+        .map(|read| read.as_ref().map(|g| g.as_deref().map(str::as_bytes)));
+    judge_read(options, case, events, golden)
 }
 
 /// [`judge`] with the case's golden already read (`None` for an ungated case).
@@ -681,7 +715,7 @@ fn judge_read(
     options: &Options,
     case: &Case,
     events: &[TimedEvent],
-    golden: Option<&io::Result<Option<String>>>,
+    golden: Option<GoldenRead<'_>>,
 ) -> CaseResult {
     let mut row = metrics::row(
         &case.id,
@@ -746,10 +780,15 @@ fn pending_path<'a>(options: &'a Options, case_id: &str) -> (PathBuf, &'a Path) 
     }
 }
 
-/// Read a case's golden, refusing (the outer error) a golden or pending golden that is a link
-/// or a special file (or lies below a linked folder); the inner result is the reading.
-fn read_golden(options: &Options, case_id: &str) -> io::Result<io::Result<Option<String>>> {
-    let golden = options.layout.read_golden_checked(case_id)?;
+/// Read a case's golden into `room`, refusing (the outer error) a golden or pending golden
+/// that is a link or a special file (or lies below a linked folder); the inner result is the
+/// reading: where its bytes are in `room`.
+fn read_golden(
+    options: &Options,
+    case_id: &str,
+    room: &mut Room,
+) -> io::Result<io::Result<Option<std::ops::Range<usize>>>> {
+    let golden = options.layout.read_golden_into(case_id, room)?;
     if options.write_pending {
         let (pending, root) = pending_path(options, case_id);
         store::guard::check_inside(root, &pending, "pending golden")?;
@@ -763,7 +802,7 @@ fn compare_golden(
     options: &Options,
     case: &Case,
     events: &[TimedEvent],
-    read: &io::Result<Option<String>>,
+    read: GoldenRead<'_>,
     io_errors: &mut Vec<String>,
 ) -> (Comparison, bool) {
     // Volatile text the project keeps out of goldens (`[replay] redact`); most projects
@@ -773,12 +812,22 @@ fn compare_golden(
         std::borrow::Cow::Owned(redacted) => redacted,
         std::borrow::Cow::Borrowed(_) => rendered,
     };
+    let mut unreadable = |e: &dyn std::fmt::Display| {
+        io_errors.push(format!("cannot read the golden: {e}"));
+        snapshot::compare(None, &golden_text)
+    };
+    // Bytes equal to the text are valid UTF-8 as they are; others are checked to be shown.
     let golden = match read {
-        Ok(g) => snapshot::compare(g.as_deref(), &golden_text),
-        Err(e) => {
-            io_errors.push(format!("cannot read the golden: {e}"));
-            snapshot::compare(None, &golden_text)
-        }
+        Ok(Some(g)) if g == golden_text.as_bytes() => Comparison::Match,
+        Ok(Some(g)) => match std::str::from_utf8(g) {
+            Ok(g) => snapshot::compare(Some(g), &golden_text),
+            Err(_) => unreadable(&store::guard::not_utf8(
+                &options.layout.golden(&case.id),
+                "golden",
+            )),
+        },
+        Ok(None) => snapshot::compare(None, &golden_text),
+        Err(e) => unreadable(e),
     };
     let mut pending_written = false;
     if options.write_pending {

@@ -203,7 +203,9 @@ pub fn read_inside_checked(
     what: &str,
     max: u64,
 ) -> io::Result<io::Result<Option<String>>> {
-    read_checked(root, path, what, max, false)
+    read_checked(root, path, what, false, |file, len| {
+        read_text(file, len, path, what, max)
+    })
 }
 
 /// [`read_inside_checked`] for a pass that reads many files of a few folders (a run reads
@@ -215,7 +217,9 @@ pub fn read_inside_checked_often(
     what: &str,
     max: u64,
 ) -> io::Result<io::Result<Option<String>>> {
-    read_checked(root, path, what, max, true)
+    read_checked(root, path, what, true, |file, len| {
+        read_text(file, len, path, what, max)
+    })
 }
 
 thread_local! {
@@ -224,13 +228,37 @@ thread_local! {
         std::cell::RefCell::new((PathBuf::new(), PathBuf::new()));
 }
 
-fn read_checked(
+/// [`read_inside_checked_often`] into `room`, after what it already holds since its last
+/// [`Room::clear`]: the file's bytes are `room.bytes(range)`, not checked as UTF-8 (a pass that
+/// compares them with text it made finds equal bytes valid as they are, and checks the others
+/// with [`not_utf8`] when it must show them).
+pub fn read_inside_checked_often_into(
     root: &Path,
     path: &Path,
     what: &str,
     max: u64,
+    room: &mut Room,
+) -> io::Result<io::Result<Option<std::ops::Range<usize>>>> {
+    read_checked(root, path, what, true, |file, len| {
+        room.read(file, len, what, max)
+    })
+}
+
+/// The error a file of `what` at `path` that is not UTF-8 is read with.
+pub fn not_utf8(path: &Path, what: &str) -> io::Error {
+    refused(format!(
+        "{} is not valid UTF-8; {what}s are text written by harness",
+        path.display()
+    ))
+}
+
+fn read_checked<T>(
+    root: &Path,
+    path: &Path,
+    what: &str,
     remember: bool,
-) -> io::Result<io::Result<Option<String>>> {
+    read: impl FnOnce(File, u64) -> io::Result<T>,
+) -> io::Result<io::Result<Option<T>>> {
     let folder = path.parent().unwrap_or(Path::new(""));
     let known = remember
         && !folder.as_os_str().is_empty()
@@ -269,27 +297,86 @@ fn read_checked(
     if !meta.is_file() {
         return Err(not_regular(path, None, kind_of(&meta), what, root));
     }
-    Ok(read_text(file, meta.len(), path, what, max))
+    Ok(read(file, meta.len()).map(Some))
 }
 
 /// The bytes of a regular file opened for reading, `len` bytes long when opened: at most
 /// `max` of them, a larger file (or one that grew past `max` while read) being an error of
 /// kind [`io::ErrorKind::FileTooLarge`] that names `what`. A file that kept its size is read
 /// with one call.
-pub(super) fn read_bounded(mut file: File, len: u64, what: &str, max: u64) -> io::Result<Vec<u8>> {
+pub(super) fn read_bounded(file: File, len: u64, what: &str, max: u64) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    let end = fill(file, len, what, max, &mut bytes, 0)?;
+    bytes.truncate(end);
+    Ok(bytes)
+}
+
+/// Room that files are read into one after another, zeroed only where it grows: a pass that
+/// reads many files (a run reads every golden) zeroes and allocates its room once, not once a
+/// file. All of `room` is initialised; what was read since [`Room::clear`] is `room[..used]`.
+#[derive(Debug, Default)]
+pub struct Room {
+    room: Vec<u8>,
+    used: usize,
+}
+
+impl Room {
+    /// Forget what was read; the room stays.
+    pub fn clear(&mut self) {
+        self.used = 0;
+    }
+
+    /// The bytes a read returned the range of.
+    pub fn bytes(&self, at: std::ops::Range<usize>) -> &[u8] {
+        &self.room[at]
+    }
+
+    /// The bytes the room holds, read or not: what keeping it costs.
+    pub fn size(&self) -> usize {
+        self.room.capacity()
+    }
+
+    /// Read a file as [`read_bounded`] does, after what the room holds; where its bytes are.
+    fn read(
+        &mut self,
+        file: File,
+        len: u64,
+        what: &str,
+        max: u64,
+    ) -> io::Result<std::ops::Range<usize>> {
+        let start = self.used;
+        let end = fill(file, len, what, max, &mut self.room, start)?;
+        self.used = end;
+        Ok(start..end)
+    }
+}
+
+/// Read a file as [`read_bounded`] describes into `room` from `start`: `room` is initialised
+/// throughout and grows (zeroed) only where it is too short; where the bytes read end.
+fn fill(
+    mut file: File,
+    len: u64,
+    what: &str,
+    max: u64,
+    room: &mut Vec<u8>,
+    start: usize,
+) -> io::Result<usize> {
     let too_large = |len: u64| within(what, len, max);
     too_large(len)?;
     // One read for a file that still has the size it was opened with (reading on to find
     // its end would take a second call, for every golden of a run): it asks for one byte
     // more, so a file that grew since is read on to its end, still within `max`. The room is
-    // zeroed first: `read_to_end` into unzeroed room would save that, but spends a second
-    // call to see the end and reads past 8 KiB in steps (counted with `strace -c`: 2.2
-    // calls a file on the bundled mix, against 1.0).
+    // initialised first (zeroed where it grows): `read_to_end` into unzeroed room would save
+    // that, but spends a second call to see the end and reads past 8 KiB in steps (counted
+    // with `strace -c`: 2.2 calls a file on the bundled mix, against 1.0).
     let want = usize::try_from(len).unwrap_or(usize::MAX);
-    let mut bytes = vec![0; want.saturating_add(1)];
+    let stop = start.saturating_add(want).saturating_add(1);
+    if room.len() < stop {
+        room.resize(stop, 0);
+    }
     let mut got = 0;
-    while got < bytes.len() {
-        match file.read(&mut bytes[got..]) {
+    while start + got < stop {
+        match file.read(&mut room[start + got..stop]) {
             Ok(0) => break,
             Ok(n) => got += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -299,13 +386,14 @@ pub(super) fn read_bounded(mut file: File, len: u64, what: &str, max: u64) -> io
             break;
         }
     }
-    bytes.truncate(got);
     if got > want {
+        room.truncate(start + got);
         let mut rest = (&mut file).take(max.saturating_add(1).saturating_sub(got as u64));
-        rest.read_to_end(&mut bytes)?;
+        rest.read_to_end(room)?;
+        got = room.len() - start;
     }
-    too_large(len.max(bytes.len() as u64))?;
-    Ok(bytes)
+    too_large(len.max(got as u64))?;
+    Ok(start + got)
 }
 
 /// `Ok` when `len` bytes are within `max` for a file of `what`, else the error of kind
@@ -318,20 +406,9 @@ pub(super) fn within(what: &str, len: u64, max: u64) -> io::Result<()> {
 }
 
 /// The text of a regular file opened for reading, `len` bytes long when opened, as `what`.
-fn read_text(
-    file: File,
-    len: u64,
-    path: &Path,
-    what: &str,
-    max: u64,
-) -> io::Result<Option<String>> {
+fn read_text(file: File, len: u64, path: &Path, what: &str, max: u64) -> io::Result<String> {
     let bytes = read_bounded(file, len, what, max)?;
-    String::from_utf8(bytes).map(Some).map_err(|_| {
-        refused(format!(
-            "{} is not valid UTF-8; {what}s are text written by harness",
-            path.display()
-        ))
-    })
+    String::from_utf8(bytes).map_err(|_| not_utf8(path, what))
 }
 
 /// Write a file of `what` at `path` below `root` atomically: refused when it, or a folder on
@@ -600,6 +677,65 @@ mod tests {
         );
         write_inside(&root, &root.join("c/d/new.snap"), "golden", b"new").unwrap();
         assert_eq!(std::fs::read(root.join("c/d/new.snap")).unwrap(), b"new");
+    }
+
+    #[test]
+    fn a_room_holds_each_file_read_since_it_was_cleared_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let long: Vec<u8> = (0..20_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        for (name, bytes) in [
+            ("empty", &b""[..]),
+            ("short", &b"abc"[..]),
+            ("long", &long[..]),
+        ] {
+            std::fs::write(root.join(name), bytes).unwrap();
+        }
+        let mut room = Room::default();
+        let read = |room: &mut Room, name: &str| {
+            read_inside_checked_often_into(root, &root.join(name), "golden", 1 << 20, room)
+                .unwrap()
+                .unwrap()
+        };
+        let at: Vec<_> = ["long", "short", "empty", "none", "short"]
+            .iter()
+            .map(|n| read(&mut room, n))
+            .collect();
+        assert_eq!(room.bytes(at[0].clone().unwrap()), &long[..]);
+        assert_eq!(room.bytes(at[1].clone().unwrap()), b"abc");
+        assert_eq!(room.bytes(at[2].clone().unwrap()), b"");
+        assert_eq!(at[3], None);
+        assert_eq!(room.bytes(at[4].clone().unwrap()), b"abc");
+        // After a clear the room is reused: a short file read over a long one is itself only.
+        let size = room.size();
+        room.clear();
+        let short = read(&mut room, "short").unwrap();
+        assert_eq!((short.clone(), room.bytes(short)), (0..3, &b"abc"[..]));
+        let empty = read(&mut room, "empty").unwrap();
+        assert_eq!(room.bytes(empty), b"");
+        assert_eq!(
+            room.size(),
+            size,
+            "the room grew though it was large enough"
+        );
+
+        // A file longer than it was when opened is read on to its end, within `max`; one
+        // shorter gives what it has.
+        let open = || File::open(root.join("long")).unwrap();
+        room.clear();
+        let grew = room.read(open(), 10, "golden", 1 << 20).unwrap();
+        assert_eq!(room.bytes(grew), &long[..]);
+        let shrank = room.read(open(), 30_000, "golden", 1 << 20).unwrap();
+        assert_eq!(room.bytes(shrank), &long[..]);
+        let e = room.read(open(), 10, "golden", 100).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::FileTooLarge, "{e}");
+        let e = room.read(open(), 20_000, "golden", 100).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::FileTooLarge, "{e}");
+        // What a refused read left behind is not handed out: the next read starts after
+        // what was read before it.
+        let next = room.read(File::open(root.join("short")).unwrap(), 3, "golden", 100);
+        let next = next.unwrap();
+        assert_eq!(room.bytes(next), b"abc");
     }
 
     #[test]

@@ -17,7 +17,7 @@ mod paths;
 pub use paths::PathList;
 
 pub use guard::{
-    Output, STALE_TEMP_SECS, TEMP_PREFIX, TEMP_SUFFIX, clean_stale_temps, read_inside,
+    Output, Room, STALE_TEMP_SECS, TEMP_PREFIX, TEMP_SUFFIX, clean_stale_temps, read_inside,
     write_inside, write_output,
 };
 
@@ -84,6 +84,22 @@ impl Layout {
             &self.golden(case_id),
             "golden",
             crate::limits::MAX_GOLDEN_BYTES,
+        )
+    }
+
+    /// [`Layout::read_golden_checked`] into `room` after what it holds: where the golden's
+    /// bytes are in it, not yet checked as UTF-8 ([`guard::read_inside_checked_often_into`]).
+    pub fn read_golden_into(
+        &self,
+        case_id: &str,
+        room: &mut Room,
+    ) -> io::Result<io::Result<Option<std::ops::Range<usize>>>> {
+        guard::read_inside_checked_often_into(
+            &self.snapshots,
+            &self.golden(case_id),
+            "golden",
+            crate::limits::MAX_GOLDEN_BYTES,
+            room,
         )
     }
 

@@ -103,6 +103,42 @@ fn a_symlinked_golden_is_refused_and_what_it_points_at_never_echoed() {
         .expect_stdout("lies below snapshots/reflex, which is a symbolic link");
 }
 
+#[test]
+fn a_golden_that_is_not_utf8_or_differs_by_a_byte_fails_its_case() {
+    let p = with_goldens();
+    let rel = format!("snapshots/{EXAMPLE_ID}.snap");
+    let golden = p.join(&rel);
+    let good = std::fs::read(&golden).unwrap();
+    // The same bytes with one made invalid UTF-8: read, refused as text, the case failed.
+    let mut bad = good.clone();
+    let last = bad.len() - 2;
+    bad[last] = 0xff;
+    std::fs::write(&golden, &bad).unwrap();
+    p.harness(&["run", "--jobs", "1"])
+        .expect_code(1)
+        .expect_stdout(&format!(
+            "cannot read the golden: {rel} is not valid UTF-8; goldens are text written by harness"
+        ));
+    // One byte changed, still text: a mismatch with its diff.
+    let mut changed = good.clone();
+    changed[last] = if good[last] == b'x' { b'y' } else { b'x' };
+    std::fs::write(&golden, &changed).unwrap();
+    let run = p.harness(&["run", "--jobs", "1"]);
+    run.expect_code(1)
+        .expect_no_stdout("cannot read the golden");
+    assert!(run.stdout.contains("golden mismatch"), "{run}");
+    // A golden longer or shorter than the text by a byte fails; the golden itself passes.
+    for other in [
+        [good.as_slice(), b"\n"].concat(),
+        good[..good.len() - 1].to_vec(),
+    ] {
+        std::fs::write(&golden, &other).unwrap();
+        p.harness(&["run", "--jobs", "1"]).expect_code(1);
+    }
+    std::fs::write(&golden, &good).unwrap();
+    p.harness(&["run", "--jobs", "1"]).expect_code(0);
+}
+
 #[cfg(unix)]
 #[test]
 fn a_symlinked_pending_golden_is_neither_shown_nor_accepted() {
