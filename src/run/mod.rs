@@ -498,8 +498,8 @@ thread_local! {
     static GOLDEN_ROOM: std::cell::RefCell<Room> = std::cell::RefCell::default();
 }
 
-/// The most room a worker keeps for its next file: a file whose goldens need more reads them
-/// into room of its own, so one large file does not hold memory for the rest of the run.
+/// The most room a worker keeps for its next file: room that a file's goldens grew past it is
+/// dropped after that file, so one large file does not hold memory for the rest of the run.
 const KEEP_ROOM: usize = 1 << 20;
 
 /// A case's golden as read: its bytes, not yet checked as UTF-8 (`None` when there is none),

@@ -305,7 +305,9 @@ fn read_checked<T>(
 /// kind [`io::ErrorKind::FileTooLarge`] that names `what`. A file that kept its size is read
 /// with one call.
 pub(super) fn read_bounded(file: File, len: u64, what: &str, max: u64) -> io::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
+    within(what, len, max)?;
+    // Zeroed room from the allocator (fresh pages come zeroed), which `fill` then uses as is.
+    let mut bytes = vec![0; usize::try_from(len).unwrap_or(usize::MAX).saturating_add(1)];
     let end = fill(file, len, what, max, &mut bytes, 0)?;
     bytes.truncate(end);
     Ok(bytes)
@@ -326,7 +328,8 @@ impl Room {
         self.used = 0;
     }
 
-    /// The bytes a read returned the range of.
+    /// The bytes a read returned the range of. A range stands for its file's bytes until the
+    /// next [`Room::clear`]; after it, the room holds other files' bytes there.
     pub fn bytes(&self, at: std::ops::Range<usize>) -> &[u8] {
         &self.room[at]
     }
@@ -379,7 +382,7 @@ fn fill(
         match file.read(&mut room[start + got..stop]) {
             Ok(0) => break,
             Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         }
         if got == want {
@@ -724,18 +727,21 @@ mod tests {
         let open = || File::open(root.join("long")).unwrap();
         room.clear();
         let grew = room.read(open(), 10, "golden", 1 << 20).unwrap();
-        assert_eq!(room.bytes(grew), &long[..]);
+        assert_eq!(room.bytes(grew.clone()), &long[..]);
         let shrank = room.read(open(), 30_000, "golden", 1 << 20).unwrap();
-        assert_eq!(room.bytes(shrank), &long[..]);
+        assert_eq!(room.bytes(shrank.clone()), &long[..]);
         let e = room.read(open(), 10, "golden", 100).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::FileTooLarge, "{e}");
         let e = room.read(open(), 20_000, "golden", 100).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::FileTooLarge, "{e}");
         // What a refused read left behind is not handed out: the next read starts after
-        // what was read before it.
+        // what was read before it, and what was read before it stays as it was.
         let next = room.read(File::open(root.join("short")).unwrap(), 3, "golden", 100);
         let next = next.unwrap();
+        assert_eq!(next, 2 * long.len()..2 * long.len() + 3);
         assert_eq!(room.bytes(next), b"abc");
+        assert_eq!(room.bytes(grew), &long[..]);
+        assert_eq!(room.bytes(shrank), &long[..]);
     }
 
     #[test]

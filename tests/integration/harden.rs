@@ -118,25 +118,41 @@ fn a_golden_that_is_not_utf8_or_differs_by_a_byte_fails_its_case() {
         .expect_code(1)
         .expect_stdout(&format!(
             "cannot read the golden: {rel} is not valid UTF-8; goldens are text written by harness"
-        ));
+        ))
+        .expect_stdout("(0 golden mismatches, 1 missing goldens,");
     // One byte changed, still text: a mismatch with its diff.
     let mut changed = good.clone();
     changed[last] = if good[last] == b'x' { b'y' } else { b'x' };
     std::fs::write(&golden, &changed).unwrap();
-    let run = p.harness(&["run", "--jobs", "1"]);
-    run.expect_code(1)
-        .expect_no_stdout("cannot read the golden");
-    assert!(run.stdout.contains("golden mismatch"), "{run}");
-    // A golden longer or shorter than the text by a byte fails; the golden itself passes.
+    p.harness(&["run", "--jobs", "1"])
+        .expect_code(1)
+        .expect_no_stdout("cannot read the golden")
+        .expect_stdout("(1 golden mismatches, 0 missing goldens,");
+    // A golden longer or shorter than the text by a byte is a mismatch; the golden passes.
     for other in [
         [good.as_slice(), b"\n"].concat(),
         good[..good.len() - 1].to_vec(),
     ] {
         std::fs::write(&golden, &other).unwrap();
-        p.harness(&["run", "--jobs", "1"]).expect_code(1);
+        p.harness(&["run", "--jobs", "1"])
+            .expect_code(1)
+            .expect_stdout("(1 golden mismatches, 0 missing goldens,");
     }
     std::fs::write(&golden, &good).unwrap();
     p.harness(&["run", "--jobs", "1"]).expect_code(0);
+
+    // Files one after another on one worker, each file's goldens read where the last file's
+    // were: a byte off in the second file's golden is its mismatch alone.
+    p.copy_from_repo(EXAMPLE, "scenarios/z/second.toml");
+    p.harness(&["run"]).expect_code(1);
+    p.harness(&["accept"]).expect_code(0);
+    let second = p.join("snapshots/z/second.snap");
+    let text = std::fs::read(&second).unwrap();
+    p.harness(&["run", "--jobs", "1"]).expect_code(0);
+    std::fs::write(&second, &text[..text.len() - 1]).unwrap();
+    p.harness(&["run", "--jobs", "1"])
+        .expect_code(1)
+        .expect_stdout("3 passed, 1 failed (1 golden mismatches, 0 missing goldens,");
 }
 
 #[cfg(unix)]
