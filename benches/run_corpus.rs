@@ -792,11 +792,10 @@ fn measure(corpus: &Corpus, jobs: Option<usize>, reps: usize) -> Result<Sample> 
 /// The bundled scenarios of this checkout: every family, `real/` included.
 const BUNDLED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios");
 /// The targets on the bundled mix: the one-job run within this many times the CPU of the
-/// parse-only pass, the two-job wall time at least this many times better than the binary
-/// named by `RUN_CORPUS_OLD`, measured side by side, and a model turn this many times cheaper
-/// than one of inspect_ai's `react()` agent on its mock model (`RUN_CORPUS_PEER`).
+/// parse-only pass, and a model turn this many times cheaper than one of inspect_ai's
+/// `react()` agent on its mock model (`RUN_CORPUS_PEER`). The binary named by
+/// `RUN_CORPUS_OLD` is a comparison, not a target: any build may be named.
 const MIX_RUN_TO_PARSE: f64 = 1.5;
-const MIX_SPEEDUP: f64 = 1.6;
 const PEER_RATIO: f64 = 2000.0;
 /// The peer's script, and the two sizes of its runs: the cost of a turn is the difference
 /// between them over the turns it adds, so interpreter start, imports and the eval's set-up
@@ -1128,23 +1127,16 @@ fn bench_mix(settings: &Settings, tmp: &Path, cores: usize) -> Result<()> {
             "Target ({PEER_RATIO}x cheaper a model turn than inspect_ai): not checked (RUN_CORPUS_PEER names no Python with inspect_ai)"
         ),
     }
-    match sides.get(1) {
-        Some(old) => {
-            let speedup =
-                old.two_jobs.median().as_secs_f64() / sides[0].two_jobs.median().as_secs_f64();
-            println!(
-                "Target (--jobs {jobs} wall time at least {MIX_SPEEDUP}x better than {}, median against median): {} ({speedup:.2}x)",
-                old.label,
-                if speedup >= MIX_SPEEDUP {
-                    "HOLDS"
-                } else {
-                    "MISSED"
-                }
-            );
-        }
-        None => println!(
-            "Target ({MIX_SPEEDUP}x better than an older build): not checked (RUN_CORPUS_OLD names no binary)"
-        ),
+    if let Some(old) = sides.get(1) {
+        let (then, now) = (
+            old.two_jobs.median().as_secs_f64(),
+            sides[0].two_jobs.median().as_secs_f64(),
+        );
+        println!(
+            "Beside {} (a comparison, not a target): --jobs {jobs} median wall time {then:.3} s there, {now:.3} s here ({:.2}x)",
+            old.label,
+            then / now
+        );
     }
     if !settings.keep && settings.reuse.is_none() {
         let _ = fs::remove_dir_all(&root);
