@@ -203,9 +203,7 @@ pub fn read_inside_checked(
     what: &str,
     max: u64,
 ) -> io::Result<io::Result<Option<String>>> {
-    read_checked(root, path, what, false, |file, len| {
-        read_text(file, len, path, what, max)
-    })
+    read_text_checked(root, path, what, max, false)
 }
 
 /// [`read_inside_checked`] for a pass that reads many files of a few folders (a run reads
@@ -217,7 +215,18 @@ pub fn read_inside_checked_often(
     what: &str,
     max: u64,
 ) -> io::Result<io::Result<Option<String>>> {
-    read_checked(root, path, what, true, |file, len| {
+    read_text_checked(root, path, what, max, true)
+}
+
+/// [`read_checked`] of a file read whole as text.
+fn read_text_checked(
+    root: &Path,
+    path: &Path,
+    what: &str,
+    max: u64,
+    remember: bool,
+) -> io::Result<io::Result<Option<String>>> {
+    read_checked(root, path, what, remember, |file, len| {
         read_text(file, len, path, what, max)
     })
 }
@@ -305,9 +314,7 @@ fn read_checked<T>(
 /// kind [`io::ErrorKind::FileTooLarge`] that names `what`. A file that kept its size is read
 /// with one call.
 pub(super) fn read_bounded(file: File, len: u64, what: &str, max: u64) -> io::Result<Vec<u8>> {
-    within(what, len, max)?;
-    // Zeroed room from the allocator (fresh pages come zeroed), which `fill` then uses as is.
-    let mut bytes = vec![0; usize::try_from(len).unwrap_or(usize::MAX).saturating_add(1)];
+    let mut bytes = Vec::new();
     let end = fill(file, len, what, max, &mut bytes, 0)?;
     bytes.truncate(end);
     Ok(bytes)
@@ -355,7 +362,8 @@ impl Room {
 }
 
 /// Read a file as [`read_bounded`] describes into `room` from `start`: `room` is initialised
-/// throughout and grows (zeroed) only where it is too short; where the bytes read end.
+/// throughout and grows (zeroed) only where it is too short, room not yet allocated coming
+/// zeroed from the allocator (fresh pages are zero already); where the bytes read end.
 fn fill(
     mut file: File,
     len: u64,
@@ -374,7 +382,9 @@ fn fill(
     // with `strace -c`: 2.2 calls a file on the bundled mix, against 1.0).
     let want = usize::try_from(len).unwrap_or(usize::MAX);
     let stop = start.saturating_add(want).saturating_add(1);
-    if room.len() < stop {
+    if room.capacity() == 0 {
+        *room = vec![0; stop];
+    } else if room.len() < stop {
         room.resize(stop, 0);
     }
     let mut got = 0;
