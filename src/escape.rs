@@ -90,31 +90,65 @@ fn suspect(s: &str) -> bool {
 fn first_unsafe_at(s: &str, breaks: bool) -> Option<usize> {
     let b = s.as_bytes();
     let mut i = 0;
-    while i < b.len() {
-        // The next byte outside printable ASCII: eight bytes a step, and in the word that
-        // holds one, straight to it; the last few bytes one by one.
-        let mut outside = None;
-        while let Some(x) = word(b, i) {
-            let d = dirty(x);
-            if d != 0 {
-                outside = Some(i + d.trailing_zeros() as usize / 8);
-                break;
-            }
-            i += 8;
-        }
-        let at = match outside {
-            Some(at) => at,
-            None => i + b[i..].iter().position(|&c| !(0x20..0x7f).contains(&c))?,
-        };
-        if SUSPECT[usize::from(b[at])] {
-            let c = s.get(at..).and_then(|rest| rest.chars().next());
-            if c.is_some_and(|c| is_unsafe(c) && (breaks || c != '\n')) {
-                return Some(at);
-            }
+    while let Some(at) = next_outside(b, i) {
+        if (breaks || b[at] != b'\n') && unsafe_at(s, at) {
+            return Some(at);
         }
         i = at + 1;
     }
     None
+}
+
+/// How many line breaks `s` holds, if it holds no other unsafe character: one pass over a
+/// text of many lines that must each be one line, where [`escape_controls`] would take a pass
+/// a line. `None` when a character must be spelled out.
+pub fn line_breaks_if_safe(s: &str) -> Option<usize> {
+    let b = s.as_bytes();
+    let mut breaks = 0;
+    let mut i = 0;
+    while let Some(at) = next_outside(b, i) {
+        if b[at] == b'\n' {
+            breaks += 1;
+        } else if unsafe_at(s, at) {
+            return None;
+        }
+        i = at + 1;
+    }
+    Some(breaks)
+}
+
+/// Does the byte at `at` (outside printable ASCII) begin an unsafe character? Only a suspect
+/// byte has its character decoded.
+fn unsafe_at(s: &str, at: usize) -> bool {
+    SUSPECT[usize::from(s.as_bytes()[at])]
+        && s.get(at..)
+            .and_then(|rest| rest.chars().next())
+            .is_some_and(is_unsafe)
+}
+
+/// The first byte at or after `i` outside printable ASCII, if any: eight bytes a step, and in
+/// the word that holds one, straight to it. The last few bytes are read as the text's last
+/// word, less the bytes already passed (a byte passed may make a printable one after it look
+/// outside, never hide one that is: the caller looks at the byte itself).
+fn next_outside(b: &[u8], mut i: usize) -> Option<usize> {
+    while let Some(x) = word(b, i) {
+        let d = dirty(x);
+        if d != 0 {
+            return Some(i + d.trailing_zeros() as usize / 8);
+        }
+        i += 8;
+    }
+    let rest = b.len().checked_sub(i).filter(|&r| r > 0)?;
+    match b.len().checked_sub(8).and_then(|last| word(b, last)) {
+        Some(x) => {
+            let d = dirty(x) >> (8 * (8 - rest));
+            (d != 0).then(|| i + d.trailing_zeros() as usize / 8)
+        }
+        None => b[i..]
+            .iter()
+            .position(|&c| !(0x20..0x7f).contains(&c))
+            .map(|p| i + p),
+    }
 }
 
 /// `s` with every unsafe character spelled out; borrowed when there is none.
@@ -222,6 +256,41 @@ mod tests {
         }
     }
 
+    #[test]
+    fn the_last_bytes_of_a_text_are_scanned_at_every_place_and_length() {
+        // The bytes after the last whole word are read as the text's last word: a byte passed
+        // before them, outside printable ASCII or not, neither hides one nor is taken for one.
+        for len in 0..=20 {
+            for before in ['a', '\t', 'é', '\u{1}'] {
+                for at in 0..len {
+                    for c in [
+                        '\n', '\u{7}', '\u{7f}', '\u{85}', '\u{202e}', '\t', 'é', 'z',
+                    ] {
+                        let mut text: Vec<char> = vec!['x'; len];
+                        text[at] = c;
+                        if at > 0 {
+                            text[at - 1] = before;
+                        }
+                        let s: String = text.into_iter().collect();
+                        let want = s
+                            .char_indices()
+                            .find(|&(_, c)| is_unsafe(c))
+                            .map(|(i, _)| i);
+                        assert_eq!(first_unsafe_at(&s, true), want, "{s:?}");
+                        assert_eq!(escape_controls(&s), by_the_letter(&s), "{s:?}");
+                    }
+                }
+            }
+        }
+        assert_eq!(line_breaks_if_safe(""), Some(0));
+        assert_eq!(line_breaks_if_safe("one\ntwo\n"), Some(2));
+        assert_eq!(line_breaks_if_safe("one\ntwo\r\n"), None);
+        assert_eq!(
+            line_breaks_if_safe("a long first line — safe\n→ and a second\n"),
+            Some(2)
+        );
+    }
+
     /// The definitions, one character at a time.
     fn by_the_letter(s: &str) -> String {
         let mut out = String::new();
@@ -282,6 +351,9 @@ mod tests {
                         .collect::<Vec<_>>()
                         .join("\n");
                     assert_eq!(escape_in_lines(&s), lines, "{s:?}");
+                    let breaks = (!s.chars().any(|c| is_unsafe(c) && c != '\n'))
+                        .then(|| s.matches('\n').count());
+                    assert_eq!(line_breaks_if_safe(&s), breaks, "{s:?}");
                 }
             }
         }

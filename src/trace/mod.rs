@@ -545,6 +545,22 @@ pub fn render_event(event: &Event) -> String {
 /// Append [`render_event`]'s line to `out`.
 fn write_event(out: &mut String, event: &Event) {
     let start = out.len();
+    write_words(out, event);
+    spell_out_from(out, start);
+}
+
+/// Names are written as they are (text fields are quoted): a control character in one (a
+/// model or tool name an agent sent) is spelled out, so a line stays one line. `out` from
+/// `start` is one line's words.
+fn spell_out_from(out: &mut String, start: usize) {
+    if let std::borrow::Cow::Owned(escaped) = crate::escape::escape_controls(&out[start..]) {
+        out.truncate(start);
+        out.push_str(&escaped);
+    }
+}
+
+/// Append an event's line to `out` as its words are, before [`spell_out_from`].
+fn write_words(out: &mut String, event: &Event) {
     out.push_str(event.kind());
     let s = &mut *out;
     let _ = match event {
@@ -808,12 +824,6 @@ fn write_event(out: &mut String, event: &Event) {
             )
         }
     };
-    // Names are written as they are (text fields are quoted above): a control character in
-    // one (a model or tool name an agent sent) is spelled out, so a line stays one line.
-    if let std::borrow::Cow::Owned(escaped) = crate::escape::escape_controls(&out[start..]) {
-        out.truncate(start);
-        out.push_str(&escaped);
-    }
 }
 
 /// `12.345s`, right-aligned: the golden's time column.
@@ -893,13 +903,26 @@ pub fn render_golden(case_id: &str, events: &[TimedEvent]) -> String {
         .sum::<usize>();
     let mut out = String::with_capacity(size + case_id.len() + 64);
     let _ = writeln!(out, "# harness trace v{TRACE_VERSION}: {case_id}");
-    for e in events {
-        clock(&mut out, e.t_ms);
-        out.push_str("  ");
-        write_event(&mut out, &e.event);
-        out.push('\n');
+    let body = out.len();
+    // The lines as their words are, then one scan of them all: when no line holds a character
+    // to spell out, nor a line break of its own, each line is as `write_event` writes it. A
+    // line that does is rare; then every line is written again, spelled out one by one.
+    write_lines(&mut out, events, write_words);
+    if crate::escape::line_breaks_if_safe(&out[body..]) != Some(events.len()) {
+        out.truncate(body);
+        write_lines(&mut out, events, write_event);
     }
     out
+}
+
+/// The golden's lines: time column, then the words `write` gives each event.
+fn write_lines(out: &mut String, events: &[TimedEvent], write: impl Fn(&mut String, &Event)) {
+    for e in events {
+        clock(out, e.t_ms);
+        out.push_str("  ");
+        write(out, &e.event);
+        out.push('\n');
+    }
 }
 
 /// Name every tool call by its order in the run (`call_0`, `call_1`, … by first appearance),
@@ -1019,6 +1042,54 @@ mod tests {
             g.contains("model=m\\n        9.999s") && g.contains("exec\\u{1b}[2J"),
             "{g}"
         );
+    }
+
+    #[test]
+    fn a_golden_is_its_lines_each_spelled_out_on_its_own() {
+        // One scan of the whole text decides; each line must read as if spelled out alone,
+        // whichever line holds what.
+        let start = |model: &str| Event::RunStart {
+            profile: "agent".into(),
+            model: model.into(),
+            max_iterations: 3,
+            tools: vec!["exec".into()],
+        };
+        let said = |text: &str| Event::Notice {
+            source: "tool".into(),
+            text: text.into(),
+        };
+        let odd = [
+            start("m"),
+            start("a\nb"),
+            start("tab\tand — dash"),
+            start("\u{202e}right"),
+            start("é\r"),
+            said("line one\nline two → é"),
+            said("bell\u{7}"),
+            said("\u{85}"),
+        ];
+        for (i, a) in odd.iter().enumerate() {
+            for b in &odd[i..] {
+                let events: Vec<TimedEvent> = [a, b, &odd[0]]
+                    .into_iter()
+                    .enumerate()
+                    .map(|(n, e)| TimedEvent {
+                        t_ms: 1_000 * n as u64,
+                        event: e.clone(),
+                    })
+                    .collect();
+                let mut want = format!("# harness trace v{TRACE_VERSION}: x\n");
+                for e in &events {
+                    clock(&mut want, e.t_ms);
+                    want.push_str("  ");
+                    want.push_str(&render_event(&e.event));
+                    want.push('\n');
+                }
+                let got = render_golden("x", &events);
+                assert_eq!(got, want);
+                assert_eq!(got.lines().count(), 4, "{got}");
+            }
+        }
     }
 
     #[test]
