@@ -45,6 +45,9 @@ const SUSPECT: [bool; 256] = {
     t
 };
 
+/// The high bit of each byte of a word.
+const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+
 /// The bytes of the word `x` (eight bytes, the first the lowest) outside printable ASCII, as
 /// their high bits: every byte below 0x20, at 0x7f or at 0x80 or above has its high bit set
 /// here. A printable byte after such a one may be set too (a borrow or carry runs up from it),
@@ -52,7 +55,6 @@ const SUSPECT: [bool; 256] = {
 /// the word is printable ASCII (a tab is outside, until looked at).
 fn dirty(x: u64) -> u64 {
     const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
     // A byte below 0x20 borrows and wraps to 0xe0 or above; 0x7f carries to 0x80.
     (x.wrapping_sub(ONES * 0x20) | x.wrapping_add(ONES) | x) & HIGH
 }
@@ -126,28 +128,39 @@ fn unsafe_at(s: &str, at: usize) -> bool {
             .is_some_and(is_unsafe)
 }
 
-/// The first byte at or after `i` outside printable ASCII, if any: eight bytes a step, and in
-/// the word that holds one, straight to it. The last few bytes are read as the text's last
-/// word, less the bytes already passed (a byte passed may make a printable one after it look
-/// outside, never hide one that is: the caller looks at the byte itself).
-fn next_outside(b: &[u8], mut i: usize) -> Option<usize> {
-    while let Some(x) = word(b, i) {
-        let d = dirty(x);
+/// The first byte at or after `i` outside printable ASCII, if any: eight bytes a step (whole
+/// words as `chunks_exact` gives them, without a bounds check a step), and in the word that
+/// holds one, straight to it. The last few bytes are read as the text's last word, shifted
+/// past the bytes already passed.
+fn next_outside(b: &[u8], i: usize) -> Option<usize> {
+    let mut words = b.get(i..)?.chunks_exact(8);
+    let mut at = i;
+    for w in &mut words {
+        let Ok(w) = <[u8; 8]>::try_from(w) else {
+            break;
+        };
+        let d = dirty(u64::from_le_bytes(w));
         if d != 0 {
-            return Some(i + d.trailing_zeros() as usize / 8);
+            return Some(at + d.trailing_zeros() as usize / 8);
         }
-        i += 8;
+        at += 8;
     }
-    let rest = b.len().checked_sub(i).filter(|&r| r > 0)?;
+    let rest = words.remainder().len();
+    if rest == 0 {
+        return None;
+    }
     match b.len().checked_sub(8).and_then(|last| word(b, last)) {
         Some(x) => {
-            let d = dirty(x) >> (8 * (8 - rest));
-            (d != 0).then(|| i + d.trailing_zeros() as usize / 8)
+            // The bytes shifted in from above are zero, outside: only the tail's own count.
+            let shift = 8 * (8 - rest);
+            let d = dirty(x >> shift) & (HIGH >> shift);
+            (d != 0).then(|| at + d.trailing_zeros() as usize / 8)
         }
-        None => b[i..]
+        None => words
+            .remainder()
             .iter()
             .position(|&c| !(0x20..0x7f).contains(&c))
-            .map(|p| i + p),
+            .map(|p| at + p),
     }
 }
 

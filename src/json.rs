@@ -201,13 +201,22 @@ fn next_escape(b: &[u8], from: usize) -> usize {
     // Each mask's lowest bit set is the first byte it looks for: a borrow runs only from such
     // a byte to the ones after it.
     let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let hits = |x: u64| {
+        (x.wrapping_sub(ONES * 0x20) & !x & HIGH)
+            | zero(x ^ (ONES * u64::from(b'"')))
+            | zero(x ^ (ONES * u64::from(b'\\')))
+    };
+    let Some(rest) = b.get(from..) else {
+        return b.len();
+    };
     let mut i = from;
-    while let Some(w) = b.get(i..i + 8) {
-        let mut word = [0; 8];
-        word.copy_from_slice(w);
-        let x = u64::from_le_bytes(word);
-        let low = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
-        let hit = low | zero(x ^ (ONES * u64::from(b'"'))) | zero(x ^ (ONES * u64::from(b'\\')));
+    // Whole words as `chunks_exact` gives them: no bounds check a step.
+    let mut words = rest.chunks_exact(8);
+    for w in &mut words {
+        let Ok(w) = <[u8; 8]>::try_from(w) else {
+            break;
+        };
+        let hit = hits(u64::from_le_bytes(w));
         if hit != 0 {
             return i + hit.trailing_zeros() as usize / 8;
         }
@@ -461,7 +470,30 @@ mod tests {
                 }
             }
         }
+        // Every length through the last few bytes, read as the text's last word: an escape at
+        // each place, with or without another just before it.
+        for len in 1..=20 {
+            for at in 0..len {
+                for c in ['\u{1}', '"', '\\', '#', ']', '\n'] {
+                    for before in ['a', '"', '\u{0}'] {
+                        let mut t: Vec<char> = vec!['x'; len];
+                        t[at] = c;
+                        if at > 0 {
+                            t[at - 1] = before;
+                        }
+                        texts.push(t.into_iter().collect());
+                    }
+                }
+            }
+        }
         for t in &texts {
+            let b = t.as_bytes();
+            for from in 0..=b.len() {
+                let want = (from..b.len())
+                    .find(|&i| b[i] < 0x20 || b[i] == b'"' || b[i] == b'\\')
+                    .unwrap_or(b.len());
+                assert_eq!(next_escape(b, from), want, "{t:?} from {from}");
+            }
             let mut pushed = String::new();
             push_quoted(&mut pushed, t);
             assert_eq!(pushed, serde_json::to_string(t).unwrap(), "{t:?}");

@@ -1045,6 +1045,29 @@ mod tests {
     }
 
     #[test]
+    fn the_time_column_is_seconds_right_aligned_in_nine_places_and_milliseconds() {
+        for t in [
+            0,
+            1,
+            7,
+            10,
+            999,
+            1_000,
+            12_345,
+            999_999_999,
+            1_000_000_000,
+            999_999_999_999,
+            1_000_000_000_000,
+            u64::MAX - 1,
+            u64::MAX,
+        ] {
+            let mut got = "x".to_owned();
+            clock(&mut got, t);
+            assert_eq!(got, format!("x{:>9}.{:03}s", t / 1000, t % 1000), "{t}");
+        }
+    }
+
+    #[test]
     fn a_golden_is_its_lines_each_spelled_out_on_its_own() {
         // One scan of the whole text decides; each line must read as if spelled out alone,
         // whichever line holds what.
