@@ -7,6 +7,7 @@ use crate::metrics::Row;
 use crate::scenario::{Bound, Expect};
 use crate::trace::{Event, TimedEvent};
 use serde_json::{Map, Value};
+use std::mem::Discriminant;
 
 /// The expectations that do not hold, one line each (empty when all hold).
 pub fn check(expect: &Expect, events: &[TimedEvent], row: &Row) -> Vec<String> {
@@ -61,20 +62,30 @@ pub fn check(expect: &Expect, events: &[TimedEvent], row: &Row) -> Vec<String> {
             Some(*n)
         })
         .collect();
-    // A field is read off the event's JSON form one key at a time ([`Event::field`]).
-    let matches = |i: usize, kind: &str, fields: &Map<String, Value>, at: Option<Bound>| {
-        let e = &events[i];
-        e.event.kind() == kind
-            && at.is_none_or(|b| b.holds(u64::from(iterations[i])))
-            && fields
-                .iter()
-                .all(|(k, want)| e.event.field(k).as_ref() == Some(want))
+    // A kind is looked for by name up to its first event; from there events are told apart by
+    // variant, which names one for one (`Event::kind` gives every variant its own name: a test
+    // holds it to that). `None`: no event of the kind.
+    let variant = |kind: &str| {
+        let first = events.iter().position(|e| e.event.kind() == kind)?;
+        Some((first, std::mem::discriminant(&events[first].event)))
     };
+    // A field is read off the event's JSON form one key at a time ([`Event::field`]).
+    let matches =
+        |i: usize, of: Discriminant<Event>, fields: &Map<String, Value>, at: Option<Bound>| {
+            let e = &events[i];
+            std::mem::discriminant(&e.event) == of
+                && at.is_none_or(|b| b.holds(u64::from(iterations[i])))
+                && fields
+                    .iter()
+                    .all(|(k, want)| e.event.field(k).as_ref() == Some(want))
+        };
     let none = Map::new();
     let count = |kind: &str, fields: &Map<String, Value>, at: Option<Bound>| -> u64 {
-        (0..events.len())
-            .filter(|&i| matches(i, kind, fields, at))
-            .count() as u64
+        variant(kind).map_or(0, |(first, of)| {
+            (first..events.len())
+                .filter(|&i| matches(i, of, fields, at))
+                .count() as u64
+        })
     };
     for kind in &expect.must {
         if count(kind, &none, None) == 0 {
@@ -105,7 +116,10 @@ pub fn check(expect: &Expect, events: &[TimedEvent], row: &Row) -> Vec<String> {
     // if that fails, no later choice could succeed.
     let mut from = 0;
     for (step, p) in expect.sequence.iter().enumerate() {
-        match (from..events.len()).find(|&i| matches(i, &p.kind, &p.where_, p.iteration)) {
+        let found = variant(&p.kind).and_then(|(first, of)| {
+            (from.max(first)..events.len()).find(|&i| matches(i, of, &p.where_, p.iteration))
+        });
+        match found {
             Some(i) => from = i + 1,
             None => {
                 let after = if step == 0 {
@@ -137,6 +151,36 @@ pub fn check(expect: &Expect, events: &[TimedEvent], row: &Row) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::scenario::{EventExpect, EventPattern};
+
+    #[test]
+    fn every_event_variant_has_a_kind_of_its_own() {
+        // `check` tells events apart by variant once it has found a kind by name, which holds
+        // only while `Event::kind` names each variant apart. One event of every variant the
+        // trace's schema lists, made from that schema: its kind is its JSON tag, and no other
+        // variant has it.
+        let schema = serde_json::to_value(schemars::schema_for!(Event)).unwrap();
+        let variants = schema["oneOf"].as_array().unwrap();
+        let mut kinds = std::collections::BTreeMap::new();
+        for (n, variant) in variants.iter().enumerate() {
+            let mut one = variant.clone();
+            if let Some(defs) = schema.get("$defs") {
+                one["$defs"] = defs.clone();
+            }
+            let how = crate::scenario::Generate::Valid;
+            let crate::llm::Arguments::Parsed(value) =
+                crate::scenario::generate::arguments(&one, how, n as u64)
+            else {
+                panic!("{variant}: no value made");
+            };
+            let event: Event = serde_json::from_value(Value::clone(&value))
+                .unwrap_or_else(|e| panic!("{value}: {e}"));
+            assert_eq!(Some(event.kind()), value["kind"].as_str(), "{value}");
+            let before = kinds.insert(event.kind(), std::mem::discriminant(&event));
+            assert!(before.is_none(), "two variants are {}", event.kind());
+        }
+        assert_eq!(kinds.len(), Event::catalogue().len());
+        assert_eq!(kinds.len(), 25);
+    }
 
     /// Iteration 1: a failing call; iteration 2: a nudge; iteration 3: tools stripped.
     fn run() -> Vec<TimedEvent> {

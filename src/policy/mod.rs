@@ -368,7 +368,8 @@ fn replace_placeholder(text: &str, key: &str, value: &str) -> Option<String> {
     let bytes = text.as_bytes();
     let mut out: Option<String> = None;
     let (mut from, mut i) = (0, 0);
-    while let Some(at) = bytes[i..].iter().position(|&b| b == b'{') {
+    // `i` is always just past an ASCII byte (or 0): a char boundary.
+    while let Some(at) = text[i..].find('{') {
         let start = i + at;
         let end = start + 1 + key.len();
         if bytes.get(start + 1..end) == Some(key.as_bytes()) && bytes.get(end) == Some(&b'}') {

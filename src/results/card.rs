@@ -257,17 +257,30 @@ const QUOTE: usize = 60;
 /// answer) keeps the card's rows whole. Only the words quoted are read and copied, not the
 /// whole text (the last of them is read to its end).
 fn quoted(text: &str) -> String {
-    let mut out = String::from("«");
+    let mut out = String::with_capacity(QUOTE + 8);
+    out.push('«');
     let mut taken = 0;
     for (i, word) in text.split_whitespace().enumerate() {
-        let space = (i > 0).then_some(' ');
-        for c in space.into_iter().chain(word.chars()) {
+        if i > 0 {
             if taken == QUOTE {
                 out.push_str("…»");
                 return out;
             }
-            out.push(c);
+            out.push(' ');
             taken += 1;
+        }
+        // The word whole when it fits, else as much of it as does.
+        let room = QUOTE - taken;
+        match word.char_indices().nth(room) {
+            None => {
+                out.push_str(word);
+                taken += word.chars().count();
+            }
+            Some((cut, _)) => {
+                out.push_str(&word[..cut]);
+                out.push_str("…»");
+                return out;
+            }
         }
     }
     out.push('»');
