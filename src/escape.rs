@@ -136,9 +136,9 @@ fn next_outside(b: &[u8], i: usize) -> Option<usize> {
     let mut words = b.get(i..)?.chunks_exact(8);
     let mut at = i;
     for w in &mut words {
-        let Ok(w) = <[u8; 8]>::try_from(w) else {
-            break;
-        };
+        // Always eight bytes; were a chunk ever not, its word would read as zero bytes, a hit
+        // at its first byte, which the caller looks at itself: nothing is passed unseen.
+        let w = <[u8; 8]>::try_from(w).unwrap_or([0; 8]);
         let d = dirty(u64::from_le_bytes(w));
         if d != 0 {
             return Some(at + d.trailing_zeros() as usize / 8);

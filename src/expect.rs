@@ -63,8 +63,8 @@ pub fn check(expect: &Expect, events: &[TimedEvent], row: &Row) -> Vec<String> {
         })
         .collect();
     // A kind is looked for by name up to its first event; from there events are told apart by
-    // variant, which names one for one (`Event::kind` gives every variant its own name: a test
-    // holds it to that). `None`: no event of the kind.
+    // variant, since `Event::kind` gives each variant a name of its own (a test holds it to
+    // that). `None`: no event of the kind.
     let variant = |kind: &str| {
         let first = events.iter().position(|e| e.event.kind() == kind)?;
         Some((first, std::mem::discriminant(&events[first].event)))

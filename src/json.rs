@@ -213,9 +213,9 @@ fn next_escape(b: &[u8], from: usize) -> usize {
     // Whole words as `chunks_exact` gives them: no bounds check a step.
     let mut words = rest.chunks_exact(8);
     for w in &mut words {
-        let Ok(w) = <[u8; 8]>::try_from(w) else {
-            break;
-        };
+        // Always eight bytes; were a chunk ever not, its word would read as zero bytes, a hit
+        // at its first byte, which the caller looks at itself: nothing is passed unseen.
+        let w = <[u8; 8]>::try_from(w).unwrap_or([0; 8]);
         let hit = hits(u64::from_le_bytes(w));
         if hit != 0 {
             return i + hit.trailing_zeros() as usize / 8;
