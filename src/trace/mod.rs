@@ -546,20 +546,16 @@ pub fn render_event(event: &Event) -> String {
 fn write_event(out: &mut String, event: &Event) {
     let start = out.len();
     write_words(out, event);
-    spell_out_from(out, start);
-}
-
-/// Names are written as they are (text fields are quoted): a control character in one (a
-/// model or tool name an agent sent) is spelled out, so a line stays one line. `out` from
-/// `start` is one line's words.
-fn spell_out_from(out: &mut String, start: usize) {
+    // Names are written as they are (text fields are quoted): a control character in one (a
+    // model or tool name an agent sent) is spelled out, so a line stays one line.
     if let std::borrow::Cow::Owned(escaped) = crate::escape::escape_controls(&out[start..]) {
         out.truncate(start);
         out.push_str(&escaped);
     }
 }
 
-/// Append an event's line to `out` as its words are, before [`spell_out_from`].
+/// Append an event's line to `out` as its words are, before [`write_event`] spells out what
+/// must be.
 fn write_words(out: &mut String, event: &Event) {
     out.push_str(event.kind());
     let s = &mut *out;
