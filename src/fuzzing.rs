@@ -21,6 +21,18 @@ pub fn scenario_load(data: &[u8]) -> usize {
     scenario_cases(data).len()
 }
 
+/// `scenario_plain`: any text to the plain-TOML path of the scenario reader and to the general
+/// TOML parser, as TOML values and as a scenario. Where the plain path reads the text it must
+/// read what the general parser reads, and it must not read what that parser refuses (a panic
+/// otherwise); how many of the two readings it made.
+pub fn scenario_plain(data: &[u8]) -> usize {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return 0;
+    };
+    let (values, scenario) = scenario::plain_agrees(scenario::without_bom(text));
+    usize::from(values) + usize::from(scenario)
+}
+
 /// `scenario_replay`: load, then replay every case and render its golden; the cases replayed.
 pub fn scenario_replay(data: &[u8]) -> usize {
     let mut replayed = 0;
@@ -680,7 +692,13 @@ mod tests {
         assert!(seeds.len() >= 10, "{} scenario seeds", seeds.len());
         let replayed: usize = seeds.iter().map(|(_, d)| fuzzing::scenario_replay(d)).sum();
         assert!(replayed >= 10, "only {replayed} seed cases replayed");
-        for target in ["scenario_load", "scenario_replay"] {
+        // Every TOML seed is plain TOML, read both ways.
+        let toml = seeds.iter().filter(|(name, _)| name.ends_with(".toml"));
+        assert!(toml.clone().count() >= 10);
+        for (name, data) in toml {
+            assert_eq!(fuzzing::scenario_plain(data), 2, "{name}");
+        }
+        for target in ["scenario_load", "scenario_replay", "scenario_plain"] {
             for (name, data) in inputs(&format!("fuzz/regressions/{target}")) {
                 eprintln!("{target}: {name}");
                 fuzzing::scenario_replay(&data);

@@ -92,13 +92,19 @@ pub(super) fn table_lines(text: &str, root: &DeTable<'_>, key: &str) -> Vec<(Str
     let Some(DeValue::Table(table)) = root.get(key).map(|v| v.get_ref()) else {
         return Vec::new();
     };
-    let mut lines = Vec::with_capacity(table.len());
-    // Offsets only grow along the text: count lines from the last one.
-    let (mut at, mut line) = (0, 1);
-    let mut entries: Vec<(String, usize)> = table
+    let entries = table
         .iter()
         .map(|(name, value)| (name.get_ref().to_string(), value.span().start))
         .collect();
+    entry_lines(text, entries)
+}
+
+/// The line of each named offset of `text`, in the order of the offsets (ties in the order
+/// given).
+pub(super) fn entry_lines(text: &str, mut entries: Vec<(String, usize)>) -> Vec<(String, usize)> {
+    let mut lines = Vec::with_capacity(entries.len());
+    // Offsets only grow along the text: count lines from the last one.
+    let (mut at, mut line) = (0, 1);
     entries.sort_by_key(|(_, offset)| *offset);
     for (name, offset) in entries {
         let offset = floor_char_boundary(text, offset.min(text.len()));

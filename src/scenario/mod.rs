@@ -9,6 +9,7 @@ pub mod generate;
 mod locate;
 pub use locate::{Seg, did_you_mean, json_token_start, line_col, suggest};
 mod model;
+mod plain;
 mod recorded;
 pub use recorded::{RECORDED_ASSUMPTIONS, holds_null, recorded_outcomes};
 mod validate;
@@ -143,6 +144,16 @@ fn parse_located(
             .collect();
         return Ok((scenario, lines));
     }
+    // The plain subset scenario files use, read fast; anything else, and every error, by the
+    // general parser.
+    match plain::read(text) {
+        Some((scenario, entries)) => Ok((scenario, locate::entry_lines(text, entries))),
+        None => parse_general(text),
+    }
+}
+
+/// [`parse_located`] for a TOML text, by the general TOML parser: every error located and worded.
+fn parse_general(text: &str) -> Result<(Scenario, Vec<(String, usize)>), Diagnostic> {
     let located = |e: toml::de::Error| {
         let (line, col) = e.span().map_or((1, 1), |s| locate::line_col(text, s.start));
         locate::from_parser(line, col, e.message(), false)
@@ -152,6 +163,14 @@ fn parse_located(
     let scenario =
         serde::Deserialize::deserialize(toml::de::Deserializer::from(root)).map_err(located)?;
     Ok((scenario, lines))
+}
+
+/// Whether the plain-TOML path read `text` as TOML values and as a scenario, after checking
+/// each reading against the general parser's (a panic where they differ): for the fuzz target
+/// `scenario_plain` and the tests.
+#[cfg(any(test, feature = "fuzzing"))]
+pub fn plain_agrees(text: &str) -> (bool, bool) {
+    plain::agrees(text)
 }
 
 /// `text` without a leading UTF-8 byte order mark, which editors on some systems write and
