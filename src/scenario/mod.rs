@@ -121,8 +121,9 @@ pub fn parse(text: &str, format: SourceFormat) -> Result<Scenario, Diagnostic> {
     parse_located(without_bom(text), format).map(|(s, _)| s)
 }
 
-/// [`parse`], and the line of each `compare` entry (by profile): a TOML text is parsed once
-/// into its spanned document, which gives both.
+/// [`parse`], and the line of each `compare` entry (by profile): a TOML text is read once, by
+/// the plain reader when it can, else into the general parser's spanned document, and either
+/// gives both.
 fn parse_located(
     text: &str,
     format: SourceFormat,
