@@ -224,22 +224,28 @@ impl<'a> Reader<'a> {
                     header = Some(next);
                 }
                 Some(_) => {
-                    let (key, _) = self.key()?;
-                    self.spaces();
-                    // A `.` here would be a dotted key: outside the subset.
-                    self.eat(b'=')?;
-                    self.spaces();
-                    let value = self.value()?;
-                    if current.position(&key).is_some() {
-                        return None;
-                    }
-                    current.add(key, value)?;
+                    self.key_value(&mut current)?;
                     self.line_end()?;
                 }
             }
         }
         finish(&mut root, current, header)?;
         Some(root)
+    }
+
+    /// `key = value` into `table`, whose key it must not have.
+    fn key_value(&mut self, table: &mut Table<'a>) -> Option<()> {
+        let (key, _) = self.key()?;
+        self.spaces();
+        // A `.` here would be a dotted key: outside the subset.
+        self.eat(b'=')?;
+        self.spaces();
+        let value = self.value()?;
+        if table.position(&key).is_some() {
+            return None;
+        }
+        table.add(key, value)?;
+        Some(())
     }
 
     fn header(&mut self) -> Option<Header<'a>> {
@@ -276,8 +282,8 @@ impl<'a> Reader<'a> {
     fn key(&mut self) -> Option<(Cow<'a, str>, usize)> {
         let at = self.at;
         let key = match self.peek()? {
-            b'"' if !self.triple(b'"') => self.basic()?,
-            b'\'' if !self.triple(b'\'') => self.literal()?,
+            b'"' if !self.triple(b'"') => self.basic::<false>()?,
+            b'\'' if !self.triple(b'\'') => self.literal::<false>()?,
             b if is_bare(b) => {
                 while self.peek().is_some_and(is_bare) {
                     self.at += 1;
@@ -292,10 +298,10 @@ impl<'a> Reader<'a> {
     fn value(&mut self) -> Option<Node<'a>> {
         let at = self.at;
         let kind = match self.peek()? {
-            b'"' if self.triple(b'"') => Kind::Str(self.multi_basic()?),
-            b'"' => Kind::Str(self.basic()?),
-            b'\'' if self.triple(b'\'') => Kind::Str(self.multi_literal()?),
-            b'\'' => Kind::Str(self.literal()?),
+            b'"' if self.triple(b'"') => Kind::Str(self.basic::<true>()?),
+            b'"' => Kind::Str(self.basic::<false>()?),
+            b'\'' if self.triple(b'\'') => Kind::Str(self.literal::<true>()?),
+            b'\'' => Kind::Str(self.literal::<false>()?),
             b't' => {
                 self.word("true")?;
                 Kind::Bool(true)
@@ -409,17 +415,21 @@ impl<'a> Reader<'a> {
         char::from_u32(code)
     }
 
-    /// `"…"`: borrowed from the text unless it has an escape.
-    fn basic(&mut self) -> Option<Cow<'a, str>> {
-        self.at += 1;
+    /// `"…"`, or (`MULTI`) `"""…"""`: borrowed from the text unless it has an escape. A
+    /// multi-line string drops the line end right after its opening quotes, and takes a `\` that
+    /// ends a line with the blanks and line ends after it.
+    fn basic<const MULTI: bool>(&mut self) -> Option<Cow<'a, str>> {
+        let quotes = self.open(MULTI)?;
         let start = self.at;
         let mut owned: Option<String> = None;
         let mut piece = start;
         loop {
             match self.peek()? {
-                b'"' => {
+                // Quotes just before a multi-line string's closing ones would be content: the
+                // caller, finding one after the value, leaves the text to the general parser.
+                b'"' if !MULTI || self.triple(b'"') => {
                     let end = self.at;
-                    self.at += 1;
+                    self.at += quotes;
                     return Some(match owned {
                         None => Cow::Borrowed(&self.text[start..end]),
                         Some(mut s) => {
@@ -432,106 +442,66 @@ impl<'a> Reader<'a> {
                     let s = owned.get_or_insert_with(String::new);
                     s.push_str(&self.text[piece..self.at]);
                     self.at += 1;
-                    self.escape(s)?;
-                    piece = self.at;
-                }
-                b if is_control(b) => return None,
-                _ => self.at += 1,
-            }
-        }
-    }
-
-    /// `"""…"""`: the line end right after the opening quotes dropped, a `\` that ends a line
-    /// taken with the blanks and line ends after it.
-    fn multi_basic(&mut self) -> Option<Cow<'a, str>> {
-        self.at += 3;
-        self.first_line_end()?;
-        let start = self.at;
-        let mut owned: Option<String> = None;
-        let mut piece = start;
-        loop {
-            match self.peek()? {
-                // Quotes just before the closing ones would be content: the caller, finding
-                // one after the value, leaves the text to the general parser.
-                b'"' if self.triple(b'"') => {
-                    let end = self.at;
-                    self.at += 3;
-                    return Some(match owned {
-                        None => Cow::Borrowed(&self.text[start..end]),
-                        Some(mut s) => {
-                            s.push_str(&self.text[piece..end]);
-                            Cow::Owned(s)
-                        }
-                    });
-                }
-                b'\\' => {
-                    let s = owned.get_or_insert_with(String::new);
-                    s.push_str(&self.text[piece..self.at]);
-                    self.at += 1;
-                    let mut next = self.at;
-                    while matches!(self.bytes.get(next), Some(b' ' | b'\t')) {
-                        next += 1;
-                    }
-                    if self.bytes.get(next) == Some(&b'\n') {
-                        self.at = next;
-                        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n')) {
-                            self.at += 1;
-                        }
-                    } else {
+                    if !(MULTI && self.line_continues()) {
                         self.escape(s)?;
                     }
                     piece = self.at;
                 }
-                b'\n' => self.at += 1,
+                b'\n' if MULTI => self.at += 1,
                 b if is_control(b) => return None,
                 _ => self.at += 1,
             }
         }
     }
 
-    /// `'…'`: always borrowed.
-    fn literal(&mut self) -> Option<Cow<'a, str>> {
-        self.at += 1;
+    /// After a `\` in a multi-line string: whether only blanks follow it on its line, and if so,
+    /// past them and the blanks and line ends after.
+    fn line_continues(&mut self) -> bool {
+        let mut next = self.at;
+        while matches!(self.bytes.get(next), Some(b' ' | b'\t')) {
+            next += 1;
+        }
+        if self.bytes.get(next) != Some(&b'\n') {
+            return false;
+        }
+        self.at = next;
+        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n')) {
+            self.at += 1;
+        }
+        true
+    }
+
+    /// `'…'`, or (`MULTI`) `'''…'''` (the line end right after the opening quotes dropped): always
+    /// borrowed.
+    fn literal<const MULTI: bool>(&mut self) -> Option<Cow<'a, str>> {
+        let quotes = self.open(MULTI)?;
         let start = self.at;
         loop {
             match self.peek()? {
-                b'\'' => {
-                    self.at += 1;
-                    return Some(Cow::Borrowed(&self.text[start..self.at - 1]));
+                b'\'' if !MULTI || self.triple(b'\'') => {
+                    self.at += quotes;
+                    return Some(Cow::Borrowed(&self.text[start..self.at - quotes]));
                 }
+                b'\n' if MULTI => self.at += 1,
                 b if is_control(b) => return None,
                 _ => self.at += 1,
             }
         }
     }
 
-    /// `'''…'''`: the line end right after the opening quotes dropped.
-    fn multi_literal(&mut self) -> Option<Cow<'a, str>> {
-        self.at += 3;
-        self.first_line_end()?;
-        let start = self.at;
-        loop {
-            match self.peek()? {
-                b'\'' if self.triple(b'\'') => {
-                    self.at += 3;
-                    return Some(Cow::Borrowed(&self.text[start..self.at - 3]));
-                }
-                b'\n' => self.at += 1,
-                b if is_control(b) => return None,
-                _ => self.at += 1,
+    /// Past a string's opening quotes, and a multi-line string's line end right after them (a
+    /// `\r\n` there is left to the general parser, as is any `\r` inside): how many quotes.
+    fn open(&mut self, multi: bool) -> Option<usize> {
+        let quotes = if multi { 3 } else { 1 };
+        self.at += quotes;
+        if multi {
+            match self.peek() {
+                Some(b'\n') => self.at += 1,
+                Some(b'\r') => return None,
+                _ => {}
             }
         }
-    }
-
-    /// The line end a multi-line string may start with (`\r\n` is left to the general parser,
-    /// as is any `\r` inside).
-    fn first_line_end(&mut self) -> Option<()> {
-        match self.peek() {
-            Some(b'\n') => self.at += 1,
-            Some(b'\r') => return None,
-            _ => {}
-        }
-        Some(())
+        Some(quotes)
     }
 
     fn array(&mut self) -> Option<Vec<Node<'a>>> {
@@ -544,13 +514,9 @@ impl<'a> Reader<'a> {
             }
             items.push(self.value()?);
             self.gaps()?;
-            match self.peek()? {
-                b',' => self.at += 1,
-                b']' => {
-                    self.at += 1;
-                    return Some(items);
-                }
-                _ => return None,
+            if self.eat(b',').is_none() {
+                self.eat(b']')?;
+                return Some(items);
             }
         }
     }
@@ -568,23 +534,11 @@ impl<'a> Reader<'a> {
         }
         loop {
             self.spaces();
-            let (key, _) = self.key()?;
+            self.key_value(&mut table)?;
             self.spaces();
-            self.eat(b'=')?;
-            self.spaces();
-            let value = self.value()?;
-            if table.position(&key).is_some() {
-                return None;
-            }
-            table.add(key, value)?;
-            self.spaces();
-            match self.peek()? {
-                b',' => self.at += 1,
-                b'}' => {
-                    self.at += 1;
-                    return Some(table);
-                }
-                _ => return None,
+            if self.eat(b',').is_none() {
+                self.eat(b'}')?;
+                return Some(table);
             }
         }
     }
@@ -708,6 +662,32 @@ fn is_private(name: &str) -> bool {
     name.starts_with("$__")
 }
 
+/// The methods values and keys answer alike: a newtype struct is visited as what it wraps, and a
+/// struct that serde's helpers name to ask for spans or dates is left to the general parser.
+macro_rules! newtype_and_struct {
+    () => {
+        fn deserialize_newtype_struct<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            visitor: V,
+        ) -> Result<V::Value, Leave> {
+            visitor.visit_newtype_struct(self)
+        }
+
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            name: &'static str,
+            _fields: &'static [&'static str],
+            visitor: V,
+        ) -> Result<V::Value, Leave> {
+            if is_private(name) {
+                return Err(Leave);
+            }
+            self.deserialize_any(visitor)
+        }
+    };
+}
+
 /// A value as the general parser's deserialiser gives it.
 struct Value<'a>(Node<'a>);
 
@@ -730,25 +710,7 @@ impl<'de> de::Deserializer<'de> for Value<'_> {
         visitor.visit_some(self)
     }
 
-    fn deserialize_newtype_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, Leave> {
-        visitor.visit_newtype_struct(self)
-    }
-
-    fn deserialize_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        _fields: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, Leave> {
-        if is_private(name) {
-            return Err(Leave);
-        }
-        self.deserialize_any(visitor)
-    }
+    newtype_and_struct!();
 
     fn deserialize_enum<V: Visitor<'de>>(
         self,
@@ -860,25 +822,7 @@ impl<'de> de::Deserializer<'de> for Key<'_> {
         visitor.visit_enum(self.0.into_deserializer())
     }
 
-    fn deserialize_newtype_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, Leave> {
-        visitor.visit_newtype_struct(self)
-    }
-
-    fn deserialize_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        _fields: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, Leave> {
-        if is_private(name) {
-            return Err(Leave);
-        }
-        self.deserialize_any(visitor)
-    }
+    newtype_and_struct!();
 
     leave! {
         deserialize_bool deserialize_char deserialize_i8 deserialize_i16 deserialize_i32
