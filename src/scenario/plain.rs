@@ -39,7 +39,6 @@ const MAX_ENTRIES: usize = 256;
 pub(super) fn read<T: de::DeserializeOwned>(text: &str) -> Option<(T, Vec<(String, usize)>)> {
     let root = Reader {
         text,
-        bytes: text.as_bytes(),
         at: 0,
         depth: 0,
     }
@@ -124,7 +123,6 @@ struct Header<'a> {
 
 struct Reader<'a> {
     text: &'a str,
-    bytes: &'a [u8],
     at: usize,
     depth: usize,
 }
@@ -139,12 +137,16 @@ fn is_bare(b: u8) -> bool {
 }
 
 impl<'a> Reader<'a> {
+    fn bytes(&self) -> &'a [u8] {
+        self.text.as_bytes()
+    }
+
     fn peek(&self) -> Option<u8> {
-        self.bytes.get(self.at).copied()
+        self.bytes().get(self.at).copied()
     }
 
     fn peek_at(&self, n: usize) -> Option<u8> {
-        self.bytes.get(self.at + n).copied()
+        self.bytes().get(self.at + n).copied()
     }
 
     fn triple(&self, quote: u8) -> bool {
@@ -333,7 +335,7 @@ impl<'a> Reader<'a> {
     }
 
     fn word(&mut self, word: &str) -> Option<()> {
-        self.bytes[self.at..]
+        self.bytes()[self.at..]
             .starts_with(word.as_bytes())
             .then(|| self.at += word.len())
     }
@@ -406,7 +408,7 @@ impl<'a> Reader<'a> {
     }
 
     fn hex(&mut self, n: usize) -> Option<char> {
-        let digits = self.bytes.get(self.at..self.at + n)?;
+        let digits = self.bytes().get(self.at..self.at + n)?;
         if !digits.iter().all(u8::is_ascii_hexdigit) {
             return None;
         }
@@ -458,10 +460,10 @@ impl<'a> Reader<'a> {
     /// past them and the blanks and line ends after.
     fn line_continues(&mut self) -> bool {
         let mut next = self.at;
-        while matches!(self.bytes.get(next), Some(b' ' | b'\t')) {
+        while matches!(self.bytes().get(next), Some(b' ' | b'\t')) {
             next += 1;
         }
-        if self.bytes.get(next) != Some(&b'\n') {
+        if self.bytes().get(next) != Some(&b'\n') {
             return false;
         }
         self.at = next;
