@@ -287,9 +287,10 @@ impl<'a> Reader<'a> {
             b'"' if !self.triple(b'"') => self.basic::<false>()?,
             b'\'' if !self.triple(b'\'') => self.literal::<false>()?,
             b if is_bare(b) => {
-                while self.peek().is_some_and(is_bare) {
-                    self.at += 1;
-                }
+                self.at += self.bytes()[at..]
+                    .iter()
+                    .take_while(|b| is_bare(**b))
+                    .count();
                 Cow::Borrowed(&self.text[at..self.at])
             }
             _ => return None,
