@@ -132,6 +132,10 @@ fn is_control(b: u8) -> bool {
     (b < 0x20 && b != b'\t') || b == 0x7f
 }
 
+fn is_blank(b: u8) -> bool {
+    b == b' ' || b == b'\t'
+}
+
 fn is_bare(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
 }
@@ -153,27 +157,36 @@ impl<'a> Reader<'a> {
         self.peek_at(1) == Some(quote) && self.peek_at(2) == Some(quote)
     }
 
-    fn spaces(&mut self) {
-        while matches!(self.peek(), Some(b' ' | b'\t')) {
-            self.at += 1;
+    /// How many bytes from `from` on `keep` holds for.
+    fn run(&self, from: usize, keep: impl Fn(u8) -> bool) -> usize {
+        let bytes = self.bytes();
+        let mut end = from;
+        while end < bytes.len() && keep(bytes[end]) {
+            end += 1;
         }
+        end - from
+    }
+
+    /// Past the bytes `keep` holds for; how many there were.
+    fn skip(&mut self, keep: impl Fn(u8) -> bool) -> usize {
+        let n = self.run(self.at, keep);
+        self.at += n;
+        n
+    }
+
+    fn spaces(&mut self) {
+        self.skip(is_blank);
     }
 
     fn eat(&mut self, b: u8) -> Option<()> {
         (self.peek() == Some(b)).then(|| self.at += 1)
     }
 
-    /// From `#` to the line's end (not taken).
-    fn comment(&mut self) -> Option<()> {
+    /// From `#` up to its first control byte, not taken: the line end, or a byte no comment may
+    /// hold, which every caller then refuses as no line end.
+    fn comment(&mut self) {
         self.at += 1;
-        while let Some(b) = self.peek() {
-            match b {
-                b'\n' | b'\r' => break,
-                b if is_control(b) => return None,
-                _ => self.at += 1,
-            }
-        }
-        Some(())
+        self.skip(|b| !is_control(b));
     }
 
     fn newline(&mut self) -> Option<()> {
@@ -189,7 +202,7 @@ impl<'a> Reader<'a> {
     fn line_end(&mut self) -> Option<()> {
         self.spaces();
         if self.peek() == Some(b'#') {
-            self.comment()?;
+            self.comment();
         }
         if self.peek().is_none() {
             return Some(());
@@ -202,7 +215,7 @@ impl<'a> Reader<'a> {
         loop {
             self.spaces();
             match self.peek() {
-                Some(b'#') => self.comment()?,
+                Some(b'#') => self.comment(),
                 Some(b'\n' | b'\r') => self.newline()?,
                 _ => return Some(()),
             }
@@ -287,10 +300,7 @@ impl<'a> Reader<'a> {
             b'"' if !self.triple(b'"') => self.basic::<false>()?,
             b'\'' if !self.triple(b'\'') => self.literal::<false>()?,
             b if is_bare(b) => {
-                self.at += self.bytes()[at..]
-                    .iter()
-                    .take_while(|b| is_bare(**b))
-                    .count();
+                self.skip(is_bare);
                 Cow::Borrowed(&self.text[at..self.at])
             }
             _ => return None,
@@ -342,13 +352,7 @@ impl<'a> Reader<'a> {
     }
 
     fn digits(&mut self) -> Option<()> {
-        if !self.peek()?.is_ascii_digit() {
-            return None;
-        }
-        while self.peek().is_some_and(|b| b.is_ascii_digit()) {
-            self.at += 1;
-        }
-        Some(())
+        (self.skip(|b| b.is_ascii_digit()) > 0).then_some(())
     }
 
     /// A decimal integer or a float, without `_`; whatever follows is the caller's to judge
@@ -460,17 +464,12 @@ impl<'a> Reader<'a> {
     /// After a `\` in a multi-line string: whether only blanks follow it on its line, and if so,
     /// past them and the blanks and line ends after.
     fn line_continues(&mut self) -> bool {
-        let mut next = self.at;
-        while matches!(self.bytes().get(next), Some(b' ' | b'\t')) {
-            next += 1;
-        }
+        let next = self.at + self.run(self.at, is_blank);
         if self.bytes().get(next) != Some(&b'\n') {
             return false;
         }
         self.at = next;
-        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n')) {
-            self.at += 1;
-        }
+        self.skip(|b| is_blank(b) || b == b'\n');
         true
     }
 
@@ -1257,7 +1256,14 @@ mod tests {
             "n = -00",
             "f = 01.5",
             "f = 1e400",
+            "f = 1.",
+            "f = -1.",
+            "f = 1.e5",
+            "f = 1e",
+            "f = 1e+",
             "s = \"\\ud800\"",
+            "n = 1 # a\u{1}b",
+            "a = [1, # a\u{7f}b\n2]",
         ] {
             assert!(general_value(text).is_none(), "{text}");
             assert!(read::<serde_json::Value>(text).is_none(), "{text}");
