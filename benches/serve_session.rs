@@ -59,7 +59,8 @@ fn conversation(n: usize) -> Duration {
     let mut case = scenario::load(SCENARIO, SourceFormat::Toml, "serve/bench")
         .expect("the bundled scenario loads")
         .remove(0);
-    case.config.max_iterations = u32::try_from(n).expect("small") + 1;
+    std::sync::Arc::make_mut(&mut case.config).max_iterations =
+        u32::try_from(n).expect("small") + 1;
     let mut session = Session::new(case);
     let mut messages = vec![
         json!({"role": "system", "content": "You are a coding agent. Use tools to act."}),

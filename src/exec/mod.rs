@@ -55,7 +55,7 @@ impl Reading {
     /// `case` as served under these settings: its cap replaced by `--max-iterations`.
     pub fn served(&self, mut case: Case) -> Case {
         if let Some(n) = self.max_iterations {
-            case.config.max_iterations = n;
+            std::sync::Arc::make_mut(&mut case.config).max_iterations = n;
         }
         case
     }

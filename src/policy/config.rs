@@ -5,6 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 pub use crate::vocabulary::Prices;
 
@@ -924,13 +925,19 @@ impl Config {
 
     /// The named profile, if this build has it ([`super::profiles`]).
     pub fn profile(name: &str) -> Option<Self> {
-        // Every case of a run starts from its profile's configuration: each is made once, and
-        // copied (a copy costs less than making one, which builds `none` and then overrides it).
-        static MADE: std::sync::OnceLock<Vec<Config>> = std::sync::OnceLock::new();
+        Self::shared(name).map(|c| Self::clone(&c))
+    }
+
+    /// The named profile's configuration, shared: every case of a run that does not patch it
+    /// holds this one.
+    pub fn shared(name: &str) -> Option<Arc<Self>> {
+        // Each profile's configuration is made once (making one builds `none` and then
+        // overrides it).
+        static MADE: std::sync::OnceLock<Vec<Arc<Config>>> = std::sync::OnceLock::new();
         let made = MADE.get_or_init(|| {
             super::profiles::PROFILES
                 .iter()
-                .map(|p| (p.config)())
+                .map(|p| Arc::new((p.config)()))
                 .collect()
         });
         made.get(super::profiles::index(name)?).cloned()
@@ -941,6 +948,15 @@ impl Config {
     pub fn patch(mut self, patch: &Map<String, Value>) -> Result<Self, PatchError> {
         super::patch::Table::patch_table(&mut self, patch, &mut Vec::new())?;
         Ok(self)
+    }
+
+    /// [`Config::patch`] on a shared configuration: an empty patch changes nothing, and the
+    /// configuration stays shared.
+    pub fn patched(base: &Arc<Self>, patch: &Map<String, Value>) -> Result<Arc<Self>, PatchError> {
+        if patch.is_empty() {
+            return Ok(Arc::clone(base));
+        }
+        Self::clone(base).patch(patch).map(Arc::new)
     }
 }
 

@@ -50,23 +50,36 @@ const VERBS: &[&str] = &[
 ];
 
 /// Does the text announce a tool action it did not take? (IronClaw's exact rules.)
+///
+/// IronClaw looks, at every announcement ("let me ", "i'll ", …), for a verb right after it or
+/// after any later space. The announcement ending first has every later one's text in its
+/// own, and its closing space before it, so it alone decides: a verb after some space from
+/// its closing one on. (A test holds this against the rules as written.)
 pub fn signals_tool_intent(text: &str) -> bool {
-    let lower = strip_code_and_quotes(text).to_lowercase();
+    let mut lower = strip_code_and_quotes(text);
+    if lower.is_ascii() {
+        lower.make_ascii_lowercase();
+    } else {
+        lower = lower.to_lowercase();
+    }
     // Every exclusion starts with "let me ": a text without it has none.
     if lower.contains("let me ") && EXCLUSIONS.iter().any(|e| lower.contains(e)) {
         return false;
     }
-    PREFIXES.iter().any(|prefix| {
-        lower.match_indices(prefix).any(|(at, _)| {
-            let rest = &lower[at + prefix.len()..];
-            // A verb next, or after a space anywhere later (`" {verb}"` in the rest).
-            let verb_at = |s: &str| VERBS.iter().any(|verb| s.starts_with(verb));
-            verb_at(rest)
-                || rest
-                    .bytes()
-                    .enumerate()
-                    .any(|(i, b)| b == b' ' && verb_at(&rest[i + 1..]))
-        })
+    let Some(end) = PREFIXES
+        .iter()
+        .filter_map(|prefix| lower.find(prefix).map(|at| at + prefix.len()))
+        .min()
+    else {
+        return false;
+    };
+    // From the announcement's closing space (every prefix ends in one).
+    let rest = &lower.as_bytes()[end - 1..];
+    rest.iter().enumerate().any(|(i, &b)| {
+        b == b' ' && {
+            let after = &rest[i + 1..];
+            VERBS.iter().any(|verb| after.starts_with(verb.as_bytes()))
+        }
     })
 }
 
@@ -101,6 +114,9 @@ fn strip_code_and_quotes(text: &str) -> String {
 pub(super) struct IntentNudge {
     config: IntentNudgeConfig,
     consecutive: u32,
+    /// The verdict `on_text` reached, for `after_text` on the same text: the text's address
+    /// and length, and the verdict. `after_text` takes it, so it never outlives the answer.
+    verdict: Option<(usize, usize, bool)>,
 }
 
 impl IntentNudge {
@@ -108,7 +124,15 @@ impl IntentNudge {
         Self {
             config,
             consecutive: 0,
+            verdict: None,
         }
+    }
+
+    /// [`signals_tool_intent`], kept for the same text's `after_text`.
+    fn classify(&mut self, text: &str) -> bool {
+        let intent = signals_tool_intent(text);
+        self.verdict = Some((text.as_ptr() as usize, text.len(), intent));
+        intent
     }
 }
 
@@ -126,7 +150,7 @@ impl Policy for IntentNudge {
         let fire = view.tools_available
             && !view.force_text
             && self.consecutive < self.config.max_consecutive
-            && signals_tool_intent(text);
+            && self.classify(text);
         if !fire {
             return None;
         }
@@ -135,7 +159,11 @@ impl Policy for IntentNudge {
     }
 
     fn after_text(&mut self, text: &str, _continued: bool) {
-        if !signals_tool_intent(text) {
+        let intent = match self.verdict.take() {
+            Some((at, len, intent)) if (at, len) == (text.as_ptr() as usize, text.len()) => intent,
+            _ => signals_tool_intent(text),
+        };
+        if !intent {
             self.consecutive = 0;
         }
     }
@@ -203,6 +231,38 @@ mod tests {
             }
         }
         assert!(n > 100, "the texts must include intents: {n}");
+    }
+
+    #[test]
+    fn after_text_judges_its_own_text_not_a_verdict_kept_for_another() {
+        use super::IntentNudge;
+        use crate::llm::{Finish, ModelResponse, Usage};
+        use crate::policy::{Config, LoopView, Policy};
+        let said = "Let me search for that file.";
+        let response = ModelResponse {
+            text: Some(said.to_owned()),
+            tool_calls: Vec::new(),
+            finish: Finish::Stop,
+            usage: Usage::default(),
+            latency_ms: 0,
+            anomaly: None,
+            chunks: 0,
+            stream: Vec::new(),
+        };
+        let view = LoopView::at(1);
+        let mut nudge = IntentNudge::new(Config::ironclaw().intent_nudge);
+        assert!(nudge.on_text(said, &response, &view).is_some());
+        nudge.after_text(said, true);
+        assert_eq!(nudge.consecutive, 1, "the same text: an intent, kept");
+        // A verdict kept for one text says nothing of another.
+        assert!(nudge.on_text(said, &response, &view).is_some());
+        nudge.after_text("The task is complete.", false);
+        assert_eq!(nudge.consecutive, 0, "another text, without intent");
+        // Nor of a later answer `on_text` did not see (another policy answered first).
+        assert!(nudge.on_text(said, &response, &view).is_some());
+        nudge.after_text(said, true);
+        nudge.after_text("I found 3 matching files.", false);
+        assert_eq!(nudge.consecutive, 0);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! no counter overflows; the engine checks the trace length and virtual time as it goes.
 
 use super::locate::{Problem, Seg};
-use super::{Expect, ModelScript, OutcomeDef, Scenario, TurnDef};
+use super::{ModelScript, OutcomeDef, Scenario, TurnDef};
 use crate::limits::{MAX_ITERATIONS, MAX_TOOL_OUTPUT_BYTES, MAX_VIRTUAL_MS};
 use crate::policy::Config;
 
@@ -32,7 +32,7 @@ fn over(path: Vec<Seg>, what: &str, value: u64, max: u64, hint: &str) -> Problem
 }
 
 /// Every value of `s` (and of its cases' resolved configurations) past a limit.
-pub(super) fn check(s: &Scenario, cases: &[(String, Config, Expect)]) -> Vec<Problem> {
+pub(super) fn check(s: &Scenario, cases: &[super::validate::Resolved]) -> Vec<Problem> {
     let mut out = Vec::new();
     // Paths are built only for what is reported: a valid scenario builds none.
     for (i, tool) in s.tools.iter().enumerate() {

@@ -37,8 +37,8 @@ pub struct Case {
     pub id: String,
     /// Profile name.
     pub profile: String,
-    /// Resolved configuration.
-    pub config: Config,
+    /// Resolved configuration: the profile's own, shared, unless the scenario patches it.
+    pub config: Arc<Config>,
     /// What the run must show.
     pub expect: Expect,
     /// The scenario.
@@ -104,7 +104,7 @@ pub fn load(text: &str, format: SourceFormat, id: &str) -> Result<Vec<Case>, Vec
 /// (the first [`load`] returns; its id is the scenario id). `None` if the profile is unknown
 /// or the scenario's `[config]` does not fit it.
 pub fn ad_hoc(own: &Case, profile: &str) -> Option<Case> {
-    let config = Config::profile(profile)?.patch(&own.scenario.config).ok()?;
+    let config = Config::patched(&Config::shared(profile)?, &own.scenario.config).ok()?;
     Some(Case {
         id: format!("{}@{profile}", own.id),
         profile: profile.to_owned(),

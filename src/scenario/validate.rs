@@ -7,6 +7,7 @@ use super::{Expect, FORMAT_VERSION, OutcomeDef, Scenario};
 use crate::diagnostic::{Cause, Serde};
 use crate::policy::Config;
 use crate::trace::Event;
+use std::sync::Arc;
 
 fn key(k: &str) -> Seg {
     Seg::Key(k.to_owned())
@@ -52,8 +53,8 @@ impl Checker {
         }
     }
 
-    fn profile(&mut self, name: &str, path: Vec<Seg>, at_key: bool) -> Option<Config> {
-        let config = Config::profile(name);
+    fn profile(&mut self, name: &str, path: Vec<Seg>, at_key: bool) -> Option<Arc<Config>> {
+        let config = Config::shared(name);
         if config.is_none() {
             let hint = suggest(
                 name,
@@ -208,8 +209,11 @@ impl Checker {
     }
 }
 
-/// Check a scenario; on success, the (profile, config, expectations) of each case, own first.
-pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<Problem>> {
+/// A case as checking resolves it: its profile's name, configuration and expectations.
+pub(super) type Resolved = (String, Arc<Config>, Expect);
+
+/// Check a scenario; on success, each case resolved, own first.
+pub(super) fn check(s: &Scenario) -> Result<Vec<Resolved>, Vec<Problem>> {
     let mut c = Checker {
         problems: Vec::new(),
     };
@@ -276,7 +280,7 @@ pub(super) fn check(s: &Scenario) -> Result<Vec<(String, Config, Expect)>, Vec<P
     let mut plan_cases: Vec<(Vec<Seg>, bool)> = Vec::new();
     for (name, path, at_key, expect) in profiles {
         if let Some(base) = c.profile(&name, path.clone(), at_key) {
-            match base.patch(&s.config) {
+            match Config::patched(&base, &s.config) {
                 Ok(config) => {
                     if config.plan_step.enabled {
                         plan_cases.push((path, at_key));

@@ -45,6 +45,11 @@ impl Layout {
     /// (`a/../b.toml` is `b.toml`), and an absolute path and a relative root (or the other way
     /// round) are compared from the current folder, so every spelling of one file gives one id.
     pub fn id_of(&self, file: &Path) -> String {
+        plain_id(file, &self.scenarios).unwrap_or_else(|| self.id_resolved(file))
+    }
+
+    /// [`Layout::id_of`] the general way: both paths resolved and compared as paths.
+    fn id_resolved(&self, file: &Path) -> String {
         let rel = strip_prefix_lenient(file, &self.scenarios).unwrap_or_else(|| normalise(file));
         let rel = rel.with_extension("");
         let mut id = String::with_capacity(rel.as_os_str().len());
@@ -152,6 +157,31 @@ pub fn normalise(path: &Path) -> PathBuf {
         }
     }
     out
+}
+
+/// The id of a file below `root` when both are spelled plainly, as discovery spells them
+/// (UTF-8, `/` between names, no `.`, `..` or empty name): [`Layout::id_of`]'s answer read
+/// off the text, without resolving either path. `None` for any other spelling.
+fn plain_id(file: &Path, root: &Path) -> Option<String> {
+    if cfg!(windows) {
+        return None;
+    }
+    let (file, root) = (file.to_str()?, root.to_str()?);
+    let rel = file.strip_prefix(root)?.strip_prefix('/')?;
+    let names =
+        |s: &str| !s.is_empty() && s.split('/').all(|name| !matches!(name, "" | "." | ".."));
+    if !names(rel) || !names(root.strip_prefix('/').unwrap_or(root)) {
+        return None;
+    }
+    let (dir, name) = rel.rsplit_once('/').map_or(("", rel), |(d, n)| (d, n));
+    let stem = Path::new(name).file_stem()?.to_str()?;
+    let mut id = String::with_capacity(rel.len());
+    if !dir.is_empty() {
+        id.push_str(dir);
+        id.push('/');
+    }
+    id.push_str(stem);
+    Some(id)
 }
 
 /// `path` and `root` normalised, both absolute when one of them is.
@@ -1052,6 +1082,65 @@ mod tests {
             PathBuf::from("../../b")
         );
         assert_eq!(normalise(Path::new("/../a")), PathBuf::from("/a"));
+    }
+
+    #[test]
+    fn a_plainly_spelled_id_is_the_one_paths_resolved_give() {
+        let cwd = std::env::current_dir().unwrap();
+        let cwd = cwd.to_str().unwrap();
+        let roots = [
+            "scenarios".to_owned(),
+            "a/b".to_owned(),
+            "scenarios/".to_owned(),
+            "./scenarios".to_owned(),
+            ".".to_owned(),
+            "../scenarios".to_owned(),
+            format!("{cwd}/scenarios"),
+            "/".to_owned(),
+        ];
+        let below = [
+            "x.toml",
+            "reflex/exec.toml",
+            "a/b/c.json",
+            ".hidden",
+            "dir/.hidden.toml",
+            "x.tar.gz",
+            "x..",
+            "x.",
+            "noext",
+            "a/./b.toml",
+            "a/../b.toml",
+            "a//b.toml",
+            "a/b.toml/",
+            "..",
+            "",
+        ];
+        let mut plain = 0;
+        for root in &roots {
+            let l = Layout {
+                scenarios: PathBuf::from(root),
+                snapshots: PathBuf::from("snapshots"),
+            };
+            let bare = root.trim_end_matches('/');
+            for rel in below {
+                for file in [
+                    format!("{bare}/{rel}"),
+                    format!("{root}{rel}"),
+                    format!("{bare}x/{rel}"),
+                    format!("{cwd}/{bare}/{rel}"),
+                    rel.to_owned(),
+                ] {
+                    let file = Path::new(&file);
+                    let general = l.id_resolved(file);
+                    assert_eq!(l.id_of(file), general, "{root:?} {file:?}");
+                    if let Some(id) = plain_id(file, &l.scenarios) {
+                        assert_eq!(id, general, "{root:?} {file:?}");
+                        plain += 1;
+                    }
+                }
+            }
+        }
+        assert!(plain > 20, "plain spellings take the short way: {plain}");
     }
 
     #[test]
