@@ -175,6 +175,10 @@ fn plain_id(file: &Path, root: &Path) -> Option<String> {
     }
     let (dir, name) = rel.rsplit_once('/').map_or(("", rel), |(d, n)| (d, n));
     let stem = Path::new(name).file_stem()?.to_str()?;
+    // `..toml` loses its extension to `.`, which the general resolution then drops.
+    if matches!(stem, "." | "..") {
+        return None;
+    }
     let mut id = String::with_capacity(rel.len());
     if !dir.is_empty() {
         id.push_str(dir);
@@ -1107,6 +1111,10 @@ mod tests {
             "x.tar.gz",
             "x..",
             "x.",
+            "..toml",
+            "...toml",
+            "sub/..json",
+            "sub/...toml",
             "noext",
             "a/./b.toml",
             "a/../b.toml",
