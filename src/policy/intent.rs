@@ -83,7 +83,10 @@ pub fn signals_tool_intent(text: &str) -> bool {
     })
 }
 
-/// Drop fenced blocks, indented lines and double-quoted spans, line by line.
+/// Drop fenced blocks, indented lines and double-quoted spans, line by line (lines as
+/// `str::lines` splits them, each ended with `\n`). A quote preceded by a backslash is text.
+/// Quotes and backslashes are ASCII, which no byte of a longer UTF-8 character equals, so the
+/// text is scanned as bytes and copied a run at a time.
 fn strip_code_and_quotes(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut in_fence = false;
@@ -95,15 +98,20 @@ fn strip_code_and_quotes(text: &str) -> String {
         if in_fence || line.starts_with("    ") || line.starts_with('\t') {
             continue;
         }
-        let mut in_quote = false;
-        let mut prev = '\0';
-        for c in line.chars() {
-            if c == '"' && prev != '\\' {
+        let (mut in_quote, mut from, mut at) = (false, 0, 0);
+        while let Some(found) = line[at..].find('"') {
+            let i = at + found;
+            if i == 0 || line.as_bytes()[i - 1] != b'\\' {
+                if !in_quote {
+                    out.push_str(&line[from..i]);
+                }
                 in_quote = !in_quote;
-            } else if !in_quote {
-                out.push(c);
+                from = i + 1;
             }
-            prev = c;
+            at = i + 1;
+        }
+        if !in_quote {
+            out.push_str(&line[from..]);
         }
         out.push('\n');
     }
@@ -179,9 +187,37 @@ mod tests {
     use super::signals_tool_intent as intent;
     use super::{EXCLUSIONS, PREFIXES, VERBS, strip_code_and_quotes};
 
+    /// Fenced blocks, indented lines and quoted spans dropped as IronClaw writes it, a
+    /// character at a time.
+    fn strip_by_the_letter(text: &str) -> String {
+        let mut out = String::with_capacity(text.len());
+        let mut in_fence = false;
+        for line in text.lines() {
+            if line.trim_start().starts_with("```") {
+                in_fence = !in_fence;
+                continue;
+            }
+            if in_fence || line.starts_with("    ") || line.starts_with('\t') {
+                continue;
+            }
+            let mut in_quote = false;
+            let mut prev = '\0';
+            for c in line.chars() {
+                if c == '"' && prev != '\\' {
+                    in_quote = !in_quote;
+                } else if !in_quote {
+                    out.push(c);
+                }
+                prev = c;
+            }
+            out.push('\n');
+        }
+        out
+    }
+
     /// The rules as IronClaw writes them, one search a verb: what the classifier must agree with.
     fn by_the_letter(text: &str) -> bool {
-        let lower = strip_code_and_quotes(text).to_lowercase();
+        let lower = strip_by_the_letter(text).to_lowercase();
         if EXCLUSIONS.iter().any(|e| lower.contains(e)) {
             return false;
         }
@@ -219,12 +255,22 @@ mod tests {
             "find",
             ".",
             "x",
+            "\\\"",
+            "\r\n",
+            "\"",
+            " \u{a0}```",
+            "\r",
         ];
         let mut n = 0;
         for a in pieces {
             for b in pieces {
                 for c in pieces {
                     let text = format!("{a}{b}{c}");
+                    assert_eq!(
+                        strip_code_and_quotes(&text),
+                        strip_by_the_letter(&text),
+                        "{text:?}"
+                    );
                     assert_eq!(intent(&text), by_the_letter(&text), "{text:?}");
                     n += usize::from(intent(&text));
                 }
