@@ -1328,9 +1328,7 @@ mod chat_tests;
 #[cfg(test)]
 mod tests {
     use super::{RunInput, run};
-    use crate::llm::{
-        Finish, Model, ModelError, ModelRequest, ModelResponse, Purpose, Role, Usage,
-    };
+    use crate::llm::{Model, ModelError, ModelRequest, ModelResponse, Purpose, Role};
     use crate::policy::{Config, Prices};
     use crate::tool::ScriptedTools;
     use crate::trace::Event;
@@ -1352,16 +1350,7 @@ mod tests {
             } else {
                 "done"
             };
-            Ok(ModelResponse {
-                text: Some(text.to_owned()),
-                tool_calls: Vec::new(),
-                finish: Finish::Stop,
-                usage: Usage::default(),
-                latency_ms: 0,
-                anomaly: None,
-                chunks: 0,
-                stream: Vec::new(),
-            })
+            Ok(ModelResponse::text_only(text))
         }
     }
 

@@ -394,6 +394,23 @@ pub struct ModelResponse {
     pub stream: Vec<stream::Chunk>,
 }
 
+#[cfg(test)]
+impl ModelResponse {
+    /// A whole answer of text alone that finished on its own, nothing used, nothing flagged.
+    pub(crate) fn text_only(text: &str) -> Self {
+        Self {
+            text: Some(text.to_owned()),
+            tool_calls: Vec::new(),
+            finish: Finish::Stop,
+            usage: Usage::default(),
+            latency_ms: 0,
+            anomaly: None,
+            chunks: 0,
+            stream: Vec::new(),
+        }
+    }
+}
+
 /// The model side of the loop.
 pub trait Model {
     /// Answer one request.

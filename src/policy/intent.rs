@@ -83,21 +83,25 @@ pub fn signals_tool_intent(text: &str) -> bool {
     })
 }
 
-/// Drop fenced blocks, indented lines and double-quoted spans, line by line (lines as
-/// `str::lines` splits them, each ended with `\n`). A quote preceded by a backslash is text.
-/// Quotes and backslashes are ASCII, which no byte of a longer UTF-8 character equals, so the
-/// text is scanned as bytes and copied a run at a time.
-fn strip_code_and_quotes(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
+/// The lines of a text outside fenced blocks and not indented, as `str::lines` splits them.
+fn prose_lines(text: &str) -> impl Iterator<Item = &str> {
     let mut in_fence = false;
-    for line in text.lines() {
+    text.lines().filter(move |line| {
         if line.trim_start().starts_with("```") {
             in_fence = !in_fence;
-            continue;
+            return false;
         }
-        if in_fence || line.starts_with("    ") || line.starts_with('\t') {
-            continue;
-        }
+        !(in_fence || line.starts_with("    ") || line.starts_with('\t'))
+    })
+}
+
+/// Drop fenced blocks, indented lines and double-quoted spans, line by line (each line kept
+/// ends with `\n`). A quote preceded by a backslash is text. Quotes and backslashes are ASCII,
+/// which no byte of a longer UTF-8 character equals, so quotes are found as bytes and the text
+/// between them copied a run at a time.
+fn strip_code_and_quotes(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in prose_lines(text) {
         let (mut in_quote, mut from, mut at) = (false, 0, 0);
         while let Some(found) = line[at..].find('"') {
             let i = at + found;
@@ -185,21 +189,12 @@ impl Policy for IntentNudge {
 #[cfg(test)]
 mod tests {
     use super::signals_tool_intent as intent;
-    use super::{EXCLUSIONS, PREFIXES, VERBS, strip_code_and_quotes};
+    use super::{EXCLUSIONS, PREFIXES, VERBS, prose_lines, strip_code_and_quotes};
 
-    /// Fenced blocks, indented lines and quoted spans dropped as IronClaw writes it, a
-    /// character at a time.
+    /// Quoted spans dropped as IronClaw writes it, a character at a time.
     fn strip_by_the_letter(text: &str) -> String {
         let mut out = String::with_capacity(text.len());
-        let mut in_fence = false;
-        for line in text.lines() {
-            if line.trim_start().starts_with("```") {
-                in_fence = !in_fence;
-                continue;
-            }
-            if in_fence || line.starts_with("    ") || line.starts_with('\t') {
-                continue;
-            }
+        for line in prose_lines(text) {
             let mut in_quote = false;
             let mut prev = '\0';
             for c in line.chars() {
@@ -282,19 +277,10 @@ mod tests {
     #[test]
     fn after_text_judges_its_own_text_not_a_verdict_kept_for_another() {
         use super::IntentNudge;
-        use crate::llm::{Finish, ModelResponse, Usage};
+        use crate::llm::ModelResponse;
         use crate::policy::{Config, LoopView, Policy};
         let said = "Let me search for that file.";
-        let response = ModelResponse {
-            text: Some(said.to_owned()),
-            tool_calls: Vec::new(),
-            finish: Finish::Stop,
-            usage: Usage::default(),
-            latency_ms: 0,
-            anomaly: None,
-            chunks: 0,
-            stream: Vec::new(),
-        };
+        let response = ModelResponse::text_only(said);
         let view = LoopView::at(1);
         let mut nudge = IntentNudge::new(Config::ironclaw().intent_nudge);
         assert!(nudge.on_text(said, &response, &view).is_some());

@@ -104,7 +104,6 @@ impl Policy for Recovery {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::{Finish, Usage};
     use crate::policy::Config;
 
     fn view() -> LoopView {
@@ -113,14 +112,8 @@ mod tests {
 
     fn reply(text: &str, anomaly: Option<Anomaly>) -> ModelResponse {
         ModelResponse {
-            text: Some(text.to_owned()),
-            tool_calls: Vec::new(),
-            finish: Finish::Stop,
-            usage: Usage::default(),
-            latency_ms: 0,
             anomaly,
-            chunks: 0,
-            stream: Vec::new(),
+            ..ModelResponse::text_only(text)
         }
     }
 
