@@ -105,7 +105,7 @@ fn strip_code_and_quotes(text: &str) -> String {
         let (mut in_quote, mut from, mut at) = (false, 0, 0);
         while let Some(found) = line[at..].find('"') {
             let i = at + found;
-            if i == 0 || line.as_bytes()[i - 1] != b'\\' {
+            if !line[..i].ends_with('\\') {
                 if !in_quote {
                     out.push_str(&line[from..i]);
                 }

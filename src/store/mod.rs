@@ -160,23 +160,21 @@ pub fn normalise(path: &Path) -> PathBuf {
 }
 
 /// The id of a file below `root` when both are spelled plainly, as discovery spells them
-/// (UTF-8, `/` between names, no `.`, `..` or empty name): [`Layout::id_of`]'s answer read
-/// off the text, without resolving either path. `None` for any other spelling.
+/// (UTF-8, `/` between names, no `.`, `..` or empty name, the file's stem included):
+/// [`Layout::id_of`]'s answer read off the text, without resolving either path. `None` for
+/// any other spelling.
 fn plain_id(file: &Path, root: &Path) -> Option<String> {
     if cfg!(windows) {
         return None;
     }
     let (file, root) = (file.to_str()?, root.to_str()?);
     let rel = file.strip_prefix(root)?.strip_prefix('/')?;
-    let names =
-        |s: &str| !s.is_empty() && s.split('/').all(|name| !matches!(name, "" | "." | ".."));
-    if !names(rel) || !names(root.strip_prefix('/').unwrap_or(root)) {
-        return None;
-    }
-    let (dir, name) = rel.rsplit_once('/').map_or(("", rel), |(d, n)| (d, n));
+    let (dir, name) = rel.rsplit_once('/').unwrap_or(("", rel));
+    // The id's last name is the file's stem, which must be plain too (`..toml`'s is `.`).
     let stem = Path::new(name).file_stem()?.to_str()?;
-    // `..toml` loses its extension to `.`, which the general resolution then drops.
-    if matches!(stem, "." | "..") {
+    let plain =
+        |s: &str| !s.is_empty() && s.split('/').all(|name| !matches!(name, "" | "." | ".."));
+    if !plain(root.strip_prefix('/').unwrap_or(root)) || !plain(rel) || !plain(stem) {
         return None;
     }
     let mut id = String::with_capacity(rel.len());
