@@ -172,9 +172,9 @@ fn plain_id(file: &Path, root: &Path) -> Option<String> {
     let (dir, name) = rel.rsplit_once('/').unwrap_or(("", rel));
     // The id's last name is the file's stem, which must be plain too (`..toml`'s is `.`).
     let stem = Path::new(name).file_stem()?.to_str()?;
-    let plain =
-        |s: &str| !s.is_empty() && s.split('/').all(|name| !matches!(name, "" | "." | ".."));
-    if !plain(root.strip_prefix('/').unwrap_or(root)) || !plain(rel) || !plain(stem) {
+    let name_ok = |name: &str| !matches!(name, "" | "." | "..");
+    let names_ok = |path: &str| path.split('/').all(name_ok);
+    if !names_ok(root.strip_prefix('/').unwrap_or(root)) || !names_ok(rel) || !name_ok(stem) {
         return None;
     }
     let mut id = String::with_capacity(rel.len());
