@@ -438,7 +438,7 @@ pub fn parse(text: &str) -> Result<ProjectFile, Diagnostic> {
         }
     }
     for (i, p) in config.run.profile.iter().enumerate() {
-        if crate::policy::Config::profile(p).is_none() {
+        if !crate::policy::Config::is_profile(p) {
             let hint = crate::scenario::suggest(
                 p,
                 &crate::policy::profiles::names(),

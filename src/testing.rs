@@ -140,7 +140,7 @@ impl Serve {
         if let Some(p) = self
             .expect
             .as_ref()
-            .filter(|p| crate::policy::Config::profile(p).is_none())
+            .filter(|p| !crate::policy::Config::is_profile(p))
         {
             return Err(refuse(
                 Diagnostic::new(format!("unknown profile `{p}`"))

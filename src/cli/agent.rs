@@ -73,7 +73,7 @@ pub(super) fn serve(args: &ServeArgs, setup: &Setup) -> anyhow::Result<ExitStatu
     if let Some(p) = args
         .expect
         .as_ref()
-        .filter(|p| crate::policy::Config::profile(p).is_none())
+        .filter(|p| !crate::policy::Config::is_profile(p))
     {
         return Ok(super::run::unknown_profile(p));
     }
@@ -460,7 +460,7 @@ fn exec_judged(
     if let Some(p) = args
         .expect
         .as_ref()
-        .filter(|p| crate::policy::Config::profile(p).is_none())
+        .filter(|p| !crate::policy::Config::is_profile(p))
     {
         return Ok(super::run::unknown_profile(p));
     }

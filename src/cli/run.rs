@@ -306,7 +306,7 @@ fn options(
     profile: Vec<String>,
     select: &SelectArgs,
 ) -> Result<Options, ExitStatus> {
-    if let Some(bad) = profile.iter().find(|p| Config::profile(p).is_none()) {
+    if let Some(bad) = profile.iter().find(|p| !Config::is_profile(p)) {
         return Err(unknown_profile(bad));
     }
     Ok(Options {

@@ -305,7 +305,7 @@ pub(super) fn suite(args: &SuiteArgs, setup: &Setup) -> anyhow::Result<ExitStatu
     };
     if let Some(p) = profiles
         .iter()
-        .find(|p| crate::policy::Config::profile(p).is_none())
+        .find(|p| !crate::policy::Config::is_profile(p))
     {
         return Ok(super::run::unknown_profile(p));
     }

@@ -153,7 +153,7 @@ pub fn check_label(label: &str) -> Result<(), Diagnostic> {
         return Err(Diagnostic::new(format!("bad label `{label}`"))
             .hint("use lower-case letters, digits, `-` and `_`"));
     }
-    if crate::policy::Config::profile(label).is_some() {
+    if crate::policy::Config::is_profile(label) {
         return Err(
             Diagnostic::new(format!("the label `{label}` is a profile name"))
                 .hint("pick another, e.g. `exec` or the agent's name"),

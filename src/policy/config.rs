@@ -928,6 +928,11 @@ impl Config {
         Self::shared(name).map(|c| Self::clone(&c))
     }
 
+    /// Whether a profile of this name exists (no configuration is made or copied).
+    pub fn is_profile(name: &str) -> bool {
+        super::profiles::index(name).is_some()
+    }
+
     /// The named profile's configuration, shared: every case of a run that does not patch it
     /// holds this one.
     pub fn shared(name: &str) -> Option<Arc<Self>> {

@@ -328,7 +328,7 @@ fn orphans(options: &Options, goldens: &Goldens, ids: &CaseIds) -> Vec<PathBuf> 
 fn exec_golden(id: &str, ids: &CaseIds) -> bool {
     id.rsplit_once('@').is_some_and(|(scenario, label)| {
         let label = label.split('.').next().unwrap_or(label);
-        ids.contains(scenario) && crate::policy::Config::profile(label).is_none()
+        ids.contains(scenario) && !crate::policy::Config::is_profile(label)
     })
 }
 
@@ -339,7 +339,7 @@ fn agent_golden(options: &Options, id: &str) -> bool {
     id.rsplit_once('@').is_some_and(|(cassette, label)| {
         let label = label.split('.').next().unwrap_or(label);
         let file = format!("{cassette}.json");
-        crate::policy::Config::profile(label).is_none()
+        !crate::policy::Config::is_profile(label)
             && crate::record::is_cassette(Path::new(&file))
             && [options.layout.scenarios.join(&file), PathBuf::from(&file)]
                 .iter()

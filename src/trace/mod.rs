@@ -822,22 +822,43 @@ fn write_words(out: &mut String, event: &Event) {
     };
 }
 
-/// `12.345s`, right-aligned: the golden's time column.
+/// `12.345s`, right-aligned, and the two spaces after it: the golden's time column, which
+/// starts every line (some forty a case). The seconds are padded to nine places; the
+/// milliseconds, `s` and the spaces are one piece.
 fn clock(out: &mut String, t_ms: u64) {
+    const PAD: &str = "         ";
     let mut secs = itoa::Buffer::new();
     let secs = secs.format(t_ms / 1000);
-    for _ in secs.len()..9 {
-        out.push(' ');
-    }
+    out.push_str(&PAD[..PAD.len().saturating_sub(secs.len())]);
     out.push_str(secs);
-    let ms = t_ms % 1000;
-    // `ms` < 1000: three digits, leading zeros kept.
-    out.push('.');
-    for digit in [ms / 100, ms / 10 % 10, ms % 10] {
-        out.push(char::from(b'0' + digit as u8));
-    }
-    out.push('s');
+    let at = (t_ms % 1000) as usize * MILLI;
+    out.push_str(&MILLIS[at..at + MILLI]);
 }
+
+/// The bytes of one millisecond's piece in [`MILLIS`].
+const MILLI: usize = ".000s  ".len();
+
+/// `.000s  ` to `.999s  `, one after another: the end of the time column for each millisecond.
+const MILLIS: &str = {
+    const BYTES: [u8; 1000 * MILLI] = {
+        let mut b = [b' '; 1000 * MILLI];
+        let mut ms = 0;
+        while ms < 1000 {
+            let at = ms * MILLI;
+            b[at] = b'.';
+            b[at + 1] = b'0' + (ms / 100) as u8;
+            b[at + 2] = b'0' + (ms / 10 % 10) as u8;
+            b[at + 3] = b'0' + (ms % 10) as u8;
+            b[at + 4] = b's';
+            ms += 1;
+        }
+        b
+    };
+    match std::str::from_utf8(&BYTES) {
+        Ok(text) => text,
+        Err(_) => panic!("the time column's milliseconds are ASCII"),
+    }
+};
 
 /// Appending golden text piece by piece, without the formatting machinery: a run writes some
 /// forty lines a case.
@@ -915,7 +936,6 @@ pub fn render_golden(case_id: &str, events: &[TimedEvent]) -> String {
 fn write_lines(out: &mut String, events: &[TimedEvent], write: impl Fn(&mut String, &Event)) {
     for e in events {
         clock(out, e.t_ms);
-        out.push_str("  ");
         write(out, &e.event);
         out.push('\n');
     }
@@ -1059,7 +1079,7 @@ mod tests {
         ] {
             let mut got = "x".to_owned();
             clock(&mut got, t);
-            assert_eq!(got, format!("x{:>9}.{:03}s", t / 1000, t % 1000), "{t}");
+            assert_eq!(got, format!("x{:>9}.{:03}s  ", t / 1000, t % 1000), "{t}");
         }
     }
 
@@ -1100,7 +1120,6 @@ mod tests {
                 let mut want = format!("# harness trace v{TRACE_VERSION}: x\n");
                 for e in &events {
                     clock(&mut want, e.t_ms);
-                    want.push_str("  ");
                     want.push_str(&render_event(&e.event));
                     want.push('\n');
                 }

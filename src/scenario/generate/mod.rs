@@ -293,13 +293,21 @@ fn alternatives(schema: &Value) -> Option<&Vec<Value>> {
         .filter(|a| !a.is_empty())
 }
 
-/// The schema's types, as written (`type` a string or a list), if it says.
-fn declared_types(schema: &Value) -> Option<Vec<&str>> {
-    match schema.at("type") {
-        Value::String(t) => Some(vec![t.as_str()]),
-        Value::Array(ts) => Some(ts.iter().filter_map(Value::as_str).collect()),
-        _ => None,
-    }
+/// The schema's types, as written (`type` a string or a list), if it says: read in place,
+/// as the generator asks it of every part many times a value.
+fn declared_types(schema: &Value) -> Option<impl Iterator<Item = &str> + Clone> {
+    let t = schema.at("type");
+    let ts = match t {
+        Value::String(_) => std::slice::from_ref(t),
+        Value::Array(ts) => ts.as_slice(),
+        _ => return None,
+    };
+    Some(ts.iter().filter_map(Value::as_str))
+}
+
+/// Whether the schema declares type `t` among its types, if it declares any.
+fn declares(schema: &Value, t: &str) -> Option<bool> {
+    declared_types(schema).map(|mut ts| ts.any(|x| x == t))
 }
 
 /// Whether a parameter named so is a shell tool's command ([`SHELL_FIELDS`], any case).
@@ -431,23 +439,18 @@ impl<'a> Gen<'a> {
         let allowed = |t: &str| {
             parts.iter().all(|p| {
                 declared_types(p)
-                    .is_none_or(|ts| ts.contains(&t) || (t == "integer" && ts.contains(&"number")))
+                    .is_none_or(|mut ts| ts.any(|x| x == t || (t == "integer" && x == "number")))
                     && !(t == "null" && p.at("nullable") == false)
             })
         };
-        let declared: Vec<&str> = parts
-            .iter()
-            .filter_map(|p| declared_types(p))
-            .flatten()
-            .collect();
-        if let Some(t) = declared
-            .iter()
-            .filter(|t| **t != "null")
-            .find_map(|t| ALL.iter().find(|a| *a == t).filter(|a| allowed(a)))
+        let declared = || parts.iter().filter_map(|p| declared_types(p)).flatten();
+        if let Some(t) = declared()
+            .filter(|t| *t != "null")
+            .find_map(|t| ALL.iter().find(|a| **a == t).filter(|a| allowed(a)))
         {
             return t;
         }
-        if !declared.is_empty() && declared.iter().all(|t| *t == "null") {
+        if declared().next().is_some() && declared().all(|t| t == "null") {
             return "null";
         }
         let has = |k: &str| parts.iter().any(|p| p.field(k).is_some());
@@ -734,7 +737,7 @@ impl<'a> Gen<'a> {
         }
         let parts = self.view_of(sub);
         let says = parts.iter().any(|p| {
-            declared_types(p).is_some_and(|ts| ts.contains(&"null"))
+            declares(p, "null") == Some(true)
                 || p.at("nullable") == true
                 || alternatives(p).is_some_and(|alts| {
                     alts.iter().any(|a| {
@@ -751,9 +754,9 @@ impl<'a> Gen<'a> {
 
     /// The smallest value the parts allow: `null` if they do, else the zero of their type.
     fn smallest(parts: &[&Value]) -> Value {
-        let nullable = parts.iter().all(|p| {
-            declared_types(p).is_none_or(|ts| ts.contains(&"null")) || p.at("nullable") == true
-        });
+        let nullable = parts
+            .iter()
+            .all(|p| declares(p, "null") != Some(false) || p.at("nullable") == true);
         if nullable {
             return Value::Null;
         }
@@ -994,9 +997,9 @@ impl<'r, 'a> Validator<'r, 'a> {
                 return false;
             }
         }
-        if let Some(ts) = declared_types(schema) {
+        if let Some(mut ts) = declared_types(schema) {
             let nullable = o.at("nullable") == true;
-            if !(ts.iter().any(|t| type_matches(t, v)) || nullable && v.is_null()) {
+            if !(ts.any(|t| type_matches(t, v)) || nullable && v.is_null()) {
                 return false;
             }
         }
