@@ -124,6 +124,36 @@ pub fn canonical(value: &Value) -> String {
     out
 }
 
+/// Whether `a` and `b` have the same [`canonical`] text, decided without writing either:
+/// objects with the same keys and the same values at them (in any order), arrays item by item,
+/// and numbers written the same (an integer is never written as a float is, and two floats
+/// are written alike only when they are the same `f64`: the shortest text that reads back as
+/// each, `-0.0` apart from `0.0`).
+pub fn same_canonical(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Null, Value::Null) => true,
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::String(x), Value::String(y)) => x == y,
+        (Value::Number(x), Value::Number(y)) => match (x.as_u64(), x.as_i64(), x.as_f64()) {
+            (Some(u), _, _) => y.as_u64() == Some(u),
+            (None, Some(i), _) => y.as_i64() == Some(i),
+            (None, None, Some(f)) => {
+                y.is_f64() && y.as_f64().is_some_and(|g| g.to_bits() == f.to_bits())
+            }
+            (None, None, None) => x.to_string() == y.to_string(),
+        },
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_canonical(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.field(k).is_some_and(|w| same_canonical(v, w)))
+        }
+        _ => false,
+    }
+}
+
 /// [`canonical`]'s text appended to `out`.
 pub fn push_canonical(out: &mut String, value: &Value) {
     write_json(value, out, true);
@@ -528,6 +558,65 @@ mod tests {
             assert_eq!(pushed, format!("before {text}"), "{v}");
             assert_eq!(canonical(&v), compact(&sorted(&v)), "{v}");
         }
+    }
+
+    #[test]
+    fn same_canonical_is_equal_canonical_text() {
+        let leaves = [
+            json!(null),
+            json!(true),
+            json!(false),
+            json!(0),
+            json!(1),
+            json!(-1),
+            json!(1.0),
+            json!(0.0),
+            json!(-0.0),
+            json!(0.1),
+            json!(1e300),
+            json!(u64::MAX),
+            json!(i64::MIN),
+            json!(""),
+            json!(" "),
+            json!("1"),
+            json!("a\n"),
+        ];
+        let mut values: Vec<Value> = leaves.to_vec();
+        for a in &leaves {
+            values.push(json!([a]));
+            values.push(json!({"k": a}));
+            for b in &leaves[..6] {
+                values.push(json!([a, b]));
+                values.push(json!({"k": a, "j": b}));
+                values.push(json!({"j": b, "k": a}));
+                values.push(json!({"k": a, "l": b}));
+                values.push(json!({"k": [a, {"m": b}]}));
+            }
+        }
+        // Numbers parsed from text, as a model's arguments arrive.
+        for t in [
+            "1",
+            "1.0",
+            "1e0",
+            "-0",
+            "-0.0",
+            "10",
+            "1e1",
+            "18446744073709551615",
+            "0.30000000000000004",
+        ] {
+            values.push(serde_json::from_str(t).unwrap());
+        }
+        let texts: Vec<String> = values.iter().map(canonical).collect();
+        let mut equal = 0;
+        for (a, ta) in values.iter().zip(&texts) {
+            for (b, tb) in values.iter().zip(&texts) {
+                assert_eq!(same_canonical(a, b), ta == tb, "{a} against {b}");
+                equal += usize::from(ta == tb);
+            }
+        }
+        // Each value equals itself, and some distinct values are written alike.
+        assert!(equal > values.len(), "{equal}");
     }
 
     #[test]

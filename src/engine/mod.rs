@@ -1242,7 +1242,9 @@ impl Loop<'_> {
         );
         // `{error_json}` last, as the three-pair fill would: the JSON only when it is asked for.
         if text.contains("{error_json}") {
-            let error_json = serde_json::to_string(error).unwrap_or_default();
+            // The error as a JSON string: `serde_json::to_string`'s bytes.
+            let mut error_json = String::with_capacity(error.len() + 2);
+            crate::json::push_quoted(&mut error_json, error);
             return policy::fill(&text, &[("error_json", &error_json)]);
         }
         text

@@ -317,35 +317,241 @@ fn number_or_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Erro
     }
 }
 
-/// Writes rows as CSV with a header.
+/// The CSV's columns: [`Row`]'s fields, in order, as the JSON results name them too.
+const COLUMNS: &[&str] = &[
+    "scenario",
+    "family",
+    "profile",
+    "outcome",
+    "iterations",
+    "model_calls",
+    "tool_calls",
+    "tool_failures",
+    "rejected_calls",
+    "interventions_stage1",
+    "interventions_stage2",
+    "interventions_stage3",
+    "nudges",
+    "truncations",
+    "force_text_turns",
+    "first_intervention_iteration",
+    "wasted_iterations",
+    "skipped_calls",
+    "provider_errors",
+    "compactions",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+    "virtual_ms",
+    "diverged_at",
+    "expectations_passed",
+];
+
+/// Writes rows as CSV (RFC 4180: a field with a comma, a quote or a line break is quoted,
+/// its quotes doubled; lines end in `\n`), the header with the first row, so that a CSV of
+/// no rows is empty. A row is written whole into a buffer kept for the next one: the main
+/// thread writes every case's row, and a general CSV writer fed through serialisation cost
+/// some 5,900 instructions a row.
 pub struct CsvSink<W: io::Write> {
-    writer: csv::Writer<W>,
+    out: W,
+    header: bool,
+    line: String,
 }
 
 impl<W: io::Write> CsvSink<W> {
     /// A sink over `out`.
     pub fn new(out: W) -> Self {
         Self {
-            writer: csv::WriterBuilder::new().has_headers(true).from_writer(out),
+            out,
+            header: false,
+            line: String::new(),
         }
     }
 
     /// Write one row.
     pub fn write(&mut self, row: &Row) -> io::Result<()> {
-        self.writer.serialize(row).map_err(io::Error::other)
+        let line = &mut self.line;
+        line.clear();
+        if !self.header {
+            self.header = true;
+            line.push_str(&COLUMNS.join(","));
+            line.push('\n');
+        }
+        for text in [&row.scenario, &row.family, &row.profile, &row.outcome] {
+            csv_field(line, text);
+            line.push(',');
+        }
+        let mut n = itoa::Buffer::new();
+        for count in [
+            row.iterations,
+            row.model_calls,
+            row.tool_calls,
+            row.tool_failures,
+            row.rejected_calls,
+            row.interventions_stage1,
+            row.interventions_stage2,
+            row.interventions_stage3,
+            row.nudges,
+            row.truncations,
+            row.force_text_turns,
+        ] {
+            line.push_str(n.format(count));
+            line.push(',');
+        }
+        if let Some(i) = row.first_intervention_iteration {
+            line.push_str(n.format(i));
+        }
+        line.push(',');
+        for count in [
+            row.wasted_iterations,
+            row.skipped_calls,
+            row.provider_errors,
+            row.compactions,
+        ] {
+            line.push_str(n.format(count));
+            line.push(',');
+        }
+        for tokens in [row.input_tokens, row.output_tokens] {
+            line.push_str(n.format(tokens));
+            line.push(',');
+        }
+        csv_field(line, &format!("{:.6}", row.cost_usd));
+        line.push(',');
+        line.push_str(n.format(row.virtual_ms));
+        line.push(',');
+        if let Some(at) = row.diverged_at {
+            line.push_str(n.format(at));
+        }
+        line.push(',');
+        line.push_str(if row.expectations_passed {
+            "true"
+        } else {
+            "false"
+        });
+        line.push('\n');
+        self.out.write_all(line.as_bytes())
     }
 
-    /// Flush and hand back the writer.
+    /// Hand back the writer.
     pub fn finish(self) -> io::Result<W> {
-        self.writer
-            .into_inner()
-            .map_err(|e| io::Error::other(e.to_string()))
+        Ok(self.out)
     }
+}
+
+/// Append `text` as one CSV field: quoted, its quotes doubled, when it holds a comma, a quote
+/// or a line break (a lone `\r` too, which readers take for one).
+fn csv_field(line: &mut String, text: &str) {
+    if !text
+        .bytes()
+        .any(|b| matches!(b, b',' | b'"' | b'\n' | b'\r'))
+    {
+        line.push_str(text);
+        return;
+    }
+    line.push('"');
+    let mut pieces = text.split('"');
+    line.push_str(pieces.next().unwrap_or_default());
+    for piece in pieces {
+        line.push_str("\"\"");
+        line.push_str(piece);
+    }
+    line.push('"');
 }
 
 #[cfg(test)]
 mod tests {
-    use super::covered;
+    use super::{CsvSink, Row, covered};
+
+    /// The CSV a general writer gives through serialisation, the way the sink wrote before.
+    fn by_serde(rows: &[Row]) -> Vec<u8> {
+        let mut w = csv::WriterBuilder::new()
+            .has_headers(true)
+            .from_writer(Vec::new());
+        for r in rows {
+            w.serialize(r).unwrap();
+        }
+        w.into_inner().unwrap()
+    }
+
+    fn by_sink(rows: &[Row]) -> Vec<u8> {
+        let mut sink = CsvSink::new(Vec::new());
+        for r in rows {
+            sink.write(r).unwrap();
+        }
+        sink.finish().unwrap()
+    }
+
+    #[test]
+    fn the_csv_is_what_a_general_csv_writer_writes() {
+        let texts = [
+            "",
+            "plain",
+            "a,b",
+            "say \"hi\"",
+            "\"",
+            "\"\"",
+            "line\nbreak",
+            "cr\r",
+            "\r\n",
+            " spaced ",
+            "#hash",
+            "é — ünï",
+            "tab\there",
+            ",",
+            "'single'",
+            "\\back",
+        ];
+        let costs = [
+            0.0,
+            1e-7,
+            0.0000005,
+            123.456_789_012,
+            1e15,
+            f64::NAN,
+            f64::INFINITY,
+        ];
+        let mut rows = Vec::new();
+        for (i, t) in texts.iter().enumerate() {
+            let n = u32::try_from(i).unwrap();
+            rows.push(Row {
+                scenario: (*t).to_owned(),
+                family: texts[(i + 1) % texts.len()].to_owned(),
+                profile: texts[(i + 2) % texts.len()].to_owned(),
+                outcome: texts[(i + 3) % texts.len()].to_owned(),
+                iterations: n,
+                model_calls: n * 3,
+                tool_calls: u32::MAX - n,
+                tool_failures: 1,
+                rejected_calls: 2,
+                interventions_stage1: 3,
+                interventions_stage2: 4,
+                interventions_stage3: 5,
+                nudges: 6,
+                truncations: 7,
+                force_text_turns: 8,
+                first_intervention_iteration: (i % 2 == 0).then_some(n),
+                wasted_iterations: 9,
+                skipped_calls: 10,
+                provider_errors: 11,
+                compactions: 12,
+                input_tokens: u64::MAX - u64::from(n),
+                output_tokens: u64::from(n) << 33,
+                cost_usd: costs[i % costs.len()],
+                virtual_ms: u64::from(n) * 1_000_003,
+                diverged_at: (i % 3 == 0).then_some(n + 1),
+                expectations_passed: i % 2 == 1,
+            });
+        }
+        assert_eq!(by_sink(&[]), by_serde(&[]), "no rows, no header");
+        for n in 1..=rows.len() {
+            let (sink, serde) = (by_sink(&rows[..n]), by_serde(&rows[..n]));
+            assert_eq!(
+                String::from_utf8_lossy(&sink),
+                String::from_utf8_lossy(&serde),
+                "{n} rows"
+            );
+        }
+    }
 
     #[test]
     fn overlapping_ranges_count_each_iteration_once() {

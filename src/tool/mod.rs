@@ -1,7 +1,7 @@
 //! Tools as the engine sees them: the [`ToolRunner`] trait and the scenario's scripted tools,
 //! whose outcomes are matched on the call's arguments (first match wins, then the default).
 
-use crate::json::{Lookup, canonical, contains_fields};
+use crate::json::{Lookup, canonical, contains_fields, same_canonical};
 use crate::llm::ToolSpec;
 use crate::scenario::{OutcomeDef, ToolDef};
 use serde_json::Value;
@@ -83,10 +83,7 @@ impl<'s> ScriptedTools<'s> {
 fn matches(rule: &OutcomeDef, schema: &Value, args: &Value, nth: u64) -> bool {
     rule.args_invalid
         .is_none_or(|b| b == breaks_schema(schema, args))
-        && rule
-            .args
-            .as_ref()
-            .is_none_or(|a| canonical(a) == canonical(args))
+        && rule.args.as_ref().is_none_or(|a| same_canonical(a, args))
         && rule
             .args_contain
             .as_ref()

@@ -193,40 +193,49 @@ pub fn valid(schema: &Value, value: &Value) -> bool {
 }
 
 /// A schema as `$ref`s see it: the document, and its subschemas by `$id` (TypeBox names a
-/// recursive type so), gathered once.
+/// recursive type so), gathered the first time a reference names one.
 struct Root<'a> {
     value: &'a Value,
-    ids: Vec<(&'a str, &'a Value)>,
+    ids: std::cell::OnceCell<Vec<(&'a str, &'a Value)>>,
     /// The validator's visits so far, over every check against this schema.
     visits: std::cell::Cell<usize>,
 }
 
 impl<'a> Root<'a> {
     fn new(value: &'a Value) -> Self {
-        let mut ids = Vec::new();
-        let mut stack = vec![value];
-        let mut seen = 0usize;
-        while let Some(v) = stack.pop() {
-            seen += 1;
-            if seen > MAX_VISITS {
-                break;
-            }
-            match v {
-                Value::Object(o) => {
-                    if let Some(id) = o.field("$id").and_then(Value::as_str) {
-                        ids.push((id, v));
-                    }
-                    stack.extend(o.values().filter(|x| x.is_object() || x.is_array()));
-                }
-                Value::Array(a) => stack.extend(a.iter().filter(|x| x.is_object() || x.is_array())),
-                _ => {}
-            }
-        }
         Self {
             value,
-            ids,
+            ids: std::cell::OnceCell::new(),
             visits: std::cell::Cell::new(0),
         }
+    }
+
+    /// The subschemas that have an `$id`, in a walk of the document bounded by [`MAX_VISITS`].
+    fn ids(&self) -> &[(&'a str, &'a Value)] {
+        self.ids.get_or_init(|| {
+            let mut ids = Vec::new();
+            let mut stack = vec![self.value];
+            let mut seen = 0usize;
+            while let Some(v) = stack.pop() {
+                seen += 1;
+                if seen > MAX_VISITS {
+                    break;
+                }
+                match v {
+                    Value::Object(o) => {
+                        if let Some(id) = o.field("$id").and_then(Value::as_str) {
+                            ids.push((id, v));
+                        }
+                        stack.extend(o.values().filter(|x| x.is_object() || x.is_array()));
+                    }
+                    Value::Array(a) => {
+                        stack.extend(a.iter().filter(|x| x.is_object() || x.is_array()));
+                    }
+                    _ => {}
+                }
+            }
+            ids
+        })
     }
 
     /// The target of a reference: a local JSON pointer, or a subschema's `$id` (with a
@@ -236,7 +245,7 @@ impl<'a> Root<'a> {
             return pointer(self.value, reference);
         }
         let (id, rest) = reference.split_once('#').unwrap_or((reference, ""));
-        let base = self.ids.iter().find(|(i, _)| *i == id).map(|(_, v)| *v)?;
+        let base = self.ids().iter().find(|(i, _)| *i == id).map(|(_, v)| *v)?;
         pointer(base, &format!("#{rest}"))
     }
 }

@@ -376,3 +376,48 @@ fn doubling_references_and_alternatives_stay_within_the_budget() {
     }
     let _ = invalidity(&schema, Generate::WrongType);
 }
+
+#[test]
+fn references_by_id_reach_the_subschema_that_has_it() {
+    // TypeBox names a recursive type by `$id` and refers to it by that name; a reference may
+    // also point into such a subschema (`Id#/pointer`).
+    let node = json!({
+        "$id": "Node",
+        "type": "object",
+        "properties": {
+            "label": {"type": "string", "minLength": 2},
+            "size": {"type": "integer", "minimum": 7},
+            "children": {"type": "array", "items": {"$ref": "Node"}}
+        },
+        "required": ["label", "size"]
+    });
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "root": {"$ref": "Node"},
+            "size": {"$ref": "Node#/properties/size"}
+        },
+        "required": ["root", "size"],
+        "$defs": {"node": node}
+    });
+    let Arguments::Parsed(v) = arguments(&schema, Generate::Valid, seed("ids", 0)) else {
+        panic!("valid arguments are JSON")
+    };
+    assert!(
+        v["root"]["label"].as_str().is_some_and(|l| l.len() >= 2),
+        "{v}"
+    );
+    assert!(v["root"]["size"].as_i64().is_some_and(|n| n >= 7), "{v}");
+    assert!(v["size"].as_i64().is_some_and(|n| n >= 7), "{v}");
+    assert!(valid(&schema, &v), "{v}");
+    // The validator follows the same references: a value the subschema refuses is refused.
+    for bad in [
+        json!({"root": {"label": "ab", "size": 3}, "size": 7}),
+        json!({"root": {"label": "ab", "size": 7}, "size": 3}),
+        json!({"root": {"label": "ab", "size": 7, "children": [{"label": "x", "size": 7}]}, "size": 7}),
+    ] {
+        assert!(!valid(&schema, &bad), "{bad}");
+    }
+    // A name no subschema has resolves to nothing, which holds (unknown is not invalid).
+    assert!(valid(&json!({"$ref": "Nowhere"}), &json!(1)));
+}
