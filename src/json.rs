@@ -3,7 +3,7 @@
 //! rendering in insertion order (as runtimes show arguments back to the model) and char-safe
 //! previews. No I/O, no allocation beyond the returned strings.
 
-use serde_json::Value;
+use serde_json::{Number, Value};
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
@@ -130,27 +130,30 @@ pub fn canonical(value: &Value) -> String {
 /// are written alike only when they are the same `f64`: the shortest text that reads back as
 /// each, `-0.0` apart from `0.0`).
 pub fn same_canonical(a: &Value, b: &Value) -> bool {
+    equal_with(a, b, |x, y| match (x.as_u64(), x.as_i64(), x.as_f64()) {
+        (Some(u), _, _) => y.as_u64() == Some(u),
+        (None, Some(i), _) => y.as_i64() == Some(i),
+        (None, None, Some(f)) => {
+            y.is_f64() && y.as_f64().is_some_and(|g| g.to_bits() == f.to_bits())
+        }
+        (None, None, None) => x.to_string() == y.to_string(),
+    })
+}
+
+/// Whether `a` and `b` are the same JSON, numbers compared by `numbers`: objects with the same
+/// keys and the same values at them, in any order; arrays item by item.
+pub fn equal_with(a: &Value, b: &Value, numbers: fn(&Number, &Number) -> bool) -> bool {
     match (a, b) {
-        (Value::Null, Value::Null) => true,
-        (Value::Bool(x), Value::Bool(y)) => x == y,
-        (Value::String(x), Value::String(y)) => x == y,
-        (Value::Number(x), Value::Number(y)) => match (x.as_u64(), x.as_i64(), x.as_f64()) {
-            (Some(u), _, _) => y.as_u64() == Some(u),
-            (None, Some(i), _) => y.as_i64() == Some(i),
-            (None, None, Some(f)) => {
-                y.is_f64() && y.as_f64().is_some_and(|g| g.to_bits() == f.to_bits())
-            }
-            (None, None, None) => x.to_string() == y.to_string(),
-        },
+        (Value::Number(x), Value::Number(y)) => numbers(x, y),
         (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_canonical(x, y))
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| equal_with(x, y, numbers))
         }
         (Value::Object(x), Value::Object(y)) => {
             x.len() == y.len()
                 && x.iter()
-                    .all(|(k, v)| y.field(k).is_some_and(|w| same_canonical(v, w)))
+                    .all(|(k, v)| y.field(k).is_some_and(|w| equal_with(v, w, numbers)))
         }
-        _ => false,
+        _ => a == b,
     }
 }
 

@@ -347,9 +347,9 @@ const COLUMNS: &[&str] = &[
     "expectations_passed",
 ];
 
-/// Writes rows as CSV (RFC 4180: a field with a comma, a quote or a line break is quoted,
-/// its quotes doubled; lines end in `\n`), the header with the first row, so that a CSV of
-/// no rows is empty. A row is written whole into a buffer kept for the next one: the main
+/// Writes rows as CSV, the header with the first row so that a CSV of no rows is empty. A
+/// field with a comma, a quote or a line break is quoted, its quotes doubled, as RFC 4180
+/// says; lines end in `\n` (not the RFC's CR LF), as the `csv` crate writes them by default. A row is written whole into a buffer kept for the next one: the main
 /// thread writes every case's row, and a general CSV writer fed through serialisation cost
 /// some 5,900 instructions a row.
 pub struct CsvSink<W: io::Write> {
@@ -432,8 +432,9 @@ impl<W: io::Write> CsvSink<W> {
         self.out.write_all(line.as_bytes())
     }
 
-    /// Hand back the writer.
-    pub fn finish(self) -> io::Result<W> {
+    /// Flush and hand back the writer.
+    pub fn finish(mut self) -> io::Result<W> {
+        self.out.flush()?;
         Ok(self.out)
     }
 }
@@ -473,12 +474,37 @@ mod tests {
         w.into_inner().unwrap()
     }
 
+    /// Bytes written, and how many of them a flush had seen.
+    #[derive(Default)]
+    struct Recorder {
+        bytes: Vec<u8>,
+        flushed: usize,
+    }
+
+    impl std::io::Write for Recorder {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.bytes.extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            self.flushed = self.bytes.len();
+            Ok(())
+        }
+    }
+
     fn by_sink(rows: &[Row]) -> Vec<u8> {
-        let mut sink = CsvSink::new(Vec::new());
+        let mut sink = CsvSink::new(Recorder::default());
         for r in rows {
             sink.write(r).unwrap();
         }
-        sink.finish().unwrap()
+        let out = sink.finish().unwrap();
+        assert_eq!(
+            out.flushed,
+            out.bytes.len(),
+            "finishing flushes what was written"
+        );
+        out.bytes
     }
 
     #[test]
