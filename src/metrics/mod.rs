@@ -5,6 +5,7 @@ use crate::scenario::{OutcomeKind, Prices};
 use crate::trace::{Event, StepStatus, TimedEvent};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::fmt::Write as _;
 use std::io;
 
 /// The metrics of one run. Column order is the CSV's (the JSON results read them back).
@@ -317,41 +318,12 @@ fn number_or_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Erro
     }
 }
 
-/// The CSV's columns: [`Row`]'s fields, in order, as the JSON results name them too.
-const COLUMNS: &[&str] = &[
-    "scenario",
-    "family",
-    "profile",
-    "outcome",
-    "iterations",
-    "model_calls",
-    "tool_calls",
-    "tool_failures",
-    "rejected_calls",
-    "interventions_stage1",
-    "interventions_stage2",
-    "interventions_stage3",
-    "nudges",
-    "truncations",
-    "force_text_turns",
-    "first_intervention_iteration",
-    "wasted_iterations",
-    "skipped_calls",
-    "provider_errors",
-    "compactions",
-    "input_tokens",
-    "output_tokens",
-    "cost_usd",
-    "virtual_ms",
-    "diverged_at",
-    "expectations_passed",
-];
-
 /// Writes rows as CSV, the header with the first row so that a CSV of no rows is empty. A
 /// field with a comma, a quote or a line break is quoted, its quotes doubled, as RFC 4180
-/// says; lines end in `\n` (not the RFC's CR LF), as the `csv` crate writes them by default. A row is written whole into a buffer kept for the next one: the main
-/// thread writes every case's row, and a general CSV writer fed through serialisation cost
-/// some 5,900 instructions a row.
+/// says; lines end in `\n` (not the RFC's CR LF), as the `csv` crate writes them by default.
+/// A row is written whole into a buffer kept for the next one: the main thread writes every
+/// case's row, and a general CSV writer fed through serialisation cost some 5,900
+/// instructions a row.
 pub struct CsvSink<W: io::Write> {
     out: W,
     header: bool,
@@ -374,56 +346,89 @@ impl<W: io::Write> CsvSink<W> {
         line.clear();
         if !self.header {
             self.header = true;
-            line.push_str(&COLUMNS.join(","));
+            // The columns are the row's serialised field names, in order.
+            let fields = serde_json::to_value(row).map_err(io::Error::other)?;
+            let names: Vec<&str> = fields
+                .as_object()
+                .into_iter()
+                .flat_map(|o| o.keys().map(String::as_str))
+                .collect();
+            line.push_str(&names.join(","));
             line.push('\n');
         }
-        for text in [&row.scenario, &row.family, &row.profile, &row.outcome] {
+        // Every field named, so that a field added to `Row` cannot be left out here.
+        let Row {
+            scenario,
+            family,
+            profile,
+            outcome,
+            iterations,
+            model_calls,
+            tool_calls,
+            tool_failures,
+            rejected_calls,
+            interventions_stage1,
+            interventions_stage2,
+            interventions_stage3,
+            nudges,
+            truncations,
+            force_text_turns,
+            first_intervention_iteration,
+            wasted_iterations,
+            skipped_calls,
+            provider_errors,
+            compactions,
+            input_tokens,
+            output_tokens,
+            cost_usd,
+            virtual_ms,
+            diverged_at,
+            expectations_passed,
+        } = row;
+        for text in [scenario, family, profile, outcome] {
             csv_field(line, text);
             line.push(',');
         }
+        let count = |n: &u32| Some(u64::from(*n));
         let mut n = itoa::Buffer::new();
-        for count in [
-            row.iterations,
-            row.model_calls,
-            row.tool_calls,
-            row.tool_failures,
-            row.rejected_calls,
-            row.interventions_stage1,
-            row.interventions_stage2,
-            row.interventions_stage3,
-            row.nudges,
-            row.truncations,
-            row.force_text_turns,
-        ] {
-            line.push_str(n.format(count));
-            line.push(',');
-        }
-        if let Some(i) = row.first_intervention_iteration {
-            line.push_str(n.format(i));
-        }
-        line.push(',');
-        for count in [
-            row.wasted_iterations,
-            row.skipped_calls,
-            row.provider_errors,
-            row.compactions,
-        ] {
-            line.push_str(n.format(count));
-            line.push(',');
-        }
-        for tokens in [row.input_tokens, row.output_tokens] {
-            line.push_str(n.format(tokens));
-            line.push(',');
-        }
-        csv_field(line, &format!("{:.6}", row.cost_usd));
-        line.push(',');
-        line.push_str(n.format(row.virtual_ms));
-        line.push(',');
-        if let Some(at) = row.diverged_at {
-            line.push_str(n.format(at));
-        }
-        line.push(',');
-        line.push_str(if row.expectations_passed {
+        let mut numbers = |line: &mut String, values: &[Option<u64>]| {
+            for v in values {
+                if let Some(v) = v {
+                    line.push_str(n.format(*v));
+                }
+                line.push(',');
+            }
+        };
+        numbers(
+            line,
+            &[
+                count(iterations),
+                count(model_calls),
+                count(tool_calls),
+                count(tool_failures),
+                count(rejected_calls),
+                count(interventions_stage1),
+                count(interventions_stage2),
+                count(interventions_stage3),
+                count(nudges),
+                count(truncations),
+                count(force_text_turns),
+                first_intervention_iteration.as_ref().and_then(count),
+                count(wasted_iterations),
+                count(skipped_calls),
+                count(provider_errors),
+                count(compactions),
+                Some(*input_tokens),
+                Some(*output_tokens),
+            ],
+        );
+        // Six decimals, as `six_decimals` serialises it; no such text needs quoting.
+        let _ = write!(line, "{cost_usd:.6},");
+        numbers(
+            line,
+            &[Some(*virtual_ms), diverged_at.as_ref().and_then(count)],
+        );
+        line.push_str(if *expectations_passed {
             "true"
         } else {
             "false"
