@@ -516,8 +516,8 @@ pub fn stream_scrub(data: &[u8]) -> bool {
     let mut seen = after.text.clone().unwrap_or_default();
     for call in &after.tool_calls {
         let text = call.arguments.text();
-        seen.push_str(&text);
-        if let Ok(v) = serde_json::from_str::<Value>(&text) {
+        seen.push_str(text);
+        if let Ok(v) = serde_json::from_str::<Value>(text) {
             seen.push_str(&v.to_string());
             if let Some(s) = v.get("command").and_then(Value::as_str) {
                 seen.push_str(s);

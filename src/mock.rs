@@ -408,7 +408,7 @@ fn tools_chars(tools: &[crate::llm::ToolSpec]) -> usize {
 
 fn args_len(a: &Arguments) -> usize {
     match a {
-        Arguments::Parsed(v) => crate::json::compact_len(v),
+        Arguments::Parsed(v) => v.text().len(),
         Arguments::Raw(s) => s.len(),
     }
 }
@@ -423,7 +423,7 @@ fn estimate_output(turn: &TurnDef) -> u64 {
                 + c.raw_args
                     .as_ref()
                     .map(String::len)
-                    .or_else(|| c.args.as_deref().map(crate::json::compact_len))
+                    .or_else(|| c.args.as_ref().map(|a| a.text().len()))
                     .unwrap_or(2)
         })
         .sum();

@@ -214,7 +214,7 @@ pub fn run(input: RunInput<'_>, model: &mut dyn Model, tools: &mut dyn ToolRunne
         input,
         config: input.config,
         policies: policy::build(input.config, input.workspace),
-        events: Vec::with_capacity(64),
+        events: Vec::with_capacity(EVENTS_AT_START),
         messages: History::new(),
         without_argument_text: Vec::new(),
         context_measured: crate::llm::RunningSum::default(),
@@ -257,6 +257,10 @@ pub fn run(input: RunInput<'_>, model: &mut dyn Model, tools: &mut dyn ToolRunne
         Err(gap) => Err((lp.events, gap)),
     }
 }
+
+/// Room for a run's events at its start: most runs fit (a few hundred bytes each, so tens of
+/// KiB), where growing a vector of them copies every event already kept, at each doubling.
+const EVENTS_AT_START: usize = 256;
 
 impl Loop<'_> {
     fn emit(&mut self, event: Event) {
@@ -1067,7 +1071,7 @@ impl Loop<'_> {
                 None
             };
             let p = match args {
-                Err(e) => Prepared::Broken(call.arguments.text().into_owned(), e),
+                Err(e) => Prepared::Broken(call.arguments.text().to_owned(), e),
                 Ok(args) if spec.is_none() => Prepared::Unknown(args),
                 Ok(args) => match self
                     .policies

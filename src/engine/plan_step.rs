@@ -297,7 +297,7 @@ pub(super) fn run(
     let mut lp = PlanLoop {
         config: input.config,
         ps: &input.config.plan_step,
-        events: Vec::with_capacity(64),
+        events: Vec::with_capacity(super::EVENTS_AT_START),
         messages: History::new(),
         budget: crate::limits::Budget::default(),
         clock: 0,
@@ -698,7 +698,7 @@ impl PlanLoop<'_> {
         call.push_str("{\"tool\":");
         crate::json::push_quoted(&mut call, name);
         call.push_str(",\"args\":");
-        crate::json::push_compact(&mut call, &args);
+        call.push_str(args.text());
         call.push('}');
         self.push(Role::Assistant, call);
         let result = match status {

@@ -120,7 +120,7 @@ impl Loop<'_> {
         let call = response.tool_calls.first()?;
         let args = match decode(&call.arguments, self.config.malformed_args) {
             Ok(v) => crate::json::compact(&v),
-            Err(_) => call.arguments.text().into_owned(),
+            Err(_) => call.arguments.text().to_owned(),
         };
         Some(policy::fill(message, &[("args", &args)]))
     }

@@ -171,7 +171,114 @@ pub struct ToolSpec {
 
 /// Parsed call arguments, shared rather than copied: one call's arguments pass from the
 /// script to the response, the conversation, the decoded batch, the trace and the defences.
-pub type Args = std::sync::Arc<Value>;
+/// Their compact text ([`Args::text`]) is written once, the first time something asks for it
+/// (the token estimate, the trace, the golden), and shared with them.
+#[derive(Clone)]
+pub struct Args(std::sync::Arc<ArgsInner>);
+
+struct ArgsInner {
+    value: Value,
+    text: std::sync::OnceLock<Box<str>>,
+}
+
+impl Args {
+    /// Arguments holding `value`.
+    pub fn new(value: Value) -> Self {
+        Self(std::sync::Arc::new(ArgsInner {
+            value,
+            text: std::sync::OnceLock::new(),
+        }))
+    }
+
+    /// The value.
+    pub fn value(&self) -> &Value {
+        &self.0.value
+    }
+
+    /// The compact JSON text, in the value's own key order (what [`crate::json::compact`]
+    /// writes): made the first time it is asked for.
+    pub fn text(&self) -> &str {
+        self.0
+            .text
+            .get_or_init(|| crate::json::compact(&self.0.value).into())
+    }
+
+    /// The value, moved out when nothing else shares it.
+    pub fn into_value(self) -> Value {
+        match std::sync::Arc::try_unwrap(self.0) {
+            Ok(inner) => inner.value,
+            Err(shared) => shared.value.clone(),
+        }
+    }
+}
+
+impl std::ops::Deref for Args {
+    type Target = Value;
+
+    fn deref(&self) -> &Value {
+        &self.0.value
+    }
+}
+
+impl AsRef<Value> for Args {
+    fn as_ref(&self) -> &Value {
+        &self.0.value
+    }
+}
+
+impl From<Value> for Args {
+    fn from(value: Value) -> Self {
+        Self::new(value)
+    }
+}
+
+impl PartialEq for Args {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.value == other.0.value
+    }
+}
+
+impl std::fmt::Debug for Args {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.value.fmt(f)
+    }
+}
+
+impl std::fmt::Display for Args {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.value.fmt(f)
+    }
+}
+
+impl Serialize for Args {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.value.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Args {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Value::deserialize(d).map(Self::new)
+    }
+}
+
+impl schemars::JsonSchema for Args {
+    fn inline_schema() -> bool {
+        Value::inline_schema()
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        Value::schema_name()
+    }
+
+    fn schema_id() -> std::borrow::Cow<'static, str> {
+        Value::schema_id()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        Value::json_schema(generator)
+    }
+}
 
 /// Arguments as the model produced them.
 #[derive(Debug, Clone, PartialEq)]
@@ -189,10 +296,10 @@ impl Arguments {
     }
 
     /// The arguments as text: compact JSON (in the model's key order) or the raw string.
-    pub fn text(&self) -> std::borrow::Cow<'_, str> {
+    pub fn text(&self) -> &str {
         match self {
-            Self::Parsed(v) => std::borrow::Cow::Owned(crate::json::compact(v)),
-            Self::Raw(s) => std::borrow::Cow::Borrowed(s),
+            Self::Parsed(v) => v.text(),
+            Self::Raw(s) => s,
         }
     }
 }
@@ -456,5 +563,44 @@ fn describe(e: &ScriptError) -> String {
             e.iteration,
             e.purpose.as_str()
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Args;
+    use serde_json::{Value, json};
+
+    #[test]
+    fn args_text_is_the_compact_text_written_once_and_shared() {
+        let values = [
+            json!({}),
+            json!([]),
+            json!({"b": 1, "a": [1.5, "x\n\"\\", null, true], "é": {"z": {}}}),
+            json!("control \u{1} and \u{7f}"),
+            json!(-0.0),
+            json!(u64::MAX),
+            json!(i64::MIN),
+            json!(0.30000000000000004),
+        ];
+        for v in values {
+            let a = Args::new(v.clone());
+            let b = a.clone();
+            assert_eq!(a.text(), serde_json::to_string(&v).unwrap(), "{v}");
+            // Written once: the clone hands out the same text.
+            assert!(std::ptr::eq(a.text(), b.text()), "{v}");
+            assert_eq!(*a, v);
+            assert_eq!(a.to_string(), v.to_string());
+            assert_eq!(format!("{a:?}"), format!("{v:?}"));
+            assert_eq!(serde_json::to_value(&a).unwrap(), v);
+            let back: Args = serde_json::from_value(v.clone()).unwrap();
+            assert_eq!(back, a);
+            // Shared, then alone: copied out, then moved out.
+            assert_eq!(b.into_value(), v);
+            assert_eq!(a.into_value(), v);
+        }
+        assert_ne!(Args::new(json!({"a": 1})), Args::new(json!({"a": 2})));
+        let v: Value = json!({"k": "v"});
+        assert_eq!(Args::from(v.clone()).value(), &v);
     }
 }

@@ -106,11 +106,10 @@ pub fn row(
         expectations_passed: true,
     };
     let mut iteration = 0u32;
-    // Looked up only, never listed: a fast hash, no order to keep.
-    let mut seen_failures: fnv::FnvHashSet<String> = fnv::FnvHashSet::default();
+    let mut seen_failures = SeenKeys::default();
     let mut first_repeat: Option<u32> = None;
     let mut recovered_at: Option<u32> = None;
-    let mut start_args = fnv::FnvHashMap::default();
+    let mut start_args = Starts::default();
     // Iterations, as half-open ranges, spent on plan steps that ended failed.
     let mut step_from = 1u32;
     let mut wasted: Vec<(u32, u32)> = Vec::new();
@@ -126,21 +125,15 @@ pub fn row(
         if let Some(a) = args {
             crate::json::push_canonical(&mut args_key, a);
         }
-        let by_args = args_key.as_str();
-        let by_error = error.map(|e| {
+        // Both keys are kept, whichever repeats (their tags keep them apart).
+        let mut repeated = !seen_failures.insert(&args_key);
+        if let Some(e) = error {
             failure_key(&mut error_key, 'e', name);
             error_key.push_str(e);
-            error_key.as_str()
-        });
-        let repeated =
-            seen_failures.contains(by_args) || by_error.is_some_and(|k| seen_failures.contains(k));
+            repeated |= !seen_failures.insert(&error_key);
+        }
         if repeated && first_repeat.is_none() {
             *first_repeat = Some(iteration);
-        }
-        for key in std::iter::once(by_args).chain(by_error) {
-            if !seen_failures.contains(key) {
-                seen_failures.insert(key.to_owned());
-            }
         }
     };
     for e in events {
@@ -182,7 +175,7 @@ pub fn row(
             Event::ToolCallStart { id, args, .. } => {
                 r.tool_calls += 1;
                 // Made canonical only for a call that fails.
-                start_args.insert(id.as_str(), &**args);
+                start_args.list.push((id.as_str(), &**args));
             }
             Event::ToolCallEnd {
                 id,
@@ -197,7 +190,7 @@ pub fn row(
                     }
                 } else {
                     r.tool_failures += 1;
-                    let args = start_args.get(id.as_str()).copied();
+                    let args = start_args.latest(id);
                     failure(name, args, error.as_deref(), iteration, &mut first_repeat);
                 }
             }
@@ -244,6 +237,102 @@ pub fn row(
         + r.output_tokens as f64 * prices.output_per_mtok)
         / 1_000_000.0;
     r
+}
+
+/// Every call's arguments as dispatched, in order, looked up (the latest of an id) only for a
+/// call that fails: a list every call pushes to, where a map would make each one pay for a
+/// hash. A call's end is most often among the last few starts; past them, an index of the rest
+/// is brought up to date, so a long run with many failures costs no more than a map.
+#[derive(Default)]
+struct Starts<'e> {
+    list: Vec<(&'e str, &'e Value)>,
+    /// The latest start of each id among the first `indexed` of `list`.
+    index: fnv::FnvHashMap<&'e str, &'e Value>,
+    indexed: usize,
+}
+
+impl<'e> Starts<'e> {
+    /// Starts looked at one by one, the latest first, before the index is asked.
+    const RECENT: usize = 32;
+
+    /// The arguments of the latest start of call `id`.
+    fn latest(&mut self, id: &str) -> Option<&'e Value> {
+        let recent = self.list.len().saturating_sub(Self::RECENT);
+        if let Some((_, args)) = self.list[recent..].iter().rev().find(|(s, _)| *s == id) {
+            return Some(args);
+        }
+        // None of the recent ones: the latest is earlier, and the index, brought up to date,
+        // names the latest of all.
+        for (s, args) in &self.list[self.indexed..] {
+            self.index.insert(s, args);
+        }
+        self.indexed = self.list.len();
+        self.index.get(id).copied()
+    }
+}
+
+/// A set of keys, each once: their text kept end to end in one buffer and found by a hash
+/// of it, made once per key and a word at a time (a failure's key holds its arguments or its
+/// error message, often hundreds of bytes). Keys of equal hash are told apart by their text.
+#[derive(Default)]
+struct SeenKeys {
+    text: String,
+    /// The first key of each hash, as a range of `text`.
+    first: fnv::FnvHashMap<u64, std::ops::Range<usize>>,
+    /// Any later key of a hash already taken.
+    more: Vec<(u64, std::ops::Range<usize>)>,
+}
+
+impl SeenKeys {
+    /// Add `key`; false when it was there already.
+    fn insert(&mut self, key: &str) -> bool {
+        self.insert_hashed(key, word_hash(key.as_bytes()))
+    }
+
+    /// Add `key`, whose hash is `h`; false when it was there already.
+    fn insert_hashed(&mut self, key: &str, h: u64) -> bool {
+        let text = &self.text;
+        let same = |r: &std::ops::Range<usize>| text.get(r.clone()) == Some(key);
+        let taken = match self.first.get(&h) {
+            None => false,
+            Some(at) if same(at) || self.more.iter().any(|(m, r)| *m == h && same(r)) => {
+                return false;
+            }
+            Some(_) => true,
+        };
+        let range = self.push(key);
+        if taken {
+            self.more.push((h, range));
+        } else {
+            self.first.insert(h, range);
+        }
+        true
+    }
+
+    fn push(&mut self, key: &str) -> std::ops::Range<usize> {
+        let from = self.text.len();
+        self.text.push_str(key);
+        from..self.text.len()
+    }
+}
+
+/// A 64-bit hash of `bytes`, eight at a time (the rotate-xor-multiply step of rustc's own
+/// hasher), with the length mixed in last. For a hash table: not for anything an attacker
+/// chooses to collide, nor kept anywhere.
+fn word_hash(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+    let step = |h: u64, w: u64| (h.rotate_left(5) ^ w).wrapping_mul(K);
+    let mut words = bytes.chunks_exact(8);
+    let mut h = 0;
+    for w in &mut words {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(w);
+        h = step(h, u64::from_le_bytes(b));
+    }
+    let mut tail = [0u8; 8];
+    tail[..words.remainder().len()].copy_from_slice(words.remainder());
+    h = step(h, u64::from_le_bytes(tail));
+    step(h, bytes.len() as u64)
 }
 
 /// `key` made the start of a repeated-failure key: `tag\0name\0`.
@@ -466,7 +555,69 @@ fn csv_field(line: &mut String, text: &str) {
 
 #[cfg(test)]
 mod tests {
-    use super::{CsvSink, Row, covered};
+    use super::{CsvSink, Row, SeenKeys, Starts, covered, word_hash};
+    use serde_json::{Value, json};
+
+    #[test]
+    fn starts_name_the_latest_arguments_of_an_id_as_a_map_would() {
+        // Ids that come back (as a mock's `call_0` does every turn), looked up now soon after
+        // their start, now long after, now never started; runs longer than the recent window.
+        let values: Vec<Value> = (0..2_000).map(|i| json!({"i": i})).collect();
+        let ids: Vec<String> = (0..80).map(|i| format!("call_{i}")).collect();
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = |n: usize| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            usize::try_from(state >> 33).unwrap() % n
+        };
+        for spread in [1, 5, 40, 80] {
+            let mut starts = Starts::default();
+            let mut map = std::collections::HashMap::new();
+            for v in &values {
+                let id = ids[next(spread)].as_str();
+                starts.list.push((id, v));
+                map.insert(id, v);
+                for _ in 0..next(3) {
+                    let asked = ids[next(80)].as_str();
+                    assert_eq!(starts.latest(asked), map.get(asked).copied(), "{asked}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn seen_keys_answer_as_a_set_of_strings_even_when_hashes_collide() {
+        // Keys of every length around the word size, prefixes of each other, equal but for
+        // their last byte, and the empty key; each offered twice, in two orders.
+        let mut keys: Vec<String> = vec![String::new()];
+        for n in 1..=19 {
+            keys.push("a".repeat(n));
+            keys.push(format!("{}b", "a".repeat(n - 1)));
+            keys.push(format!("e\0tool\0{}", "x".repeat(n)));
+        }
+        keys.push("a".repeat(8) + "\0");
+        let mut offered = keys.clone();
+        offered.extend(keys.iter().rev().cloned());
+        // Every hash the same, a few hashes, and the real one.
+        let hashes: [fn(&str) -> u64; 3] =
+            [|_| 7, |k| k.len() as u64 % 3, |k| word_hash(k.as_bytes())];
+        for hash in hashes {
+            let mut seen = SeenKeys::default();
+            let mut set = std::collections::HashSet::new();
+            for k in &offered {
+                assert_eq!(
+                    seen.insert_hashed(k, hash(k)),
+                    set.insert(k.clone()),
+                    "{k:?}"
+                );
+            }
+        }
+        // The real hash tells these keys apart (its tail and length steps count).
+        let distinct: std::collections::HashSet<u64> =
+            keys.iter().map(|k| word_hash(k.as_bytes())).collect();
+        assert_eq!(distinct.len(), keys.len());
+    }
 
     /// The CSV a general writer gives through serialisation, the way the sink wrote before.
     fn by_serde(rows: &[Row]) -> Vec<u8> {

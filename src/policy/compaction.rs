@@ -75,7 +75,7 @@ pub fn wire_len(m: &Message) -> usize {
                 + q(&c.name)
                 + 1
                 + r#""arguments":"#.len()
-                + q(&c.arguments.text());
+                + q(c.arguments.text());
         }
     }
     n
@@ -102,7 +102,6 @@ pub fn split_for_summary(messages: &[Message], keep_last: usize) -> (Vec<Message
 mod tests {
     use super::{compact_for_retry, estimate_tokens, split_for_summary, wire_len};
     use serde::Serialize;
-    use std::borrow::Cow;
 
     /// One message as the estimate renders it; field order is the wire order.
     #[derive(Serialize)]
@@ -117,7 +116,7 @@ mod tests {
     struct WireCall<'a> {
         id: &'a str,
         name: &'a str,
-        arguments: Cow<'a, str>,
+        arguments: &'a str,
     }
 
     impl<'a> From<&'a Message> for WireMessage<'a> {

@@ -235,7 +235,7 @@ fn output_of(r: &ModelResponse, meta: &AnswerMeta) -> Vec<Value> {
         output.push(message_item(&message_id, t, "completed"));
     }
     for (c, id) in r.tool_calls.iter().zip(&call_ids) {
-        output.push(call_item(id, c, &c.arguments.text(), "completed"));
+        output.push(call_item(id, c, c.arguments.text(), "completed"));
     }
     output
 }

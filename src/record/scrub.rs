@@ -703,7 +703,7 @@ mod tests {
         let r = crate::llm::stream::assemble(&r.stream).expect("the stream assembles");
         let mut all = r.text.clone().unwrap_or_default();
         for c in &r.tool_calls {
-            all.push_str(&c.arguments.text());
+            all.push_str(c.arguments.text());
         }
         all
     }
@@ -829,7 +829,7 @@ mod tests {
             )
             .unwrap();
         let r = crate::llm::stream::assemble(&r.stream).unwrap();
-        let parsed: Value = serde_json::from_str(&r.tool_calls[0].arguments.text()).unwrap();
+        let parsed: Value = serde_json::from_str(r.tool_calls[0].arguments.text()).unwrap();
         assert_eq!(parsed, json!({"command": REDACTED}));
         let mut body = json!({"arguments": args});
         s.scrub_value(&mut body);

@@ -150,7 +150,7 @@ pub(super) fn chunks_of(r: &ModelResponse) -> Vec<Chunk> {
         if !args.is_empty() {
             out.push(Chunk::ArgsDelta {
                 index,
-                text: args.into_owned(),
+                text: args.to_owned(),
             });
         }
         out.push(Chunk::ToolCallComplete { index });
@@ -192,9 +192,7 @@ pub(super) fn in_form(r: &ModelResponse, form: &TextForm, seed: u64) -> Option<S
                 .filter(|v| generate::valid(schema, v))
                 .or_else(|| {
                     match generate::arguments(schema, crate::scenario::Generate::Valid, seed) {
-                        crate::llm::Arguments::Parsed(v) => {
-                            Some(std::sync::Arc::unwrap_or_clone(v))
-                        }
+                        crate::llm::Arguments::Parsed(v) => Some(v.into_value()),
                         crate::llm::Arguments::Raw(_) => None,
                     }
                 })?;

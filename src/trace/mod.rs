@@ -369,7 +369,7 @@ impl Event {
                 .map(|c| CallSummary {
                     id: c.id.clone(),
                     name: c.name.clone(),
-                    args: c.arguments.text().into_owned(),
+                    args: c.arguments.text().to_owned(),
                 })
                 .collect(),
             input_tokens: r.usage.input,
@@ -872,7 +872,7 @@ trait Push {
     /// Names as `[a, b, c]`.
     fn names(&mut self, names: &[String]) -> &mut Self;
     /// A call as ` id name(args)`, the arguments as compact JSON ([`crate::json::compact`]).
-    fn call(&mut self, id: &str, name: &str, args: &Value) -> &mut Self;
+    fn call(&mut self, id: &str, name: &str, args: &crate::llm::Args) -> &mut Self;
 }
 
 impl Push for String {
@@ -903,10 +903,14 @@ impl Push for String {
         self
     }
 
-    fn call(&mut self, id: &str, name: &str, args: &Value) -> &mut Self {
-        self.t(" ").t(id).t(" ").t(name).t("(");
-        crate::json::push_compact(self, args);
-        self.t(")")
+    fn call(&mut self, id: &str, name: &str, args: &crate::llm::Args) -> &mut Self {
+        self.t(" ")
+            .t(id)
+            .t(" ")
+            .t(name)
+            .t("(")
+            .t(args.text())
+            .t(")")
     }
 }
 

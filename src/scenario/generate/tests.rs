@@ -116,7 +116,7 @@ fn open_and_odd_schemas_still_give_arguments() {
 
 fn parsed(a: Arguments) -> Value {
     match a {
-        Arguments::Parsed(v) => std::sync::Arc::unwrap_or_clone(v),
+        Arguments::Parsed(v) => v.into_value(),
         Arguments::Raw(r) => panic!("raw arguments {r}"),
     }
 }
