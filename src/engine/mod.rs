@@ -884,11 +884,11 @@ impl Loop<'_> {
             .map(|c| decode(&c.arguments, self.config.malformed_args))
             .collect();
         // Arguments that do not decode read as `{}`.
-        let empty = empty();
-        let pairs: Vec<(&str, &Value)> = calls
+        let empty = Args::new(empty());
+        let pairs: Vec<(&str, &Args)> = calls
             .iter()
             .zip(&decoded)
-            .map(|(c, d)| (c.name.as_str(), d.as_deref().unwrap_or(&empty)))
+            .map(|(c, d)| (c.name.as_str(), d.as_ref().unwrap_or(&empty)))
             .collect();
         for p in &mut self.policies {
             p.before_execute(&pairs);

@@ -172,13 +172,15 @@ pub struct ToolSpec {
 /// Parsed call arguments, shared rather than copied: one call's arguments pass from the
 /// script to the response, the conversation, the decoded batch, the trace and the defences.
 /// Their compact text ([`Args::text`]) is written once, the first time something asks for it
-/// (the token estimate, the trace, the golden), and shared with them.
+/// (the token estimate, the trace, the golden), and shared with them; so is their canonical
+/// text ([`Args::canonical`]), which the defences and the metrics key calls by.
 #[derive(Clone)]
 pub struct Args(std::sync::Arc<ArgsInner>);
 
 struct ArgsInner {
     value: Value,
     text: std::sync::OnceLock<Box<str>>,
+    canonical: std::sync::OnceLock<Box<str>>,
 }
 
 impl Args {
@@ -187,6 +189,7 @@ impl Args {
         Self(std::sync::Arc::new(ArgsInner {
             value,
             text: std::sync::OnceLock::new(),
+            canonical: std::sync::OnceLock::new(),
         }))
     }
 
@@ -201,6 +204,14 @@ impl Args {
         self.0
             .text
             .get_or_init(|| crate::json::compact(&self.0.value).into())
+    }
+
+    /// The canonical JSON text, keys sorted at every level (what [`crate::json::canonical`]
+    /// writes): made the first time it is asked for.
+    pub fn canonical(&self) -> &str {
+        self.0
+            .canonical
+            .get_or_init(|| crate::json::canonical(&self.0.value).into())
     }
 
     /// The value, moved out when nothing else shares it.
@@ -587,8 +598,10 @@ mod tests {
             let a = Args::new(v.clone());
             let b = a.clone();
             assert_eq!(a.text(), serde_json::to_string(&v).unwrap(), "{v}");
-            // Written once: the clone hands out the same text.
+            assert_eq!(a.canonical(), crate::json::canonical(&v), "{v}");
+            // Written once: the clone hands out the same texts.
             assert!(std::ptr::eq(a.text(), b.text()), "{v}");
+            assert!(std::ptr::eq(a.canonical(), b.canonical()), "{v}");
             assert_eq!(*a, v);
             assert_eq!(a.to_string(), v.to_string());
             assert_eq!(format!("{a:?}"), format!("{v:?}"));

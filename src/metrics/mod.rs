@@ -1,10 +1,10 @@
 //! Metrics: one [`Row`] per run, folded from its trace, and the CSV writer. Pure: the writer
 //! takes any `io::Write`.
 
+use crate::llm::Args;
 use crate::scenario::{OutcomeKind, Prices};
 use crate::trace::{Event, StepStatus, TimedEvent};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::fmt::Write as _;
 use std::io;
 
@@ -117,13 +117,13 @@ pub fn row(
     // into buffers kept across failures.
     let (mut args_key, mut error_key) = (String::new(), String::new());
     let mut failure = |name: &str,
-                       args: Option<&Value>,
+                       args: Option<&Args>,
                        error: Option<&str>,
                        iteration: u32,
                        first_repeat: &mut Option<u32>| {
         failure_key(&mut args_key, 'a', name);
         if let Some(a) = args {
-            crate::json::push_canonical(&mut args_key, a);
+            args_key.push_str(a.canonical());
         }
         // Both keys are kept, whichever repeats (their tags keep them apart).
         let mut repeated = !seen_failures.insert(&args_key);
@@ -175,7 +175,7 @@ pub fn row(
             Event::ToolCallStart { id, args, .. } => {
                 r.tool_calls += 1;
                 // Made canonical only for a call that fails.
-                start_args.list.push((id.as_str(), &**args));
+                start_args.list.push((id.as_str(), args));
             }
             Event::ToolCallEnd {
                 id,
@@ -245,9 +245,9 @@ pub fn row(
 /// is brought up to date, so a long run with many failures costs no more than a map.
 #[derive(Default)]
 struct Starts<'e> {
-    list: Vec<(&'e str, &'e Value)>,
+    list: Vec<(&'e str, &'e Args)>,
     /// The latest start of each id among the first `indexed` of `list`.
-    index: fnv::FnvHashMap<&'e str, &'e Value>,
+    index: fnv::FnvHashMap<&'e str, &'e Args>,
     indexed: usize,
 }
 
@@ -256,7 +256,7 @@ impl<'e> Starts<'e> {
     const RECENT: usize = 32;
 
     /// The arguments of the latest start of call `id`.
-    fn latest(&mut self, id: &str) -> Option<&'e Value> {
+    fn latest(&mut self, id: &str) -> Option<&'e Args> {
         let recent = self.list.len().saturating_sub(Self::RECENT);
         if let Some((_, args)) = self.list[recent..].iter().rev().find(|(s, _)| *s == id) {
             return Some(args);
@@ -556,13 +556,14 @@ fn csv_field(line: &mut String, text: &str) {
 #[cfg(test)]
 mod tests {
     use super::{CsvSink, Row, SeenKeys, Starts, covered, word_hash};
-    use serde_json::{Value, json};
+    use crate::llm::Args;
+    use serde_json::json;
 
     #[test]
     fn starts_name_the_latest_arguments_of_an_id_as_a_map_would() {
         // Ids that come back (as a mock's `call_0` does every turn), looked up now soon after
         // their start, now long after, now never started; runs longer than the recent window.
-        let values: Vec<Value> = (0..2_000).map(|i| json!({"i": i})).collect();
+        let values: Vec<Args> = (0..2_000).map(|i| Args::new(json!({"i": i}))).collect();
         let ids: Vec<String> = (0..80).map(|i| format!("call_{i}")).collect();
         let mut state = 0x2545_f491_4f6c_dd1d_u64;
         let mut next = |n: usize| {

@@ -5,9 +5,7 @@
 //! restarts the count at 0; a text answer that was not nudged clears it.
 
 use super::{Action, CallRecord, DuplicateConfig, LoopView, Policy};
-use crate::json::canonical;
-use crate::llm::Role;
-use serde_json::Value;
+use crate::llm::{Args, Role};
 
 /// The tracker's counter, exactly as upstream.
 #[derive(Debug, Default, Clone)]
@@ -65,10 +63,10 @@ impl Policy for DuplicateTracker {
         }
     }
 
-    fn before_execute(&mut self, calls: &[(&str, &Value)]) {
+    fn before_execute(&mut self, calls: &[(&str, &Args)]) {
         self.pending = calls
             .iter()
-            .map(|(name, args)| ((*name).to_owned(), canonical(args)))
+            .map(|(name, args)| ((*name).to_owned(), args.canonical().to_owned()))
             .collect();
     }
 
@@ -166,10 +164,11 @@ mod tests {
         let view = LoopView::at(1);
         let mut warned = Vec::new();
         for args in [&ab, &ba, &ab] {
-            p.before_execute(&[("echo", args)]);
+            let args = crate::llm::Args::new(args.clone());
+            p.before_execute(&[("echo", &args)]);
             let record = CallRecord {
                 name: "echo".to_owned(),
-                args: args.clone().into(),
+                args,
                 result: CallResult::Failed(Some("boom".to_owned())),
             };
             let actions = p.after_batch(&[record], &view);

@@ -6,7 +6,7 @@
 
 use super::say;
 use super::{Action, IntentNudgeConfig, LoopView, Policy};
-use serde_json::Value;
+use crate::llm::Args;
 
 const EXCLUSIONS: &[&str] = &[
     "let me explain",
@@ -180,7 +180,7 @@ impl Policy for IntentNudge {
         }
     }
 
-    fn before_execute(&mut self, _calls: &[(&str, &Value)]) {
+    fn before_execute(&mut self, _calls: &[(&str, &Args)]) {
         self.consecutive = 0;
     }
 }

@@ -79,13 +79,41 @@ mod fill_tests {
             "}{name",
             "é{name}ü{error}",
             "{{error}",
+            // A placeholder made of the template's text around a value put in before it.
+            "{err{name}}",
+            "{{name}error}",
+            "{name}{error}{name}",
+            "}{error}{",
+            // Braces of the template's own, far from a placeholder or near one.
+            "{\"error\":{error_json}}",
+            "{\"e\": {error}, \"n\": \"{name}\"}",
+            "{e{name}",
+            "{ {error}",
+            "{error{",
+            "{error{name}",
         ];
-        let values = ["", "x", "{error}", "{", "é", "{name}"];
+        let values = [
+            "",
+            "x",
+            "{error}",
+            "{",
+            "é",
+            "{name}",
+            "or",
+            "}",
+            "{err",
+            "or}",
+            "{\"a\":1}",
+        ];
         for t in templates {
             for a in values {
                 for b in values {
                     let pairs = [("name", a), ("error", b)];
                     assert_eq!(fill(t, &pairs), in_turn(t, &pairs), "{t:?} {pairs:?}");
+                    for c in ["", "{name}", "{error}"] {
+                        let three = [("name", a), ("error", b), ("name", c)];
+                        assert_eq!(fill(t, &three), in_turn(t, &three), "{t:?} {three:?}");
+                    }
                 }
             }
         }
@@ -240,7 +268,7 @@ pub trait Policy: Send {
     }
 
     /// A batch is about to run (not discarded).
-    fn before_execute(&mut self, _calls: &[(&str, &Value)]) {}
+    fn before_execute(&mut self, _calls: &[(&str, &crate::llm::Args)]) {}
 
     /// Screen one call of a batch in order, before it runs (`turn` is the iteration).
     fn screen(&mut self, _name: &str, _args: &Value, _view: &LoopView) -> Screen {

@@ -6,9 +6,9 @@
 
 use super::say;
 use super::{Action, LoopView, Policy, RecoveryConfig};
+use crate::llm::Args;
 use crate::llm::{Anomaly, ModelResponse};
 use crate::vocabulary::OutcomeKind;
-use serde_json::Value;
 
 pub(super) struct Recovery {
     config: RecoveryConfig,
@@ -96,7 +96,7 @@ impl Policy for Recovery {
         }
     }
 
-    fn before_execute(&mut self, _calls: &[(&str, &Value)]) {
+    fn before_execute(&mut self, _calls: &[(&str, &Args)]) {
         self.reset();
     }
 }

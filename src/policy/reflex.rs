@@ -7,7 +7,6 @@
 //! stage-skip guard delivers the nudge before any strip; a trailing success cancels.
 
 use super::{Action, CallRecord, LoopView, Policy, ReflexConfig, fill};
-use crate::json::{canonical, compact};
 use crate::llm::Args;
 use serde_json::Value;
 use std::collections::VecDeque;
@@ -16,7 +15,6 @@ use std::collections::VecDeque;
 #[derive(Debug, Clone)]
 pub struct Fingerprint {
     tool: String,
-    args_key: String,
     failed: bool,
     error: Option<String>,
     args: Args,
@@ -44,10 +42,14 @@ impl Fingerprint {
         Self::new(&r.name, Args::clone(&r.args), r.result.failed(), error)
     }
 
+    /// The arguments' canonical text, which two calls share when they are the same call.
+    fn args_key(&self) -> &str {
+        self.args.canonical()
+    }
+
     fn new(tool: &str, args: Args, failed: bool, error: Option<String>) -> Self {
         Self {
             tool: tool.to_owned(),
-            args_key: canonical(&args),
             failed,
             error,
             args,
@@ -143,7 +145,7 @@ impl ReflexDetector {
             return false;
         };
         let same_tool = self.recent.iter().all(|f| f.failed && f.tool == first.tool);
-        let same_args = self.recent.iter().all(|f| f.args_key == first.args_key);
+        let same_args = self.recent.iter().all(|f| f.args_key() == first.args_key());
         let same_error =
             first.error.is_some() && self.recent.iter().all(|f| f.error == first.error);
         same_tool && (same_args || same_error)
@@ -207,9 +209,9 @@ impl ReflexPolicy {
                 fill(
                     &self.config.nudge_entry,
                     &[
-                        ("i", &(i + 1).to_string()),
+                        ("i", itoa::Buffer::new().format(i + 1)),
                         ("tool", &f.tool),
-                        ("args", &compact(&f.args)),
+                        ("args", f.args.text()),
                         ("error", f.error.as_deref().unwrap_or("(no error)")),
                     ],
                 )
@@ -411,7 +413,7 @@ mod tests {
     fn canonicalize_is_order_stable() {
         let a = Fingerprint::success("t", &json!({"a":1,"b":2}));
         let b = Fingerprint::success("t", &json!({"b":2,"a":1}));
-        assert_eq!(a.args_key, b.args_key);
+        assert_eq!(a.args_key(), b.args_key());
     }
 
     #[test]

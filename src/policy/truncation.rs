@@ -4,8 +4,8 @@
 //! truncations still escalate); an executed batch does.
 
 use super::{Action, LoopView, Policy, TruncationConfig};
+use crate::llm::Args;
 use crate::llm::{Finish, ModelResponse, Role};
-use serde_json::Value;
 
 pub(super) struct Truncation {
     config: TruncationConfig,
@@ -49,7 +49,7 @@ impl Policy for Truncation {
         Some(actions)
     }
 
-    fn before_execute(&mut self, _calls: &[(&str, &Value)]) {
+    fn before_execute(&mut self, _calls: &[(&str, &Args)]) {
         self.count = 0;
     }
 }

@@ -320,6 +320,20 @@ impl Exchange {
 
 /// Parse a cassette text.
 pub fn parse(text: &str) -> Result<Cassette, Diagnostic> {
+    // A cassette this build reads is read once, straight; any other is read again below, for
+    // what is wrong and where (the version first: a newer format may not read at all).
+    if let Ok(c) = serde_json::from_str::<Cassette>(text) {
+        if c.version <= VERSION {
+            check_limits(text, &c)?;
+            return Ok(c);
+        }
+    }
+    read_reporting(text)
+}
+
+/// [`parse`] the long way: the version looked for first, then the cassette read with the path
+/// of what fails to read.
+fn read_reporting(text: &str) -> Result<Cassette, Diagnostic> {
     let version: Option<u64> = serde_json::from_str::<Value>(text)
         .ok()
         .and_then(|v| v.get("version").and_then(Value::as_u64));
@@ -496,6 +510,45 @@ mod tests {
         });
         assert!(matches!(e.outcome(Provider::Openai, 9), Outcome::Fault(f)
             if f.kind == FaultKind::ServerError && f.message.contains("connection cut")));
+    }
+
+    /// What `parse` gives, comparable: the cassette as JSON, or the error's place and words.
+    fn outcome(r: Result<Cassette, Diagnostic>) -> Result<Value, String> {
+        r.map(|c| serde_json::to_value(c).unwrap())
+            .map_err(|d| format!("{}:{}: {d}", d.line(), d.col()))
+    }
+
+    #[test]
+    fn read_at_once_or_the_long_way_alike() {
+        // The bundled cassette, and the same spoilt in the ways a hand edit spoils one.
+        let good =
+            include_str!("../../scenarios/record/fixtures/cassettes/reflex-live.cassette.json")
+                .to_owned();
+        let texts = [
+            good.clone(),
+            format!("{good}\n"),
+            // Past the document, read or refused alike.
+            format!("{good} trailing"),
+            format!("{good}{{}}"),
+            good.replace("\"version\": 1", "\"version\": 3"),
+            good.replace("\"version\": 1", "\"version\": 99999999999"),
+            good.replace("\"version\": 1", "\"version\": 1, \"version\": 2"),
+            good.replace("\"version\": 1", "\"version\": 3, \"unknown\": true"),
+            good.replace("\"model\": \"stub-model\"", "\"model\": 5"),
+            good.replace("\"stream\": true,", ""),
+            good.replace("\"delay\": \"recorded\"", "\"delay\": \"never\""),
+            String::new(),
+            "[]".to_owned(),
+        ];
+        for t in &texts {
+            assert_eq!(outcome(parse(t)), outcome(read_reporting(t)), "{t}");
+        }
+        assert_eq!(
+            texts.iter().filter(|t| **t == good).count(),
+            1,
+            "each spoils it"
+        );
+        assert!(parse(&texts[0]).is_ok());
     }
 
     #[test]

@@ -409,19 +409,27 @@ impl<'a> Gen<'a> {
 
     /// The required names of all parts, each once, in order.
     fn required(&self, parts: &[&'a Value]) -> Vec<&'a str> {
+        // A tool requires a few names: looked for in the list; past [`Self::FEW`], in a set.
         let mut out: Vec<&str> = Vec::new();
-        let mut seen = std::collections::BTreeSet::new();
+        let mut seen: Option<std::collections::BTreeSet<&str>> = None;
         for p in parts {
             for name in p.at("required").as_array().into_iter().flatten() {
-                if let Some(name) = name.as_str() {
-                    if seen.insert(name) {
-                        out.push(name);
-                    }
+                let Some(name) = name.as_str() else { continue };
+                let new = match &mut seen {
+                    Some(set) => set.insert(name),
+                    None if out.len() < Self::FEW => !out.contains(&name),
+                    None => seen.insert(out.iter().copied().collect()).insert(name),
+                };
+                if new {
+                    out.push(name);
                 }
             }
         }
         out
     }
+
+    /// Names looked for one by one before a set is made.
+    const FEW: usize = 16;
 
     /// The schemas a property's value must satisfy: its `properties` entries, else the
     /// `additionalProperties` schemas of the parts.
@@ -905,12 +913,14 @@ fn number(parts: &[&Value]) -> Value {
 /// it accepts.
 fn string(parts: &[&Value], seed: u64) -> String {
     let format = parts.iter().find_map(|p| p.at("format").as_str());
+    // `WORD-N`: pushed in pieces, as every valid call of a portable scenario asks for one.
     let word = || {
-        format!(
-            "{}-{}",
-            WORDS[usize::try_from(seed % WORDS.len() as u64).unwrap_or(0)],
-            (seed >> 8) % 1000
-        )
+        let w = WORDS[usize::try_from(seed % WORDS.len() as u64).unwrap_or(0)];
+        let mut s = String::with_capacity(w.len() + 4);
+        s.push_str(w);
+        s.push('-');
+        s.push_str(itoa::Buffer::new().format((seed >> 8) % 1000));
+        s
     };
     let mut s = match format {
         Some("date") => "2026-03-14".to_owned(),

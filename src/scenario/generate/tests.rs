@@ -421,3 +421,28 @@ fn references_by_id_reach_the_subschema_that_has_it() {
     // A name no subschema has resolves to nothing, which holds (unknown is not invalid).
     assert!(valid(&json!({"$ref": "Nowhere"}), &json!(1)));
 }
+
+#[test]
+fn required_names_count_once_in_order_few_or_many() {
+    // Names repeated within a part and across `allOf` parts, below and past the count at which
+    // a set is made: each once, where it first appears.
+    for n in [3usize, 15, 16, 17, 40] {
+        let names: Vec<String> = (0..n).map(|i| format!("p{i}")).collect();
+        let mut first: Vec<&str> = names.iter().map(String::as_str).collect();
+        first.extend(names.iter().rev().step_by(2).map(String::as_str));
+        let second: Vec<&str> = names
+            .iter()
+            .rev()
+            .map(String::as_str)
+            .chain(["extra"])
+            .collect();
+        let s = json!({
+            "type": "object",
+            "required": first,
+            "allOf": [{"required": second}, {"required": ["extra", "p0"]}],
+        });
+        let mut want = names.clone();
+        want.push("extra".to_owned());
+        assert_eq!(required_fields(&s), want, "{n}");
+    }
+}
