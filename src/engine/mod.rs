@@ -126,6 +126,8 @@ struct Loop<'a> {
     config: &'a Config,
     policies: Vec<Box<dyn Policy>>,
     events: Vec<TimedEvent>,
+    /// The tool names of the last request's event, shared by the next that offers the same.
+    offered_names: OfferedNames,
     messages: History,
     /// The ids of the last response's streamed calls that received no argument text.
     without_argument_text: Vec<String>,
@@ -215,6 +217,7 @@ pub fn run(input: RunInput<'_>, model: &mut dyn Model, tools: &mut dyn ToolRunne
         config: input.config,
         policies: policy::build(input.config, input.workspace),
         events: Vec::with_capacity(EVENTS_AT_START),
+        offered_names: OfferedNames::default(),
         messages: History::new(),
         without_argument_text: Vec::new(),
         context_measured: crate::llm::RunningSum::default(),
@@ -255,6 +258,24 @@ pub fn run(input: RunInput<'_>, model: &mut dyn Model, tools: &mut dyn ToolRunne
     match lp.turns(model, tools) {
         Ok(()) => Ok(lp.events),
         Err(gap) => Err((lp.events, gap)),
+    }
+}
+
+/// The names of the tools a request offers, for its event: one list shared by the requests
+/// that offer the same tools (most of a run's), not a copy of every name for each.
+#[derive(Default)]
+pub(crate) struct OfferedNames(Option<std::sync::Arc<[String]>>);
+
+impl OfferedNames {
+    pub(crate) fn of(&mut self, tools: &[ToolSpec]) -> std::sync::Arc<[String]> {
+        if let Some(names) = &self.0 {
+            if names.len() == tools.len() && names.iter().zip(tools).all(|(n, t)| *n == t.name) {
+                return names.clone();
+            }
+        }
+        let names: std::sync::Arc<[String]> = tools.iter().map(|t| t.name.clone()).collect();
+        self.0 = Some(names.clone());
+        names
     }
 }
 
@@ -687,11 +708,12 @@ impl Loop<'_> {
         let mut request = older;
         request.push(Message::new(Role::User, c.summary_prompt.clone()));
         self.call_no += 1;
+        let tools = self.offered_names.of(&[]);
         self.emit(Event::ModelRequest {
             purpose: Purpose::Summary,
             call: self.call_no,
             messages: request.len(),
-            tools: Vec::new(),
+            tools,
             force_text: false,
             stripped: false,
         });
@@ -775,11 +797,12 @@ impl Loop<'_> {
                 tools.specs()
             };
             self.call_no += 1;
+            let tools = self.offered_names.of(offered);
             self.emit(Event::ModelRequest {
                 purpose: Purpose::Turn,
                 call: self.call_no,
                 messages: self.messages.len(),
-                tools: offered.iter().map(|t| t.name.clone()).collect(),
+                tools,
                 force_text: self.force_text,
                 stripped: self.strip_this_call,
             });
@@ -884,11 +907,11 @@ impl Loop<'_> {
             .map(|c| decode(&c.arguments, self.config.malformed_args))
             .collect();
         // Arguments that do not decode read as `{}`.
-        let empty = Args::new(empty());
+        static EMPTY: std::sync::LazyLock<Args> = std::sync::LazyLock::new(|| Args::new(empty()));
         let pairs: Vec<(&str, &Args)> = calls
             .iter()
             .zip(&decoded)
-            .map(|(c, d)| (c.name.as_str(), d.as_ref().unwrap_or(&empty)))
+            .map(|(c, d)| (c.name.as_str(), d.as_ref().unwrap_or(&EMPTY)))
             .collect();
         for p in &mut self.policies {
             p.before_execute(&pairs);
@@ -1041,14 +1064,13 @@ impl Loop<'_> {
         let mut sent = Vec::with_capacity(calls.len());
         let coerce = self.config.validation.enabled && self.config.validation.coerce_scalars;
         // Each call's tool as the profile looks it up (the events keep the name as called).
-        let names: Vec<String> = calls
+        let names: Vec<&str> = calls
             .iter()
-            .map(|(call, _)| self.looked_up(&call.name, tools.specs()).to_owned())
+            .map(|&(call, _)| self.looked_up(&call.name, tools.specs()))
             .collect();
         let mut called = Vec::with_capacity(calls.len());
-        for ((call, args), name) in calls.into_iter().zip(&names) {
+        for ((call, args), &name) in calls.into_iter().zip(&names) {
             called.push(call);
-            let name = name.as_str();
             let spec = tools.specs().iter().find(|t| t.name == name);
             let coerced = match (&args, spec) {
                 (Ok(a), Some(spec)) if coerce => policy::validate::coerce_scalars(&spec.schema, a),
@@ -1339,6 +1361,34 @@ mod tests {
     use crate::tool::ScriptedTools;
     use crate::trace::Event;
     use std::collections::BTreeMap;
+
+    #[test]
+    fn offered_names_are_shared_while_the_tools_stay_the_same() {
+        use super::OfferedNames;
+        use std::sync::Arc;
+        let spec = |name: &str| crate::llm::ToolSpec {
+            name: name.to_owned(),
+            description: String::new(),
+            schema: serde_json::json!({}),
+        };
+        let (ab, ac, a) = ([spec("a"), spec("b")], [spec("a"), spec("c")], [spec("a")]);
+        let mut names = OfferedNames::default();
+        let first = names.of(&ab);
+        assert_eq!(&*first, ["a", "b"]);
+        assert!(Arc::ptr_eq(&first, &names.of(&ab)));
+        // Other names, fewer, none: each its own list, then shared in turn.
+        for (tools, want) in [
+            (&ac[..], &["a", "c"][..]),
+            (&a, &["a"]),
+            (&[], &[]),
+            (&ab, &["a", "b"]),
+        ] {
+            let got = names.of(tools);
+            assert_eq!(&*got, want);
+            assert!(!Arc::ptr_eq(&got, &first) || tools == &ab[..]);
+            assert!(Arc::ptr_eq(&got, &names.of(tools)));
+        }
+    }
 
     /// Answers every turn with text and every summary with "S", remembering the roles of each
     /// summary request.

@@ -278,6 +278,8 @@ struct PlanLoop<'a> {
     config: &'a Config,
     ps: &'a PlanStepConfig,
     events: Vec<TimedEvent>,
+    /// The tool names of the last request's event, shared by the next that offers the same.
+    offered_names: super::OfferedNames,
     messages: History,
     /// What the run used of the per-run byte limits.
     budget: crate::limits::Budget,
@@ -298,6 +300,7 @@ pub(super) fn run(
         config: input.config,
         ps: &input.config.plan_step,
         events: Vec::with_capacity(super::EVENTS_AT_START),
+        offered_names: super::OfferedNames::default(),
         messages: History::new(),
         budget: crate::limits::Budget::default(),
         clock: 0,
@@ -525,11 +528,12 @@ impl PlanLoop<'_> {
     ) -> Result<Flow<String>, ScriptGap> {
         self.budget.check(self.events.len(), self.clock)?;
         let call = self.iterations;
+        let tools = self.offered_names.of(offered);
         self.emit(Event::ModelRequest {
             purpose,
             call,
             messages: self.messages.len(),
-            tools: offered.iter().map(|t| t.name.clone()).collect(),
+            tools,
             force_text: false,
             stripped: false,
         });

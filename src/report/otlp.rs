@@ -576,7 +576,7 @@ mod tests {
             purpose: Default::default(),
             call,
             messages: 2,
-            tools: vec!["exec".into()],
+            tools: vec!["exec".to_owned()].into(),
             force_text: false,
             stripped: false,
         };

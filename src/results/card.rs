@@ -598,7 +598,7 @@ mod tests {
             purpose: crate::llm::Purpose::default(),
             call: 1,
             messages: 1,
-            tools: vec!["act".to_owned()],
+            tools: vec!["act".to_owned()].into(),
             force_text: false,
             stripped: false,
         })];
@@ -630,7 +630,7 @@ mod tests {
                 purpose: crate::llm::Purpose::default(),
                 call,
                 messages: 1,
-                tools: vec!["act".to_owned()],
+                tools: vec!["act".to_owned()].into(),
                 force_text: false,
                 stripped: false,
             })

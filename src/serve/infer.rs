@@ -416,7 +416,7 @@ fn push_request(
         purpose: crate::llm::Purpose::Turn,
         call: *call,
         messages: e.request.messages.len(),
-        tools,
+        tools: tools.into(),
         force_text: false,
         stripped,
     });

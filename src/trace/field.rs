@@ -207,7 +207,7 @@ mod tests {
                 purpose: Purpose::Turn,
                 call: 1,
                 messages: 4,
-                tools: vec!["exec".into()],
+                tools: vec!["exec".to_owned()].into(),
                 force_text: false,
                 stripped: true,
             },

@@ -84,8 +84,8 @@ pub enum Event {
         call: u32,
         /// Messages sent.
         messages: usize,
-        /// Tools offered.
-        tools: Vec<String>,
+        /// Tools offered: one list shared by the requests that offer the same tools.
+        tools: std::sync::Arc<[String]>,
         /// Text-only mode.
         force_text: bool,
         /// Tools withheld for this call by a defence.
