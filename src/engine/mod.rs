@@ -279,8 +279,8 @@ impl OfferedNames {
     }
 }
 
-/// Room for a run's events at its start: most runs fit (a few hundred bytes each, so tens of
-/// KiB), where growing a vector of them copies every event already kept, at each doubling.
+/// Room for a run's events at its start: most runs fit (144 bytes each, so 36 KiB), where
+/// growing a vector of them copies every event already kept, at each doubling.
 const EVENTS_AT_START: usize = 256;
 
 impl Loop<'_> {
@@ -708,12 +708,12 @@ impl Loop<'_> {
         let mut request = older;
         request.push(Message::new(Role::User, c.summary_prompt.clone()));
         self.call_no += 1;
-        let tools = self.offered_names.of(&[]);
+        let names = self.offered_names.of(&[]);
         self.emit(Event::ModelRequest {
             purpose: Purpose::Summary,
             call: self.call_no,
             messages: request.len(),
-            tools,
+            tools: names,
             force_text: false,
             stripped: false,
         });
@@ -797,12 +797,12 @@ impl Loop<'_> {
                 tools.specs()
             };
             self.call_no += 1;
-            let tools = self.offered_names.of(offered);
+            let names = self.offered_names.of(offered);
             self.emit(Event::ModelRequest {
                 purpose: Purpose::Turn,
                 call: self.call_no,
                 messages: self.messages.len(),
-                tools,
+                tools: names,
                 force_text: self.force_text,
                 stripped: self.strip_this_call,
             });

@@ -528,12 +528,12 @@ impl PlanLoop<'_> {
     ) -> Result<Flow<String>, ScriptGap> {
         self.budget.check(self.events.len(), self.clock)?;
         let call = self.iterations;
-        let tools = self.offered_names.of(offered);
+        let names = self.offered_names.of(offered);
         self.emit(Event::ModelRequest {
             purpose,
             call,
             messages: self.messages.len(),
-            tools,
+            tools: names,
             force_text: false,
             stripped: false,
         });

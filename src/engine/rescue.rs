@@ -119,7 +119,7 @@ impl Loop<'_> {
         }
         let call = response.tool_calls.first()?;
         let args = match decode(&call.arguments, self.config.malformed_args) {
-            Ok(v) => crate::json::compact(&v),
+            Ok(v) => v.text().to_owned(),
             Err(_) => call.arguments.text().to_owned(),
         };
         Some(policy::fill(message, &[("args", &args)]))

@@ -557,7 +557,86 @@ fn csv_field(line: &mut String, text: &str) {
 mod tests {
     use super::{CsvSink, Row, SeenKeys, Starts, covered, word_hash};
     use crate::llm::Args;
-    use serde_json::json;
+    use serde_json::{Value, json};
+
+    /// One failed call of a run: its id, tool, arguments (`None`: never started) and error.
+    type Failed<'a> = (&'a str, &'a str, Option<serde_json::Value>, Option<&'a str>);
+
+    /// The iterations a run of four wasted, its failures (one list an iteration) as given and
+    /// nothing recovering: from the first failure that repeats one before it, to the end.
+    fn wasted(iterations: &[Vec<Failed<'_>>]) -> u32 {
+        use crate::trace::{Event, TimedEvent};
+        let mut events = Vec::new();
+        for n in 1..=4 {
+            events.push(Event::Iteration { n });
+            for (id, name, args, error) in iterations.get(n as usize - 1).into_iter().flatten() {
+                if let Some(a) = args {
+                    events.push(Event::ToolCallStart {
+                        id: (*id).to_owned(),
+                        name: (*name).to_owned(),
+                        args: Args::new(a.clone()),
+                    });
+                }
+                events.push(Event::ToolCallEnd {
+                    id: (*id).to_owned(),
+                    name: (*name).to_owned(),
+                    ok: false,
+                    output: None,
+                    error: error.map(str::to_owned),
+                    latency_ms: 0,
+                    rule: None,
+                });
+            }
+        }
+        let events: Vec<TimedEvent> = events
+            .into_iter()
+            .map(|event| TimedEvent { t_ms: 0, event })
+            .collect();
+        super::row(
+            "c",
+            "f",
+            "none",
+            crate::scenario::Prices::default(),
+            &events,
+        )
+        .wasted_iterations
+    }
+
+    #[test]
+    fn a_failure_repeats_by_its_arguments_in_any_key_order_or_by_its_error() {
+        let call = |id, name, args: Value, error| (id, name, Some(args), error);
+        // The same arguments, another error: a repeat at iteration 2.
+        let args = [
+            vec![call("c0", "a", json!({"x": 1}), Some("e1"))],
+            vec![call("c1", "a", json!({"x": 1}), Some("e2"))],
+        ];
+        assert_eq!(wasted(&args), 3);
+        // Other arguments, the same error: a repeat at 2.
+        let error = [
+            vec![call("c0", "a", json!({"x": 1}), Some("boom"))],
+            vec![call("c1", "a", json!({"x": 2}), Some("boom"))],
+        ];
+        assert_eq!(wasted(&error), 3);
+        // The same arguments in another key order, no error text; another tool's failure
+        // with them is no repeat: a repeat at 3.
+        let order = [
+            vec![call("c0", "a", json!({"p": 1, "q": 2}), None)],
+            vec![call("c1", "b", json!({"p": 1, "q": 2}), None)],
+            vec![call("c2", "a", json!({"q": 2, "p": 1}), None)],
+        ];
+        assert_eq!(wasted(&order), 2);
+        // Ends of calls never started, twice: the same (empty) arguments, a repeat at 2.
+        let unstarted = [vec![("c9", "a", None, None)], vec![("c9", "a", None, None)]];
+        assert_eq!(wasted(&unstarted), 3);
+        // An id used again with other arguments: the latest start's count, no repeat; nor is
+        // another tool's failure with the same error.
+        let reused = [
+            vec![call("c0", "a", json!({"x": 1}), Some("e1"))],
+            vec![call("c0", "a", json!({"x": 2}), Some("e2"))],
+            vec![call("c1", "b", json!({"x": 3}), Some("e1"))],
+        ];
+        assert_eq!(wasted(&reused), 0);
+    }
 
     #[test]
     fn starts_name_the_latest_arguments_of_an_id_as_a_map_would() {

@@ -548,6 +548,27 @@ mod tests {
             1,
             "each spoils it"
         );
+        // Every refused cassette of the fixtures, among them some that read whole and are
+        // refused by their limits (version 0, an agent's at version 1, both a scenario and an
+        // agent): each way gives the same refusal, in the same place.
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/invalid/cassette");
+        let mut read_whole_then_refused = 0;
+        let mut files = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let limit = crate::limits::MAX_CASSETTE_BYTES;
+            let Ok(t) = crate::store::read_input_text(&path, "cassette", limit) else {
+                continue;
+            };
+            files += 1;
+            assert_eq!(outcome(parse(&t)), outcome(read_reporting(&t)), "{t}");
+            if serde_json::from_str::<Cassette>(&t).is_ok() && parse(&t).is_err() {
+                read_whole_then_refused += 1;
+            }
+        }
+        assert!(files >= 10, "{files} fixtures");
+        assert!(read_whole_then_refused >= 3, "{read_whole_then_refused}");
         assert!(parse(&texts[0]).is_ok());
     }
 

@@ -184,7 +184,14 @@ impl Builder<'_> {
     }
 
     /// An `execute_tool` span for call `id`, opened at `t_ms`.
-    fn tool_span(&mut self, seq: usize, t_ms: u64, id: &str, name: &str, args: &Value) -> usize {
+    fn tool_span(
+        &mut self,
+        seq: usize,
+        t_ms: u64,
+        id: &str,
+        name: &str,
+        args: &crate::llm::Args,
+    ) -> usize {
         self.span(
             seq,
             format!("execute_tool {name}"),
@@ -194,7 +201,7 @@ impl Builder<'_> {
                 s("gen_ai.operation.name", "execute_tool"),
                 s("gen_ai.tool.name", name),
                 s("gen_ai.tool.call.id", id),
-                s("gen_ai.tool.call.arguments", crate::json::compact(args)),
+                s("gen_ai.tool.call.arguments", args.text()),
             ],
         )
     }

@@ -222,7 +222,7 @@ pub fn said(text: &str, calls: &[crate::llm::ToolCall]) -> String {
     calls
         .iter()
         .map(|c| match &c.arguments {
-            crate::llm::Arguments::Parsed(v) => crate::json::canonical(v),
+            crate::llm::Arguments::Parsed(v) => v.canonical().to_owned(),
             crate::llm::Arguments::Raw(r) => serde_json::from_str(r)
                 .map_or_else(|_| r.trim().to_owned(), |v| crate::json::canonical(&v)),
         })
