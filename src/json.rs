@@ -155,7 +155,7 @@ pub fn equal_with(a: &Value, b: &Value, numbers: fn(&Number, &Number) -> bool) -
 }
 
 /// [`canonical`]'s text appended to `out`.
-pub fn push_canonical(out: &mut String, value: &Value) {
+fn push_canonical(out: &mut String, value: &Value) {
     write_json(value, out, true);
 }
 
@@ -334,7 +334,7 @@ fn write_members<'a>(
 }
 
 /// Append [`compact`]'s text of `value` to `out`.
-pub fn push_compact(out: &mut String, value: &Value) {
+fn push_compact(out: &mut String, value: &Value) {
     write_json(value, out, false);
 }
 

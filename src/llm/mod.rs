@@ -193,11 +193,6 @@ impl Args {
         }))
     }
 
-    /// The value.
-    pub fn value(&self) -> &Value {
-        &self.0.value
-    }
-
     /// The compact JSON text, in the value's own key order (what [`crate::json::compact`]
     /// writes): made the first time it is asked for.
     pub fn text(&self) -> &str {
@@ -227,12 +222,6 @@ impl std::ops::Deref for Args {
     type Target = Value;
 
     fn deref(&self) -> &Value {
-        &self.0.value
-    }
-}
-
-impl AsRef<Value> for Args {
-    fn as_ref(&self) -> &Value {
         &self.0.value
     }
 }
@@ -614,6 +603,6 @@ mod tests {
         }
         assert_ne!(Args::new(json!({"a": 1})), Args::new(json!({"a": 2})));
         let v: Value = json!({"k": "v"});
-        assert_eq!(Args::from(v.clone()).value(), &v);
+        assert_eq!(*Args::from(v.clone()), v);
     }
 }

@@ -174,8 +174,8 @@ pub fn row(
             }
             Event::ToolCallStart { id, args, .. } => {
                 r.tool_calls += 1;
-                // Made canonical only for a call that fails.
-                start_args.list.push((id.as_str(), args));
+                // Looked up, and its canonical text asked for, only for a call that fails.
+                start_args.push(id, args);
             }
             Event::ToolCallEnd {
                 id,
@@ -254,6 +254,10 @@ struct Starts<'e> {
 impl<'e> Starts<'e> {
     /// Starts looked at one by one, the latest first, before the index is asked.
     const RECENT: usize = 32;
+
+    fn push(&mut self, id: &'e str, args: &'e Args) {
+        self.list.push((id, args));
+    }
 
     /// The arguments of the latest start of call `id`.
     fn latest(&mut self, id: &str) -> Option<&'e Args> {
@@ -656,7 +660,7 @@ mod tests {
             let mut map = std::collections::HashMap::new();
             for v in &values {
                 let id = ids[next(spread)].as_str();
-                starts.list.push((id, v));
+                starts.push(id, v);
                 map.insert(id, v);
                 for _ in 0..next(3) {
                     let asked = ids[next(80)].as_str();
