@@ -402,7 +402,7 @@ fn message_chars(m: &crate::llm::Message) -> usize {
 fn tools_chars(tools: &[crate::llm::ToolSpec]) -> usize {
     tools
         .iter()
-        .map(|t| t.name.len() + t.description.len() + crate::json::compact_len(&t.schema))
+        .map(|t| t.name.len() + t.description.len() + t.schema.text().len())
         .sum()
 }
 
@@ -612,7 +612,7 @@ mod tests {
         let tools = [ToolSpec {
             name: "read".to_owned(),
             description: "Read a file.".to_owned(),
-            schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+            schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}).into(),
         }];
         let mut call = 0;
         let mut ask = |mock: &mut MockModel<'_>, messages: &[Message], lineage: Option<u64>| {
@@ -664,7 +664,7 @@ mod tests {
         let spec = |name: &str, description: &str| ToolSpec {
             name: name.to_owned(),
             description: description.to_owned(),
-            schema: json!({"type": "object", "properties": {"q": {"type": "string"}}}),
+            schema: json!({"type": "object", "properties": {"q": {"type": "string"}}}).into(),
         };
         let one = [spec("read", "Read a file.")];
         let two = [

@@ -128,6 +128,8 @@ struct Loop<'a> {
     events: Vec<TimedEvent>,
     /// The tool names of the last request's event, shared by the next that offers the same.
     offered_names: OfferedNames,
+    /// The profile's failed-call messages, read the first time a call fails.
+    failure_messages: std::cell::OnceCell<policy::FailureMessages>,
     messages: History,
     /// The ids of the last response's streamed calls that received no argument text.
     without_argument_text: Vec<String>,
@@ -218,6 +220,7 @@ pub fn run(input: RunInput<'_>, model: &mut dyn Model, tools: &mut dyn ToolRunne
         policies: policy::build(input.config, input.workspace),
         events: Vec::with_capacity(EVENTS_AT_START),
         offered_names: OfferedNames::default(),
+        failure_messages: std::cell::OnceCell::new(),
         messages: History::new(),
         without_argument_text: Vec::new(),
         context_measured: crate::llm::RunningSum::default(),
@@ -1259,21 +1262,13 @@ impl Loop<'_> {
     }
 
     fn error_message(&self, name: &str, error: Option<&str>) -> String {
-        let Some(error) = error else {
-            return policy::fill(&self.config.tool_fail_message, &[("name", name)]);
-        };
-        let text = policy::fill(
-            &self.config.tool_error_message,
-            &[("name", name), ("error", error)],
-        );
-        // `{error_json}` last, as the three-pair fill would: the JSON only when it is asked for.
-        if text.contains("{error_json}") {
-            // The error as a JSON string: `serde_json::to_string`'s bytes.
-            let mut error_json = String::with_capacity(error.len() + 2);
-            crate::json::push_quoted(&mut error_json, error);
-            return policy::fill(&text, &[("error_json", &error_json)]);
+        let m = self
+            .failure_messages
+            .get_or_init(|| policy::FailureMessages::new(self.config));
+        match error {
+            Some(error) => m.error(name, error),
+            None => m.failed(name),
         }
-        text
     }
 
     fn push_tool(&mut self, content: String, failed: bool) {
@@ -1369,7 +1364,7 @@ mod tests {
         let spec = |name: &str| crate::llm::ToolSpec {
             name: name.to_owned(),
             description: String::new(),
-            schema: serde_json::json!({}),
+            schema: serde_json::json!({}).into(),
         };
         let (ab, ac, a) = ([spec("a"), spec("b")], [spec("a"), spec("c")], [spec("a")]);
         let mut names = OfferedNames::default();

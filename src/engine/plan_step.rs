@@ -22,7 +22,7 @@ use super::{RunInput, RunResult, ScriptGap};
 use crate::llm::{
     Args, History, Message, Model, ModelError, ModelRequest, Purpose, Role, ToolSpec,
 };
-use crate::policy::{Config, PlanStepConfig, fill};
+use crate::policy::{Config, FailureMessages, PlanStepConfig, Template, fill};
 use crate::scenario::OutcomeKind;
 use crate::tool::{ToolRunner, ToolStatus};
 use crate::trace::{Event, StepStatus, TimedEvent};
@@ -280,6 +280,12 @@ struct PlanLoop<'a> {
     events: Vec<TimedEvent>,
     /// The tool names of the last request's event, shared by the next that offers the same.
     offered_names: super::OfferedNames,
+    /// The profile's failed-call messages, read the first time a call fails.
+    failure_messages: std::cell::OnceCell<FailureMessages>,
+    /// `step_prompt` (`{n}`, `{total}`, then `{step}`), read once.
+    step_prompt: Template,
+    /// `tool_result_message` (`{name}`, `{result}`), read once.
+    tool_result: Template,
     messages: History,
     /// What the run used of the per-run byte limits.
     budget: crate::limits::Budget,
@@ -301,6 +307,12 @@ pub(super) fn run(
         ps: &input.config.plan_step,
         events: Vec::with_capacity(super::EVENTS_AT_START),
         offered_names: super::OfferedNames::default(),
+        failure_messages: std::cell::OnceCell::new(),
+        step_prompt: Template::new(&input.config.plan_step.step_prompt, &["n", "total", "step"]),
+        tool_result: Template::new(
+            &input.config.plan_step.tool_result_message,
+            &["name", "result"],
+        ),
         messages: History::new(),
         budget: crate::limits::Budget::default(),
         clock: 0,
@@ -581,14 +593,11 @@ impl PlanLoop<'_> {
         tools: &mut dyn ToolRunner,
     ) -> Result<Flow<StepEnd>, ScriptGap> {
         // `{step}` last, so a title that happens to hold `{n}` stays as written.
-        let prompt = fill(
-            &self.ps.step_prompt,
-            &[
-                ("n", &n.to_string()),
-                ("total", &total.to_string()),
-                ("step", title),
-            ],
-        );
+        let prompt = self.step_prompt.fill(&[
+            itoa::Buffer::new().format(n),
+            itoa::Buffer::new().format(total),
+            title,
+        ]);
         let mut last_call_succeeded = false;
         for _ in 0..self.ps.max_step_calls {
             let Flow::Go(()) = self.begin_iteration(input)? else {
@@ -705,21 +714,16 @@ impl PlanLoop<'_> {
         call.push_str(args.text());
         call.push('}');
         self.push(Role::Assistant, call);
+        let config = self.config;
+        let m = self
+            .failure_messages
+            .get_or_init(|| FailureMessages::new(config));
         let result = match status {
             ToolStatus::Ok(out) => out,
-            ToolStatus::Error(e) => {
-                let error_json = serde_json::to_string(&e).unwrap_or_default();
-                fill(
-                    &self.config.tool_error_message,
-                    &[("name", name), ("error", &e), ("error_json", &error_json)],
-                )
-            }
-            ToolStatus::Fail => fill(&self.config.tool_fail_message, &[("name", name)]),
+            ToolStatus::Error(e) => m.error(name, &e),
+            ToolStatus::Fail => m.failed(name),
         };
-        let text = fill(
-            &self.ps.tool_result_message,
-            &[("name", name), ("result", &result)],
-        );
+        let text = self.tool_result.fill(&[name, &result]);
         self.push(Role::User, text);
         Ok(ok)
     }

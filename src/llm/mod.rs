@@ -165,17 +165,23 @@ pub struct ToolSpec {
     pub name: String,
     /// Description.
     pub description: String,
-    /// JSON Schema of the arguments.
-    pub schema: Value,
+    /// JSON Schema of the arguments, shared with the scenario's tool and every request that
+    /// offers it: its compact text, which the mock's token estimate counts, is written once.
+    pub schema: Shared,
 }
 
-/// Parsed call arguments, shared rather than copied: one call's arguments pass from the
-/// script to the response, the conversation, the decoded batch, the trace and the defences.
-/// Their compact text ([`Args::text`]) is written once, the first time something asks for it
-/// (the token estimate, the trace, the golden), and shared with them; so is their canonical
-/// text ([`Args::canonical`]), which the defences and the metrics key calls by.
+/// A JSON value shared rather than copied, its compact text ([`Shared::text`]) and canonical
+/// text ([`Shared::canonical`]) written once, the first time something asks for them, and
+/// shared with every holder. Call arguments ([`Args`]) and tools' parameter schemas
+/// ([`ToolSpec::schema`]) are such values.
 #[derive(Clone)]
-pub struct Args(std::sync::Arc<ArgsInner>);
+pub struct Shared(std::sync::Arc<ArgsInner>);
+
+/// Parsed call arguments, [`Shared`]: one call's arguments pass from the script to the
+/// response, the conversation, the decoded batch, the trace and the defences. Their compact
+/// text is written once for the token estimate, the trace and the golden; their canonical
+/// text, which the defences and the metrics key calls by, once too.
+pub type Args = Shared;
 
 struct ArgsInner {
     value: Value,
@@ -183,8 +189,8 @@ struct ArgsInner {
     canonical: std::sync::OnceLock<Box<str>>,
 }
 
-impl Args {
-    /// Arguments holding `value`.
+impl Shared {
+    /// A shared value holding `value`.
     pub fn new(value: Value) -> Self {
         Self(std::sync::Arc::new(ArgsInner {
             value,
@@ -218,7 +224,7 @@ impl Args {
     }
 }
 
-impl std::ops::Deref for Args {
+impl std::ops::Deref for Shared {
     type Target = Value;
 
     fn deref(&self) -> &Value {
@@ -226,43 +232,43 @@ impl std::ops::Deref for Args {
     }
 }
 
-impl From<Value> for Args {
+impl From<Value> for Shared {
     fn from(value: Value) -> Self {
         Self::new(value)
     }
 }
 
-impl PartialEq for Args {
+impl PartialEq for Shared {
     fn eq(&self, other: &Self) -> bool {
         self.0.value == other.0.value
     }
 }
 
-impl std::fmt::Debug for Args {
+impl std::fmt::Debug for Shared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.0.value.fmt(f)
     }
 }
 
-impl std::fmt::Display for Args {
+impl std::fmt::Display for Shared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.0.value.fmt(f)
     }
 }
 
-impl Serialize for Args {
+impl Serialize for Shared {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         self.0.value.serialize(s)
     }
 }
 
-impl<'de> Deserialize<'de> for Args {
+impl<'de> Deserialize<'de> for Shared {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         Value::deserialize(d).map(Self::new)
     }
 }
 
-impl schemars::JsonSchema for Args {
+impl schemars::JsonSchema for Shared {
     fn inline_schema() -> bool {
         Value::inline_schema()
     }

@@ -22,6 +22,7 @@ pub mod profiles;
 mod recovery;
 mod reflex;
 pub mod similarity;
+mod template;
 pub mod text_calls;
 mod truncation;
 pub mod validate;
@@ -30,6 +31,7 @@ pub use config::*;
 pub use duplicate::Tracker;
 pub use profiles::{PROFILES, Profile};
 pub use reflex::{DetectorAction, Fingerprint, ReflexDetector, Stage};
+pub(crate) use template::{FailureMessages, Template, fill};
 
 use crate::llm::{ModelResponse, Role, ToolSpec};
 use crate::vocabulary::OutcomeKind;
@@ -50,75 +52,6 @@ pub struct LoopView {
     pub cost_usd: f64,
     /// Tokens used so far (input and output).
     pub tokens: u64,
-}
-
-#[cfg(test)]
-mod fill_tests {
-    use super::fill;
-
-    /// Each pair replaced in turn with `str::replace`, as the templates' upstreams do.
-    fn in_turn(template: &str, pairs: &[(&str, &str)]) -> String {
-        let mut out = template.to_owned();
-        for (key, value) in pairs {
-            out = out.replace(&format!("{{{key}}}"), value);
-        }
-        out
-    }
-
-    #[test]
-    fn fill_replaces_each_pair_in_the_text_the_ones_before_left() {
-        let templates = [
-            "",
-            "no placeholder",
-            "{name}",
-            "Tool {name} failed: {error}",
-            "{{name}}",
-            "{name{name}}",
-            "{error}{name}{error_json}{",
-            "{",
-            "}{name",
-            "é{name}ü{error}",
-            "{{error}",
-            // A placeholder made of the template's text around a value put in before it.
-            "{err{name}}",
-            "{{name}error}",
-            "{name}{error}{name}",
-            "}{error}{",
-            // Braces of the template's own, far from a placeholder or near one.
-            "{\"error\":{error_json}}",
-            "{\"e\": {error}, \"n\": \"{name}\"}",
-            "{e{name}",
-            "{ {error}",
-            "{error{",
-            "{error{name}",
-        ];
-        let values = [
-            "",
-            "x",
-            "{error}",
-            "{",
-            "é",
-            "{name}",
-            "or",
-            "}",
-            "{err",
-            "or}",
-            "{\"a\":1}",
-        ];
-        for t in templates {
-            for a in values {
-                for b in values {
-                    let pairs = [("name", a), ("error", b)];
-                    assert_eq!(fill(t, &pairs), in_turn(t, &pairs), "{t:?} {pairs:?}");
-                    for c in ["", "{name}", "{error}"] {
-                        let three = [("name", a), ("error", b), ("name", c)];
-                        assert_eq!(fill(t, &three), in_turn(t, &three), "{t:?} {three:?}");
-                    }
-                }
-            }
-        }
-        assert_eq!(fill("{name} {name}", &[("name", "x")]), "x x");
-    }
 }
 
 #[cfg(test)]
@@ -376,42 +309,4 @@ pub(crate) fn say(
             text,
         },
     ]
-}
-
-/// Replace `{key}` placeholders in a message template: each pair in turn, in the text the
-/// ones before it left (as `str::replace` would, one pair after the other).
-pub(crate) fn fill(template: &str, pairs: &[(&str, &str)]) -> String {
-    let mut out = std::borrow::Cow::Borrowed(template);
-    for (key, value) in pairs {
-        if let Some(replaced) = replace_placeholder(&out, key, value) {
-            out = std::borrow::Cow::Owned(replaced);
-        }
-    }
-    out.into_owned()
-}
-
-/// `text` with every `{key}` replaced by `value`, left to right; `None` when it has none. A
-/// template is short and its placeholders few: it looks only where a `{` is.
-fn replace_placeholder(text: &str, key: &str, value: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let mut out: Option<String> = None;
-    let (mut from, mut i) = (0, 0);
-    // `i` is always just past an ASCII byte (or 0): a char boundary.
-    while let Some(at) = text[i..].find('{') {
-        let start = i + at;
-        let end = start + 1 + key.len();
-        if bytes.get(start + 1..end) == Some(key.as_bytes()) && bytes.get(end) == Some(&b'}') {
-            let o = out.get_or_insert_with(|| String::with_capacity(text.len() + value.len()));
-            o.push_str(&text[from..start]);
-            o.push_str(value);
-            from = end + 1;
-            i = from;
-        } else {
-            i = start + 1;
-        }
-    }
-    out.map(|mut o| {
-        o.push_str(&text[from..]);
-        o
-    })
 }

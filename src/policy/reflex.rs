@@ -6,7 +6,7 @@
 //! strips all tools for exactly one model call (and hard-resets the detector at that call). The
 //! stage-skip guard delivers the nudge before any strip; a trailing success cancels.
 
-use super::{Action, CallRecord, LoopView, Policy, ReflexConfig, fill};
+use super::{Action, CallRecord, LoopView, Policy, ReflexConfig, Template};
 use crate::llm::Args;
 use serde_json::Value;
 use std::collections::VecDeque;
@@ -188,6 +188,8 @@ pub(super) struct ReflexPolicy {
     detector: ReflexDetector,
     config: ReflexConfig,
     strip_next: bool,
+    /// The nudge's templates (`nudge_entry`, `nudge_message`), read the first time it fires.
+    nudge: std::cell::OnceCell<(Template, Template)>,
 }
 
 impl ReflexPolicy {
@@ -196,35 +198,36 @@ impl ReflexPolicy {
             detector: ReflexDetector::new(config.window as usize, config.strip_on_second_fire),
             config,
             strip_next: false,
+            nudge: std::cell::OnceCell::new(),
         }
     }
 
     fn nudge_text(&self) -> (String, Option<String>) {
         let window = self.detector.window_snapshot();
         let tool = window.first().map(|f| f.tool.clone());
+        let (entry, message) = self.nudge.get_or_init(|| {
+            (
+                Template::new(&self.config.nudge_entry, &["i", "tool", "args", "error"]),
+                Template::new(&self.config.nudge_message, &["n", "calls", "tool"]),
+            )
+        });
         let calls: Vec<String> = window
             .iter()
             .enumerate()
             .map(|(i, f)| {
-                fill(
-                    &self.config.nudge_entry,
-                    &[
-                        ("i", itoa::Buffer::new().format(i + 1)),
-                        ("tool", &f.tool),
-                        ("args", f.args.text()),
-                        ("error", f.error.as_deref().unwrap_or("(no error)")),
-                    ],
-                )
+                entry.fill(&[
+                    itoa::Buffer::new().format(i + 1),
+                    &f.tool,
+                    f.args.text(),
+                    f.error.as_deref().unwrap_or("(no error)"),
+                ])
             })
             .collect();
-        let text = fill(
-            &self.config.nudge_message,
-            &[
-                ("n", &window.len().to_string()),
-                ("calls", &calls.join("\n")),
-                ("tool", tool.as_deref().unwrap_or("this tool")),
-            ],
-        );
+        let text = message.fill(&[
+            itoa::Buffer::new().format(window.len()),
+            &calls.join("\n"),
+            tool.as_deref().unwrap_or("this tool"),
+        ]);
         (text, tool)
     }
 }

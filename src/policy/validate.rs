@@ -548,7 +548,7 @@ mod tests {
         let tool = ToolSpec {
             name: "exec".to_owned(),
             description: String::new(),
-            schema,
+            schema: schema.into(),
         };
         let empty = Arguments::parsed(json!({}));
         let line = decode_status(&empty, true, MalformedArgs::Repair).unwrap();

@@ -256,7 +256,11 @@ pub fn parse_request(body: &Value) -> Result<WireRequest, WireError> {
         .map(|t| ToolSpec {
             name: t.str_or_empty("name").to_owned(),
             description: t.str_or_empty("description").to_owned(),
-            schema: t.get("input_schema").cloned().unwrap_or_else(|| json!({})),
+            schema: t
+                .get("input_schema")
+                .cloned()
+                .unwrap_or_else(|| json!({}))
+                .into(),
         })
         .collect();
     Ok(WireRequest {
@@ -603,7 +607,7 @@ mod tests {
         let tools = vec![ToolSpec {
             name: "exec".into(),
             description: "run".into(),
-            schema: json!({"type": "object"}),
+            schema: json!({"type": "object"}).into(),
         }];
         let req = ModelRequest {
             purpose: Purpose::Turn,

@@ -350,7 +350,8 @@ pub fn parse_request(body: &Value) -> Result<WireRequest, WireError> {
             schema: field(d, "parametersJsonSchema")
                 .cloned()
                 .or_else(|| d.get("parameters").map(json_schema))
-                .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
+                .unwrap_or_else(|| json!({"type": "object", "properties": {}}))
+                .into(),
         })
         .collect();
     let max_tokens = at(body, &["generationConfig", "maxOutputTokens"])
@@ -865,10 +866,10 @@ mod tests {
             .collect();
         assert_eq!(ids, [("", Some(true)), ("c1", None)]);
         assert_eq!(
-            r.tools[0].schema,
+            *r.tools[0].schema,
             json!({"type": "object", "properties": {"type": {"type": "string"}}})
         );
-        assert_eq!(r.tools[1].schema, json!({"type": "object"}));
+        assert_eq!(*r.tools[1].schema, json!({"type": "object"}));
         assert_eq!(r.asks.tool_choice, ToolChoice::Named("exec".into()));
         assert_eq!(r.options.max_tokens, Some(100));
         // Tools withheld, and a request with nothing to continue.

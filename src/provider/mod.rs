@@ -1069,7 +1069,7 @@ mod tests {
         let tools = vec![crate::llm::ToolSpec {
             name: "exec".into(),
             description: "run".into(),
-            schema: json!({"type": "object", "properties": {"command": {"type": "string"}}}),
+            schema: json!({"type": "object", "properties": {"command": {"type": "string"}}}).into(),
         }];
         (messages, tools)
     }

@@ -140,7 +140,8 @@ pub fn parse_request(body: &Value) -> Result<WireRequest, WireError> {
             schema: t
                 .pointer("/function/parameters")
                 .cloned()
-                .unwrap_or_else(|| json!({})),
+                .unwrap_or_else(|| json!({}))
+                .into(),
         })
         .collect();
     let tool_choice = match body.get("tool_choice") {
@@ -468,7 +469,7 @@ mod tests {
         let tools = vec![ToolSpec {
             name: "exec".into(),
             description: "run".into(),
-            schema: json!({"type": "object"}),
+            schema: json!({"type": "object"}).into(),
         }];
         let req = ModelRequest {
             purpose: Purpose::Turn,

@@ -118,7 +118,11 @@ pub fn parse_request(body: &Value) -> Result<WireRequest, WireError> {
         .map(|t| ToolSpec {
             name: t.str_or_empty("name").to_owned(),
             description: t.str_or_empty("description").to_owned(),
-            schema: t.get("parameters").cloned().unwrap_or_else(|| json!({})),
+            schema: t
+                .get("parameters")
+                .cloned()
+                .unwrap_or_else(|| json!({}))
+                .into(),
         })
         .collect();
     let tool_choice = match body.get("tool_choice") {

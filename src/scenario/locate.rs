@@ -108,7 +108,7 @@ pub(super) fn entry_lines(text: &str, mut entries: Vec<(String, usize)>) -> Vec<
     entries.sort_by_key(|(_, offset)| *offset);
     for (name, offset) in entries {
         let offset = floor_char_boundary(text, offset.min(text.len()));
-        line += text[at..offset].matches('\n').count();
+        line += memchr::memchr_iter(b'\n', &text.as_bytes()[at..offset]).count();
         at = offset;
         lines.push((name, line));
     }

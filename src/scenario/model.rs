@@ -225,7 +225,7 @@ pub struct ToolDef {
     pub description: String,
     /// JSON Schema of the arguments (an object schema; `{}` accepts anything).
     #[serde(default = "empty_object")]
-    pub schema: Value,
+    pub schema: crate::llm::Shared,
     /// Virtual latency of one call in milliseconds, unless an outcome says otherwise.
     #[serde(default)]
     pub latency_ms: u64,
@@ -309,11 +309,11 @@ pub const NO_RESULT: &str = "(no result was recorded for this call)";
 
 impl ToolDef {
     /// A tool with no outcomes yet, at no latency.
-    pub fn open(name: &str, description: &str, schema: Value) -> Self {
+    pub fn open(name: &str, description: &str, schema: impl Into<crate::llm::Shared>) -> Self {
         Self {
             name: name.to_owned(),
             description: description.to_owned(),
-            schema,
+            schema: schema.into(),
             latency_ms: 0,
             outcomes: Vec::new(),
             default: None,
@@ -350,8 +350,8 @@ impl OutcomeDef {
     }
 }
 
-fn empty_object() -> Value {
-    Value::Object(Map::new())
+fn empty_object() -> crate::llm::Shared {
+    Value::Object(Map::new()).into()
 }
 
 /// A scripted outcome (exactly one of `ok`, `error`, `fail`) and, in `outcomes`, the calls it
@@ -889,6 +889,6 @@ mod tests {
         called_tool(&mut tools, "grep");
         assert_eq!(tools.len(), 2);
         assert_eq!(tools[0].outcomes.len(), 1);
-        assert_eq!(tools[1].schema, serde_json::json!({"type": "object"}));
+        assert_eq!(*tools[1].schema, serde_json::json!({"type": "object"}));
     }
 }

@@ -172,7 +172,7 @@ mod tests {
         ToolSpec {
             name: name.to_owned(),
             description: String::new(),
-            schema,
+            schema: schema.into(),
         }
     }
 

@@ -125,7 +125,7 @@ pub fn invalidity(schema: &Value, how: Generate) -> Option<String> {
 /// `allOf` parts joined).
 pub fn required_fields(schema: &Value) -> Vec<String> {
     let g = Gen::new(schema);
-    let mut parts = Vec::new();
+    let mut parts = Parts::new();
     g.view(schema, &mut parts, 0);
     g.required(&parts).into_iter().map(str::to_owned).collect()
 }
@@ -135,11 +135,11 @@ pub fn required_fields(schema: &Value) -> Vec<String> {
 /// schema.
 fn spoilable(schema: &Value) -> Option<(String, Value)> {
     let g = Gen::new(schema);
-    let mut parts = Vec::new();
+    let mut parts = Parts::new();
     g.view(schema, &mut parts, 0);
     let mut fields: Vec<&str> = g.required(&parts);
     let mut seen: std::collections::BTreeSet<&str> = fields.iter().copied().collect();
-    for p in &parts {
+    for p in parts.iter() {
         if let Some(props) = p.at("properties").as_object() {
             for k in props.keys() {
                 if seen.insert(k) {
@@ -357,6 +357,62 @@ pub fn echoed_word<'v>(field: &str, value: &'v Value) -> Option<&'v str> {
         .then_some(word)
 }
 
+/// The schemas one value must satisfy, gathered ([`Gen::view`]): most values have one or two,
+/// kept in place; more spill to the heap. A value of a portable scenario's call gathers a few
+/// such lists, so they are made without allocating.
+#[derive(Clone)]
+enum Parts<'a> {
+    Few(usize, [&'a Value; Parts::FEW]),
+    Many(Vec<&'a Value>),
+}
+
+impl<'a> Parts<'a> {
+    /// Parts kept in place.
+    const FEW: usize = 4;
+
+    fn new() -> Self {
+        static NULL: Value = Value::Null;
+        Self::Few(0, [&NULL; Self::FEW])
+    }
+
+    fn push(&mut self, part: &'a Value) {
+        match self {
+            Self::Few(n, few) if *n < Self::FEW => {
+                few[*n] = part;
+                *n += 1;
+            }
+            Self::Few(_, few) => {
+                let mut many = Vec::with_capacity(Self::FEW * 2);
+                many.extend_from_slice(few);
+                many.push(part);
+                *self = Self::Many(many);
+            }
+            Self::Many(many) => many.push(part),
+        }
+    }
+}
+
+impl<'a> std::ops::Deref for Parts<'a> {
+    type Target = [&'a Value];
+
+    fn deref(&self) -> &[&'a Value] {
+        match self {
+            Self::Few(n, few) => &few[..*n],
+            Self::Many(many) => many,
+        }
+    }
+}
+
+impl<'a> FromIterator<&'a Value> for Parts<'a> {
+    fn from_iter<I: IntoIterator<Item = &'a Value>>(iter: I) -> Self {
+        let mut parts = Self::new();
+        for p in iter {
+            parts.push(p);
+        }
+        parts
+    }
+}
+
 /// One generation: the schema's root (for `$ref`s) and what is left of the budget — values,
 /// bytes, and the validator's visits, which every check of this generation spends.
 struct Gen<'a> {
@@ -376,7 +432,7 @@ impl<'a> Gen<'a> {
 
     /// Gather the parts a value must satisfy for `schema`: the schema with its `$ref`
     /// followed and its `allOf` parts, recursively (alternatives are chosen later).
-    fn view(&self, schema: &'a Value, out: &mut Vec<&'a Value>, hops: usize) {
+    fn view(&self, schema: &'a Value, out: &mut Parts<'a>, hops: usize) {
         if out.len() >= MAX_PARTS || hops > MAX_HOPS || out.iter().any(|p| std::ptr::eq(*p, schema))
         {
             return;
@@ -395,8 +451,8 @@ impl<'a> Gen<'a> {
     }
 
     /// The parts of `schemas` gathered.
-    fn view_of(&self, schemas: &[&'a Value]) -> Vec<&'a Value> {
-        let mut parts = Vec::new();
+    fn view_of(&self, schemas: &[&'a Value]) -> Parts<'a> {
+        let mut parts = Parts::new();
         for s in schemas {
             self.view(s, &mut parts, 0);
         }
@@ -433,8 +489,8 @@ impl<'a> Gen<'a> {
 
     /// The schemas a property's value must satisfy: its `properties` entries, else the
     /// `additionalProperties` schemas of the parts.
-    fn property(&self, parts: &[&'a Value], name: &str) -> Vec<&'a Value> {
-        let named: Vec<&Value> = parts
+    fn property(&self, parts: &[&'a Value], name: &str) -> Parts<'a> {
+        let named: Parts<'a> = parts
             .iter()
             .filter_map(|p| p.at("properties").field(name))
             .collect();
@@ -509,7 +565,7 @@ impl<'a> Gen<'a> {
     /// that is not `null` and gives a value every part accepts, else the first tried.
     fn choose(
         &self,
-        parts: Vec<&'a Value>,
+        parts: Parts<'a>,
         decided: &mut Vec<*const Value>,
         seed: u64,
         depth: usize,
@@ -524,7 +580,7 @@ impl<'a> Gen<'a> {
         };
         decided.push(std::ptr::from_ref(part));
         let null = |a: &'a Value| {
-            let mut ps = Vec::new();
+            let mut ps = Parts::new();
             self.view(a, &mut ps, 0);
             Self::type_of(&ps) == "null"
         };
@@ -633,7 +689,7 @@ impl<'a> Gen<'a> {
         // a one-second timeout) is a call the tool may refuse although its schema allows it.
         // The call still says something: when every parameter could be `null`, the first
         // gets a value.
-        let subs: Vec<Vec<&'a Value>> = fields.iter().map(|f| self.property(parts, f)).collect();
+        let subs: Vec<Parts<'a>> = fields.iter().map(|f| self.property(parts, f)).collect();
         let mut unset: Vec<bool> = fields[..required]
             .iter()
             .zip(&subs)
@@ -642,7 +698,7 @@ impl<'a> Gen<'a> {
         if !unset.is_empty() && unset.len() == fields.len() && unset.iter().all(|u| *u) {
             unset[0] = false;
         }
-        let mut out = Map::new();
+        let mut out = Map::with_capacity(fields.len());
         for (i, (field, sub)) in fields.into_iter().zip(subs).enumerate() {
             if unset.get(i).copied().unwrap_or(false) {
                 out.insert(field.to_owned(), Value::Null);
@@ -758,7 +814,7 @@ impl<'a> Gen<'a> {
                 || p.at("nullable") == true
                 || alternatives(p).is_some_and(|alts| {
                     alts.iter().any(|a| {
-                        let mut ps = Vec::new();
+                        let mut ps = Parts::new();
                         self.view(a, &mut ps, 0);
                         Self::type_of(&ps) == "null"
                     })

@@ -113,7 +113,7 @@ fn bindings_and_globs_pick_as_documented() {
     let tool = |name: &str, schema: Value| crate::llm::ToolSpec {
         name: name.to_owned(),
         description: String::new(),
-        schema,
+        schema: schema.into(),
     };
     let read = tool(
         "read_file",
