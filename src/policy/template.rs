@@ -22,9 +22,10 @@ pub(crate) fn fill(template: &str, pairs: &[(&str, &str)]) -> String {
 ///
 /// One pass gives [`fill`]'s text when no pair can make a placeholder out of the text another
 /// left. A placeholder made so needs a `{` that starts none: every `{` of the template starts
-/// one of the keys' placeholders or is followed by a character no key holds (else the
-/// template is not [`Template::is_plain`]), and no `{` of a value is followed there by a later
-/// key and `}`, or by the start of one at the value's end. Otherwise [`Template::try_fill`]
+/// one of the keys' placeholders or is followed by a character that can neither begin a key
+/// (keys are ASCII letters, digits and `_`) nor be a placeholder's `{` (else the template is
+/// not [`Template::is_plain`]), and no `{` of a value is followed there by a later key and
+/// `}`, or by the start of one at the value's end. Otherwise [`Template::try_fill`]
 /// says `None`, and [`Template::fill`] fills pair by pair.
 pub(crate) struct Template {
     text: Box<str>,
@@ -43,8 +44,14 @@ enum Piece {
 }
 
 impl Template {
-    /// `text` read for the placeholders of `keys` (lower-case words and `_`).
+    /// `text` read for the placeholders of `keys` (ASCII letters, digits and `_`: the test of
+    /// the character after a brace of the template's own holds for such keys only).
     pub(crate) fn new(text: &str, keys: &'static [&'static str]) -> Self {
+        debug_assert!(
+            keys.iter().all(|k| !k.is_empty()
+                && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')),
+            "{keys:?}"
+        );
         let bytes = text.as_bytes();
         let mut pieces = Vec::new();
         let (mut from, mut i) = (0, 0);
@@ -240,7 +247,11 @@ mod tests {
     }
 
     /// Templates with braces of every kind: placeholders, the template's own, and both meeting.
-    const TEMPLATES: [&str; 21] = [
+    const TEMPLATES: [&str; 24] = [
+        // A value's brace before a placeholder of a later key, or before the template's text.
+        "{name}}",
+        "{name}{error}",
+        "{name}or}",
         "",
         "no placeholder",
         "{name}",
@@ -267,7 +278,12 @@ mod tests {
     ];
 
     /// Values that can meet a template's braces, or make placeholders of their own.
-    const VALUES: [&str; 13] = [
+    const VALUES: [&str; 17] = [
+        // Braces that a later key's placeholder could close, in part or whole.
+        "{error",
+        "{error_",
+        "error_json}",
+        "json}",
         "",
         "x",
         "error",
@@ -397,12 +413,14 @@ mod tests {
             "\"quoted\" \\ é \u{1}",
         ];
         let names = ["exec", "{error}", "{err", "a{error_json}", "n{"];
-        let mut templates: Vec<(String, String)> = ["none", "ironclaw", "moltis", "agentloop"]
+        let mut templates: Vec<(String, String)> = crate::policy::PROFILES
             .iter()
-            .filter_map(|p| Config::profile(p))
-            .map(|c| (c.tool_error_message, c.tool_fail_message))
+            .map(|p| {
+                let c = (p.config)();
+                (c.tool_error_message, c.tool_fail_message)
+            })
             .collect();
-        assert!(templates.len() >= 3, "{templates:?}");
+        assert!(templates.len() >= 4, "{templates:?}");
         templates.extend(
             [
                 "{\"error\":{error_json},\"tool\":\"{name}\"}",

@@ -1260,12 +1260,30 @@ mod tests {
             "x = 1 # comment é\n# another\r\ny = 2\r\n",
             "\u{1}= 1",
         ];
-        // Strings and comments longer than a vector block, with what may stop their content at
-        // every distance from its start: the general parser's reading, or its refusal.
-        let long = "a long run of plain text, \té and 😀, past a block or two of bytes";
+        // Strings and comments longer than the searches' blocks (16 and 32 bytes, 128 unrolled),
+        // with what may stop their content at distances either side of each block's end, and
+        // cut off unterminated: the general parser's reading, or its refusal.
+        let long = &"plain text, \té and 😀, past a block or two of bytes; ".repeat(4);
+        assert!(long.len() > 200);
         let mut strings = Vec::new();
-        for cut in [0, 1, 15, 16, 17, 31, 32, 33, 40, long.len()] {
-            let (head, tail) = long.split_at(long.floor_char_boundary(cut));
+        for cut in [
+            0,
+            1,
+            15,
+            16,
+            17,
+            31,
+            32,
+            33,
+            63,
+            64,
+            65,
+            127,
+            128,
+            129,
+            long.len(),
+        ] {
+            let (head, tail) = long.split_at(super::super::locate::floor_char_boundary(long, cut));
             for stop in [
                 "", "\\t", "\\\"", "\u{1}", "\u{7f}", "\n", "\r\n", "\"", "'",
             ] {
@@ -1275,6 +1293,8 @@ mod tests {
                 strings.push(format!("s = '''{head}{stop}{tail}'''"));
                 strings.push(format!("x = 1 # {head}{stop}{tail}\ny = 2"));
             }
+            strings.push(format!("s = \"{head}"));
+            strings.push(format!("s = '{head}"));
         }
         let mut read_some = 0;
         for text in cases
