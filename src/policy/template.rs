@@ -111,7 +111,7 @@ impl Template {
     /// Whether a `{` of `value` could start the placeholder of one of `later`: followed in the
     /// value by the key and `}`, or by the start of that at its end (the text after it could
     /// complete it).
-    fn could_complete(&self, later: &[&str], value: &str) -> bool {
+    fn could_complete(later: &[&str], value: &str) -> bool {
         !later.is_empty()
             && memchr::memchr_iter(b'{', value.as_bytes()).any(|at| {
                 let rest = &value.as_bytes()[at + 1..];
@@ -144,7 +144,7 @@ impl Template {
             || values
                 .iter()
                 .enumerate()
-                .any(|(k, v)| self.could_complete(&self.keys[k + 1..], v))
+                .any(|(k, v)| Self::could_complete(&self.keys[k + 1..], v))
         {
             return None;
         }
@@ -201,9 +201,14 @@ pub(crate) struct FailureMessages {
 }
 
 impl FailureMessages {
+    /// The keys of `tool_error_message`, in the order they are filled.
+    const ERROR_KEYS: [&'static str; 3] = ["name", "error", "error_json"];
+    /// `{error_json}`'s place among them.
+    const ERROR_JSON: usize = 2;
+
     pub(crate) fn new(config: &Config) -> Self {
         Self {
-            error: Template::new(&config.tool_error_message, &["name", "error", "error_json"]),
+            error: Template::new(&config.tool_error_message, &Self::ERROR_KEYS),
             fail: Template::new(&config.tool_fail_message, &["name"]),
         }
     }
@@ -218,7 +223,7 @@ impl FailureMessages {
             crate::json::push_quoted(&mut error_json, error);
             error_json
         };
-        if self.error.is_plain() && !self.error.uses(2) {
+        if self.error.is_plain() && !self.error.uses(Self::ERROR_JSON) {
             if let Some(text) = self.error.try_fill(&[name, error, ""]) {
                 return text;
             }

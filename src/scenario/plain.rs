@@ -478,16 +478,11 @@ impl<'a> Reader<'a> {
     /// Inside a string: past the bytes before the next one that may end it or start an escape,
     /// `next` bytes on (the rest of the text when `None`), as far as they are content. A
     /// control character (a line end too, outside a multi-line string) stops it there, for
-    /// the caller to refuse.
+    /// the caller to refuse. The bytes are read in blocks, not one at a time: a control
+    /// character is looked for in the whole span first, without stopping early, which the
+    /// compiler makes a vector loop.
     fn past_content<const MULTI: bool>(&mut self, next: Option<usize>) {
-        self.past(next, |b| is_control(b) && !(MULTI && b == b'\n'));
-    }
-
-    /// Past the bytes before the one `next` bytes on (the rest of the text when `None`), or
-    /// before the first of them that `stops`. The bytes are read in blocks, not one at a time:
-    /// they are looked for in the whole span first, without stopping early, which the compiler
-    /// makes a vector loop.
-    fn past(&mut self, next: Option<usize>, stops: impl Fn(u8) -> bool) {
+        let stops = |b: u8| is_control(b) && !(MULTI && b == b'\n');
         let span = &self.bytes()[self.at..];
         let span = &span[..next.unwrap_or(span.len())];
         let n = if span.iter().fold(false, |any, &b| any | stops(b)) {
