@@ -200,7 +200,7 @@ pub struct Quoted<'a>(pub &'a str);
 
 impl std::fmt::Display for Quoted<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        quote_with(self.0, |piece| f.write_str(piece))
+        quote_with(self.0, f)
     }
 }
 
@@ -260,49 +260,96 @@ fn next_escape(b: &[u8], from: usize) -> usize {
 
 /// Append [`Quoted`]'s text of `text` to `out`.
 pub fn push_quoted(out: &mut String, text: &str) {
-    let _ = quote_with(text, |piece| {
-        out.push_str(piece);
-        Ok::<(), std::convert::Infallible>(())
-    });
+    // Room for the text as it is and its quotes; escapes are rare.
+    out.reserve(text.len() + 2);
+    let Ok(()) = quote_with(text, out);
 }
 
-/// Hand [`Quoted`]'s text to `write`, piece by piece.
-fn quote_with<E>(text: &str, mut write: impl FnMut(&str) -> Result<(), E>) -> Result<(), E> {
+/// Where [`quote_with`] writes: runs of the text as they are, and ASCII of its own (the quotes
+/// and each escape, `\"`, `\n`, `\u001b`).
+trait Sink {
+    type Error;
+    fn piece(&mut self, text: &str) -> Result<(), Self::Error>;
+    fn ascii(&mut self, bytes: &[u8]) -> Result<(), Self::Error>;
+}
+
+impl Sink for String {
+    type Error = std::convert::Infallible;
+
+    fn piece(&mut self, text: &str) -> Result<(), Self::Error> {
+        self.push_str(text);
+        Ok(())
+    }
+
+    fn ascii(&mut self, bytes: &[u8]) -> Result<(), Self::Error> {
+        // One to six bytes, appended one by one: no copy call for each.
+        for &b in bytes {
+            self.push(char::from(b));
+        }
+        Ok(())
+    }
+}
+
+impl Sink for std::fmt::Formatter<'_> {
+    type Error = std::fmt::Error;
+
+    fn piece(&mut self, text: &str) -> Result<(), Self::Error> {
+        self.write_str(text)
+    }
+
+    fn ascii(&mut self, bytes: &[u8]) -> Result<(), Self::Error> {
+        bytes
+            .iter()
+            .try_for_each(|&b| std::fmt::Write::write_char(self, char::from(b)))
+    }
+}
+
+/// Write [`Quoted`]'s text of `text` to `out`.
+fn quote_with<S: Sink>(text: &str, out: &mut S) -> Result<(), S::Error> {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    write("\"")?;
+    out.ascii(b"\"")?;
     let mut from = 0;
     let bytes = text.as_bytes();
     let mut i = next_escape(bytes, 0);
     while i < bytes.len() {
         let b = bytes[i];
         let short = match b {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            b'\t' => "\\t",
-            0x08 => "\\b",
-            0x0c => "\\f",
-            0..0x20 => "",
+            b'"' => b'"',
+            b'\\' => b'\\',
+            b'\n' => b'n',
+            b'\r' => b'r',
+            b'\t' => b't',
+            0x08 => b'b',
+            0x0c => b'f',
+            0..0x20 => 0,
             _ => {
                 i = next_escape(bytes, i + 1);
                 continue;
             }
         };
         // Every byte escaped is ASCII, so `i` is a char boundary.
-        write(&text[from..i])?;
+        if from < i {
+            out.piece(&text[from..i])?;
+        }
         from = i + 1;
-        if short.is_empty() {
-            let hex = [HEX[usize::from(b >> 4)], HEX[usize::from(b & 0xf)]];
-            write("\\u00")?;
-            write(std::str::from_utf8(&hex).unwrap_or("00"))?;
+        if short == 0 {
+            out.ascii(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[usize::from(b >> 4)],
+                HEX[usize::from(b & 0xf)],
+            ])?;
         } else {
-            write(short)?;
+            out.ascii(&[b'\\', short])?;
         }
         i = next_escape(bytes, i + 1);
     }
-    write(&text[from..])?;
-    write("\"")
+    if from < bytes.len() {
+        out.piece(&text[from..])?;
+    }
+    out.ascii(b"\"")
 }
 
 /// Compact JSON in the value's own key order (serde_json is built with `preserve_order`): the

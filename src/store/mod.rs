@@ -66,12 +66,25 @@ impl Layout {
 
     /// Golden path of a case id.
     pub fn golden(&self, case_id: &str) -> PathBuf {
-        self.snapshots.join(format!("{case_id}.{GOLDEN_EXT}"))
+        self.file(case_id, GOLDEN_EXT)
     }
 
     /// Pending path of a case id.
     pub fn pending(&self, case_id: &str) -> PathBuf {
-        self.snapshots.join(format!("{case_id}.{PENDING_EXT}"))
+        self.file(case_id, PENDING_EXT)
+    }
+
+    /// `<snapshots>/<case id>.<ext>`, put together in one buffer sized for it (a run asks for
+    /// one a case).
+    fn file(&self, case_id: &str, ext: &str) -> PathBuf {
+        let dir = self.snapshots.as_os_str();
+        let mut path = std::ffi::OsString::with_capacity(dir.len() + case_id.len() + ext.len() + 2);
+        path.push(dir);
+        let mut path = PathBuf::from(path);
+        path.push(case_id);
+        path.as_mut_os_string().push(".");
+        path.as_mut_os_string().push(ext);
+        path
     }
 
     /// Read the golden of a case: a regular file inside the goldens folder (see

@@ -510,31 +510,6 @@ impl Event {
     }
 }
 
-/// A text field as the golden shows it: a JSON string.
-fn q(s: &str) -> crate::json::Quoted<'_> {
-    crate::json::Quoted(s)
-}
-
-/// `[a, b, c]`.
-struct List<I>(I);
-
-impl<I> std::fmt::Display for List<I>
-where
-    I: Iterator + Clone,
-    I::Item: std::fmt::Display,
-{
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("[")?;
-        for (i, item) in self.0.clone().enumerate() {
-            if i > 0 {
-                f.write_str(", ")?;
-            }
-            write!(f, "{item}")?;
-        }
-        f.write_str("]")
-    }
-}
-
 /// One event as a golden line (without the time column).
 pub fn render_event(event: &Event) -> String {
     let mut s = String::new();
@@ -572,15 +547,15 @@ fn write_words(out: &mut String, event: &Event) {
             Ok(())
         }
         Event::Iteration { n } => {
-            s.t(" ").n((*n).into());
+            s.c(' ').n((*n).into());
             Ok(())
         }
         Event::Signal { signal, text } => {
-            let _ = write!(s, " {signal}");
-            match text {
-                Some(t) => write!(s, " text={}", q(t)),
-                None => Ok(()),
+            s.c(' ').t(signal);
+            if let Some(t) = text {
+                s.t(" text=").q(t);
             }
+            Ok(())
         }
         Event::ModelRequest {
             purpose,
@@ -591,7 +566,7 @@ fn write_words(out: &mut String, event: &Event) {
             stripped,
         } => {
             if !purpose.is_turn() {
-                s.t(" ").t(purpose.as_str());
+                s.c(' ').t(purpose.as_str());
             }
             s.t(" call=").n((*call).into());
             s.t(" messages=").n(*messages as u64);
@@ -628,9 +603,9 @@ fn write_words(out: &mut String, event: &Event) {
                     if i > 0 {
                         s.t(", ");
                     }
-                    s.t(&c.id).t(" ").t(&c.name).t("(").t(&c.args).t(")");
+                    s.t(&c.id).c(' ').t(&c.name).c('(').t(&c.args).c(')');
                 }
-                s.t("]");
+                s.c(']');
             }
             if let Some(t) = text {
                 s.t(" text=").q(t);
@@ -638,7 +613,7 @@ fn write_words(out: &mut String, event: &Event) {
             if *tokens_unknown {
                 s.t(" tokens=unknown");
             } else {
-                s.t(" tokens=").n(*input_tokens).t("/").n(*output_tokens);
+                s.t(" tokens=").n(*input_tokens).c('/').n(*output_tokens);
             }
             s.t(" latency=").n(*latency_ms).t("ms");
             Ok(())
@@ -656,7 +631,7 @@ fn write_words(out: &mut String, event: &Event) {
             latency_ms,
             rule,
         } => {
-            s.t(" ").t(id).t(" ").t(name);
+            s.c(' ').t(id).c(' ').t(name);
             s.t(if *ok { " ok" } else { " failed" });
             if let Some(o) = output {
                 s.t(" output=").q(o);
@@ -680,7 +655,11 @@ fn write_words(out: &mut String, event: &Event) {
             Ok(())
         }
         Event::TruncationDiscarded { calls, count } => {
-            write!(s, " calls={calls} count={count}")
+            s.t(" calls=")
+                .n(*calls as u64)
+                .t(" count=")
+                .n((*count).into());
+            Ok(())
         }
         Event::Intervention {
             policy,
@@ -688,11 +667,12 @@ fn write_words(out: &mut String, event: &Event) {
             action,
             tool,
         } => {
-            let _ = write!(s, " policy={policy} stage={stage} action={action}");
-            match tool {
-                Some(t) => write!(s, " tool={t}"),
-                None => Ok(()),
+            s.t(" policy=").t(policy).t(" stage=").n((*stage).into());
+            s.t(" action=").t(action);
+            if let Some(t) = tool {
+                s.t(" tool=").t(t);
             }
+            Ok(())
         }
         Event::MessageInjected { source, role, text } => {
             s.t(" source=").t(source).t(" role=").t(role.as_str());
@@ -700,7 +680,8 @@ fn write_words(out: &mut String, event: &Event) {
             Ok(())
         }
         Event::ForceText { on, cause } => {
-            write!(s, " {} cause={cause}", if *on { "on" } else { "off" })
+            s.t(if *on { " on" } else { " off" }).t(" cause=").t(cause);
+            Ok(())
         }
         Event::Outcome {
             outcome,
@@ -708,7 +689,7 @@ fn write_words(out: &mut String, event: &Event) {
             text,
             detail,
         } => {
-            s.t(" ").t(outcome.as_str());
+            s.c(' ').t(outcome.as_str());
             s.t(" iterations=").n((*iterations).into());
             if let Some(t) = text {
                 s.t(" text=").q(t);
@@ -726,23 +707,26 @@ fn write_words(out: &mut String, event: &Event) {
             request,
             at,
             reading,
-        } => write!(s, " request={request} at={} reading={}", q(at), q(reading)),
+        } => {
+            s.t(" request=").n((*request).into());
+            s.t(" at=").q(at).t(" reading=").q(reading);
+            Ok(())
+        }
         Event::ProviderError {
             fault,
             message,
             attempt,
             retry_in_ms,
         } => {
-            let _ = write!(
-                s,
-                " {} attempt={attempt} message={}",
-                fault.as_str(),
-                q(message)
-            );
-            match retry_in_ms {
-                Some(ms) => write!(s, " retry_in={ms}ms"),
-                None => Ok(()),
+            s.c(' ')
+                .t(fault.as_str())
+                .t(" attempt=")
+                .n((*attempt).into());
+            s.t(" message=").q(message);
+            if let Some(ms) = retry_in_ms {
+                s.t(" retry_in=").n(*ms).t("ms");
             }
+            Ok(())
         }
         Event::Compaction {
             reason,
@@ -750,14 +734,16 @@ fn write_words(out: &mut String, event: &Event) {
             after,
             estimate,
         } => {
-            let _ = write!(s, " {reason} messages={before}->{after}");
-            match estimate {
-                Some(t) => write!(s, " estimate={t}"),
-                None => Ok(()),
+            s.c(' ').t(reason).t(" messages=").n(*before as u64);
+            s.t("->").n(*after as u64);
+            if let Some(t) = estimate {
+                s.t(" estimate=").n(*t);
             }
+            Ok(())
         }
         Event::ToolCallSkipped { id, name, reason } => {
-            write!(s, " {id} {name} reason={}", q(reason))
+            s.c(' ').t(id).c(' ').t(name).t(" reason=").q(reason);
+            Ok(())
         }
         Event::ApprovalRequested {
             id,
@@ -765,35 +751,43 @@ fn write_words(out: &mut String, event: &Event) {
             deferred,
             auth,
         } => {
-            let _ = write!(s, " {id} {name} deferred={deferred}");
-            match auth {
-                Some(a) => write!(s, " auth={a}"),
-                None => Ok(()),
+            s.c(' ')
+                .t(id)
+                .c(' ')
+                .t(name)
+                .t(" deferred=")
+                .n(*deferred as u64);
+            if let Some(a) = auth {
+                s.t(" auth=").t(a);
             }
+            Ok(())
         }
-        Event::ApprovalDecision { id, name, decision } => write!(
-            s,
-            " {id} {name} {}",
-            match decision {
-                Decision::Approve => "approve",
-                Decision::Reject => "reject",
-            }
-        ),
+        Event::ApprovalDecision { id, name, decision } => {
+            s.c(' ').t(id).c(' ').t(name);
+            s.t(match decision {
+                Decision::Approve => " approve",
+                Decision::Reject => " reject",
+            });
+            Ok(())
+        }
         Event::TurnEnd {
             turn,
             input_tokens,
             output_tokens,
             cost_usd,
-        } => write!(
-            s,
-            " {turn} tokens={input_tokens}/{output_tokens} cost=${cost_usd:.6}"
-        ),
+        } => {
+            s.c(' ').n((*turn).into()).t(" tokens=").n(*input_tokens);
+            s.c('/').n(*output_tokens);
+            write!(s, " cost=${cost_usd:.6}")
+        }
         Event::UserTurn { turn, text } => {
-            s.t(" ").n((*turn).into()).t(" text=").q(text);
+            s.c(' ').n((*turn).into()).t(" text=").q(text);
             Ok(())
         }
         Event::StepStart { step, total, title } => {
-            write!(s, " {step}/{total} title={}", q(title))
+            s.c(' ').n((*step).into()).c('/').n((*total).into());
+            s.t(" title=").q(title);
+            Ok(())
         }
         Event::StepEnd {
             step,
@@ -802,38 +796,80 @@ fn write_words(out: &mut String, event: &Event) {
             calls,
             detail,
         } => {
-            let _ = write!(
-                s,
-                " {step} {} reason={reason} calls={calls}",
-                status.as_str()
-            );
-            match detail {
-                Some(d) => write!(s, " detail={}", q(d)),
-                None => Ok(()),
+            s.c(' ').n((*step).into()).c(' ').t(status.as_str());
+            s.t(" reason=").t(reason).t(" calls=").n(*calls as u64);
+            if let Some(d) = detail {
+                s.t(" detail=").q(d);
             }
+            Ok(())
         }
         Event::Replan { n, kept, steps } => {
-            write!(
-                s,
-                " {n} kept={kept} steps={}",
-                List(steps.iter().map(|t| q(t)))
-            )
+            s.c(' ').n((*n).into()).t(" kept=").n((*kept).into());
+            s.t(" steps=[");
+            for (i, step) in steps.iter().enumerate() {
+                if i > 0 {
+                    s.t(", ");
+                }
+                s.q(step);
+            }
+            s.c(']');
+            Ok(())
         }
     };
 }
 
 /// `12.345s`, right-aligned, and the two spaces after it: the golden's time column, which
 /// starts every line (some forty a case). The seconds are padded to nine places; the
-/// milliseconds, `s` and the spaces are one piece.
+/// milliseconds, `s` and the spaces are one piece. The seconds of most runs (under
+/// [`SECS_SHOWN`]) are a piece of a table too.
 fn clock(out: &mut String, t_ms: u64) {
-    const PAD: &str = "         ";
-    let mut secs = itoa::Buffer::new();
-    let secs = secs.format(t_ms / 1000);
-    out.push_str(&PAD[..PAD.len().saturating_sub(secs.len())]);
-    out.push_str(secs);
+    let secs = t_ms / 1000;
+    match usize::try_from(secs).ok().filter(|s| *s < SECS_SHOWN) {
+        Some(s) => out.push_str(&SECS[s * PLACES..s * PLACES + PLACES]),
+        None => {
+            const PAD: &str = "         ";
+            let mut digits = itoa::Buffer::new();
+            let digits = digits.format(secs);
+            out.push_str(&PAD[..PLACES.saturating_sub(digits.len())]);
+            out.push_str(digits);
+        }
+    }
     let at = (t_ms % 1000) as usize * MILLI;
     out.push_str(&MILLIS[at..at + MILLI]);
 }
+
+/// The places the time column's seconds are padded to.
+const PLACES: usize = 9;
+
+/// The seconds [`SECS`] holds: `0` to `999`.
+const SECS_SHOWN: usize = 1000;
+
+/// `        0` to `      999`, one after another: the time column's seconds, padded.
+const SECS: &str = {
+    const BYTES: [u8; SECS_SHOWN * PLACES] = {
+        let mut b = [b' '; SECS_SHOWN * PLACES];
+        let mut s = 0;
+        while s < SECS_SHOWN {
+            let end = (s + 1) * PLACES;
+            let mut n = s;
+            let mut at = end - 1;
+            loop {
+                b[at] = b'0' + (n % 10) as u8;
+                n /= 10;
+                if n == 0 {
+                    break;
+                }
+                at -= 1;
+            }
+            s += 1;
+        }
+        b
+    };
+    match std::str::from_utf8(&BYTES) {
+        Ok(text) => text,
+        Err(_) => panic!("the time column's seconds are ASCII"),
+    }
+};
 
 /// The bytes of one millisecond's piece in [`MILLIS`].
 const MILLI: usize = ".000s  ".len();
@@ -865,6 +901,8 @@ const MILLIS: &str = {
 trait Push {
     /// Text as it is.
     fn t(&mut self, text: &str) -> &mut Self;
+    /// One character (no copy call for a piece of one byte).
+    fn c(&mut self, c: char) -> &mut Self;
     /// A number in decimal.
     fn n(&mut self, n: u64) -> &mut Self;
     /// Text as a JSON string ([`q`]).
@@ -881,8 +919,17 @@ impl Push for String {
         self
     }
 
+    fn c(&mut self, c: char) -> &mut Self {
+        self.push(c);
+        self
+    }
+
     fn n(&mut self, n: u64) -> &mut Self {
-        self.push_str(itoa::Buffer::new().format(n));
+        // Most numbers of a golden line (calls, iterations, counts) are one digit.
+        match u8::try_from(n) {
+            Ok(d @ 0..=9) => self.push(char::from(b'0' + d)),
+            _ => self.push_str(itoa::Buffer::new().format(n)),
+        }
         self
     }
 
@@ -904,13 +951,13 @@ impl Push for String {
     }
 
     fn call(&mut self, id: &str, name: &str, args: &crate::llm::Args) -> &mut Self {
-        self.t(" ")
+        self.c(' ')
             .t(id)
-            .t(" ")
+            .c(' ')
             .t(name)
-            .t("(")
+            .c('(')
             .t(args.text())
-            .t(")")
+            .c(')')
     }
 }
 
@@ -1074,6 +1121,10 @@ mod tests {
             999,
             1_000,
             12_345,
+            // The last second of the table of padded seconds, and the first after it.
+            999_999,
+            1_000_000,
+            1_000_001,
             999_999_999,
             1_000_000_000,
             999_999_999_999,
@@ -1131,6 +1182,220 @@ mod tests {
                 assert_eq!(got, want);
                 assert_eq!(got.lines().count(), 4, "{got}");
             }
+        }
+    }
+
+    #[test]
+    fn every_kind_of_line_reads_as_its_words_say() {
+        // The kinds whose words are numbers, names and lists, each written piece by piece:
+        // numbers of one digit and of more, fields given and left out, quotes to escape.
+        let id = || "call_1".to_owned();
+        let exec = || "exec".to_owned();
+        let cases: Vec<(Event, &str)> = vec![
+            (Event::Iteration { n: 7 }, "iteration 7"),
+            (Event::Iteration { n: 10 }, "iteration 10"),
+            (
+                Event::Signal {
+                    signal: "done".into(),
+                    text: Some("a\"b".into()),
+                },
+                r#"signal done text="a\"b""#,
+            ),
+            (
+                Event::Signal {
+                    signal: "done".into(),
+                    text: None,
+                },
+                "signal done",
+            ),
+            (
+                Event::TruncationDiscarded {
+                    calls: 12,
+                    count: 3,
+                },
+                "truncation_discarded calls=12 count=3",
+            ),
+            (
+                Event::Intervention {
+                    policy: "reflex".into(),
+                    stage: 255,
+                    action: "nudge".into(),
+                    tool: Some(exec()),
+                },
+                "intervention policy=reflex stage=255 action=nudge tool=exec",
+            ),
+            (
+                Event::Intervention {
+                    policy: "budget".into(),
+                    stage: 0,
+                    action: "stop".into(),
+                    tool: None,
+                },
+                "intervention policy=budget stage=0 action=stop",
+            ),
+            (
+                Event::ForceText {
+                    on: true,
+                    cause: "budget".into(),
+                },
+                "force_text on cause=budget",
+            ),
+            (
+                Event::ForceText {
+                    on: false,
+                    cause: "text".into(),
+                },
+                "force_text off cause=text",
+            ),
+            (
+                Event::Diverged {
+                    request: 10,
+                    at: "messages[2]".into(),
+                    reading: "x\ny".into(),
+                },
+                r#"diverged request=10 at="messages[2]" reading="x\ny""#,
+            ),
+            (
+                Event::ProviderError {
+                    fault: FaultKind::RateLimit,
+                    message: "429 \"slow\"".into(),
+                    attempt: 0,
+                    retry_in_ms: Some(1_500),
+                },
+                r#"provider_error rate_limit attempt=0 message="429 \"slow\"" retry_in=1500ms"#,
+            ),
+            (
+                Event::ProviderError {
+                    fault: FaultKind::Timeout,
+                    message: String::new(),
+                    attempt: 11,
+                    retry_in_ms: None,
+                },
+                r#"provider_error timeout attempt=11 message="""#,
+            ),
+            (
+                Event::Compaction {
+                    reason: "overflow".into(),
+                    before: 100,
+                    after: 9,
+                    estimate: Some(12_345),
+                },
+                "compaction overflow messages=100->9 estimate=12345",
+            ),
+            (
+                Event::Compaction {
+                    reason: "turns".into(),
+                    before: 3,
+                    after: 2,
+                    estimate: None,
+                },
+                "compaction turns messages=3->2",
+            ),
+            (
+                Event::ToolCallSkipped {
+                    id: id(),
+                    name: exec(),
+                    reason: "stop \"now\"".into(),
+                },
+                r#"tool_call_skipped call_1 exec reason="stop \"now\"""#,
+            ),
+            (
+                Event::ApprovalRequested {
+                    id: id(),
+                    name: exec(),
+                    deferred: 2,
+                    auth: Some("github".into()),
+                },
+                "approval_requested call_1 exec deferred=2 auth=github",
+            ),
+            (
+                Event::ApprovalRequested {
+                    id: id(),
+                    name: exec(),
+                    deferred: 0,
+                    auth: None,
+                },
+                "approval_requested call_1 exec deferred=0",
+            ),
+            (
+                Event::ApprovalDecision {
+                    id: id(),
+                    name: exec(),
+                    decision: Decision::Approve,
+                },
+                "approval_decision call_1 exec approve",
+            ),
+            (
+                Event::ApprovalDecision {
+                    id: id(),
+                    name: exec(),
+                    decision: Decision::Reject,
+                },
+                "approval_decision call_1 exec reject",
+            ),
+            (
+                Event::TurnEnd {
+                    turn: 11,
+                    input_tokens: 1_234,
+                    output_tokens: 5,
+                    cost_usd: 0.5,
+                },
+                "turn_end 11 tokens=1234/5 cost=$0.500000",
+            ),
+            (
+                Event::UserTurn {
+                    turn: 2,
+                    text: "hi".into(),
+                },
+                r#"user_turn 2 text="hi""#,
+            ),
+            (
+                Event::StepStart {
+                    step: 1,
+                    total: 12,
+                    title: "List \"files\"".into(),
+                },
+                r#"step_start 1/12 title="List \"files\"""#,
+            ),
+            (
+                Event::StepEnd {
+                    step: 3,
+                    status: StepStatus::Failed,
+                    reason: "budget".into(),
+                    calls: 40,
+                    detail: Some("d".into()),
+                },
+                r#"step_end 3 failed reason=budget calls=40 detail="d""#,
+            ),
+            (
+                Event::StepEnd {
+                    step: 10,
+                    status: StepStatus::Done,
+                    reason: "control".into(),
+                    calls: 0,
+                    detail: None,
+                },
+                "step_end 10 done reason=control calls=0",
+            ),
+            (
+                Event::Replan {
+                    n: 1,
+                    kept: 0,
+                    steps: vec!["a".into(), "b\"c".into()],
+                },
+                r#"replan 1 kept=0 steps=["a", "b\"c"]"#,
+            ),
+            (
+                Event::Replan {
+                    n: 12,
+                    kept: 3,
+                    steps: Vec::new(),
+                },
+                "replan 12 kept=3 steps=[]",
+            ),
+        ];
+        for (event, want) in cases {
+            assert_eq!(render_event(&event), want);
         }
     }
 
