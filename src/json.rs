@@ -260,7 +260,7 @@ fn next_escape(b: &[u8], from: usize) -> usize {
 
 /// Append [`Quoted`]'s text of `text` to `out`.
 pub fn push_quoted(out: &mut String, text: &str) {
-    // Room for the text as it is and its quotes; escapes are rare.
+    // Room for the text as it is and its quotes; its escapes, when it has some, grow it.
     out.reserve(text.len() + 2);
     let Ok(()) = quote_with(text, out);
 }

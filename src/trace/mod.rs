@@ -805,14 +805,9 @@ fn write_words(out: &mut String, event: &Event) {
         }
         Event::Replan { n, kept, steps } => {
             s.c(' ').n((*n).into()).t(" kept=").n((*kept).into());
-            s.t(" steps=[");
-            for (i, step) in steps.iter().enumerate() {
-                if i > 0 {
-                    s.t(", ");
-                }
+            s.t(" steps=").list(steps, |s, step| {
                 s.q(step);
-            }
-            s.c(']');
+            });
             Ok(())
         }
     };
@@ -905,10 +900,12 @@ trait Push {
     fn c(&mut self, c: char) -> &mut Self;
     /// A number in decimal.
     fn n(&mut self, n: u64) -> &mut Self;
-    /// Text as a JSON string ([`q`]).
+    /// Text as a JSON string ([`crate::json::push_quoted`]).
     fn q(&mut self, text: &str) -> &mut Self;
     /// Names as `[a, b, c]`.
     fn names(&mut self, names: &[String]) -> &mut Self;
+    /// Items as `[a, b, c]`, each written by `item`.
+    fn list(&mut self, items: &[String], item: impl Fn(&mut Self, &str)) -> &mut Self;
     /// A call as ` id name(args)`, the arguments as compact JSON ([`crate::json::compact`]).
     fn call(&mut self, id: &str, name: &str, args: &crate::llm::Args) -> &mut Self;
 }
@@ -939,12 +936,18 @@ impl Push for String {
     }
 
     fn names(&mut self, names: &[String]) -> &mut Self {
+        self.list(names, |s, name| {
+            s.t(name);
+        })
+    }
+
+    fn list(&mut self, items: &[String], item: impl Fn(&mut Self, &str)) -> &mut Self {
         self.push('[');
-        for (i, name) in names.iter().enumerate() {
+        for (i, text) in items.iter().enumerate() {
             if i > 0 {
                 self.push_str(", ");
             }
-            self.push_str(name);
+            item(self, text);
         }
         self.push(']');
         self
@@ -1131,7 +1134,12 @@ mod tests {
             1_000_000_000_000,
             u64::MAX - 1,
             u64::MAX,
-        ] {
+        ]
+        .into_iter()
+        // Every second of the table of padded seconds and the first past it, each at a
+        // millisecond that moves with it.
+        .chain((0..=1_001).map(|s| s * 1_000 + s % 1_000))
+        {
             let mut got = "x".to_owned();
             clock(&mut got, t);
             assert_eq!(got, format!("x{:>9}.{:03}s  ", t / 1000, t % 1000), "{t}");
@@ -1186,7 +1194,7 @@ mod tests {
     }
 
     #[test]
-    fn every_kind_of_line_reads_as_its_words_say() {
+    fn lines_written_piece_by_piece_read_as_their_words_say() {
         // The kinds whose words are numbers, names and lists, each written piece by piece:
         // numbers of one digit and of more, fields given and left out, quotes to escape.
         let id = || "call_1".to_owned();
