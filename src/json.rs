@@ -284,6 +284,7 @@ impl Sink for String {
     fn ascii(&mut self, bytes: &[u8]) -> Result<(), Self::Error> {
         // One to six bytes, appended one by one: no copy call for each.
         for &b in bytes {
+            debug_assert!(b.is_ascii(), "a quote or an escape is ASCII");
             self.push(char::from(b));
         }
         Ok(())
