@@ -775,7 +775,7 @@ fn judge_read(
 /// Where a case's pending golden goes, and the folder it must stay inside.
 fn pending_path<'a>(options: &'a Options, case_id: &str) -> (PathBuf, &'a Path) {
     match &options.pending_dir {
-        Some(dir) => (dir.join(format!("{case_id}.{}", store::PENDING_EXT)), dir),
+        Some(dir) => (store::case_file(dir, case_id, store::PENDING_EXT), dir),
         None => (options.layout.pending(case_id), &options.layout.snapshots),
     }
 }

@@ -39,6 +39,18 @@ pub struct Layout {
     pub snapshots: PathBuf,
 }
 
+/// `<dir>/<case id>.<ext>`, a case's golden (`ext` [`GOLDEN_EXT`]) or pending golden
+/// ([`PENDING_EXT`]) in the goldens folder `dir`: the file name put together piece by piece,
+/// not through the formatting machinery (a run asks for one a case), then joined as a whole,
+/// so the path is what joining the formatted name gives on every platform.
+pub fn case_file(dir: &Path, case_id: &str, ext: &str) -> PathBuf {
+    let mut name = String::with_capacity(case_id.len() + 1 + ext.len());
+    name.push_str(case_id);
+    name.push('.');
+    name.push_str(ext);
+    dir.join(name)
+}
+
 impl Layout {
     /// The scenario id of a file: its path below the scenarios root (or as given, when outside
     /// it), without extension, with `/` separators. The path is first resolved lexically
@@ -66,23 +78,12 @@ impl Layout {
 
     /// Golden path of a case id.
     pub fn golden(&self, case_id: &str) -> PathBuf {
-        self.file(case_id, GOLDEN_EXT)
+        case_file(&self.snapshots, case_id, GOLDEN_EXT)
     }
 
     /// Pending path of a case id.
     pub fn pending(&self, case_id: &str) -> PathBuf {
-        self.file(case_id, PENDING_EXT)
-    }
-
-    /// `<snapshots>/<case id>.<ext>`: the file name put together piece by piece, not through
-    /// the formatting machinery (a run asks for one a case), then joined as a whole, so the
-    /// path is what joining the formatted name gives on every platform.
-    fn file(&self, case_id: &str, ext: &str) -> PathBuf {
-        let mut name = String::with_capacity(case_id.len() + 1 + ext.len());
-        name.push_str(case_id);
-        name.push('.');
-        name.push_str(ext);
-        self.snapshots.join(name)
+        case_file(&self.snapshots, case_id, PENDING_EXT)
     }
 
     /// Read the golden of a case: a regular file inside the goldens folder (see

@@ -534,7 +534,7 @@ fn write_event(out: &mut String, event: &Event) {
 fn write_words(out: &mut String, event: &Event) {
     out.push_str(event.kind());
     let s = &mut *out;
-    let _ = match event {
+    match event {
         Event::RunStart {
             profile,
             model,
@@ -544,18 +544,15 @@ fn write_words(out: &mut String, event: &Event) {
             s.t(" profile=").t(profile).t(" model=").t(model);
             s.t(" max_iterations=").n((*max_iterations).into());
             s.t(" tools=").names(tools);
-            Ok(())
         }
         Event::Iteration { n } => {
             s.c(' ').n((*n).into());
-            Ok(())
         }
         Event::Signal { signal, text } => {
             s.c(' ').t(signal);
             if let Some(t) = text {
                 s.t(" text=").q(t);
             }
-            Ok(())
         }
         Event::ModelRequest {
             purpose,
@@ -577,7 +574,6 @@ fn write_words(out: &mut String, event: &Event) {
             if *stripped {
                 s.push_str(" stripped");
             }
-            Ok(())
         }
         Event::ModelResponse {
             finish,
@@ -616,11 +612,9 @@ fn write_words(out: &mut String, event: &Event) {
                 s.t(" tokens=").n(*input_tokens).c('/').n(*output_tokens);
             }
             s.t(" latency=").n(*latency_ms).t("ms");
-            Ok(())
         }
         Event::ToolCallStart { id, name, args } => {
             s.call(id, name, args);
-            Ok(())
         }
         Event::ToolCallEnd {
             id,
@@ -643,7 +637,6 @@ fn write_words(out: &mut String, event: &Event) {
             if let Some(r) = rule {
                 s.t(" rule=").q(r);
             }
-            Ok(())
         }
         Event::ToolCallRejected {
             id,
@@ -652,14 +645,12 @@ fn write_words(out: &mut String, event: &Event) {
             error,
         } => {
             s.call(id, name, args).t(" error=").q(error);
-            Ok(())
         }
         Event::TruncationDiscarded { calls, count } => {
             s.t(" calls=")
                 .n(*calls as u64)
                 .t(" count=")
                 .n((*count).into());
-            Ok(())
         }
         Event::Intervention {
             policy,
@@ -672,16 +663,13 @@ fn write_words(out: &mut String, event: &Event) {
             if let Some(t) = tool {
                 s.t(" tool=").t(t);
             }
-            Ok(())
         }
         Event::MessageInjected { source, role, text } => {
             s.t(" source=").t(source).t(" role=").t(role.as_str());
             s.t(" text=").q(text);
-            Ok(())
         }
         Event::ForceText { on, cause } => {
             s.t(if *on { " on" } else { " off" }).t(" cause=").t(cause);
-            Ok(())
         }
         Event::Outcome {
             outcome,
@@ -697,11 +685,9 @@ fn write_words(out: &mut String, event: &Event) {
             if let Some(d) = detail {
                 s.t(" detail=").q(d);
             }
-            Ok(())
         }
         Event::Notice { source, text } => {
             s.t(" source=").t(source).t(" text=").q(text);
-            Ok(())
         }
         Event::Diverged {
             request,
@@ -710,7 +696,6 @@ fn write_words(out: &mut String, event: &Event) {
         } => {
             s.t(" request=").n((*request).into());
             s.t(" at=").q(at).t(" reading=").q(reading);
-            Ok(())
         }
         Event::ProviderError {
             fault,
@@ -726,7 +711,6 @@ fn write_words(out: &mut String, event: &Event) {
             if let Some(ms) = retry_in_ms {
                 s.t(" retry_in=").n(*ms).t("ms");
             }
-            Ok(())
         }
         Event::Compaction {
             reason,
@@ -739,11 +723,9 @@ fn write_words(out: &mut String, event: &Event) {
             if let Some(t) = estimate {
                 s.t(" estimate=").n(*t);
             }
-            Ok(())
         }
         Event::ToolCallSkipped { id, name, reason } => {
             s.c(' ').t(id).c(' ').t(name).t(" reason=").q(reason);
-            Ok(())
         }
         Event::ApprovalRequested {
             id,
@@ -760,7 +742,6 @@ fn write_words(out: &mut String, event: &Event) {
             if let Some(a) = auth {
                 s.t(" auth=").t(a);
             }
-            Ok(())
         }
         Event::ApprovalDecision { id, name, decision } => {
             s.c(' ').t(id).c(' ').t(name);
@@ -768,7 +749,6 @@ fn write_words(out: &mut String, event: &Event) {
                 Decision::Approve => " approve",
                 Decision::Reject => " reject",
             });
-            Ok(())
         }
         Event::TurnEnd {
             turn,
@@ -778,16 +758,14 @@ fn write_words(out: &mut String, event: &Event) {
         } => {
             s.c(' ').n((*turn).into()).t(" tokens=").n(*input_tokens);
             s.c('/').n(*output_tokens);
-            write!(s, " cost=${cost_usd:.6}")
+            let _ = write!(s, " cost=${cost_usd:.6}");
         }
         Event::UserTurn { turn, text } => {
             s.c(' ').n((*turn).into()).t(" text=").q(text);
-            Ok(())
         }
         Event::StepStart { step, total, title } => {
             s.c(' ').n((*step).into()).c('/').n((*total).into());
             s.t(" title=").q(title);
-            Ok(())
         }
         Event::StepEnd {
             step,
@@ -801,16 +779,14 @@ fn write_words(out: &mut String, event: &Event) {
             if let Some(d) = detail {
                 s.t(" detail=").q(d);
             }
-            Ok(())
         }
         Event::Replan { n, kept, steps } => {
             s.c(' ').n((*n).into()).t(" kept=").n((*kept).into());
             s.t(" steps=").list(steps, |s, step| {
                 s.q(step);
             });
-            Ok(())
         }
-    };
+    }
 }
 
 /// `12.345s`, right-aligned, and the two spaces after it: the golden's time column, which
