@@ -185,7 +185,9 @@ fn unwrapped(doc: &Value) -> Option<String> {
         Value::Array(blocks)
             if !blocks.is_empty()
                 && blocks.iter().all(|b| {
-                    b.get("type").and_then(Value::as_str) == Some("text")
+                    // `{"type": "text", "text": …}`, or a Converse block `{"text": …}`.
+                    (b.get("type").and_then(Value::as_str) == Some("text")
+                        || b.as_object().is_some_and(|o| o.len() == 1))
                         && b.get("text").is_some_and(Value::is_string)
                 }) =>
         {
@@ -208,6 +210,86 @@ pub(super) fn tool_message_call(v: Option<&Value>) -> Option<String> {
     };
     let at = |d: &Value| non_empty(d.get("tool_call_id")).map(str::to_owned);
     at(&doc).or_else(|| doc.get("data").and_then(at))
+}
+
+/// Content as Bedrock's Converse API shapes it (strands-agents records it so, as a JSON
+/// string, in its per-message events): a list of blocks, each one key — `text`, `toolUse`
+/// (`toolUseId`, `name`, `input`), `toolResult` (`toolUseId`, `content` blocks, `status`).
+fn converse_blocks(content: Option<&Value>) -> Option<Vec<Value>> {
+    let list = match content? {
+        Value::String(s) if s.trim_start().starts_with('[') => serde_json::from_str(s).ok()?,
+        Value::Array(a) => Value::Array(a.clone()),
+        _ => return None,
+    };
+    let Value::Array(blocks) = list else {
+        return None;
+    };
+    let converse = |b: &Value| {
+        b.as_object().is_some_and(|o| {
+            o.len() == 1
+                && o.keys().all(|k| {
+                    matches!(
+                        k.as_str(),
+                        "text"
+                            | "toolUse"
+                            | "toolResult"
+                            | "reasoningContent"
+                            | "image"
+                            | "document"
+                    )
+                })
+        })
+    };
+    (!blocks.is_empty()
+        && blocks.iter().all(converse)
+        && blocks.iter().any(|b| {
+            b.get("toolUse").is_some()
+                || b.get("toolResult").is_some()
+                || b.get("text").is_some_and(Value::is_string)
+        }))
+    .then_some(blocks)
+}
+
+/// A message of Converse blocks ([`converse_blocks`]); a message of tool results is one
+/// message per result.
+fn converse_messages(blocks: &[Value], role: &str) -> Vec<Msg> {
+    let mut msg = Msg {
+        role: role_of(role),
+        ..Msg::default()
+    };
+    let mut out = Vec::new();
+    let mut texts = Vec::new();
+    for b in blocks {
+        if let Some(t) = b.get("text").and_then(Value::as_str) {
+            texts.push(t.to_owned());
+        } else if let Some(u) = b.get("toolUse") {
+            msg.calls.push((
+                non_empty(u.get("toolUseId")).unwrap_or_default().to_owned(),
+                u.get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                parse_args(u.get("input")),
+            ));
+        } else if let Some(r) = b.get("toolResult") {
+            out.push(Msg {
+                role: "tool".to_owned(),
+                text: content_text(r.get("content")),
+                answers: non_empty(r.get("toolUseId")).map(str::to_owned),
+                is_error: r
+                    .get("status")
+                    .and_then(Value::as_str)
+                    .map(|s| s == "error"),
+                ..Msg::default()
+            });
+        }
+    }
+    if !out.is_empty() && msg.calls.is_empty() && texts.is_empty() {
+        return out;
+    }
+    msg.text = texts.join("\n");
+    out.insert(0, msg);
+    out
 }
 
 /// An OpenAI-shaped message (`{role, content, tool_calls, tool_call_id}`), as the older events
@@ -345,18 +427,42 @@ pub(super) fn flat_messages(attrs: &Attrs, prefix: &str) -> (Vec<Msg>, Option<St
 }
 
 /// Per-message events (span events, or log records tied to the span): input messages and the
-/// first choice.
-pub(super) fn event_messages<'a>(events: impl Iterator<Item = (&'a str, Value)>) -> Exchange {
+/// first choice; or the current conventions' one event of the whole call,
+/// `gen_ai.client.inference.operation.details`, with `gen_ai.input.messages` and
+/// `gen_ai.output.messages` as on a span (OpenTelemetry's `util-genai` with content in events
+/// only, strands-agents). Messages in Converse blocks are read as such.
+pub(super) fn event_messages<'a>(
+    events: impl Iterator<Item = (&'a str, Value)>,
+) -> Result<Exchange, String> {
     let mut ex = Exchange::default();
+    let message = |body: &Value, role: &str| -> Vec<Msg> {
+        match converse_blocks(body.get("content")) {
+            Some(blocks) => converse_messages(&blocks, role),
+            None => vec![openai_message(body, role)],
+        }
+    };
     for (name, body) in events {
         match name {
-            "gen_ai.system.message" => ex.input.push(openai_message(&body, "system")),
-            "gen_ai.user.message" => ex.input.push(openai_message(&body, "user")),
-            "gen_ai.assistant.message" => ex.input.push(openai_message(&body, "assistant")),
-            "gen_ai.tool.message" => ex.input.push(openai_message(&body, "tool")),
+            "gen_ai.system.message" => ex.input.extend(message(&body, "system")),
+            "gen_ai.user.message" => ex.input.extend(message(&body, "user")),
+            "gen_ai.assistant.message" => ex.input.extend(message(&body, "assistant")),
+            "gen_ai.tool.message" => ex.input.extend(message(&body, "tool")),
+            "gen_ai.client.inference.operation.details" => {
+                if let Some(v) = body.get("gen_ai.input.messages") {
+                    ex.input = semconv_messages(v, "gen_ai.input.messages")?.0;
+                }
+                if let Some(v) = body.get("gen_ai.output.messages") {
+                    let (out, finish) = semconv_messages(v, "gen_ai.output.messages")?;
+                    ex.output = answer_of(out);
+                    ex.finish = finish;
+                }
+            }
             "gen_ai.choice" if ex.output.is_none() => {
                 let message = body.get("message").unwrap_or(&Value::Null);
-                ex.output = Some(openai_message(message, "assistant"));
+                ex.output = match converse_blocks(Some(message)) {
+                    Some(blocks) => converse_messages(&blocks, "assistant").into_iter().next(),
+                    None => Some(openai_message(message, "assistant")),
+                };
                 ex.finish = body
                     .get("finish_reason")
                     .and_then(Value::as_str)
@@ -376,7 +482,7 @@ pub(super) fn event_messages<'a>(events: impl Iterator<Item = (&'a str, Value)>)
             _ => {}
         }
     }
-    ex
+    Ok(ex)
 }
 
 pub(super) fn parsed(v: &Value) -> Value {
@@ -584,16 +690,23 @@ fn response_object(text: &str) -> Option<(Msg, Option<String>)> {
 /// The names of the tools a model call was offered, where the span records them: GenAI's
 /// `gen_ai.tool.definitions`, OpenInference's `llm.tools.N.tool.json_schema`, the AI SDK's
 /// `ai.prompt.tools` (each a tool's JSON: `name`, or `function.name`).
-pub(super) fn offered_tools(s: &Span) -> Option<Vec<String>> {
-    let name = |t: &Value| -> Option<String> {
-        let t = match t {
-            Value::String(text) => serde_json::from_str::<Value>(text).ok()?,
-            other => other.clone(),
-        };
-        non_empty(t.get("name"))
-            .or_else(|| t.get("function").and_then(|f| non_empty(f.get("name"))))
-            .map(str::to_owned)
+/// The tools an agent's span says it has (`gen_ai.agent.tools`: a list of names, or a JSON
+/// string of one), in its order.
+pub(super) fn agent_tools(s: &Span) -> Option<Vec<String>> {
+    if s.operation() != Some("invoke_agent") {
+        return None;
+    }
+    let Value::Array(list) = json_attr(s.attrs.get("gen_ai.agent.tools")?).ok()? else {
+        return None;
     };
+    let names: Vec<String> = list
+        .iter()
+        .filter_map(|t| non_empty(Some(t)).map(str::to_owned))
+        .collect();
+    (!names.is_empty()).then_some(names)
+}
+
+pub(super) fn offered_tools(s: &Span) -> Option<Vec<String>> {
     let list: Vec<Value> = if let Some(v) = s.attrs.get("gen_ai.tool.definitions") {
         match json_attr(v).ok()? {
             Value::Array(a) => a,
@@ -613,6 +726,30 @@ pub(super) fn offered_tools(s: &Span) -> Option<Vec<String>> {
             .values()
             .filter_map(|f| f.get("tool.json_schema").map(|v| (*v).clone()))
             .collect()
+    };
+    definition_names(&list)
+}
+
+/// The tools a call's event lists (`gen_ai.tool.definitions` of a
+/// `gen_ai.client.inference.operation.details` log record or span event).
+pub(super) fn event_tools(body: &Value) -> Option<Vec<String>> {
+    match json_attr(body.get("gen_ai.tool.definitions")?).ok()? {
+        Value::Array(list) => definition_names(&list),
+        _ => None,
+    }
+}
+
+/// The names of tool definitions: OpenAI's (`{name}`, `{function: {name}}`, or their JSON
+/// text), or Gemini's lists of `function_declarations`.
+fn definition_names(list: &[Value]) -> Option<Vec<String>> {
+    let name = |t: &Value| -> Option<String> {
+        let t = match t {
+            Value::String(text) => serde_json::from_str::<Value>(text).ok()?,
+            other => other.clone(),
+        };
+        non_empty(t.get("name"))
+            .or_else(|| t.get("function").and_then(|f| non_empty(f.get("name"))))
+            .map(str::to_owned)
     };
     // Gemini's form: a list of tools, each a list of `function_declarations`.
     let declared = |t: &Value| -> Vec<Value> {
@@ -701,8 +838,7 @@ fn exchange_of(s: &Span, logs: &HashMap<String, Vec<&Log>>) -> Result<Exchange, 
         }
         // Log records come in any order: by time, then as written.
         events.sort_by_key(|(t, _, _)| *t);
-        let from_events = event_messages(events.into_iter().map(|(_, n, b)| (n, b)));
-        ex = from_events;
+        ex = event_messages(events.into_iter().map(|(_, n, b)| (n, b)))?;
     }
     if ex.output.is_none() {
         if let Some((out, finish)) = s.str("output.value").and_then(response_object) {
@@ -732,8 +868,26 @@ pub(super) fn finish_of(reason: Option<&str>, calls: bool) -> Finish {
         Some("content_filter" | "SAFETY") => Finish::ContentFilter,
         Some("stop_sequence") => Finish::StopSequence,
         _ if calls => Finish::ToolUse,
+        // The model asked for tools, though the span recorded none of its calls (content
+        // capture off): an answer that asked for tools, not a text answer.
+        Some(r) if asks_for_tools(r) => Finish::ToolUse,
         _ => Finish::Stop,
     }
+}
+
+/// Is this recorded finish reason the model's asking for tools (OpenAI `tool_calls` and the
+/// older `function_call`, Anthropic `tool_use`, the AI SDK's `tool-calls`, Bedrock's
+/// `toolUse`)?
+pub(super) fn asks_for_tools(reason: &str) -> bool {
+    [
+        "tool_calls",
+        "function_call",
+        "tool_use",
+        "tool-calls",
+        "tooluse",
+    ]
+    .iter()
+    .any(|r| reason.eq_ignore_ascii_case(r))
 }
 
 /// The provider fault a failed inference span reads as.

@@ -21,8 +21,11 @@
 //! - `gen_ai.prompt.N.*` / `gen_ai.completion.N.*` (Traceloop before 0.55, OpenLLMetry);
 //! - events: per-message events `gen_ai.{system,user,assistant,tool}.message` and
 //!   `gen_ai.choice` (GenAI conventions 1.28–1.36: log records in the same file, tied to the
-//!   span by its id, or span events; content in the body, or in `gen_ai.event.content`), and
-//!   `gen_ai.content.prompt` / `gen_ai.content.completion` span events (conventions 1.26–1.27).
+//!   span by its id, or span events; content in the body, or in `gen_ai.event.content`; in
+//!   Bedrock Converse blocks as strands-agents writes it), `gen_ai.content.prompt` /
+//!   `gen_ai.content.completion` span events (conventions 1.26–1.27), and the current
+//!   conventions' one event of a call, `gen_ai.client.inference.operation.details` (util-genai
+//!   with content in events only, strands-agents with the latest conventions).
 //!
 //! The messages after the last assistant message of a call's input are what the agent added:
 //! tool results answer the calls they name; user messages are the user's turns (at the start,
@@ -555,6 +558,10 @@ fn failure_rule(
 struct Gaps {
     /// Model calls with no message recorded (content capture off).
     no_content: usize,
+    /// Answers whose finish reason asked for tools, with no call recorded.
+    unseen_calls: usize,
+    /// Conversations with an agent span and no model call.
+    agent_only: usize,
     /// Answered model calls without token counts.
     no_tokens: usize,
     /// Answered model calls whose counts the instrumentation estimated itself.
@@ -596,6 +603,18 @@ impl Gaps {
                 self.no_content
             ));
         }
+        if self.agent_only > 0 {
+            out.push(format!(
+                "{} conversation(s) with an agent span (`invoke_agent`) and no model call: not read as runs (the model client's instrumentation was not active, or does not record spans harness reads)",
+                self.agent_only
+            ));
+        }
+        if self.unseen_calls > 0 {
+            out.push(format!(
+                "{} model answer(s) asked for tools (their finish reason: `tool_calls`, `tool_use`, …) but recorded none of the calls: read as answers that asked for unknown calls, not as text answers (a run that ends on one ended with its calls unanswered)",
+                self.unseen_calls
+            ));
+        }
         if self.no_tokens > 0 {
             out.push(format!(
                 "{} model answer(s) without token counts (the instrumentation or the client did not record usage, as streamed calls often do not): their tokens are unknown in the trace (`tokens_unknown`) and count as 0 in sums",
@@ -628,7 +647,7 @@ impl Gaps {
         }
         if self.no_history > 0 {
             out.push(format!(
-                "{} model call(s) after tool calls whose recorded input holds no answer of the model (the instrumentation records the prompt and the results, not the conversation): the prompt repeated in them is not read as the agent's nudges, and their new results answer the calls in order",
+                "{} later model call(s) whose recorded input holds no answer of the model (the instrumentation records the prompt and the results, not the conversation, or the agent renders its history into a fresh prompt, as DSPy does): only what each holds past the previous call's input is read (its new results answer the calls in order; new messages are nudges or turns); the same messages again, or rewritten in place, are not",
                 self.no_history
             ));
         }
@@ -771,6 +790,28 @@ fn tool_call_id(s: &Span, by_id: &HashMap<&str, &Span>) -> Option<String> {
     }
 }
 
+/// The tools a model call's one event lists (`gen_ai.client.inference.operation.details`, a
+/// span event or a log record tied to the span: content in events only).
+fn call_event_tools(s: &Span, logs: &HashMap<String, Vec<&Log>>) -> Option<Vec<String>> {
+    const DETAILS: &str = "gen_ai.client.inference.operation.details";
+    s.events
+        .iter()
+        .filter(|e| e.name == DETAILS)
+        .find_map(|e| messages::event_tools(&event_body(e)))
+        .or_else(|| {
+            logs.get(&format!("{}/{}", s.trace, s.id))?
+                .iter()
+                .filter(|l| l.name == DETAILS)
+                .find_map(|l| {
+                    let body = match &l.body {
+                        Value::Null => Value::Object(l.attrs.clone().into_iter().collect()),
+                        b => b.clone(),
+                    };
+                    messages::event_tools(&body)
+                })
+        })
+}
+
 /// The rule named on a tool result read as failed only by its span's status.
 pub const SPAN_STATUS_RULE: &str = "span-status";
 
@@ -831,10 +872,19 @@ fn genai_run(
             }
         })
         .collect();
-    // A conversation without a model call is a run when an agent span says it was one.
-    let agent = group.iter().any(|s| s.operation() == Some("invoke_agent"));
-    if !agent && !items.iter().any(|i| matches!(i, Item::Inference(_))) {
-        return Ok(None);
+    // A conversation without a model call is no run: an agent span alone (the loop's own,
+    // with the model client's instrumentation not active) shows no loop. Only an agent span
+    // that failed is one, a run that crashed before it called a model.
+    if !items.iter().any(|i| matches!(i, Item::Inference(_))) {
+        let crashed = group
+            .iter()
+            .any(|s| s.operation() == Some("invoke_agent") && s.error.is_some());
+        if !crashed {
+            if group.iter().any(|s| s.operation() == Some("invoke_agent")) {
+                gaps.agent_only += 1;
+            }
+            return Ok(None);
+        }
     }
     // What each model call sent and answered, read once; and the text the model was sent for
     // each call's result (the tool messages of later calls' input), which is the result as
@@ -930,10 +980,21 @@ fn genai_run(
         .unwrap_or_default();
     let mut b = TraceBuilder::new(SOURCE, model);
     // The tools offered, as the first model call that records them lists them.
-    if let Some(names) = items.iter().find_map(|i| match i {
-        Item::Inference(s) => messages::offered_tools(s),
-        Item::Tool(_) => None,
-    }) {
+    // (Else as the agent's span lists them: strands-agents' `gen_ai.agent.tools`.)
+    if let Some(names) = items
+        .iter()
+        .find_map(|i| match i {
+            Item::Inference(s) => messages::offered_tools(s),
+            Item::Tool(_) => None,
+        })
+        .or_else(|| {
+            items.iter().find_map(|i| match i {
+                Item::Inference(s) => call_event_tools(s, logs),
+                Item::Tool(_) => None,
+            })
+        })
+        .or_else(|| group.iter().find_map(|s| messages::agent_tools(s)))
+    {
         b.offered(names);
     }
     let mut first_call = true;
@@ -949,10 +1010,9 @@ fn genai_run(
     // alone may carry its calls as text, and a span without content none at all: then a tool
     // span is the call.)
     let mut answer_recorded = false;
-    // The first call's input (role, text), to tell an instrumentation that records the prompt
-    // alone.
-    let mut first_input: Vec<(String, String)> = Vec::new();
-    // How many tool results the previous call's input held (for inputs without history).
+    // How many messages, and how many tool results, the previous call's input held (for
+    // inputs without history).
+    let mut previous_len = 0usize;
     let mut previous_results = 0usize;
     // The tool spans after an answer are read in the order of its calls (frameworks check or
     // run parallel calls in an order of their own); spans of no call of it keep their place
@@ -993,17 +1053,31 @@ fn genai_run(
                     .or_else(|| s.str("ai.toolCall.name"))
                     .or_else(|| s.name.strip_prefix("execute_tool "))
                     .or_else(|| s.name.strip_prefix("running tool "))
+                    // OpenInference's DSPy spans: `exec.__call__`, the tool's method.
+                    .or_else(|| s.name.strip_suffix(".__call__"))
                     .unwrap_or(s.name.as_str())
                     .to_owned();
                 let call_id = tool_call_id(s, &by_id);
                 let output = TOOL_RESULT_KEYS.iter().find_map(|k| s.attrs.get(*k));
-                let given = TOOL_ARGS_KEYS.iter().any(|k| s.attrs.contains_key(*k));
+                // strands-agents records a tool's input and result as the span's events
+                // (`gen_ai.tool.message` with its `content`, `gen_ai.choice` with its `message`).
+                let event = |name: &str, key: &str| {
+                    s.events
+                        .iter()
+                        .find(|e| e.name == name)
+                        .and_then(|e| event_body(e).get(key).cloned())
+                };
+                let event_args = event("gen_ai.tool.message", "content");
+                let event_output = event("gen_ai.choice", "message");
+                let given =
+                    TOOL_ARGS_KEYS.iter().any(|k| s.attrs.contains_key(*k)) || event_args.is_some();
                 // Arguments as the tool received them, when the span shows them as an object
                 // (a framework that records a one-argument tool's bare value says nothing of
                 // its name: the call's own arguments stand).
                 let args = TOOL_ARGS_KEYS
                     .iter()
                     .find_map(|k| s.attrs.get(*k))
+                    .or(event_args.as_ref())
                     .map(|v| keyword_args(parse_args(Some(v))))
                     .filter(Value::is_object);
                 let call = match b.answered_call(call_id.as_deref(), Some(&name), args.clone()) {
@@ -1012,13 +1086,21 @@ fn genai_run(
                     // text): the span is it. Where the answer before it recorded its calls, a
                     // span of none of them is no call to make up.
                     None if answer_recorded => None,
-                    None => call_id.filter(|c| !answered.contains(c)).inspect(|c| {
-                        if !given {
-                            gaps.blind_tools += 1;
-                        }
-                        let args = args.unwrap_or_else(|| Value::Object(Default::default()));
-                        b.call(c.clone(), name.clone(), args);
-                    }),
+                    // (A span without a call id — DSPy's, whose calls are text — is a call of
+                    // its own, named as a call without an id is.)
+                    None => call_id
+                        .or_else(|| {
+                            generated += 1;
+                            Some(format!("call_{generated}"))
+                        })
+                        .filter(|c| !answered.contains(c))
+                        .inspect(|c| {
+                            if !given {
+                                gaps.blind_tools += 1;
+                            }
+                            let args = args.unwrap_or_else(|| Value::Object(Default::default()));
+                            b.call(c.clone(), name.clone(), args);
+                        }),
                 };
                 if call.is_none() {
                     gaps.unplaced_tools += 1;
@@ -1029,6 +1111,7 @@ fn genai_run(
                         Some((text, flag)) => (text.clone(), *flag),
                         None => (
                             output
+                                .or(event_output.as_ref())
                                 .map(|v| result_text(Some(v)))
                                 .or_else(|| s.error.clone())
                                 .unwrap_or_default(),
@@ -1043,12 +1126,14 @@ fn genai_run(
             Item::Inference(s) => {
                 let mut ex = ex.unwrap_or_default();
                 answer_recorded = ex.output.as_ref().is_some_and(|o| !o.calls.is_empty());
-                // An input with no answer of the model in it, after tool calls: the
-                // instrumentation records the prompt and results, not the conversation
-                // (OpenLIT, smolagents). The first call's messages repeated in it are no
-                // nudges, and only the results past those the previous call's input held are
-                // new.
+                // A later input with no answer of the model in it: the instrumentation records
+                // the prompt and results, not the conversation (OpenLIT, smolagents), or the
+                // agent renders its history into a fresh prompt (DSPy). Only what it holds
+                // past the previous call's input is new: the results past those it held, the
+                // other messages past its length. The same messages again, or rewritten in
+                // place, are no turns or nudges.
                 let results = ex.input.iter().filter(|m| is_result(m)).count();
+                let len = ex.input.len();
                 if first_call {
                     // (Calls in it: a prefill or few-shot answers are not a loop's history.)
                     if ex
@@ -1058,28 +1143,20 @@ fn genai_run(
                     {
                         gaps.mid_conversation += 1;
                     }
-                    first_input = ex
-                        .input
-                        .iter()
-                        .map(|m| (m.role.clone(), m.text.clone()))
-                        .collect();
-                } else if after_calls
-                    && !ex.input.is_empty()
-                    && !ex.input.iter().any(|m| m.role == "assistant")
-                {
+                } else if !ex.input.is_empty() && !ex.input.iter().any(|m| m.role == "assistant") {
                     gaps.no_history += 1;
-                    let mut seen_results = 0;
-                    let earlier = previous_results;
+                    let (mut at, mut seen_results) = (0, 0);
+                    let (earlier, earlier_results) = (previous_len, previous_results);
                     ex.input.retain(|m| {
+                        at += 1;
                         if is_result(m) {
                             seen_results += 1;
-                            return seen_results > earlier;
+                            return seen_results > earlier_results;
                         }
-                        !first_input
-                            .iter()
-                            .any(|(r, t)| *r == m.role && *t == m.text)
+                        at > earlier
                     });
                 }
+                previous_len = len;
                 previous_results = results;
                 let from = ex
                     .input
@@ -1150,7 +1227,14 @@ fn genai_run(
                         (id, name, args)
                     })
                     .collect();
-                after_calls = !calls.is_empty();
+                let finish = finish_of(ex.finish.as_deref(), !calls.is_empty());
+                // An answer that asked for tools the span did not record (content capture
+                // off): no text answer, and what follows it is the tool loop's.
+                let unseen = calls.is_empty() && finish == Finish::ToolUse;
+                if unseen {
+                    gaps.unseen_calls += 1;
+                }
+                after_calls = !calls.is_empty() || unseen;
                 let (input, output) = (s.input_tokens(), s.output_tokens());
                 // Counts not recorded are unknown, not 0 (one of the two recorded: the other
                 // is 0).
@@ -1167,8 +1251,10 @@ fn genai_run(
                     }
                     Some((input.unwrap_or(0), output.unwrap_or(0)))
                 };
-                let finish = finish_of(ex.finish.as_deref(), !calls.is_empty());
-                last = Some((false, (calls.is_empty()).then(|| out.text.clone())));
+                last = Some((
+                    false,
+                    (calls.is_empty() && !unseen).then(|| out.text.clone()),
+                ));
                 b.response_announcing(&out.text, calls, tokens, latency, finish);
             }
         }
@@ -1192,9 +1278,19 @@ fn genai_run(
             OutcomeKind::Stopped,
             Some("the run ended after tool calls, with no model call after them".to_owned()),
         ),
+        // Only an agent span that failed gets here (see above).
         (None, None) => (
-            OutcomeKind::Stopped,
-            Some("the trace holds no model call".to_owned()),
+            OutcomeKind::Error,
+            Some(format!(
+                "the agent failed before any model call: {}",
+                group
+                    .iter()
+                    .find_map(|s| s
+                        .error
+                        .as_deref()
+                        .filter(|_| s.operation() == Some("invoke_agent")))
+                    .unwrap_or_default()
+            )),
         ),
     };
     gaps.unrun += b.unrun();
