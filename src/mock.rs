@@ -25,6 +25,8 @@ pub struct MockModel<'s> {
     /// kept between requests so a run looks at each message once, not once a call. Made when
     /// such a rule is first asked (most scripts have none).
     mentions: Vec<crate::llm::RunningSum>,
+    /// Note valid calls it cannot vouch for ([`MockModel::vouching`]).
+    vouch: bool,
 }
 
 /// Where a mock is in its script: how often each rule fired, the turn and its repeats used,
@@ -41,6 +43,17 @@ pub struct MockState {
     /// The loop spoke up since the conversation began (a user or system message it added
     /// after a request): the `intervened` condition, kept once true.
     spoke: bool,
+    /// Generated valid calls harness cannot vouch for, since last taken: (call id, why); kept
+    /// only when asked ([`MockModel::vouching`]).
+    doubts: Vec<(String, String)>,
+}
+
+impl MockState {
+    /// The valid calls generated since the last time whose arguments harness cannot vouch
+    /// for ([`generate::doubt`]): (call id, why).
+    pub fn take_doubts(&mut self) -> Vec<(String, String)> {
+        std::mem::take(&mut self.doubts)
+    }
 }
 
 /// The user and system messages of the previous loop turn's request, as sorted fingerprints,
@@ -161,12 +174,21 @@ impl<'s> MockModel<'s> {
             measured: crate::llm::RunningSum::default(),
             tools_measured: None,
             mentions: Vec::new(),
+            vouch: false,
         }
     }
 
     /// The mock answering case `id`: its generated arguments are seeded by it.
     pub fn for_case(mut self, id: &str) -> Self {
         id.clone_into(&mut self.case);
+        self
+    }
+
+    /// The mock noting each generated valid call it cannot vouch for
+    /// ([`MockState::take_doubts`]): an agent's own schemas may say what harness does not
+    /// check.
+    pub fn vouching(mut self) -> Self {
+        self.vouch = true;
         self
     }
 
@@ -339,7 +361,15 @@ impl<'s> MockModel<'s> {
                     .find(|t| t.name == def.name)
                     .map_or(&*OPEN, |t| &t.schema);
                 let seed = generate::seed(&self.case, def.seed.unwrap_or(n));
-                generate::arguments(schema, how, seed)
+                let made = generate::arguments(schema, how, seed);
+                if let (true, crate::scenario::Generate::Valid, Arguments::Parsed(v)) =
+                    (self.vouch, how, &made)
+                {
+                    if let Some(why) = generate::doubt(schema, v) {
+                        self.state.doubts.push((id.clone(), why));
+                    }
+                }
+                made
             }
             (None, Some(raw), _) => Arguments::Raw(raw.clone()),
             (None, None, Some(v)) => Arguments::Parsed(crate::llm::Args::clone(v)),

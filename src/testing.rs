@@ -381,7 +381,7 @@ impl Served {
                 cases,
                 paths,
                 &session,
-                &[],
+                exec::Ending::default(),
                 &mut std::io::sink(),
             ),
         };

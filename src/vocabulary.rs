@@ -182,3 +182,23 @@ pub const RESULT_NOT_SENT: &str = "the agent sent no result for this call";
 /// Why a served call is skipped in an inferred trace: the agent ended without a later request.
 pub const RESULT_NEVER_SENT: &str =
     "the agent ended without sending this call's result (whether it ran cannot be seen)";
+
+/// The notice of a generated valid call whose arguments harness cannot vouch for (the agent's
+/// schema says what harness does not check), after the answer that made it.
+pub fn doubted_call(id: &str, why: &str) -> String {
+    format!("{DOUBTED_PREFIX}{id}` may not be what the agent's schema allows: {why}")
+}
+
+const DOUBTED_PREFIX: &str = "the arguments made for the valid call `";
+
+/// The call id and the reason of a [`doubted_call`] notice.
+pub fn doubted(text: &str) -> Option<(&str, &str)> {
+    let rest = text.strip_prefix(DOUBTED_PREFIX)?;
+    let (id, rest) = rest.split_once('`')?;
+    let why = rest.split_once(": ").map_or("", |(_, w)| w);
+    Some((id, why))
+}
+
+/// Why a served call is skipped in an inferred trace: the agent was killed at its timeout
+/// before a later request.
+pub const RESULT_UNSENT_AT_KILL: &str = "the agent was killed at its timeout before sending this call's result (whether it ran cannot be seen)";

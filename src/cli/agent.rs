@@ -186,7 +186,7 @@ pub(super) fn serve(args: &ServeArgs, setup: &Setup) -> anyhow::Result<ExitStatu
                 &cassettes.0,
                 &cassettes.1,
                 &session,
-                &[],
+                crate::exec::Ending::default(),
                 &mut anstream::stderr(),
             ),
         };
@@ -307,7 +307,7 @@ fn print_served(
     scenario_id: &str,
 ) -> anyhow::Result<ExitStatus> {
     let all: Vec<(String, Vec<TimedEvent>)> = match session.replay() {
-        Some(_) => replayed_traces(session, &args.label)
+        Some(_) => replayed_traces(session, &args.label, false)
             .into_iter()
             .map(|t| {
                 if let Some(report) = &t.report {

@@ -189,14 +189,15 @@ pub fn load(layout: &Layout, path: &Path) -> Result<Vec<Case>, Vec<Diagnostic>> 
 /// hold, never on when they came: by first user message, then by the trace itself (parallel
 /// agents get the same case ids on every run).
 pub fn traces(session: &Session, label: &str) -> Vec<Vec<TimedEvent>> {
-    ordered_traces(session, label)
+    ordered_traces(session, label, false)
         .into_iter()
         .map(|(_, e)| e)
         .collect()
 }
 
-/// [`traces`], each with the index of its conversation in arrival order.
-fn ordered_traces(session: &Session, label: &str) -> Vec<(usize, Vec<TimedEvent>)> {
+/// [`traces`], each with the index of its conversation in arrival order; `killed`: the agent
+/// was killed at its timeout ([`Context::killed`]).
+fn ordered_traces(session: &Session, label: &str, killed: bool) -> Vec<(usize, Vec<TimedEvent>)> {
     let tool_latency = session
         .case()
         .scenario
@@ -208,6 +209,7 @@ fn ordered_traces(session: &Session, label: &str) -> Vec<(usize, Vec<TimedEvent>
         profile: label,
         cap: session.cap(),
         tool_latency,
+        killed,
     };
     let mut all: Vec<(String, String, usize, Vec<TimedEvent>)> = session
         .conversations()
@@ -352,7 +354,7 @@ pub(crate) fn judge_session(
     end: card::End,
 ) -> Result<Vec<CaseResult>, Diagnostic> {
     let (scenario_id, chosen) = (&prepared.scenario_id, &prepared.case);
-    let ordered = ordered_traces(session, &settings.label);
+    let ordered = ordered_traces(session, &settings.label, end == card::End::Killed);
     let arrival: Vec<usize> = ordered.iter().map(|(i, _)| *i).collect();
     let all: Vec<Vec<TimedEvent>> = ordered.into_iter().map(|(_, e)| e).collect();
     for (i, events) in all.iter().enumerate() {
@@ -843,8 +845,9 @@ pub struct ReplayedTrace {
 }
 
 /// The traces of a replay session: by cassette, and within one cassette by the trace itself
-/// (agents in parallel get the same ids on every run).
-pub fn replayed_traces(session: &Session, label: &str) -> Vec<ReplayedTrace> {
+/// (agents in parallel get the same ids on every run); `killed`: the agent was killed at its
+/// timeout ([`Context::killed`]).
+pub fn replayed_traces(session: &Session, label: &str, killed: bool) -> Vec<ReplayedTrace> {
     let Some(recorded) = session.replay() else {
         return Vec::new();
     };
@@ -865,6 +868,7 @@ pub fn replayed_traces(session: &Session, label: &str) -> Vec<ReplayedTrace> {
                 profile: label,
                 cap: u32::try_from(served.cassette.exchanges.len()).unwrap_or(u32::MAX),
                 tool_latency: Default::default(),
+                killed,
             };
             let mut events = infer::infer(&ctx, &c.requests);
             // The provider's ids differ on every recording; the trace names calls by order.
@@ -958,7 +962,7 @@ pub fn exec_cassettes(
         .map(|p| p.display().to_string())
         .collect();
     let first = prepared.cases[0].clone();
-    let (session, failures, _, _) = match serve_to_command(
+    let (session, failures, end, _) = match serve_to_command(
         settings,
         prepared.session,
         &first,
@@ -980,9 +984,22 @@ pub fn exec_cassettes(
         &prepared.cases,
         &prepared.paths,
         &session,
-        &failures,
+        Ending {
+            failures: &failures,
+            killed: end == card::End::Killed,
+        },
         notes,
     ))
+}
+
+/// How the agent's command ended, for [`judge_replayed`]: the failures it made (its exit, a
+/// kill) and whether it was killed at its timeout.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Ending<'a> {
+    /// How its end failed the run.
+    pub failures: &'a [String],
+    /// Killed at its timeout ([`Context::killed`]).
+    pub killed: bool,
 }
 
 /// Judge what a replay session's conversations sent: one result per cassette, each
@@ -994,10 +1011,11 @@ pub(crate) fn judge_replayed(
     cases: &[Case],
     paths: &[PathBuf],
     session: &Session,
-    failures: &[String],
+    ended: Ending<'_>,
     notes: &mut dyn Write,
 ) -> Vec<FileResult> {
-    let traces = replayed_traces(session, &settings.label);
+    let Ending { failures, killed } = ended;
+    let traces = replayed_traces(session, &settings.label, killed);
     // Judged by the recording alone (`--cassettes-only`), a divergence always fails.
     let fail_on_divergence =
         settings.on_divergence == replay::OnDivergence::Fail || !settings.golden;

@@ -475,7 +475,7 @@ fn cell_of(v: &crate::results::card::Verdict) -> String {
         Verdict::EndedWithout { at, .. } => format!("✗ no answer {at}"),
         Verdict::GaveUp { at, .. } => format!("✗ gave up {at}"),
         Verdict::Crashed(_) => "✗ crashed".to_owned(),
-        Verdict::Hung => "✗ hung".to_owned(),
+        Verdict::Hung(_) => "✗ hung".to_owned(),
         Verdict::WronglyStopped { at, .. } => format!("✗ stopped {at}"),
         Verdict::NotDriven(_) => "– not driven".to_owned(),
         Verdict::NotExercised(_) => "– not exercised".to_owned(),
@@ -728,7 +728,7 @@ mod tests {
         assert!(page.contains("<h2>moltis &lt;b&gt;</h2>"), "{page}");
         assert!(page.contains("score 2/4: 1 of 2 failure modes recovered"));
         // A case without a card counts for nothing.
-        let mut plain = case("s/e", SuiteKind::Failure, Verdict::Hung);
+        let mut plain = case("s/e", SuiteKind::Failure, Verdict::Hung(String::new()));
         plain.card = None;
         assert_eq!(score([&plain]), Score::default());
     }

@@ -8,7 +8,9 @@
 //!   (the iteration cap ended it), `ended without the answer` (the loop took another text as
 //!   final: an intent, an empty or cut-off answer), `gave up` (the loop stopped without an
 //!   answer: its own turn limit, or a defence that ends the run), `crashed` (an error ended
-//!   the run, or the agent exited non-zero), `hung` (killed at its timeout), `could not be
+//!   the run, or the agent exited non-zero), `hung` (killed at its timeout: after what, as the
+//!   trace shows it — its answer, a provider error it did not retry, calls whose results it
+//!   never sent), `could not be
 //!   driven` (no model request, no offered tool the scenario could bind, or an agent that
 //!   requires a tool call on every request where the case answers in text);
 //! - legitimate work: `finished` (it ends with the `answer`), `wrongly stopped` (anything else
@@ -48,8 +50,9 @@ pub enum Verdict {
     GaveUp { at: u32, why: String },
     /// An error ended the run, or the agent exited non-zero.
     Crashed(String),
-    /// The agent was killed at its timeout.
-    Hung,
+    /// The agent was killed at its timeout: what it had done last, as its trace shows it
+    /// (empty in a card an older harness saved).
+    Hung(String),
     /// The loop ended legitimate work short, at this iteration, by this.
     WronglyStopped { at: u32, by: String },
     /// The scenario could not drive the agent.
@@ -73,7 +76,7 @@ impl Verdict {
             Self::EndedWithout { .. } => "ended_without_answer",
             Self::GaveUp { .. } => "gave_up",
             Self::Crashed(_) => "crashed",
-            Self::Hung => "hung",
+            Self::Hung(_) => "hung",
             Self::WronglyStopped { .. } => "wrongly_stopped",
             Self::NotDriven(_) => "not_driven",
             Self::NotExercised(_) => "not_exercised",
@@ -91,7 +94,8 @@ impl Verdict {
             Self::Crashed(why) | Self::NotDriven(why) | Self::NotExercised(why) => {
                 (name, None, Some(why.clone()))
             }
-            Self::Hung => (name, None, None),
+            Self::Hung(why) if why.is_empty() => (name, None, None),
+            Self::Hung(why) => (name, None, Some(why.clone())),
         }
     }
 
@@ -107,7 +111,7 @@ impl Verdict {
             ("crashed", None, Some(why)) => Self::Crashed(why),
             ("not_driven", None, Some(why)) => Self::NotDriven(why),
             ("not_exercised", None, Some(why)) => Self::NotExercised(why),
-            ("hung", None, None) => Self::Hung,
+            ("hung", None, why) => Self::Hung(why.unwrap_or_default()),
             _ => return None,
         })
     }
@@ -123,7 +127,8 @@ impl Verdict {
             }
             Self::GaveUp { at, why } => format!("gave up at iteration {at}: {why}"),
             Self::Crashed(why) => format!("crashed: {why}"),
-            Self::Hung => "hung (killed at its timeout)".to_owned(),
+            Self::Hung(why) if why.is_empty() => "hung (killed at its timeout)".to_owned(),
+            Self::Hung(why) => format!("hung (killed at its timeout) {why}"),
             Self::WronglyStopped { at, by } => {
                 format!("wrongly stopped at iteration {at}, by {by}")
             }
@@ -232,7 +237,14 @@ pub fn recheck(entry: &Entry, events: Option<&[TimedEvent]>) -> Result<(), Strin
         premise: basis.premise.clone(),
     };
     let again = classify(&suite, basis.portable, events, basis.end);
-    if again.verdict != entry.verdict {
+    // A card an older harness saved says `hung` without what came before the kill.
+    let same = match (&entry.verdict, &again.verdict) {
+        (Verdict::Hung(saved), Verdict::Hung(_)) => {
+            saved.is_empty() || entry.verdict == again.verdict
+        }
+        (saved, read) => saved == read,
+    };
+    if !same {
         return Err(format!(
             "its verdict says `{}`, its trace reads `{}`",
             entry.verdict.describe(),
@@ -304,9 +316,6 @@ pub fn classify(suite: &SuiteDef, portable: u32, events: &[TimedEvent], end: End
             end,
         }),
     };
-    if end == End::Killed {
-        return entry(Verdict::Hung);
-    }
     let unbound = events.iter().find_map(|e| match &e.event {
         Event::Notice { text, .. }
             if text.contains("fits none of the tools the agent offers")
@@ -326,9 +335,12 @@ pub fn classify(suite: &SuiteDef, portable: u32, events: &[TimedEvent], end: End
         _ => None,
     });
     let Some((offered, stripped)) = first_request else {
-        return entry(Verdict::NotDriven(
-            "the agent made no model request".to_owned(),
-        ));
+        let why = if end == End::Killed {
+            "the agent made no model request before it was killed at its timeout"
+        } else {
+            "the agent made no model request"
+        };
+        return entry(Verdict::NotDriven(why.to_owned()));
     };
     let needs = suite.premise.tools.unwrap_or(portable);
     if needs > 0 && offered == 0 && !stripped {
@@ -338,6 +350,11 @@ pub fn classify(suite: &SuiteDef, portable: u32, events: &[TimedEvent], end: End
     }
     if let Some(why) = premise_broken(suite, events) {
         return entry(Verdict::NotExercised(why));
+    }
+    // Killed at its timeout, after the case began: what it had done last is the verdict's
+    // detail (an answer it never exited after is not a run without one).
+    if end == End::Killed {
+        return entry(Verdict::Hung(hang(events)));
     }
     let outcome = events.iter().rev().find_map(|e| match &e.event {
         Event::Outcome {
@@ -375,7 +392,7 @@ pub fn classify(suite: &SuiteDef, portable: u32, events: &[TimedEvent], end: End
         // An agent that answered and then exited non-zero failed whoever ran it; the card
         // says what it answered, so the crash is not read as a run without an answer.
         if let (OutcomeKind::Response, Some(t)) = (kind, text.as_deref()) {
-            why = format!("{why} after its answer {}", quoted(t));
+            why = format!("{why} after the model answered {}", quoted(t));
         }
         return entry(Verdict::Crashed(why));
     }
@@ -414,6 +431,76 @@ pub fn classify(suite: &SuiteDef, portable: u32, events: &[TimedEvent], end: End
         }
     };
     entry(verdict)
+}
+
+/// What a killed agent's trace shows it had done last, for its `hung` verdict: after its
+/// answer (it never exited), after harness ended the conversation (the cap, no answer in the
+/// script), after a provider error it did not ask again after, with the results of the
+/// model's calls never sent, or waiting for the model's answer.
+fn hang(events: &[TimedEvent]) -> String {
+    let mut iteration = 0;
+    let mut last = None;
+    for e in events {
+        match &e.event {
+            Event::Iteration { n } => iteration = *n,
+            Event::ModelRequest { .. }
+            | Event::ModelResponse { .. }
+            | Event::ProviderError { .. } => {
+                last = Some(&e.event);
+            }
+            Event::Outcome {
+                outcome: OutcomeKind::Response,
+                text: Some(text),
+                ..
+            } => return format!("after the model answered {}", quoted(text)),
+            Event::Outcome {
+                outcome: OutcomeKind::MaxIterations | OutcomeKind::Error,
+                detail: Some(detail),
+                ..
+            } if matches!(last, Some(Event::ModelRequest { .. })) => {
+                // harness refused the request (past the cap, or no answer in the script).
+                return format!("after harness ended its conversation: {detail}");
+            }
+            _ => {}
+        }
+    }
+    let bound = bindings(events);
+    let named = |name: &str| match bound.iter().find(|(d, _)| *d == name) {
+        Some((_, offered)) => format!("`{offered}`"),
+        None => format!("`{name}`"),
+    };
+    match last {
+        Some(Event::ProviderError {
+            fault, retry_in_ms, ..
+        }) => {
+            let told = retry_in_ms.map_or(String::new(), |ms| format!(" (retry-after {ms} ms)"));
+            format!(
+                "after `{}` from the provider at iteration {iteration}{told}, without asking again",
+                fault.as_str()
+            )
+        }
+        Some(Event::ModelResponse { calls, .. }) if !calls.is_empty() => {
+            let mut names: Vec<String> = Vec::new();
+            for c in calls {
+                let n = named(&c.name);
+                if !names.contains(&n) {
+                    names.push(n);
+                }
+            }
+            let call = if calls.len() == 1 { "call" } else { "calls" };
+            format!(
+                "with the model's {call} to {} at iteration {iteration} unanswered (no result sent back)",
+                names.join(", ")
+            )
+        }
+        Some(Event::ModelResponse { .. }) => {
+            format!("after the model's answer at iteration {iteration}")
+        }
+        Some(Event::ModelRequest { .. }) => {
+            format!("waiting for the model's answer at iteration {iteration}")
+        }
+        _ => format!("at iteration {iteration}"),
+    }
 }
 
 /// The run's portable tools and the agent's tools they stood for, as `harness serve` noted
@@ -499,6 +586,14 @@ fn premise_broken(suite: &SuiteDef, events: &[TimedEvent]) -> Option<String> {
             _ => {}
         }
     }
+    // The generated valid calls harness cannot vouch for.
+    let doubts: Vec<(&str, &str)> = events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::Notice { text, .. } => crate::vocabulary::doubted(text),
+            _ => None,
+        })
+        .collect();
     // The agent's name of a tool, as the agent knows it.
     let bound = bindings(events);
     let named = |name: &str| match bound.iter().find(|(d, _)| *d == name) {
@@ -508,8 +603,8 @@ fn premise_broken(suite: &SuiteDef, events: &[TimedEvent]) -> Option<String> {
     // Every call the model made, in order, with how it ended if it ran.
     let made = order
         .iter()
-        .map(|(id, name, args)| (ended.get(id).copied(), *name, *args));
-    for (i, (ended, name, args)) in made.enumerate() {
+        .map(|(id, name, args)| (*id, ended.get(id).copied(), *name, *args));
+    for (i, (id, ended, name, args)) in made.enumerate() {
         let Some((how, text)) = ended else { continue };
         let name = named(name);
         let args = quoted(args);
@@ -520,10 +615,17 @@ fn premise_broken(suite: &SuiteDef, events: &[TimedEvent]) -> Option<String> {
                 ));
             }
         } else if premise.succeed && how == Ran::Failed {
+            let said = text
+                .map(|t| format!(" ({})", quoted(t)))
+                .unwrap_or_default();
+            // Arguments harness cannot vouch for: the call may not have been valid at all.
+            if let Some(why) = doubts.iter().find(|(d, _)| *d == id).map(|(_, w)| *w) {
+                return Some(format!(
+                    "the call meant to be valid, `{name}` {args}, failed{said}, and harness cannot vouch that its schema allows those arguments ({why})"
+                ));
+            }
             return Some(format!(
-                "the valid call `{name}` {args} failed{}: the agent's tool rejects arguments its schema allows",
-                text.map(|t| format!(" ({})", quoted(t)))
-                    .unwrap_or_default()
+                "the valid call `{name}` {args} failed{said}: the agent's tool rejects arguments its schema allows"
             ));
         }
     }
@@ -660,6 +762,122 @@ mod tests {
         );
     }
 
+    /// A killed agent hung after what its trace shows last; a case it never began, or whose
+    /// premise broke before the kill, is no verdict on its loop.
+    #[test]
+    fn a_hang_says_what_came_before_it() {
+        let mut s = suite(SuiteKind::Failure);
+        let v = |s: &SuiteDef, e: &[TimedEvent]| classify(s, 1, e, End::Killed).verdict;
+        let request = || {
+            at(Event::ModelRequest {
+                purpose: crate::llm::Purpose::default(),
+                call: 1,
+                messages: 1,
+                tools: vec!["act".to_owned()].into(),
+                force_text: false,
+                stripped: false,
+            })
+        };
+        let bound = at(Event::Notice {
+            source: "serve".to_owned(),
+            text: "the scenario's tool `act` stands for the agent's `lookup_order` (bind = any)"
+                .to_owned(),
+        });
+        let response = |calls: &[&str]| {
+            at(Event::ModelResponse {
+                finish: crate::llm::Finish::ToolUse,
+                text: None,
+                calls: calls
+                    .iter()
+                    .enumerate()
+                    .map(|(i, n)| crate::trace::CallSummary {
+                        id: format!("call_{i}"),
+                        name: (*n).to_owned(),
+                        args: "{}".to_owned(),
+                    })
+                    .collect(),
+                input_tokens: 1,
+                output_tokens: 1,
+                latency_ms: 0,
+                anomaly: None,
+                chunks: 0,
+                tokens_unknown: false,
+            })
+        };
+        let mut events = vec![bound, at(Event::Iteration { n: 2 }), request()];
+        assert_eq!(
+            v(&s, &events),
+            Verdict::Hung("waiting for the model's answer at iteration 2".to_owned())
+        );
+        events.push(at(Event::ProviderError {
+            fault: crate::llm::FaultKind::RateLimit,
+            message: "429".to_owned(),
+            attempt: 1,
+            retry_in_ms: Some(2000),
+        }));
+        assert_eq!(
+            v(&s, &events),
+            Verdict::Hung(
+                "after `rate_limit` from the provider at iteration 2 (retry-after 2000 ms), without asking again"
+                    .to_owned()
+            )
+        );
+        events.push(request());
+        events.push(response(&["act", "act", "other"]));
+        assert_eq!(
+            v(&s, &events),
+            Verdict::Hung(
+                "with the model's calls to `lookup_order`, `other` at iteration 2 unanswered (no result sent back)"
+                    .to_owned()
+            )
+        );
+        // harness refused its request past the cap; the agent never exited.
+        events.push(request());
+        events.push(at(Event::Outcome {
+            outcome: OutcomeKind::MaxIterations,
+            iterations: 2,
+            text: None,
+            detail: Some(crate::vocabulary::refused_past_cap(2)),
+        }));
+        assert!(matches!(
+            v(&s, &events),
+            Verdict::Hung(why) if why.starts_with("after harness ended its conversation: iteration cap reached (2)")
+        ));
+        // No request at all: the case never began.
+        assert_eq!(
+            v(&s, &[]),
+            Verdict::NotDriven(
+                "the agent made no model request before it was killed at its timeout".to_owned()
+            )
+        );
+        // A call meant to fail that succeeded, then the kill: the case did not happen.
+        s.premise.fail_first = 1;
+        let ran = vec![
+            request(),
+            response(&["act"]),
+            at(Event::ToolCallEnd {
+                id: "call_0".to_owned(),
+                name: "act".to_owned(),
+                ok: true,
+                output: Some("fine".to_owned()),
+                error: None,
+                latency_ms: 0,
+                rule: None,
+            }),
+            request(),
+        ];
+        assert!(matches!(v(&s, &ran), Verdict::NotExercised(_)));
+        // A card an older harness saved says `hung` alone: read again, it still stands; one
+        // that names another cause does not.
+        let entry = classify(&s, 1, &events, End::Killed);
+        let mut old = entry.clone();
+        old.verdict = Verdict::Hung(String::new());
+        assert_eq!(recheck(&old, Some(&events)), Ok(()));
+        let mut wrong = entry;
+        wrong.verdict = Verdict::Hung("after the model answered «x»".to_owned());
+        assert!(recheck(&wrong, Some(&events)).is_err());
+    }
+
     #[test]
     fn each_verdict_from_what_the_run_shows() {
         let f = suite(SuiteKind::Failure);
@@ -672,7 +890,8 @@ mod tests {
         assert_eq!(
             v(&f, &answered, End::Exited(Some(1))),
             Verdict::Crashed(
-                "the agent exited with 1 after its answer «Here is what I found»".to_owned()
+                "the agent exited with 1 after the model answered «Here is what I found»"
+                    .to_owned()
             )
         );
         let capped_then_exited = run(OutcomeKind::MaxIterations, 25, None, false);
@@ -680,7 +899,10 @@ mod tests {
             v(&f, &capped_then_exited, End::Exited(Some(2))),
             Verdict::Crashed("the agent exited with 2".to_owned())
         );
-        assert_eq!(v(&f, &answered, End::Killed), Verdict::Hung);
+        assert_eq!(
+            v(&f, &answered, End::Killed),
+            Verdict::Hung("after the model answered «Here is what I found»".to_owned())
+        );
         let capped = run(OutcomeKind::MaxIterations, 25, None, false);
         assert_eq!(v(&f, &capped, End::Engine), Verdict::LoopedToCap(25));
         // A text the agent's tool_choice `required` refuses: the case cannot drive it.
@@ -772,14 +994,15 @@ mod tests {
                 by: "y".into(),
             },
             Verdict::Crashed("z".into()),
-            Verdict::Hung,
+            Verdict::Hung("after the model answered «x»".into()),
+            Verdict::Hung(String::new()),
             Verdict::NotDriven("w".into()),
         ] {
             let (name, at, detail) = verdict.parts();
             assert_eq!(Verdict::from_parts(name, at, detail), Some(verdict));
         }
         assert_eq!(Verdict::from_parts("recovered", None, None), None);
-        assert!(!Verdict::Hung.good());
+        assert!(!Verdict::Hung(String::new()).good());
     }
 
     #[test]

@@ -38,6 +38,9 @@ pub struct ServedRequest {
     /// The API withheld the answer's calls (Gemini's `MALFORMED_FUNCTION_CALL`: a call whose
     /// arguments are no object goes out as none): the agent got nothing it can use.
     pub withheld: bool,
+    /// The answer's generated valid calls harness cannot vouch for, with why (the agent's
+    /// schema says what harness does not check): (call id, why).
+    pub doubts: Vec<(String, String)>,
 }
 
 impl ServedRequest {

@@ -21,7 +21,9 @@
 //!
 //! The outcome: `response` when the agent stopped after a text answer, `max_iterations` when
 //! it called past the cap and was refused, `stopped` when it went away after asking for tools,
-//! `error` when the script had no answer or the agent gave up after a provider fault.
+//! `error` when the script had no answer or the agent gave up after a provider fault. An agent
+//! killed at its timeout neither went away nor gave up: a conversation the kill ended other
+//! than after an answer ends in `error`, saying so ([`Context::killed`]).
 //!
 //! Virtual time: each answer takes the script's latency, each tool call the latency of the
 //! scenario's tool of that name (0 for tools the scenario does not declare) — never the wall
@@ -53,6 +55,9 @@ pub struct Context<'a> {
     pub cap: u32,
     /// Virtual latency of each tool the scenario declares.
     pub tool_latency: BTreeMap<String, u64>,
+    /// The agent was killed at its timeout: a conversation's end is the kill's, not the
+    /// agent's.
+    pub killed: bool,
 }
 
 struct Clock {
@@ -356,6 +361,31 @@ pub fn infer(ctx: &Context<'_>, requests: &[ServedRequest]) -> Vec<TimedEvent> {
         ),
         Some(Reply::Cap | Reply::NoAnswer(_)) | None => return c.events,
     };
+    // Killed at its timeout after anything but an answer: the agent neither stopped nor gave
+    // up; the kill ended the conversation.
+    let (outcome, detail) = match (ctx.killed, outcome) {
+        (true, OutcomeKind::Stopped | OutcomeKind::MaxIterations | OutcomeKind::Error) => {
+            let after = match prev.map(|e| &e.reply) {
+                Some(Reply::Fault(f)) => format!("not having asked again after {}", f.describe()),
+                Some(Reply::Answer(r))
+                    if r.tool_calls.is_empty() || prev.is_some_and(|e| e.cut) =>
+                {
+                    "not having asked again after the last answer's stream was cut".to_owned()
+                }
+                _ => "with the results of its tool calls unsent".to_owned(),
+            };
+            (
+                OutcomeKind::Error,
+                Some(format!("the agent was killed at its timeout, {after}")),
+            )
+        }
+        (_, outcome) => (outcome, detail),
+    };
+    let unsent = if ctx.killed {
+        crate::vocabulary::RESULT_UNSENT_AT_KILL
+    } else {
+        UNSENT
+    };
     // The calls of the last answer, whose results never came: the agent's last iteration ran
     // (or dropped) them unseen; the trace keeps them, so that iteration is counted.
     if let Some(Reply::Answer(r)) = prev.map(|e| &e.reply) {
@@ -363,7 +393,7 @@ pub fn infer(ctx: &Context<'_>, requests: &[ServedRequest]) -> Vec<TimedEvent> {
             c.push(Event::ToolCallSkipped {
                 id: call.id.clone(),
                 name: call.name.clone(),
-                reason: UNSENT.to_owned(),
+                reason: unsent.to_owned(),
             });
         }
     }
@@ -425,6 +455,12 @@ fn push_request(
             *faults = 0;
             c.t += r.latency_ms;
             c.push(Event::model_response(r));
+            for (id, why) in &e.doubts {
+                c.push(Event::Notice {
+                    source: SERVE.to_owned(),
+                    text: crate::vocabulary::doubted_call(id, why),
+                });
+            }
         }
         Reply::Fault(f) => {
             *faults += 1;

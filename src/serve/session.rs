@@ -31,6 +31,8 @@ pub struct Session {
     pub(super) wire_ids: Vec<String>,
     /// The API withheld the calls of the answer being made (see [`ServedRequest::withheld`]).
     pub(super) withheld: bool,
+    /// The answer being made's valid calls harness cannot vouch for ([`ServedRequest::doubts`]).
+    pub(super) doubts: Vec<(String, String)>,
     /// The conversation that got the latest answer.
     pub(super) latest: Option<usize>,
     /// Globs of the agent's tools to bind portable tools to first (`--bind`).
@@ -64,6 +66,7 @@ impl Session {
             wire_said: None,
             wire_ids: Vec::new(),
             withheld: false,
+            doubts: Vec::new(),
             latest: None,
             prefer: Vec::new(),
             side_script: None,
@@ -232,10 +235,26 @@ impl Session {
                 crate::vocabulary::CONVERSATION_ENDED,
             ));
         };
+        // A structured answer asked for after the loop's text answer goes into a side
+        // conversation of its own, not the loop's.
+        let follow_up = (self.replay.is_none() && !self.conversations[at].requests.is_empty())
+            .then(|| side::follow_up(&request, &self.case.scenario, &self.conversations[at]))
+            .flatten();
+        let at = match follow_up {
+            Some(why) => {
+                let side = self.new_conversation(&request);
+                self.conversations[side].side = Some(why);
+                side
+            }
+            None => at,
+        };
         // Whether a conversation is a side request (a title, a summary, a subagent) is decided
         // once, at its first request, against the conversations before it: later requests of
         // a side conversation look like any other.
-        if self.replay.is_none() && self.conversations[at].requests.is_empty() {
+        if self.replay.is_none()
+            && self.conversations[at].requests.is_empty()
+            && self.conversations[at].side.is_none()
+        {
             let side = side::reason(&request, &self.case.scenario, &self.conversations[..at]);
             self.conversations[at].side = side;
         }
@@ -309,6 +328,7 @@ impl Session {
             cut,
             wire_ids: std::mem::take(&mut self.wire_ids),
             withheld: std::mem::take(&mut self.withheld),
+            doubts: std::mem::take(&mut self.doubts),
         });
         self.latest = Some(at);
         // A recorded answer moved the conversation one exchange on in its cassette.
@@ -539,23 +559,26 @@ impl Session {
     ) -> Option<usize> {
         match self.continuing(request, hints) {
             Some(i) => (!self.conversations[i].ended()).then_some(i),
-            None => {
-                self.conversations.push(Conversation {
-                    key: first_user(request),
-                    requests: Vec::new(),
-                    mock: MockState::default(),
-                    calls: 0,
-                    last_user: String::new(),
-                    replayed: None,
-                    live: false,
-                    stored: BTreeMap::new(),
-                    binding: None,
-                    side: None,
-                    said: Vec::new(),
-                });
-                Some(self.conversations.len() - 1)
-            }
+            None => Some(self.new_conversation(request)),
         }
+    }
+
+    /// A new conversation that `request` begins: its index.
+    fn new_conversation(&mut self, request: &WireRequest) -> usize {
+        self.conversations.push(Conversation {
+            key: first_user(request),
+            requests: Vec::new(),
+            mock: MockState::default(),
+            calls: 0,
+            last_user: String::new(),
+            replayed: None,
+            live: false,
+            stored: BTreeMap::new(),
+            binding: None,
+            side: None,
+            said: Vec::new(),
+        });
+        self.conversations.len() - 1
     }
 
     /// Answer from `scenario`'s script (the case's, or the `script:` one a replay diverged
@@ -573,9 +596,11 @@ impl Session {
         let provider = api.provider();
         let conversation = &mut self.conversations[at];
         let mut mock = MockModel::resume(&scenario.model, std::mem::take(&mut conversation.mock))
-            .for_case(&self.case.id);
+            .for_case(&self.case.id)
+            .vouching();
         let answered = mock.respond(&model_request(request, iteration, conversation.calls + 1));
         conversation.mock = mock.into_state();
+        self.doubts = conversation.mock.take_doubts();
         if matches!(answered, Ok(_) | Err(ModelError::Provider(_))) {
             conversation.calls += 1;
         }

@@ -17,6 +17,13 @@
 //!    scenario has tools — no scripted turn fits such a request, and its answer is no step of
 //!    the loop. (A scenario without tools is one of an agent whose loop is such an answer.)
 //!
+//! A later request of a conversation is a side one too ([`follow_up`]) when the loop has ended
+//! (its latest answer was text, or the agent sends back no result of that answer's calls) and
+//! the agent now asks, without tools, for JSON by a schema of its own: the
+//! structured answer some frameworks make after their loop ends (LangGraph's `response_format`),
+//! when the scenario has tools. It starts a side conversation of its own, so it is neither a
+//! step of the loop nor the loop withholding its tools.
+//!
 //! It is answered by the script's `[model] side` turn, or a short text — as JSON in the form
 //! the request asks, when it asks for one (see `render::in_form`).
 
@@ -106,6 +113,33 @@ pub(crate) fn reason(
         }
     }
     None
+}
+
+/// Why a later request of `conversation` is a side request, if it is one: a structured answer
+/// asked for after the loop's text answer (see the module doc).
+pub(crate) fn follow_up(
+    request: &WireRequest,
+    scenario: &Scenario,
+    conversation: &Conversation,
+) -> Option<String> {
+    if !request.tools.is_empty()
+        || scenario.tools.is_empty()
+        || conversation.side.is_some()
+        || !matches!(request.asks.form, TextForm::Schema(_))
+    {
+        return None;
+    }
+    // The loop had ended: its latest answer was text, or the agent dropped that answer's
+    // calls (cut off, not JSON) and sends back no result of them.
+    let last = conversation.requests.last()?;
+    let Reply::Answer(_) = &last.reply else {
+        return None;
+    };
+    let ended = request.results.len() <= last.request.results.len();
+    (!last.request.tools.is_empty() && ended).then(|| {
+        "a structured-output request after the loop's answer (no tools offered; it asks for JSON by a schema of its own)"
+            .to_owned()
+    })
 }
 
 /// The meta tool (as the agent names it) that a conversation's latest answer called, if any:
@@ -301,6 +335,75 @@ reply = { tool_calls = [{ name = "act", generate = "valid" }] }
             "{sides:?}"
         );
         assert_eq!(sides[1], None);
+    }
+
+    /// LangGraph's `response_format`: after the loop's text answer, one more request of the
+    /// same history, without tools, asking for JSON by a schema. A side conversation of its
+    /// own, answered in its form: not the loop withholding its tools, nor the script's next
+    /// turn. A request that sends back results of the latest answer's calls is the loop's.
+    #[test]
+    fn a_structured_answer_after_the_loop_is_a_side_request_of_its_own() {
+        let scenario = r#"
+format = 1
+family = "t"
+system = "You are a helpful assistant."
+user = "Look it up."
+
+[[tools]]
+name = "act"
+schema = { type = "object", properties = { q = { type = "string" } }, required = ["q"] }
+bind = "any"
+
+[[model.turns]]
+tool_calls = [{ id = "k1", name = "act", args = { q = "x" } }]
+
+[[model.turns]]
+text = "All done: found it."
+
+[[model.turns]]
+text = "The script's third turn."
+"#;
+        let cases = crate::scenario::load(scenario, SourceFormat::Toml, "t/x").expect("loads");
+        let mut s = Session::new(cases[0].clone());
+        let tools = json!([{"type": "function", "function": {"name": "search", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}}]);
+        let system = json!({"role": "system", "content": "You are a helpful assistant."});
+        let user = json!({"role": "user", "content": "Look it up."});
+        let first = json!({"model": "gpt", "messages": [system, user], "tools": tools});
+        let a = s.handle(Api::ChatCompletions, first.to_string().as_bytes());
+        let super::super::AnswerBody::Json(v) = &a.body else {
+            panic!("a JSON answer")
+        };
+        // The answer as the agent keeps it, with the session's own call id.
+        let call = v["choices"][0]["message"].clone();
+        let id = call["tool_calls"][0]["id"].clone();
+        let result = json!({"role": "tool", "tool_call_id": id, "content": "found"});
+        let second =
+            json!({"model": "gpt", "messages": [system, user, call, result], "tools": tools});
+        assert_eq!(
+            answered(&mut s, second.to_string().as_bytes()),
+            "All done: found it."
+        );
+        let done = json!({"role": "assistant", "content": "All done: found it."});
+        let schema = json!({"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]});
+        let structured = json!({"model": "gpt", "messages": [system, user, call, result, done],
+            "response_format": {"type": "json_schema", "json_schema": {"name": "Answer", "schema": schema}}});
+        let text = answered(&mut s, structured.to_string().as_bytes());
+        let v: serde_json::Value = serde_json::from_str(&text).expect("JSON in its form");
+        assert_eq!(v["answer"], super::SIDE_TEXT, "{text}");
+        let sides = sides(&s);
+        assert_eq!(sides.len(), 2, "{sides:?}");
+        assert_eq!(sides[0], None);
+        assert!(
+            sides[1].as_deref().is_some_and(
+                |w| w.starts_with("a structured-output request after the loop's answer")
+            ),
+            "{sides:?}"
+        );
+        assert_eq!(
+            s.conversations()[0].requests.len(),
+            2,
+            "the loop's two requests"
+        );
     }
 
     /// An extraction agent: no tools, its one answer JSON by a schema. In a scenario without

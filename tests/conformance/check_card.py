@@ -12,8 +12,8 @@ SUITE_DIR the suite's scenarios (their `[suite]` answers). For every case:
   case's answer; `ended_without_answer` — no final answer holds it (the agent may log that it
   gave up: an exception it caught looks, from outside, like a loop that stopped); `looped_to_cap` —
   it was stopped by the server's iteration cap; `crashed`, `wrongly_stopped`, `hung` — no final
-  answer holds the case's answer (a crash "after its answer" — an agent that answered, then
-  exited non-zero — may);
+  answer holds the case's answer (a crash or a hang "after the model answered" — an agent that
+  answered, then exited non-zero or never exited — may);
 - `not_exercised` — the case's premise did not hold, and the log shows it: a call meant to fail
   that "read as a success" was run by the agent's tool (it logged a run), a valid call that
   "failed" was not (the agent ran fewer tools than harness saw calls);
@@ -83,9 +83,9 @@ def main() -> int:
                 problems.append(f"{said}, but the agent answered {finals[-1]!r}")
             elif verdict == "looped_to_cap" and not any("iteration cap" in s for s in stopped):
                 problems.append(f"{said}, but the agent was not stopped by the cap (stopped: {stopped[-1:]!r}, final: {finals[-1:]!r})")
-            elif verdict == "crashed" and answered and "after its answer" not in (card.get("detail") or ""):
+            elif verdict in ("crashed", "hung") and answered and "after the model answered" not in (card.get("detail") or ""):
                 problems.append(f"{said}, but the agent answered {finals[-1]!r}")
-            elif verdict in ("wrongly_stopped", "hung") and answered:
+            elif verdict == "wrongly_stopped" and answered:
                 problems.append(f"{said}, but the agent answered {finals[-1]!r}")
             metrics = c["metrics"]
             detail = card.get("detail") or ""

@@ -7,7 +7,7 @@
 use crate::support::repo;
 use harness::llm::Arguments;
 use harness::scenario::Generate;
-use harness::scenario::generate::{arguments, invalidity, seed, valid};
+use harness::scenario::generate::{arguments, doubt, invalidity, seed, valid};
 use serde_json::Value;
 
 fn schemas() -> Vec<(String, Value)> {
@@ -32,8 +32,8 @@ fn schemas() -> Vec<(String, Value)> {
 #[test]
 fn generated_arguments_validate_against_the_schemas_libraries_emit() {
     let all = schemas();
-    assert!(all.len() >= 30, "the captured schemas: {}", all.len());
-    let mut checked = 0;
+    assert!(all.len() >= 60, "the captured schemas: {}", all.len());
+    let (mut checked, mut vouched) = (0, 0);
     for (name, schema) in &all {
         let validator = jsonschema::validator_for(schema)
             .unwrap_or_else(|e| panic!("{name}: the validator refuses the schema: {e}"));
@@ -43,16 +43,24 @@ fn generated_arguments_validate_against_the_schemas_libraries_emit() {
                 panic!("{name}: valid arguments are JSON")
             };
             let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
-            assert!(
-                errors.is_empty(),
-                "{name} seed {s}: {v} is invalid: {errors:?}"
-            );
-            assert!(
-                valid(schema, &v),
-                "{name}: harness reads its own {v} as invalid"
-            );
+            // harness vouches for valid arguments only where they are: where they are not,
+            // it says why it cannot (and a card then blames no tool for refusing them).
+            match doubt(schema, &v) {
+                None => {
+                    assert!(
+                        errors.is_empty(),
+                        "{name} seed {s}: harness vouches for {v}, which is invalid: {errors:?}"
+                    );
+                    vouched += 1;
+                }
+                Some(why) => assert!(
+                    !why.contains("own check") || !valid(schema, &v),
+                    "{name} seed {s}: {why}"
+                ),
+            }
             checked += 1;
         }
+        let unread = doubt(schema, &Value::Null).is_some_and(|w| !w.contains("own check"));
         for how in [
             Generate::Empty,
             Generate::MissingRequired,
@@ -72,11 +80,15 @@ fn generated_arguments_validate_against_the_schemas_libraries_emit() {
                     "{name}: {how:?} is said valid ({why}) but {v} is not"
                 ),
             }
-            assert_eq!(
-                valid(schema, &v),
-                accepted,
-                "{name}: {how:?} {v}: harness and the validator disagree"
-            );
+            // Where the schema says what harness does not check, harness may read it
+            // otherwise (and says so for valid calls).
+            if !unread {
+                assert_eq!(
+                    valid(schema, &v),
+                    accepted,
+                    "{name}: {how:?} {v}: harness and the validator disagree"
+                );
+            }
             checked += 1;
         }
         let Arguments::Raw(cut) = arguments(schema, Generate::Truncated, seed(name, 2)) else {
@@ -87,7 +99,9 @@ fn generated_arguments_validate_against_the_schemas_libraries_emit() {
             "{name}: {cut}"
         );
     }
-    assert!(checked > 400, "{checked}");
+    assert!(checked > 800, "{checked}");
+    // Most are vouched for: the doubts are the schemas' rare keywords, not the common ones.
+    assert!(vouched * 10 > checked * 6, "{vouched} of {checked}");
 }
 
 #[test]

@@ -663,10 +663,119 @@ fn an_agent_that_answers_then_exits_non_zero_crashed_after_its_answer() {
     run.expect_code(0);
     assert!(
         line(&run.stdout, "A failed call retried once")
-            .contains("crashed: the agent exited with 1 after its answer «All done"),
+            .contains("crashed: the agent exited with 1 after the model answered «All done"),
         "{}",
         run.stdout
     );
+}
+
+#[test]
+fn a_structured_answer_after_the_loop_is_a_side_request_not_withheld_tools() {
+    // LangGraph's `response_format`: the loop's text answer, then the same history once more
+    // without tools, asking for JSON by a schema. The loop finished (or ended without the
+    // answer) where it did; the structured request is a side request, not the loop stripping
+    // its tools, and the script's next turn is not spent on it.
+    let p = shaped(&["polling-until-change", "intent-stall"]);
+    let card = suite_of(&p, &["--structured"], &["--json", "structured.json"]);
+    assert!(
+        line(&card, "Polling one status call").contains("finished at iteration 5"),
+        "{card}"
+    );
+    assert!(
+        line(&card, "The model says it will act")
+            .contains("ended without the answer at iteration 1"),
+        "{card}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&p.read("structured.json")).expect("JSON");
+    let others: Vec<String> = json["files"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|f| f["cases"].as_array().into_iter().flatten())
+        .filter_map(|c| c["card"]["others"].as_array())
+        .flatten()
+        .filter_map(|o| o.as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(others.len(), 2, "{others:?}");
+    assert!(
+        others
+            .iter()
+            .all(|o| o
+                .contains("a side request: a structured-output request after the loop's answer")),
+        "{others:?}"
+    );
+}
+
+#[test]
+fn a_hung_agent_s_verdict_says_what_it_had_done_last() {
+    // Killed at its timeout: after its answer (it never exited), with a call unanswered, after
+    // a provider error it never asked again after. None of them is a run without an answer,
+    // or an agent that stopped or gave up on its own.
+    let p = shaped(&["retry-then-correct", "rate-limit-storm"]);
+    let card = |how: &str| {
+        let run = p.harness(&[
+            "suite",
+            "--jobs",
+            "2",
+            "--timeout-ms",
+            "1500",
+            "--label",
+            how,
+            "--json",
+            &format!("{how}.json"),
+            "--",
+            "python3",
+            "agent.py",
+            "--hang",
+            how,
+        ]);
+        run.expect_code(0);
+        run.stdout.clone()
+    };
+    let after_answer = card("after-answer");
+    assert!(
+        line(&after_answer, "A failed call retried once")
+            .contains("hung (killed at its timeout) after the model answered «All done"),
+        "{after_answer}"
+    );
+    let in_tool = card("in-tool");
+    assert!(
+        line(&in_tool, "A failed call retried once").contains(
+            "hung (killed at its timeout) with the model's call to `lookup_order` at iteration 1 unanswered"
+        ),
+        "{in_tool}"
+    );
+    let after_error = card("after-error");
+    assert!(
+        line(&after_error, "A storm of 429s").contains(
+            "hung (killed at its timeout) after `rate_limit` from the provider at iteration 1 (retry-after 2000 ms), without asking again"
+        ),
+        "{after_error}"
+    );
+    // The trace says the kill ended the conversation, not the agent: no `stopped`, no "gave up".
+    for how in ["in-tool", "after-error"] {
+        let json: serde_json::Value =
+            serde_json::from_str(&p.read(&format!("{how}.json"))).expect("JSON");
+        let events: Vec<&serde_json::Value> = json["files"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|f| f["cases"].as_array().into_iter().flatten())
+            .filter(|c| c["card"]["verdict"] == "hung")
+            .flat_map(|c| c["trace"].as_array().into_iter().flatten())
+            .collect();
+        let outcome = events
+            .iter()
+            .find(|e| e["kind"] == "outcome")
+            .unwrap_or_else(|| panic!("{how}: an outcome in {json}"));
+        assert_eq!(outcome["outcome"], "error", "{how}: {outcome}");
+        assert!(
+            outcome["detail"]
+                .as_str()
+                .is_some_and(|d| d.starts_with("the agent was killed at its timeout, ")),
+            "{how}: {outcome}"
+        );
+    }
 }
 
 /// A client that sends the same request again when its stream is cut, as Codex CLI does

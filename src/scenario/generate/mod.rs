@@ -11,9 +11,10 @@
 //! (a schema or a tuple), `prefixItems`, `minItems` / `maxItems`, `enum`, `const`, `default`,
 //! `minimum` / `maximum` (and their exclusive forms), `multipleOf`, `minLength` / `maxLength`,
 //! `pattern` (tried against a few candidates) and the common string `format`s. What it does
-//! not say is filled in with plain values. A required parameter that offers `null` (a strict-mode
-//! schema's way of writing an optional one) is `null` in a valid call, unless every parameter
-//! is such: the tool's own default is the value it surely accepts.
+//! not say is filled in with plain values. A required parameter that offers `null` by its type
+//! (a strict-mode schema's way of writing an optional one) is `null` in a valid call, unless
+//! every parameter is such: the tool's own default is the value it surely accepts. (OpenAPI's
+//! `nullable` alone is no such offer: JSON Schema validators read no such keyword.)
 //!
 //! Generation is bounded whatever the schema: nesting past 8 levels, `$ref` chains past 32
 //! hops, and anything past a budget of generated values or bytes become the smallest valid
@@ -24,6 +25,14 @@
 //! The invalid kinds are invalid in the way they claim, or say why they cannot be
 //! ([`invalidity`]): `empty` needs a required parameter, `missing_required` too, `wrong_type`
 //! a parameter that some value of another JSON type fails ([`valid`] checks it).
+
+mod pattern;
+mod scalar;
+mod vouch;
+
+use scalar::{count, integer, number, string};
+
+pub use vouch::doubt;
 
 use super::Generate;
 use crate::json::Lookup;
@@ -39,6 +48,8 @@ pub const MAX_BYTES: usize = 256 * 1024;
 pub const MAX_STRING: usize = 64 * 1024;
 /// The most items an array gets: a larger `minItems` is cut to it.
 pub const MAX_ITEMS: usize = 256;
+/// Seeds a valid call is tried with before the first one's arguments are kept.
+const RETRIES: u64 = 8;
 /// Nesting past this depth is `null`.
 const MAX_DEPTH: usize = 8;
 /// `$ref` hops followed in a row at most (a cycle of references ends here).
@@ -66,7 +77,23 @@ pub fn arguments(schema: &Value, how: Generate, seed: u64) -> Arguments {
     let valid = || g().instance(&[schema], seed, 0);
     match how {
         Generate::Empty => Arguments::parsed(json!({})),
-        Generate::Valid => Arguments::parsed(valid()),
+        // Checked against the schema as harness reads it: where a part it makes does not hold
+        // (a pattern, distinct items), other seeds are tried before the first is kept.
+        Generate::Valid => {
+            let first = valid();
+            if self::valid(schema, &first) {
+                return Arguments::parsed(first);
+            }
+            let other = (1..RETRIES).find_map(|k| {
+                let v = g().instance(
+                    &[schema],
+                    seed.wrapping_add(k.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+                    0,
+                );
+                self::valid(schema, &v).then_some(v)
+            });
+            Arguments::parsed(other.unwrap_or(first))
+        }
         Generate::MissingRequired => {
             let mut v = valid();
             // The first required field; with none, the first property (the call stays valid,
@@ -76,7 +103,7 @@ pub fn arguments(schema: &Value, how: Generate, seed: u64) -> Arguments {
                 .next()
                 .or_else(|| v.as_object().and_then(|o| o.keys().next().cloned()));
             if let (Some(o), Some(field)) = (v.as_object_mut(), field) {
-                o.remove(&field);
+                o.shift_remove(&field);
             }
             Arguments::parsed(v)
         }
@@ -108,10 +135,23 @@ pub fn arguments(schema: &Value, how: Generate, seed: u64) -> Arguments {
 pub fn invalidity(schema: &Value, how: Generate) -> Option<String> {
     match how {
         Generate::Valid | Generate::Truncated => None,
-        Generate::Empty | Generate::MissingRequired if required_fields(schema).is_empty() => {
-            Some("the tool requires no parameter, so a call without one is valid".to_owned())
+        // Read off the call itself, as a validator would: a schema may require its names
+        // only in alternatives (`anyOf: [{required: [a]}, {required: [b]}]`).
+        Generate::Empty | Generate::MissingRequired => {
+            let call = match arguments(schema, how, 0) {
+                Arguments::Parsed(v) => v,
+                Arguments::Raw(_) => return None,
+            };
+            if !valid(schema, &call) {
+                None
+            } else if required_fields(schema).is_empty() {
+                Some("the tool requires no parameter, so a call without one is valid".to_owned())
+            } else {
+                Some(format!(
+                    "the schema accepts the call without its first required parameter ({call})"
+                ))
+            }
         }
-        Generate::Empty | Generate::MissingRequired => None,
         Generate::WrongType => {
             // A spoiled field fails its schema; no field at all gives `[]`, which no object
             // schema accepts — but a schema that takes any JSON takes that too.
@@ -157,6 +197,12 @@ fn spoilable(schema: &Value) -> Option<(String, Value)> {
             .find(|bad| {
                 let mut v = Validator::new(&g.root);
                 !sub.iter().all(|s| v.check(s, bad, 0))
+                    // The whole call, as a validator reads it (a field a pattern names).
+                    && valid_value.as_object().is_none_or(|o| {
+                        let mut spoiled = o.clone();
+                        spoiled.insert(field.to_owned(), bad.clone());
+                        !Validator::new(&g.root).check(schema, &Value::Object(spoiled), 0)
+                    })
             })
             .map(|bad| (field.to_owned(), bad))
     })
@@ -199,15 +245,32 @@ struct Root<'a> {
     ids: std::cell::OnceCell<Vec<(&'a str, &'a Value)>>,
     /// The validator's visits so far, over every check against this schema.
     visits: std::cell::Cell<usize>,
+    /// A `$ref` stands for its whole object, its siblings ignored: drafts 4 to 7, as the
+    /// schema's `$schema` names one (draft 2019-09 on reads the siblings too).
+    ref_alone: bool,
 }
 
 impl<'a> Root<'a> {
     fn new(value: &'a Value) -> Self {
+        let ref_alone = value.at("$schema").as_str().is_some_and(|s| {
+            ["draft-04", "draft-06", "draft-07"]
+                .iter()
+                .any(|d| s.contains(d))
+        });
         Self {
             value,
             ids: std::cell::OnceCell::new(),
             visits: std::cell::Cell::new(0),
+            ref_alone,
         }
+    }
+
+    /// The schema `schema` is read as: its `$ref`'s target where a reference stands alone.
+    fn alone(&self, schema: &'a Value) -> Option<&'a Value> {
+        if !self.ref_alone {
+            return None;
+        }
+        schema.at("$ref").as_str().and_then(|r| self.resolve(r))
     }
 
     /// The subschemas that have an `$id`, in a walk of the document bounded by [`MAX_VISITS`].
@@ -437,6 +500,10 @@ impl<'a> Gen<'a> {
         {
             return;
         }
+        if let Some(target) = self.root.alone(schema) {
+            self.view(target, out, hops + 1);
+            return;
+        }
         out.push(schema);
         if let Some(target) = schema
             .at("$ref")
@@ -496,6 +563,18 @@ impl<'a> Gen<'a> {
             .collect();
         if !named.is_empty() {
             return named;
+        }
+        // A name a `patternProperties` pattern matches takes that schema, not the
+        // `additionalProperties` one.
+        let patterned: Parts<'a> = parts
+            .iter()
+            .filter_map(|p| p.at("patternProperties").as_object())
+            .flat_map(|o| o.iter())
+            .filter(|(p, _)| regex_lite::Regex::new(p).is_ok_and(|r| r.is_match(name)))
+            .map(|(_, s)| s)
+            .collect();
+        if !patterned.is_empty() {
+            return patterned;
         }
         parts
             .iter()
@@ -655,7 +734,7 @@ impl<'a> Gen<'a> {
         let required = fields.len();
         let min = parts
             .iter()
-            .filter_map(|p| p.at("minProperties").as_u64())
+            .filter_map(|p| count(p.at("minProperties")))
             .max()
             .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX))
             .min(MAX_ITEMS);
@@ -677,9 +756,34 @@ impl<'a> Gen<'a> {
                 }
             }
         }
+        // The names a present one depends on (`dependentRequired`, draft 7's `dependencies`
+        // list), where the schema names them among its properties.
+        let mut i = 0;
+        while i < fields.len() {
+            for p in parts {
+                for key in ["dependentRequired", "dependencies"] {
+                    let deps = p.at(key).at(fields[i]).as_array().into_iter().flatten();
+                    for d in deps.filter_map(Value::as_str) {
+                        if !fields.contains(&d) && fields.len() < MAX_ITEMS {
+                            fields.push(d);
+                        }
+                    }
+                }
+            }
+            i += 1;
+        }
         // Past the named properties, keys of its own for `additionalProperties`.
+        // (Names a `propertyNames` pattern accepts, where one is given: longer and longer.)
+        let names = parts
+            .iter()
+            .find_map(|p| p.at("propertyNames").at("pattern").as_str());
         let invented: Vec<String> = (fields.len()..min.min(MAX_ITEMS))
-            .map(|i| format!("key{}", i + 1))
+            .map(|i| {
+                names
+                    .and_then(|p| pattern::matching(p, i + 1))
+                    .filter(|k| !fields.contains(&k.as_str()))
+                    .unwrap_or_else(|| format!("key{}", i + 1))
+            })
             .collect();
         fields.extend(invented.iter().map(String::as_str));
         // A required parameter that says it may be `null` is how strict-mode schemas
@@ -724,7 +828,7 @@ impl<'a> Gen<'a> {
     fn array(&self, parts: &[&'a Value], seed: u64, depth: usize) -> Value {
         let asked = parts
             .iter()
-            .filter_map(|p| p.at("minItems").as_u64())
+            .filter_map(|p| count(p.at("minItems")))
             .max()
             .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX));
         // One item, so the call says something — none near the depth bound, where a
@@ -736,7 +840,7 @@ impl<'a> Gen<'a> {
         };
         let max = parts
             .iter()
-            .filter_map(|p| p.at("maxItems").as_u64())
+            .filter_map(|p| count(p.at("maxItems")))
             .min()
             .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
         let n = min.min(max).min(MAX_ITEMS);
@@ -758,14 +862,32 @@ impl<'a> Gen<'a> {
                     .or_else(|| p.field("additionalItems").filter(|i| i.is_object()))
             })
             .collect();
-        let mut out = Vec::with_capacity(n);
+        let unique = parts.iter().any(|p| p.at("uniqueItems") == true);
+        let mut out: Vec<Value> = Vec::with_capacity(n);
         for i in 0..n {
-            let item_seed = seed.wrapping_add(i as u64);
-            let v = match prefix.get(i) {
-                Some(p) => self.instance(&[p], item_seed, depth + 1),
-                None if rest.is_empty() => Value::String(string(&[], item_seed)),
-                None => self.instance(&rest, item_seed, depth + 1),
+            let item = |k: u64| {
+                let item_seed = seed.wrapping_add(i as u64).wrapping_add(k << 20);
+                match prefix.get(i) {
+                    Some(p) => self.instance(&[p], item_seed, depth + 1),
+                    None if rest.is_empty() => Value::String(string(&[], item_seed)),
+                    None => self.instance(&rest, item_seed, depth + 1),
+                }
             };
+            let mut v = item(0);
+            // Distinct items where `uniqueItems` asks for them: other seeds, and a boolean's
+            // other value.
+            if unique {
+                let taken = |v: &Value| out.iter().any(|o| json_eq(o, v));
+                for k in 1..RETRIES {
+                    if !taken(&v) {
+                        break;
+                    }
+                    v = match v {
+                        Value::Bool(b) if !taken(&Value::Bool(!b)) => Value::Bool(!b),
+                        _ => item(k),
+                    };
+                }
+            }
             out.push(v);
             if self.nodes.get() == 0 {
                 break;
@@ -809,9 +931,10 @@ impl<'a> Gen<'a> {
             return false;
         }
         let parts = self.view_of(sub);
+        // (Not OpenAPI's `nullable`: a JSON Schema validator reads no such keyword, so a
+        // value of the type is what every reader of the schema accepts.)
         let says = parts.iter().any(|p| {
             declares(p, "null") == Some(true)
-                || p.at("nullable") == true
                 || alternatives(p).is_some_and(|alts| {
                     alts.iter().any(|a| {
                         let mut ps = Parts::new();
@@ -863,186 +986,6 @@ fn bound_i64(parts: &[&Value], key: &str, pick: fn(i64, i64) -> i64) -> Option<i
         .reduce(pick)
 }
 
-fn integer(parts: &[&Value], seed: u64) -> Value {
-    let mut min = bound_i64(parts, "minimum", i64::max);
-    // The first integer above an exclusive minimum (below an exclusive maximum), fractional
-    // bounds included.
-    let exclusive = |key: &str, above: bool| {
-        parts
-            .iter()
-            .filter_map(|p| p.at(key).as_f64())
-            .map(|e| {
-                let step = if above {
-                    e.floor() + 1.0
-                } else {
-                    e.ceil() - 1.0
-                };
-                // Saturates at the ends of i64 (a float cast does).
-                step as i64
-            })
-            .reduce(if above { i64::max } else { i64::min })
-    };
-    if let Some(e) = exclusive("exclusiveMinimum", true) {
-        min = Some(min.map_or(e, |m| m.max(e)));
-    }
-    let mut max = bound_i64(parts, "maximum", i64::min);
-    if let Some(e) = exclusive("exclusiveMaximum", false) {
-        max = Some(max.map_or(e, |m| m.min(e)));
-    }
-    // Draft 4's boolean exclusive bounds.
-    if parts.iter().any(|p| p.at("exclusiveMinimum") == true) {
-        min = min.map(|m| m.saturating_add(1));
-    }
-    if parts.iter().any(|p| p.at("exclusiveMaximum") == true) {
-        max = max.map(|m| m.saturating_sub(1));
-    }
-    let (min, max) = (min.unwrap_or(1), max.unwrap_or(i64::MAX));
-    let step = i64::try_from(seed % 5).unwrap_or(0);
-    let mut v = min.saturating_add(step).min(max).max(min.min(max));
-    if let Some(m) = parts
-        .iter()
-        .filter_map(|p| p.at("multipleOf").as_i64())
-        .find(|m| *m > 0)
-    {
-        let up = v.checked_rem(m).map_or(v, |r| {
-            if r == 0 {
-                v
-            } else {
-                v.saturating_add(m - r.rem_euclid(m))
-            }
-        });
-        v = if up <= max {
-            up
-        } else {
-            v.saturating_sub(v.rem_euclid(m))
-        };
-    }
-    json!(v)
-}
-
-fn number(parts: &[&Value]) -> Value {
-    let min = parts
-        .iter()
-        .filter_map(|p| p.at("minimum").as_f64())
-        .reduce(f64::max);
-    let emin = parts
-        .iter()
-        .filter_map(|p| p.at("exclusiveMinimum").as_f64())
-        .reduce(f64::max);
-    let max = parts
-        .iter()
-        .filter_map(|p| p.at("maximum").as_f64())
-        .reduce(f64::min);
-    let emax = parts
-        .iter()
-        .filter_map(|p| p.at("exclusiveMaximum").as_f64())
-        .reduce(f64::min);
-    let mut v = min.unwrap_or(1.5);
-    if let Some(e) = emin {
-        if v <= e {
-            v = e + 1.0;
-        }
-    }
-    if let Some(m) = max {
-        v = v.min(m);
-    }
-    if let Some(e) = emax {
-        if v >= e {
-            v = match emin.or(min) {
-                Some(lo) => (lo + e) / 2.0,
-                None => e - 1.0,
-            };
-        }
-    }
-    if let Some(m) = parts
-        .iter()
-        .filter_map(|p| p.at("multipleOf").as_f64())
-        .find(|m| *m > 0.0)
-    {
-        v = (v / m).ceil() * m;
-    }
-    json!(v)
-}
-
-/// A string for the parts: a format's shape, else a word and a number, within the length
-/// bounds (padded in one step) and, where a pattern is given, the first of a few candidates
-/// it accepts.
-fn string(parts: &[&Value], seed: u64) -> String {
-    let format = parts.iter().find_map(|p| p.at("format").as_str());
-    // `WORD-N`: pushed in pieces, as every valid call of a portable scenario asks for one.
-    let word = || {
-        let w = WORDS[usize::try_from(seed % WORDS.len() as u64).unwrap_or(0)];
-        let mut s = String::with_capacity(w.len() + 4);
-        s.push_str(w);
-        s.push('-');
-        s.push_str(itoa::Buffer::new().format((seed >> 8) % 1000));
-        s
-    };
-    let mut s = match format {
-        Some("date") => "2026-03-14".to_owned(),
-        Some("date-time") => "2026-03-14T09:30:00Z".to_owned(),
-        Some("time") => "09:30:00".to_owned(),
-        Some("email" | "idn-email") => "user@example.com".to_owned(),
-        Some("uri" | "url" | "iri") => "https://example.com/".to_owned(),
-        Some("uri-reference" | "iri-reference") => "/example".to_owned(),
-        Some("uuid") => "00000000-0000-4000-8000-000000000000".to_owned(),
-        Some("ipv4") => "192.0.2.1".to_owned(),
-        Some("ipv6") => "2001:db8::1".to_owned(),
-        Some("hostname" | "idn-hostname") => "example.com".to_owned(),
-        Some("duration") => "PT1H".to_owned(),
-        // A word and a number, so the calls of a long run rarely repeat one another.
-        _ => word(),
-    };
-    let patterns: Vec<regex_lite::Regex> = parts
-        .iter()
-        .filter_map(|p| p.at("pattern").as_str())
-        .filter_map(|p| regex_lite::Regex::new(p).ok())
-        .collect();
-    if !patterns.is_empty() {
-        let candidates = [
-            s.clone(),
-            WORDS[usize::try_from(seed % WORDS.len() as u64).unwrap_or(0)].to_owned(),
-            "a".to_owned(),
-            "A".to_owned(),
-            "0".to_owned(),
-            "abc".to_owned(),
-            "ABC".to_owned(),
-            "123".to_owned(),
-            "a1".to_owned(),
-            "abc-123".to_owned(),
-            "abc_123".to_owned(),
-            "user@example.com".to_owned(),
-            "https://example.com/".to_owned(),
-            "2026-03-14".to_owned(),
-            String::new(),
-        ];
-        if let Some(c) = candidates
-            .into_iter()
-            .find(|c| patterns.iter().all(|p| p.is_match(c)))
-        {
-            s = c;
-        }
-    }
-    let min = parts
-        .iter()
-        .filter_map(|p| p.at("minLength").as_u64())
-        .max()
-        .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX))
-        .min(MAX_STRING);
-    let max = parts
-        .iter()
-        .filter_map(|p| p.at("maxLength").as_u64())
-        .min()
-        .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
-    let count = s.chars().count();
-    if count < min {
-        s.extend(std::iter::repeat_n('x', min - count));
-    } else if count > max {
-        s = s.chars().take(max).collect();
-    }
-    s
-}
-
 /// A validator of the keywords above, bounded in visits, resolving `$ref`s in one root.
 struct Validator<'r, 'a> {
     root: &'r Root<'a>,
@@ -1070,6 +1013,10 @@ impl<'r, 'a> Validator<'r, 'a> {
         {
             if !self.check(target, v, hops + 1) {
                 return false;
+            }
+            // Drafts 4 to 7: the reference is the whole schema.
+            if self.root.ref_alone {
+                return true;
             }
         }
         if let Some(mut ts) = declared_types(schema) {
@@ -1113,6 +1060,16 @@ impl<'r, 'a> Validator<'r, 'a> {
                 return false;
             }
         }
+        if let Some(cond) = o.field("if") {
+            let branch = if self.check(cond, v, hops + 1) {
+                o.field("then")
+            } else {
+                o.field("else")
+            };
+            if branch.is_some_and(|b| !self.check(b, v, hops + 1)) {
+                return false;
+            }
+        }
         match v {
             Value::Object(m) => self.object(o, m, hops),
             Value::Array(a) => self.array(o, a, hops),
@@ -1132,7 +1089,7 @@ impl<'r, 'a> Validator<'r, 'a> {
         {
             return false;
         }
-        let count = |k: &str| o.field(k).and_then(Value::as_u64);
+        let count = |k: &str| o.field(k).and_then(count);
         if count("minProperties").is_some_and(|n| (m.len() as u64) < n)
             || count("maxProperties").is_some_and(|n| (m.len() as u64) > n)
         {
@@ -1169,12 +1126,41 @@ impl<'r, 'a> Validator<'r, 'a> {
                     }
                 }
             }
+            if let Some(names) = o.field("propertyNames") {
+                if !self.check(names, &Value::String(k.clone()), hops + 1) {
+                    return false;
+                }
+            }
+        }
+        // A present key's dependencies: names that must be there too (`dependentRequired`,
+        // draft 7's `dependencies` list), or a schema the whole object must meet.
+        for key in ["dependentRequired", "dependentSchemas", "dependencies"] {
+            for (k, dep) in o
+                .field(key)
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+            {
+                if m.field(k).is_none() {
+                    continue;
+                }
+                let met = match dep {
+                    Value::Array(names) => names
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .all(|n| m.field(n).is_some()),
+                    schema => self.check(schema, &Value::Object(m.clone()), hops + 1),
+                };
+                if !met {
+                    return false;
+                }
+            }
         }
         true
     }
 
     fn array(&mut self, o: &Map<String, Value>, a: &[Value], hops: usize) -> bool {
-        let count = |k: &str| o.field(k).and_then(Value::as_u64);
+        let count = |k: &str| o.field(k).and_then(count);
         if count("minItems").is_some_and(|n| (a.len() as u64) < n)
             || count("maxItems").is_some_and(|n| (a.len() as u64) > n)
         {
@@ -1210,6 +1196,14 @@ impl<'r, 'a> Validator<'r, 'a> {
                 }
             }
         }
+        if let Some(wanted) = o.field("contains") {
+            let found = a.iter().filter(|x| self.check(wanted, x, hops + 1)).count() as u64;
+            let least = count("minContains").unwrap_or(1);
+            let most = count("maxContains").unwrap_or(u64::MAX);
+            if found < least || found > most {
+                return false;
+            }
+        }
         true
     }
 }
@@ -1238,7 +1232,7 @@ fn json_eq(a: &Value, b: &Value) -> bool {
 
 fn string_ok(o: &Map<String, Value>, s: &str) -> bool {
     let len = || s.chars().count() as u64;
-    let count = |k: &str| o.field(k).and_then(Value::as_u64);
+    let count = |k: &str| o.field(k).and_then(count);
     if count("minLength").is_some_and(|n| len() < n)
         || count("maxLength").is_some_and(|n| len() > n)
     {

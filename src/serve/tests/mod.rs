@@ -84,6 +84,7 @@ pub(super) fn lines(s: &Session, i: usize) -> Vec<String> {
         profile: "exec",
         cap: s.cap(),
         tool_latency: [("exec".to_owned(), 200)].into(),
+        killed: false,
     };
     infer(&ctx, &s.conversations()[i].requests)
         .iter()
