@@ -77,11 +77,13 @@ pub fn arguments(schema: &Value, how: Generate, seed: u64) -> Arguments {
     let valid = || g().instance(&[schema], seed, 0);
     match how {
         Generate::Empty => Arguments::parsed(json!({})),
-        // Checked against the schema as harness reads it: where a part it makes does not hold
-        // (a pattern, distinct items), other seeds are tried before the first is kept.
+        // Checked against the schema as harness reads it where it made a part it may not
+        // have met (a pattern, distinct items): other seeds are tried before the first is
+        // kept.
         Generate::Valid => {
-            let first = valid();
-            if self::valid(schema, &first) {
+            let made = g();
+            let first = made.instance(&[schema], seed, 0);
+            if !made.risky.get() || self::valid(schema, &first) {
                 return Arguments::parsed(first);
             }
             let other = (1..RETRIES).find_map(|k| {
@@ -482,6 +484,9 @@ struct Gen<'a> {
     root: Root<'a>,
     nodes: std::cell::Cell<usize>,
     bytes: std::cell::Cell<usize>,
+    /// It made a part it may not have met (a pattern, distinct items, dependent names, key
+    /// names): its instance is worth checking.
+    risky: std::cell::Cell<bool>,
 }
 
 impl<'a> Gen<'a> {
@@ -490,6 +495,7 @@ impl<'a> Gen<'a> {
             root: Root::new(root),
             nodes: std::cell::Cell::new(MAX_NODES),
             bytes: std::cell::Cell::new(MAX_BYTES),
+            risky: std::cell::Cell::new(false),
         }
     }
 
@@ -719,6 +725,9 @@ impl<'a> Gen<'a> {
             "boolean" => json!(true),
             "null" => Value::Null,
             _ => {
+                if parts.iter().any(|p| p.field("pattern").is_some()) {
+                    self.risky.set(true);
+                }
                 let s = string(parts, seed);
                 if self.spend(s.len()) {
                     Value::String(s)
@@ -758,8 +767,15 @@ impl<'a> Gen<'a> {
         }
         // The names a present one depends on (`dependentRequired`, draft 7's `dependencies`
         // list), where the schema names them among its properties.
+        let dependent = ["dependentRequired", "dependencies"];
+        let depends = parts
+            .iter()
+            .any(|p| dependent.iter().any(|k| p.field(k).is_some()));
+        if depends {
+            self.risky.set(true);
+        }
         let mut i = 0;
-        while i < fields.len() {
+        while depends && i < fields.len() {
             for p in parts {
                 for key in ["dependentRequired", "dependencies"] {
                     let deps = p.at(key).at(fields[i]).as_array().into_iter().flatten();
@@ -777,6 +793,9 @@ impl<'a> Gen<'a> {
         let names = parts
             .iter()
             .find_map(|p| p.at("propertyNames").at("pattern").as_str());
+        if names.is_some() {
+            self.risky.set(true);
+        }
         let invented: Vec<String> = (fields.len()..min.min(MAX_ITEMS))
             .map(|i| {
                 names
@@ -863,6 +882,9 @@ impl<'a> Gen<'a> {
             })
             .collect();
         let unique = parts.iter().any(|p| p.at("uniqueItems") == true);
+        if unique {
+            self.risky.set(true);
+        }
         let mut out: Vec<Value> = Vec::with_capacity(n);
         for i in 0..n {
             let item = |k: u64| {
