@@ -209,13 +209,20 @@ fn ordered_traces(session: &Session, label: &str, killed: bool) -> Vec<(usize, V
         profile: label,
         cap: session.cap(),
         tool_latency,
-        killed,
+        killed: false,
     };
+    // The kill ended the conversation it was in, the latest to be answered; the others ended
+    // before it, as they show.
+    let live = session.latest().filter(|_| killed);
     let mut all: Vec<(String, String, usize, Vec<TimedEvent>)> = session
         .conversations()
         .iter()
         .enumerate()
         .map(|(i, c): (usize, &Conversation)| {
+            let ctx = Context {
+                killed: live == Some(i),
+                ..ctx.clone()
+            };
             let events = infer::infer(&ctx, &c.requests);
             (
                 c.key().to_owned(),
@@ -861,14 +868,15 @@ pub fn replayed_traces(session: &Session, label: &str, killed: bool) -> Vec<Repl
     let mut all: Vec<Found> = session
         .conversations()
         .iter()
-        .filter_map(|c| {
+        .enumerate()
+        .filter_map(|(i, c)| {
             let pos = c.replayed.as_ref()?;
             let served = &recorded.cassettes[pos.cassette];
             let ctx = Context {
                 profile: label,
                 cap: u32::try_from(served.cassette.exchanges.len()).unwrap_or(u32::MAX),
                 tool_latency: Default::default(),
-                killed,
+                killed: killed && session.latest() == Some(i),
             };
             let mut events = infer::infer(&ctx, &c.requests);
             // The provider's ids differ on every recording; the trace names calls by order.

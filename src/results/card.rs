@@ -465,10 +465,7 @@ fn hang(events: &[TimedEvent]) -> String {
         }
     }
     let bound = bindings(events);
-    let named = |name: &str| match bound.iter().find(|(d, _)| *d == name) {
-        Some((_, offered)) => format!("`{offered}`"),
-        None => format!("`{name}`"),
-    };
+    let named = |name: &str| format!("`{}`", agent_name(&bound, name));
     match last {
         Some(Event::ProviderError {
             fault, retry_in_ms, ..
@@ -513,6 +510,15 @@ fn bindings(events: &[TimedEvent]) -> Vec<(&str, &str)> {
             _ => None,
         })
         .collect()
+}
+
+/// The agent's name of the scenario's tool `name`, by the run's `bound` pairs (the scenario's
+/// name where it stood for none).
+fn agent_name<'e>(bound: &[(&'e str, &'e str)], name: &'e str) -> &'e str {
+    bound
+        .iter()
+        .find(|(declared, _)| *declared == name)
+        .map_or(name, |(_, offered)| offered)
 }
 
 /// The agent's tools the run's portable tools stood for, each once, in order.
@@ -596,10 +602,7 @@ fn premise_broken(suite: &SuiteDef, events: &[TimedEvent]) -> Option<String> {
         .collect();
     // The agent's name of a tool, as the agent knows it.
     let bound = bindings(events);
-    let named = |name: &str| match bound.iter().find(|(d, _)| *d == name) {
-        Some((_, offered)) => (*offered).to_owned(),
-        None => name.to_owned(),
-    };
+    let named = |name: &str| agent_name(&bound, name).to_owned();
     // Every call the model made, in order, with how it ended if it ran.
     let made = order
         .iter()

@@ -118,6 +118,12 @@ impl Session {
         &self.conversations
     }
 
+    /// The conversation that got the latest answer (its index in [`Session::conversations`]):
+    /// the one an agent killed at its timeout was in.
+    pub fn latest(&self) -> Option<usize> {
+        self.latest
+    }
+
     /// Note a request to a path that is no endpoint (`METHOD /path`), for the report of a run
     /// whose agent made no model request (at most 20 kept, in order).
     pub fn note_unknown(&mut self, request: &str) {

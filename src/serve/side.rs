@@ -132,10 +132,19 @@ pub(crate) fn follow_up(
     // The loop had ended: its latest answer was text, or the agent dropped that answer's
     // calls (cut off, not JSON) and sends back no result of them.
     let last = conversation.requests.last()?;
-    let Reply::Answer(_) = &last.reply else {
+    let Reply::Answer(answer) = &last.reply else {
         return None;
     };
-    let ended = request.results.len() <= last.request.results.len();
+    // The ids its calls went out with (the wire's, when they differ from the reply's).
+    let sent: Vec<&str> = if last.wire_ids.is_empty() {
+        answer.tool_calls.iter().map(|c| c.id.as_str()).collect()
+    } else {
+        last.wire_ids.iter().map(String::as_str).collect()
+    };
+    let ended = !request
+        .results
+        .iter()
+        .any(|r| sent.contains(&r.id.as_str()));
     (!last.request.tools.is_empty() && ended).then(|| {
         "a structured-output request after the loop's answer (no tools offered; it asks for JSON by a schema of its own)"
             .to_owned()
@@ -404,6 +413,24 @@ text = "The script's third turn."
             2,
             "the loop's two requests"
         );
+        // A defence that withholds the tools and asks for JSON while it sends back the
+        // results of the latest calls is the loop's own request.
+        let mut s = Session::new(cases[0].clone());
+        let a = s.handle(Api::ChatCompletions, first.to_string().as_bytes());
+        let super::super::AnswerBody::Json(v) = &a.body else {
+            panic!("a JSON answer")
+        };
+        let call = v["choices"][0]["message"].clone();
+        let result = json!({"role": "tool", "tool_call_id": call["tool_calls"][0]["id"], "content": "found"});
+        let forced = json!({"model": "gpt", "messages": [system, user, call, result],
+            "response_format": {"type": "json_schema", "json_schema": {"name": "Answer", "schema": schema}}});
+        answered(&mut s, forced.to_string().as_bytes());
+        assert_eq!(
+            super::super::Session::conversations(&s).len(),
+            1,
+            "the loop's request"
+        );
+        assert_eq!(s.conversations()[0].side, None);
     }
 
     /// An extraction agent: no tools, its one answer JSON by a schema. In a scenario without

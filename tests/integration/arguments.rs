@@ -33,7 +33,8 @@ fn schemas() -> Vec<(String, Value)> {
 fn generated_arguments_validate_against_the_schemas_libraries_emit() {
     let all = schemas();
     assert!(all.len() >= 60, "the captured schemas: {}", all.len());
-    let (mut checked, mut vouched) = (0, 0);
+    let (mut checked, mut vouched, mut valid_calls) = (0, 0, 0);
+    let mut doubted: std::collections::BTreeSet<String> = Default::default();
     for (name, schema) in &all {
         let validator = jsonschema::validator_for(schema)
             .unwrap_or_else(|e| panic!("{name}: the validator refuses the schema: {e}"));
@@ -53,14 +54,20 @@ fn generated_arguments_validate_against_the_schemas_libraries_emit() {
                     );
                     vouched += 1;
                 }
-                Some(why) => assert!(
-                    !why.contains("own check") || !valid(schema, &v),
-                    "{name} seed {s}: {why}"
-                ),
+                Some(_) => {
+                    doubted.insert(name.clone());
+                }
             }
+            valid_calls += 1;
             checked += 1;
         }
-        let unread = doubt(schema, &Value::Null).is_some_and(|w| !w.contains("own check"));
+        // A schema that says what harness does not check (read off a valid call, which its
+        // own check passes): harness may read the invalid kinds otherwise.
+        let Arguments::Parsed(sample) = arguments(schema, Generate::Valid, seed(name, 0)) else {
+            panic!("{name}: valid arguments are JSON")
+        };
+        let unread = valid(schema, &sample)
+            && doubt(schema, &sample).is_some_and(|w| !w.contains("own check"));
         for how in [
             Generate::Empty,
             Generate::MissingRequired,
@@ -100,8 +107,24 @@ fn generated_arguments_validate_against_the_schemas_libraries_emit() {
         );
     }
     assert!(checked > 800, "{checked}");
-    // Most are vouched for: the doubts are the schemas' rare keywords, not the common ones.
-    assert!(vouched * 10 > checked * 6, "{vouched} of {checked}");
+    // Most valid calls are vouched for; every one of the libraries' own schemas is, and the
+    // doubts are the schemas that use what harness does not make or check (a generation
+    // that regresses shows here as a new doubt).
+    assert!(vouched * 10 > valid_calls * 8, "{vouched} of {valid_calls}");
+    let doubted: Vec<&str> = doubted.iter().map(String::as_str).collect();
+    assert_eq!(
+        doubted,
+        [
+            "handwritten/create_event.json",
+            "handwritten/make_tree.json",
+            "handwritten/register_user.json",
+            "handwritten/rename_file.json",
+            "handwritten/ship_parcel.json",
+            // pydantic's own formats: `ipvanyaddress`, `password`.
+            "pydantic-hard/block_address.json",
+        ],
+        "the schemas harness cannot vouch for"
+    );
 }
 
 #[test]

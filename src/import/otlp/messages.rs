@@ -485,6 +485,15 @@ pub(super) fn event_messages<'a>(
     Ok(ex)
 }
 
+/// A log record's body: its body, else its attributes (the current conventions' events keep
+/// the messages there).
+pub(super) fn log_body(l: &Log) -> Value {
+    match &l.body {
+        Value::Null => Value::Object(l.attrs.clone().into_iter().collect()),
+        b => b.clone(),
+    }
+}
+
 pub(super) fn parsed(v: &Value) -> Value {
     json_attr(v).unwrap_or(Value::Null)
 }
@@ -828,13 +837,7 @@ fn exchange_of(s: &Span, logs: &HashMap<String, Vec<&Log>>) -> Result<Exchange, 
             .map(|e| (e.time, e.name.as_str(), event_body(e)))
             .collect();
         if let Some(list) = logs.get(&format!("{}/{}", s.trace, s.id)) {
-            events.extend(list.iter().map(|l| {
-                let body = match &l.body {
-                    Value::Null => Value::Object(l.attrs.clone().into_iter().collect()),
-                    b => b.clone(),
-                };
-                (l.time, l.name.as_str(), body)
-            }));
+            events.extend(list.iter().map(|l| (l.time, l.name.as_str(), log_body(l))));
         }
         // Log records come in any order: by time, then as written.
         events.sort_by_key(|(t, _, _)| *t);

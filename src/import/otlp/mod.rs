@@ -802,14 +802,26 @@ fn call_event_tools(s: &Span, logs: &HashMap<String, Vec<&Log>>) -> Option<Vec<S
             logs.get(&format!("{}/{}", s.trace, s.id))?
                 .iter()
                 .filter(|l| l.name == DETAILS)
-                .find_map(|l| {
-                    let body = match &l.body {
-                        Value::Null => Value::Object(l.attrs.clone().into_iter().collect()),
-                        b => b.clone(),
-                    };
-                    messages::event_tools(&body)
-                })
+                .find_map(|l| messages::event_tools(&messages::log_body(l)))
         })
+}
+
+/// Is `new` the prompt `old` rewritten in place (DSPy's trajectory grown inside it), not a
+/// message of its own? A long prompt (at least 200 bytes) that keeps most of itself (4 in 5 of
+/// its bytes) at its start and end.
+fn rewritten(old: &str, new: &str) -> bool {
+    if old.len() < 200 {
+        return false;
+    }
+    let (a, b) = (old.as_bytes(), new.as_bytes());
+    let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let suffix = a[prefix..]
+        .iter()
+        .rev()
+        .zip(b[prefix..].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    (prefix + suffix) * 5 >= old.len() * 4
 }
 
 /// The rule named on a tool result read as failed only by its span's status.
@@ -845,7 +857,7 @@ fn genai_run(
             || s.input_tokens().is_some()
             || s.output_tokens().is_some()
             || s.error.is_some()
-            || logs.contains_key(&s.id)
+            || logs.contains_key(&format!("{}/{}", s.trace, s.id))
     };
     let recording_parents: HashSet<(&str, &str)> = group
         .iter()
@@ -1010,10 +1022,9 @@ fn genai_run(
     // alone may carry its calls as text, and a span without content none at all: then a tool
     // span is the call.)
     let mut answer_recorded = false;
-    // How many messages, and how many tool results, the previous call's input held (for
-    // inputs without history).
-    let mut previous_len = 0usize;
-    let mut previous_results = 0usize;
+    // The previous call's input, (role, text, the call a result answers), for inputs without
+    // history.
+    let mut previous_input: Vec<(String, String, Option<String>)> = Vec::new();
     // The tool spans after an answer are read in the order of its calls (frameworks check or
     // run parallel calls in an order of their own); spans of no call of it keep their place
     // after them.
@@ -1128,12 +1139,15 @@ fn genai_run(
                 answer_recorded = ex.output.as_ref().is_some_and(|o| !o.calls.is_empty());
                 // A later input with no answer of the model in it: the instrumentation records
                 // the prompt and results, not the conversation (OpenLIT, smolagents), or the
-                // agent renders its history into a fresh prompt (DSPy). Only what it holds
-                // past the previous call's input is new: the results past those it held, the
-                // other messages past its length. The same messages again, or rewritten in
-                // place, are no turns or nudges.
-                let results = ex.input.iter().filter(|m| is_result(m)).count();
-                let len = ex.input.len();
+                // agent renders its history into a fresh prompt (DSPy). What the previous
+                // call's input held is not new: the same message again (each once, so a nudge
+                // sent twice in the same words counts twice), or a long prompt rewritten in
+                // place. The rest is (new results, nudges, turns).
+                let original: Vec<(String, String, Option<String>)> = ex
+                    .input
+                    .iter()
+                    .map(|m| (m.role.clone(), m.text.clone(), m.answers.clone()))
+                    .collect();
                 if first_call {
                     // (Calls in it: a prefill or few-shot answers are not a loop's history.)
                     if ex
@@ -1145,19 +1159,28 @@ fn genai_run(
                     }
                 } else if !ex.input.is_empty() && !ex.input.iter().any(|m| m.role == "assistant") {
                     gaps.no_history += 1;
-                    let (mut at, mut seen_results) = (0, 0);
-                    let (earlier, earlier_results) = (previous_len, previous_results);
+                    let mut unclaimed: Vec<bool> = vec![true; previous_input.len()];
+                    let mut at = 0;
                     ex.input.retain(|m| {
                         at += 1;
-                        if is_result(m) {
-                            seen_results += 1;
-                            return seen_results > earlier_results;
+                        let same = previous_input.iter().zip(unclaimed.iter_mut()).find(
+                            |((role, text, answers), free)| {
+                                **free
+                                    && *role == m.role
+                                    && *text == m.text
+                                    && *answers == m.answers
+                            },
+                        );
+                        if let Some((_, free)) = same {
+                            *free = false;
+                            return false;
                         }
-                        at > earlier
+                        !previous_input.get(at - 1).is_some_and(|(role, text, _)| {
+                            *role == m.role && rewritten(text, &m.text)
+                        })
                     });
                 }
-                previous_len = len;
-                previous_results = results;
+                previous_input = original;
                 let from = ex
                     .input
                     .iter()
@@ -1213,6 +1236,8 @@ fn genai_run(
                     continue;
                 }
                 faults = 0;
+                // Was the answer itself recorded (content captured)?
+                let recorded = ex.output.is_some();
                 let out = ex.output.unwrap_or_default();
                 let calls: Vec<(String, String, Value)> = out
                     .calls
@@ -1227,10 +1252,15 @@ fn genai_run(
                         (id, name, args)
                     })
                     .collect();
-                let finish = finish_of(ex.finish.as_deref(), !calls.is_empty());
+                let mut finish = finish_of(ex.finish.as_deref(), !calls.is_empty());
                 // An answer that asked for tools the span did not record (content capture
-                // off): no text answer, and what follows it is the tool loop's.
-                let unseen = calls.is_empty() && finish == Finish::ToolUse;
+                // off): no text answer, and what follows it is the tool loop's. A recorded
+                // answer without calls is the text it says, whatever its finish reason (a
+                // server that says `tool_calls` of a text answer, as some do).
+                let unseen = calls.is_empty() && finish == Finish::ToolUse && !recorded;
+                if calls.is_empty() && finish == Finish::ToolUse && recorded {
+                    finish = Finish::Stop;
+                }
                 if unseen {
                     gaps.unseen_calls += 1;
                 }
@@ -1311,3 +1341,5 @@ fn genai_run(
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_shapes;

@@ -240,6 +240,13 @@ pub fn valid(schema: &Value, value: &Value) -> bool {
     Validator::new(&Root::new(schema)).check(schema, value, 0)
 }
 
+/// [`valid`], `None` when the check stopped at one of its bounds before it was whole.
+fn valid_whole(schema: &Value, value: &Value) -> Option<bool> {
+    let root = Root::new(schema);
+    let ok = Validator::new(&root).check(schema, value, 0);
+    (!root.cut.get()).then_some(ok)
+}
+
 /// A schema as `$ref`s see it: the document, and its subschemas by `$id` (TypeBox names a
 /// recursive type so), gathered the first time a reference names one.
 struct Root<'a> {
@@ -250,6 +257,8 @@ struct Root<'a> {
     /// A `$ref` stands for its whole object, its siblings ignored: drafts 4 to 7, as the
     /// schema's `$schema` names one (draft 2019-09 on reads the siblings too).
     ref_alone: bool,
+    /// A check stopped at a bound (visits, reference hops) and took the rest as valid.
+    cut: std::cell::Cell<bool>,
 }
 
 impl<'a> Root<'a> {
@@ -264,6 +273,7 @@ impl<'a> Root<'a> {
             ids: std::cell::OnceCell::new(),
             visits: std::cell::Cell::new(0),
             ref_alone,
+            cut: std::cell::Cell::new(false),
         }
     }
 
@@ -796,14 +806,14 @@ impl<'a> Gen<'a> {
         if names.is_some() {
             self.risky.set(true);
         }
-        let invented: Vec<String> = (fields.len()..min.min(MAX_ITEMS))
-            .map(|i| {
-                names
-                    .and_then(|p| pattern::matching(p, i + 1))
-                    .filter(|k| !fields.contains(&k.as_str()))
-                    .unwrap_or_else(|| format!("key{}", i + 1))
-            })
-            .collect();
+        let mut invented: Vec<String> = Vec::new();
+        for i in fields.len()..min.min(MAX_ITEMS) {
+            let key = names
+                .and_then(|p| pattern::matching(p, i + 1))
+                .filter(|k| !fields.contains(&k.as_str()) && !invented.contains(k))
+                .unwrap_or_else(|| format!("key{}", i + 1));
+            invented.push(key);
+        }
         fields.extend(invented.iter().map(String::as_str));
         // A required parameter that says it may be `null` is how strict-mode schemas
         // (OpenAI's structured outputs, and the runtimes and SDKs that rewrite tools for it)
@@ -1022,6 +1032,7 @@ impl<'r, 'a> Validator<'r, 'a> {
         let visits = self.root.visits.get() + 1;
         self.root.visits.set(visits);
         if visits > MAX_VISITS || hops > MAX_HOPS * 4 {
+            self.root.cut.set(true);
             return true;
         }
         let Some(o) = schema.as_object() else {

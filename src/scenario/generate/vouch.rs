@@ -46,18 +46,27 @@ const MAX_NODES: usize = 20_000;
 /// fails, or the schema uses what that check does not read (a keyword, a reference it cannot
 /// resolve, a pattern that is no regular expression here, a format it makes no value of).
 pub fn doubt(schema: &Value, value: &Value) -> Option<String> {
-    if !super::valid(schema, value) {
-        return Some(
-            "they fail harness's own check of the schema (a part of it harness could not meet)"
-                .to_owned(),
-        );
+    match super::valid_whole(schema, value) {
+        Some(true) => {}
+        Some(false) => {
+            return Some(
+                "they fail harness's own check of the schema (a part of it harness could not meet)"
+                    .to_owned(),
+            );
+        }
+        None => {
+            return Some(
+                "the schema is too large or too deep for harness to check whole".to_owned(),
+            );
+        }
     }
+    let root = super::Root::new(schema);
     let mut stack = vec![schema];
     let mut seen = 0usize;
     while let Some(node) = stack.pop() {
         seen += 1;
         if seen > MAX_NODES {
-            return None;
+            return Some("the schema is too large for harness to read whole".to_owned());
         }
         match node {
             Value::Object(o) => {
@@ -74,18 +83,23 @@ pub fn doubt(schema: &Value, value: &Value) -> Option<String> {
                     }
                 }
                 if let Some(f) = o.get("format").and_then(Value::as_str) {
-                    if o.get("type").and_then(Value::as_str) == Some("string")
-                        && !MADE_FORMATS.contains(&f)
-                    {
+                    // (Where the node may be a string: `string`, a list that has it, no type.)
+                    let stringy = match o.get("type") {
+                        None => true,
+                        Some(Value::String(t)) => t == "string",
+                        Some(Value::Array(ts)) => ts.iter().any(|t| t == "string"),
+                        Some(_) => false,
+                    };
+                    if stringy && !MADE_FORMATS.contains(&f) {
                         return Some(format!(
                             "the schema asks for the format `{f}`, which harness makes no value of"
                         ));
                     }
                 }
                 if let Some(r) = o.get("$ref").and_then(Value::as_str) {
-                    if r.starts_with('#') && !r.starts_with("#/") && r != "#" {
+                    if root.resolve(r).is_none() {
                         return Some(format!(
-                            "the schema refers to `{r}`, an anchor harness does not resolve"
+                            "the schema refers to `{r}`, which harness does not resolve (an anchor, another document)"
                         ));
                     }
                 }
