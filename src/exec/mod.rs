@@ -389,6 +389,12 @@ pub(crate) fn judge_session(
         };
         let mut r = run::judge(&quiet, &case_of(0), &[]);
         r.golden = Comparison::Ungated;
+        // Its card reads how the agent ended (killed at its timeout before it asked, say).
+        r.card = chosen
+            .scenario
+            .suite
+            .as_ref()
+            .map(|suite| card::classify(suite, chosen.scenario.portable_tools(), &[], end));
         // Stopped by a signal before it asked anything: the signal is the failure (already
         // among `failures`), not its base URL.
         if end != card::End::Exited(None) || failures.is_empty() {

@@ -717,8 +717,10 @@ fn a_hung_agent_s_verdict_says_what_it_had_done_last() {
             "suite",
             "--jobs",
             "2",
+            // Long enough for the agent to reach its hang on a loaded machine (it never
+            // ends by itself, so each card takes this long).
             "--timeout-ms",
-            "1500",
+            "8000",
             "--label",
             how,
             "--json",
@@ -751,6 +753,26 @@ fn a_hung_agent_s_verdict_says_what_it_had_done_last() {
             "hung (killed at its timeout) after `rate_limit` from the provider at iteration 1 (retry-after 2000 ms), without asking again"
         ),
         "{after_error}"
+    );
+    // Killed before it asked anything: no case began, so no hang of its loop.
+    let run = p.harness(&[
+        "suite",
+        "--timeout-ms",
+        "300",
+        "--label",
+        "asleep",
+        "--",
+        "python3",
+        "-c",
+        "import time; time.sleep(30)",
+    ]);
+    run.expect_code(0);
+    assert!(
+        line(&run.stdout, "A storm of 429s").contains(
+            "could not be driven: the agent made no model request before it was killed at its timeout"
+        ),
+        "{}",
+        run.stdout
     );
     // The trace says the kill ended the conversation, not the agent: no `stopped`, no "gave up".
     for how in ["in-tool", "after-error"] {
