@@ -195,16 +195,6 @@ fn a_prompt_rendered_afresh_each_step_is_no_turn_and_its_tool_spans_are_calls() 
 fn nudges_in_a_cumulative_input_without_answers_are_read_once() {
     // OpenLIT: each call's input is everything sent so far except the model's answers. The
     // agent nudged twice, in the same words; each nudge is read once, where it was sent.
-    let msgs = |list: &[(&str, &str, Option<&str>)]| {
-        let v: Vec<Value> = list
-            .iter()
-            .map(|(role, text, answers)| match answers {
-                Some(id) => serde_json::json!({"role": role, "parts": [{"type": "tool_call_response", "id": id, "response": text}]}),
-                None => serde_json::json!({"role": role, "parts": [{"type": "text", "content": text}]}),
-            })
-            .collect();
-        Value::Array(v).to_string()
-    };
     let calls = |id: &str| {
         serde_json::json!([{"role": "assistant", "parts": [{"type": "tool_call", "id": id, "name": "exec", "arguments": {}}]}]).to_string()
     };
@@ -219,9 +209,9 @@ fn nudges_in_a_cumulative_input_without_answers_are_read_once() {
     let n = ("user", nudge, None);
     let text = line_of(&[
         agent_span(),
-        chat_span("c1", 10, Some(&msgs(&[sys, user])), &calls("k1")),
-        chat_span("c2", 30, Some(&msgs(&[sys, user, r1, n])), &calls("k2")),
-        chat_span("c3", 50, Some(&msgs(&[sys, user, r1, n, r2, n])), &done),
+        chat_span("c1", 10, Some(&messages(&[sys, user])), &calls("k1")),
+        chat_span("c2", 30, Some(&messages(&[sys, user, r1, n])), &calls("k2")),
+        chat_span("c3", 50, Some(&messages(&[sys, user, r1, n, r2, n])), &done),
     ]);
     let got = import(&text, "t.jsonl");
     let run = &got.runs[0];
@@ -365,16 +355,6 @@ fn inputs_without_answers_keep_what_is_new_whatever_their_shape() {
     );
     // An instrumentation without answers whose agent trims its memory: the nudge after the
     // trimmed history is still new.
-    let msgs = |list: &[(&str, &str, Option<&str>)]| {
-        let v: Vec<Value> = list
-            .iter()
-            .map(|(role, text, answers)| match answers {
-                Some(id) => serde_json::json!({"role": role, "parts": [{"type": "tool_call_response", "id": id, "response": text}]}),
-                None => serde_json::json!({"role": role, "parts": [{"type": "text", "content": text}]}),
-            })
-            .collect();
-        Value::Array(v).to_string()
-    };
     let call = |id: &str| {
         serde_json::json!([{"role": "assistant", "parts": [{"type": "tool_call", "id": id, "name": "exec", "arguments": {}}]}]).to_string()
     };
@@ -383,18 +363,23 @@ fn inputs_without_answers_keep_what_is_new_whatever_their_shape() {
     let nudge = ("user", "Stop calling exec without a command.", None);
     let text = line_of(&[
         agent_span(),
-        chat_span("c1", 10, Some(&msgs(&[sys, task])), &call("k1")),
-        chat_span("c2", 20, Some(&msgs(&[sys, task, r("k1")])), &call("k2")),
+        chat_span("c1", 10, Some(&messages(&[sys, task])), &call("k1")),
+        chat_span(
+            "c2",
+            20,
+            Some(&messages(&[sys, task, r("k1")])),
+            &call("k2"),
+        ),
         chat_span(
             "c3",
             30,
-            Some(&msgs(&[sys, task, r("k1"), r("k2")])),
+            Some(&messages(&[sys, task, r("k1"), r("k2")])),
             &call("k3"),
         ),
         chat_span(
             "c4",
             40,
-            Some(&msgs(&[sys, r("k2"), r("k3"), nudge])),
+            Some(&messages(&[sys, r("k2"), r("k3"), nudge])),
             &call("k4"),
         ),
     ]);
@@ -413,4 +398,16 @@ fn inputs_without_answers_keep_what_is_new_whatever_their_shape() {
         "{:?}",
         run.events
     );
+}
+
+/// GenAI input messages: (role, text, the call a result answers), as JSON text.
+fn messages(list: &[(&str, &str, Option<&str>)]) -> String {
+    let v: Vec<Value> = list
+        .iter()
+        .map(|(role, text, answers)| match answers {
+            Some(id) => serde_json::json!({"role": role, "parts": [{"type": "tool_call_response", "id": id, "response": text}]}),
+            None => serde_json::json!({"role": role, "parts": [{"type": "text", "content": text}]}),
+        })
+        .collect();
+    Value::Array(v).to_string()
 }
