@@ -195,9 +195,6 @@ fn a_prompt_rendered_afresh_each_step_is_no_turn_and_its_tool_spans_are_calls() 
 fn nudges_in_a_cumulative_input_without_answers_are_read_once() {
     // OpenLIT: each call's input is everything sent so far except the model's answers. The
     // agent nudged twice, in the same words; each nudge is read once, where it was sent.
-    let calls = |id: &str| {
-        serde_json::json!([{"role": "assistant", "parts": [{"type": "tool_call", "id": id, "name": "exec", "arguments": {}}]}]).to_string()
-    };
     let done =
         serde_json::json!([{"role": "assistant", "parts": [{"type": "text", "content": "done"}]}])
             .to_string();
@@ -209,8 +206,8 @@ fn nudges_in_a_cumulative_input_without_answers_are_read_once() {
     let n = ("user", nudge, None);
     let text = line_of(&[
         agent_span(),
-        chat_span("c1", 10, Some(&messages(&[sys, user])), &calls("k1")),
-        chat_span("c2", 30, Some(&messages(&[sys, user, r1, n])), &calls("k2")),
+        chat_span("c1", 10, Some(&messages(&[sys, user])), &asked("k1")),
+        chat_span("c2", 30, Some(&messages(&[sys, user, r1, n])), &asked("k2")),
         chat_span("c3", 50, Some(&messages(&[sys, user, r1, n, r2, n])), &done),
     ]);
     let got = import(&text, "t.jsonl");
@@ -355,32 +352,29 @@ fn inputs_without_answers_keep_what_is_new_whatever_their_shape() {
     );
     // An instrumentation without answers whose agent trims its memory: the nudge after the
     // trimmed history is still new.
-    let call = |id: &str| {
-        serde_json::json!([{"role": "assistant", "parts": [{"type": "tool_call", "id": id, "name": "exec", "arguments": {}}]}]).to_string()
-    };
     let (sys, task) = (("system", "be brief", None), ("user", "list", None));
     let r = |n: &'static str| ("tool", "Error: missing command", Some(n));
     let nudge = ("user", "Stop calling exec without a command.", None);
     let text = line_of(&[
         agent_span(),
-        chat_span("c1", 10, Some(&messages(&[sys, task])), &call("k1")),
+        chat_span("c1", 10, Some(&messages(&[sys, task])), &asked("k1")),
         chat_span(
             "c2",
             20,
             Some(&messages(&[sys, task, r("k1")])),
-            &call("k2"),
+            &asked("k2"),
         ),
         chat_span(
             "c3",
             30,
             Some(&messages(&[sys, task, r("k1"), r("k2")])),
-            &call("k3"),
+            &asked("k3"),
         ),
         chat_span(
             "c4",
             40,
             Some(&messages(&[sys, r("k2"), r("k3"), nudge])),
-            &call("k4"),
+            &asked("k4"),
         ),
     ]);
     let got = import(&text, "t.jsonl");
@@ -410,4 +404,9 @@ fn messages(list: &[(&str, &str, Option<&str>)]) -> String {
         })
         .collect();
     Value::Array(v).to_string()
+}
+
+/// GenAI output messages: an answer that calls `exec` with no arguments, as call `id`.
+fn asked(id: &str) -> String {
+    serde_json::json!([{"role": "assistant", "parts": [{"type": "tool_call", "id": id, "name": "exec", "arguments": {}}]}]).to_string()
 }
