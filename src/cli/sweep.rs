@@ -112,6 +112,12 @@ pub(super) fn sweep(args: SweepArgs) -> anyhow::Result<ExitStatus> {
         );
         write!(err, "{}", d.render(&Style::default()))?;
     }
+    for (setting, n, run, why) in &report.unscored {
+        writeln!(
+            err,
+            "note: detector {setting}: {n} run(s) left out of its row (the first: {run}): {why}"
+        )?;
+    }
     let written = write_outputs(
         &args,
         &report,
@@ -289,6 +295,13 @@ fn summarise(
         report.labelled_from_file,
         report.runs - report.labelled_from_file,
     )?;
+    if let Some(most) = report.unscored.iter().map(|u| u.1).max() {
+        writeln!(
+            out,
+            "Not scored: up to {most} run(s) left out of the rows of {} setting(s), their calls recorded without arguments (see stderr)",
+            report.unscored.len()
+        )?;
+    }
     writeln!(out, "Best setting per detector ({}):", sweep::CRITERION)?;
     for r in sweep::best(&report.rows) {
         writeln!(

@@ -240,6 +240,10 @@ impl GeminiChanting {
 }
 
 impl Detector for GeminiChanting {
+    fn reads_args(&self) -> bool {
+        false
+    }
+
     fn first_fire(&self, view: &View) -> Option<Fire> {
         let mut st = State::new(self.chunk);
         let mut calls = 0;

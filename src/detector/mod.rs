@@ -88,12 +88,18 @@ pub struct Call {
     pub thought: String,
     /// 0-based index of the model response that carried it.
     pub batch: usize,
+    /// The trace did not record its arguments (`args` is an empty object and says nothing).
+    pub args_unknown: bool,
 }
 
 impl Call {
-    /// Same tool, same parsed arguments.
+    /// Same tool, same parsed arguments. Calls whose arguments are unknown are the same as
+    /// no call: nothing says they repeat.
     pub fn same_call(&self, other: &Call) -> bool {
-        self.name == other.name && self.key == other.key
+        self.name == other.name
+            && self.key == other.key
+            && !self.args_unknown
+            && !other.args_unknown
     }
 }
 
@@ -142,9 +148,17 @@ impl View {
                         v.items.push(Item::Agent(thought.clone()));
                     }
                 }
-                Event::ToolCallStart { id, name, args } => {
+                Event::ToolCallStart {
+                    id,
+                    name,
+                    args,
+                    args_unknown,
+                } => {
                     open.push((id.clone(), v.calls.len()));
                     v.push_call(name, args, &thought, None);
+                    if let Some(c) = v.calls.last_mut() {
+                        c.args_unknown = *args_unknown;
+                    }
                 }
                 Event::ToolCallRejected {
                     name, args, error, ..
@@ -203,7 +217,14 @@ impl View {
             result: rejected.cloned().unwrap_or_default(),
             thought: thought.to_owned(),
             batch,
+            args_unknown: false,
         });
+    }
+
+    /// Does any call of the run lack its arguments? Then detectors that compare arguments
+    /// cannot judge it ([`Detector::reads_args`]).
+    pub fn args_unknown(&self) -> bool {
+        self.calls.iter().any(|c| c.args_unknown)
     }
 
     /// Tokens of the model responses after call `at` (what stopping there would have saved);
@@ -277,6 +298,14 @@ pub trait Detector: Send + Sync {
     /// order, side by side.
     fn in_order(&self) -> bool {
         false
+    }
+
+    /// Does its verdict depend on the calls' arguments? A run whose arguments were not
+    /// recorded ([`View::args_unknown`]) is then not scored by it. Every built-in detector but
+    /// `gemini-chanting` (which reads the model's text) compares arguments; a detector outside
+    /// the process is taken to.
+    fn reads_args(&self) -> bool {
+        true
     }
 }
 
@@ -366,6 +395,9 @@ impl Detector for PerMessage {
             start = end;
         }
         None
+    }
+    fn reads_args(&self) -> bool {
+        self.0.reads_args()
     }
 }
 
@@ -662,7 +694,18 @@ pub(crate) mod testing {
                 result: result.to_owned(),
                 thought: String::new(),
                 batch,
+                args_unknown: false,
             });
+        }
+
+        /// The last call's arguments were not recorded.
+        pub fn blind(mut self) -> Self {
+            if let Some(c) = self.0.calls.last_mut() {
+                c.args = Value::Object(serde_json::Map::new());
+                c.key = canonical(&c.args);
+                c.args_unknown = true;
+            }
+            self
         }
 
         /// An agent text turn.
@@ -698,6 +741,36 @@ pub(crate) mod testing {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn calls_without_their_arguments_repeat_nothing_and_say_so() {
+        use testing::V;
+        let json = serde_json::json!({});
+        let blind = (0..6).fold(V::default(), |v, _| {
+            v.call("exec", json.clone(), true, "exit 1").blind()
+        });
+        let known = (0..6).fold(V::default(), |v, _| {
+            v.call("exec", json.clone(), true, "exit 1")
+        });
+        assert!(blind.0.args_unknown() && !known.0.args_unknown());
+        assert!(!blind.0.calls[0].same_call(&blind.0.calls[1]));
+        assert!(known.0.calls[0].same_call(&known.0.calls[1]));
+        // Every setting that compares arguments says so; the one that reads text does not,
+        // also when it starts over at each user message.
+        for s in spec("all").unwrap() {
+            assert_eq!(
+                s.detector.reads_args(),
+                s.id != "gemini-chanting",
+                "{}",
+                s.id
+            );
+        }
+        let chanting = spec("gemini-chanting:reset=message").unwrap();
+        assert!(!chanting[0].detector.reads_args());
+        // What a detector that trusted `{}` would do: six identical failed calls.
+        let consecutive = &spec("consecutive-identical:k=3").unwrap()[0];
+        assert!(consecutive.detector.first_fire(&known.0).is_some());
+    }
 
     #[test]
     fn a_bare_id_sweeps_its_default_grid_and_lists_expand() {
@@ -778,6 +851,7 @@ mod tests {
                 id: "a".to_owned(),
                 name: "ls".to_owned(),
                 args: args.into(),
+                args_unknown: false,
             },
             Event::ToolCallEnd {
                 id: "a".to_owned(),

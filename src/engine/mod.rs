@@ -1117,6 +1117,7 @@ impl Loop<'_> {
                     id: call.id.clone(),
                     name: call.name.clone(),
                     args,
+                    args_unknown: false,
                 });
             }
             prepared.push(p);

@@ -683,6 +683,7 @@ impl PlanLoop<'_> {
             id: id.clone(),
             name: name.to_owned(),
             args: Args::clone(&args),
+            args_unknown: false,
         });
         let (status, latency_ms) = if tools.specs().iter().any(|t| t.name == name) {
             let r = tools.run(name, &args)?;

@@ -675,6 +675,16 @@ impl TraceBuilder {
     /// A tool call seen run without the response that asked for it (its model call's content
     /// was not recorded).
     pub fn call(&mut self, id: String, name: String, args: Value) {
+        self.start(id, name, args, false);
+    }
+
+    /// [`Self::call`] whose arguments the format did not record: marked unknown
+    /// (`args_unknown`), so that nothing compares them.
+    pub fn blind_call(&mut self, id: String, name: String) {
+        self.start(id, name, Value::Object(serde_json::Map::new()), true);
+    }
+
+    fn start(&mut self, id: String, name: String, args: Value, args_unknown: bool) {
         self.calls += 1;
         self.open.push(Open {
             id: id.clone(),
@@ -686,6 +696,7 @@ impl TraceBuilder {
             id,
             name,
             args: args.into(),
+            args_unknown,
         });
     }
 

@@ -579,6 +579,7 @@ mod tests {
                         id: (*id).to_owned(),
                         name: (*name).to_owned(),
                         args: Args::new(a.clone()),
+                        args_unknown: false,
                     });
                 }
                 events.push(Event::ToolCallEnd {

@@ -190,20 +190,19 @@ impl Builder<'_> {
         t_ms: u64,
         id: &str,
         name: &str,
-        args: &crate::llm::Args,
+        args: Option<&crate::llm::Args>,
     ) -> usize {
-        self.span(
-            seq,
-            format!("execute_tool {name}"),
-            INTERNAL,
-            t_ms,
-            vec![
-                s("gen_ai.operation.name", "execute_tool"),
-                s("gen_ai.tool.name", name),
-                s("gen_ai.tool.call.id", id),
-                s("gen_ai.tool.call.arguments", args.text()),
-            ],
-        )
+        let mut attrs = vec![
+            s("gen_ai.operation.name", "execute_tool"),
+            s("gen_ai.tool.name", name),
+            s("gen_ai.tool.call.id", id),
+        ];
+        // Arguments the trace does not know are not written: an empty object would say the
+        // tool ran with none.
+        if let Some(args) = args {
+            attrs.push(s("gen_ai.tool.call.arguments", args.text()));
+        }
+        self.span(seq, format!("execute_tool {name}"), INTERNAL, t_ms, attrs)
     }
 
     /// A tool result as the next call's input holds it.
@@ -407,8 +406,13 @@ fn case_line(case: &str, success: bool, detail: &crate::results::Detail) -> Stri
                 };
                 at
             }
-            Event::ToolCallStart { id, name, args } => {
-                let at = b.tool_span(seq, t, id, name, args);
+            Event::ToolCallStart {
+                id,
+                name,
+                args,
+                args_unknown,
+            } => {
+                let at = b.tool_span(seq, t, id, name, (!args_unknown).then_some(args));
                 b.tools.push((id.clone(), at));
                 at
             }
@@ -447,7 +451,7 @@ fn case_line(case: &str, success: bool, detail: &crate::results::Detail) -> Stri
                 error,
             } => {
                 b.tool_response(id, error);
-                let at = b.tool_span(seq, t, id, name, args);
+                let at = b.tool_span(seq, t, id, name, Some(args));
                 let span = &mut b.spans[at];
                 span.attributes.extend([
                     s("gen_ai.tool.call.result", error.clone()),
@@ -658,6 +662,7 @@ mod tests {
                     id: "c2".into(),
                     name: "exec".into(),
                     args: serde_json::json!({"command": "ls"}).into(),
+                    args_unknown: false,
                 },
             ),
             at(

@@ -221,6 +221,7 @@ pub fn infer(ctx: &Context<'_>, requests: &[ServedRequest]) -> Vec<TimedEvent> {
                     id: call.id.clone(),
                     name: call.name.clone(),
                     args: args_value(&call.arguments).into(),
+                    args_unknown: false,
                 });
                 let latency_ms = ctx.tool_latency.get(&call.name).copied().unwrap_or(0);
                 c.t += latency_ms;

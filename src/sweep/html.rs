@@ -152,7 +152,7 @@ pub fn render(report: &Report, fires: &[u8], title: &str) -> String {
         report.runs - report.labelled_from_file,
         rows.len()
     );
-    if !report.errors.is_empty() || !report.notes.is_empty() {
+    if !report.errors.is_empty() || !report.notes.is_empty() || !report.unscored.is_empty() {
         body.push_str("<section id=\"problems\"><h2>Inputs not scored</h2><ul class=\"problems\">");
         for (path, e) in &report.errors {
             let _ = write!(
@@ -170,6 +170,15 @@ pub fn render(report: &Report, fires: &[u8], title: &str) -> String {
                 "<li><b>note</b> <code>{}</code>: skipped: {}</li>",
                 escape(&path.display().to_string()),
                 escape(note)
+            );
+        }
+        for (setting, n, run, why) in &report.unscored {
+            let _ = write!(
+                body,
+                "<li><b>not scored</b> <code>{}</code>: {n} run(s) left out of its row (the first: <code>{}</code>): {}</li>",
+                escape(setting),
+                escape(run),
+                escape(why)
             );
         }
         body.push_str("</ul></section>\n");

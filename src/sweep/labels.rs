@@ -103,6 +103,14 @@ pub fn heuristic(run: &str, view: &View, success: Option<bool>) -> Label {
     };
     match best {
         Some((start, note)) => label(true, Some(start), format!("{outcome}: {note}")),
+        // Calls without their arguments never count as repeats: nothing shows they are.
+        None if view.args_unknown() => label(
+            false,
+            None,
+            format!(
+                "{outcome}: calls recorded without their arguments, so no repetition can be seen (undecided)"
+            ),
+        ),
         None => label(false, None, format!("{outcome}: no repetition pattern")),
     }
 }

@@ -131,6 +131,10 @@ pub struct Report {
     /// Settings that could not score every run (an external detector that failed): the
     /// setting as `id params`, the first run it failed on, and why. They have no row.
     pub failed: Vec<(String, String, String)>,
+    /// Settings that left runs out of their row because the runs could not show what they
+    /// judge (calls whose arguments were not recorded): the setting as `id params`, how many
+    /// runs, the first of them, and why.
+    pub unscored: Vec<(String, u64, String, String)>,
     /// The settings scored, in scoring order (each once).
     pub settings: Vec<Named>,
 }
@@ -139,6 +143,12 @@ pub struct Report {
 struct Acc {
     /// The first run the setting could not score, and why.
     failed: Option<(String, String)>,
+    /// Runs left out of its row (they cannot show what it judges); of them, successful and
+    /// stuck ones; the first, and why.
+    unscored: u64,
+    unscored_successful: u64,
+    unscored_stuck: u64,
+    unscored_first: Option<(String, String)>,
     false_alarms: u64,
     caught: u64,
     delays: Vec<usize>,
@@ -157,6 +167,10 @@ struct RunScore {
     fires: Vec<Option<(Fire, Option<u64>)>>,
     /// Settings that could not score this run, and why.
     errors: Vec<(usize, String)>,
+    /// Settings that leave this run out of their rows (its calls' arguments are unknown),
+    /// and why.
+    unscored: Vec<usize>,
+    unscored_why: Option<String>,
     /// The run as the detectors see it, kept until the settings that take runs in order
     /// ([`crate::detector::Detector::in_order`]) have seen it.
     view: Option<View>,
@@ -217,10 +231,13 @@ fn score_in_order(settings: &[Setting], f: &mut FileScore) {
         return;
     }
     let views: Vec<Option<View>> = f.runs.iter_mut().map(|r| r.view.take()).collect();
+    let unscored: Vec<&[usize]> = f.runs.iter().map(|r| r.unscored.as_slice()).collect();
     let ask = |i: usize| -> Vec<Answer> {
         views
             .iter()
-            .map(|v| match v {
+            .zip(&unscored)
+            .map(|(v, skip)| match v {
+                _ if skip.contains(&i) => Ok(None),
                 Some(v) => settings[i]
                     .detector
                     .check(v)
@@ -260,6 +277,40 @@ fn score_in_order(settings: &[Setting], f: &mut FileScore) {
     }
 }
 
+/// The settings that cannot judge a run whose calls' arguments were not recorded (an
+/// OpenTelemetry import with content capture off), and why: those that compare arguments
+/// ([`crate::detector::Detector::reads_args`]), and every setting when the run's stuck label
+/// came from the heuristic, which compares arguments too, and found nothing else (a failed run
+/// whose repetition cannot be seen is neither stuck nor not stuck).
+fn unscored(
+    settings: &[Setting],
+    view: &View,
+    label: &Label,
+    from_file: bool,
+    success: Option<bool>,
+) -> (Vec<usize>, Option<String>) {
+    if !view.args_unknown() {
+        return (Vec::new(), None);
+    }
+    let blind = view.calls.iter().filter(|c| c.args_unknown).count();
+    let calls = view.calls.len();
+    let undecided = !from_file && !label.stuck && success != Some(true);
+    let skipped: Vec<usize> = (0..settings.len())
+        .filter(|&i| undecided || settings[i].detector.reads_args())
+        .collect();
+    let why = if undecided {
+        format!(
+            "{blind} of its {calls} calls were recorded without their arguments: repeated calls cannot be told from different ones, so neither its stuck label nor a detector can judge it (label it in a labels file to score it)"
+        )
+    } else {
+        format!(
+            "{blind} of its {calls} calls were recorded without their arguments: a detector that compares arguments cannot judge it"
+        )
+    };
+    let why = (!skipped.is_empty()).then_some(why);
+    (skipped, why)
+}
+
 fn score_file(options: &Options, input: Input) -> FileScore {
     let got = source::load(&input, options.format, &options.failures);
     let ordered = options.settings.iter().any(|s| s.detector.in_order());
@@ -273,15 +324,19 @@ fn score_file(options: &Options, input: Input) -> FileScore {
                 None => (labels::heuristic(&run.id, &view, run.success), false),
             };
             let mut errors = Vec::new();
+            let (unscored, unscored_why) =
+                unscored(&options.settings, &view, &label, from_file, run.success);
             // Settings that take runs in order are asked when the run is folded.
             let fires = options
                 .settings
                 .iter()
                 .enumerate()
-                .map(|(i, s)| match s.detector.in_order() {
-                    true => None,
-                    false => check(s, i, &view, &mut errors),
-                })
+                .map(
+                    |(i, s)| match s.detector.in_order() || unscored.contains(&i) {
+                        true => None,
+                        false => check(s, i, &view, &mut errors),
+                    },
+                )
                 .collect();
             RunScore {
                 id: run.id,
@@ -291,6 +346,8 @@ fn score_file(options: &Options, input: Input) -> FileScore {
                 calls: view.calls.len(),
                 fires,
                 errors,
+                unscored,
+                unscored_why,
                 view: ordered.then_some(view),
             }
         })
@@ -379,7 +436,17 @@ impl<'a> Folder<'a> {
                     run,
                     why,
                 )),
-                None => rows.push(row(s, a, &self.report)),
+                None => {
+                    if let Some((run, why)) = a.unscored_first.take() {
+                        self.report.unscored.push((
+                            format!("{} {}", s.id, s.params).trim_end().to_owned(),
+                            a.unscored,
+                            run,
+                            why,
+                        ));
+                    }
+                    rows.push(row(s, a, &self.report));
+                }
             }
         }
         self.report.rows = rows;
@@ -574,6 +641,14 @@ fn fold(report: &mut Report, accs: &mut [Acc], r: RunScore, keep: bool) {
             .failed
             .get_or_insert_with(|| (r.id.clone(), e.clone()));
     }
+    for &i in &r.unscored {
+        let acc = &mut accs[i];
+        acc.unscored += 1;
+        acc.unscored_successful += u64::from(r.success == Some(true));
+        acc.unscored_stuck += u64::from(r.label.stuck);
+        acc.unscored_first
+            .get_or_insert_with(|| (r.id.clone(), r.unscored_why.clone().unwrap_or_default()));
+    }
     report.runs += 1;
     let success = r.success == Some(true);
     report.successful += u64::from(success);
@@ -618,19 +693,21 @@ fn row(s: &Named, mut a: Acc, report: &Report) -> Row {
         n if n % 2 == 1 => Some(a.delays[n / 2] as f64),
         n => Some((a.delays[n / 2 - 1] + a.delays[n / 2]) as f64 / 2.0),
     };
+    // Runs the setting could not judge are not in its row.
+    let stuck = report.stuck - a.unscored_stuck;
     Row {
         detector: s.id.clone(),
         params: s.params.clone(),
-        runs: report.runs,
-        successful_runs: report.successful,
+        runs: report.runs - a.unscored,
+        successful_runs: report.successful - a.unscored_successful,
         false_alarms: a.false_alarms,
-        stuck_runs: report.stuck,
+        stuck_runs: stuck,
         caught: a.caught,
         median_detection_delay: median,
         turns_saved: a.turns_saved,
         tokens_saved: a.tokens_saved,
         precision: ratio(a.caught, a.caught + a.false_alarms),
-        recall: ratio(a.caught, report.stuck),
+        recall: ratio(a.caught, stuck),
     }
 }
 
@@ -740,6 +817,8 @@ mod tests {
             calls: 3,
             fires: vec![Some((Fire::new(3, crate::detector::Verdict::Warn), None))],
             errors: Vec::new(),
+            unscored: Vec::new(),
+            unscored_why: None,
             view: None,
         };
         let mut report = Report::default();
@@ -772,6 +851,8 @@ mod tests {
             } else {
                 Vec::new()
             },
+            unscored: Vec::new(),
+            unscored_why: None,
             view: None,
         };
         let file = |runs| FileScore {

@@ -156,6 +156,12 @@ pub struct RunRecord {
     pub fires: Vec<FireRecord>,
     /// Settings that could not score the run, and why.
     pub errors: Vec<(usize, String)>,
+    /// Settings that leave the run out of their rows (absent when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unscored: Vec<usize>,
+    /// Why they do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unscored_why: Option<String>,
 }
 
 /// One file's contribution.
@@ -202,6 +208,8 @@ pub(super) fn record(f: &FileScore) -> FileRecord {
                     })
                     .collect(),
                 errors: r.errors.clone(),
+                unscored: r.unscored.clone(),
+                unscored_why: r.unscored_why.clone(),
             })
             .collect(),
     }
@@ -229,7 +237,13 @@ fn score(r: FileRecord, settings: usize) -> Result<FileScore, String> {
                     .ok_or_else(|| format!("run `{}`: setting {i} of {settings}", run.id))?;
                 *slot = Some((Fire::new(at, verdict), tokens));
             }
-            if let Some((i, _)) = run.errors.iter().find(|(i, _)| *i >= settings) {
+            if let Some(i) = run
+                .errors
+                .iter()
+                .map(|(i, _)| i)
+                .chain(&run.unscored)
+                .find(|i| **i >= settings)
+            {
                 return Err(format!("run `{}`: setting {i} of {settings}", run.id));
             }
             Ok(RunScore {
@@ -240,6 +254,8 @@ fn score(r: FileRecord, settings: usize) -> Result<FileScore, String> {
                 calls: run.calls,
                 fires,
                 errors: run.errors,
+                unscored: run.unscored,
+                unscored_why: run.unscored_why,
                 view: None,
             })
         })

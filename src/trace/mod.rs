@@ -125,6 +125,10 @@ pub enum Event {
         name: String,
         /// Arguments as dispatched.
         args: crate::llm::Args,
+        /// The arguments are unknown (an imported trace that recorded the call but not its
+        /// arguments): `args` is an empty object and says nothing.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        args_unknown: bool,
     },
     /// A dispatched tool call ended.
     ToolCallEnd {
@@ -446,7 +450,7 @@ impl Event {
                         .map(|c| c.id.len() + c.name.len() + c.args.len())
                         .sum::<usize>()
             }
-            Event::ToolCallStart { id, name, args } => {
+            Event::ToolCallStart { id, name, args, .. } => {
                 id.len() + name.len() + crate::json::text_bytes(args)
             }
             Event::ToolCallEnd {
@@ -613,8 +617,17 @@ fn write_words(out: &mut String, event: &Event) {
             }
             s.t(" latency=").n(*latency_ms).t("ms");
         }
-        Event::ToolCallStart { id, name, args } => {
-            s.call(id, name, args);
+        Event::ToolCallStart {
+            id,
+            name,
+            args,
+            args_unknown,
+        } => {
+            if *args_unknown {
+                s.c(' ').t(id).c(' ').t(name).t("(args unknown)");
+            } else {
+                s.call(id, name, args);
+            }
         }
         Event::ToolCallEnd {
             id,
@@ -1381,6 +1394,29 @@ mod tests {
         for (event, want) in cases {
             assert_eq!(render_event(&event), want);
         }
+    }
+
+    #[test]
+    fn calls_whose_arguments_are_unknown_say_so() {
+        let start = |args_unknown| Event::ToolCallStart {
+            id: "call_0".into(),
+            name: "exec".into(),
+            args: serde_json::json!({}).into(),
+            args_unknown,
+        };
+        assert!(render_event(&start(true)).ends_with(" call_0 exec(args unknown)"));
+        assert!(render_event(&start(false)).ends_with(" call_0 exec({})"));
+        let json = |e| serde_json::to_string(&e).unwrap();
+        assert!(json(start(true)).contains("\"args_unknown\":true"));
+        assert!(!json(start(false)).contains("args_unknown"));
+        let back: Event = serde_json::from_str(&json(start(true))).unwrap();
+        assert!(matches!(
+            back,
+            Event::ToolCallStart {
+                args_unknown: true,
+                ..
+            }
+        ));
     }
 
     #[test]

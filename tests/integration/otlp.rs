@@ -675,3 +675,161 @@ fn rotated_files_are_read_together_and_only_they() {
         "{whole}"
     );
 }
+
+/// One trace of an agent instrumented with content capture off (the GenAI conventions'
+/// default): chat spans that say only that the model asked for tools, and three `exec` tool
+/// spans with their call ids and no arguments, failing (`status` ERROR) when `fail` says so.
+fn blind_trace(trace: &str, fail: bool) -> String {
+    let span = |id: &str, parent: &str, name: &str, at: u64, attrs: serde_json::Value| {
+        serde_json::json!({
+            "traceId": trace, "spanId": id, "parentSpanId": parent, "name": name,
+            "startTimeUnixNano": (at * 1_000_000).to_string(),
+            "endTimeUnixNano": ((at + 5) * 1_000_000).to_string(),
+            "attributes": attrs,
+        })
+    };
+    let kv = |k: &str, v: &str| serde_json::json!({"key": k, "value": {"stringValue": v}});
+    let chat = |id: &str, at: u64, reason: &str| {
+        span(
+            id,
+            "agent",
+            "chat m",
+            at,
+            serde_json::json!([
+                kv("gen_ai.operation.name", "chat"),
+                {"key": "gen_ai.response.finish_reasons", "value": {"arrayValue": {"values": [{"stringValue": reason}]}}},
+            ]),
+        )
+    };
+    let mut spans = vec![span(
+        "agent",
+        "",
+        "invoke_agent a",
+        0,
+        serde_json::json!([kv("gen_ai.operation.name", "invoke_agent")]),
+    )];
+    for i in 0..3u64 {
+        spans.push(chat(&format!("c{i}"), 10 + 20 * i, "tool_calls"));
+        let mut tool = span(
+            &format!("t{i}"),
+            "agent",
+            "execute_tool exec",
+            20 + 20 * i,
+            serde_json::json!([
+                kv("gen_ai.operation.name", "execute_tool"),
+                kv("gen_ai.tool.name", "exec"),
+                kv("gen_ai.tool.call.id", &format!("call_{i}")),
+            ]),
+        );
+        if fail {
+            tool["status"] = serde_json::json!({"code": 2, "message": "exit 1"});
+        }
+        spans.push(tool);
+    }
+    spans.push(chat("c9", 90, "stop"));
+    serde_json::json!({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}).to_string()
+}
+
+/// Calls recorded without their arguments are not three identical calls: the import marks
+/// their arguments unknown, and a sweep leaves such runs out of the rows of every detector
+/// that compares arguments, and out of every row when its stuck label would have to.
+#[test]
+fn calls_recorded_without_arguments_are_judged_by_nothing_that_compares_them() {
+    let p = Project::new();
+    p.write(
+        "blind.jsonl",
+        format!(
+            "{}\n{}\n",
+            blind_trace("failing", true),
+            blind_trace("working", false)
+        ),
+    );
+    let import = p.harness(&["import", "blind.jsonl", "--out", "imported"]);
+    import.expect_code(0);
+    assert!(
+        import
+            .stderr
+            .contains("their arguments are unknown in the trace"),
+        "{}",
+        import.stderr
+    );
+    let traces = p.files("imported", ".jsonl");
+    assert_eq!(traces.len(), 2, "{traces:?}");
+    for t in &traces {
+        let text = p.read(t);
+        assert_eq!(
+            text.matches("\"args_unknown\":true").count(),
+            3,
+            "{t}: {text}"
+        );
+    }
+    for input in ["blind.jsonl", "imported"] {
+        let sweep = p.harness(&["sweep", input, "--out", "s.csv"]);
+        sweep.expect_code(0);
+        let csv = p.read("s.csv");
+        let rows: Vec<Vec<&str>> = csv
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').collect())
+            .collect();
+        assert!(rows.len() > 8, "{csv}");
+        for r in &rows {
+            // detector, params, runs, successful_runs, false_alarms, stuck_runs, caught
+            let (runs, stuck, caught) = (r[2], r[5], r[6]);
+            if r[0] == "gemini-chanting" {
+                // The failing run is stuck by its failures alone (no arguments needed); the
+                // working one cannot be labelled without them.
+                assert_eq!((runs, stuck), ("1", "1"), "{input}: {csv}");
+            } else {
+                assert_eq!((runs, stuck, caught), ("0", "0", "0"), "{input}: {csv}");
+            }
+        }
+        assert!(
+            sweep.stdout.contains("Not scored: up to 2 run(s) left out"),
+            "{}",
+            sweep.stdout
+        );
+        assert!(
+            sweep
+                .stderr
+                .contains("note: detector consecutive-identical k=3: 2 run(s) left out of its row"),
+            "{}",
+            sweep.stderr
+        );
+        assert!(
+            sweep
+                .stderr
+                .contains("neither its stuck label nor a detector can judge it"),
+            "{}",
+            sweep.stderr
+        );
+    }
+    // Shards merged leave the same runs out.
+    let whole = p.read("s.csv");
+    for m in ["1", "2"] {
+        p.harness(&[
+            "sweep",
+            "imported",
+            "--partition",
+            &format!("count:{m}/2"),
+            "--partial",
+            &format!("part-{m}.jsonl"),
+        ])
+        .expect_code(0);
+    }
+    let merged = p.harness(&[
+        "sweep",
+        "--merge",
+        "part-2.jsonl",
+        "part-1.jsonl",
+        "--out",
+        "merged.csv",
+    ]);
+    merged.expect_code(0);
+    assert_eq!(p.read("merged.csv"), whole, "the merged shards differ");
+    assert!(
+        merged.stderr.contains("2 run(s) left out of its row"),
+        "{}",
+        merged.stderr
+    );
+}

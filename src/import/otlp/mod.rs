@@ -573,6 +573,8 @@ struct Gaps {
     unflagged: usize,
     /// Tool spans read as calls no model output showed, without their arguments.
     blind_tools: usize,
+    /// Of those, spans that recorded the tool's input as one bare value, not an object.
+    bare_tools: usize,
     /// Tool spans that answer no call of their run.
     unplaced_tools: usize,
     /// Model calls whose recorded input holds no history (the prompt alone).
@@ -634,8 +636,14 @@ impl Gaps {
             ));
         }
         if self.blind_tools > 0 {
+            let bare = match self.bare_tools {
+                0 => String::new(),
+                n => format!(
+                    "; {n} of them recorded the tool's input as one bare value, which does not name its argument"
+                ),
+            };
             out.push(format!(
-                "{} tool span(s) of calls no model output showed, without their arguments (content capture off): read as calls with `{{}}`",
+                "{} tool span(s) of calls no model output showed, without their arguments (content capture off){bare}: their arguments are unknown in the trace (`args_unknown`), and `harness sweep` does not score such runs with the detectors that compare arguments",
                 self.blind_tools
             ));
         }
@@ -1105,12 +1113,15 @@ fn genai_run(
                             Some(format!("call_{generated}"))
                         })
                         .filter(|c| !answered.contains(c))
-                        .inspect(|c| {
-                            if !given {
+                        .inspect(|c| match args {
+                            Some(args) => b.call(c.clone(), name.clone(), args),
+                            None => {
                                 gaps.blind_tools += 1;
+                                if given {
+                                    gaps.bare_tools += 1;
+                                }
+                                b.blind_call(c.clone(), name.clone());
                             }
-                            let args = args.unwrap_or_else(|| Value::Object(Default::default()));
-                            b.call(c.clone(), name.clone(), args);
                         }),
                 };
                 if call.is_none() {
