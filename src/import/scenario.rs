@@ -72,6 +72,9 @@ pub fn scenario_of(run: &Run, file: &str) -> Scenario {
     let mut results: BTreeMap<String, Vec<(Option<Value>, OutcomeDef)>> = BTreeMap::new();
     let mut args_of: BTreeMap<&str, Option<Value>> = BTreeMap::new();
     let mut calls = 0usize;
+    // Calls seen run that no answer recorded (its content not captured), scripted into the
+    // answer before them; and of them, those whose arguments were not recorded either.
+    let (mut unannounced, mut blind) = (0usize, 0usize);
     // Whether the last user message has had no answer yet: a second one then joins it.
     let mut unanswered = false;
     for event in &events[start..] {
@@ -133,6 +136,34 @@ pub fn scenario_of(run: &Run, file: &str) -> Scenario {
                     ..TurnDef::default()
                 });
             }
+            // A call seen run that the answer before it did not record (an OpenTelemetry trace
+            // with content capture off): it was that answer's call.
+            Event::ToolCallStart {
+                id,
+                name,
+                args,
+                args_unknown,
+            } if !args_of.contains_key(id.as_str()) => {
+                let Some(turn) = turns.last_mut() else {
+                    continue;
+                };
+                unannounced += 1;
+                blind += usize::from(*args_unknown);
+                called_tool(&mut tools, name);
+                let value: &Value = args;
+                let known = (!*args_unknown && !holds_null(value)).then(|| value.clone());
+                args_of.insert(id.as_str(), known.clone());
+                calls += 1;
+                turn.tool_calls.push(CallDef {
+                    id: Some(id.clone()).filter(|i| !i.is_empty()),
+                    name: name.clone(),
+                    args: Some(known.unwrap_or_else(|| json!({})).into()),
+                    raw_args: None,
+                    generate: None,
+                    seed: None,
+                });
+                turn.finish = Some(crate::llm::Finish::ToolUse);
+            }
             Event::ToolCallEnd {
                 id,
                 name,
@@ -189,9 +220,23 @@ pub fn scenario_of(run: &Run, file: &str) -> Scenario {
     } else {
         " The transcript carries no user message: the task is a placeholder."
     };
+    let unrecorded = match (unannounced, blind) {
+        (0, _) => String::new(),
+        (n, 0) => format!(
+            " {n} of the calls were seen run but not in the answer before them (its content was \
+             not recorded): they are scripted into that answer."
+        ),
+        (n, b) => format!(
+            " {n} of the calls were seen run but not in the answer before them (its content was \
+             not recorded): they are scripted into that answer; {b} of them recorded no \
+             arguments either, and are scripted with `{{}}`, which stands for arguments nobody \
+             knows (edit them, or a runtime's argument checks judge `{{}}`)."
+        ),
+    };
     let description = format!(
         "Imported from {file} ({source}), run `{id}`: {answers} model answers, {calls} tool \
-         calls ({failed} failed), {follow} follow-up user message(s).{ended}{greeting}{task}\n\n\
+         calls ({failed} failed), {follow} follow-up user message(s).{ended}{greeting}{task}\
+         {unrecorded}\n\n\
          {RECORDED_ASSUMPTIONS} Past the recording the model answers `{END_OF_RECORDING}`.",
         source = run.source,
         id = run.id,

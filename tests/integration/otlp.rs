@@ -833,3 +833,45 @@ fn calls_recorded_without_arguments_are_judged_by_nothing_that_compares_them() {
         merged.stderr
     );
 }
+
+/// A trace whose answers recorded none of their calls (content capture off) becomes a
+/// scenario that makes those calls: each tool span's call is scripted into the answer before
+/// it, with `{}` where its arguments were not recorded, and the description says so.
+#[test]
+fn a_scenario_of_calls_no_answer_recorded_makes_those_calls() {
+    let p = Project::new();
+    p.write("blind.jsonl", blind_trace("failing", true) + "\n");
+    p.harness(&[
+        "import",
+        "blind.jsonl",
+        "--as",
+        "scenario",
+        "--out",
+        "scenarios",
+    ])
+    .expect_code(0);
+    let files = p.files("scenarios", ".toml");
+    assert_eq!(files.len(), 1, "{files:?}");
+    let toml = p.read(&files[0]);
+    assert!(toml.contains("3 tool calls (3 failed)"), "{toml}");
+    assert!(
+        toml.contains("3 of the calls were seen run but not in the answer before them")
+            && toml.contains("3 of them recorded no arguments either"),
+        "{toml}"
+    );
+    p.harness(&["run", "scenarios"]).expect_code(1);
+    p.harness(&["accept"]).expect_code(0);
+    let golden = p.files("snapshots", ".snap");
+    let golden = p.read(&golden[0]);
+    assert_eq!(
+        golden.matches("tool_call_start call_").count(),
+        3,
+        "{golden}"
+    );
+    assert_eq!(
+        golden.matches(" exec failed error=\"exit 1\"").count(),
+        3,
+        "{golden}"
+    );
+    assert!(golden.contains("outcome response iterations=4"), "{golden}");
+}
