@@ -487,8 +487,9 @@ pub(super) struct SweepArgs {
     /// fails and its process group is ended.
     #[arg(long, value_name = "MS", default_value_t = crate::limits::DETECTOR_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     pub(super) detector_timeout_ms: u64,
-    /// Let a sweep that reads no run pass (by default it is bad input, exit 2: a table of 0/0
-    /// must not look like a result).
+    /// Let a sweep that reads no run, or scores none (every run left out of every setting's
+    /// row, its calls recorded without arguments), pass (by default it is bad input, exit 2: a
+    /// table of 0/0 must not look like a result).
     #[arg(long)]
     pub(super) allow_empty: bool,
     /// Sweep one shard of the files: `count:M/N` (every N-th of the sorted paths) or

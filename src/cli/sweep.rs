@@ -342,6 +342,17 @@ fn summarise(
         write!(err, "{}", d.render(&Style::default()))?;
         return Ok(ExitStatus::BadInput);
     }
+    // Runs read, and every setting left every one of them out of its row: nothing judged.
+    let judged_nothing = !report.rows.is_empty() && report.rows.iter().all(|r| r.runs == 0);
+    if report.runs > 0 && judged_nothing && !args.allow_empty && args.partition.is_none() {
+        let d = Diagnostic::new(format!(
+            "nothing was scored: every setting left all {} run(s) out of its row (see the notes above)",
+            report.runs
+        ))
+        .hint("their calls were recorded without arguments: trace with content capture on, or label the runs in a labels file (`--labels`) and sweep `gemini-chanting`; `--allow-empty` lets it pass");
+        write!(err, "{}", d.render(&Style::default()))?;
+        return Ok(ExitStatus::BadInput);
+    }
     if !report.failed.is_empty() {
         writeln!(
             out,

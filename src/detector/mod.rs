@@ -767,9 +767,10 @@ mod tests {
         }
         let chanting = spec("gemini-chanting:reset=message").unwrap();
         assert!(!chanting[0].detector.reads_args());
-        // What a detector that trusted `{}` would do: six identical failed calls.
+        // Six identical failed calls fire; six calls whose arguments nobody knows do not.
         let consecutive = &spec("consecutive-identical:k=3").unwrap()[0];
         assert!(consecutive.detector.first_fire(&known.0).is_some());
+        assert!(consecutive.detector.first_fire(&blind.0).is_none());
     }
 
     #[test]
@@ -844,6 +845,7 @@ mod tests {
                     id: "a".to_owned(),
                     name: "ls".to_owned(),
                     args: crate::json::compact(&args),
+                    args_unknown: false,
                 }],
                 (5, 5),
             ),

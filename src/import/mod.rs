@@ -407,6 +407,30 @@ pub(crate) fn typed<T: serde::de::DeserializeOwned>(
     }
 }
 
+/// What an importer gives as a call's arguments when its format recorded the call but not
+/// its arguments (an OpenTelemetry span with content capture off): a value no recorded
+/// arguments parse to. [`TraceBuilder`] writes such a call's arguments as `{}` marked
+/// `args_unknown`, never as this value.
+pub fn args_not_recorded() -> Value {
+    Value::String(ARGS_NOT_RECORDED.to_owned())
+}
+
+const ARGS_NOT_RECORDED: &str = "\u{0}harness: arguments not recorded";
+
+/// Is `args` [`args_not_recorded`]?
+pub fn is_not_recorded(args: &Value) -> bool {
+    args.as_str() == Some(ARGS_NOT_RECORDED)
+}
+
+/// A call's recorded arguments as [`parse_args`] reads them, or [`args_not_recorded`] when the
+/// record has no such field.
+pub fn recorded_args(raw: Option<&Value>) -> Value {
+    match raw {
+        None => args_not_recorded(),
+        Some(_) => parse_args(raw),
+    }
+}
+
 /// Decode tool-call arguments: a JSON string is parsed (a string that is not JSON stays a
 /// string); anything else is taken as it is; absent is `{}`.
 pub fn parse_args(raw: Option<&Value>) -> Value {
@@ -646,10 +670,17 @@ impl TraceBuilder {
     ) {
         let summaries = calls
             .iter()
-            .map(|(id, name, args)| CallSummary {
-                id: id.clone(),
-                name: name.clone(),
-                args: crate::json::compact(args),
+            .map(|(id, name, args)| {
+                let args_unknown = is_not_recorded(args);
+                CallSummary {
+                    id: id.clone(),
+                    name: name.clone(),
+                    args: match args_unknown {
+                        true => "{}".to_owned(),
+                        false => crate::json::compact(args),
+                    },
+                    args_unknown,
+                }
             })
             .collect();
         self.push(Event::ModelResponse {
@@ -675,7 +706,10 @@ impl TraceBuilder {
     /// A tool call seen run without the response that asked for it (its model call's content
     /// was not recorded).
     pub fn call(&mut self, id: String, name: String, args: Value) {
-        self.start(id, name, args, false);
+        match is_not_recorded(&args) {
+            true => self.blind_call(id, name),
+            false => self.start(id, name, args, false),
+        }
     }
 
     /// [`Self::call`] whose arguments the format did not record: marked unknown

@@ -100,10 +100,11 @@ pub fn scenario_of(run: &Run, file: &str) -> Scenario {
             } => {
                 unanswered = false;
                 for c in summaries {
+                    blind += usize::from(c.args_unknown);
                     called_tool(&mut tools, &c.name);
                     let parsed = serde_json::from_str::<Value>(&c.args)
                         .ok()
-                        .filter(|v| !holds_null(v));
+                        .filter(|v| !holds_null(v) && !c.args_unknown);
                     args_of.insert(c.id.as_str(), parsed);
                 }
                 calls += summaries.len();
@@ -220,19 +221,20 @@ pub fn scenario_of(run: &Run, file: &str) -> Scenario {
     } else {
         " The transcript carries no user message: the task is a placeholder."
     };
-    let unrecorded = match (unannounced, blind) {
-        (0, _) => String::new(),
-        (n, 0) => format!(
-            " {n} of the calls were seen run but not in the answer before them (its content was \
-             not recorded): they are scripted into that answer."
-        ),
-        (n, b) => format!(
-            " {n} of the calls were seen run but not in the answer before them (its content was \
-             not recorded): they are scripted into that answer; {b} of them recorded no \
-             arguments either, and are scripted with `{{}}`, which stands for arguments nobody \
-             knows (edit them, or a runtime's argument checks judge `{{}}`)."
-        ),
-    };
+    let mut unrecorded = String::new();
+    if unannounced > 0 {
+        unrecorded.push_str(&format!(
+            " {unannounced} of the calls were seen run but not in the answer before them (its \
+             content was not recorded): they are scripted into that answer."
+        ));
+    }
+    if blind > 0 {
+        unrecorded.push_str(&format!(
+            " {blind} of the calls were recorded without their arguments: they are scripted \
+             with `{{}}`, which stands for arguments nobody knows (edit them, or a runtime's \
+             argument checks judge `{{}}`)."
+        ));
+    }
     let description = format!(
         "Imported from {file} ({source}), run `{id}`: {answers} model answers, {calls} tool \
          calls ({failed} failed), {follow} follow-up user message(s).{ended}{greeting}{task}\

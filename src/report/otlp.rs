@@ -358,12 +358,14 @@ fn case_line(case: &str, success: bool, detail: &crate::results::Detail) -> Stri
                     parts.push(json!({"type": "text", "content": text}));
                 }
                 for c in calls {
-                    parts.push(json!({
-                        "type": "tool_call",
-                        "id": c.id,
-                        "name": c.name,
-                        "arguments": crate::import::parse_args(Some(&Value::String(c.args.clone()))),
-                    }));
+                    let mut part = json!({"type": "tool_call", "id": c.id, "name": c.name});
+                    // Arguments the trace does not know are not written, as a span with
+                    // capture off writes none.
+                    if !c.args_unknown {
+                        part["arguments"] =
+                            crate::import::parse_args(Some(&Value::String(c.args.clone())));
+                    }
+                    parts.push(part);
                 }
                 let output = json!({
                     "role": "assistant",
@@ -598,6 +600,7 @@ mod tests {
                 id: id.into(),
                 name: "exec".into(),
                 args: "{}".into(),
+                args_unknown: false,
             }],
             input_tokens: 40,
             output_tokens: 7,

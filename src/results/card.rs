@@ -797,6 +797,7 @@ mod tests {
                         id: format!("call_{i}"),
                         name: (*n).to_owned(),
                         args: "{}".to_owned(),
+                        args_unknown: false,
                     })
                     .collect(),
                 input_tokens: 1,

@@ -3,7 +3,7 @@
 //! from the documented [`heuristic`]. `harness sweep --write-labels FILE` writes the heuristic's
 //! labels for a corpus so they can be reviewed, corrected by hand and committed.
 
-use crate::detector::View;
+use crate::detector::{Call, View};
 use crate::diagnostic::Diagnostic;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -28,6 +28,11 @@ pub struct Label {
     /// How the label was reached.
     #[serde(default)]
     pub note: String,
+    /// The heuristic could not say (calls recorded without their arguments may or may not
+    /// repeat): no setting scores the run. Written to a labels file so a reviewer can decide;
+    /// a label in the file still marked so stays undecided.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub undecided: bool,
 }
 
 /// The heuristic: a run that did not succeed (failed, or unlabelled) is stuck when it holds
@@ -37,17 +42,51 @@ pub struct Label {
 ///
 /// the loop begins at the first call of the earliest such pattern. A successful run is never
 /// stuck (it reached its goal, whatever it repeated on the way).
+///
+/// A call whose arguments were not recorded ([`crate::detector::Call::args_unknown`]) repeats
+/// nothing. When the patterns are not there without such calls but would be there if some of
+/// them repeated a call of their tool, the label is [`Label::undecided`]: the run may or may not
+/// have been stuck, and no setting scores it until a labels file decides.
 pub fn heuristic(run: &str, view: &View, success: Option<bool>) -> Label {
     let label = |stuck, loop_start, note: String| Label {
         run: run.to_owned(),
         stuck,
         loop_start,
         note,
+        undecided: false,
     };
     if success == Some(true) {
         return label(false, None, "successful run".to_owned());
     }
-    let calls = &view.calls;
+    let outcome = match success {
+        Some(false) => "failed run",
+        _ => "unlabelled run",
+    };
+    // Sure: only calls known to be the same repeat.
+    if let Some((start, note)) = pattern(&view.calls, |a, b| a.same_call(b)) {
+        return label(true, Some(start), format!("{outcome}: {note}"));
+    }
+    // Possible: a call without its arguments may be the same as any call of its tool.
+    let maybe = |a: &Call, b: &Call| {
+        a.name == b.name && (a.args_unknown || b.args_unknown || a.key == b.key)
+    };
+    if let Some((_, note)) = pattern(&view.calls, maybe).filter(|_| view.args_unknown()) {
+        let mut l = label(
+            false,
+            None,
+            format!(
+                "{outcome}: undecided: calls recorded without their arguments would make {note} if they repeated the calls beside them"
+            ),
+        );
+        l.undecided = true;
+        return l;
+    }
+    label(false, None, format!("{outcome}: no repetition pattern"))
+}
+
+/// The earliest repetition pattern of `calls`, where `same` says which two calls are the
+/// same (and its negation which two differ): its first call and what it is.
+fn pattern(calls: &[Call], same: impl Fn(&Call, &Call) -> bool) -> Option<(usize, String)> {
     let mut best: Option<(usize, String)> = None;
     let mut consider = |start: usize, note: String| {
         if best.as_ref().is_none_or(|(s, _)| start < *s) {
@@ -56,18 +95,15 @@ pub fn heuristic(run: &str, view: &View, success: Option<bool>) -> Label {
     };
     let mut i = 0;
     while i < calls.len() {
-        let same = calls[i..]
-            .iter()
-            .take_while(|c| c.same_call(&calls[i]))
-            .count();
-        if same >= IDENTICAL_RUN {
+        let n = calls[i..].iter().take_while(|c| same(c, &calls[i])).count();
+        if n >= IDENTICAL_RUN {
             consider(
                 i,
-                format!("{same} identical calls of `{}` in a row", calls[i].name),
+                format!("{n} identical calls of `{}` in a row", calls[i].name),
             );
             break;
         }
-        i += same.max(1);
+        i += n.max(1);
     }
     let mut i = 0;
     while i < calls.len() {
@@ -84,9 +120,11 @@ pub fn heuristic(run: &str, view: &View, success: Option<bool>) -> Label {
         }
         i += n.max(1);
     }
+    // An alternation needs A and B to differ: two calls known to be the same do not.
+    let sure = |a: &Call, b: &Call| a.same_call(b);
     for i in 0..calls.len().saturating_sub(ALTERNATION - 1) {
         let w = &calls[i..i + ALTERNATION];
-        if !w[0].same_call(&w[1]) && (0..ALTERNATION - 2).all(|j| w[j].same_call(&w[j + 2])) {
+        if !sure(&w[0], &w[1]) && (0..ALTERNATION - 2).all(|j| same(&w[j], &w[j + 2])) {
             consider(
                 i,
                 format!(
@@ -97,22 +135,7 @@ pub fn heuristic(run: &str, view: &View, success: Option<bool>) -> Label {
             break;
         }
     }
-    let outcome = match success {
-        Some(false) => "failed run",
-        _ => "unlabelled run",
-    };
-    match best {
-        Some((start, note)) => label(true, Some(start), format!("{outcome}: {note}")),
-        // Calls without their arguments never count as repeats: nothing shows they are.
-        None if view.args_unknown() => label(
-            false,
-            None,
-            format!(
-                "{outcome}: calls recorded without their arguments, so no repetition can be seen (undecided)"
-            ),
-        ),
-        None => label(false, None, format!("{outcome}: no repetition pattern")),
-    }
+    best
 }
 
 /// Parse a labels file.
@@ -189,15 +212,69 @@ mod tests {
     }
 
     #[test]
+    fn calls_without_arguments_are_stuck_only_when_nothing_else_could_be_said() {
+        let blind = |v: V, name: &str, failed: bool| v.call(name, json!({}), failed, "").blind();
+        // Three of one tool, arguments unknown: they may repeat or not.
+        let v = (0..3).fold(V::default(), |v, _| blind(v, "exec", false)).0;
+        let l = heuristic("r", &v, None);
+        assert!(l.undecided && !l.stuck, "{l:?}");
+        assert!(l.note.contains("3 identical calls of `exec`"), "{l:?}");
+        // The same three, failing: stuck by their failures, which need no arguments.
+        let v = (0..3).fold(V::default(), |v, _| blind(v, "exec", true)).0;
+        let l = heuristic("r", &v, Some(false));
+        assert!(l.stuck && !l.undecided, "{l:?}");
+        // One unknown call of a tool called once: no argument could make a pattern of it.
+        let v = V::default().call("ls", json!({"p": "a"}), false, "").call(
+            "ls",
+            json!({"p": "b"}),
+            false,
+            "",
+        );
+        let v = blind(v, "read", false).0;
+        let l = heuristic("r", &v, None);
+        assert!(!l.stuck && !l.undecided, "{l:?}");
+        // A loop among known calls is one, whatever the unknown call beside it.
+        let v = blind(V::default(), "read", false).repeat(3, "ls", &json!({}), false, "");
+        let l = heuristic("r", &v.0, None);
+        assert_eq!((l.stuck, l.loop_start, l.undecided), (true, Some(1), false));
+        // Two known calls and an unknown third of the same tool: maybe three in a row.
+        let v = V::default().repeat(2, "ls", &json!({}), false, "");
+        let l = heuristic("r", &blind(v, "ls", false).0, None);
+        assert!(l.undecided, "{l:?}");
+        // A successful run is never stuck, nor undecided.
+        let l = heuristic("r", &v_of(3), Some(true));
+        assert!(!l.stuck && !l.undecided);
+    }
+
+    fn v_of(n: usize) -> View {
+        (0..n)
+            .fold(V::default(), |v, _| {
+                v.call("exec", json!({}), false, "").blind()
+            })
+            .0
+    }
+
+    #[test]
     fn labels_round_trip_and_bad_lines_are_located() {
         let l = Label {
             run: "f#1".into(),
             stuck: true,
             loop_start: Some(4),
             note: "n".into(),
+            undecided: false,
         };
         let text = render([&l]);
         assert_eq!(parse(&text).unwrap()["f#1"], l);
+        assert!(!text.contains("undecided"), "{text}");
+        let open = Label {
+            stuck: false,
+            loop_start: None,
+            undecided: true,
+            ..l
+        };
+        let text = render([&open]);
+        assert!(text.contains("\"undecided\":true"), "{text}");
+        assert_eq!(parse(&text).unwrap()["f#1"], open);
         let e =
             parse("{\"run\":\"a\",\"stuck\":false}\n{\"run\":\"b\",\"stuck\":true}\n").unwrap_err();
         assert_eq!(e.line(), 2);

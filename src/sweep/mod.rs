@@ -279,22 +279,15 @@ fn score_in_order(settings: &[Setting], f: &mut FileScore) {
 
 /// The settings that cannot judge a run whose calls' arguments were not recorded (an
 /// OpenTelemetry import with content capture off), and why: those that compare arguments
-/// ([`crate::detector::Detector::reads_args`]), and every setting when the run's stuck label
-/// came from the heuristic, which compares arguments too, and found nothing else (a failed run
-/// whose repetition cannot be seen is neither stuck nor not stuck).
-fn unscored(
-    settings: &[Setting],
-    view: &View,
-    label: &Label,
-    from_file: bool,
-    success: Option<bool>,
-) -> (Vec<usize>, Option<String>) {
-    if !view.args_unknown() {
+/// ([`crate::detector::Detector::reads_args`]), and every setting when the run's stuck label is
+/// undecided (the heuristic would need those arguments, and no labels file decided).
+fn unscored(settings: &[Setting], view: &View, label: &Label) -> (Vec<usize>, Option<String>) {
+    if !view.args_unknown() && !label.undecided {
         return (Vec::new(), None);
     }
     let blind = view.calls.iter().filter(|c| c.args_unknown).count();
     let calls = view.calls.len();
-    let undecided = !from_file && !label.stuck && success != Some(true);
+    let undecided = label.undecided;
     let skipped: Vec<usize> = (0..settings.len())
         .filter(|&i| undecided || settings[i].detector.reads_args())
         .collect();
@@ -324,8 +317,7 @@ fn score_file(options: &Options, input: Input) -> FileScore {
                 None => (labels::heuristic(&run.id, &view, run.success), false),
             };
             let mut errors = Vec::new();
-            let (unscored, unscored_why) =
-                unscored(&options.settings, &view, &label, from_file, run.success);
+            let (unscored, unscored_why) = unscored(&options.settings, &view, &label);
             // Settings that take runs in order are asked when the run is folded.
             let fires = options
                 .settings
@@ -808,6 +800,7 @@ mod tests {
             stuck: true,
             loop_start: Some(1),
             note: String::new(),
+            undecided: false,
         };
         let score = RunScore {
             id: "r".into(),
@@ -842,6 +835,7 @@ mod tests {
                 stuck: false,
                 loop_start: None,
                 note: String::new(),
+                undecided: false,
             },
             from_file: false,
             calls: 3,

@@ -38,11 +38,18 @@ pub struct CallSummary {
     pub name: String,
     /// Arguments as emitted: compact JSON, or the raw string.
     pub args: String,
+    /// The arguments are unknown (an imported trace that recorded the call but not its
+    /// arguments): `args` is `{}` and says nothing.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub args_unknown: bool,
 }
 
 /// `call_0 exec({"command":"ls"})`, as the golden lists calls.
 impl std::fmt::Display for CallSummary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.args_unknown {
+            return write!(f, "{} {}(args unknown)", self.id, self.name);
+        }
         write!(f, "{} {}({})", self.id, self.name, self.args)
     }
 }
@@ -374,6 +381,7 @@ impl Event {
                     id: c.id.clone(),
                     name: c.name.clone(),
                     args: c.arguments.text().to_owned(),
+                    args_unknown: false,
                 })
                 .collect(),
             input_tokens: r.usage.input,
@@ -603,7 +611,13 @@ fn write_words(out: &mut String, event: &Event) {
                     if i > 0 {
                         s.t(", ");
                     }
-                    s.t(&c.id).c(' ').t(&c.name).c('(').t(&c.args).c(')');
+                    s.t(&c.id).c(' ').t(&c.name).c('(');
+                    s.t(if c.args_unknown {
+                        "args unknown"
+                    } else {
+                        &c.args
+                    })
+                    .c(')');
                 }
                 s.c(']');
             }
@@ -1443,6 +1457,7 @@ mod tests {
             id: id.to_owned(),
             name: "exec".to_owned(),
             args: "{}".to_owned(),
+            args_unknown: false,
         };
         let response = |ids: &[&str]| Event::ModelResponse {
             finish: crate::llm::Finish::ToolUse,

@@ -680,6 +680,12 @@ fn rotated_files_are_read_together_and_only_they() {
 /// default): chat spans that say only that the model asked for tools, and three `exec` tool
 /// spans with their call ids and no arguments, failing (`status` ERROR) when `fail` says so.
 fn blind_trace(trace: &str, fail: bool) -> String {
+    blind_trace_naming(trace, fail, false)
+}
+
+/// [`blind_trace`], whose chat spans name their calls (id and name, no arguments) when `named`
+/// says so, as an instrumentation with capture off that keeps a call's name does.
+fn blind_trace_naming(trace: &str, fail: bool, named: bool) -> String {
     let span = |id: &str, parent: &str, name: &str, at: u64, attrs: serde_json::Value| {
         serde_json::json!({
             "traceId": trace, "spanId": id, "parentSpanId": parent, "name": name,
@@ -709,7 +715,16 @@ fn blind_trace(trace: &str, fail: bool) -> String {
         serde_json::json!([kv("gen_ai.operation.name", "invoke_agent")]),
     )];
     for i in 0..3u64 {
-        spans.push(chat(&format!("c{i}"), 10 + 20 * i, "tool_calls"));
+        let mut c = chat(&format!("c{i}"), 10 + 20 * i, "tool_calls");
+        if named {
+            let output = serde_json::json!([{"role": "assistant", "finish_reason": "tool_call",
+                "parts": [{"type": "tool_call", "id": format!("call_{i}"), "name": "exec"}]}]);
+            c["attributes"]
+                .as_array_mut()
+                .expect("attributes")
+                .push(kv("gen_ai.output.messages", &output.to_string()));
+        }
+        spans.push(c);
         let mut tool = span(
             &format!("t{i}"),
             "agent",
@@ -736,30 +751,32 @@ fn blind_trace(trace: &str, fail: bool) -> String {
 #[test]
 fn calls_recorded_without_arguments_are_judged_by_nothing_that_compares_them() {
     let p = Project::new();
+    // The working run's answers name their calls, without arguments.
     p.write(
         "blind.jsonl",
         format!(
             "{}\n{}\n",
             blind_trace("failing", true),
-            blind_trace("working", false)
+            blind_trace_naming("working", false, true)
         ),
     );
     let import = p.harness(&["import", "blind.jsonl", "--out", "imported"]);
     import.expect_code(0);
-    assert!(
-        import
-            .stderr
-            .contains("their arguments are unknown in the trace"),
-        "{}",
-        import.stderr
-    );
+    for said in [
+        "3 tool span(s) of calls no model output showed, without their arguments",
+        "3 call(s) the model's answers named without their arguments",
+    ] {
+        assert!(import.stderr.contains(said), "{said}: {}", import.stderr);
+    }
     let traces = p.files("imported", ".jsonl");
     assert_eq!(traces.len(), 2, "{traces:?}");
     for t in &traces {
         let text = p.read(t);
+        // Named in the answer too: twice a call.
+        let marks = if t.contains("working") { 6 } else { 3 };
         assert_eq!(
             text.matches("\"args_unknown\":true").count(),
-            3,
+            marks,
             "{t}: {text}"
         );
     }
@@ -804,6 +821,32 @@ fn calls_recorded_without_arguments_are_judged_by_nothing_that_compares_them() {
             sweep.stderr
         );
     }
+    // A sweep whose every setting left every run out judged nothing: not a result.
+    let none = p.harness(&[
+        "sweep",
+        "blind.jsonl",
+        "--detector",
+        "consecutive-identical",
+        "--out",
+        "n.csv",
+    ]);
+    none.expect_code(2);
+    assert!(
+        none.stderr
+            .contains("nothing was scored: every setting left all 2 run(s) out of its row"),
+        "{}",
+        none.stderr
+    );
+    p.harness(&[
+        "sweep",
+        "blind.jsonl",
+        "--detector",
+        "consecutive-identical",
+        "--out",
+        "n.csv",
+        "--allow-empty",
+    ])
+    .expect_code(0);
     // Shards merged leave the same runs out.
     let whole = p.read("s.csv");
     for m in ["1", "2"] {
@@ -856,7 +899,7 @@ fn a_scenario_of_calls_no_answer_recorded_makes_those_calls() {
     assert!(toml.contains("3 tool calls (3 failed)"), "{toml}");
     assert!(
         toml.contains("3 of the calls were seen run but not in the answer before them")
-            && toml.contains("3 of them recorded no arguments either"),
+            && toml.contains("3 of the calls were recorded without their arguments"),
         "{toml}"
     );
     p.harness(&["run", "scenarios"]).expect_code(1);

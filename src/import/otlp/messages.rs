@@ -103,7 +103,7 @@ pub(super) fn semconv_messages(
                         .and_then(Value::as_str)
                         .unwrap_or_default()
                         .to_owned(),
-                    parse_args(p.get("arguments")),
+                    recorded_args(p.get("arguments")),
                 )),
                 Some("tool_call_response") => {
                     responses = true;
@@ -269,7 +269,7 @@ fn converse_messages(blocks: &[Value], role: &str) -> Vec<Msg> {
                     .and_then(Value::as_str)
                     .unwrap_or_default()
                     .to_owned(),
-                parse_args(u.get("input")),
+                recorded_args(u.get("input")),
             ));
         } else if let Some(r) = b.get("toolResult") {
             out.push(Msg {
@@ -311,7 +311,7 @@ pub(super) fn openai_message(m: &Value, role: &str) -> Msg {
                     .and_then(Value::as_str)
                     .unwrap_or_default()
                     .to_owned(),
-                parse_args(f.get("arguments")),
+                recorded_args(f.get("arguments")),
             )
         })
         .collect();
@@ -409,8 +409,9 @@ pub(super) fn flat_messages(attrs: &Attrs, prefix: &str) -> (Vec<Msg>, Option<St
                     (
                         id,
                         name,
+                        // No `arguments` field among the call's: not recorded.
                         if args.is_null() {
-                            Value::Object(Default::default())
+                            crate::import::args_not_recorded()
                         } else {
                             args
                         },
@@ -675,7 +676,7 @@ fn response_object(text: &str) -> Option<(Msg, Option<String>)> {
                     .and_then(Value::as_str)
                     .unwrap_or_default()
                     .to_owned(),
-                parse_args(item.get("arguments")),
+                recorded_args(item.get("arguments")),
             )),
             Some("message") => {
                 for part in item
@@ -786,7 +787,7 @@ fn ai_sdk_call(c: &Value) -> (String, String, Value) {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned(),
-        parse_args(c.get("input").or_else(|| c.get("args"))),
+        recorded_args(c.get("input").or_else(|| c.get("args"))),
     )
 }
 

@@ -46,7 +46,7 @@
 //! (`harness.seq`, `harness.event`); such a run is read back event for event, with the success
 //! label of its agent span (`harness.success`).
 
-use super::{Run, TraceBuilder, content_text, located, parse_args, syntax};
+use super::{Run, TraceBuilder, content_text, located, parse_args, recorded_args, syntax};
 use crate::diagnostic::Diagnostic;
 use crate::failure::FailureRules;
 use crate::llm::{FaultKind, Finish, Role};
@@ -230,7 +230,22 @@ fn import_with(
             genai_run(&group, &by_span, id, first, failures, &mut gaps)
         };
         match run {
-            Ok(Some(run)) => made.push((first, run)),
+            Ok(Some(run)) => {
+                gaps.unknown_args += run
+                    .events
+                    .iter()
+                    .filter(|e| {
+                        matches!(
+                            e.event,
+                            Event::ToolCallStart {
+                                args_unknown: true,
+                                ..
+                            }
+                        )
+                    })
+                    .count();
+                made.push((first, run));
+            }
             Ok(None) => {}
             Err(e) => errors.push(e),
         }
@@ -575,6 +590,9 @@ struct Gaps {
     blind_tools: usize,
     /// Of those, spans that recorded the tool's input as one bare value, not an object.
     bare_tools: usize,
+    /// Calls whose arguments are unknown in the trace: those above, and calls an answer named
+    /// without their arguments that no tool span recorded either.
+    unknown_args: usize,
     /// Tool spans that answer no call of their run.
     unplaced_tools: usize,
     /// Model calls whose recorded input holds no history (the prompt alone).
@@ -635,11 +653,17 @@ impl Gaps {
                 self.maybe_over
             ));
         }
+        let named = self.unknown_args.saturating_sub(self.blind_tools);
+        if named > 0 {
+            out.push(format!(
+                "{named} call(s) the model's answers named without their arguments (content capture off records a call's id and name only), and no tool span recorded them: their arguments are unknown in the trace (`args_unknown`), and `harness sweep` does not score such runs with the detectors that compare arguments"
+            ));
+        }
         if self.blind_tools > 0 {
             let bare = match self.bare_tools {
                 0 => String::new(),
                 n => format!(
-                    "; {n} of them recorded the tool's input as one bare value, which does not name its argument"
+                    "; {n} of them recorded the tool's input as something other than an object of arguments (one bare value, or a redaction marker)"
                 ),
             };
             out.push(format!(

@@ -70,6 +70,7 @@ fn events(g: &mut Gen) -> Vec<TimedEvent> {
                     id: "call_0".into(),
                     name: name.clone(),
                     args: g.text(),
+                    args_unknown: false,
                 }],
                 input_tokens: 1,
                 output_tokens: 1,
