@@ -7,7 +7,9 @@
 //! - failure modes: `recovered` (the run ends with the suite's `answer`), `looped to the cap`
 //!   (the iteration cap ended it), `ended without the answer` (the loop took another text as
 //!   final: an intent, an empty or cut-off answer), `gave up` (the loop stopped without an
-//!   answer: its own turn limit, or a defence that ends the run), `crashed` (an error ended
+//!   answer: its own turn limit, or a defence that ends the run; after calls it could not read,
+//!   also an agent that dropped them and took the rest as final, which the wire does not tell
+//!   apart, as the detail says), `crashed` (an error ended
 //!   the run, or the agent exited non-zero), `hung` (killed at its timeout: after what, as the
 //!   trace shows it — its answer, a provider error it did not retry, calls whose results it
 //!   never sent), `could not be

@@ -36,6 +36,18 @@ use crate::trace::{Event, TimedEvent};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
+/// How a conversation ends whose last answer's calls could not be read and whose results never
+/// came: dropping such calls and taking the answer as final looks on the wire as stopping does.
+pub const UNREADABLE_CALLS_END: &str = "the agent stopped after an answer whose calls could not be read (arguments cut off or not JSON), without sending back their results: it dropped them and took the answer as final, or stopped there (the wire does not tell which)";
+
+/// Could an agent run a call with these arguments: a JSON object, parsed or as text?
+fn readable(args: &Arguments) -> bool {
+    match args {
+        Arguments::Parsed(v) => v.is_object(),
+        Arguments::Raw(s) => serde_json::from_str::<Value>(s).is_ok_and(|v| v.is_object()),
+    }
+}
+
 /// The policy name of what the agent did on its own.
 pub const AGENT: &str = crate::vocabulary::AGENT;
 
@@ -349,6 +361,13 @@ pub fn infer(ctx: &Context<'_>, requests: &[ServedRequest]) -> Vec<TimedEvent> {
                 "the last answer's stream was cut before it ended, and the agent stopped there without asking again"
                     .to_owned(),
             ),
+        ),
+        // Calls no agent can run (arguments cut off or not a JSON object): one that drops them
+        // and takes what is left of the answer as final ends here as one that stops does.
+        Some(Reply::Answer(r)) if r.tool_calls.iter().all(|c| !readable(&c.arguments)) => (
+            OutcomeKind::Stopped,
+            None,
+            Some(UNREADABLE_CALLS_END.to_owned()),
         ),
         Some(Reply::Answer(_)) => (
             OutcomeKind::Stopped,

@@ -939,3 +939,33 @@ reply = { tool_calls = [{ name = "exec", args = {} }] }
         assert!(!l.iter().any(|l| l.contains("message_injected")), "{l:?}");
     }
 }
+
+#[test]
+fn an_end_after_calls_no_agent_can_read_says_the_wire_cannot_tell_why() {
+    // Arguments cut off, or not JSON: a framework that drops such calls and takes the rest of
+    // the answer as final (LangGraph, Haystack) stops as one that gives up does; the trace
+    // says it cannot tell which. Calls it could run end as before.
+    for (call, readable) in [
+        ("raw_args = '{\"a\": '", false),
+        ("raw_args = 'ls -la'", false),
+        ("args = { a = 1 }", true),
+    ] {
+        let mut s = session(&scripted(&format!(
+            "tool_calls = [{{ name = \"exec\", {call} }}]"
+        )));
+        s.handle(Api::ChatCompletions, &openai(0, "", None, true));
+        let l = lines(&s, 0);
+        let outcome = l.last().cloned().unwrap_or_default();
+        assert!(outcome.contains("outcome stopped iterations=1"), "{l:?}");
+        assert_eq!(
+            outcome.contains("whose calls could not be read"),
+            !readable,
+            "{call}: {outcome}"
+        );
+        assert_eq!(
+            outcome.contains("without sending back the results of its tool calls"),
+            readable,
+            "{call}: {outcome}"
+        );
+    }
+}
