@@ -123,6 +123,9 @@ pub struct View {
     pub items: Vec<Item>,
     /// Per model response: calls made before it, and its tokens (input + output).
     pub responses: Vec<(usize, u64)>,
+    /// Responses that asked for tools the trace did not record (`calls_unknown`): what the
+    /// run called there is unknown to every detector.
+    pub unseen: usize,
 }
 
 impl View {
@@ -139,8 +142,10 @@ impl View {
                     calls,
                     input_tokens,
                     output_tokens,
+                    calls_unknown,
                     ..
                 } => {
+                    v.unseen += usize::from(*calls_unknown);
                     v.responses
                         .push((v.calls.len(), input_tokens.saturating_add(*output_tokens)));
                     thought = text.clone().unwrap_or_default();
@@ -833,6 +838,7 @@ mod tests {
                 anomaly: None,
                 chunks: 0,
                 tokens_unknown: false,
+                calls_unknown: false,
             };
         let events: Vec<TimedEvent> = [
             Event::UserTurn {

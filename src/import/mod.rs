@@ -693,6 +693,9 @@ impl TraceBuilder {
             anomaly: None,
             chunks: 0,
             tokens_unknown: tokens.is_none(),
+            // Asked for tools and named none: unknown, unless a call is seen run before the
+            // next answer ([`Self::finish`] decides).
+            calls_unknown: finish == Finish::ToolUse && calls.is_empty(),
         });
         for (id, name, args) in calls {
             if start {
@@ -812,6 +815,24 @@ impl TraceBuilder {
     /// `iterations` counts the model's answers (a failed call retried is the same iteration), as
     /// a served or replayed run's do; a run that ended with an answer carries its text.
     pub fn finish(mut self, outcome: OutcomeKind, detail: Option<String>) -> Vec<TimedEvent> {
+        // An answer that named no call of the tools it asked for, and after which calls were
+        // seen run (tool spans): those were its calls, which are known then.
+        let mut asking: Option<usize> = None;
+        for i in 0..self.events.len() {
+            match &self.events[i].event {
+                Event::ModelResponse { calls_unknown, .. } => {
+                    asking = calls_unknown.then_some(i);
+                }
+                Event::ToolCallStart { .. } => {
+                    if let Some(Event::ModelResponse { calls_unknown, .. }) =
+                        asking.take().map(|a| &mut self.events[a].event)
+                    {
+                        *calls_unknown = false;
+                    }
+                }
+                _ => {}
+            }
+        }
         let mut iterations = 0u32;
         let mut last_text = None;
         for e in &self.events {

@@ -342,6 +342,8 @@ fn case_line(case: &str, success: bool, detail: &crate::results::Detail) -> Stri
                 input_tokens,
                 output_tokens,
                 latency_ms,
+                tokens_unknown,
+                calls_unknown,
                 ..
             } => {
                 let at = match b.inference.take() {
@@ -374,20 +376,27 @@ fn case_line(case: &str, success: bool, detail: &crate::results::Detail) -> Stri
                 });
                 let span = &mut b.spans[at];
                 span.end_time_unix_nano = nanos(t);
-                span.attributes.extend([
-                    Kv {
-                        key: "gen_ai.response.finish_reasons",
-                        value: Any::ArrayValue {
-                            values: vec![Any::StringValue(finish.as_str().to_owned())],
-                        },
+                span.attributes.push(Kv {
+                    key: "gen_ai.response.finish_reasons",
+                    value: Any::ArrayValue {
+                        values: vec![Any::StringValue(finish.as_str().to_owned())],
                     },
-                    int("gen_ai.usage.input_tokens", *input_tokens),
-                    int("gen_ai.usage.output_tokens", *output_tokens),
-                    s(
+                });
+                // What the trace does not know is not written, as an instrumentation that
+                // did not record it writes nothing: counts, and an answer whose calls are
+                // unknown (its finish reason alone says it asked for tools).
+                if !tokens_unknown {
+                    span.attributes.extend([
+                        int("gen_ai.usage.input_tokens", *input_tokens),
+                        int("gen_ai.usage.output_tokens", *output_tokens),
+                    ]);
+                }
+                if !calls_unknown {
+                    span.attributes.push(s(
                         "gen_ai.output.messages",
                         crate::json::compact(&Value::Array(vec![output])),
-                    ),
-                ]);
+                    ));
+                }
                 at
             }
             Event::ProviderError { fault, message, .. } => {
@@ -608,6 +617,7 @@ mod tests {
             anomaly: None,
             chunks: 0,
             tokens_unknown: false,
+            calls_unknown: false,
         };
         vec![
             at(
@@ -707,6 +717,83 @@ mod tests {
             case_line("reflex/x@ironclaw", true, &detail(events.clone())),
             line,
             "deterministic"
+        );
+    }
+
+    #[test]
+    fn what_a_trace_does_not_know_is_not_exported_as_known() {
+        // An imported run with capture off: an answer that asked for tools it did not name,
+        // with no counts, and a call whose arguments were not recorded.
+        let asked = |calls_unknown| Event::ModelResponse {
+            finish: Finish::ToolUse,
+            text: None,
+            calls: Vec::new(),
+            input_tokens: 0,
+            output_tokens: 0,
+            latency_ms: 10,
+            anomaly: None,
+            chunks: 0,
+            tokens_unknown: true,
+            calls_unknown,
+        };
+        let events = vec![
+            at(
+                0,
+                Event::UserTurn {
+                    turn: 1,
+                    text: "List the files.".into(),
+                },
+            ),
+            at(10, asked(true)),
+            at(30, asked(false)),
+            at(
+                35,
+                Event::ToolCallStart {
+                    id: "call_1".into(),
+                    name: "exec".into(),
+                    args: serde_json::json!({}).into(),
+                    args_unknown: true,
+                },
+            ),
+            at(
+                40,
+                Event::ToolCallEnd {
+                    id: "call_1".into(),
+                    name: "exec".into(),
+                    ok: true,
+                    output: Some("a.txt".into()),
+                    error: None,
+                    latency_ms: 5,
+                    rule: None,
+                },
+            ),
+        ];
+        let line = case_line("x", false, &detail(events));
+        assert!(!line.contains("gen_ai.usage"), "{line}");
+        assert!(!line.contains("gen_ai.tool.call.arguments"), "{line}");
+        let got = otlp::import_without_harness_events(&line, "t.jsonl");
+        let events: Vec<&Event> = got.runs[0].events.iter().map(|e| &e.event).collect();
+        let unknown: Vec<(bool, bool)> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::ModelResponse {
+                    tokens_unknown,
+                    calls_unknown,
+                    ..
+                } => Some((*tokens_unknown, *calls_unknown)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(unknown, [(true, true), (true, false)], "{events:?}");
+        assert!(
+            events.iter().any(|e| matches!(
+                e,
+                Event::ToolCallStart {
+                    args_unknown: true,
+                    ..
+                }
+            )),
+            "{events:?}"
         );
     }
 

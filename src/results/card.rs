@@ -808,6 +808,7 @@ mod tests {
                 anomaly: None,
                 chunks: 0,
                 tokens_unknown: false,
+                calls_unknown: false,
             })
         };
         let mut events = vec![bound, at(Event::Iteration { n: 2 }), request()];

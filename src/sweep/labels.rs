@@ -66,6 +66,19 @@ pub fn heuristic(run: &str, view: &View, success: Option<bool>) -> Label {
     if let Some((start, note)) = pattern(&view.calls, |a, b| a.same_call(b)) {
         return label(true, Some(start), format!("{outcome}: {note}"));
     }
+    // Calls not recorded at all may have been anything.
+    if view.unseen > 0 {
+        let mut l = label(
+            false,
+            None,
+            format!(
+                "{outcome}: undecided: {} of its answers asked for tools the trace did not record",
+                view.unseen
+            ),
+        );
+        l.undecided = true;
+        return l;
+    }
     // Possible: a call without its arguments may be the same as any call of its tool.
     let maybe = |a: &Call, b: &Call| {
         a.name == b.name && (a.args_unknown || b.args_unknown || a.key == b.key)
@@ -241,6 +254,18 @@ mod tests {
         let v = V::default().repeat(2, "ls", &json!({}), false, "");
         let l = heuristic("r", &blind(v, "ls", false).0, None);
         assert!(l.undecided, "{l:?}");
+        // Answers whose calls were not recorded at all: anything may have happened there,
+        // unless what was recorded is a loop already.
+        let mut v = V::default().call("ls", json!({}), false, "").0;
+        v.unseen = 2;
+        let l = heuristic("r", &v, None);
+        assert!(
+            l.undecided && l.note.contains("2 of its answers asked for tools"),
+            "{l:?}"
+        );
+        let mut v = V::default().repeat(3, "ls", &json!({}), true, "").0;
+        v.unseen = 2;
+        assert!(heuristic("r", &v, None).stuck);
         // A successful run is never stuck, nor undecided.
         let l = heuristic("r", &v_of(3), Some(true));
         assert!(!l.stuck && !l.undecided);

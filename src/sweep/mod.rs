@@ -282,6 +282,16 @@ fn score_in_order(settings: &[Setting], f: &mut FileScore) {
 /// ([`crate::detector::Detector::reads_args`]), and every setting when the run's stuck label is
 /// undecided (the heuristic would need those arguments, and no labels file decided).
 fn unscored(settings: &[Setting], view: &View, label: &Label) -> (Vec<usize>, Option<String>) {
+    // Answers whose calls were not recorded: no setting sees what the run did there.
+    if view.unseen > 0 {
+        return (
+            (0..settings.len()).collect(),
+            Some(format!(
+                "{} of its answers asked for tools the trace did not record (content capture off, no tool span of them): what it called there is unknown to every detector",
+                view.unseen
+            )),
+        );
+    }
     if !view.args_unknown() && !label.undecided {
         return (Vec::new(), None);
     }

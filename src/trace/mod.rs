@@ -123,6 +123,11 @@ pub enum Event {
         /// counts above are 0 and say nothing.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         tokens_unknown: bool,
+        /// The model asked for tools, and the trace did not record which (an imported trace
+        /// with content capture off and no tool span of them): `calls` is empty and says
+        /// nothing.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        calls_unknown: bool,
     },
     /// A tool call is dispatched.
     ToolCallStart {
@@ -390,6 +395,7 @@ impl Event {
             anomaly: r.anomaly,
             chunks: r.chunks,
             tokens_unknown: false,
+            calls_unknown: false,
         }
     }
 
@@ -597,6 +603,7 @@ fn write_words(out: &mut String, event: &Event) {
             anomaly,
             chunks,
             tokens_unknown,
+            calls_unknown,
         } => {
             s.t(" finish=").t(finish.as_str());
             if let Some(a) = anomaly {
@@ -620,6 +627,9 @@ fn write_words(out: &mut String, event: &Event) {
                     .c(')');
                 }
                 s.c(']');
+            }
+            if *calls_unknown {
+                s.t(" calls=unknown");
             }
             if let Some(t) = text {
                 s.t(" text=").q(t);
@@ -1431,6 +1441,25 @@ mod tests {
                 ..
             }
         ));
+        // An answer that asked for tools the trace did not record.
+        let asked = Event::ModelResponse {
+            finish: crate::llm::Finish::ToolUse,
+            text: None,
+            calls: Vec::new(),
+            input_tokens: 0,
+            output_tokens: 0,
+            latency_ms: 0,
+            anomaly: None,
+            chunks: 0,
+            tokens_unknown: true,
+            calls_unknown: true,
+        };
+        let line = render_event(&asked);
+        assert!(
+            line.contains("finish=tool_use calls=unknown tokens=unknown"),
+            "{line}"
+        );
+        assert!(json(asked).contains("\"calls_unknown\":true"));
     }
 
     #[test]
@@ -1469,6 +1498,7 @@ mod tests {
             anomaly: None,
             chunks: 0,
             tokens_unknown: false,
+            calls_unknown: false,
         };
         let end = |id: &str| Event::ToolCallSkipped {
             id: id.to_owned(),

@@ -918,3 +918,62 @@ fn a_scenario_of_calls_no_answer_recorded_makes_those_calls() {
     );
     assert!(golden.contains("outcome response iterations=4"), "{golden}");
 }
+
+/// An agent traced with capture off and no tool spans (openai-v2's default, its tools not
+/// instrumented): its answers asked for tools and recorded none. Such a run is no evidence
+/// for any detector: the import marks the answers `calls_unknown`, and a sweep of nothing
+/// else judged nothing.
+#[test]
+fn answers_whose_calls_were_not_recorded_are_judged_by_no_detector() {
+    let kv = |k: &str, v: &str| serde_json::json!({"key": k, "value": {"stringValue": v}});
+    let span = |id: &str, at: u64, reason: &str| {
+        serde_json::json!({
+            "traceId": "t1", "spanId": id, "parentSpanId": "agent", "name": "chat m",
+            "startTimeUnixNano": (at * 1_000_000).to_string(),
+            "endTimeUnixNano": ((at + 5) * 1_000_000).to_string(),
+            "attributes": [kv("gen_ai.operation.name", "chat"),
+                {"key": "gen_ai.response.finish_reasons", "value": {"arrayValue": {"values": [{"stringValue": reason}]}}}],
+        })
+    };
+    let mut spans = vec![serde_json::json!({
+        "traceId": "t1", "spanId": "agent", "parentSpanId": "", "name": "invoke_agent a",
+        "startTimeUnixNano": "0", "endTimeUnixNano": "100000000",
+        "attributes": [kv("gen_ai.operation.name", "invoke_agent")],
+    })];
+    for i in 0..4u64 {
+        spans.push(span(&format!("c{i}"), 10 + 10 * i, "tool_calls"));
+    }
+    let p = Project::new();
+    p.write(
+        "unseen.jsonl",
+        serde_json::json!({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}).to_string()
+            + "\n",
+    );
+    let import = p.harness(&["import", "unseen.jsonl", "--out", "imported"]);
+    import.expect_code(0);
+    assert!(
+        import.stderr.contains("`calls_unknown` in the trace"),
+        "{}",
+        import.stderr
+    );
+    let trace = p.read(&p.files("imported", ".jsonl")[0]);
+    assert_eq!(
+        trace.matches("\"calls_unknown\":true").count(),
+        4,
+        "{trace}"
+    );
+    let sweep = p.harness(&["sweep", "imported", "--out", "s.csv"]);
+    sweep.expect_code(2);
+    assert!(
+        sweep
+            .stderr
+            .contains("4 of its answers asked for tools the trace did not record"),
+        "{}",
+        sweep.stderr
+    );
+    p.harness(&["sweep", "imported", "--out", "s.csv", "--allow-empty"])
+        .expect_code(0);
+    for row in p.read("s.csv").lines().skip(1) {
+        assert!(row.split(',').nth(2) == Some("0"), "{row}");
+    }
+}

@@ -631,7 +631,7 @@ impl Gaps {
         }
         if self.unseen_calls > 0 {
             out.push(format!(
-                "{} model answer(s) asked for tools (their finish reason: `tool_calls`, `tool_use`, …) but recorded none of the calls: read as answers that asked for unknown calls, not as text answers (a run that ends on one ended with its calls unanswered)",
+                "{} model answer(s) asked for tools (their finish reason: `tool_calls`, `tool_use`, …) but recorded none of the calls: read as answers that asked for unknown calls (`calls_unknown` in the trace), not as text answers (a run that ends on one ended with its calls unanswered); `harness sweep` scores no run that holds one",
                 self.unseen_calls
             ));
         }

@@ -78,6 +78,7 @@ fn events(g: &mut Gen) -> Vec<TimedEvent> {
                 anomaly: None,
                 chunks: 0,
                 tokens_unknown: false,
+                calls_unknown: false,
             },
         });
         out.push(TimedEvent {
