@@ -121,6 +121,12 @@ pub const INTERVENTION_ACTIONS: &[&str] = &[
 pub const TEXT_REFUSED_FOR_TOOL_CHOICE: &str =
     "harness serve: the request requires a tool call (tool_choice `required` / `any`)";
 
+/// How `serve`'s notice begins when the scenario's text went out as JSON in a shape harness
+/// chose (the request asked for JSON and named no shape: `{"text": …}`). An agent that fails
+/// right after it may have failed on harness's choice, not on the case; the report card reads
+/// such a case as one that could not drive the agent.
+pub const SHAPE_CHOSEN: &str = "the scenario's answer goes out as JSON in a shape harness chose (the request asks for JSON and names none)";
+
 /// `serve`'s refusal of a request past the scenario's iteration cap. An instrumented agent's
 /// own trace records it as a failed model call; `import` reads it back ([`capped_at`]), so the
 /// run ends at the cap there as in exec's trace, not in a provider error.

@@ -25,6 +25,27 @@ use crate::scenario::{SuiteDef, SuiteKind};
 use crate::trace::{Event, TimedEvent};
 use crate::vocabulary::OutcomeKind;
 
+/// The JSON the conversation's last answer went out as, when `serve` chose its shape (the
+/// request asked for JSON and named none; its notice begins with
+/// [`crate::vocabulary::SHAPE_CHOSEN`]) and no request came after that answer.
+fn chosen_shape(events: &[TimedEvent]) -> Option<&str> {
+    let at = events.iter().rposition(|e| {
+        matches!(&e.event, Event::Notice { text, .. } if text.starts_with(crate::vocabulary::SHAPE_CHOSEN))
+    })?;
+    let requests = events[at..]
+        .iter()
+        .filter(|e| matches!(e.event, Event::ModelRequest { .. }))
+        .count();
+    let Event::Notice { text, .. } = &events[at].event else {
+        return None;
+    };
+    (requests == 1).then(|| {
+        text[crate::vocabulary::SHAPE_CHOSEN.len()..]
+            .trim_start_matches(':')
+            .trim_start()
+    })
+}
+
 /// How the loop's process ended, besides what its trace shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum End {
@@ -391,6 +412,14 @@ pub fn classify(suite: &SuiteDef, portable: u32, events: &[TimedEvent], end: End
         End::Killed => None,
     };
     if let Some(mut why) = exit {
+        // Its last answer went out as JSON in a shape harness chose (the agent asked for JSON
+        // and named none): a failure right after it may be the agent's reading of that shape.
+        if let Some(json) = chosen_shape(events) {
+            return entry(Verdict::NotDriven(format!(
+                "the agent asked for its answer as JSON and named no shape, so the case's text went out as {}, a shape harness chose; {why} right after it, which may be its reading of that shape failing rather than the failure mode",
+                quoted(json)
+            )));
+        }
         // An agent that answered and then exited non-zero failed whoever ran it; the card
         // says what it answered, so the crash is not read as a run without an answer.
         if let (OutcomeKind::Response, Some(t)) = (kind, text.as_deref()) {
@@ -901,6 +930,29 @@ mod tests {
                     .to_owned()
             )
         );
+        // The same after an answer that went out as JSON in a shape harness chose: the exit
+        // may be the agent's reading of that shape; after another request, it is not.
+        let mut shaped = answered.clone();
+        shaped.insert(
+            0,
+            at(Event::Notice {
+                source: "serve".to_owned(),
+                text: format!(
+                    "{}: {{\"text\":\"Here is what I found\"}}",
+                    crate::vocabulary::SHAPE_CHOSEN
+                ),
+            }),
+        );
+        assert!(matches!(
+            v(&f, &shaped, End::Exited(Some(1))),
+            Verdict::NotDriven(why) if why.contains("«{\"text\":\"Here is what I found\"}», a shape harness chose; the agent exited with 1 right after it")
+        ));
+        let mut asked_again = shaped.clone();
+        asked_again.insert(1, answered[0].clone());
+        assert!(matches!(
+            v(&f, &asked_again, End::Exited(Some(1))),
+            Verdict::Crashed(_)
+        ));
         let capped_then_exited = run(OutcomeKind::MaxIterations, 25, None, false);
         assert_eq!(
             v(&f, &capped_then_exited, End::Exited(Some(2))),

@@ -29,6 +29,8 @@ pub struct ServedRequest {
     pub answer_tool: Option<String>,
     /// The scripted text went out as this JSON, in the form the request asked for.
     pub in_form: Option<String>,
+    /// That form named no shape (JSON of any kind): the shape of `in_form` is harness's.
+    pub shape_chosen: bool,
     /// Its answer was a stream the script cut (the connection dropped before it ended).
     pub cut: bool,
     /// The ids the answer's tool calls went out with, in call order, when they differ from

@@ -142,9 +142,12 @@ pub fn infer(ctx: &Context<'_>, requests: &[ServedRequest]) -> Vec<TimedEvent> {
         if let Some(json) = &e.in_form {
             c.push(Event::Notice {
                 source: SERVE.to_owned(),
-                text: format!(
-                    "the scenario's answer goes out as the JSON the request asks for: {json}"
-                ),
+                text: match e.shape_chosen {
+                    true => format!("{}: {json}", crate::vocabulary::SHAPE_CHOSEN),
+                    false => format!(
+                        "the scenario's answer goes out as the JSON the request asks for: {json}"
+                    ),
+                },
             });
         }
         let msgs = &e.request.messages;

@@ -23,8 +23,9 @@ pub struct Session {
     /// The answer tool the latest scripted answer went out through (see [`answer_tool`]).
     pub(super) answered_through: Option<String>,
     /// The JSON the latest scripted text went out as, when the request asked for JSON (see
-    /// [`in_form`]).
+    /// [`in_form`]), and whether the request named no shape for it.
     pub(super) shaped: Option<String>,
+    pub(super) shape_chosen: bool,
     /// What the latest scripted answer said as it went out ([`super::conversation::said`]).
     pub(super) wire_said: Option<String>,
     /// The wire ids of the answer being made's tool calls, for its [`ServedRequest`].
@@ -63,6 +64,7 @@ impl Session {
             unknown: Vec::new(),
             answered_through: None,
             shaped: None,
+            shape_chosen: false,
             wire_said: None,
             wire_ids: Vec::new(),
             withheld: false,
@@ -331,6 +333,7 @@ impl Session {
             bound,
             answer_tool: self.answered_through.take(),
             in_form: self.shaped.take(),
+            shape_chosen: std::mem::take(&mut self.shape_chosen),
             cut,
             wire_ids: std::mem::take(&mut self.wire_ids),
             withheld: std::mem::take(&mut self.withheld),
@@ -657,6 +660,8 @@ impl Session {
                     let text = in_form(&whole, &request.asks.form, seed).filter(|_| !cut)?;
                     let kept = whole.clone();
                     self.shaped = Some(text.clone());
+                    self.shape_chosen =
+                        matches!(request.asks.form, crate::provider::TextForm::Json);
                     whole.text = Some(text);
                     if chunks.is_some() {
                         let c = chunks_of(&whole);

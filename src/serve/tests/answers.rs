@@ -537,13 +537,25 @@ fn a_request_asking_for_json_gets_the_scripted_text_in_its_form() {
         "and says what went out: {trace:?}"
     );
     // Responses, JSON mode: the words in an object.
-    let (text, _) = text_of(
+    let (text, s) = text_of(
         Api::Responses,
         json!({"model": "m", "input": "List the files.", "text": {"format": {"type": "json_object"}}}),
     );
     assert_eq!(
         serde_json::from_str::<Value>(&text).expect("JSON"),
         json!({"text": "Found 3 files."})
+    );
+    // That shape is harness's, and the trace says so (the card reads it); a schema's is not.
+    let said = |s: &Session| {
+        lines(s, 0)
+            .iter()
+            .any(|l| l.contains(crate::vocabulary::SHAPE_CHOSEN))
+    };
+    assert!(said(&s), "{:?}", lines(&s, 0));
+    assert!(
+        !trace
+            .iter()
+            .any(|l| l.contains(crate::vocabulary::SHAPE_CHOSEN))
     );
     // Anthropic structured outputs, a schema that takes a string: the words as one. (The
     // loop offers tools; without, a request for JSON by a schema is a side request.)
