@@ -298,7 +298,7 @@ fn summarise(
     if let Some(most) = report.unscored.iter().map(|u| u.1).max() {
         writeln!(
             out,
-            "Not scored: up to {most} run(s) left out of the rows of {} setting(s), their calls recorded without arguments (see stderr)",
+            "Not scored: up to {most} run(s) left out of the rows of {} setting(s), their traces not showing what they called (see stderr)",
             report.unscored.len()
         )?;
     }
@@ -349,7 +349,7 @@ fn summarise(
             "nothing was scored: every setting left all {} run(s) out of its row (see the notes above)",
             report.runs
         ))
-        .hint("their calls were recorded without arguments: trace with content capture on, or label the runs in a labels file (`--labels`) and sweep `gemini-chanting`; `--allow-empty` lets it pass");
+        .hint("their traces do not show what they called (calls or arguments not recorded): trace the agent with content capture on and its tools instrumented; runs whose only gap is unknown arguments score with `gemini-chanting` once a labels file (`--labels`) labels them; `--allow-empty` lets it pass");
         write!(err, "{}", d.render(&Style::default()))?;
         return Ok(ExitStatus::BadInput);
     }
@@ -398,6 +398,14 @@ fn imported_text(
             }
         }
         ImportAs::Scenario => {
+            // A scenario makes every call it scripts: calls whose arguments, or whole calls,
+            // the trace does not know would be made up, and replayed as if known.
+            if let Some(why) = unknown_calls(run) {
+                return Ok(Err((
+                    format!("{why}: a scenario would have to make them up"),
+                    "import it as a trace (the default): a sweep judges it by what it shows and says what it cannot; or trace the agent with content capture on",
+                )));
+            }
             let file = input.to_string_lossy().replace('\\', "/");
             let scenario = import::scenario::scenario_of(run, &file);
             let text = crate::record::scenario_text(
@@ -419,6 +427,46 @@ fn imported_text(
             }
         }
     })
+}
+
+/// What of a run's calls its trace does not know, when anything: calls whose arguments were
+/// not recorded, and answers whose calls were not recorded at all though the run went on.
+fn unknown_calls(run: &import::Run) -> Option<String> {
+    use crate::trace::Event;
+    let args = run
+        .events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.event,
+                Event::ToolCallStart {
+                    args_unknown: true,
+                    ..
+                }
+            )
+        })
+        .count();
+    let answers: Vec<bool> = run
+        .events
+        .iter()
+        .filter_map(|e| match e.event {
+            Event::ModelResponse { calls_unknown, .. } => Some(calls_unknown),
+            _ => None,
+        })
+        .collect();
+    let unseen = answers.iter().rev().skip(1).filter(|u| **u).count();
+    match (args, unseen) {
+        (0, 0) => None,
+        (n, 0) => Some(format!(
+            "{n} of its calls were recorded without their arguments"
+        )),
+        (0, u) => Some(format!(
+            "{u} of its answers asked for tools the trace did not record"
+        )),
+        (n, u) => Some(format!(
+            "{n} of its calls were recorded without their arguments, and {u} of its answers asked for tools the trace did not record"
+        )),
+    }
 }
 
 /// The `--detector` settings; a bad one is bad usage.

@@ -123,8 +123,9 @@ pub struct View {
     pub items: Vec<Item>,
     /// Per model response: calls made before it, and its tokens (input + output).
     pub responses: Vec<(usize, u64)>,
-    /// Responses that asked for tools the trace did not record (`calls_unknown`): what the
-    /// run called there is unknown to every detector.
+    /// Responses that asked for tools the trace did not record (`calls_unknown`) and after
+    /// which the model was asked again: the run called something there that no detector
+    /// sees. (A last answer's calls never ran: no view holds them, whatever the capture.)
     pub unseen: usize,
 }
 
@@ -135,6 +136,7 @@ impl View {
         let mut v = View::default();
         let mut thought = String::new();
         let mut open: Vec<(String, usize)> = Vec::new();
+        let mut asked_unseen = false;
         for e in events {
             match &e.event {
                 Event::ModelResponse {
@@ -145,7 +147,8 @@ impl View {
                     calls_unknown,
                     ..
                 } => {
-                    v.unseen += usize::from(*calls_unknown);
+                    v.unseen += usize::from(asked_unseen);
+                    asked_unseen = *calls_unknown;
                     v.responses
                         .push((v.calls.len(), input_tokens.saturating_add(*output_tokens)));
                     thought = text.clone().unwrap_or_default();

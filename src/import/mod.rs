@@ -694,7 +694,7 @@ impl TraceBuilder {
             chunks: 0,
             tokens_unknown: tokens.is_none(),
             // Asked for tools and named none: unknown, unless a call is seen run before the
-            // next answer ([`Self::finish`] decides).
+            // next answer ([`Self::finish`] decides; some of its calls may still be unseen).
             calls_unknown: finish == Finish::ToolUse && calls.is_empty(),
         });
         for (id, name, args) in calls {
@@ -815,8 +815,33 @@ impl TraceBuilder {
     /// `iterations` counts the model's answers (a failed call retried is the same iteration), as
     /// a served or replayed run's do; a run that ended with an answer carries its text.
     pub fn finish(mut self, outcome: OutcomeKind, detail: Option<String>) -> Vec<TimedEvent> {
+        // A call an answer named without its arguments, run with arguments a tool span
+        // recorded: the answer's summary takes them.
+        let known: std::collections::HashMap<String, String> = self
+            .events
+            .iter()
+            .filter_map(|e| match &e.event {
+                Event::ToolCallStart {
+                    id,
+                    args,
+                    args_unknown: false,
+                    ..
+                } => Some((id.clone(), args.text().to_owned())),
+                _ => None,
+            })
+            .collect();
+        for e in &mut self.events {
+            if let Event::ModelResponse { calls, .. } = &mut e.event {
+                for c in calls.iter_mut().filter(|c| c.args_unknown) {
+                    if let Some(args) = known.get(&c.id) {
+                        c.args.clone_from(args);
+                        c.args_unknown = false;
+                    }
+                }
+            }
+        }
         // An answer that named no call of the tools it asked for, and after which calls were
-        // seen run (tool spans): those were its calls, which are known then.
+        // seen run (tool spans): those were some or all of its calls, which are known then.
         let mut asking: Option<usize> = None;
         for i in 0..self.events.len() {
             match &self.events[i].event {

@@ -29,7 +29,7 @@
 //! scenario's tool of that name (0 for tools the scenario does not declare) — never the wall
 //! clock, so the trace is the same on every run of a deterministic agent.
 
-use super::{Reply, ServedRequest};
+use super::{Api, Reply, ServedRequest};
 use crate::llm::{Arguments, Message, Role};
 use crate::scenario::OutcomeKind;
 use crate::trace::{Event, TimedEvent};
@@ -38,13 +38,16 @@ use std::collections::BTreeMap;
 
 /// How a conversation ends whose last answer's calls could not be read and whose results never
 /// came: dropping such calls and taking the answer as final looks on the wire as stopping does.
-pub const UNREADABLE_CALLS_END: &str = "the agent stopped after an answer whose calls could not be read (arguments cut off or not JSON), without sending back their results: it dropped them and took the answer as final, or stopped there (the wire does not tell which)";
+pub const UNREADABLE_CALLS_END: &str = "the agent stopped after an answer whose calls could not be read (arguments cut off or not a JSON object), without sending back their results: it dropped them and took the answer as final, or stopped there (the wire does not tell which)";
 
-/// Could an agent run a call with these arguments: a JSON object, parsed or as text?
+/// Could an agent run a call with these arguments as OpenAI's APIs carry them (text): a JSON
+/// object, or nothing at all (which SDKs read as `{}`)?
 fn readable(args: &Arguments) -> bool {
     match args {
         Arguments::Parsed(v) => v.is_object(),
-        Arguments::Raw(s) => serde_json::from_str::<Value>(s).is_ok_and(|v| v.is_object()),
+        Arguments::Raw(s) => {
+            s.trim().is_empty() || serde_json::from_str::<Value>(s).is_ok_and(|v| v.is_object())
+        }
     }
 }
 
@@ -365,13 +368,17 @@ pub fn infer(ctx: &Context<'_>, requests: &[ServedRequest]) -> Vec<TimedEvent> {
                     .to_owned(),
             ),
         ),
-        // Calls no agent can run (arguments cut off or not a JSON object): one that drops them
-        // and takes what is left of the answer as final ends here as one that stops does.
-        Some(Reply::Answer(r)) if r.tool_calls.iter().all(|c| !readable(&c.arguments)) => (
-            OutcomeKind::Stopped,
-            None,
-            Some(UNREADABLE_CALLS_END.to_owned()),
-        ),
+        // Calls no agent can run, as the wire carried them (OpenAI's APIs send arguments as
+        // text: cut off, or not a JSON object): one that drops them and takes what is left of
+        // the answer as final ends here as one that stops does. (Anthropic's API carries an
+        // object: such arguments went out as `{}`, which an agent can run; Gemini's withholds
+        // such a call, and the answer reads as the text it had, above.)
+        Some(Reply::Answer(r))
+            if prev.is_some_and(|e| matches!(e.api, Api::ChatCompletions | Api::Responses))
+                && r.tool_calls.iter().all(|c| !readable(&c.arguments)) =>
+        {
+            (OutcomeKind::Stopped, None, Some(UNREADABLE_CALLS_END.to_owned()))
+        }
         Some(Reply::Answer(_)) => (
             OutcomeKind::Stopped,
             None,

@@ -63,7 +63,7 @@ pub fn heuristic(run: &str, view: &View, success: Option<bool>) -> Label {
         _ => "unlabelled run",
     };
     // Sure: only calls known to be the same repeat.
-    if let Some((start, note)) = pattern(&view.calls, |a, b| a.same_call(b)) {
+    if let Some((start, note)) = pattern(&view.calls, Same::Sure) {
         return label(true, Some(start), format!("{outcome}: {note}"));
     }
     // Calls not recorded at all may have been anything.
@@ -80,10 +80,7 @@ pub fn heuristic(run: &str, view: &View, success: Option<bool>) -> Label {
         return l;
     }
     // Possible: a call without its arguments may be the same as any call of its tool.
-    let maybe = |a: &Call, b: &Call| {
-        a.name == b.name && (a.args_unknown || b.args_unknown || a.key == b.key)
-    };
-    if let Some((_, note)) = pattern(&view.calls, maybe).filter(|_| view.args_unknown()) {
+    if let Some((_, note)) = pattern(&view.calls, Same::Maybe).filter(|_| view.args_unknown()) {
         let mut l = label(
             false,
             None,
@@ -97,18 +94,51 @@ pub fn heuristic(run: &str, view: &View, success: Option<bool>) -> Label {
     label(false, None, format!("{outcome}: no repetition pattern"))
 }
 
-/// The earliest repetition pattern of `calls`, where `same` says which two calls are the
-/// same (and its negation which two differ): its first call and what it is.
-fn pattern(calls: &[Call], same: impl Fn(&Call, &Call) -> bool) -> Option<(usize, String)> {
+/// How calls are taken to be the same: `Sure`, each known and the same as the others; `Maybe`,
+/// of one tool, with every known one the same (a call whose arguments are unknown may be any
+/// call of its tool). `Maybe` is not transitive between pairs, so it judges whole groups.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Same {
+    Sure,
+    Maybe,
+}
+
+/// Are all of `calls` the same, as `how` takes it? Their common known arguments when so
+/// (`None` inside: none of them is known).
+fn group<'a>(calls: impl IntoIterator<Item = &'a Call>, how: Same) -> Option<Option<&'a str>> {
+    let mut name: Option<&str> = None;
+    let mut key: Option<&str> = None;
+    for c in calls {
+        if *name.get_or_insert(&c.name) != c.name {
+            return None;
+        }
+        if c.args_unknown {
+            if how == Same::Sure {
+                return None;
+            }
+            continue;
+        }
+        if *key.get_or_insert(&c.key) != c.key {
+            return None;
+        }
+    }
+    Some(key)
+}
+
+/// The earliest repetition pattern of `calls`, the same taken as `how` says: its first call
+/// and what it is.
+fn pattern(calls: &[Call], how: Same) -> Option<(usize, String)> {
     let mut best: Option<(usize, String)> = None;
     let mut consider = |start: usize, note: String| {
         if best.as_ref().is_none_or(|(s, _)| start < *s) {
             best = Some((start, note));
         }
     };
-    let mut i = 0;
-    while i < calls.len() {
-        let n = calls[i..].iter().take_while(|c| same(c, &calls[i])).count();
+    for i in 0..calls.len() {
+        let n = (1..=calls.len() - i)
+            .take_while(|&n| group(&calls[i..i + n], how).is_some())
+            .last()
+            .unwrap_or(0);
         if n >= IDENTICAL_RUN {
             consider(
                 i,
@@ -116,7 +146,6 @@ fn pattern(calls: &[Call], same: impl Fn(&Call, &Call) -> bool) -> Option<(usize
             );
             break;
         }
-        i += n.max(1);
     }
     let mut i = 0;
     while i < calls.len() {
@@ -133,11 +162,16 @@ fn pattern(calls: &[Call], same: impl Fn(&Call, &Call) -> bool) -> Option<(usize
         }
         i += n.max(1);
     }
-    // An alternation needs A and B to differ: two calls known to be the same do not.
-    let sure = |a: &Call, b: &Call| a.same_call(b);
+    // A-B-A-B: the As the same, the Bs the same, and A not surely B (both known and equal).
     for i in 0..calls.len().saturating_sub(ALTERNATION - 1) {
         let w = &calls[i..i + ALTERNATION];
-        if !sure(&w[0], &w[1]) && (0..ALTERNATION - 2).all(|j| same(&w[j], &w[j + 2])) {
+        let a = group(w.iter().step_by(2), how);
+        let b = group(w.iter().skip(1).step_by(2), how);
+        let (Some(ka), Some(kb)) = (a, b) else {
+            continue;
+        };
+        let surely_one = w[0].name == w[1].name && ka.is_some() && ka == kb;
+        if !surely_one {
             consider(
                 i,
                 format!(
@@ -254,6 +288,18 @@ mod tests {
         let v = V::default().repeat(2, "ls", &json!({}), false, "");
         let l = heuristic("r", &blind(v, "ls", false).0, None);
         assert!(l.undecided, "{l:?}");
+        // An unknown call may repeat the calls after it as well as those before it, and it is
+        // one call: `a, ?, b, b` may be three `b` in a row; `?, a, b` cannot be three of one.
+        let v = V::default().call("exec", json!({"c": "a"}), false, "");
+        let v = blind(v, "exec", false)
+            .call("exec", json!({"c": "b"}), false, "")
+            .call("exec", json!({"c": "b"}), false, "");
+        assert!(heuristic("r", &v.0, None).undecided);
+        let v = blind(V::default(), "exec", false)
+            .call("exec", json!({"c": "a"}), false, "")
+            .call("exec", json!({"c": "b"}), false, "");
+        let l = heuristic("r", &v.0, None);
+        assert!(!l.stuck && !l.undecided, "{l:?}");
         // Answers whose calls were not recorded at all: anything may have happened there,
         // unless what was recorded is a loop already.
         let mut v = V::default().call("ls", json!({}), false, "").0;

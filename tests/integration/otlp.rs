@@ -278,15 +278,25 @@ fn spans_with_all_zero_ids_are_each_read_and_said() {
     );
 }
 
-/// Per call (in start order) its tool, arguments, failure and result; per answer its tokens
-/// (`None`: unknown).
-type Seen = (Vec<(String, String, bool, String)>, Vec<Option<(u64, u64)>>);
+/// Per call (in start order) its tool, arguments (`None`: unknown), failure and result; per
+/// answer its tokens (`None`: unknown).
+type Seen = (
+    Vec<(String, Option<String>, bool, String)>,
+    Vec<Option<(u64, u64)>>,
+);
 
 fn seen(events: &[harness::trace::TimedEvent]) -> Seen {
     let calls = harness::detector::View::from_events(events)
         .calls
         .into_iter()
-        .map(|c| (c.name, c.key, c.failed, c.result))
+        .map(|c| {
+            (
+                c.name,
+                (!c.args_unknown).then_some(c.key),
+                c.failed,
+                c.result,
+            )
+        })
         .collect();
     let tokens = events
         .iter()
@@ -684,7 +694,7 @@ fn blind_trace(trace: &str, fail: bool) -> String {
 }
 
 /// [`blind_trace`], whose chat spans name their calls (id and name, no arguments) when `named`
-/// says so, as an instrumentation with capture off that keeps a call's name does.
+/// says so, as openai-v2's `gen_ai.choice` events do with capture off.
 fn blind_trace_naming(trace: &str, fail: bool, named: bool) -> String {
     let span = |id: &str, parent: &str, name: &str, at: u64, attrs: serde_json::Value| {
         serde_json::json!({
@@ -717,12 +727,14 @@ fn blind_trace_naming(trace: &str, fail: bool, named: bool) -> String {
     for i in 0..3u64 {
         let mut c = chat(&format!("c{i}"), 10 + 20 * i, "tool_calls");
         if named {
-            let output = serde_json::json!([{"role": "assistant", "finish_reason": "tool_call",
-                "parts": [{"type": "tool_call", "id": format!("call_{i}"), "name": "exec"}]}]);
-            c["attributes"]
-                .as_array_mut()
-                .expect("attributes")
-                .push(kv("gen_ai.output.messages", &output.to_string()));
+            // openai-v2 with capture off: a `gen_ai.choice` event naming the call, no arguments.
+            let body = serde_json::json!({"index": 0, "finish_reason": "tool_calls", "message":
+                {"tool_calls": [{"id": format!("call_{i}"), "type": "function", "function": {"name": "exec"}}]}});
+            c["events"] = serde_json::json!([{
+                "name": "gen_ai.choice",
+                "timeUnixNano": ((15 + 20 * i) * 1_000_000).to_string(),
+                "attributes": [kv("gen_ai.event.content", &body.to_string())],
+            }]);
         }
         spans.push(c);
         let mut tool = span(
@@ -877,16 +889,32 @@ fn calls_recorded_without_arguments_are_judged_by_nothing_that_compares_them() {
     );
 }
 
-/// A trace whose answers recorded none of their calls (content capture off) becomes a
-/// scenario that makes those calls: each tool span's call is scripted into the answer before
-/// it, with `{}` where its arguments were not recorded, and the description says so.
+/// A trace whose answers recorded none of their calls (content capture off) but whose tool
+/// spans record each call's arguments becomes a scenario that makes those calls: each is
+/// scripted into the answer before it. Where the arguments were not recorded either, no
+/// scenario is written: it would have to make them up.
 #[test]
 fn a_scenario_of_calls_no_answer_recorded_makes_those_calls() {
     let p = Project::new();
-    p.write("blind.jsonl", blind_trace("failing", true) + "\n");
+    // The tool spans record the arguments: `{"n": 0}`, `{"n": 1}`, `{"n": 2}`.
+    let mut trace: serde_json::Value =
+        serde_json::from_str(&blind_trace("failing", true)).expect("JSON");
+    let spans = trace["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        .as_array_mut()
+        .expect("spans");
+    for (n, s) in spans
+        .iter_mut()
+        .filter(|s| s["name"] == "execute_tool exec")
+        .enumerate()
+    {
+        s["attributes"].as_array_mut().expect("attributes").push(serde_json::json!(
+            {"key": "gen_ai.tool.call.arguments", "value": {"stringValue": format!("{{\"n\": {n}}}")}}
+        ));
+    }
+    p.write("known.jsonl", trace.to_string() + "\n");
     p.harness(&[
         "import",
-        "blind.jsonl",
+        "known.jsonl",
         "--as",
         "scenario",
         "--out",
@@ -899,24 +927,44 @@ fn a_scenario_of_calls_no_answer_recorded_makes_those_calls() {
     assert!(toml.contains("3 tool calls (3 failed)"), "{toml}");
     assert!(
         toml.contains("3 of the calls were seen run but not in the answer before them")
-            && toml.contains("3 of the calls were recorded without their arguments"),
+            && !toml.contains("recorded without their arguments"),
         "{toml}"
     );
     p.harness(&["run", "scenarios"]).expect_code(1);
     p.harness(&["accept"]).expect_code(0);
     let golden = p.files("snapshots", ".snap");
     let golden = p.read(&golden[0]);
-    assert_eq!(
-        golden.matches("tool_call_start call_").count(),
-        3,
-        "{golden}"
-    );
+    for n in 0..3 {
+        assert!(
+            golden.contains(&format!("tool_call_start call_{n} exec({{\"n\":{n}}})")),
+            "{golden}"
+        );
+    }
     assert_eq!(
         golden.matches(" exec failed error=\"exit 1\"").count(),
         3,
         "{golden}"
     );
     assert!(golden.contains("outcome response iterations=4"), "{golden}");
+    // Arguments nobody recorded: not written, and said why.
+    p.write("blind.jsonl", blind_trace("failing", true) + "\n");
+    let blind = p.harness(&[
+        "import",
+        "blind.jsonl",
+        "--as",
+        "scenario",
+        "--out",
+        "blind",
+    ]);
+    blind.expect_code(2);
+    assert!(
+        blind
+            .stderr
+            .contains("3 of its calls were recorded without their arguments: a scenario would have to make them up"),
+        "{}",
+        blind.stderr
+    );
+    assert!(p.files("blind", ".toml").is_empty());
 }
 
 /// An agent traced with capture off and no tool spans (openai-v2's default, its tools not
@@ -952,7 +1000,9 @@ fn answers_whose_calls_were_not_recorded_are_judged_by_no_detector() {
     let import = p.harness(&["import", "unseen.jsonl", "--out", "imported"]);
     import.expect_code(0);
     assert!(
-        import.stderr.contains("`calls_unknown` in the trace"),
+        import.stderr.contains(
+            "3 answer(s) asked for tools that no span recorded, and the model was asked again"
+        ),
         "{}",
         import.stderr
     );
@@ -967,7 +1017,8 @@ fn answers_whose_calls_were_not_recorded_are_judged_by_no_detector() {
     assert!(
         sweep
             .stderr
-            .contains("4 of its answers asked for tools the trace did not record"),
+            // The last answer's calls never ran: the three before it are what no detector saw.
+            .contains("3 of its answers asked for tools the trace did not record"),
         "{}",
         sweep.stderr
     );

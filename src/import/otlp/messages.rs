@@ -103,7 +103,7 @@ pub(super) fn semconv_messages(
                         .and_then(Value::as_str)
                         .unwrap_or_default()
                         .to_owned(),
-                    recorded_args(p.get("arguments")),
+                    parse_args(p.get("arguments")),
                 )),
                 Some("tool_call_response") => {
                     responses = true;
@@ -269,7 +269,7 @@ fn converse_messages(blocks: &[Value], role: &str) -> Vec<Msg> {
                     .and_then(Value::as_str)
                     .unwrap_or_default()
                     .to_owned(),
-                recorded_args(u.get("input")),
+                parse_args(u.get("input")),
             ));
         } else if let Some(r) = b.get("toolResult") {
             out.push(Msg {
@@ -409,9 +409,10 @@ pub(super) fn flat_messages(attrs: &Attrs, prefix: &str) -> (Vec<Msg>, Option<St
                     (
                         id,
                         name,
-                        // No `arguments` field among the call's: not recorded.
+                        // No `arguments` attribute: the call had none (these
+                        // instrumentations write no message attribute with capture off).
                         if args.is_null() {
-                            crate::import::args_not_recorded()
+                            Value::Object(Default::default())
                         } else {
                             args
                         },
@@ -676,7 +677,7 @@ fn response_object(text: &str) -> Option<(Msg, Option<String>)> {
                     .and_then(Value::as_str)
                     .unwrap_or_default()
                     .to_owned(),
-                recorded_args(item.get("arguments")),
+                parse_args(item.get("arguments")),
             )),
             Some("message") => {
                 for part in item
@@ -787,7 +788,7 @@ fn ai_sdk_call(c: &Value) -> (String, String, Value) {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned(),
-        recorded_args(c.get("input").or_else(|| c.get("args"))),
+        parse_args(c.get("input").or_else(|| c.get("args"))),
     )
 }
 

@@ -244,6 +244,16 @@ fn import_with(
                         )
                     })
                     .count();
+                // Answers whose calls stayed unknown and after which the model was asked again.
+                let answers: Vec<bool> = run
+                    .events
+                    .iter()
+                    .filter_map(|e| match e.event {
+                        Event::ModelResponse { calls_unknown, .. } => Some(calls_unknown),
+                        _ => None,
+                    })
+                    .collect();
+                gaps.unknown_calls += answers.iter().rev().skip(1).filter(|u| **u).count();
                 made.push((first, run));
             }
             Ok(None) => {}
@@ -593,6 +603,8 @@ struct Gaps {
     /// Calls whose arguments are unknown in the trace: those above, and calls an answer named
     /// without their arguments that no tool span recorded either.
     unknown_args: usize,
+    /// Answers whose calls no span recorded, after which the model was asked again.
+    unknown_calls: usize,
     /// Tool spans that answer no call of their run.
     unplaced_tools: usize,
     /// Model calls whose recorded input holds no history (the prompt alone).
@@ -631,7 +643,7 @@ impl Gaps {
         }
         if self.unseen_calls > 0 {
             out.push(format!(
-                "{} model answer(s) asked for tools (their finish reason: `tool_calls`, `tool_use`, …) but recorded none of the calls: read as answers that asked for unknown calls (`calls_unknown` in the trace), not as text answers (a run that ends on one ended with its calls unanswered); `harness sweep` scores no run that holds one",
+                "{} model answer(s) asked for tools (their finish reason: `tool_calls`, `tool_use`, …) but recorded none of the calls: read as answers that asked for unknown calls, not as text answers (a run that ends on one ended with its calls unanswered); the tool spans that follow one are read as some or all of its calls",
                 self.unseen_calls
             ));
         }
@@ -651,6 +663,12 @@ impl Gaps {
             out.push(format!(
                 "{} model answer(s) counted by Traceloop's anthropic instrumentation (`opentelemetry.instrumentation.anthropic`), which, when a call streams, adds the stream's opening output count to its final one (one token over, as a rule); its spans do not say whether a call streamed, so the counts are kept as recorded (the anthropic SDK's own spans, when on, count right and are preferred)",
                 self.maybe_over
+            ));
+        }
+        if self.unknown_calls > 0 {
+            out.push(format!(
+                "{} answer(s) asked for tools that no span recorded, and the model was asked again after them: what the run called there is unknown in the trace (`calls_unknown`), and `harness sweep` scores no run that holds one (instrument the tools, or turn capture on)",
+                self.unknown_calls
             ));
         }
         let named = self.unknown_args.saturating_sub(self.blind_tools);

@@ -942,12 +942,15 @@ reply = { tool_calls = [{ name = "exec", args = {} }] }
 
 #[test]
 fn an_end_after_calls_no_agent_can_read_says_the_wire_cannot_tell_why() {
-    // Arguments cut off, or not JSON: a framework that drops such calls and takes the rest of
-    // the answer as final (LangGraph, Haystack) stops as one that gives up does; the trace
-    // says it cannot tell which. Calls it could run end as before.
+    // Arguments cut off, or not a JSON object, as OpenAI's APIs carry them (text): a framework
+    // that drops such calls and takes the rest of the answer as final (LangGraph, Haystack)
+    // stops as one that gives up does; the trace says it cannot tell which. Calls it could
+    // run end as before: an object, or no arguments at all (read as `{}`).
     for (call, readable) in [
         ("raw_args = '{\"a\": '", false),
         ("raw_args = 'ls -la'", false),
+        ("raw_args = '[1]'", false),
+        ("raw_args = '  '", true),
         ("args = { a = 1 }", true),
     ] {
         let mut s = session(&scripted(&format!(
@@ -968,4 +971,21 @@ fn an_end_after_calls_no_agent_can_read_says_the_wire_cannot_tell_why() {
             "{call}: {outcome}"
         );
     }
+    // Anthropic's API carries arguments as an object: cut ones went out as `{}`, a call the
+    // agent could run. Gemini's withholds such a call: the agent got the answer's text alone.
+    let cut = scripted("tool_calls = [{ name = \"exec\", raw_args = '{\"a\": ' }]");
+    let mut s = session(&cut);
+    let messages = json!({"model": "m", "max_tokens": 100, "system": "sys",
+        "messages": [{"role": "user", "content": "List the files."}],
+        "tools": [{"name": "exec", "description": "Run", "input_schema": {"type": "object"}}]});
+    s.handle(Api::Messages, messages.to_string().as_bytes());
+    let outcome = lines(&s, 0).last().cloned().unwrap_or_default();
+    assert!(
+        outcome.contains("without sending back the results of its tool calls"),
+        "{outcome}"
+    );
+    let mut s = session(&cut);
+    s.handle(Api::GenerateContent, &gemini(&["List the files."], &[]));
+    let outcome = lines(&s, 0).last().cloned().unwrap_or_default();
+    assert!(outcome.contains("outcome response"), "{outcome}");
 }
