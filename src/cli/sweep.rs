@@ -429,32 +429,11 @@ fn imported_text(
     })
 }
 
-/// What of a run's calls its trace does not know, when anything: calls whose arguments were
-/// not recorded, and answers whose calls were not recorded at all though the run went on.
+/// What of a run's calls its trace does not know and a scenario would script, when anything:
+/// calls whose arguments were not recorded, and answers whose calls were not recorded at all
+/// (the last one included).
 fn unknown_calls(run: &import::Run) -> Option<String> {
-    use crate::trace::Event;
-    let args = run
-        .events
-        .iter()
-        .filter(|e| {
-            matches!(
-                e.event,
-                Event::ToolCallStart {
-                    args_unknown: true,
-                    ..
-                }
-            )
-        })
-        .count();
-    let answers: Vec<bool> = run
-        .events
-        .iter()
-        .filter_map(|e| match e.event {
-            Event::ModelResponse { calls_unknown, .. } => Some(calls_unknown),
-            _ => None,
-        })
-        .collect();
-    let unseen = answers.iter().rev().skip(1).filter(|u| **u).count();
+    let (args, unseen) = import::unknown::scripted_unknowns(&run.events);
     match (args, unseen) {
         (0, 0) => None,
         (n, 0) => Some(format!(

@@ -33,6 +33,9 @@ pub mod swe_agent;
 pub mod tau2;
 pub mod tau_bench;
 pub mod toolbench;
+pub mod unknown;
+
+pub use unknown::{args_not_recorded, is_not_recorded, recorded_args, unknowns};
 
 use crate::diagnostic::Diagnostic;
 use crate::failure::FailureRules;
@@ -404,30 +407,6 @@ pub(crate) fn typed<T: serde::de::DeserializeOwned>(
                 Ok(_) => Err(located(1, 1, plain.to_string(), &hint)),
             }
         }
-    }
-}
-
-/// What an importer gives as a call's arguments when its format recorded the call but not
-/// its arguments (an OpenTelemetry span with content capture off): a value no recorded
-/// arguments parse to. [`TraceBuilder`] writes such a call's arguments as `{}` marked
-/// `args_unknown`, never as this value.
-pub fn args_not_recorded() -> Value {
-    Value::String(ARGS_NOT_RECORDED.to_owned())
-}
-
-const ARGS_NOT_RECORDED: &str = "\u{0}harness: arguments not recorded";
-
-/// Is `args` [`args_not_recorded`]?
-pub fn is_not_recorded(args: &Value) -> bool {
-    args.as_str() == Some(ARGS_NOT_RECORDED)
-}
-
-/// A call's recorded arguments as [`parse_args`] reads them, or [`args_not_recorded`] when the
-/// record has no such field.
-pub fn recorded_args(raw: Option<&Value>) -> Value {
-    match raw {
-        None => args_not_recorded(),
-        Some(_) => parse_args(raw),
     }
 }
 

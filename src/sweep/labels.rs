@@ -125,6 +125,26 @@ fn group<'a>(calls: impl IntoIterator<Item = &'a Call>, how: Same) -> Option<Opt
     Some(key)
 }
 
+/// How many of `calls`, from the first, are all the same as `how` takes it (one pass).
+fn run_length(calls: &[Call], how: Same) -> usize {
+    let Some(first) = calls.first() else {
+        return 0;
+    };
+    let mut key: Option<&str> = None;
+    calls
+        .iter()
+        .take_while(|c| {
+            if c.name != first.name {
+                return false;
+            }
+            if c.args_unknown {
+                return how == Same::Maybe;
+            }
+            *key.get_or_insert(&c.key) == c.key
+        })
+        .count()
+}
+
 /// The earliest repetition pattern of `calls`, the same taken as `how` says: its first call
 /// and what it is.
 fn pattern(calls: &[Call], how: Same) -> Option<(usize, String)> {
@@ -134,11 +154,9 @@ fn pattern(calls: &[Call], how: Same) -> Option<(usize, String)> {
             best = Some((start, note));
         }
     };
-    for i in 0..calls.len() {
-        let n = (1..=calls.len() - i)
-            .take_while(|&n| group(&calls[i..i + n], how).is_some())
-            .last()
-            .unwrap_or(0);
+    let mut i = 0;
+    while i < calls.len() {
+        let n = run_length(&calls[i..], how);
         if n >= IDENTICAL_RUN {
             consider(
                 i,
@@ -146,6 +164,12 @@ fn pattern(calls: &[Call], how: Same) -> Option<(usize, String)> {
             );
             break;
         }
+        // Surely the same is transitive: a run's later calls start no longer run. A call that
+        // may be anything may start one, so each is tried.
+        i += match how {
+            Same::Sure => n.max(1),
+            Same::Maybe => 1,
+        };
     }
     let mut i = 0;
     while i < calls.len() {

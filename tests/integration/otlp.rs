@@ -1028,3 +1028,59 @@ fn answers_whose_calls_were_not_recorded_are_judged_by_no_detector() {
         assert!(row.split(',').nth(2) == Some("0"), "{row}");
     }
 }
+
+/// Arguments an answer's call leaves out are unknown only where nothing of the call was
+/// captured: with the messages captured, they are none (Bedrock's instrumentation leaves out
+/// an empty input whatever the capture). And a scenario of a run whose last answer named a
+/// call without its arguments is not written: it would make that call up.
+#[test]
+fn left_out_arguments_are_none_where_content_was_captured() {
+    let p = Project::new();
+    let mut trace: serde_json::Value =
+        serde_json::from_str(&blind_trace_naming("captured", false, true)).expect("JSON");
+    let spans = trace["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        .as_array_mut()
+        .expect("spans");
+    for s in spans.iter_mut() {
+        if let Some(events) = s.get_mut("events").and_then(|e| e.as_array_mut()) {
+            events.insert(
+                0,
+                serde_json::json!({"name": "gen_ai.user.message", "timeUnixNano": "1",
+                    "attributes": [{"key": "gen_ai.event.content",
+                        "value": {"stringValue": "{\"content\": \"List the files.\"}"}}]}),
+            );
+        }
+    }
+    p.write("captured.jsonl", trace.to_string() + "\n");
+    let import = p.harness(&["import", "captured.jsonl", "--out", "imported"]);
+    import.expect_code(0);
+    assert!(
+        !import.stderr.contains("without their arguments"),
+        "{}",
+        import.stderr
+    );
+    let text = p.read(&p.files("imported", ".jsonl")[0]);
+    assert!(!text.contains("args_unknown"), "{text}");
+    assert_eq!(
+        text.matches("\"name\":\"exec\",\"args\":{}").count(),
+        3,
+        "{text}"
+    );
+    // Capture off, the last answer's call named and never run: no scenario.
+    let mut trace: serde_json::Value =
+        serde_json::from_str(&blind_trace_naming("last", false, true)).expect("JSON");
+    trace["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        .as_array_mut()
+        .expect("spans")
+        .retain(|s| s["spanId"] != "t2" && s["spanId"] != "c9");
+    p.write("last.jsonl", trace.to_string() + "\n");
+    let scenario = p.harness(&["import", "last.jsonl", "--as", "scenario", "--out", "sc"]);
+    scenario.expect_code(2);
+    assert!(
+        scenario
+            .stderr
+            .contains("recorded without their arguments: a scenario would have to make them up"),
+        "{}",
+        scenario.stderr
+    );
+}

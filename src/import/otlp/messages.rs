@@ -512,6 +512,21 @@ pub(super) fn event_body(e: &SpanEvent) -> Value {
 /// it should be.
 pub(super) fn exchange(s: &Span, logs: &HashMap<String, Vec<&Log>>) -> Result<Exchange, String> {
     let mut ex = exchange_of(s, logs)?;
+    // Content captured (a message of the call says something): arguments an answer's call
+    // leaves out are none, not unrecorded (Bedrock's instrumentation leaves out an empty
+    // input, openai-v2 empty arguments, whatever the capture).
+    let captured = ex
+        .input
+        .iter()
+        .chain(&ex.output)
+        .any(|m| !m.text.trim().is_empty());
+    if captured {
+        for c in ex.output.iter_mut().flat_map(|o| o.calls.iter_mut()) {
+            if crate::import::is_not_recorded(&c.2) {
+                c.2 = Value::Object(serde_json::Map::new());
+            }
+        }
+    }
     if let Some(flags) = s.attrs.get("input.value").and_then(request_error_flags) {
         for m in &mut ex.input {
             if let Some(flag) = m.answers.as_ref().and_then(|id| flags.get(id)) {

@@ -231,29 +231,9 @@ fn import_with(
         };
         match run {
             Ok(Some(run)) => {
-                gaps.unknown_args += run
-                    .events
-                    .iter()
-                    .filter(|e| {
-                        matches!(
-                            e.event,
-                            Event::ToolCallStart {
-                                args_unknown: true,
-                                ..
-                            }
-                        )
-                    })
-                    .count();
-                // Answers whose calls stayed unknown and after which the model was asked again.
-                let answers: Vec<bool> = run
-                    .events
-                    .iter()
-                    .filter_map(|e| match e.event {
-                        Event::ModelResponse { calls_unknown, .. } => Some(calls_unknown),
-                        _ => None,
-                    })
-                    .collect();
-                gaps.unknown_calls += answers.iter().rev().skip(1).filter(|u| **u).count();
+                let (args, calls) = super::unknowns(&run.events);
+                gaps.unknown_args += args;
+                gaps.unknown_calls += calls;
                 made.push((first, run));
             }
             Ok(None) => {}
