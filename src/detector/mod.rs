@@ -136,7 +136,7 @@ impl View {
         let mut v = View::default();
         let mut thought = String::new();
         let mut open: Vec<(String, usize)> = Vec::new();
-        let mut asked_unseen = false;
+        v.unseen = crate::trace::unseen_answers(events);
         for e in events {
             match &e.event {
                 Event::ModelResponse {
@@ -144,11 +144,8 @@ impl View {
                     calls,
                     input_tokens,
                     output_tokens,
-                    calls_unknown,
                     ..
                 } => {
-                    v.unseen += usize::from(asked_unseen);
-                    asked_unseen = *calls_unknown;
                     v.responses
                         .push((v.calls.len(), input_tokens.saturating_add(*output_tokens)));
                     thought = text.clone().unwrap_or_default();

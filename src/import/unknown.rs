@@ -27,20 +27,19 @@ pub fn is_not_recorded(args: &Value) -> bool {
 /// (`calls_unknown`) though the model was asked again after them (a last answer's calls never
 /// ran, and no trace shows them).
 pub fn unknowns(events: &[TimedEvent]) -> (usize, usize) {
-    let mut args = 0;
-    let mut unseen = 0;
-    let mut asked_unseen = false;
-    for e in events {
-        match &e.event {
-            Event::ToolCallStart { args_unknown, .. } => args += usize::from(*args_unknown),
-            Event::ModelResponse { calls_unknown, .. } => {
-                unseen += usize::from(asked_unseen);
-                asked_unseen = *calls_unknown;
-            }
-            _ => {}
-        }
-    }
-    (args, unseen)
+    let args = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.event,
+                Event::ToolCallStart {
+                    args_unknown: true,
+                    ..
+                }
+            )
+        })
+        .count();
+    (args, crate::trace::unseen_answers(events))
 }
 
 /// A call's recorded arguments as [`parse_args`] reads them, or [`args_not_recorded`] when the
@@ -56,6 +55,13 @@ pub fn recorded_args(raw: Option<&Value>) -> Value {
 /// in an answer or run, and answers that asked for tools the trace did not record, the last
 /// one included (a scenario scripts every answer).
 pub fn scripted_unknowns(events: &[TimedEvent]) -> (usize, usize) {
+    let started: std::collections::BTreeSet<&str> = events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::ToolCallStart { id, .. } => Some(id.as_str()),
+            _ => None,
+        })
+        .collect();
     let mut args = 0;
     let mut calls = 0;
     for e in events {
@@ -67,14 +73,9 @@ pub fn scripted_unknowns(events: &[TimedEvent]) -> (usize, usize) {
                 ..
             } => {
                 // Named without arguments and never run: only the answer says so.
-                let started = |id: &str| {
-                    events
-                        .iter()
-                        .any(|e| matches!(&e.event, Event::ToolCallStart { id: i, .. } if i == id))
-                };
                 args += named
                     .iter()
-                    .filter(|c| c.args_unknown && !started(&c.id))
+                    .filter(|c| c.args_unknown && !started.contains(c.id.as_str()))
                     .count();
                 calls += usize::from(*calls_unknown);
             }

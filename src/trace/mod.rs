@@ -1025,6 +1025,21 @@ pub fn number_calls(events: &mut [TimedEvent]) {
     }
 }
 
+/// Answers that asked for tools the trace did not record (`calls_unknown`) and after which
+/// the model was asked again: the run called something there that the trace does not show. (A
+/// last answer's calls never ran.)
+pub fn unseen_answers(events: &[TimedEvent]) -> usize {
+    let mut unseen = 0;
+    let mut asked_unseen = false;
+    for e in events {
+        if let Event::ModelResponse { calls_unknown, .. } = &e.event {
+            unseen += usize::from(asked_unseen);
+            asked_unseen = *calls_unknown;
+        }
+    }
+    unseen
+}
+
 /// The tool-call ids an event names.
 fn call_ids(event: &mut Event) -> Vec<&mut String> {
     match event {
